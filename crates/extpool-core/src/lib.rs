@@ -1,0 +1,36 @@
+//! extpool-core: the vocabulary every other extpool crate speaks.
+//!
+//! It holds what RFC-0051 calls the *Resource Protocols* ([`SkillResource`],
+//! [`McpResource`], [`CommandResource`], [`ChangeObservable`]), the adapter
+//! trait agents compile against ([`Capability`]), the entry types that cross
+//! those traits, [`Scope`], and the [`ExtensionRegistry`] that decides which
+//! capabilities a scope can see and routes URIs to their owners.
+//!
+//! This crate knows nothing about MCP wire formats, SKILL.md files or front
+//! ends; it must never depend on another extpool crate.
+
+pub mod capability;
+pub mod change;
+pub mod composition;
+pub mod entry;
+pub mod error;
+pub mod protocols;
+pub mod registry;
+pub mod scope;
+pub mod uri;
+
+pub use capability::{Capability, TurnContext};
+pub use change::{ChangeEvent, ChangeKind, ChangeStream};
+pub use composition::{CircularCompositionError, ParentChain};
+pub use entry::{
+    CommandArgument, CommandEntry, ContentPart, ResourceBody, ResourceContent, ResourceEntry,
+    SkillEntry, ToolEntry, ToolResult,
+};
+pub use error::{BoxError, ExtensionError};
+pub use protocols::{ChangeObservable, CommandResource, McpResource, SkillResource};
+pub use registry::{
+    ExtensionRegistry, MergedChanges, Registration, RegistryConfig, RegistryError, ResolveError,
+    ShutdownReport, Visible,
+};
+pub use scope::{Scope, ScopeError, ScopeKey, ScopeLevel};
+pub use uri::{ExtUri, UriError};

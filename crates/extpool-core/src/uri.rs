@@ -1,0 +1,145 @@
+//! Parsing of extension URIs (`skill://name/SKILL.md`, `mcp://server/…`,
+//! and schemes that capabilities register).
+//!
+//! Parsing is strict on purpose: a URI that could climb out of its owner
+//! (`..` segments, in any encoding, or backslashes) is refused here, before
+//! any capability sees it.
+
+/// A URI that cannot be routed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UriError {
+    /// Not of the form `scheme://authority/path`, or has forbidden characters.
+    #[error("malformed URI {uri:?}: {reason}")]
+    Malformed {
+        /// The URI as given.
+        uri: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A path segment tries to leave its root.
+    #[error("URI {uri:?} contains a path traversal segment")]
+    Traversal {
+        /// The URI as given.
+        uri: String,
+    },
+}
+
+/// A parsed URI: lower-cased scheme, authority (the owner's name) and path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtUri<'a> {
+    /// The URI as given.
+    pub raw: &'a str,
+    /// Scheme, lower-cased.
+    pub scheme: String,
+    /// The part between `://` and the next `/` (a skill or server name).
+    pub authority: &'a str,
+    /// Everything after the authority's `/`, possibly empty.
+    pub path: &'a str,
+}
+
+impl<'a> ExtUri<'a> {
+    /// Parses and checks a URI.
+    pub fn parse(raw: &'a str) -> Result<Self, UriError> {
+        let malformed = |reason| UriError::Malformed {
+            uri: raw.to_owned(),
+            reason,
+        };
+        if raw.is_empty() {
+            return Err(malformed("empty"));
+        }
+        if raw.chars().any(|c| c.is_control()) {
+            return Err(malformed("contains control characters"));
+        }
+        let Some((scheme, rest)) = raw.split_once("://") else {
+            return Err(malformed("missing \"://\""));
+        };
+        let mut chars = scheme.chars();
+        let valid_scheme = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+            && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+        if !valid_scheme {
+            return Err(malformed("invalid scheme"));
+        }
+        if rest.contains('\\') {
+            return Err(UriError::Traversal {
+                uri: raw.to_owned(),
+            });
+        }
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let path = path.split(['?', '#']).next().unwrap_or("");
+        for segment in path.split('/') {
+            if is_dot_dot(segment) {
+                return Err(UriError::Traversal {
+                    uri: raw.to_owned(),
+                });
+            }
+        }
+        if is_dot_dot(authority) {
+            return Err(UriError::Traversal {
+                uri: raw.to_owned(),
+            });
+        }
+        Ok(Self {
+            raw,
+            scheme: scheme.to_ascii_lowercase(),
+            authority,
+            path,
+        })
+    }
+}
+
+/// `..` in plain or percent-encoded form (`%2e%2e`, `.%2E`, …).
+fn is_dot_dot(segment: &str) -> bool {
+    let decoded = segment.to_ascii_lowercase().replace("%2e", ".");
+    decoded == ".."
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_skill_uris() {
+        let u = ExtUri::parse("skill://ponytail/references/x.md").unwrap();
+        assert_eq!(u.scheme, "skill");
+        assert_eq!(u.authority, "ponytail");
+        assert_eq!(u.path, "references/x.md");
+        let u = ExtUri::parse("SKILL://p").unwrap();
+        assert_eq!(u.scheme, "skill");
+        assert_eq!(u.path, "");
+    }
+
+    #[test]
+    fn refuses_traversal_in_every_spelling() {
+        for uri in [
+            "skill://x/../etc/passwd",
+            "skill://x/a/../../b",
+            "skill://../x",
+            "skill://x/%2e%2e/y",
+            "skill://x/.%2E/y",
+            "skill://x/a\\..\\b",
+        ] {
+            assert!(
+                matches!(ExtUri::parse(uri), Err(UriError::Traversal { .. })),
+                "{uri}"
+            );
+        }
+    }
+
+    #[test]
+    fn refuses_malformed() {
+        for uri in [
+            "",
+            "skill:/x",
+            "noscheme",
+            "1x://a",
+            "sk ill://a",
+            "skill://a\n/b",
+        ] {
+            assert!(
+                matches!(ExtUri::parse(uri), Err(UriError::Malformed { .. })),
+                "{uri:?}"
+            );
+        }
+    }
+}

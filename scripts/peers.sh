@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the real MCP peers the tests and benchmarks talk to, into .peers/
+# (ignored by git). Idempotent: does nothing when the pinned versions are there.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+peers="$root/.peers"
+mkdir -p "$peers"
+
+NPM_PACKAGES=(
+  "@modelcontextprotocol/server-everything@2026.8.31"
+  "@modelcontextprotocol/sdk@1.32.2"
+)
+PIP_PACKAGES=(
+  "mcp==2.3.0"
+  "skills-ref==0.1.1"
+)
+
+stamp_npm="$peers/.npm-$(printf '%s\n' "${NPM_PACKAGES[@]}" | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp_npm" ]; then
+  echo "peers: installing npm packages into .peers/node_modules" >&2
+  (cd "$peers" && [ -f package.json ] || echo '{"name":"extpool-peers","private":true}' > "$peers/package.json")
+  npm install --prefix "$peers" --no-audit --no-fund --loglevel=error "${NPM_PACKAGES[@]}" >&2
+  touch "$stamp_npm"
+fi
+
+stamp_pip="$peers/.pip-$(printf '%s\n' "${PIP_PACKAGES[@]}" | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp_pip" ]; then
+  echo "peers: installing Python packages into .peers/venv" >&2
+  python3 -m venv "$peers/venv"
+  "$peers/venv/bin/pip" install --quiet --disable-pip-version-check "${PIP_PACKAGES[@]}" >&2
+  touch "$stamp_pip"
+fi
