@@ -1,0 +1,193 @@
+//! How to reach one MCP server, as written in configuration.
+//!
+//! One flat struct serves every config format (extpool.yaml, `.mcp.json`,
+//! VS Code, Codex): `command` makes a stdio server, `url` a streamable HTTP
+//! one. [`McpServerConfig::transport`] checks the combination. The struct is
+//! `Hash + Eq` because the connection pool keys live clients by it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// A server's configuration (without its name, which is the map key).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// Executable of a stdio server (run directly, never through a shell).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Extra environment for the child.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Working directory of the child.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// URL of a streamable HTTP server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Extra HTTP headers.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// Allow plain HTTP to a non-loopback host for this server.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub insecure_http: bool,
+    /// Per-request timeout in milliseconds (default 60 000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_timeout_ms: Option<u64>,
+    /// Connect + initialize timeout in milliseconds (default 30 000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_timeout_ms: Option<u64>,
+    /// Connect on first call instead of at toolset compilation.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub lazy: bool,
+    /// Tools declared statically (used when `lazy`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<StaticTool>,
+    /// Reconnect policy after a dropped connection.
+    #[serde(default, skip_serializing_if = "ReconnectPolicy::is_default")]
+    pub reconnect: ReconnectPolicy,
+    /// Environment variables normally withheld (`LD_PRELOAD`, …) that this server may receive.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_env: Vec<String>,
+    /// Catalog prefix instead of the server name (`mcp__<prefix>__<tool>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// Set false to keep the entry but not start it.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub enabled: bool,
+}
+
+/// A tool declared in configuration for lazy servers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaticTool {
+    /// Tool name as the server knows it.
+    pub name: String,
+    /// Description shown to the model.
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of the arguments, as JSON text (default: any object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<String>,
+}
+
+/// Reconnect attempts after a connection drop; the default is one attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReconnectPolicy {
+    /// How many reconnect attempts (0 disables reconnecting).
+    #[serde(default = "one")]
+    pub attempts: u32,
+    /// Delay before the second attempt, doubled for each further one.
+    #[serde(default = "thousand")]
+    pub backoff_ms: u64,
+}
+
+impl Default for ReconnectPolicy {
+    fn default() -> Self {
+        Self {
+            attempts: 1,
+            backoff_ms: 1000,
+        }
+    }
+}
+
+impl ReconnectPolicy {
+    /// True for the default policy (so it is not printed).
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// Which transport a config selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportKind {
+    /// A child process speaking MCP on stdin/stdout.
+    Stdio,
+    /// Streamable HTTP.
+    Http,
+}
+
+/// The transport half of a config, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport<'a> {
+    /// A child process.
+    Stdio {
+        /// Executable.
+        command: &'a str,
+        /// Arguments.
+        args: &'a [String],
+    },
+    /// Streamable HTTP.
+    Http {
+        /// Endpoint URL.
+        url: &'a str,
+    },
+}
+
+/// A config that names neither or both transports.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TransportError {
+    /// Neither `command` nor `url`.
+    #[error("needs either `command` (stdio) or `url` (streamable HTTP)")]
+    Missing,
+    /// Both `command` and `url`.
+    #[error("has both `command` and `url`; choose one transport")]
+    Both,
+}
+
+impl McpServerConfig {
+    /// A stdio server config.
+    pub fn stdio(
+        command: impl Into<String>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Self {
+            command: Some(command.into()),
+            args: args.into_iter().map(Into::into).collect(),
+            enabled: true,
+            ..Self::default()
+        }
+    }
+
+    /// A streamable HTTP server config.
+    pub fn http(url: impl Into<String>) -> Self {
+        Self {
+            url: Some(url.into()),
+            enabled: true,
+            ..Self::default()
+        }
+    }
+
+    /// The transport this config selects.
+    pub fn transport(&self) -> Result<Transport<'_>, TransportError> {
+        match (&self.command, &self.url) {
+            (Some(command), None) => Ok(Transport::Stdio {
+                command,
+                args: &self.args,
+            }),
+            (None, Some(url)) => Ok(Transport::Http { url }),
+            (None, None) => Err(TransportError::Missing),
+            (Some(_), Some(_)) => Err(TransportError::Both),
+        }
+    }
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+fn is_true(b: &bool) -> bool {
+    *b
+}
+fn yes() -> bool {
+    true
+}
+fn one() -> u32 {
+    1
+}
+fn thousand() -> u64 {
+    1000
+}
