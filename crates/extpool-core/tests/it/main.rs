@@ -1,0 +1,10 @@
+//! Integration tests of the registry, with small local capabilities written for the tests.
+#![allow(missing_docs, clippy::unwrap_used)]
+
+mod composition;
+mod concurrency;
+mod merge;
+mod resolve;
+mod shutdown;
+mod support;
+mod visibility;
