@@ -1,0 +1,248 @@
+//! Sorting rmcp failures into "the connection is gone" (reconnect and
+//! retry) and everything else (return as is) — by type, never by message.
+//!
+//! The rule comes from the behaviour doc: a dropped connection is retried
+//! once after one shared reconnect; a failure the server itself declared — a
+//! JSON-RPC error, an HTTP 4xx/5xx answer — is never replayed, because the
+//! server may already have acted on the request. When unsure, this module
+//! answers "not a drop": replaying is the riskier mistake.
+
+use std::sync::Arc;
+
+use rmcp::ServiceError;
+use rmcp::transport::streamable_http_client::{
+    AuthRequiredError, HttpStatusError, InsufficientScopeError, StreamableHttpError,
+};
+
+use crate::error::SharedError;
+
+/// What a failed request means for the connection.
+#[derive(Debug)]
+pub enum Failure {
+    /// The connection is gone (child exited, stream broke, server unreachable).
+    Lost(SharedError),
+    /// A JSON-RPC error response.
+    Rpc(rmcp::ErrorData),
+    /// An HTTP error status.
+    Http {
+        /// Status code.
+        status: u16,
+        /// `Retry-After`, if sent.
+        retry_after: Option<String>,
+    },
+    /// HTTP 401/403.
+    Auth {
+        /// The `WWW-Authenticate` challenge.
+        challenge: Option<String>,
+    },
+    /// rmcp's own request timeout fired.
+    Timeout,
+    /// Anything else; not retried.
+    Other(SharedError),
+}
+
+type HttpError = StreamableHttpError<reqwest::Error>;
+
+/// Classifies one failed request.
+pub fn classify(error: ServiceError) -> Failure {
+    match error {
+        ServiceError::McpError(data) => Failure::Rpc(data),
+        ServiceError::TransportClosed => Failure::Lost(Arc::new(ServiceError::TransportClosed)),
+        ServiceError::Timeout { .. } => Failure::Timeout,
+        ServiceError::TransportSend(send) => {
+            let verdict = transport_verdict(send.error.as_ref());
+            let shared: SharedError = Arc::new(ServiceError::TransportSend(send));
+            match verdict {
+                Verdict::Lost => Failure::Lost(shared),
+                Verdict::Http {
+                    status,
+                    retry_after,
+                } => Failure::Http {
+                    status,
+                    retry_after,
+                },
+                Verdict::Rpc(data) => Failure::Rpc(data),
+                Verdict::Auth(challenge) => Failure::Auth { challenge },
+                Verdict::Other => Failure::Other(shared),
+            }
+        }
+        other => Failure::Other(Arc::new(other)),
+    }
+}
+
+enum Verdict {
+    Lost,
+    Http {
+        status: u16,
+        retry_after: Option<String>,
+    },
+    Rpc(rmcp::ErrorData),
+    Auth(Option<String>),
+    Other,
+}
+
+fn transport_verdict(root: &(dyn std::error::Error + Send + Sync + 'static)) -> Verdict {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(root);
+    while let Some(error) = current {
+        if let Some(http) = error.downcast_ref::<HttpError>() {
+            return http_verdict(http);
+        }
+        if let Some(status) = error.downcast_ref::<HttpStatusError>() {
+            return Verdict::Http {
+                status: status.status,
+                retry_after: status.retry_after.clone(),
+            };
+        }
+        if let Some(auth) = error.downcast_ref::<AuthRequiredError>() {
+            return Verdict::Auth(Some(auth.www_authenticate_header.clone()));
+        }
+        if let Some(scope) = error.downcast_ref::<InsufficientScopeError>() {
+            return Verdict::Auth(Some(scope.www_authenticate_header.clone()));
+        }
+        if let Some(req) = error.downcast_ref::<reqwest::Error>() {
+            return reqwest_verdict(req);
+        }
+        if error.downcast_ref::<std::io::Error>().is_some() {
+            // stdio: the pipe to the child broke.
+            return Verdict::Lost;
+        }
+        current = error.source();
+    }
+    Verdict::Other
+}
+
+fn http_verdict(error: &HttpError) -> Verdict {
+    match error {
+        StreamableHttpError::HttpStatus(status) => Verdict::Http {
+            status: status.status,
+            retry_after: status.retry_after.clone(),
+        },
+        StreamableHttpError::AuthRequired(e) => {
+            Verdict::Auth(Some(e.www_authenticate_header.clone()))
+        }
+        StreamableHttpError::InsufficientScope(e) => {
+            Verdict::Auth(Some(e.www_authenticate_header.clone()))
+        }
+        // rmcp already re-initialized once; a second 404 is the server's answer.
+        StreamableHttpError::SessionExpired => Verdict::Http {
+            status: 404,
+            retry_after: None,
+        },
+        StreamableHttpError::ReinitializationFailed(data) => Verdict::Rpc(data.clone()),
+        StreamableHttpError::Client(req) => reqwest_verdict(req),
+        StreamableHttpError::Io(_)
+        | StreamableHttpError::Sse(_)
+        | StreamableHttpError::UnexpectedEndOfStream
+        | StreamableHttpError::TransportChannelClosed => Verdict::Lost,
+        // The server answered (4xx without JSON-RPC body, bad content), or the
+        // POST may have been processed (recovery timeout): not replayable.
+        _ => Verdict::Other,
+    }
+}
+
+fn reqwest_verdict(error: &reqwest::Error) -> Verdict {
+    if let Some(status) = error.status() {
+        return Verdict::Http {
+            status: status.as_u16(),
+            retry_after: None,
+        };
+    }
+    if error.is_builder() || error.is_decode() || error.is_redirect() {
+        return Verdict::Other;
+    }
+    // Connect failures, broken bodies, resets: the connection is gone.
+    Verdict::Lost
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::transport::DynamicTransportError;
+
+    fn send_error(e: Box<dyn std::error::Error + Send + Sync>) -> ServiceError {
+        ServiceError::TransportSend(DynamicTransportError::from_parts(
+            "test",
+            std::any::TypeId::of::<()>(),
+            e,
+        ))
+    }
+
+    #[test]
+    fn json_rpc_errors_are_server_declared() {
+        let f = classify(ServiceError::McpError(rmcp::ErrorData::internal_error(
+            "x", None,
+        )));
+        assert!(matches!(f, Failure::Rpc(_)));
+    }
+
+    #[test]
+    fn closed_and_broken_pipes_are_lost() {
+        assert!(matches!(
+            classify(ServiceError::TransportClosed),
+            Failure::Lost(_)
+        ));
+        let io = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        assert!(matches!(
+            classify(send_error(Box::new(io))),
+            Failure::Lost(_)
+        ));
+    }
+
+    #[test]
+    fn http_statuses_are_not_replayed() {
+        for status in [429u16, 502, 503, 504] {
+            let e: HttpError = HttpStatusError::new(status, Some("1".into())).into();
+            match classify(send_error(Box::new(e))) {
+                Failure::Http {
+                    status: s,
+                    retry_after,
+                } => {
+                    assert_eq!(s, status);
+                    assert_eq!(retry_after.as_deref(), Some("1"));
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        let e: HttpError = StreamableHttpError::UnexpectedServerResponse("HTTP 400: bad".into());
+        assert!(matches!(
+            classify(send_error(Box::new(e))),
+            Failure::Other(_)
+        ));
+        let e: HttpError = StreamableHttpError::SessionExpired;
+        assert!(matches!(
+            classify(send_error(Box::new(e))),
+            Failure::Http { status: 404, .. }
+        ));
+    }
+
+    #[test]
+    fn broken_streams_are_lost() {
+        let e: HttpError = StreamableHttpError::UnexpectedEndOfStream;
+        assert!(matches!(
+            classify(send_error(Box::new(e))),
+            Failure::Lost(_)
+        ));
+    }
+
+    #[test]
+    fn auth_challenges_are_kept() {
+        let e: HttpError =
+            StreamableHttpError::AuthRequired(AuthRequiredError::new("Bearer realm=x".into()));
+        match classify(send_error(Box::new(e))) {
+            Failure::Auth { challenge } => assert_eq!(challenge.as_deref(), Some("Bearer realm=x")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn unknown_errors_are_not_retried() {
+        assert!(matches!(
+            classify(send_error(Box::new(std::fmt::Error))),
+            Failure::Other(_)
+        ));
+        assert!(matches!(
+            classify(ServiceError::UnexpectedResponse),
+            Failure::Other(_)
+        ));
+    }
+}

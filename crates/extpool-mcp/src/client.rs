@@ -1,0 +1,733 @@
+//! [`McpClient`]: one MCP server behind one live rmcp connection, with
+//! timeouts and the reconnect rules of the behaviour doc.
+//!
+//! - **Concurrency.** The current connection sits in an `ArcSwapOption`; a
+//!   call loads it without locking and runs on rmcp's pipelined peer, so any
+//!   number of tasks share one connection and no lock is held around a call.
+//! - **Timeouts.** rmcp has none by default. Every request is bounded by the
+//!   server's `request_timeout_ms`; on expiry the request future is dropped,
+//!   rmcp sends `notifications/cancelled`, and the connection stays usable.
+//!   Connect + initialize is bounded by `startup_timeout_ms`.
+//! - **Reconnect.** When a call finds the connection gone (child exited,
+//!   stream broke, server unreachable), it asks for a reconnect of *that*
+//!   connection generation. One caller performs it under the lifecycle lock;
+//!   every other caller that lost the same generation waits and shares the
+//!   outcome, so 50 failing calls cause one new process. The interrupted
+//!   operation is then retried once. If reconnecting fails, the caller gets
+//!   `MCP server "<name>" unavailable after reconnect`.
+//! - **No replay of server-declared failures** (see [`crate::classify`]).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use arc_swap::ArcSwapOption;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientRequest, GetPromptRequestParams, GetPromptResult,
+    GetSkillRequestParams, JsonObject, PingRequest, Prompt, ReadResourceRequestParams,
+    ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities, ServerPeerInfo, Skill,
+    Tool,
+};
+use rmcp::service::{ClientCacheConfig, RoleClient, RunningService};
+use rmcp::{Peer, ServiceError, ServiceExt};
+
+use crate::classify::{Failure, classify};
+use crate::config::{McpServerConfig, ReconnectPolicy};
+use crate::error::{ClientError, ConfigError, ConnectFailure, SharedError};
+use crate::handler::{ChangeSignals, Handler};
+use crate::http::{HttpPlan, HttpSettings};
+use crate::name::ServerName;
+use crate::stderr::StderrTail;
+use crate::stdio::{SpawnPolicy, StdioPlan};
+
+/// Default per-request timeout when the config sets none.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default connect + initialize timeout when the config sets none.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Host-wide settings every client of a pool shares.
+#[derive(Debug)]
+pub struct ClientOptions {
+    /// Rules for starting stdio servers.
+    pub spawn: SpawnPolicy,
+    /// Settings of the shared HTTP client.
+    pub http: HttpSettings,
+    /// Per-request timeout for servers whose config sets none.
+    pub request_timeout: Duration,
+    /// Startup timeout for servers whose config sets none.
+    pub startup_timeout: Duration,
+    /// How long a close waits for a server to exit before leaving it to be killed.
+    pub close_timeout: Duration,
+    http_client: OnceLock<reqwest::Client>,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            spawn: SpawnPolicy::default(),
+            http: HttpSettings::default(),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            close_timeout: Duration::from_secs(5),
+            http_client: OnceLock::new(),
+        }
+    }
+}
+
+impl ClientOptions {
+    /// The shared HTTP client, built on first use.
+    pub fn http_client(&self) -> &reqwest::Client {
+        self.http_client.get_or_init(|| self.http.build_client())
+    }
+}
+
+/// How a server is reached, checked once at construction.
+#[derive(Debug, Clone)]
+enum Plan {
+    Stdio(StdioPlan),
+    Http(HttpPlan),
+}
+
+impl Plan {
+    fn new(
+        name: &ServerName,
+        config: &McpServerConfig,
+        options: &ClientOptions,
+    ) -> Result<Self, ConfigError> {
+        if !config.enabled {
+            return Err(ConfigError::Disabled {
+                server: name.to_string(),
+            });
+        }
+        match config.transport() {
+            Ok(crate::config::Transport::Stdio { .. }) => {
+                Ok(Self::Stdio(StdioPlan::new(name, config, &options.spawn)?))
+            }
+            Ok(crate::config::Transport::Http { .. }) => {
+                Ok(Self::Http(HttpPlan::new(name, config)?))
+            }
+            Err(source) => Err(ConfigError::Transport {
+                server: name.to_string(),
+                source,
+            }),
+        }
+    }
+}
+
+/// One live rmcp connection.
+struct Connection {
+    generation: u64,
+    peer: Peer<RoleClient>,
+    service: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
+    stderr: Option<StderrTail>,
+    pid: Option<u32>,
+}
+
+impl Connection {
+    fn is_alive(&self) -> bool {
+        !self.peer.is_transport_closed()
+    }
+
+    fn stderr_lines(&self) -> Vec<String> {
+        self.stderr
+            .as_ref()
+            .map(StderrTail::lines)
+            .unwrap_or_default()
+    }
+
+    async fn close(&self, timeout: Duration) {
+        let service = self.service.lock().await.take();
+        if let Some(mut service) = service {
+            match service.close_with_timeout(timeout).await {
+                Ok(Some(_)) => {}
+                Ok(None) => {
+                    tracing::warn!(pid = ?self.pid, "MCP server did not exit in time; it will be killed")
+                }
+                Err(error) => tracing::warn!(%error, "MCP connection task failed while closing"),
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct Lifecycle {
+    ever_connected: bool,
+    /// The last failed (re)connect: the generation it tried to replace and its error.
+    last_failure: Option<(Option<u64>, ClientError)>,
+}
+
+struct Inner {
+    name: ServerName,
+    config: Arc<McpServerConfig>,
+    plan: Plan,
+    options: Arc<ClientOptions>,
+    request_timeout: Duration,
+    startup_timeout: Duration,
+    reconnect: ReconnectPolicy,
+    conn: ArcSwapOption<Connection>,
+    lifecycle: tokio::sync::Mutex<Lifecycle>,
+    /// Bumped each time a (re)connect attempt finished, success or failure.
+    attempts_done: AtomicU64,
+    generations: AtomicU64,
+    connects: AtomicU64,
+    signals: Arc<ChangeSignals>,
+    closed: AtomicBool,
+}
+
+/// A client for one MCP server; cheap to clone (all clones share one connection).
+#[derive(Clone)]
+pub struct McpClient {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for McpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpClient")
+            .field("name", &self.inner.name)
+            .field("plan", &self.inner.plan)
+            .field("connected", &self.is_connected())
+            .finish()
+    }
+}
+
+enum Attempt {
+    Lost(SharedError),
+    Failed(ClientError),
+}
+
+impl McpClient {
+    /// Checks the config and returns a client that connects on first use.
+    pub fn new(
+        name: ServerName,
+        config: McpServerConfig,
+        options: Arc<ClientOptions>,
+    ) -> Result<Self, ClientError> {
+        let plan = Plan::new(&name, &config, &options)?;
+        let request_timeout = config
+            .request_timeout_ms
+            .map(Duration::from_millis)
+            .unwrap_or(options.request_timeout);
+        let startup_timeout = config
+            .startup_timeout_ms
+            .map(Duration::from_millis)
+            .unwrap_or(options.startup_timeout);
+        Ok(Self {
+            inner: Arc::new(Inner {
+                name,
+                reconnect: config.reconnect,
+                config: Arc::new(config),
+                plan,
+                options,
+                request_timeout,
+                startup_timeout,
+                conn: ArcSwapOption::empty(),
+                lifecycle: tokio::sync::Mutex::new(Lifecycle::default()),
+                attempts_done: AtomicU64::new(0),
+                generations: AtomicU64::new(0),
+                connects: AtomicU64::new(0),
+                signals: Arc::new(ChangeSignals::default()),
+                closed: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// Checks the config and connects (spawn or HTTP, then initialize).
+    pub async fn connect(
+        name: ServerName,
+        config: McpServerConfig,
+        options: Arc<ClientOptions>,
+    ) -> Result<Self, ClientError> {
+        let client = Self::new(name, config, options)?;
+        client.ensure_connected().await?;
+        Ok(client)
+    }
+
+    /// Connects now if there is no live connection.
+    pub async fn ensure_connected(&self) -> Result<(), ClientError> {
+        self.live().await.map(drop)
+    }
+
+    /// The server's name.
+    pub fn name(&self) -> &ServerName {
+        &self.inner.name
+    }
+
+    /// The server's configuration.
+    pub fn config(&self) -> &McpServerConfig {
+        &self.inner.config
+    }
+
+    /// The per-request timeout in force.
+    pub fn request_timeout(&self) -> Duration {
+        self.inner.request_timeout
+    }
+
+    /// What the server said about itself at initialize (current connection).
+    pub fn server_info(&self) -> Option<Arc<ServerPeerInfo>> {
+        self.inner.conn.load().as_ref()?.peer.peer_info()
+    }
+
+    /// The server's capabilities (current connection).
+    pub fn capabilities(&self) -> Option<ServerCapabilities> {
+        self.server_info().map(|i| i.capabilities.clone())
+    }
+
+    /// The current rmcp peer, for callers that need raw access (progress
+    /// tokens, subscriptions). Calls made on it bypass timeouts and reconnect.
+    pub fn peer(&self) -> Option<Peer<RoleClient>> {
+        self.inner.conn.load().as_ref().map(|c| c.peer.clone())
+    }
+
+    /// True while a connection exists and its transport is open.
+    pub fn is_connected(&self) -> bool {
+        self.inner
+            .conn
+            .load()
+            .as_ref()
+            .is_some_and(|c| c.is_alive())
+    }
+
+    /// True once [`McpClient::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::Acquire)
+    }
+
+    /// How many connections were established so far (1 + reconnects).
+    pub fn connection_count(&self) -> u64 {
+        self.inner.connects.load(Ordering::Acquire)
+    }
+
+    /// Process id of the current stdio child, if any.
+    pub fn pid(&self) -> Option<u32> {
+        self.inner.conn.load().as_ref().and_then(|c| c.pid)
+    }
+
+    /// The last lines the current child wrote to stderr.
+    pub fn stderr_tail(&self) -> Vec<String> {
+        self.inner
+            .conn
+            .load()
+            .as_ref()
+            .map(|c| c.stderr_lines())
+            .unwrap_or_default()
+    }
+
+    /// The change counters and broadcast fed by the server's `list_changed`
+    /// notifications (and by reconnects).
+    pub fn signals(&self) -> &Arc<ChangeSignals> {
+        &self.inner.signals
+    }
+
+    /// Every tool (all pages).
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
+        self.run(
+            "tools/list",
+            None,
+            |p| async move { p.list_all_tools().await },
+        )
+        .await
+    }
+
+    /// Calls a tool with the default timeout.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<CallToolResult, ClientError> {
+        self.call_tool_with_timeout(name, arguments, None).await
+    }
+
+    /// Calls a tool; `timeout` overrides the server's request timeout.
+    pub async fn call_tool_with_timeout(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        timeout: Option<Duration>,
+    ) -> Result<CallToolResult, ClientError> {
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        params.arguments = arguments;
+        self.run("tools/call", timeout, |p| {
+            let params = params.clone();
+            async move { p.call_tool(params).await }
+        })
+        .await
+    }
+
+    /// Every resource (all pages); empty when the server has no resources.
+    pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
+        if !self.has(|c| c.resources.is_some()).await? {
+            return Ok(Vec::new());
+        }
+        self.run("resources/list", None, |p| async move {
+            p.list_all_resources().await
+        })
+        .await
+    }
+
+    /// Every resource template (all pages); empty when the server has no resources.
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
+        if !self.has(|c| c.resources.is_some()).await? {
+            return Ok(Vec::new());
+        }
+        self.run("resources/templates/list", None, |p| async move {
+            p.list_all_resource_templates().await
+        })
+        .await
+    }
+
+    /// Reads a resource.
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ClientError> {
+        let params = ReadResourceRequestParams::new(uri.to_owned());
+        self.run("resources/read", None, |p| {
+            let params = params.clone();
+            async move { p.read_resource(params).await }
+        })
+        .await
+    }
+
+    /// Every prompt (all pages); empty when the server has no prompts.
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
+        if !self.has(|c| c.prompts.is_some()).await? {
+            return Ok(Vec::new());
+        }
+        self.run("prompts/list", None, |p| async move {
+            p.list_all_prompts().await
+        })
+        .await
+    }
+
+    /// Renders a prompt.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<GetPromptResult, ClientError> {
+        let mut params = GetPromptRequestParams::new(name.to_owned());
+        params.arguments = arguments;
+        self.run("prompts/get", None, |p| {
+            let params = params.clone();
+            async move { p.get_prompt(params).await }
+        })
+        .await
+    }
+
+    /// True when the server declared the SEP-2640 skills extension.
+    pub async fn supports_skills(&self) -> Result<bool, ClientError> {
+        self.has(ServerCapabilities::supports_skills).await
+    }
+
+    /// SEP-2640 `skills/list` (all pages); empty without the extension.
+    pub async fn list_skills(&self) -> Result<Vec<Skill>, ClientError> {
+        if !self.supports_skills().await? {
+            return Ok(Vec::new());
+        }
+        self.run(
+            "skills/list",
+            None,
+            |p| async move { p.list_all_skills().await },
+        )
+        .await
+    }
+
+    /// SEP-2640 `skills/get` for a SKILL.md URI.
+    pub async fn get_skill(&self, uri: &str) -> Result<Skill, ClientError> {
+        let params = GetSkillRequestParams::new(uri.to_owned());
+        self.run("skills/get", None, |p| {
+            let params = params.clone();
+            async move { p.get_skill(params).await.map(|r| r.skill) }
+        })
+        .await
+    }
+
+    /// `ping`.
+    pub async fn ping(&self) -> Result<(), ClientError> {
+        self.run("ping", None, |p| async move {
+            p.send_request(ClientRequest::PingRequest(PingRequest::default()))
+                .await
+                .map(drop)
+        })
+        .await
+    }
+
+    /// Closes the connection (the child and its process group exit or are
+    /// killed) and refuses further calls.
+    pub async fn close(&self) {
+        self.inner.closed.store(true, Ordering::Release);
+        let _guard = self.inner.lifecycle.lock().await;
+        if let Some(conn) = self.inner.conn.swap(None) {
+            conn.close(self.inner.options.close_timeout).await;
+            tracing::debug!(server = %self.inner.name, "MCP client closed");
+        }
+    }
+
+    async fn has(&self, check: impl Fn(&ServerCapabilities) -> bool) -> Result<bool, ClientError> {
+        let conn = self.live().await?;
+        Ok(conn
+            .peer
+            .peer_info()
+            .is_some_and(|info| check(&info.capabilities)))
+    }
+
+    /// Runs one request with timeout, reconnect-once and retry-once.
+    async fn run<T, F, Fut>(
+        &self,
+        operation: &'static str,
+        timeout: Option<Duration>,
+        f: F,
+    ) -> Result<T, ClientError>
+    where
+        F: Fn(Peer<RoleClient>) -> Fut,
+        Fut: Future<Output = Result<T, ServiceError>>,
+    {
+        let timeout = timeout.unwrap_or(self.inner.request_timeout);
+        let conn = self.live().await?;
+        let cause = match self.attempt(&conn, operation, timeout, &f).await {
+            Ok(value) => return Ok(value),
+            Err(Attempt::Failed(error)) => return Err(error),
+            Err(Attempt::Lost(cause)) => cause,
+        };
+        if self.inner.reconnect.attempts == 0 {
+            return Err(ClientError::Disconnected {
+                server: self.inner.name.clone(),
+                cause,
+            });
+        }
+        tracing::warn!(server = %self.inner.name, operation, %cause, "MCP connection lost; reconnecting");
+        let conn = self.establish(Some(conn.generation)).await?;
+        match self.attempt(&conn, operation, timeout, &f).await {
+            Ok(value) => Ok(value),
+            Err(Attempt::Failed(error)) => Err(error),
+            Err(Attempt::Lost(cause)) => Err(ClientError::UnavailableAfterReconnect {
+                server: self.inner.name.clone(),
+                cause,
+                stderr: conn.stderr_lines(),
+            }),
+        }
+    }
+
+    async fn attempt<T, F, Fut>(
+        &self,
+        conn: &Connection,
+        operation: &'static str,
+        timeout: Duration,
+        f: &F,
+    ) -> Result<T, Attempt>
+    where
+        F: Fn(Peer<RoleClient>) -> Fut,
+        Fut: Future<Output = Result<T, ServiceError>>,
+    {
+        if !conn.is_alive() {
+            return Err(Attempt::Lost(Arc::new(ServiceError::TransportClosed)));
+        }
+        let server = || self.inner.name.clone();
+        match tokio::time::timeout(timeout, f(conn.peer.clone())).await {
+            Ok(Ok(value)) => Ok(value),
+            Err(_elapsed) => {
+                tracing::debug!(server = %self.inner.name, operation, ?timeout, "MCP request timed out");
+                Err(Attempt::Failed(ClientError::Timeout {
+                    server: server(),
+                    operation,
+                    timeout_ms: timeout.as_millis() as u64,
+                }))
+            }
+            Ok(Err(error)) => Err(match classify(error) {
+                Failure::Lost(cause) => Attempt::Lost(cause),
+                Failure::Rpc(error) => Attempt::Failed(ClientError::Rpc {
+                    server: server(),
+                    error,
+                }),
+                Failure::Http {
+                    status,
+                    retry_after,
+                } => Attempt::Failed(ClientError::HttpStatus {
+                    server: server(),
+                    status,
+                    retry_after,
+                }),
+                Failure::Auth { challenge } => Attempt::Failed(ClientError::AuthRequired {
+                    server: server(),
+                    challenge,
+                }),
+                Failure::Timeout => Attempt::Failed(ClientError::Timeout {
+                    server: server(),
+                    operation,
+                    timeout_ms: timeout.as_millis() as u64,
+                }),
+                Failure::Other(source) => Attempt::Failed(ClientError::Protocol {
+                    server: server(),
+                    operation,
+                    source,
+                }),
+            }),
+        }
+    }
+
+    /// The current connection, connecting first when there is none.
+    async fn live(&self) -> Result<Arc<Connection>, ClientError> {
+        if self.is_closed() {
+            return Err(ClientError::Closed {
+                server: self.inner.name.clone(),
+            });
+        }
+        if let Some(conn) = self.inner.conn.load_full() {
+            return Ok(conn);
+        }
+        self.establish(None).await
+    }
+
+    /// Connects or reconnects, once for all concurrent callers.
+    ///
+    /// `broken` is the generation the caller saw fail (`None`: there was no
+    /// connection). Callers that lost the same generation, or that waited
+    /// while another caller's attempt ran, share that attempt's outcome.
+    async fn establish(&self, broken: Option<u64>) -> Result<Arc<Connection>, ClientError> {
+        let inner = &self.inner;
+        let seen = inner.attempts_done.load(Ordering::Acquire);
+        let mut lifecycle = inner.lifecycle.lock().await;
+        if self.is_closed() {
+            return Err(ClientError::Closed {
+                server: inner.name.clone(),
+            });
+        }
+        if let Some(conn) = inner.conn.load_full()
+            && conn.is_alive()
+            && broken != Some(conn.generation)
+        {
+            return Ok(conn);
+        }
+        if let Some((failed_for, error)) = &lifecycle.last_failure
+            && (inner.attempts_done.load(Ordering::Acquire) != seen
+                || (broken.is_some() && *failed_for == broken))
+        {
+            return Err(error.clone());
+        }
+        if let Some(old) = inner.conn.swap(None) {
+            let timeout = inner.options.close_timeout;
+            tokio::spawn(async move { old.close(timeout).await });
+        }
+        let reconnecting = lifecycle.ever_connected;
+        let attempts = if reconnecting {
+            inner.reconnect.attempts.max(1)
+        } else {
+            1
+        };
+        let mut failure = None;
+        for attempt in 0..attempts {
+            if attempt > 0 {
+                let factor = 1u64 << (attempt - 1).min(16);
+                let delay =
+                    Duration::from_millis(inner.reconnect.backoff_ms.saturating_mul(factor));
+                tokio::time::sleep(delay).await;
+            }
+            match self.connect_once().await {
+                Ok(conn) => {
+                    inner.conn.store(Some(conn.clone()));
+                    lifecycle.ever_connected = true;
+                    lifecycle.last_failure = None;
+                    inner.attempts_done.fetch_add(1, Ordering::AcqRel);
+                    if reconnecting {
+                        tracing::info!(server = %inner.name, generation = conn.generation, "MCP server reconnected");
+                        inner.signals.bump_all();
+                    }
+                    return Ok(conn);
+                }
+                Err(f) => {
+                    tracing::warn!(server = %inner.name, attempt = attempt + 1, of = attempts, error = %f.0, "MCP connect failed");
+                    failure = Some(f);
+                }
+            }
+        }
+        let (failure, stderr) =
+            failure.unwrap_or((ConnectFailure::Timeout { timeout_ms: 0 }, Vec::new()));
+        let error = if reconnecting {
+            ClientError::UnavailableAfterReconnect {
+                server: inner.name.clone(),
+                cause: Arc::new(failure),
+                stderr,
+            }
+        } else {
+            ClientError::Connect {
+                server: inner.name.clone(),
+                failure,
+                stderr,
+            }
+        };
+        lifecycle.last_failure = Some((broken, error.clone()));
+        inner.attempts_done.fetch_add(1, Ordering::AcqRel);
+        Err(error)
+    }
+
+    async fn connect_once(&self) -> Result<Arc<Connection>, (ConnectFailure, Vec<String>)> {
+        let inner = &self.inner;
+        let generation = inner.generations.fetch_add(1, Ordering::AcqRel) + 1;
+        let handler = Handler::new(inner.name.clone(), inner.signals.clone());
+        let startup = inner.startup_timeout;
+        let timeout_ms = startup.as_millis() as u64;
+        let settle = Duration::from_millis(200);
+        let (service, stderr, pid) = match &inner.plan {
+            Plan::Stdio(plan) => {
+                let tail = StderrTail::default();
+                let (transport, pid) = plan.spawn(&inner.name, &tail).map_err(|source| {
+                    (
+                        ConnectFailure::Spawn {
+                            command: plan.command.clone(),
+                            source: Arc::new(source),
+                        },
+                        Vec::new(),
+                    )
+                })?;
+                match tokio::time::timeout(startup, handler.serve(transport)).await {
+                    Ok(Ok(service)) => (service, Some(tail), pid),
+                    Ok(Err(source)) => {
+                        let lines = tail.settled_lines(settle).await;
+                        return Err((
+                            ConnectFailure::Initialize {
+                                source: Arc::new(source),
+                            },
+                            lines,
+                        ));
+                    }
+                    Err(_) => return Err((ConnectFailure::Timeout { timeout_ms }, tail.lines())),
+                }
+            }
+            Plan::Http(plan) => {
+                let transport = plan.transport(inner.options.http_client(), &inner.options.http);
+                match tokio::time::timeout(startup, handler.serve(transport)).await {
+                    Ok(Ok(service)) => (service, None, None),
+                    Ok(Err(source)) => {
+                        return Err((
+                            ConnectFailure::Initialize {
+                                source: Arc::new(source),
+                            },
+                            Vec::new(),
+                        ));
+                    }
+                    Err(_) => return Err((ConnectFailure::Timeout { timeout_ms }, Vec::new())),
+                }
+            }
+        };
+        let peer = service.peer().clone();
+        // rmcp may serve stale cached lists after an error; a host must see the truth.
+        peer.set_response_cache_config(ClientCacheConfig::disabled())
+            .await;
+        inner.connects.fetch_add(1, Ordering::AcqRel);
+        if let Some(info) = peer.peer_info() {
+            tracing::info!(
+                server = %inner.name,
+                generation,
+                protocol = %info.protocol_version,
+                implementation = info.server_info.as_ref().map(|i| i.name.as_str()).unwrap_or(""),
+                "MCP server connected"
+            );
+        }
+        Ok(Arc::new(Connection {
+            generation,
+            peer,
+            service: tokio::sync::Mutex::new(Some(service)),
+            stderr,
+            pid,
+        }))
+    }
+}

@@ -1,0 +1,401 @@
+//! The errors of this crate, typed so callers decide by kind, never by text.
+//!
+//! [`ClientError`] is `Clone` (its sources sit behind `Arc`) because one
+//! failure is often handed to many callers at once: every caller waiting on
+//! the same connection attempt or the same shared reconnect gets the same
+//! error. Nothing here ever holds a bearer token: HTTP errors keep only
+//! status codes, and configuration errors name the environment variable, not
+//! its value.
+
+use std::sync::Arc;
+
+use rmcp::ErrorData;
+
+use crate::name::ServerName;
+
+/// A boxed error that can be shared between callers.
+pub type SharedError = Arc<dyn std::error::Error + Send + Sync + 'static>;
+
+/// A server configuration that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The server name is not `[A-Za-z0-9_]+`.
+    #[error("invalid MCP server name {name:?}: names must match [A-Za-z0-9_]+")]
+    InvalidName {
+        /// The name as given.
+        name: String,
+    },
+    /// Two server names differ only by case.
+    #[error("MCP server names {first:?} and {second:?} differ only by case")]
+    DuplicateName {
+        /// The first name.
+        first: String,
+        /// The second name.
+        second: String,
+    },
+    /// Neither or both of `command` and `url`.
+    #[error("MCP server {server:?} {source}")]
+    Transport {
+        /// The server.
+        server: String,
+        /// What is wrong.
+        #[source]
+        source: crate::config::TransportError,
+    },
+    /// The URL does not parse or is not `http(s)`.
+    #[error("MCP server {server:?}: invalid URL: {reason}")]
+    InvalidUrl {
+        /// The server.
+        server: String,
+        /// Why.
+        reason: String,
+    },
+    /// A token-bearing URL over plain HTTP to a host that is not loopback.
+    #[error(
+        "MCP server {server:?}: a bearer token may only be sent over HTTPS (or plain HTTP to a loopback host); \
+         set `insecure_http: true` for this server to allow off-host HTTP"
+    )]
+    InsecureHttp {
+        /// The server.
+        server: String,
+    },
+    /// A configured HTTP header is malformed or reserved.
+    #[error("MCP server {server:?}: invalid header {header:?}: {reason}")]
+    InvalidHeader {
+        /// The server.
+        server: String,
+        /// The header name (never its value).
+        header: String,
+        /// Why.
+        reason: &'static str,
+    },
+    /// The command is not on the host's allowlist.
+    #[error("MCP server {server:?}: command {command:?} is not in the allowed commands")]
+    CommandNotAllowed {
+        /// The server.
+        server: String,
+        /// The command.
+        command: String,
+    },
+    /// `env` sets a variable on the deny-list without `allow_env` naming it.
+    #[error(
+        "MCP server {server:?}: environment variable {key} is withheld from servers; \
+         list it in `allow_env` to pass it"
+    )]
+    DeniedEnv {
+        /// The server.
+        server: String,
+        /// The variable name.
+        key: String,
+    },
+    /// The server is disabled in configuration.
+    #[error("MCP server {server:?} is disabled")]
+    Disabled {
+        /// The server.
+        server: String,
+    },
+}
+
+/// What failed while a connection was being established.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectFailure {
+    /// The child process could not be started.
+    #[error("could not start {command:?}: {source}")]
+    Spawn {
+        /// The command.
+        command: String,
+        /// The OS error.
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// The MCP handshake failed (the child exited, the server refused, …).
+    #[error("initialize failed: {source}")]
+    Initialize {
+        /// rmcp's error.
+        #[source]
+        source: Arc<rmcp::service::ClientInitializeError>,
+    },
+    /// The server did not finish the handshake in time.
+    #[error("no initialize response within {timeout_ms} ms")]
+    Timeout {
+        /// The startup timeout.
+        timeout_ms: u64,
+    },
+}
+
+/// A failed operation on one MCP server.
+///
+/// Every variant names the server. Server-declared failures
+/// ([`ClientError::is_server_declared`]) are returned exactly as the server
+/// sent them and are never replayed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The configuration cannot be used.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The first connection could not be established.
+    #[error(
+        "MCP server \"{server}\" failed to start: {failure}{}",
+        stderr_suffix(stderr)
+    )]
+    Connect {
+        /// The server.
+        server: ServerName,
+        /// What failed.
+        #[source]
+        failure: ConnectFailure,
+        /// The last lines the child wrote to stderr, oldest first.
+        stderr: Vec<String>,
+    },
+    /// The connection dropped, and reconnecting (or the retried operation) failed.
+    #[error("MCP server \"{server}\" unavailable after reconnect")]
+    UnavailableAfterReconnect {
+        /// The server.
+        server: ServerName,
+        /// Why the reconnect or retry failed.
+        #[source]
+        cause: SharedError,
+        /// The last lines the child wrote to stderr, oldest first.
+        stderr: Vec<String>,
+    },
+    /// The connection dropped and reconnecting is disabled (`reconnect.attempts: 0`).
+    #[error("MCP server \"{server}\" disconnected: {cause}")]
+    Disconnected {
+        /// The server.
+        server: ServerName,
+        /// The transport error.
+        #[source]
+        cause: SharedError,
+    },
+    /// The request did not complete in time; the server was sent `notifications/cancelled`.
+    #[error("MCP server \"{server}\": {operation} timed out after {timeout_ms} ms")]
+    Timeout {
+        /// The server.
+        server: ServerName,
+        /// The MCP method, e.g. `tools/call`.
+        operation: &'static str,
+        /// The limit.
+        timeout_ms: u64,
+    },
+    /// The server answered with a JSON-RPC error (server-declared; never replayed).
+    #[error("MCP server \"{server}\" returned error {}: {}", error.code.0, error.message)]
+    Rpc {
+        /// The server.
+        server: ServerName,
+        /// The error exactly as sent.
+        error: ErrorData,
+    },
+    /// The server answered with an HTTP error status (server-declared; never replayed).
+    #[error("MCP server \"{server}\" answered HTTP {status}")]
+    HttpStatus {
+        /// The server.
+        server: ServerName,
+        /// The status code.
+        status: u16,
+        /// `Retry-After`, if the server sent one.
+        retry_after: Option<String>,
+    },
+    /// The server requires (other) authorization (HTTP 401/403).
+    #[error("MCP server \"{server}\" requires authorization")]
+    AuthRequired {
+        /// The server.
+        server: ServerName,
+        /// The `WWW-Authenticate` challenge, if any.
+        challenge: Option<String>,
+    },
+    /// Another protocol or transport failure, not a dropped connection.
+    #[error("MCP server \"{server}\": {operation} failed: {source}")]
+    Protocol {
+        /// The server.
+        server: ServerName,
+        /// The MCP method.
+        operation: &'static str,
+        /// The underlying error.
+        #[source]
+        source: SharedError,
+    },
+    /// The client was closed (pool shut down).
+    #[error("MCP server \"{server}\": client is closed")]
+    Closed {
+        /// The server.
+        server: ServerName,
+    },
+    /// The pool's bound on live clients stayed full for the whole wait.
+    #[error(
+        "MCP connection pool is full ({limit} live clients); waited {waited_ms} ms for \"{server}\""
+    )]
+    PoolExhausted {
+        /// The server that could not get a client.
+        server: ServerName,
+        /// The bound.
+        limit: usize,
+        /// How long the request waited.
+        waited_ms: u64,
+    },
+    /// A skill file did not match its manifest, or broke the SEP-2640 limits.
+    #[error("MCP server \"{server}\": skill {uri}: {reason}")]
+    SkillIntegrity {
+        /// The server.
+        server: ServerName,
+        /// The file URI.
+        uri: String,
+        /// What did not match.
+        reason: String,
+    },
+}
+
+fn stderr_suffix(lines: &[String]) -> String {
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!("; stderr: {}", lines.join(" | "))
+    }
+}
+
+impl ClientError {
+    /// The server this error is about, when it names one.
+    pub fn server(&self) -> Option<&ServerName> {
+        match self {
+            Self::Config(_) => None,
+            Self::Connect { server, .. }
+            | Self::UnavailableAfterReconnect { server, .. }
+            | Self::Disconnected { server, .. }
+            | Self::Timeout { server, .. }
+            | Self::Rpc { server, .. }
+            | Self::HttpStatus { server, .. }
+            | Self::AuthRequired { server, .. }
+            | Self::Protocol { server, .. }
+            | Self::Closed { server }
+            | Self::PoolExhausted { server, .. }
+            | Self::SkillIntegrity { server, .. } => Some(server),
+        }
+    }
+
+    /// True for a failure the server itself declared (JSON-RPC error, HTTP
+    /// status): such operations are never replayed.
+    pub fn is_server_declared(&self) -> bool {
+        matches!(self, Self::Rpc { .. } | Self::HttpStatus { .. })
+    }
+
+    /// True when the request timed out.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Self::Timeout { .. })
+            || matches!(
+                self,
+                Self::Connect {
+                    failure: ConnectFailure::Timeout { .. },
+                    ..
+                }
+            )
+    }
+
+    /// True when the server is unreachable after a dropped connection.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            Self::UnavailableAfterReconnect { .. } | Self::Disconnected { .. }
+        )
+    }
+
+    /// True when the first connection could not be established.
+    pub fn is_connect(&self) -> bool {
+        matches!(self, Self::Connect { .. })
+    }
+
+    /// True when the configuration is at fault.
+    pub fn is_config(&self) -> bool {
+        matches!(self, Self::Config(_))
+    }
+
+    /// True when the pool stayed full for the whole wait.
+    pub fn is_pool_exhausted(&self) -> bool {
+        matches!(self, Self::PoolExhausted { .. })
+    }
+
+    /// True when the server wants (other) credentials.
+    pub fn is_auth_required(&self) -> bool {
+        matches!(self, Self::AuthRequired { .. })
+    }
+
+    /// True when a skill file failed verification.
+    pub fn is_skill_integrity(&self) -> bool {
+        matches!(self, Self::SkillIntegrity { .. })
+    }
+
+    /// The JSON-RPC error the server sent, if that is what this is.
+    pub fn rpc_error(&self) -> Option<&ErrorData> {
+        match self {
+            Self::Rpc { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+
+    /// The child's last stderr lines captured with this error (may be empty).
+    pub fn stderr_tail(&self) -> &[String] {
+        match self {
+            Self::Connect { stderr, .. } | Self::UnavailableAfterReconnect { stderr, .. } => stderr,
+            _ => &[],
+        }
+    }
+
+    /// Wraps this error for the resource protocols of extpool-core; callers
+    /// get it back with `ExtensionError::downcast_source::<ClientError>()`.
+    pub fn into_extension(self, capability: &str) -> extpool_core::ExtensionError {
+        extpool_core::ExtensionError::source(capability, self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name() -> ServerName {
+        ServerName::new("gh").unwrap()
+    }
+
+    #[test]
+    fn unavailable_message_is_exact() {
+        let e = ClientError::UnavailableAfterReconnect {
+            server: name(),
+            cause: Arc::new(std::io::Error::other("boom")),
+            stderr: vec![],
+        };
+        assert_eq!(
+            e.to_string(),
+            "MCP server \"gh\" unavailable after reconnect"
+        );
+        assert!(e.is_unavailable());
+        assert!(!e.is_server_declared());
+    }
+
+    #[test]
+    fn rpc_errors_are_server_declared() {
+        let e = ClientError::Rpc {
+            server: name(),
+            error: ErrorData::invalid_params("bad", None),
+        };
+        assert!(e.is_server_declared());
+        assert_eq!(e.rpc_error().unwrap().message, "bad");
+        let e = ClientError::HttpStatus {
+            server: name(),
+            status: 503,
+            retry_after: None,
+        };
+        assert!(e.is_server_declared());
+    }
+
+    #[test]
+    fn connect_error_carries_stderr() {
+        let e = ClientError::Connect {
+            server: name(),
+            failure: ConnectFailure::Timeout { timeout_ms: 5 },
+            stderr: vec!["a".into(), "b".into()],
+        };
+        assert!(e.to_string().ends_with("stderr: a | b"));
+        assert!(e.is_timeout());
+        assert_eq!(e.stderr_tail().len(), 2);
+    }
+}

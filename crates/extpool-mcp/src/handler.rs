@@ -1,0 +1,140 @@
+//! What the client does with messages the server sends on its own:
+//! `list_changed` notifications become change signals.
+//!
+//! rmcp runs every incoming notification in its own task, so handlers here
+//! only bump counters and broadcast; they never call back into the server.
+//! The counters let caches (tool list, resource list, skills) notice a change
+//! without a background task per cache: a cache remembers the counter it was
+//! filled at and refills when the counter moved.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use extpool_core::ChangeKind;
+use rmcp::ClientHandler;
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::{NotificationContext, RoleClient};
+use tokio::sync::broadcast;
+
+use crate::name::ServerName;
+
+/// Change counters and the broadcast of one client; shared by its connections.
+#[derive(Debug)]
+pub struct ChangeSignals {
+    tools: AtomicU64,
+    resources: AtomicU64,
+    prompts: AtomicU64,
+    tx: broadcast::Sender<ChangeKind>,
+}
+
+impl Default for ChangeSignals {
+    fn default() -> Self {
+        Self {
+            tools: AtomicU64::new(0),
+            resources: AtomicU64::new(0),
+            prompts: AtomicU64::new(0),
+            tx: broadcast::channel(64).0,
+        }
+    }
+}
+
+impl ChangeSignals {
+    /// Records a change of `kind` and tells subscribers.
+    pub fn bump(&self, kind: ChangeKind) {
+        if let Some(counter) = self.counter(kind) {
+            counter.fetch_add(1, Ordering::AcqRel);
+        }
+        // No subscriber is fine: counters still move.
+        let _ = self.tx.send(kind);
+    }
+
+    /// Records that everything may have changed (a new connection).
+    pub fn bump_all(&self) {
+        for kind in [
+            ChangeKind::ToolsChanged,
+            ChangeKind::ResourcesChanged,
+            ChangeKind::PromptsChanged,
+        ] {
+            self.bump(kind);
+        }
+    }
+
+    /// The current counter of `kind` (0 for kinds MCP servers do not signal).
+    pub fn epoch(&self, kind: ChangeKind) -> u64 {
+        self.counter(kind)
+            .map(|c| c.load(Ordering::Acquire))
+            .unwrap_or(0)
+    }
+
+    /// A new subscription to change kinds.
+    pub fn subscribe(&self) -> broadcast::Receiver<ChangeKind> {
+        self.tx.subscribe()
+    }
+
+    fn counter(&self, kind: ChangeKind) -> Option<&AtomicU64> {
+        match kind {
+            ChangeKind::ToolsChanged => Some(&self.tools),
+            ChangeKind::ResourcesChanged | ChangeKind::SkillsChanged => Some(&self.resources),
+            ChangeKind::PromptsChanged | ChangeKind::CommandsChanged => Some(&self.prompts),
+        }
+    }
+}
+
+/// The rmcp client handler of one connection.
+pub struct Handler {
+    server: ServerName,
+    signals: Arc<ChangeSignals>,
+    info: ClientConfig,
+}
+
+impl Handler {
+    /// A handler reporting into `signals`.
+    pub fn new(server: ServerName, signals: Arc<ChangeSignals>) -> Self {
+        let info = ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("extpool", env!("CARGO_PKG_VERSION")),
+        );
+        Self {
+            server,
+            signals,
+            info,
+        }
+    }
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        tracing::debug!(server = %self.server, "tools/list_changed");
+        self.signals.bump(ChangeKind::ToolsChanged);
+    }
+
+    async fn on_resource_list_changed(&self, _: NotificationContext<RoleClient>) {
+        tracing::debug!(server = %self.server, "resources/list_changed");
+        self.signals.bump(ChangeKind::ResourcesChanged);
+    }
+
+    async fn on_prompt_list_changed(&self, _: NotificationContext<RoleClient>) {
+        tracing::debug!(server = %self.server, "prompts/list_changed");
+        self.signals.bump(ChangeKind::PromptsChanged);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bump_moves_the_counter_and_broadcasts() {
+        let s = ChangeSignals::default();
+        let mut rx = s.subscribe();
+        let before = s.epoch(ChangeKind::ToolsChanged);
+        s.bump(ChangeKind::ToolsChanged);
+        assert_eq!(s.epoch(ChangeKind::ToolsChanged), before + 1);
+        assert_eq!(rx.try_recv().unwrap(), ChangeKind::ToolsChanged);
+        assert_eq!(s.epoch(ChangeKind::PromptsChanged), 0);
+    }
+}

@@ -1,0 +1,343 @@
+//! Streamable HTTP servers: URL and token rules, headers, the shared
+//! `reqwest` client.
+//!
+//! - The bearer token comes from `MCP_<NAME>_TOKEN` and lives in a
+//!   [`BearerToken`], which never prints its value.
+//! - A token-bearing request (env token or a configured `Authorization`
+//!   header) must go over HTTPS, except to a loopback host; `insecure_http`
+//!   lifts that for one named server.
+//! - One `reqwest::Client` serves every HTTP server of a pool (shared DNS,
+//!   TLS and connection state). Idle keep-alive is off by default, as in
+//!   rmcp's own client: reusing a connection to a server that leaves Nagle on
+//!   costs ~40 ms per call (delayed ACK); turn it on for servers known to set
+//!   `TCP_NODELAY`. Redirects are followed only within one origin and only
+//!   for 307/308, so headers and tokens never travel to another host.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use http::{HeaderName, HeaderValue};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+use crate::config::McpServerConfig;
+use crate::error::ConfigError;
+use crate::name::ServerName;
+
+/// A bearer token; its value never appears in `Debug` output or errors.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BearerToken(String);
+
+impl BearerToken {
+    /// Wraps a token value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The raw value, for the `Authorization` header only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BearerToken(<redacted>)")
+    }
+}
+
+/// Headers the transport sets itself; configuring them is refused.
+const RESERVED_HEADERS: &[&str] = &["accept", "mcp-session-id", "last-event-id", "content-type"];
+
+/// Settings shared by every HTTP server of a pool.
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
+    /// Keep idle connections for reuse (see the module docs for the trade-off).
+    pub keep_alive: bool,
+    /// TCP connect timeout.
+    pub connect_timeout: Duration,
+    /// Maximum POSTs in flight per server.
+    pub max_concurrent_requests: usize,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self {
+            keep_alive: false,
+            connect_timeout: Duration::from_secs(10),
+            max_concurrent_requests: 64,
+        }
+    }
+}
+
+impl HttpSettings {
+    /// Builds the pool's shared client.
+    pub fn build_client(&self) -> reqwest::Client {
+        let mut builder = reqwest::Client::builder()
+            .tcp_nodelay(true)
+            .connect_timeout(self.connect_timeout)
+            .redirect(same_origin_redirects());
+        if !self.keep_alive {
+            builder = builder.pool_max_idle_per_host(0);
+        }
+        match builder.build() {
+            Ok(client) => client,
+            Err(error) => {
+                // Only a broken TLS backend fails here; fall back to defaults.
+                tracing::warn!(%error, "could not build the configured HTTP client; using defaults");
+                reqwest::Client::new()
+            }
+        }
+    }
+}
+
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let keeps_body = matches!(
+            attempt.status(),
+            reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
+        );
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if !keeps_body || !same_origin || attempt.previous().len() > 10 {
+            attempt.stop()
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
+/// An HTTP server, checked and ready to connect (any number of times).
+#[derive(Clone)]
+pub struct HttpPlan {
+    url: reqwest::Url,
+    headers: HashMap<HeaderName, HeaderValue>,
+    token: Option<BearerToken>,
+}
+
+impl std::fmt::Debug for HttpPlan {
+    // Header values may carry credentials: names only; the URL without userinfo or query.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpPlan")
+            .field("url", &redacted_url(&self.url))
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("token", &self.token)
+            .finish()
+    }
+}
+
+/// `scheme://host:port/path`, without userinfo, query or fragment.
+pub fn redacted_url(url: &reqwest::Url) -> String {
+    let host = url.host_str().unwrap_or("");
+    match url.port() {
+        Some(port) => format!("{}://{host}:{port}{}", url.scheme(), url.path()),
+        None => format!("{}://{host}{}", url.scheme(), url.path()),
+    }
+}
+
+/// True for `localhost`, `127.0.0.0/8` and `::1`.
+pub fn is_loopback(url: &reqwest::Url) -> bool {
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    match bare.parse::<IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => {
+            let host = host.to_ascii_lowercase();
+            host == "localhost" || host.ends_with(".localhost")
+        }
+    }
+}
+
+impl HttpPlan {
+    /// Checks the URL and headers and reads the token from `MCP_<NAME>_TOKEN`.
+    pub fn new(name: &ServerName, config: &McpServerConfig) -> Result<Self, ConfigError> {
+        let token = std::env::var(name.token_env_var())
+            .ok()
+            .filter(|t| !t.is_empty())
+            .map(BearerToken::new);
+        Self::with_token(name, config, token)
+    }
+
+    /// Like [`HttpPlan::new`] with the token given explicitly.
+    pub fn with_token(
+        name: &ServerName,
+        config: &McpServerConfig,
+        token: Option<BearerToken>,
+    ) -> Result<Self, ConfigError> {
+        let invalid = |reason: String| ConfigError::InvalidUrl {
+            server: name.to_string(),
+            reason,
+        };
+        let raw = config.url.as_deref().unwrap_or_default();
+        let url = reqwest::Url::parse(raw).map_err(|e| invalid(e.to_string()))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(invalid(format!(
+                "scheme {:?} is not http or https",
+                url.scheme()
+            )));
+        }
+        if url.host().is_none() {
+            return Err(invalid("no host".into()));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(invalid(
+                "credentials in the URL are not allowed; use MCP_<NAME>_TOKEN".into(),
+            ));
+        }
+        let mut headers = HashMap::new();
+        let mut has_auth_header = false;
+        for (key, value) in &config.headers {
+            let bad = |reason| ConfigError::InvalidHeader {
+                server: name.to_string(),
+                header: key.clone(),
+                reason,
+            };
+            let header_name =
+                HeaderName::try_from(key.as_str()).map_err(|_| bad("not a valid header name"))?;
+            if RESERVED_HEADERS.contains(&header_name.as_str()) {
+                return Err(bad("set by the MCP transport"));
+            }
+            if header_name == http::header::AUTHORIZATION {
+                if token.is_some() {
+                    return Err(bad("conflicts with the token from MCP_<NAME>_TOKEN"));
+                }
+                has_auth_header = true;
+            }
+            let mut header_value =
+                HeaderValue::try_from(value.as_str()).map_err(|_| bad("not a valid value"))?;
+            header_value.set_sensitive(true);
+            headers.insert(header_name, header_value);
+        }
+        let token_bearing = token.is_some() || has_auth_header;
+        if token_bearing && url.scheme() == "http" && !is_loopback(&url) && !config.insecure_http {
+            return Err(ConfigError::InsecureHttp {
+                server: name.to_string(),
+            });
+        }
+        Ok(Self {
+            url,
+            headers,
+            token,
+        })
+    }
+
+    /// The URL without userinfo, query or fragment (safe to log).
+    pub fn display_url(&self) -> String {
+        redacted_url(&self.url)
+    }
+
+    /// True when a token will be sent.
+    pub fn has_token(&self) -> bool {
+        self.token.is_some()
+    }
+
+    /// A fresh transport on the shared client.
+    pub fn transport(
+        &self,
+        client: &reqwest::Client,
+        settings: &HttpSettings,
+    ) -> StreamableHttpClientTransport<reqwest::Client> {
+        let mut cfg = StreamableHttpClientTransportConfig::with_uri(self.url.as_str())
+            .max_concurrent_requests(settings.max_concurrent_requests)
+            .reinit_on_expired_session(true);
+        if !self.headers.is_empty() {
+            cfg = cfg.custom_headers(self.headers.clone());
+        }
+        if let Some(token) = &self.token {
+            cfg = cfg.auth_header(token.expose());
+        }
+        StreamableHttpClientTransport::with_client(client.clone(), cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name() -> ServerName {
+        ServerName::new("gh").unwrap()
+    }
+
+    fn plan(url: &str, token: bool, insecure: bool) -> Result<HttpPlan, ConfigError> {
+        let mut cfg = McpServerConfig::http(url);
+        cfg.insecure_http = insecure;
+        HttpPlan::with_token(&name(), &cfg, token.then(|| BearerToken::new("s3cr3t")))
+    }
+
+    #[test]
+    fn token_needs_https_off_host() {
+        assert!(plan("https://mcp.example.com/mcp", true, false).is_ok());
+        assert!(matches!(
+            plan("http://mcp.example.com/mcp", true, false),
+            Err(ConfigError::InsecureHttp { .. })
+        ));
+        assert!(plan("http://mcp.example.com/mcp", true, true).is_ok());
+        assert!(plan("http://mcp.example.com/mcp", false, false).is_ok());
+    }
+
+    #[test]
+    fn loopback_is_exempt() {
+        for url in [
+            "http://127.0.0.1:3000/mcp",
+            "http://127.1.2.3/mcp",
+            "http://localhost:8080/mcp",
+            "http://[::1]:9/mcp",
+        ] {
+            assert!(plan(url, true, false).is_ok(), "{url}");
+        }
+        for url in ["http://10.0.0.1/mcp", "http://localhost.evil.com/mcp"] {
+            assert!(plan(url, true, false).is_err(), "{url}");
+        }
+    }
+
+    #[test]
+    fn authorization_header_counts_as_a_token() {
+        let mut cfg = McpServerConfig::http("http://mcp.example.com/mcp");
+        cfg.headers
+            .insert("Authorization".into(), "Bearer s3cr3t".into());
+        assert!(matches!(
+            HttpPlan::with_token(&name(), &cfg, None),
+            Err(ConfigError::InsecureHttp { .. })
+        ));
+    }
+
+    #[test]
+    fn reserved_and_bad_headers_are_refused() {
+        let mut cfg = McpServerConfig::http("https://x/mcp");
+        cfg.headers.insert("Mcp-Session-Id".into(), "x".into());
+        assert!(matches!(
+            HttpPlan::with_token(&name(), &cfg, None),
+            Err(ConfigError::InvalidHeader { .. })
+        ));
+        let mut cfg = McpServerConfig::http("https://x/mcp");
+        cfg.headers.insert("X-Ok".into(), "line\nbreak".into());
+        assert!(HttpPlan::with_token(&name(), &cfg, None).is_err());
+    }
+
+    #[test]
+    fn bad_urls_are_refused() {
+        for url in ["ftp://x/", "not a url", "https://user:pw@x/mcp"] {
+            assert!(
+                matches!(plan(url, false, false), Err(ConfigError::InvalidUrl { .. })),
+                "{url}"
+            );
+        }
+    }
+
+    #[test]
+    fn debug_never_shows_secrets() {
+        let mut cfg = McpServerConfig::http("https://x.example/mcp?key=q1");
+        cfg.headers.insert("X-Api-Key".into(), "hdr-secret".into());
+        let p = HttpPlan::with_token(&name(), &cfg, Some(BearerToken::new("s3cr3t"))).unwrap();
+        let dbg = format!("{p:?}");
+        for secret in ["s3cr3t", "hdr-secret", "q1"] {
+            assert!(!dbg.contains(secret), "{dbg}");
+        }
+        assert_eq!(p.display_url(), "https://x.example/mcp");
+    }
+}

@@ -1,0 +1,113 @@
+//! Server names: `[A-Za-z0-9_]+`, unique ignoring case.
+//!
+//! The name is the key of a server in configuration, the label of its
+//! tools (`mcp__<name>__<tool>`), the identity of its skills (SEP-2640 keys
+//! skills by host-assigned label, never by the self-reported server name)
+//! and the source of its token variable `MCP_<NAME>_TOKEN`. Checking it once,
+//! here, keeps all of those well-formed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::error::ConfigError;
+
+/// A checked server name; cheap to clone.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ServerName(Arc<str>);
+
+impl ServerName {
+    /// Checks `name` against `[A-Za-z0-9_]+`.
+    pub fn new(name: impl AsRef<str>) -> Result<Self, ConfigError> {
+        let name = name.as_ref();
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(ConfigError::InvalidName {
+                name: name.to_owned(),
+            });
+        }
+        Ok(Self(Arc::from(name)))
+    }
+
+    /// The name as written.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The environment variable holding this server's bearer token: `MCP_<NAME>_TOKEN`.
+    pub fn token_env_var(&self) -> String {
+        format!("MCP_{}_TOKEN", self.0.to_ascii_uppercase())
+    }
+}
+
+impl std::fmt::Display for ServerName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::fmt::Debug for ServerName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl AsRef<str> for ServerName {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Checks every name and that no two differ only by case.
+pub fn check_names<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+) -> Result<Vec<ServerName>, ConfigError> {
+    let mut seen: HashMap<String, &'a str> = HashMap::new();
+    let mut out = Vec::new();
+    for name in names {
+        let checked = ServerName::new(name)?;
+        if let Some(first) = seen.insert(name.to_ascii_lowercase(), name) {
+            return Err(ConfigError::DuplicateName {
+                first: first.to_owned(),
+                second: name.to_owned(),
+            });
+        }
+        out.push(checked);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_word_characters() {
+        for ok in ["a", "GitHub", "my_server_2", "_"] {
+            assert!(ServerName::new(ok).is_ok(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn rejects_everything_else() {
+        for bad in ["", "a-b", "a b", "a.b", "é", "a/b", "a\n"] {
+            assert!(
+                matches!(ServerName::new(bad), Err(ConfigError::InvalidName { .. })),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn token_variable_is_upper_cased() {
+        assert_eq!(
+            ServerName::new("GitHub_2").unwrap().token_env_var(),
+            "MCP_GITHUB_2_TOKEN"
+        );
+    }
+
+    #[test]
+    fn duplicates_ignoring_case_are_refused() {
+        assert!(check_names(["a", "b"]).is_ok());
+        let err = check_names(["github", "GitHub"]).unwrap_err();
+        assert!(matches!(err, ConfigError::DuplicateName { .. }));
+    }
+}

@@ -1,0 +1,143 @@
+//! A child's stderr: forwarded line by line into `tracing` under the
+//! server's name, and the last lines kept for error messages.
+//!
+//! A server that fails to start almost always says why on stderr ("module
+//! not found", "missing API key"); an error that carries those lines saves a
+//! round of guessing. The buffer is bounded in lines and in bytes per line so
+//! a chatty server cannot grow it.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+
+use crate::name::ServerName;
+
+/// How many lines are kept.
+pub const STDERR_TAIL_LINES: usize = 20;
+/// Longest line kept (longer lines are cut at a char boundary).
+const MAX_LINE_BYTES: usize = 1024;
+
+/// The last lines a child wrote to stderr; shared with the reader task.
+#[derive(Clone, Default)]
+pub struct StderrTail {
+    lines: Arc<Mutex<VecDeque<String>>>,
+    closed: Arc<tokio::sync::Notify>,
+    done: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl std::fmt::Debug for StderrTail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StderrTail")
+            .field("lines", &self.lines.lock().len())
+            .finish()
+    }
+}
+
+impl StderrTail {
+    /// A snapshot of the kept lines, oldest first.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().iter().cloned().collect()
+    }
+
+    /// Waits (at most `max`) until the stream has ended, so that a failed
+    /// child's last words are in [`StderrTail::lines`]; then returns them.
+    pub async fn settled_lines(&self, max: std::time::Duration) -> Vec<String> {
+        let notified = self.closed.notified();
+        if !self.done.load(std::sync::atomic::Ordering::Acquire) {
+            let _ = tokio::time::timeout(max, notified).await;
+        }
+        self.lines()
+    }
+
+    fn push(&self, mut line: String) {
+        if line.len() > MAX_LINE_BYTES {
+            let mut end = MAX_LINE_BYTES;
+            while !line.is_char_boundary(end) {
+                end -= 1;
+            }
+            line.truncate(end);
+            line.push('…');
+        }
+        let mut lines = self.lines.lock();
+        if lines.len() == STDERR_TAIL_LINES {
+            lines.pop_front();
+        }
+        lines.push_back(line);
+    }
+
+    /// Reads `stream` to its end in a background task, logging each line at
+    /// `debug` under target `extpool_mcp::stderr` with the server's name.
+    pub fn capture<R>(&self, server: ServerName, stream: R)
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+    {
+        let tail = self.clone();
+        tokio::spawn(async move {
+            let mut reader = BufReader::new(stream);
+            let mut buf = Vec::new();
+            loop {
+                buf.clear();
+                match reader.read_until(b'\n', &mut buf).await {
+                    Ok(0) => break,
+                    Ok(_) => {
+                        let text = String::from_utf8_lossy(&buf);
+                        let line = text.trim_end_matches(['\n', '\r']);
+                        tracing::debug!(target: "extpool_mcp::stderr", server = %server, "{line}");
+                        tail.push(line.to_owned());
+                    }
+                    Err(error) => {
+                        tracing::debug!(target: "extpool_mcp::stderr", server = %server, %error, "stderr read failed");
+                        break;
+                    }
+                }
+            }
+            tracing::trace!(target: "extpool_mcp::stderr", server = %server, "stderr closed");
+            tail.done.store(true, std::sync::atomic::Ordering::Release);
+            tail.closed.notify_waiters();
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_the_last_lines() {
+        let tail = StderrTail::default();
+        for i in 0..(STDERR_TAIL_LINES + 5) {
+            tail.push(format!("line {i}"));
+        }
+        let lines = tail.lines();
+        assert_eq!(lines.len(), STDERR_TAIL_LINES);
+        assert_eq!(lines[0], "line 5");
+    }
+
+    #[test]
+    fn cuts_long_lines_on_char_boundaries() {
+        let tail = StderrTail::default();
+        tail.push("é".repeat(MAX_LINE_BYTES));
+        let line = &tail.lines()[0];
+        assert!(line.len() <= MAX_LINE_BYTES + '…'.len_utf8());
+    }
+
+    #[tokio::test]
+    async fn captures_a_stream() {
+        let tail = StderrTail::default();
+        let (mut w, r) = tokio::io::duplex(64);
+        tail.capture(ServerName::new("t").unwrap(), r);
+        tokio::io::AsyncWriteExt::write_all(&mut w, b"one\ntwo\r\nthree")
+            .await
+            .unwrap();
+        drop(w);
+        for _ in 0..100 {
+            if tail.lines().len() == 3 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        assert_eq!(tail.lines(), ["one", "two", "three"]);
+    }
+}

@@ -1,0 +1,301 @@
+//! Starting a stdio server: the command runs directly (never through a
+//! shell), in its own process group, with a filtered environment and its
+//! stderr captured.
+//!
+//! - **Process group.** `npx`/`uvx`-style launchers start the real server as
+//!   a grandchild; signalling only the direct child would leave it running.
+//!   The child leads a new group and the whole group is killed on close, and
+//!   the child is also killed if its handle is dropped without a close.
+//! - **Environment.** The child inherits the host's environment minus
+//!   variables that change how programs load or execute code (`LD_PRELOAD`,
+//!   `NODE_OPTIONS`, …) and minus other servers' `MCP_*_TOKEN` secrets. A
+//!   server gets such a variable only when its config lists it in
+//!   `allow_env` (Goose refuses them the same way).
+//! - **Allowlist.** A host may restrict which executables may be started.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::Stdio;
+
+use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+use rmcp::transport::TokioChildProcess;
+
+use crate::config::McpServerConfig;
+use crate::error::ConfigError;
+use crate::name::ServerName;
+use crate::stderr::StderrTail;
+
+/// Variables withheld from servers unless `allow_env` names them.
+pub const DENIED_ENV: &[&str] = &[
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "LD_DEBUG",
+    "LD_DEBUG_OUTPUT",
+    "LD_PROFILE",
+    "LD_BIND_NOW",
+    "LD_ASSUME_KERNEL",
+    "DYLD_INSERT_LIBRARIES",
+    "DYLD_LIBRARY_PATH",
+    "DYLD_FRAMEWORK_PATH",
+    "DYLD_FALLBACK_LIBRARY_PATH",
+    "NODE_OPTIONS",
+    "PYTHONSTARTUP",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONINSPECT",
+    "PERL5OPT",
+    "PERL5LIB",
+    "PERLLIB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "BASH_ENV",
+    "ENV",
+    "GCONV_PATH",
+];
+
+/// True when `key` is withheld by default: a listed variable, any `LD_*` or
+/// `DYLD_*` loader variable, or an `MCP_<NAME>_TOKEN` secret.
+pub fn is_denied_env(key: &str) -> bool {
+    DENIED_ENV.contains(&key)
+        || key.starts_with("LD_")
+        || key.starts_with("DYLD_")
+        || (key.starts_with("MCP_") && key.ends_with("_TOKEN") && key.len() > "MCP__TOKEN".len())
+}
+
+/// Host-wide rules for starting stdio servers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SpawnPolicy {
+    /// When set, only these commands may be started: an entry matches the
+    /// configured `command` exactly, or names the same file when both are paths.
+    pub allowed_commands: Option<Vec<String>>,
+}
+
+impl SpawnPolicy {
+    fn allows(&self, command: &str) -> bool {
+        let Some(allowed) = &self.allowed_commands else {
+            return true;
+        };
+        allowed.iter().any(|entry| {
+            entry == command
+                || (is_path(entry)
+                    && is_path(command)
+                    && match (std::fs::canonicalize(entry), std::fs::canonicalize(command)) {
+                        (Ok(a), Ok(b)) => a == b,
+                        _ => false,
+                    })
+        })
+    }
+}
+
+fn is_path(s: &str) -> bool {
+    s.contains(std::path::MAIN_SEPARATOR) || s.contains('/')
+}
+
+/// A stdio server, checked and ready to spawn (any number of times).
+#[derive(Clone, PartialEq, Eq)]
+pub struct StdioPlan {
+    /// The executable.
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// The complete environment of the child.
+    env: BTreeMap<OsString, OsString>,
+    /// Working directory.
+    pub cwd: Option<String>,
+}
+
+impl std::fmt::Debug for StdioPlan {
+    // The environment may hold secrets the config passes on purpose; print names only.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StdioPlan")
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env_keys", &self.env.keys().collect::<Vec<_>>())
+            .field("cwd", &self.cwd)
+            .finish()
+    }
+}
+
+impl StdioPlan {
+    /// Checks the command against `policy` and computes the child's environment.
+    pub fn new(
+        name: &ServerName,
+        config: &McpServerConfig,
+        policy: &SpawnPolicy,
+    ) -> Result<Self, ConfigError> {
+        Self::with_host_env(name, config, policy, std::env::vars_os())
+    }
+
+    /// Like [`StdioPlan::new`] with an explicit host environment (for tests).
+    pub fn with_host_env(
+        name: &ServerName,
+        config: &McpServerConfig,
+        policy: &SpawnPolicy,
+        host_env: impl IntoIterator<Item = (OsString, OsString)>,
+    ) -> Result<Self, ConfigError> {
+        let command = config.command.clone().unwrap_or_default();
+        if command.is_empty() {
+            return Err(ConfigError::Transport {
+                server: name.to_string(),
+                source: crate::config::TransportError::Missing,
+            });
+        }
+        if !policy.allows(&command) {
+            return Err(ConfigError::CommandNotAllowed {
+                server: name.to_string(),
+                command,
+            });
+        }
+        let allowed = |key: &str| config.allow_env.iter().any(|a| a == key);
+        let mut env: BTreeMap<OsString, OsString> = host_env
+            .into_iter()
+            .filter(|(k, _)| match k.to_str() {
+                Some(k) => !is_denied_env(k) || allowed(k),
+                None => false,
+            })
+            .collect();
+        for (key, value) in &config.env {
+            if is_denied_env(key) && !allowed(key) {
+                return Err(ConfigError::DeniedEnv {
+                    server: name.to_string(),
+                    key: key.clone(),
+                });
+            }
+            env.insert(key.into(), value.into());
+        }
+        Ok(Self {
+            command,
+            args: config.args.clone(),
+            env,
+            cwd: config.cwd.clone(),
+        })
+    }
+
+    /// Whether the child would receive `key`.
+    pub fn passes_env(&self, key: &str) -> bool {
+        self.env.contains_key(std::ffi::OsStr::new(key))
+    }
+
+    /// Starts the child: own process group, killed on drop, stderr captured into `tail`.
+    pub fn spawn(
+        &self,
+        name: &ServerName,
+        tail: &StderrTail,
+    ) -> std::io::Result<(TokioChildProcess, Option<u32>)> {
+        let mut cmd = tokio::process::Command::new(&self.command);
+        cmd.args(&self.args).env_clear().envs(&self.env);
+        if let Some(cwd) = &self.cwd {
+            cmd.current_dir(Path::new(cwd));
+        }
+        let mut wrap = CommandWrap::from(cmd);
+        wrap.wrap(KillOnDrop);
+        #[cfg(unix)]
+        wrap.wrap(ProcessGroup::leader());
+        let (transport, stderr) = TokioChildProcess::builder(wrap)
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let pid = transport.id();
+        if let Some(stderr) = stderr {
+            tail.capture(name.clone(), stderr);
+        }
+        tracing::debug!(server = %name, command = %self.command, ?pid, "spawned MCP server");
+        Ok((transport, pid))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name() -> ServerName {
+        ServerName::new("s").unwrap()
+    }
+
+    fn host() -> Vec<(OsString, OsString)> {
+        [
+            ("PATH", "/bin"),
+            ("HOME", "/home/x"),
+            ("LD_PRELOAD", "/evil.so"),
+            ("NODE_OPTIONS", "--require evil"),
+            ("MCP_OTHER_TOKEN", "secret"),
+            ("DYLD_INSERT_LIBRARIES", "x"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect()
+    }
+
+    #[test]
+    fn dangerous_variables_are_withheld() {
+        let cfg = McpServerConfig::stdio("node", ["server.js"]);
+        let plan =
+            StdioPlan::with_host_env(&name(), &cfg, &SpawnPolicy::default(), host()).unwrap();
+        assert!(plan.passes_env("PATH"));
+        assert!(plan.passes_env("HOME"));
+        for k in [
+            "LD_PRELOAD",
+            "NODE_OPTIONS",
+            "MCP_OTHER_TOKEN",
+            "DYLD_INSERT_LIBRARIES",
+        ] {
+            assert!(!plan.passes_env(k), "{k}");
+        }
+    }
+
+    #[test]
+    fn allow_env_passes_a_withheld_variable() {
+        let mut cfg = McpServerConfig::stdio("node", ["server.js"]);
+        cfg.allow_env = vec!["NODE_OPTIONS".into()];
+        let plan =
+            StdioPlan::with_host_env(&name(), &cfg, &SpawnPolicy::default(), host()).unwrap();
+        assert!(plan.passes_env("NODE_OPTIONS"));
+        assert!(!plan.passes_env("LD_PRELOAD"));
+    }
+
+    #[test]
+    fn configured_denied_variable_needs_allow_env() {
+        let mut cfg = McpServerConfig::stdio("node", ["server.js"]);
+        cfg.env.insert("LD_PRELOAD".into(), "/x.so".into());
+        let err =
+            StdioPlan::with_host_env(&name(), &cfg, &SpawnPolicy::default(), host()).unwrap_err();
+        assert!(matches!(err, ConfigError::DeniedEnv { ref key, .. } if key == "LD_PRELOAD"));
+        cfg.allow_env = vec!["LD_PRELOAD".into()];
+        assert!(StdioPlan::with_host_env(&name(), &cfg, &SpawnPolicy::default(), host()).is_ok());
+    }
+
+    #[test]
+    fn configured_env_is_passed() {
+        let mut cfg = McpServerConfig::stdio("node", ["server.js"]);
+        cfg.env.insert("API_KEY".into(), "k".into());
+        let plan =
+            StdioPlan::with_host_env(&name(), &cfg, &SpawnPolicy::default(), host()).unwrap();
+        assert!(plan.passes_env("API_KEY"));
+        assert!(!format!("{plan:?}").contains("\"k\""));
+    }
+
+    #[test]
+    fn allowlist_is_enforced() {
+        let policy = SpawnPolicy {
+            allowed_commands: Some(vec!["node".into()]),
+        };
+        let ok = McpServerConfig::stdio("node", ["a"]);
+        assert!(StdioPlan::with_host_env(&name(), &ok, &policy, host()).is_ok());
+        let bad = McpServerConfig::stdio("bash", ["-c", "x"]);
+        let err = StdioPlan::with_host_env(&name(), &bad, &policy, host()).unwrap_err();
+        assert!(matches!(err, ConfigError::CommandNotAllowed { .. }));
+    }
+
+    #[test]
+    fn token_pattern() {
+        assert!(is_denied_env("MCP_GITHUB_TOKEN"));
+        assert!(!is_denied_env("MCP_TOKEN"));
+        assert!(!is_denied_env("MCP_GITHUB_URL"));
+        assert!(is_denied_env("LD_ANYTHING"));
+        assert!(!is_denied_env("PATH"));
+    }
+}
