@@ -1,0 +1,77 @@
+//! The errors of loading a configuration.
+
+use crate::diagnostics::Diagnostic;
+use crate::expand::FieldExpandError;
+use crate::tree::Pos;
+
+/// A configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {file}: {source}")]
+    Read {
+        /// The file as shown to the user.
+        file: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file's kind could not be told from its name.
+    #[error(
+        "{file}: unknown configuration format; expected extpool.yaml (.yaml/.yml), a JSON MCP config (.mcp.json, mcp.json, claude_desktop_config.json) or Codex's config.toml"
+    )]
+    UnknownFormat {
+        /// The file as shown to the user.
+        file: String,
+    },
+    /// Syntax or schema errors, each with file, line and column.
+    #[error("{}", render(.diagnostics))]
+    Invalid {
+        /// Every error found (warnings may be included for context).
+        diagnostics: Vec<Diagnostic>,
+    },
+}
+
+impl ConfigError {
+    /// The diagnostics of an [`ConfigError::Invalid`] error (empty otherwise).
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        match self {
+            Self::Invalid { diagnostics } => diagnostics,
+            _ => &[],
+        }
+    }
+
+    /// The file that could not be read, if that is the error.
+    pub fn unreadable_file(&self) -> Option<&str> {
+        match self {
+            Self::Read { file, .. } => Some(file),
+            _ => None,
+        }
+    }
+}
+
+fn render(diagnostics: &[Diagnostic]) -> String {
+    let errors: Vec<String> = diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| d.to_string())
+        .collect();
+    errors.join("\n")
+}
+
+/// A server whose config cannot be turned into a runnable one (an unset
+/// variable, a malformed `${`). It names the file and position of the entry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{pos}: mcp_servers.{server}.{}", .source)]
+pub struct ResolveError {
+    /// The server.
+    pub server: String,
+    /// The file it is defined in (as shown to the user).
+    pub file: String,
+    /// Where its entry is.
+    pub pos: Pos,
+    /// The field that failed and why.
+    #[source]
+    pub source: FieldExpandError,
+}

@@ -1,0 +1,288 @@
+//! Codex's `config.toml` (`~/.codex/config.toml`, project `.codex/config.toml`).
+//!
+//! ```toml
+//! [mcp_servers.docs]
+//! command = "npx"
+//! args = ["-y", "mcp-server"]
+//! env = { "API_KEY" = "value" }
+//! env_vars = ["OTHER_KEY"]          # forwarded from the environment
+//! cwd = "/path"
+//! startup_timeout_sec = 20
+//! tool_timeout_sec = 45
+//! enabled = true
+//! disabled_tools = ["delete"]
+//!
+//! [mcp_servers.figma]
+//! url = "https://mcp.figma.com/mcp"
+//! bearer_token_env_var = "FIGMA_TOKEN"
+//! http_headers = { "X-Team" = "core" }
+//! env_http_headers = { "X-Key" = "FIGMA_KEY" }
+//! ```
+//!
+//! `bearer_token_env_var` becomes `Authorization: Bearer ${VAR}`,
+//! `env_http_headers` become `${VAR}` header values, `env_vars` become
+//! `VAR: ${VAR:-}` entries, seconds become milliseconds, and
+//! `disabled_tools` become `permissions.deny` rules. Every other key of the
+//! file (model, sandbox, profiles, …) is Codex's own and is not read.
+
+use std::collections::BTreeMap;
+
+use extpool_mcp::config::McpServerConfig;
+use serde::Deserialize;
+
+use super::{ForeignConfig, ForeignContext, convert_vars};
+use crate::de::from_node;
+use crate::diagnostics::{Diagnostic, Severity};
+use crate::tree::{Node, Value};
+
+const KNOWN: &[&str] = &[
+    "command",
+    "args",
+    "env",
+    "env_vars",
+    "cwd",
+    "url",
+    "bearer_token_env_var",
+    "http_headers",
+    "env_http_headers",
+    "startup_timeout_sec",
+    "startup_timeout_ms",
+    "tool_timeout_sec",
+    "enabled",
+    "enabled_tools",
+    "disabled_tools",
+];
+
+const QUIET: &[&str] = &[
+    "required",
+    "oauth",
+    "scopes",
+    "default_tools_approval_mode",
+    "tools",
+    "experimental_environment",
+];
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum EnvVar {
+    Name(String),
+    Object { name: String },
+}
+
+#[derive(Debug, Deserialize)]
+struct Entry {
+    #[serde(default)]
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    env_vars: Vec<EnvVar>,
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    bearer_token_env_var: Option<String>,
+    #[serde(default)]
+    http_headers: BTreeMap<String, String>,
+    #[serde(default)]
+    env_http_headers: BTreeMap<String, String>,
+    #[serde(default)]
+    startup_timeout_sec: Option<f64>,
+    #[serde(default)]
+    startup_timeout_ms: Option<u64>,
+    #[serde(default)]
+    tool_timeout_sec: Option<f64>,
+    #[serde(default)]
+    enabled: Option<bool>,
+    #[serde(default)]
+    enabled_tools: Option<Vec<String>>,
+    #[serde(default)]
+    disabled_tools: Vec<String>,
+}
+
+/// Reads the `mcp_servers` tables of a Codex `config.toml`.
+pub fn read(root: &Node, ctx: &ForeignContext) -> ForeignConfig {
+    let mut out = ForeignConfig::default();
+    let Some(servers) = root.entry("mcp_servers") else {
+        out.diagnostics.push(ctx.diag(
+            Severity::Warning,
+            root.pos,
+            "",
+            "no [mcp_servers.<name>] tables: this file defines no MCP servers",
+        ));
+        return out;
+    };
+    let Some(entries) = servers.value.as_map() else {
+        out.diagnostics.push(ctx.diag(
+            Severity::Error,
+            servers.key_pos,
+            "mcp_servers",
+            format!(
+                "expected a table of servers, found {}",
+                servers.value.value.kind()
+            ),
+        ));
+        return out;
+    };
+    for e in entries {
+        let path = format!("mcp_servers.{}", e.key);
+        if let Some(config) = convert(ctx, &e.value, &path, &e.key, &mut out) {
+            out.push_server(ctx, &e.key, e.key_pos, &path, config);
+        }
+    }
+    out
+}
+
+fn millis(secs: f64) -> u64 {
+    (secs.max(0.0) * 1000.0).round() as u64
+}
+
+fn convert(
+    ctx: &ForeignContext,
+    node: &Node,
+    path: &str,
+    original_name: &str,
+    out: &mut ForeignConfig,
+) -> Option<McpServerConfig> {
+    let entry: Entry = match from_node(node) {
+        Ok(e) => e,
+        Err(e) => {
+            let mut d = Diagnostic::schema(&ctx.file, &e);
+            d.path = if d.path.is_empty() {
+                path.to_owned()
+            } else {
+                format!("{path}.{}", d.path)
+            };
+            d.message.push_str("; this server is skipped");
+            out.diagnostics.push(d);
+            return None;
+        }
+    };
+    if let Value::Map(keys) = &node.value {
+        for k in keys {
+            if !KNOWN.contains(&k.key.as_str()) && !QUIET.contains(&k.key.as_str()) {
+                out.diagnostics.push(ctx.diag(
+                    Severity::Note,
+                    k.key_pos,
+                    path,
+                    format!("key {:?} is not used by extpool and is ignored", k.key),
+                ));
+            }
+        }
+    }
+    let pos_of = |key: &str| node.get(key).map_or(node.pos, |n| n.pos);
+    let diags = &mut out.diagnostics;
+    let conv = |s: &str, key: &str, diags: &mut Vec<Diagnostic>| {
+        convert_vars(s, ctx, pos_of(key), &format!("{path}.{key}"), diags)
+    };
+    let mut config = McpServerConfig {
+        enabled: entry.enabled.unwrap_or(true),
+        ..McpServerConfig::default()
+    };
+    config.command = entry.command.as_deref().map(|c| conv(c, "command", diags));
+    config.args = entry.args.iter().map(|a| conv(a, "args", diags)).collect();
+    for (k, v) in &entry.env {
+        let v = conv(v, "env", diags);
+        config.env.insert(k.clone(), v);
+    }
+    for var in &entry.env_vars {
+        let name = match var {
+            EnvVar::Name(n) | EnvVar::Object { name: n } => n,
+        };
+        config
+            .env
+            .entry(name.clone())
+            .or_insert_with(|| format!("${{{name}:-}}"));
+    }
+    config.cwd = entry.cwd.as_deref().map(|c| conv(c, "cwd", diags));
+    config.url = entry.url.as_deref().map(|u| conv(u, "url", diags));
+    for (k, v) in &entry.http_headers {
+        let v = conv(v, "http_headers", diags);
+        config.headers.insert(k.clone(), v);
+    }
+    for (k, var) in &entry.env_http_headers {
+        config.headers.insert(k.clone(), format!("${{{var}}}"));
+    }
+    if let Some(var) = &entry.bearer_token_env_var {
+        config
+            .headers
+            .insert("Authorization".into(), format!("Bearer ${{{var}}}"));
+    }
+    config.startup_timeout_ms = entry
+        .startup_timeout_ms
+        .or(entry.startup_timeout_sec.map(millis));
+    config.request_timeout_ms = entry.tool_timeout_sec.map(millis);
+    let catalog_server = crate::model::sanitize_server_name(original_name);
+    for tool in &entry.disabled_tools {
+        out.deny.push(format!("mcp__{catalog_server}__{tool}"));
+    }
+    if entry.enabled_tools.is_some() {
+        out.diagnostics.push(ctx.diag(
+            Severity::Warning,
+            pos_of("enabled_tools"),
+            path,
+            "\"enabled_tools\" is not imported: extpool permissions are global; add `permissions.deny` rules for the tools you do not want",
+        ));
+    }
+    if let Err(e) = config.transport() {
+        out.diagnostics.push(ctx.diag(
+            Severity::Error,
+            node.pos,
+            path,
+            format!("{e}; this server is skipped"),
+        ));
+        return None;
+    }
+    Some(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::locate::Origin;
+    use crate::tree::parse_toml;
+
+    #[test]
+    fn reads_codex_servers() {
+        let text = r#"
+model = "o3"
+
+[mcp_servers.docs]
+command = "npx"
+args = ["-y", "mcp-server", "${literal}"]
+env = { "API_KEY" = "value" }
+env_vars = ["OTHER", { name = "REMOTE", source = "remote" }]
+startup_timeout_sec = 20
+tool_timeout_sec = 4.5
+disabled_tools = ["delete"]
+
+[mcp_servers.figma]
+url = "https://mcp.figma.com/mcp"
+bearer_token_env_var = "FIGMA_TOKEN"
+env_http_headers = { "X-Key" = "FIGMA_KEY" }
+enabled = false
+"#;
+        let ctx = ForeignContext {
+            file: "config.toml".into(),
+            origin: Origin::Codex,
+            workspace: "/ws".into(),
+            cwd: "/ws".into(),
+        };
+        let out = read(&parse_toml(text).unwrap(), &ctx);
+        assert!(out.diagnostics.is_empty(), "{:#?}", out.diagnostics);
+        let docs = &out.servers[0].config;
+        assert_eq!(docs.args[2], "$${literal}");
+        assert_eq!(docs.env["OTHER"], "${OTHER:-}");
+        assert_eq!(docs.env["REMOTE"], "${REMOTE:-}");
+        assert_eq!(docs.startup_timeout_ms, Some(20_000));
+        assert_eq!(docs.request_timeout_ms, Some(4_500));
+        let figma = &out.servers[1].config;
+        assert_eq!(figma.headers["Authorization"], "Bearer ${FIGMA_TOKEN}");
+        assert_eq!(figma.headers["X-Key"], "${FIGMA_KEY}");
+        assert!(!figma.enabled);
+        assert_eq!(out.deny, ["mcp__docs__delete"]);
+    }
+}

@@ -1,0 +1,274 @@
+//! The MCP configs users already have, read unchanged.
+//!
+//! * `mcpServers` JSON: Claude Code's `.mcp.json` and `~/.claude.json`,
+//!   Cursor's `mcp.json`, Claude Desktop's `claude_desktop_config.json`
+//!   ([`mcp_servers_json`]);
+//! * VS Code's `mcp.json` with `servers` and `inputs` ([`vscode`]);
+//! * Codex's `config.toml` with `[mcp_servers.<name>]` ([`codex`]).
+//!
+//! Each becomes a list of [`ForeignServer`]s holding extpool's own
+//! [`McpServerConfig`], plus notes on anything that was renamed, rewritten
+//! or ignored. The other programs' variable syntaxes (`${env:X}`,
+//! `${input:id}`, `${workspaceFolder}`, `bearer_token_env_var`) are turned
+//! into extpool's `${X}` form; nothing is resolved here.
+
+pub mod codex;
+pub mod mcp_servers_json;
+pub mod vscode;
+
+use std::path::{Path, PathBuf};
+
+use extpool_mcp::config::McpServerConfig;
+
+use crate::diagnostics::{Diagnostic, Severity};
+use crate::expand;
+use crate::locate::Origin;
+use crate::model::{is_valid_server_name, sanitize_server_name};
+use crate::tree::Pos;
+
+/// One server read from a foreign config.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForeignServer {
+    /// The extpool name (`[A-Za-z0-9_]+`).
+    pub name: String,
+    /// The name as written in the file.
+    pub original_name: String,
+    /// The converted entry.
+    pub config: McpServerConfig,
+    /// Where the entry's name is written.
+    pub pos: Pos,
+}
+
+/// What a foreign config contributes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ForeignConfig {
+    /// Servers in file order.
+    pub servers: Vec<ForeignServer>,
+    /// Catalog names to deny (from Codex `disabled_tools`).
+    pub deny: Vec<String>,
+    /// Notes, warnings and per-entry errors.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// What a converter needs to know about the file it reads.
+#[derive(Debug, Clone)]
+pub struct ForeignContext {
+    /// The file as shown to the user.
+    pub file: String,
+    /// The program it belongs to.
+    pub origin: Origin,
+    /// `${workspaceFolder}`: the project directory the file belongs to.
+    pub workspace: PathBuf,
+    /// The working directory (for `~/.claude.json`'s per-project entries).
+    pub cwd: PathBuf,
+}
+
+impl ForeignContext {
+    pub(crate) fn diag(
+        &self,
+        severity: Severity,
+        pos: Pos,
+        path: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Diagnostic {
+        Diagnostic::new(severity, self.file.clone(), Some(pos), path, message)
+    }
+}
+
+impl ForeignConfig {
+    /// Adds a server under a valid, unique name, with a note when renamed.
+    pub(crate) fn push_server(
+        &mut self,
+        ctx: &ForeignContext,
+        original: &str,
+        pos: Pos,
+        path: &str,
+        config: McpServerConfig,
+    ) {
+        let mut name = sanitize_server_name(original);
+        if self
+            .servers
+            .iter()
+            .any(|s| s.name.eq_ignore_ascii_case(&name))
+        {
+            let base = name.clone();
+            let mut n = 2;
+            while self
+                .servers
+                .iter()
+                .any(|s| s.name.eq_ignore_ascii_case(&name))
+            {
+                name = format!("{base}_{n}");
+                n += 1;
+            }
+        }
+        if name != original {
+            let why = if is_valid_server_name(original) {
+                "another server already has this name (ignoring case)".to_owned()
+            } else {
+                "extpool server names use only letters, digits and `_`".to_owned()
+            };
+            self.diagnostics.push(ctx.diag(
+                Severity::Note,
+                pos,
+                path,
+                format!("server {original:?} is available as {name:?} ({why})"),
+            ));
+        }
+        self.servers.push(ForeignServer {
+            name,
+            original_name: original.to_owned(),
+            config,
+            pos,
+        });
+    }
+}
+
+/// Rewrites another program's `${…}` variables into extpool's syntax.
+///
+/// * `${env:X}` → `${X}`; `${userHome}` → `${HOME}`;
+/// * `${workspaceFolder}` / `${workspaceRoot}` → the project directory;
+/// * `${input:some-id}` → `${SOME_ID}` (the value then comes from the
+///   environment; `inputs` notes which);
+/// * in files of programs that do not expand variables (Claude Desktop,
+///   Codex), a literal `${` is escaped so it stays literal.
+pub(crate) fn convert_vars(
+    s: &str,
+    ctx: &ForeignContext,
+    pos: Pos,
+    path: &str,
+    diags: &mut Vec<Diagnostic>,
+) -> String {
+    if !ctx.origin.expands_variables() {
+        return expand::escape(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find("${") {
+        out.push_str(&rest[..i]);
+        let body_start = i + 2;
+        let Some(close) = rest[body_start..].find('}') else {
+            out.push_str(&expand::escape(&rest[i..]));
+            rest = "";
+            break;
+        };
+        let body = &rest[body_start..body_start + close];
+        rest = &rest[body_start + close + 1..];
+        out.push_str(&convert_one(body, ctx, pos, path, diags));
+    }
+    out.push_str(rest);
+    out
+}
+
+fn convert_one(
+    body: &str,
+    ctx: &ForeignContext,
+    pos: Pos,
+    path: &str,
+    diags: &mut Vec<Diagnostic>,
+) -> String {
+    if let Some(var) = body.strip_prefix("env:") {
+        return format!("${{{var}}}");
+    }
+    if let Some(id) = body.strip_prefix("input:") {
+        let var = input_env_name(id);
+        return format!("${{{var}}}");
+    }
+    match body {
+        "userHome" => return "${HOME}".into(),
+        "workspaceFolder" | "workspaceRoot" => {
+            return expand::escape(&ctx.workspace.display().to_string());
+        }
+        "pathSeparator" | "/" => return "/".into(),
+        _ => {}
+    }
+    let literal = format!("${{{body}}}");
+    if expand::references(&literal).is_ok() {
+        return literal;
+    }
+    diags.push(ctx.diag(
+        Severity::Warning,
+        pos,
+        path,
+        format!("variable ${{{body}}} is not supported by extpool and is kept as literal text"),
+    ));
+    expand::escape(&literal)
+}
+
+/// The environment variable that stands in for a VS Code input id
+/// (`perplexity-key` → `PERPLEXITY_KEY`).
+pub fn input_env_name(id: &str) -> String {
+    let mut s: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
+        s.insert_str(0, "INPUT_");
+    }
+    s
+}
+
+/// Resolves a relative path written in a file against that file's directory.
+pub(crate) fn relative_to(dir: &Path, p: &str) -> PathBuf {
+    let path = Path::new(p);
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        dir.join(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(origin: Origin) -> ForeignContext {
+        ForeignContext {
+            file: "f".into(),
+            origin,
+            workspace: "/ws".into(),
+            cwd: "/ws".into(),
+        }
+    }
+
+    #[test]
+    fn variables_are_converted() {
+        let mut d = Vec::new();
+        let c = ctx(Origin::VsCode);
+        let p = Pos::new(1, 1);
+        assert_eq!(convert_vars("${env:GH}", &c, p, "x", &mut d), "${GH}");
+        assert_eq!(
+            convert_vars("${input:api-key}", &c, p, "x", &mut d),
+            "${API_KEY}"
+        );
+        assert_eq!(
+            convert_vars("${workspaceFolder}/x", &c, p, "x", &mut d),
+            "/ws/x"
+        );
+        assert_eq!(
+            convert_vars("${userHome}/.x", &c, p, "x", &mut d),
+            "${HOME}/.x"
+        );
+        assert_eq!(convert_vars("${A:-b}", &c, p, "x", &mut d), "${A:-b}");
+        assert!(d.is_empty());
+        assert_eq!(
+            convert_vars("${config:x.y}", &c, p, "x", &mut d),
+            "$${config:x.y}"
+        );
+        assert_eq!(d.len(), 1);
+        let desktop = ctx(Origin::ClaudeDesktop);
+        assert_eq!(convert_vars("${A}", &desktop, p, "x", &mut d), "$${A}");
+    }
+
+    #[test]
+    fn input_names() {
+        assert_eq!(input_env_name("perplexity-key"), "PERPLEXITY_KEY");
+        assert_eq!(input_env_name("1x"), "INPUT_1X");
+    }
+}

@@ -1,0 +1,416 @@
+//! Loading: read the named or discovered files, convert the foreign ones,
+//! check, and merge into one [`Loaded`] configuration.
+//!
+//! Merging is by precedence: the first file that defines a server name
+//! (ignoring case) wins and later definitions are reported as shadowed. The
+//! `skills`, `permissions` and `extensions` sections come from the first
+//! `extpool.yaml`; skill paths of later ones are added after its own.
+//!
+//! Files named with `--config` must be valid: any error fails the load.
+//! Discovered files of other programs are the user's, not ours: their errors
+//! become warnings and their usable servers are kept, so one broken
+//! `~/.claude.json` never stops extpool.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use extpool_mcp::config::McpServerConfig;
+
+use crate::de::from_node;
+use crate::diagnostics::{Diagnostic, Severity, display_path};
+use crate::error::{ConfigError, ResolveError};
+use crate::expand;
+use crate::foreign::{self, ForeignConfig, ForeignContext};
+use crate::locate::{Candidate, ConfigFormat, Origin, Places, detect};
+use crate::model::ExtpoolConfig;
+use crate::tree::{self, Node, Pos};
+use crate::validate::validate;
+
+/// One file that was read.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SourceFile {
+    /// The file as shown to the user.
+    pub file: String,
+    /// The file.
+    #[serde(skip)]
+    pub path: PathBuf,
+    /// Its format.
+    pub format: ConfigFormat,
+    /// The program it belongs to.
+    pub origin: Origin,
+    /// Found in the project (working directory) rather than the user's home.
+    pub project: bool,
+    /// Servers it contributed (extpool names), in file order.
+    pub servers: Vec<String>,
+}
+
+/// Where a server of the merged configuration was defined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSource {
+    /// The file as shown to the user.
+    pub file: String,
+    /// Directory that relative `command` and `cwd` paths are resolved against.
+    pub dir: PathBuf,
+    /// Position of the server's name in the file.
+    pub pos: Pos,
+    /// The name as written there.
+    pub original_name: String,
+    /// The program the file belongs to.
+    pub origin: Origin,
+}
+
+/// The effective configuration and where each part came from.
+#[derive(Debug, Clone, Default)]
+pub struct Loaded {
+    /// The merged configuration, exactly as written (`${VAR}` unexpanded,
+    /// relative paths as written).
+    pub config: ExtpoolConfig,
+    /// Where each server is defined.
+    pub server_sources: BTreeMap<String, ServerSource>,
+    /// The skill roots of `skills.paths`, resolved against their files.
+    pub skill_paths: Vec<PathBuf>,
+    /// Every file read, in precedence order.
+    pub sources: Vec<SourceFile>,
+    /// Warnings and notes (errors fail the load, except in discovered foreign files).
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// What to load.
+#[derive(Debug, Clone, Default)]
+pub struct LoadRequest {
+    /// Files named with `--config`; when empty, configs are discovered.
+    pub files: Vec<PathBuf>,
+    /// Where to discover (and how to shorten paths for display).
+    pub places: Places,
+}
+
+/// Loads the named files, or discovers configs when none are named.
+pub fn load(request: &LoadRequest) -> Result<Loaded, ConfigError> {
+    let places = &request.places;
+    let mut loaded = Loaded::default();
+    let mut errors = Vec::new();
+    if request.files.is_empty() {
+        for candidate in places.existing() {
+            let strict = candidate.format == ConfigFormat::Extpool;
+            read_into(&candidate, places, strict, &mut loaded, &mut errors)?;
+        }
+    } else {
+        for path in &request.files {
+            let path = if path.is_absolute() {
+                path.clone()
+            } else {
+                places.cwd.join(path)
+            };
+            let shown = show(&path, places);
+            let text = read(&path, &shown)?;
+            let Some((format, origin)) = detect(&path, &text) else {
+                return Err(ConfigError::UnknownFormat { file: shown });
+            };
+            let candidate = Candidate {
+                path,
+                format,
+                origin,
+                project: true,
+            };
+            read_into(&candidate, places, true, &mut loaded, &mut errors)?;
+        }
+    }
+    if errors.is_empty() {
+        Ok(loaded)
+    } else {
+        errors.extend(loaded.diagnostics);
+        Err(ConfigError::Invalid {
+            diagnostics: errors,
+        })
+    }
+}
+
+/// Loads one file as if named with `--config`.
+pub fn load_file(path: &Path, places: &Places) -> Result<Loaded, ConfigError> {
+    load(&LoadRequest {
+        files: vec![path.to_path_buf()],
+        places: places.clone(),
+    })
+}
+
+fn show(path: &Path, places: &Places) -> String {
+    display_path(path, Some(&places.cwd), places.home.as_deref())
+}
+
+fn read(path: &Path, shown: &str) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        file: shown.to_owned(),
+        source,
+    })
+}
+
+fn parse(text: &str, format: ConfigFormat) -> Result<Node, tree::SyntaxError> {
+    match format {
+        ConfigFormat::Extpool => tree::parse_yaml(text),
+        ConfigFormat::CodexToml => tree::parse_toml(text),
+        _ => tree::parse_json(text),
+    }
+}
+
+/// Reads one file into `loaded`. `strict`: its errors fail the load.
+fn read_into(
+    candidate: &Candidate,
+    places: &Places,
+    strict: bool,
+    loaded: &mut Loaded,
+    errors: &mut Vec<Diagnostic>,
+) -> Result<(), ConfigError> {
+    let file = show(&candidate.path, places);
+    let text = read(&candidate.path, &file)?;
+    let dir = candidate
+        .path
+        .parent()
+        .map_or_else(|| places.cwd.clone(), Path::to_path_buf);
+    let mut report = |d: Diagnostic, loaded: &mut Loaded| {
+        if d.is_error() && strict {
+            errors.push(d);
+        } else if d.is_error() {
+            let mut d = d;
+            d.severity = Severity::Warning;
+            loaded.diagnostics.push(d);
+        } else {
+            loaded.diagnostics.push(d);
+        }
+    };
+    let root = match parse(&text, candidate.format) {
+        Ok(root) => root,
+        Err(e) => {
+            let mut d = Diagnostic::syntax(&file, candidate.format.syntax_name(), &e);
+            if !strict {
+                d.message.push_str("; the file is skipped");
+            }
+            report(d, loaded);
+            return Ok(());
+        }
+    };
+    let mut source = SourceFile {
+        file: file.clone(),
+        path: candidate.path.clone(),
+        format: candidate.format,
+        origin: candidate.origin,
+        project: candidate.project,
+        servers: Vec::new(),
+    };
+    if candidate.format == ConfigFormat::Extpool {
+        let config: ExtpoolConfig = match from_node(&root) {
+            Ok(c) => c,
+            Err(e) => {
+                report(Diagnostic::schema(&file, &e), loaded);
+                return Ok(());
+            }
+        };
+        for d in validate(&config, &root, &file, &dir) {
+            report(d, loaded);
+        }
+        let first_extpool = !loaded
+            .sources
+            .iter()
+            .any(|s| s.format == ConfigFormat::Extpool);
+        for p in &config.skills.paths {
+            loaded.skill_paths.push(foreign::relative_to(&dir, p));
+        }
+        if first_extpool {
+            let mut sections = config.clone();
+            sections.mcp_servers.clear();
+            let deny = std::mem::take(&mut loaded.config.permissions.deny);
+            let servers = std::mem::take(&mut loaded.config.mcp_servers);
+            loaded.config = sections;
+            loaded.config.mcp_servers = servers;
+            loaded.config.permissions.deny.extend(deny);
+        } else {
+            loaded
+                .config
+                .skills
+                .paths
+                .extend(config.skills.paths.clone());
+        }
+        for (name, server) in config.mcp_servers {
+            let pos = root.key_pos_of(&["mcp_servers", &name]);
+            add_server(loaded, &mut source, &dir, name.clone(), &name, pos, server);
+        }
+    } else {
+        let ctx = ForeignContext {
+            file: file.clone(),
+            origin: candidate.origin,
+            workspace: workspace_of(&candidate.path, &dir),
+            cwd: places.cwd.clone(),
+        };
+        let foreign: ForeignConfig = match candidate.format {
+            ConfigFormat::McpServersJson => foreign::mcp_servers_json::read(&root, &ctx, false),
+            ConfigFormat::ClaudeUserJson => foreign::mcp_servers_json::read(&root, &ctx, true),
+            ConfigFormat::VsCodeJson => foreign::vscode::read(&root, &ctx),
+            ConfigFormat::CodexToml => foreign::codex::read(&root, &ctx),
+            ConfigFormat::Extpool => ForeignConfig::default(),
+        };
+        for d in foreign.diagnostics {
+            report(d, loaded);
+        }
+        for rule in foreign.deny {
+            if !loaded.config.permissions.deny.contains(&rule) {
+                loaded.config.permissions.deny.push(rule);
+            }
+        }
+        for s in foreign.servers {
+            let dir = if candidate.origin == Origin::VsCode
+                || candidate.path.ends_with(".cursor/mcp.json")
+            {
+                ctx.workspace.clone()
+            } else {
+                dir.clone()
+            };
+            add_server(
+                loaded,
+                &mut source,
+                &dir,
+                s.name,
+                &s.original_name,
+                s.pos,
+                s.config,
+            );
+        }
+    }
+    loaded.sources.push(source);
+    Ok(())
+}
+
+/// The project directory of a file in `.vscode/` or `.cursor/` is its parent.
+fn workspace_of(path: &Path, dir: &Path) -> PathBuf {
+    let parent_name = dir.file_name().map(|n| n.to_string_lossy().to_string());
+    match parent_name.as_deref() {
+        Some(".vscode" | ".cursor" | ".codex") if path.is_file() || !path.exists() => dir
+            .parent()
+            .map_or_else(|| dir.to_path_buf(), Path::to_path_buf),
+        _ => dir.to_path_buf(),
+    }
+}
+
+fn add_server(
+    loaded: &mut Loaded,
+    source: &mut SourceFile,
+    dir: &Path,
+    name: String,
+    original: &str,
+    pos: Pos,
+    config: McpServerConfig,
+) {
+    if let Some((existing, first)) = loaded
+        .server_sources
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(&name))
+    {
+        let where_ = match first.pos {
+            p if first.file == source.file => format!("line {}", p.line),
+            p => format!("{}:{}", first.file, p),
+        };
+        loaded.diagnostics.push(Diagnostic::new(
+            Severity::Note,
+            source.file.clone(),
+            Some(pos),
+            format!("mcp_servers.{original}"),
+            format!("server {original:?} is shadowed by {existing:?} defined first at {where_}"),
+        ));
+        return;
+    }
+    source.servers.push(name.clone());
+    loaded.server_sources.insert(
+        name.clone(),
+        ServerSource {
+            file: source.file.clone(),
+            dir: dir.to_path_buf(),
+            pos,
+            original_name: original.to_owned(),
+            origin: source.origin,
+        },
+    );
+    loaded.config.mcp_servers.insert(name, config);
+}
+
+impl Loaded {
+    /// True when no file was found or named.
+    pub fn is_empty(&self) -> bool {
+        self.sources.is_empty()
+    }
+
+    /// The servers that are enabled, by name.
+    pub fn enabled_servers(&self) -> impl Iterator<Item = (&String, &McpServerConfig)> {
+        self.config.mcp_servers.iter().filter(|(_, c)| c.enabled)
+    }
+
+    /// The runnable config of a server: `${VAR}` expanded with `lookup`,
+    /// and relative `command` (one with a `/`) and `cwd` made absolute
+    /// against the directory of the file that defines the server.
+    pub fn resolve_server(
+        &self,
+        name: &str,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Option<Result<McpServerConfig, ResolveError>> {
+        let config = self.config.mcp_servers.get(name)?;
+        let source = self.server_sources.get(name)?;
+        Some(resolve(name, config, source, lookup))
+    }
+
+    /// Every enabled server resolved with `lookup`; a server that cannot be
+    /// resolved is returned as its error, the others are unaffected.
+    pub fn resolve_enabled(
+        &self,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Vec<(String, Result<McpServerConfig, ResolveError>)> {
+        self.enabled_servers()
+            .filter_map(|(name, _)| self.resolve_server(name, lookup).map(|r| (name.clone(), r)))
+            .collect()
+    }
+
+    /// Variables referenced by enabled servers that `lookup` cannot resolve
+    /// (as warnings for `config check`).
+    pub fn unresolved_variables(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<Diagnostic> {
+        self.resolve_enabled(lookup)
+            .into_iter()
+            .filter_map(|(_, r)| r.err())
+            .map(|e| {
+                Diagnostic::new(
+                    Severity::Warning,
+                    e.file.clone(),
+                    Some(e.pos),
+                    format!("mcp_servers.{}.{}", e.server, e.source.field),
+                    e.source.source.to_string(),
+                )
+            })
+            .collect()
+    }
+}
+
+fn resolve(
+    name: &str,
+    config: &McpServerConfig,
+    source: &ServerSource,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<McpServerConfig, ResolveError> {
+    let mut out = expand::expand_server(config, lookup).map_err(|source_err| ResolveError {
+        server: name.to_owned(),
+        file: source.file.clone(),
+        pos: source.pos,
+        source: source_err,
+    })?;
+    if let Some(cmd) = &out.command
+        && (cmd.contains('/') || cmd.contains('\\'))
+        && Path::new(cmd).is_relative()
+    {
+        out.command = Some(source.dir.join(cmd).display().to_string());
+    }
+    if let Some(cwd) = &out.cwd
+        && Path::new(cwd).is_relative()
+    {
+        out.cwd = Some(source.dir.join(cwd).display().to_string());
+    }
+    Ok(out)
+}
+
+/// The process environment, for [`Loaded::resolve_server`].
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}

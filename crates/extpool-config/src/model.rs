@@ -1,0 +1,240 @@
+//! The `extpool.yaml` schema.
+//!
+//! ```yaml
+//! mcp_servers:            # name → McpServerConfig (extpool-mcp)
+//!   github:
+//!     url: https://api.githubcopilot.com/mcp/
+//!     headers: {Authorization: "Bearer ${GITHUB_TOKEN}"}
+//! skills:
+//!   paths: [./skills]     # relative to this file
+//!   default_roots: true   # also .agents/skills, .claude/skills (project and user)
+//!   watch: true
+//!   validation: lenient   # or strict
+//! permissions:
+//!   allow: ["mcp__github__get*"]
+//!   deny: ["mcp__github__delete*"]
+//!   default: allow        # or deny
+//! extensions:
+//!   max_composition_depth: 3
+//!   max_clients: 20
+//!   max_result_text_bytes: 100000
+//!   max_result_json_bytes: 1000000
+//! ```
+//!
+//! Every struct refuses unknown keys so a typo is reported (with a "did you
+//! mean") instead of silently ignored. The server entry itself is
+//! [`McpServerConfig`], owned by `extpool-mcp`: this crate never redefines it.
+
+use std::collections::BTreeMap;
+
+use extpool_mcp::config::McpServerConfig;
+use serde::{Deserialize, Serialize};
+
+/// A whole `extpool.yaml`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtpoolConfig {
+    /// MCP servers by name (`[A-Za-z0-9_]+`, unique ignoring case).
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// Where skills come from and how they are checked.
+    #[serde(default)]
+    pub skills: SkillsConfig,
+    /// Which catalog names may be advertised and called.
+    #[serde(default)]
+    pub permissions: PermissionsConfig,
+    /// Limits of the extension host.
+    #[serde(default)]
+    pub extensions: ExtensionsConfig,
+}
+
+/// The `skills:` section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillsConfig {
+    /// Extra skill roots (directories holding `<name>/SKILL.md`), relative
+    /// to the config file. They take precedence over the default roots.
+    #[serde(default)]
+    pub paths: Vec<String>,
+    /// Also search the default roots: `.agents/skills` and `.claude/skills`
+    /// from the git root down to the working directory, then
+    /// `~/.agents/skills` and `~/.claude/skills`.
+    #[serde(default = "yes")]
+    pub default_roots: bool,
+    /// Reload skills when their files change.
+    #[serde(default = "yes")]
+    pub watch: bool,
+    /// How strictly SKILL.md files are checked when loading.
+    #[serde(default)]
+    pub validation: ValidationMode,
+}
+
+impl Default for SkillsConfig {
+    fn default() -> Self {
+        Self {
+            paths: Vec::new(),
+            default_roots: true,
+            watch: true,
+            validation: ValidationMode::default(),
+        }
+    }
+}
+
+/// How SKILL.md files are checked when loading.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ValidationMode {
+    /// Skip a skill only when its description is missing or its YAML is
+    /// broken; everything else is a warning (what agent hosts do).
+    #[default]
+    Lenient,
+    /// The Agent Skills specification's rules; any problem skips the skill.
+    Strict,
+}
+
+impl ValidationMode {
+    /// `"lenient"` or `"strict"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Lenient => "lenient",
+            Self::Strict => "strict",
+        }
+    }
+}
+
+/// The `permissions:` section, over catalog names (`mcp__<server>__<tool>`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionsConfig {
+    /// Names or globs (`mcp__github__*`, `mcp__github__get*`) that are allowed.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Names or globs that are denied. Deny wins over allow.
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// What happens when no rule matches.
+    #[serde(default)]
+    pub default: DefaultPolicy,
+}
+
+/// The policy when no permission rule matches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DefaultPolicy {
+    /// Everything not denied is allowed.
+    #[default]
+    Allow,
+    /// Only what is allowed explicitly is allowed.
+    Deny,
+}
+
+impl DefaultPolicy {
+    /// `"allow"` or `"deny"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Deny => "deny",
+        }
+    }
+}
+
+/// The `extensions:` section: limits of the host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtensionsConfig {
+    /// Nesting depth (root-inclusive) beyond which composition is warned about (RFC: 3).
+    #[serde(default = "three")]
+    pub max_composition_depth: usize,
+    /// Live MCP clients the connection pool keeps at most (RFC: 20).
+    #[serde(default = "twenty")]
+    pub max_clients: usize,
+    /// Plain-text tool results longer than this are truncated with a marker
+    /// (unset: the catalog's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_result_text_bytes: Option<usize>,
+    /// Structured tool results larger than this are refused with advice to
+    /// paginate, filter or use a jq query (unset: the catalog's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_result_json_bytes: Option<usize>,
+    /// Offer `ListMcpResources` / `ReadMcpResource` when any server has resources.
+    #[serde(default = "yes")]
+    pub resource_tools: bool,
+    /// Offer MCP prompts as `/mcp__<server>__<prompt>` commands.
+    #[serde(default = "yes")]
+    pub prompt_commands: bool,
+}
+
+impl Default for ExtensionsConfig {
+    fn default() -> Self {
+        Self {
+            max_composition_depth: 3,
+            max_clients: 20,
+            max_result_text_bytes: None,
+            max_result_json_bytes: None,
+            resource_tools: true,
+            prompt_commands: true,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+fn three() -> usize {
+    3
+}
+fn twenty() -> usize {
+    20
+}
+
+/// True when `name` is a valid server name or prefix: `[A-Za-z0-9_]+`.
+pub fn is_valid_server_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// A valid server name made from any name (`sequential-thinking` →
+/// `sequential_thinking`); used for the configs of other clients, whose
+/// names may contain dashes, dots or spaces.
+pub fn sanitize_server_name(name: &str) -> String {
+    let mut out: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if out.is_empty() {
+        out.push_str("server");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(is_valid_server_name("github_2"));
+        assert!(!is_valid_server_name("git-hub"));
+        assert!(!is_valid_server_name(""));
+        assert_eq!(
+            sanitize_server_name("sequential-thinking"),
+            "sequential_thinking"
+        );
+        assert_eq!(sanitize_server_name("a.b c"), "a_b_c");
+        assert_eq!(sanitize_server_name("é"), "_");
+    }
+
+    #[test]
+    fn defaults() {
+        let c = ExtpoolConfig::default();
+        assert_eq!(c.extensions.max_clients, 20);
+        assert_eq!(c.extensions.max_composition_depth, 3);
+        assert!(c.skills.default_roots);
+        assert_eq!(c.permissions.default, DefaultPolicy::Allow);
+    }
+}
