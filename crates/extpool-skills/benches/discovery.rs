@@ -1,0 +1,3 @@
+//! Discovery benchmark (written below).
+
+fn main() {}
