@@ -30,25 +30,35 @@ use rmcp::model::{
     ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities, ServerPeerInfo, Skill,
     Tool,
 };
-use rmcp::service::{ClientCacheConfig, RoleClient, RunningService};
-use rmcp::{Peer, ServiceError, ServiceExt};
+use rmcp::service::RoleClient;
+use rmcp::{Peer, ServiceError};
 
 use crate::classify::{Failure, classify};
 use crate::config::{McpServerConfig, ReconnectPolicy};
-use crate::error::{ClientError, ConfigError, ConnectFailure, SharedError};
-use crate::handler::{ChangeSignals, Handler};
-use crate::http::{HttpPlan, HttpSettings};
+use crate::connection::{self, Connection, Plan};
+use crate::error::{ClientError, ConnectFailure, SharedError};
+use crate::handler::ChangeSignals;
+use crate::http::HttpSettings;
 use crate::name::ServerName;
-use crate::stderr::StderrTail;
-use crate::stdio::{SpawnPolicy, StdioPlan};
+use crate::stdio::SpawnPolicy;
 
 /// Default per-request timeout when the config sets none.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default connect + initialize timeout when the config sets none.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The HTTP client shared by every HTTP server of a pool, built on first use.
+#[derive(Clone, Default)]
+pub struct SharedHttpClient(Arc<OnceLock<reqwest::Client>>);
+
+impl std::fmt::Debug for SharedHttpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedHttpClient")
+    }
+}
+
 /// Host-wide settings every client of a pool shares.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ClientOptions {
     /// Rules for starting stdio servers.
     pub spawn: SpawnPolicy,
@@ -60,7 +70,8 @@ pub struct ClientOptions {
     pub startup_timeout: Duration,
     /// How long a close waits for a server to exit before leaving it to be killed.
     pub close_timeout: Duration,
-    http_client: OnceLock<reqwest::Client>,
+    /// The HTTP client, shared by every clone of these options.
+    pub http_client: SharedHttpClient,
 }
 
 impl Default for ClientOptions {
@@ -71,7 +82,7 @@ impl Default for ClientOptions {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             close_timeout: Duration::from_secs(5),
-            http_client: OnceLock::new(),
+            http_client: SharedHttpClient::default(),
         }
     }
 }
@@ -79,75 +90,7 @@ impl Default for ClientOptions {
 impl ClientOptions {
     /// The shared HTTP client, built on first use.
     pub fn http_client(&self) -> &reqwest::Client {
-        self.http_client.get_or_init(|| self.http.build_client())
-    }
-}
-
-/// How a server is reached, checked once at construction.
-#[derive(Debug, Clone)]
-enum Plan {
-    Stdio(StdioPlan),
-    Http(HttpPlan),
-}
-
-impl Plan {
-    fn new(
-        name: &ServerName,
-        config: &McpServerConfig,
-        options: &ClientOptions,
-    ) -> Result<Self, ConfigError> {
-        if !config.enabled {
-            return Err(ConfigError::Disabled {
-                server: name.to_string(),
-            });
-        }
-        match config.transport() {
-            Ok(crate::config::Transport::Stdio { .. }) => {
-                Ok(Self::Stdio(StdioPlan::new(name, config, &options.spawn)?))
-            }
-            Ok(crate::config::Transport::Http { .. }) => {
-                Ok(Self::Http(HttpPlan::new(name, config)?))
-            }
-            Err(source) => Err(ConfigError::Transport {
-                server: name.to_string(),
-                source,
-            }),
-        }
-    }
-}
-
-/// One live rmcp connection.
-struct Connection {
-    generation: u64,
-    peer: Peer<RoleClient>,
-    service: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
-    stderr: Option<StderrTail>,
-    pid: Option<u32>,
-}
-
-impl Connection {
-    fn is_alive(&self) -> bool {
-        !self.peer.is_transport_closed()
-    }
-
-    fn stderr_lines(&self) -> Vec<String> {
-        self.stderr
-            .as_ref()
-            .map(StderrTail::lines)
-            .unwrap_or_default()
-    }
-
-    async fn close(&self, timeout: Duration) {
-        let service = self.service.lock().await.take();
-        if let Some(mut service) = service {
-            match service.close_with_timeout(timeout).await {
-                Ok(Some(_)) => {}
-                Ok(None) => {
-                    tracing::warn!(pid = ?self.pid, "MCP server did not exit in time; it will be killed")
-                }
-                Err(error) => tracing::warn!(%error, "MCP connection task failed while closing"),
-            }
-        }
+        self.http_client.0.get_or_init(|| self.http.build_client())
     }
 }
 
@@ -621,8 +564,19 @@ impl McpClient {
                     Duration::from_millis(inner.reconnect.backoff_ms.saturating_mul(factor));
                 tokio::time::sleep(delay).await;
             }
-            match self.connect_once().await {
+            let generation = inner.generations.fetch_add(1, Ordering::AcqRel) + 1;
+            let outcome = connection::connect(connection::Attempt {
+                name: &inner.name,
+                plan: &inner.plan,
+                options: &inner.options,
+                signals: &inner.signals,
+                generation,
+                startup: inner.startup_timeout,
+            })
+            .await;
+            match outcome {
                 Ok(conn) => {
+                    inner.connects.fetch_add(1, Ordering::AcqRel);
                     inner.conn.store(Some(conn.clone()));
                     lifecycle.ever_connected = true;
                     lifecycle.last_failure = None;
@@ -657,77 +611,5 @@ impl McpClient {
         lifecycle.last_failure = Some((broken, error.clone()));
         inner.attempts_done.fetch_add(1, Ordering::AcqRel);
         Err(error)
-    }
-
-    async fn connect_once(&self) -> Result<Arc<Connection>, (ConnectFailure, Vec<String>)> {
-        let inner = &self.inner;
-        let generation = inner.generations.fetch_add(1, Ordering::AcqRel) + 1;
-        let handler = Handler::new(inner.name.clone(), inner.signals.clone());
-        let startup = inner.startup_timeout;
-        let timeout_ms = startup.as_millis() as u64;
-        let settle = Duration::from_millis(200);
-        let (service, stderr, pid) = match &inner.plan {
-            Plan::Stdio(plan) => {
-                let tail = StderrTail::default();
-                let (transport, pid) = plan.spawn(&inner.name, &tail).map_err(|source| {
-                    (
-                        ConnectFailure::Spawn {
-                            command: plan.command.clone(),
-                            source: Arc::new(source),
-                        },
-                        Vec::new(),
-                    )
-                })?;
-                match tokio::time::timeout(startup, handler.serve(transport)).await {
-                    Ok(Ok(service)) => (service, Some(tail), pid),
-                    Ok(Err(source)) => {
-                        let lines = tail.settled_lines(settle).await;
-                        return Err((
-                            ConnectFailure::Initialize {
-                                source: Arc::new(source),
-                            },
-                            lines,
-                        ));
-                    }
-                    Err(_) => return Err((ConnectFailure::Timeout { timeout_ms }, tail.lines())),
-                }
-            }
-            Plan::Http(plan) => {
-                let transport = plan.transport(inner.options.http_client(), &inner.options.http);
-                match tokio::time::timeout(startup, handler.serve(transport)).await {
-                    Ok(Ok(service)) => (service, None, None),
-                    Ok(Err(source)) => {
-                        return Err((
-                            ConnectFailure::Initialize {
-                                source: Arc::new(source),
-                            },
-                            Vec::new(),
-                        ));
-                    }
-                    Err(_) => return Err((ConnectFailure::Timeout { timeout_ms }, Vec::new())),
-                }
-            }
-        };
-        let peer = service.peer().clone();
-        // rmcp may serve stale cached lists after an error; a host must see the truth.
-        peer.set_response_cache_config(ClientCacheConfig::disabled())
-            .await;
-        inner.connects.fetch_add(1, Ordering::AcqRel);
-        if let Some(info) = peer.peer_info() {
-            tracing::info!(
-                server = %inner.name,
-                generation,
-                protocol = %info.protocol_version,
-                implementation = info.server_info.as_ref().map(|i| i.name.as_str()).unwrap_or(""),
-                "MCP server connected"
-            );
-        }
-        Ok(Arc::new(Connection {
-            generation,
-            peer,
-            service: tokio::sync::Mutex::new(Some(service)),
-            stderr,
-            pid,
-        }))
     }
 }

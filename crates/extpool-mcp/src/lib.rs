@@ -7,21 +7,28 @@
 //! tools, resources, prompts and skills through extpool-core's resource
 //! protocols.
 
+pub mod cap;
 pub mod classify;
 pub mod client;
 pub mod config;
+mod connection;
+pub mod convert;
 pub mod error;
 pub mod handler;
 pub mod http;
 pub mod name;
+pub mod pool;
+pub mod skills;
 pub mod stderr;
 pub mod stdio;
 
-pub use client::{ClientOptions, McpClient};
+pub use cap::{CapError, McpServerCap, StaticToolError};
+pub use client::{ClientOptions, McpClient, SharedHttpClient};
 pub use config::{
     McpServerConfig, ReconnectPolicy, StaticTool, Transport, TransportError, TransportKind,
 };
 pub use error::{ClientError, ConfigError, ConnectFailure};
 pub use http::{BearerToken, HttpSettings};
 pub use name::{ServerName, check_names};
+pub use pool::{PoolConfig, PoolEntryInfo, PooledClient, SessionConnectionPool};
 pub use stdio::SpawnPolicy;

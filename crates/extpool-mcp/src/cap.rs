@@ -1,0 +1,688 @@
+//! [`McpServerCap`]: one MCP server as an extpool capability, implementing
+//! `McpResource`, `SkillResource`, `CommandResource`, `ChangeObservable` and
+//! `Capability` (RFC-0051 "McpServerCap").
+//!
+//! - **Client injection.** A client passed in is used as is; otherwise one
+//!   is taken from the [`SessionConnectionPool`] on first need (and shared
+//!   with every other capability for the same server config).
+//! - **Lazy vs non-lazy.** Non-lazy (default): `start`/`toolset` connect, so
+//!   the toolset is known when the agent is compiled. Lazy: the tool list
+//!   comes from config (`tools:`) and the connection is made on the first
+//!   call; a lazy server without declared tools lists from the server.
+//! - **Caches.** Tool, resource, prompt and skill lists are cached and
+//!   refilled when the server's `list_changed` (or a reconnect) moved the
+//!   matching counter; `*_exists` checks only ever consult these caches.
+//! - **Change events.** `tools/list_changed` → `tools_changed`;
+//!   `resources/list_changed` → `resources_changed` and `skills_changed`
+//!   (skills are resources); `prompts/list_changed` → `prompts_changed` and
+//!   `commands_changed` (prompts are commands). `source_uri` is
+//!   `mcp://<server>`.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use arc_swap::ArcSwapOption;
+use async_trait::async_trait;
+use extpool_core::{
+    Capability, ChangeEvent, ChangeKind, ChangeObservable, ChangeStream, CommandEntry,
+    CommandResource, ExtensionError, McpResource, ResourceContent, ResourceEntry, SkillEntry,
+    SkillResource, ToolEntry, ToolResult,
+};
+use parking_lot::Mutex;
+use rmcp::model::ErrorCode;
+use serde_json::{Map, Value};
+use tokio::sync::{broadcast, watch};
+
+use crate::client::McpClient;
+use crate::config::McpServerConfig;
+use crate::convert;
+use crate::error::{ClientError, ConfigError};
+use crate::name::ServerName;
+use crate::pool::{PooledClient, SessionConnectionPool};
+use crate::skills::{self, HostedSkill};
+
+/// A tool declared in config whose schema is not valid JSON.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("MCP server {server:?}: tool {tool:?} in `tools:` has an invalid input_schema: {reason}")]
+pub struct StaticToolError {
+    /// The server.
+    pub server: String,
+    /// The tool.
+    pub tool: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// Why a capability could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CapError {
+    /// The server config is unusable.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A statically declared tool is malformed.
+    #[error(transparent)]
+    StaticTool(#[from] StaticToolError),
+}
+
+enum Held {
+    Pooled(PooledClient),
+    Injected(McpClient),
+}
+
+impl Held {
+    fn client(&self) -> &McpClient {
+        match self {
+            Held::Pooled(p) => p.client(),
+            Held::Injected(c) => c,
+        }
+    }
+}
+
+struct Cached<T> {
+    epoch: u64,
+    value: Arc<T>,
+}
+
+#[derive(Default)]
+struct ResourceIndex {
+    resources: Vec<ResourceEntry>,
+    templates: Vec<String>,
+}
+
+#[derive(Default)]
+struct Caches {
+    tools: Mutex<Option<Cached<Vec<ToolEntry>>>>,
+    resources: Mutex<Option<Cached<ResourceIndex>>>,
+    prompts: Mutex<Option<Cached<Vec<CommandEntry>>>>,
+    skills: Mutex<Option<Cached<Vec<HostedSkill>>>>,
+}
+
+fn cached<T>(slot: &Mutex<Option<Cached<T>>>, epoch: u64) -> Option<Arc<T>> {
+    slot.lock()
+        .as_ref()
+        .filter(|c| c.epoch == epoch)
+        .map(|c| c.value.clone())
+}
+
+fn store<T>(slot: &Mutex<Option<Cached<T>>>, epoch: u64, value: T) -> Arc<T> {
+    let value = Arc::new(value);
+    *slot.lock() = Some(Cached {
+        epoch,
+        value: value.clone(),
+    });
+    value
+}
+
+/// An MCP server as a capability (RFC-0051 `McpServerCap`).
+pub struct McpServerCap {
+    name: ServerName,
+    config: Arc<McpServerConfig>,
+    pool: Option<SessionConnectionPool>,
+    held: ArcSwapOption<Held>,
+    connecting: tokio::sync::Mutex<()>,
+    attached: watch::Sender<Option<McpClient>>,
+    static_tools: Option<Arc<Vec<ToolEntry>>>,
+    caches: Caches,
+    shut: AtomicBool,
+}
+
+impl std::fmt::Debug for McpServerCap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServerCap")
+            .field("name", &self.name)
+            .field("lazy", &self.config.lazy)
+            .field("connected", &self.held.load().is_some())
+            .finish()
+    }
+}
+
+fn static_tools(
+    name: &ServerName,
+    config: &McpServerConfig,
+) -> Result<Option<Arc<Vec<ToolEntry>>>, StaticToolError> {
+    if !config.lazy || config.tools.is_empty() {
+        return Ok(None);
+    }
+    let mut out = Vec::with_capacity(config.tools.len());
+    for tool in &config.tools {
+        let schema = match &tool.input_schema {
+            Some(text) => {
+                let value: Value = serde_json::from_str(text).map_err(|e| StaticToolError {
+                    server: name.to_string(),
+                    tool: tool.name.clone(),
+                    reason: e.to_string(),
+                })?;
+                if !value.is_object() {
+                    return Err(StaticToolError {
+                        server: name.to_string(),
+                        tool: tool.name.clone(),
+                        reason: "not a JSON object".into(),
+                    });
+                }
+                value
+            }
+            None => serde_json::json!({"type": "object"}),
+        };
+        out.push(ToolEntry::new(&tool.name, &tool.description, schema));
+    }
+    Ok(Some(Arc::new(out)))
+}
+
+impl McpServerCap {
+    fn build(
+        name: ServerName,
+        config: Arc<McpServerConfig>,
+        pool: Option<SessionConnectionPool>,
+        held: Option<Held>,
+    ) -> Result<Self, CapError> {
+        if let Err(source) = config.transport() {
+            return Err(ConfigError::Transport {
+                server: name.to_string(),
+                source,
+            }
+            .into());
+        }
+        let static_tools = static_tools(&name, &config)?;
+        let attached = watch::Sender::new(held.as_ref().map(|h| h.client().clone()));
+        Ok(Self {
+            name,
+            config,
+            pool,
+            held: ArcSwapOption::new(held.map(Arc::new)),
+            connecting: tokio::sync::Mutex::new(()),
+            attached,
+            static_tools,
+            caches: Caches::default(),
+            shut: AtomicBool::new(false),
+        })
+    }
+
+    /// A capability whose client is taken from `pool` on first need.
+    pub fn new(
+        name: &str,
+        config: McpServerConfig,
+        pool: SessionConnectionPool,
+    ) -> Result<Self, CapError> {
+        let name = ServerName::new(name)?;
+        Self::build(name, Arc::new(config), Some(pool), None)
+    }
+
+    /// A capability over an injected client (RFC "client injection").
+    pub fn with_client(client: McpClient) -> Self {
+        let name = client.name().clone();
+        let config = Arc::new(client.config().clone());
+        let static_tools = static_tools(&name, &config).ok().flatten();
+        let attached = watch::Sender::new(Some(client.clone()));
+        Self {
+            name,
+            config,
+            pool: None,
+            held: ArcSwapOption::new(Some(Arc::new(Held::Injected(client)))),
+            connecting: tokio::sync::Mutex::new(()),
+            attached,
+            static_tools,
+            caches: Caches::default(),
+            shut: AtomicBool::new(false),
+        }
+    }
+
+    /// A capability over a client already leased from a pool.
+    pub fn with_pooled_client(client: PooledClient) -> Result<Self, CapError> {
+        let name = client.name().clone();
+        let config = Arc::new(client.config().clone());
+        Self::build(name, config, None, Some(Held::Pooled(client)))
+    }
+
+    /// The server's name (also this capability's id).
+    pub fn name(&self) -> &ServerName {
+        &self.name
+    }
+
+    /// The server's configuration.
+    pub fn config(&self) -> &McpServerConfig {
+        &self.config
+    }
+
+    /// The client, once attached (injected, or taken from the pool).
+    pub fn client(&self) -> Option<McpClient> {
+        self.held.load().as_ref().map(|h| h.client().clone())
+    }
+
+    /// The client, taking it from the pool when none is attached yet.
+    pub async fn ensure_client(&self) -> Result<McpClient, ClientError> {
+        if self.shut.load(Ordering::Acquire) {
+            return Err(ClientError::Closed {
+                server: self.name.clone(),
+            });
+        }
+        if let Some(held) = self.held.load_full() {
+            return Ok(held.client().clone());
+        }
+        let _guard = self.connecting.lock().await;
+        if let Some(held) = self.held.load_full() {
+            return Ok(held.client().clone());
+        }
+        let Some(pool) = &self.pool else {
+            return Err(ClientError::Closed {
+                server: self.name.clone(),
+            });
+        };
+        let leased = pool.get_client(&self.name, &self.config).await?;
+        let client = leased.client().clone();
+        self.held.store(Some(Arc::new(Held::Pooled(leased))));
+        self.attached.send_replace(Some(client.clone()));
+        Ok(client)
+    }
+
+    fn err(&self, e: ClientError) -> ExtensionError {
+        e.into_extension(self.name.as_str())
+    }
+
+    async fn tools(&self) -> Result<Arc<Vec<ToolEntry>>, ClientError> {
+        if let Some(tools) = &self.static_tools {
+            return Ok(tools.clone());
+        }
+        let client = self.ensure_client().await?;
+        let epoch = client.signals().epoch(ChangeKind::ToolsChanged);
+        if let Some(hit) = cached(&self.caches.tools, epoch) {
+            return Ok(hit);
+        }
+        let tools = client.list_tools().await?;
+        let entries = tools.iter().map(convert::tool_entry).collect();
+        Ok(store(&self.caches.tools, epoch, entries))
+    }
+
+    async fn resource_index(&self) -> Result<Arc<ResourceIndex>, ClientError> {
+        let client = self.ensure_client().await?;
+        let epoch = client.signals().epoch(ChangeKind::ResourcesChanged);
+        if let Some(hit) = cached(&self.caches.resources, epoch) {
+            return Ok(hit);
+        }
+        let resources = client.list_resources().await?;
+        let templates = client.list_resource_templates().await?;
+        let index = ResourceIndex {
+            resources: resources.iter().map(convert::resource_entry).collect(),
+            templates: templates.into_iter().map(|t| t.uri_template).collect(),
+        };
+        Ok(store(&self.caches.resources, epoch, index))
+    }
+
+    async fn prompts(&self) -> Result<Arc<Vec<CommandEntry>>, ClientError> {
+        let client = self.ensure_client().await?;
+        let epoch = client.signals().epoch(ChangeKind::PromptsChanged);
+        if let Some(hit) = cached(&self.caches.prompts, epoch) {
+            return Ok(hit);
+        }
+        let prompts = client.list_prompts().await?;
+        let entries = prompts.iter().map(convert::command_entry).collect();
+        Ok(store(&self.caches.prompts, epoch, entries))
+    }
+
+    async fn skill_index(&self) -> Result<(McpClient, Arc<Vec<HostedSkill>>), ClientError> {
+        let client = self.ensure_client().await?;
+        let epoch = client.signals().epoch(ChangeKind::ResourcesChanged);
+        if let Some(hit) = cached(&self.caches.skills, epoch) {
+            return Ok((client, hit));
+        }
+        let index = skills::index(&client).await?;
+        Ok((client.clone(), store(&self.caches.skills, epoch, index)))
+    }
+
+    /// The hosted skill owning `uri`, confirming unlisted SKILL.md URIs with `skills/get`.
+    async fn skill_for(&self, uri: &str) -> Result<Option<(McpClient, HostedSkill)>, ClientError> {
+        if !uri.starts_with("skill://") {
+            return Ok(None);
+        }
+        let (client, index) = self.skill_index().await?;
+        if let Some(skill) = skills::find(&index, uri) {
+            return Ok(Some((client, skill.clone())));
+        }
+        match skills::confirm(&client, uri).await? {
+            Some(skill) => {
+                self.remember_skill(&client, skill.clone());
+                Ok(Some((client, skill)))
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn remember_skill(&self, client: &McpClient, skill: HostedSkill) {
+        let epoch = client.signals().epoch(ChangeKind::ResourcesChanged);
+        let mut slot = self.caches.skills.lock();
+        if let Some(c) = slot.as_mut().filter(|c| c.epoch == epoch) {
+            let mut list: Vec<HostedSkill> = c
+                .value
+                .iter()
+                .filter(|s| s.entry.uri != skill.entry.uri)
+                .cloned()
+                .collect();
+            list.push(skill);
+            c.value = Arc::new(list);
+        }
+    }
+}
+
+/// Minimal RFC 6570 level-1 match: literal parts in order, `{…}` spans one or
+/// more characters without `/`.
+fn template_matches(template: &str, uri: &str) -> bool {
+    let mut rest = uri;
+    let mut parts = template.split('{');
+    let Some(first) = parts.next() else {
+        return false;
+    };
+    let Some(r) = rest.strip_prefix(first) else {
+        return false;
+    };
+    rest = r;
+    for part in parts {
+        let Some((_, literal)) = part.split_once('}') else {
+            return false;
+        };
+        let var_end = if literal.is_empty() {
+            rest.len()
+        } else {
+            match rest.find(literal) {
+                Some(i) => i,
+                None => return false,
+            }
+        };
+        let var = &rest[..var_end];
+        if var.is_empty() || var.contains('/') {
+            return false;
+        }
+        rest = &rest[var_end + literal.len()..];
+    }
+    rest.is_empty()
+}
+
+#[async_trait]
+impl McpResource for McpServerCap {
+    async fn list_tools(&self) -> Result<Vec<ToolEntry>, ExtensionError> {
+        self.tools()
+            .await
+            .map(|t| t.as_ref().clone())
+            .map_err(|e| self.err(e))
+    }
+
+    async fn call_tool(
+        &self,
+        name: &str,
+        args: Map<String, Value>,
+    ) -> Result<ToolResult, ExtensionError> {
+        let client = self.ensure_client().await.map_err(|e| self.err(e))?;
+        let result = client
+            .call_tool(name, Some(args))
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(convert::tool_result(result))
+    }
+
+    async fn list_resources(&self) -> Result<Vec<ResourceEntry>, ExtensionError> {
+        self.resource_index()
+            .await
+            .map(|i| i.resources.clone())
+            .map_err(|e| self.err(e))
+    }
+
+    async fn read_resource(&self, uri: &str) -> Result<Option<ResourceContent>, ExtensionError> {
+        let client = self.ensure_client().await.map_err(|e| self.err(e))?;
+        match skills::fetch(&client, uri).await {
+            Ok(content) => Ok(Some(content)),
+            Err(ClientError::Rpc { error, .. }) if error.code == ErrorCode::RESOURCE_NOT_FOUND => {
+                Ok(None)
+            }
+            Err(e) => Err(self.err(e)),
+        }
+    }
+
+    async fn resource_exists(&self, uri: &str) -> Result<bool, ExtensionError> {
+        let index = self.resource_index().await.map_err(|e| self.err(e))?;
+        Ok(index.resources.iter().any(|r| r.uri == uri)
+            || index.templates.iter().any(|t| template_matches(t, uri)))
+    }
+}
+
+#[async_trait]
+impl SkillResource for McpServerCap {
+    async fn list_skills(&self) -> Result<Vec<SkillEntry>, ExtensionError> {
+        let (_, index) = self.skill_index().await.map_err(|e| self.err(e))?;
+        Ok(index.iter().map(|s| s.entry.clone()).collect())
+    }
+
+    async fn read_skill(&self, uri: &str) -> Result<Option<ResourceContent>, ExtensionError> {
+        let Some((client, skill)) = self.skill_for(uri).await.map_err(|e| self.err(e))? else {
+            return Ok(None);
+        };
+        if let skills::Origin::Resources { files } = &skill.origin
+            && !files.iter().any(|f| f == uri)
+        {
+            return Ok(None);
+        }
+        let (content, refreshed) = skills::read(&client, &skill, uri)
+            .await
+            .map_err(|e| self.err(e))?;
+        if let Some(fresh) = refreshed {
+            self.remember_skill(&client, fresh);
+        }
+        Ok(Some(content))
+    }
+
+    async fn skill_exists(&self, uri: &str) -> Result<bool, ExtensionError> {
+        if !uri.starts_with("skill://") {
+            return Ok(false);
+        }
+        let (_, index) = self.skill_index().await.map_err(|e| self.err(e))?;
+        Ok(skills::find(&index, uri).is_some_and(|s| match &s.origin {
+            skills::Origin::Resources { files } => files.iter().any(|f| f == uri),
+            skills::Origin::Extension(_) => true,
+        }))
+    }
+}
+
+#[async_trait]
+impl CommandResource for McpServerCap {
+    async fn list_commands(&self) -> Result<Vec<CommandEntry>, ExtensionError> {
+        self.prompts()
+            .await
+            .map(|p| p.as_ref().clone())
+            .map_err(|e| self.err(e))
+    }
+
+    async fn get_command(&self, name: &str, args: &[String]) -> Result<String, ExtensionError> {
+        let prompts = self.prompts().await.map_err(|e| self.err(e))?;
+        let Some(command) = prompts.iter().find(|c| c.name == name) else {
+            return Err(ExtensionError::not_found("command", name));
+        };
+        let arguments = convert::prompt_arguments(command, args)
+            .map_err(|e| ExtensionError::InvalidArgument(e.to_string()))?;
+        let client = self.ensure_client().await.map_err(|e| self.err(e))?;
+        let rendered = client
+            .get_prompt(name, Some(arguments))
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(convert::prompt_text(&rendered))
+    }
+}
+
+struct EventState {
+    attached: watch::Receiver<Option<McpClient>>,
+    signals: Option<broadcast::Receiver<ChangeKind>>,
+    pending: VecDeque<ChangeKind>,
+    id: String,
+    source_uri: String,
+}
+
+fn expand(kind: ChangeKind, out: &mut VecDeque<ChangeKind>) {
+    out.push_back(kind);
+    match kind {
+        ChangeKind::ResourcesChanged => out.push_back(ChangeKind::SkillsChanged),
+        ChangeKind::PromptsChanged => out.push_back(ChangeKind::CommandsChanged),
+        _ => {}
+    }
+}
+
+impl ChangeObservable for McpServerCap {
+    fn on_change(&self) -> Option<ChangeStream> {
+        let state = EventState {
+            attached: self.attached.subscribe(),
+            signals: None,
+            pending: VecDeque::new(),
+            id: self.name.to_string(),
+            source_uri: format!("mcp://{}", self.name),
+        };
+        let stream = futures::stream::unfold(state, |mut st| async move {
+            loop {
+                if let Some(kind) = st.pending.pop_front() {
+                    let event = ChangeEvent::new(st.id.clone(), kind, st.source_uri.clone());
+                    return Some((Ok(event), st));
+                }
+                match &mut st.signals {
+                    None => {
+                        let client = loop {
+                            if let Some(c) = st.attached.borrow_and_update().clone() {
+                                break c;
+                            }
+                            if st.attached.changed().await.is_err() {
+                                return None;
+                            }
+                        };
+                        st.signals = Some(client.signals().subscribe());
+                    }
+                    Some(rx) => match rx.recv().await {
+                        Ok(kind) => expand(kind, &mut st.pending),
+                        Err(broadcast::error::RecvError::Lagged(_)) => {
+                            for kind in [
+                                ChangeKind::ToolsChanged,
+                                ChangeKind::ResourcesChanged,
+                                ChangeKind::PromptsChanged,
+                            ] {
+                                expand(kind, &mut st.pending);
+                            }
+                        }
+                        Err(broadcast::error::RecvError::Closed) => return None,
+                    },
+                }
+            }
+        });
+        Some(Box::pin(stream))
+    }
+}
+
+#[async_trait]
+impl Capability for McpServerCap {
+    fn id(&self) -> &str {
+        self.name.as_str()
+    }
+
+    async fn instructions(&self) -> Result<Option<String>, ExtensionError> {
+        let client = if self.config.lazy {
+            match self.client() {
+                Some(c) => c,
+                None => return Ok(None),
+            }
+        } else {
+            self.ensure_client().await.map_err(|e| self.err(e))?
+        };
+        Ok(client
+            .server_info()
+            .and_then(|i| i.instructions.clone())
+            .filter(|s| !s.trim().is_empty()))
+    }
+
+    async fn start(&self) -> Result<(), ExtensionError> {
+        if self.config.lazy {
+            return Ok(());
+        }
+        self.ensure_client()
+            .await
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    async fn shutdown(&self) -> Result<(), ExtensionError> {
+        self.shut.store(true, Ordering::Release);
+        // Returns the lease: the pool owns the connection and decides when it closes.
+        self.held.store(None);
+        Ok(())
+    }
+
+    fn skills(&self) -> Option<&dyn SkillResource> {
+        Some(self)
+    }
+
+    fn mcp(&self) -> Option<&dyn McpResource> {
+        Some(self)
+    }
+
+    fn commands(&self) -> Option<&dyn CommandResource> {
+        Some(self)
+    }
+
+    fn observable(&self) -> Option<&dyn ChangeObservable> {
+        Some(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_match_simple_uris() {
+        assert!(template_matches(
+            "demo://resource/dynamic/text/{id}",
+            "demo://resource/dynamic/text/1"
+        ));
+        assert!(!template_matches(
+            "demo://resource/dynamic/text/{id}",
+            "demo://resource/dynamic/text/"
+        ));
+        assert!(!template_matches(
+            "demo://resource/dynamic/text/{id}",
+            "demo://resource/dynamic/text/1/2"
+        ));
+        assert!(template_matches("x://{a}/b/{c}.md", "x://one/b/two.md"));
+        assert!(!template_matches("x://{a}/b/{c}.md", "x://one/c/two.md"));
+        assert!(template_matches("plain://x", "plain://x"));
+    }
+
+    #[test]
+    fn static_tools_parse() {
+        let mut cfg = McpServerConfig::stdio("x", Vec::<String>::new());
+        cfg.lazy = true;
+        cfg.tools = vec![crate::config::StaticTool {
+            name: "echo".into(),
+            description: "Echo".into(),
+            input_schema: Some(
+                r#"{"type":"object","properties":{"message":{"type":"string"}}}"#.into(),
+            ),
+        }];
+        let name = ServerName::new("s").unwrap();
+        let tools = static_tools(&name, &cfg).unwrap().unwrap();
+        assert_eq!(tools[0].name, "echo");
+        cfg.tools[0].input_schema = Some("[1]".into());
+        assert!(static_tools(&name, &cfg).is_err());
+        cfg.tools[0].input_schema = Some("{".into());
+        assert!(static_tools(&name, &cfg).is_err());
+    }
+
+    #[test]
+    fn events_expand_to_derived_kinds() {
+        let mut q = VecDeque::new();
+        expand(ChangeKind::ResourcesChanged, &mut q);
+        expand(ChangeKind::PromptsChanged, &mut q);
+        expand(ChangeKind::ToolsChanged, &mut q);
+        assert_eq!(
+            Vec::from(q),
+            [
+                ChangeKind::ResourcesChanged,
+                ChangeKind::SkillsChanged,
+                ChangeKind::PromptsChanged,
+                ChangeKind::CommandsChanged,
+                ChangeKind::ToolsChanged
+            ]
+        );
+    }
+}

@@ -1,0 +1,176 @@
+//! One connection attempt and one live connection: spawn or dial, then the
+//! MCP `initialize` handshake, bounded by the startup timeout.
+//!
+//! A [`Connection`] is never repaired: when its transport is gone, the
+//! client replaces it with a new one (new generation number) and closes the
+//! old one in the background.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::service::{ClientCacheConfig, RoleClient, RunningService};
+use rmcp::{Peer, ServiceExt};
+
+use crate::client::ClientOptions;
+use crate::config::McpServerConfig;
+use crate::error::{ConfigError, ConnectFailure};
+use crate::handler::{ChangeSignals, Handler};
+use crate::http::HttpPlan;
+use crate::name::ServerName;
+use crate::stderr::StderrTail;
+use crate::stdio::StdioPlan;
+
+/// How a server is reached, checked once at construction.
+#[derive(Debug, Clone)]
+pub(crate) enum Plan {
+    Stdio(StdioPlan),
+    Http(HttpPlan),
+}
+
+impl Plan {
+    pub(crate) fn new(
+        name: &ServerName,
+        config: &McpServerConfig,
+        options: &ClientOptions,
+    ) -> Result<Self, ConfigError> {
+        if !config.enabled {
+            return Err(ConfigError::Disabled {
+                server: name.to_string(),
+            });
+        }
+        match config.transport() {
+            Ok(crate::config::Transport::Stdio { .. }) => {
+                Ok(Self::Stdio(StdioPlan::new(name, config, &options.spawn)?))
+            }
+            Ok(crate::config::Transport::Http { .. }) => {
+                Ok(Self::Http(HttpPlan::new(name, config)?))
+            }
+            Err(source) => Err(ConfigError::Transport {
+                server: name.to_string(),
+                source,
+            }),
+        }
+    }
+}
+
+/// One live rmcp connection.
+pub(crate) struct Connection {
+    pub(crate) generation: u64,
+    pub(crate) peer: Peer<RoleClient>,
+    service: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
+    stderr: Option<StderrTail>,
+    pub(crate) pid: Option<u32>,
+}
+
+impl Connection {
+    pub(crate) fn is_alive(&self) -> bool {
+        !self.peer.is_transport_closed()
+    }
+
+    pub(crate) fn stderr_lines(&self) -> Vec<String> {
+        self.stderr
+            .as_ref()
+            .map(StderrTail::lines)
+            .unwrap_or_default()
+    }
+
+    /// Closes stdin / the HTTP session and waits (bounded) for the server to go.
+    pub(crate) async fn close(&self, timeout: Duration) {
+        let service = self.service.lock().await.take();
+        if let Some(mut service) = service {
+            match service.close_with_timeout(timeout).await {
+                Ok(Some(_)) => {}
+                Ok(None) => tracing::warn!(
+                    pid = ?self.pid,
+                    "MCP server did not exit in time; it will be killed"
+                ),
+                Err(error) => tracing::warn!(%error, "MCP connection task failed while closing"),
+            }
+        }
+    }
+}
+
+/// What one attempt needs.
+pub(crate) struct Attempt<'a> {
+    pub(crate) name: &'a ServerName,
+    pub(crate) plan: &'a Plan,
+    pub(crate) options: &'a ClientOptions,
+    pub(crate) signals: &'a Arc<ChangeSignals>,
+    pub(crate) generation: u64,
+    pub(crate) startup: Duration,
+}
+
+/// How long a failed child gets to finish writing its stderr.
+const STDERR_SETTLE: Duration = Duration::from_millis(200);
+
+/// Spawns or dials, then initializes. On failure, returns the child's last
+/// stderr lines along with the reason.
+pub(crate) async fn connect(
+    a: Attempt<'_>,
+) -> Result<Arc<Connection>, (ConnectFailure, Vec<String>)> {
+    let handler = Handler::new(a.name.clone(), a.signals.clone());
+    let timeout_ms = a.startup.as_millis() as u64;
+    let (service, stderr, pid) = match a.plan {
+        Plan::Stdio(plan) => {
+            let tail = StderrTail::default();
+            let (transport, pid) = plan.spawn(a.name, &tail).map_err(|source| {
+                (
+                    ConnectFailure::Spawn {
+                        command: plan.command.clone(),
+                        source: Arc::new(source),
+                    },
+                    Vec::new(),
+                )
+            })?;
+            match tokio::time::timeout(a.startup, handler.serve(transport)).await {
+                Ok(Ok(service)) => (service, Some(tail), pid),
+                Ok(Err(source)) => {
+                    let lines = tail.settled_lines(STDERR_SETTLE).await;
+                    return Err((
+                        ConnectFailure::Initialize {
+                            source: Arc::new(source),
+                        },
+                        lines,
+                    ));
+                }
+                // Dropping the transport kills the child and its group.
+                Err(_) => return Err((ConnectFailure::Timeout { timeout_ms }, tail.lines())),
+            }
+        }
+        Plan::Http(plan) => {
+            let transport = plan.transport(a.options.http_client(), &a.options.http);
+            match tokio::time::timeout(a.startup, handler.serve(transport)).await {
+                Ok(Ok(service)) => (service, None, None),
+                Ok(Err(source)) => {
+                    return Err((
+                        ConnectFailure::Initialize {
+                            source: Arc::new(source),
+                        },
+                        Vec::new(),
+                    ));
+                }
+                Err(_) => return Err((ConnectFailure::Timeout { timeout_ms }, Vec::new())),
+            }
+        }
+    };
+    let peer = service.peer().clone();
+    // rmcp may serve stale cached lists after an error; a host must see the truth.
+    peer.set_response_cache_config(ClientCacheConfig::disabled())
+        .await;
+    if let Some(info) = peer.peer_info() {
+        tracing::info!(
+            server = %a.name,
+            generation = a.generation,
+            protocol = %info.protocol_version,
+            implementation = info.server_info.as_ref().map(|i| i.name.as_str()).unwrap_or(""),
+            "MCP server connected"
+        );
+    }
+    Ok(Arc::new(Connection {
+        generation: a.generation,
+        peer,
+        service: tokio::sync::Mutex::new(Some(service)),
+        stderr,
+        pid,
+    }))
+}

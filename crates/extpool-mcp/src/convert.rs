@@ -1,0 +1,353 @@
+//! rmcp's wire types → extpool-core's entry types, losing nothing a caller
+//! may need: every content kind of a tool result keeps its own part (text,
+//! image, audio, embedded resource, resource link) and `structuredContent`
+//! stays JSON. A content kind added by a later protocol version is kept as
+//! its JSON text rather than dropped.
+
+use base64::Engine as _;
+use extpool_core::{
+    CommandArgument, CommandEntry, ContentPart, ResourceBody, ResourceContent, ResourceEntry,
+    ToolEntry, ToolResult,
+};
+use rmcp::model::{
+    CallToolResult, ContentBlock, GetPromptResult, JsonObject, Prompt, Resource, ResourceContents,
+    Tool,
+};
+use serde_json::Value;
+
+/// A resource body that is not valid base64.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("resource {uri}: blob is not valid base64")]
+pub struct InvalidBlob {
+    /// The resource URI.
+    pub uri: String,
+}
+
+/// A tool as listed by `tools/list`.
+pub fn tool_entry(tool: &Tool) -> ToolEntry {
+    let title = tool
+        .title
+        .clone()
+        .or_else(|| tool.annotations.as_ref().and_then(|a| a.title.clone()));
+    ToolEntry {
+        name: tool.name.to_string(),
+        title,
+        description: tool.description.as_deref().unwrap_or_default().to_owned(),
+        input_schema: std::sync::Arc::new(Value::Object((*tool.input_schema).clone())),
+        output_schema: tool
+            .output_schema
+            .as_ref()
+            .map(|s| std::sync::Arc::new(Value::Object((**s).clone()))),
+        annotations: tool
+            .annotations
+            .as_ref()
+            .and_then(|a| serde_json::to_value(a).ok()),
+    }
+}
+
+/// A resource's contents (text or decoded bytes).
+pub fn resource_content(contents: ResourceContents) -> Result<ResourceContent, InvalidBlob> {
+    match contents {
+        ResourceContents::TextResourceContents {
+            uri,
+            mime_type,
+            text,
+            ..
+        } => Ok(ResourceContent {
+            uri,
+            mime_type,
+            body: ResourceBody::Text(text),
+        }),
+        ResourceContents::BlobResourceContents {
+            uri,
+            mime_type,
+            blob,
+            ..
+        } => match base64::engine::general_purpose::STANDARD.decode(blob.as_bytes()) {
+            Ok(bytes) => Ok(ResourceContent {
+                uri,
+                mime_type,
+                body: ResourceBody::Blob(bytes),
+            }),
+            Err(_) => Err(InvalidBlob { uri }),
+        },
+        other => Ok(ResourceContent {
+            uri: String::new(),
+            mime_type: None,
+            body: ResourceBody::Text(serde_json::to_string(&other).unwrap_or_default()),
+        }),
+    }
+}
+
+/// One content block of a tool result or prompt message.
+pub fn content_part(block: ContentBlock) -> ContentPart {
+    match block {
+        ContentBlock::Text(t) => ContentPart::Text { text: t.text },
+        ContentBlock::Image(i) => ContentPart::Image {
+            data: i.data,
+            mime_type: i.mime_type,
+        },
+        ContentBlock::Audio(a) => ContentPart::Audio {
+            data: a.data,
+            mime_type: a.mime_type,
+        },
+        ContentBlock::Resource(r) => match resource_content(r.resource) {
+            Ok(resource) => ContentPart::Resource { resource },
+            Err(e) => {
+                tracing::warn!(uri = %e.uri, "embedded resource with invalid base64 kept as text notice");
+                ContentPart::Text {
+                    text: e.to_string(),
+                }
+            }
+        },
+        ContentBlock::ResourceLink(link) => ContentPart::ResourceLink {
+            uri: link.uri,
+            name: link.name,
+            description: link.description,
+            mime_type: link.mime_type,
+        },
+        other => ContentPart::Text {
+            text: serde_json::to_string(&other).unwrap_or_default(),
+        },
+    }
+}
+
+/// A `tools/call` result.
+pub fn tool_result(result: CallToolResult) -> ToolResult {
+    ToolResult {
+        parts: result.content.into_iter().map(content_part).collect(),
+        structured: result.structured_content,
+        is_error: result.is_error.unwrap_or(false),
+    }
+}
+
+/// A resource as listed by `resources/list`.
+pub fn resource_entry(resource: &Resource) -> ResourceEntry {
+    ResourceEntry {
+        uri: resource.uri.clone(),
+        name: resource.name.clone(),
+        description: resource.description.clone().unwrap_or_default(),
+        mime_type: resource.mime_type.clone(),
+    }
+}
+
+/// A prompt as a command.
+pub fn command_entry(prompt: &Prompt) -> CommandEntry {
+    CommandEntry {
+        name: prompt.name.clone(),
+        description: prompt
+            .description
+            .clone()
+            .or_else(|| prompt.title.clone())
+            .unwrap_or_default(),
+        arguments: prompt
+            .arguments
+            .iter()
+            .flatten()
+            .map(|a| CommandArgument {
+                name: a.name.clone(),
+                description: a.description.clone(),
+                required: a.required.unwrap_or(false),
+            })
+            .collect(),
+        argument_hint: None,
+    }
+}
+
+/// A command line's arguments that do not fit the prompt.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PromptArgsError {
+    /// More positional values than declared arguments.
+    #[error("too many arguments: the command takes {declared}")]
+    TooMany {
+        /// Declared argument count.
+        declared: usize,
+    },
+    /// A required argument is missing.
+    #[error("missing required argument {0:?}")]
+    Missing(String),
+}
+
+/// Maps command-line words to prompt arguments: `key=value` by name, bare
+/// words fill the declared arguments in order (the behaviour doc's
+/// `/mcp__<server>__<prompt> key=value`).
+pub fn prompt_arguments(
+    command: &CommandEntry,
+    words: &[String],
+) -> Result<JsonObject, PromptArgsError> {
+    let mut out = JsonObject::new();
+    let mut positional = Vec::new();
+    for word in words {
+        match word.split_once('=') {
+            Some((key, value))
+                if !key.is_empty()
+                    && (command.arguments.is_empty()
+                        || command.arguments.iter().any(|a| a.name == key)) =>
+            {
+                out.insert(key.to_owned(), Value::String(value.to_owned()));
+            }
+            _ => positional.push(word),
+        }
+    }
+    let named: Vec<&str> = command
+        .arguments
+        .iter()
+        .filter(|a| !out.contains_key(&a.name))
+        .map(|a| a.name.as_str())
+        .collect();
+    let mut free = named.into_iter();
+    for word in positional {
+        match free.next() {
+            Some(arg) => {
+                out.insert(arg.to_owned(), Value::String(word.clone()));
+            }
+            None => {
+                return Err(PromptArgsError::TooMany {
+                    declared: command.arguments.len(),
+                });
+            }
+        }
+    }
+    if let Some(missing) = command
+        .arguments
+        .iter()
+        .find(|a| a.required && !out.contains_key(&a.name))
+    {
+        return Err(PromptArgsError::Missing(missing.name.clone()));
+    }
+    Ok(out)
+}
+
+/// A rendered prompt as prompt text: each message's text, in order,
+/// separated by blank lines (embedded text resources included; other media
+/// noted by type).
+pub fn prompt_text(result: &GetPromptResult) -> String {
+    let mut out = String::new();
+    for message in &result.messages {
+        let piece = match &message.content {
+            ContentBlock::Text(t) => t.text.clone(),
+            ContentBlock::Resource(r) => match &r.resource {
+                ResourceContents::TextResourceContents { text, .. } => text.clone(),
+                ResourceContents::BlobResourceContents { uri, .. } => format!("[resource {uri}]"),
+                _ => String::new(),
+            },
+            ContentBlock::ResourceLink(l) => format!("[resource link {}]", l.uri),
+            ContentBlock::Image(i) => format!("[image {}]", i.mime_type),
+            ContentBlock::Audio(a) => format!("[audio {}]", a.mime_type),
+            _ => String::new(),
+        };
+        if piece.is_empty() {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        out.push_str(&piece);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::{PromptArgument, PromptMessage, Role};
+    use serde_json::json;
+
+    #[test]
+    fn every_content_kind_is_kept() {
+        let result: CallToolResult = serde_json::from_value(json!({
+            "content": [
+                {"type": "text", "text": "hi"},
+                {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+                {"type": "audio", "data": "aGk=", "mimeType": "audio/wav"},
+                {"type": "resource", "resource": {"uri": "x://t", "mimeType": "text/plain", "text": "body"}},
+                {"type": "resource", "resource": {"uri": "x://b", "blob": "AAEC"}},
+                {"type": "resource_link", "uri": "x://l", "name": "l", "description": "d"}
+            ],
+            "structuredContent": {"k": 1},
+            "isError": false
+        }))
+        .unwrap();
+        let r = tool_result(result);
+        assert_eq!(r.parts.len(), 6);
+        assert!(matches!(&r.parts[0], ContentPart::Text { text } if text == "hi"));
+        assert!(
+            matches!(&r.parts[1], ContentPart::Image { mime_type, .. } if mime_type == "image/png")
+        );
+        assert!(matches!(&r.parts[2], ContentPart::Audio { .. }));
+        assert!(
+            matches!(&r.parts[3], ContentPart::Resource { resource } if resource.as_text() == Some("body"))
+        );
+        assert!(
+            matches!(&r.parts[4], ContentPart::Resource { resource } if resource.body == ResourceBody::Blob(vec![0,1,2]))
+        );
+        assert!(
+            matches!(&r.parts[5], ContentPart::ResourceLink { uri, description: Some(d), .. } if uri == "x://l" && d == "d")
+        );
+        assert_eq!(r.structured, Some(json!({"k": 1})));
+        assert!(!r.is_error);
+    }
+
+    #[test]
+    fn invalid_blob_is_reported() {
+        let c = ResourceContents::blob("!!!", "x://b");
+        assert_eq!(resource_content(c).unwrap_err().uri, "x://b");
+    }
+
+    #[test]
+    fn tool_schemas_are_kept() {
+        let tool: Tool = serde_json::from_value(json!({
+            "name": "add", "description": "adds",
+            "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}}},
+            "outputSchema": {"type": "object"},
+            "annotations": {"title": "Add", "readOnlyHint": true}
+        }))
+        .unwrap();
+        let e = tool_entry(&tool);
+        assert_eq!(e.name, "add");
+        assert_eq!(e.title.as_deref(), Some("Add"));
+        assert_eq!(e.input_schema["properties"]["a"]["type"], "number");
+        assert!(e.output_schema.is_some());
+        assert_eq!(e.annotations.unwrap()["readOnlyHint"], true);
+    }
+
+    fn greet() -> CommandEntry {
+        command_entry(&Prompt::new(
+            "greet",
+            Some("Greets"),
+            Some(vec![
+                PromptArgument::new("name").with_required(true),
+                PromptArgument::new("style"),
+            ]),
+        ))
+    }
+
+    #[test]
+    fn prompt_arguments_by_name_and_position() {
+        let c = greet();
+        assert_eq!(c.arguments.len(), 2);
+        let a = prompt_arguments(&c, &["Ada".into(), "style=loud".into()]).unwrap();
+        assert_eq!(a["name"], "Ada");
+        assert_eq!(a["style"], "loud");
+        let a = prompt_arguments(&c, &["style=x".into(), "Bob".into()]).unwrap();
+        assert_eq!(a["name"], "Bob");
+        assert_eq!(
+            prompt_arguments(&c, &["style=x".into()]).unwrap_err(),
+            PromptArgsError::Missing("name".into())
+        );
+        assert!(matches!(
+            prompt_arguments(&c, &["a".into(), "b".into(), "c".into()]),
+            Err(PromptArgsError::TooMany { declared: 2 })
+        ));
+    }
+
+    #[test]
+    fn prompt_text_joins_messages() {
+        let r = GetPromptResult::new(vec![
+            PromptMessage::new_text(Role::User, "one"),
+            PromptMessage::new_text(Role::Assistant, "two"),
+        ]);
+        assert_eq!(prompt_text(&r), "one\n\ntwo");
+    }
+}
