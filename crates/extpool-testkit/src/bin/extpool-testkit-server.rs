@@ -1,0 +1,157 @@
+//! `extpool-testkit-server`: the example MCP server extpool's tests,
+//! examples and benchmarks talk to, over stdio (default) or streamable HTTP.
+//!
+//! stdout carries MCP messages in stdio mode and exactly one
+//! `LISTENING http://127.0.0.1:<port>/mcp` line in HTTP mode; all logging goes
+//! to stderr (filter with `RUST_LOG`).
+
+use std::{io::Write, net::SocketAddr, path::PathBuf};
+
+use anyhow::Context;
+use clap::{Parser, ValueEnum};
+use extpool_testkit::{
+    server::{ServerOptions, TestServer, http, stdio},
+    state,
+};
+use tokio_util::sync::CancellationToken;
+
+/// Exit code of `--die-on-start`.
+const DIE_ON_START_EXIT_CODE: i32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Transport {
+    /// MCP over stdin/stdout; exits when stdin closes.
+    Stdio,
+    /// Streamable HTTP at /mcp.
+    Http,
+}
+
+/// An MCP server with tools, resources, prompts and skills made for tests.
+#[derive(Debug, Parser)]
+#[command(name = "extpool-testkit-server", version)]
+struct Cli {
+    /// Transport to serve.
+    #[arg(long, value_enum, default_value_t = Transport::Stdio)]
+    transport: Transport,
+    /// Address to listen on in HTTP mode (port 0: the OS picks one).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    bind: SocketAddr,
+    /// Directory for persistent counters, the start log and the crash marker.
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// Record the start, then exit with code 1 before serving.
+    #[arg(long)]
+    die_on_start: bool,
+    /// Never answer initialize (or server/discover).
+    #[arg(long)]
+    hang_on_initialize: bool,
+    /// Add N dummy tools tool_0000, tool_0001, ...
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    extra_tools: usize,
+    /// Paginate tools/list, resources/list and prompts/list with K items a page.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
+    page_size: Option<u64>,
+    /// Do not declare the SEP-2640 skills extension (skills stay readable as resources).
+    #[arg(long)]
+    no_skills_extension: bool,
+    /// Serve a wrong digest for one skill file.
+    #[arg(long)]
+    bad_digest: bool,
+    /// HTTP mode: answer 401 unless requests carry `Authorization: Bearer TOKEN`.
+    #[arg(long, value_name = "TOKEN")]
+    require_bearer: Option<String>,
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+}
+
+async fn shutdown_signal(ct: CancellationToken) {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(e) => {
+            tracing::warn!("cannot listen for SIGTERM: {e}");
+            let _ = tokio::signal::ctrl_c().await;
+            ct.cancel();
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    ct.cancel();
+}
+
+async fn serve_http(cli: &Cli, server: TestServer) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(cli.bind)
+        .await
+        .with_context(|| format!("binding {}", cli.bind))?;
+    let addr = listener.local_addr().context("reading the bound address")?;
+    let ct = CancellationToken::new();
+    tokio::spawn(shutdown_signal(ct.clone()));
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "LISTENING http://{addr}{}", http::MCP_PATH)
+            .and_then(|()| out.flush())
+            .context("writing the LISTENING line")?;
+    }
+    tracing::info!(%addr, bearer = cli.require_bearer.is_some(), "serving streamable HTTP");
+    http::serve(listener, server, cli.require_bearer.clone(), ct)
+        .await
+        .context("serving HTTP")
+}
+
+async fn serve_stdio(server: TestServer) -> anyhow::Result<()> {
+    tracing::info!("serving stdio");
+    let end = stdio::serve_stdio(server).await?;
+    tracing::info!(?end, "stdio session ended");
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    init_tracing();
+
+    if let Some(dir) = &cli.state_dir {
+        let starts = state::record_start(dir)
+            .with_context(|| format!("recording the start in {}", dir.display()))?;
+        tracing::info!(starts, "start recorded");
+    }
+    if cli.die_on_start {
+        tracing::warn!("--die-on-start: exiting with code {DIE_ON_START_EXIT_CODE}");
+        std::process::exit(DIE_ON_START_EXIT_CODE);
+    }
+
+    let mut options = ServerOptions::default();
+    options.state_dir = cli.state_dir.clone();
+    options.hang_on_initialize = cli.hang_on_initialize;
+    options.extra_tools = cli.extra_tools;
+    options.page_size = cli
+        .page_size
+        .map(usize::try_from)
+        .transpose()
+        .context("--page-size is too large")?;
+    options.skills_extension = !cli.no_skills_extension;
+    options.bad_digest = cli.bad_digest;
+    let server = TestServer::new(options);
+
+    let result = match cli.transport {
+        Transport::Stdio => serve_stdio(server).await,
+        Transport::Http => serve_http(&cli, server).await,
+    };
+    if let Err(e) = &result {
+        tracing::error!("{e:#}");
+    }
+    // Exit right away: nothing else may keep the process alive once the
+    // client is gone (a stdio server must exit when stdin closes).
+    let _ = std::io::stderr().flush();
+    std::process::exit(i32::from(result.is_err()))
+}

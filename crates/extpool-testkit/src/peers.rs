@@ -1,0 +1,227 @@
+//! The third-party MCP peers that tests and benchmarks run against, as
+//! installed by `scripts/peers.sh` into `.peers/`:
+//! `@modelcontextprotocol/server-everything` and the TypeScript SDK under
+//! `.peers/node_modules`, and a Python venv with the `mcp` SDK (and
+//! `skills-ref`) under `.peers/venv`.
+//!
+//! The directory comes from `EXTPOOL_PEERS_DIR` (set by `scripts/test.sh`),
+//! or `<workspace root>/.peers` when unset. A missing peer is never a reason
+//! to skip: every accessor panics with "peer missing: … run scripts/peers.sh".
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use crate::child::{ListeningChild, StdioCommand};
+
+/// Environment variable naming the peers directory.
+pub const PEERS_DIR_ENV: &str = "EXTPOOL_PEERS_DIR";
+
+/// The directory peers are installed in: `$EXTPOOL_PEERS_DIR`, or
+/// `<workspace root>/.peers`.
+pub fn peers_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os(PEERS_DIR_ENV).filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    workspace_root().join(".peers")
+}
+
+/// The workspace root (two levels above this crate).
+fn workspace_root() -> PathBuf {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    crate_dir
+        .ancestors()
+        .nth(2)
+        .unwrap_or(crate_dir)
+        .to_path_buf()
+}
+
+/// Panics with the standard "peer missing" message unless `path` exists.
+fn require(path: PathBuf, what: &str) -> PathBuf {
+    if !path.exists() {
+        panic!(
+            "peer missing: {what} not found at {}; run scripts/peers.sh (peers dir: {}, override with {PEERS_DIR_ENV})",
+            path.display(),
+            peers_dir().display()
+        );
+    }
+    path
+}
+
+/// Finds `program` on `PATH`.
+fn on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+}
+
+/// The `node` executable.
+///
+/// # Panics
+///
+/// When `node` is not on `PATH`.
+pub fn node() -> PathBuf {
+    on_path("node").unwrap_or_else(|| {
+        panic!("peer missing: `node` is not on PATH; install Node.js, then run scripts/peers.sh")
+    })
+}
+
+/// `.peers/node_modules`, where the npm peers live (server-everything and
+/// `@modelcontextprotocol/sdk`, for the TypeScript client in benchmarks).
+///
+/// # Panics
+///
+/// When the directory does not exist.
+pub fn node_modules() -> PathBuf {
+    require(peers_dir().join("node_modules"), "node_modules")
+}
+
+/// `dist/index.js` of `@modelcontextprotocol/server-everything`.
+///
+/// # Panics
+///
+/// When the package is not installed.
+pub fn server_everything_script() -> PathBuf {
+    require(
+        peers_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
+        "@modelcontextprotocol/server-everything",
+    )
+}
+
+/// `server-everything` over stdio: `node …/dist/index.js stdio`.
+///
+/// # Panics
+///
+/// When node or the package is missing.
+pub fn server_everything() -> StdioCommand {
+    StdioCommand {
+        program: node(),
+        args: vec![
+            server_everything_script().to_string_lossy().into_owned(),
+            "stdio".to_owned(),
+        ],
+    }
+}
+
+/// A Node preload that prints the `LISTENING` line for servers that only
+/// log their port (shipped in this crate's `peers/` directory).
+fn listening_preload() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/listening.mjs")
+}
+
+/// A third-party MCP server running over streamable HTTP in a child
+/// process on an OS-assigned port; its process group is killed on drop.
+#[derive(Debug)]
+pub struct PeerHttpServer {
+    child: ListeningChild,
+}
+
+impl PeerHttpServer {
+    /// The MCP endpoint, `http://127.0.0.1:<port>/mcp`.
+    pub fn url(&self) -> &str {
+        self.child.url()
+    }
+
+    /// The process id (also the process group id).
+    pub fn pid(&self) -> u32 {
+        self.child.pid()
+    }
+
+    /// What the server wrote to stderr so far (its last lines).
+    pub fn stderr(&self) -> String {
+        self.child.stderr()
+    }
+}
+
+/// Starts `server-everything` over streamable HTTP (`PORT=0`, port read
+/// back through a preload) and waits until it listens.
+///
+/// # Panics
+///
+/// When node or the package is missing, or the server does not come up.
+pub fn server_everything_http() -> PeerHttpServer {
+    let mut command = Command::new(node());
+    command
+        .arg("--import")
+        .arg(listening_preload())
+        .arg(server_everything_script())
+        .arg("streamableHttp")
+        .env("PORT", "0");
+    PeerHttpServer {
+        child: ListeningChild::spawn(command, "server-everything (streamableHttp)"),
+    }
+}
+
+/// The peers venv's Python (`.peers/venv/bin/python`, with `mcp` installed).
+///
+/// # Panics
+///
+/// When the venv does not exist.
+pub fn python() -> PathBuf {
+    require(
+        peers_dir().join("venv/bin/python"),
+        "Python venv with the mcp SDK",
+    )
+}
+
+/// The `agentskills` command of PyPI `skills-ref`, the reference SKILL.md
+/// validator, from the peers venv.
+///
+/// # Panics
+///
+/// When it is not installed.
+pub fn skills_ref() -> PathBuf {
+    require(
+        peers_dir().join("venv/bin/agentskills"),
+        "skills-ref (agentskills)",
+    )
+}
+
+/// This crate's `peers/fastmcp_server.py`: a Python `mcp` SDK server with
+/// tools `echo`, `add`, `structured`, resource `testkit://py/info` and
+/// prompt `greet`.
+pub fn fastmcp_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/fastmcp_server.py")
+}
+
+/// The Python `mcp` SDK server over stdio: `python fastmcp_server.py stdio`.
+///
+/// # Panics
+///
+/// When the venv is missing.
+pub fn fastmcp_stdio() -> StdioCommand {
+    StdioCommand {
+        program: python(),
+        args: vec![
+            fastmcp_script().to_string_lossy().into_owned(),
+            "stdio".to_owned(),
+        ],
+    }
+}
+
+/// The Python `mcp` SDK (FastMCP / MCPServer) test server in a child process.
+#[derive(Debug)]
+pub struct FastMcpServer;
+
+impl FastMcpServer {
+    /// Starts `fastmcp_server.py http` on an OS-assigned port and waits
+    /// until it listens.
+    ///
+    /// # Panics
+    ///
+    /// When the venv is missing or the server does not come up.
+    pub fn spawn_http() -> PeerHttpServer {
+        let mut command = Command::new(python());
+        command.arg(fastmcp_script()).arg("http");
+        PeerHttpServer {
+            child: ListeningChild::spawn(command, "Python mcp server (streamable HTTP)"),
+        }
+    }
+
+    /// The stdio command line; same as [`fastmcp_stdio`].
+    pub fn stdio() -> StdioCommand {
+        fastmcp_stdio()
+    }
+}

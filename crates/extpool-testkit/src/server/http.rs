@@ -1,0 +1,93 @@
+//! Serving [`TestServer`] over streamable HTTP at `/mcp` with axum.
+//!
+//! Legacy sessions (`Mcp-Session-Id`) are on, loopback `Host` headers are
+//! allowed, and accepted sockets get `TCP_NODELAY` (without it a pooled
+//! client stalls ~40 ms per call on delayed ACKs). With a bearer token set,
+//! every request without `Authorization: Bearer <token>` gets 401; the token
+//! itself is never logged.
+
+use std::{sync::Arc, time::Duration};
+
+use axum::{
+    Router,
+    extract::{Request, State},
+    http::{StatusCode, header},
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
+    serve::ListenerExt,
+};
+use rmcp::transport::streamable_http_server::{
+    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use super::TestServer;
+
+/// Path the MCP endpoint is served at.
+pub const MCP_PATH: &str = "/mcp";
+
+/// How long an idle legacy session is kept; long, so a test that waits for a
+/// notification never loses its session.
+const SESSION_KEEP_ALIVE: Duration = Duration::from_secs(3600);
+
+/// The token every request must carry (`--require-bearer`).
+#[derive(Clone)]
+struct Bearer(Arc<str>);
+
+async fn check_bearer(State(bearer): State<Bearer>, request: Request, next: Next) -> Response {
+    let expected = format!("Bearer {}", bearer.0);
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    if presented == Some(expected.as_str()) {
+        return next.run(request).await;
+    }
+    tracing::info!(
+        with_header = presented.is_some(),
+        "refused a request without the expected bearer token"
+    );
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, "Bearer")],
+        "missing or wrong bearer token",
+    )
+        .into_response()
+}
+
+/// The axum router serving `server` at [`MCP_PATH`]; every session shares
+/// the same server state. `bearer`, when set, is required on every request.
+pub fn router(server: TestServer, bearer: Option<String>, ct: &CancellationToken) -> Router {
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(SESSION_KEEP_ALIVE);
+    let config = StreamableHttpServerConfig::default().with_cancellation_token(ct.child_token());
+    let service =
+        StreamableHttpService::new(move || Ok(server.clone()), Arc::new(sessions), config);
+    let router = Router::new().nest_service(MCP_PATH, service);
+    match bearer {
+        Some(token) => router.layer(middleware::from_fn_with_state(
+            Bearer(token.into()),
+            check_bearer,
+        )),
+        None => router,
+    }
+}
+
+/// Serves `server` on `listener` until `ct` is cancelled.
+pub async fn serve(
+    listener: TcpListener,
+    server: TestServer,
+    bearer: Option<String>,
+    ct: CancellationToken,
+) -> std::io::Result<()> {
+    let app = router(server, bearer, &ct);
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("set_nodelay failed: {e}");
+        }
+    });
+    axum::serve(listener, app)
+        .with_graceful_shutdown(ct.cancelled_owned())
+        .await
+}

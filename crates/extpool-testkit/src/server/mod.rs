@@ -1,0 +1,328 @@
+//! The example MCP server itself: an rmcp [`ServerHandler`] whose tools,
+//! resources, prompts and skills are made for tests.
+//!
+//! The `extpool-testkit-server` binary wraps [`TestServer`] in a stdio or
+//! streamable HTTP transport; tests of this crate (and in-process benchmarks
+//! elsewhere) can also serve it directly. Everything that tests observe from
+//! outside — counters, start records, the crash marker — goes through
+//! [`crate::state`], so a test can check what really ran on the server.
+//!
+//! This module must never write to stdout: in stdio mode stdout is the MCP
+//! channel.
+
+mod content;
+pub mod http;
+mod notify;
+mod paging;
+mod prompts;
+mod resources;
+mod skills;
+pub mod stdio;
+mod tool_calls;
+mod tools;
+
+use std::{
+    collections::BTreeMap,
+    path::PathBuf,
+    sync::{Arc, Mutex, PoisonError, RwLock},
+};
+
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, DiscoverResult, GetPromptRequestParams,
+        GetPromptResponse, GetSkillRequestParams, GetSkillResult, Implementation,
+        InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourcesResult,
+        ListSkillsResult, ListToolsResult, PaginatedRequestParams, Prompt,
+        ReadResourceRequestParams, ReadResourceResponse, Resource, ServerCapabilities,
+        ServerConfig, SubscriptionFilter, Tool,
+    },
+    service::{NotificationContext, Peer, RequestContext, SubscriptionContext, SubscriptionSink},
+};
+
+use crate::state::Counters;
+
+/// Name the server reports in `serverInfo`.
+pub const SERVER_NAME: &str = "extpool-testkit-server";
+
+/// How a [`TestServer`] behaves; mirrors the binary's flags.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerOptions {
+    /// Where persistent counters live (`--state-dir`); in memory when `None`.
+    pub state_dir: Option<PathBuf>,
+    /// Never answer `initialize` (`--hang-on-initialize`), for timeout tests.
+    pub hang_on_initialize: bool,
+    /// Number of dummy tools `tool_0000`… (`--extra-tools`), for catalogs and
+    /// pagination.
+    pub extra_tools: usize,
+    /// Page size of tools/list, resources/list and prompts/list
+    /// (`--page-size`); everything in one page when `None`.
+    pub page_size: Option<usize>,
+    /// Declare the SEP-2640 skills extension and answer `skills/list` and
+    /// `skills/get` (off with `--no-skills-extension`, leaving only the
+    /// `skill://` resources).
+    pub skills_extension: bool,
+    /// Serve one wrong digest in the skills manifest (`--bad-digest`), so
+    /// clients can prove they verify digests.
+    pub bad_digest: bool,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            state_dir: None,
+            hang_on_initialize: false,
+            extra_tools: 0,
+            page_size: None,
+            skills_extension: true,
+            bad_digest: false,
+        }
+    }
+}
+
+/// The test MCP server. Cheap to clone: every clone (one per HTTP session)
+/// shares counters, dynamic tools and the list of connected peers.
+#[derive(Debug, Clone)]
+pub struct TestServer {
+    shared: Arc<Shared>,
+}
+
+/// State shared by every session of one server process.
+#[derive(Debug)]
+struct Shared {
+    options: ServerOptions,
+    counters: Counters,
+    dynamic: RwLock<Dynamic>,
+    /// Legacy-session peers, kept from `initialize` to push
+    /// `list_changed` notifications; closed ones are pruned on send.
+    peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// 2026-07-28 `subscriptions/listen` sinks, pruned the same way.
+    sinks: Mutex<Vec<SubscriptionSink>>,
+}
+
+/// Tools, resources and prompts added at run time by `add_tool`,
+/// `add_resource` and `add_prompt`.
+#[derive(Debug, Default)]
+struct Dynamic {
+    tools: BTreeMap<String, Tool>,
+    resources: BTreeMap<String, (Resource, String)>,
+    prompts: BTreeMap<String, Prompt>,
+}
+
+impl TestServer {
+    /// A server with the given options.
+    pub fn new(options: ServerOptions) -> Self {
+        let counters = Counters::new(options.state_dir.clone());
+        Self {
+            shared: Arc::new(Shared {
+                options,
+                counters,
+                dynamic: RwLock::new(Dynamic::default()),
+                peers: Mutex::new(Vec::new()),
+                sinks: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// The options this server runs with.
+    pub fn options(&self) -> &ServerOptions {
+        &self.shared.options
+    }
+
+    fn read_dynamic(&self) -> std::sync::RwLockReadGuard<'_, Dynamic> {
+        self.shared
+            .dynamic
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write_dynamic(&self) -> std::sync::RwLockWriteGuard<'_, Dynamic> {
+        self.shared
+            .dynamic
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn cursor(request: Option<&PaginatedRequestParams>) -> Option<&str> {
+        request.and_then(|r| r.cursor.as_deref())
+    }
+}
+
+impl ServerHandler for TestServer {
+    fn get_info(&self) -> ServerConfig {
+        let builder = ServerCapabilities::builder()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .enable_tools()
+            .enable_tool_list_changed();
+        let capabilities = if self.shared.options.skills_extension {
+            builder.enable_skills().build()
+        } else {
+            builder.build()
+        };
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "extpool test server: tools, resources, prompts and skills for tests",
+            )
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        if self.shared.options.hang_on_initialize {
+            tracing::info!("--hang-on-initialize: never answering initialize");
+            std::future::pending::<()>().await;
+        }
+        context.peer.set_peer_info(request.clone());
+        // Keep the peer now rather than in `on_initialized`: notifications
+        // run in their own tasks, so a tool call right after `initialized`
+        // could otherwise broadcast before the peer is registered.
+        self.shared
+            .peers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(context.peer.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        if self.shared.options.hang_on_initialize {
+            tracing::info!("--hang-on-initialize: never answering server/discover");
+            std::future::pending::<()>().await;
+        }
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
+    async fn on_initialized(&self, _context: NotificationContext<RoleServer>) {
+        tracing::info!("client initialized");
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        self.shared
+            .sinks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(context.sink().clone());
+        context.cancelled().await;
+        Ok(())
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let (items, next) = paging::page(
+            self.all_tools(),
+            Self::cursor(request.as_ref()),
+            self.shared.options.page_size,
+        )?;
+        let mut result = ListToolsResult::with_all_items(items);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.find_tool(name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.dispatch_tool(request, context).await.map(Into::into)
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let (items, next) = paging::page(
+            self.all_resources(),
+            Self::cursor(request.as_ref()),
+            self.shared.options.page_size,
+        )?;
+        let mut result = ListResourcesResult::with_all_items(items);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.read(&request.uri).map(Into::into)
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let (items, next) = paging::page(
+            self.all_prompts(),
+            Self::cursor(request.as_ref()),
+            self.shared.options.page_size,
+        )?;
+        let mut result = ListPromptsResult::with_all_items(items);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.prompt(&request.name, request.arguments.as_ref())
+            .map(Into::into)
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        Ok(ListSkillsResult::with_all_items(vec![skills::entry(
+            self.shared.options.bad_digest,
+        )]))
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        let skill = skills::entry(self.shared.options.bad_digest);
+        if request.uri == skill.uri {
+            Ok(GetSkillResult::new(skill))
+        } else {
+            Err(ErrorData::invalid_params(
+                format!("no skill at {}", request.uri),
+                None,
+            ))
+        }
+    }
+}

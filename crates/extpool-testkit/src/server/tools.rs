@@ -1,0 +1,220 @@
+//! Tool definitions: names, descriptions and JSON input (and output) schemas.
+//! What each tool does is in [`super::tool_calls`].
+
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, Tool};
+use serde_json::{Value, json};
+
+use super::TestServer;
+
+/// Prefix of the dummy tools made by `--extra-tools N`: `tool_0000`, …
+pub(crate) const EXTRA_PREFIX: &str = "tool_";
+
+fn object(value: Value) -> Arc<JsonObject> {
+    match value {
+        Value::Object(map) => Arc::new(map),
+        _ => Arc::new(JsonObject::new()),
+    }
+}
+
+/// An object schema with the given properties and required names.
+fn schema(properties: Value, required: &[&str]) -> Arc<JsonObject> {
+    object(json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+    }))
+}
+
+fn string(description: &str) -> Value {
+    json!({"type": "string", "description": description})
+}
+
+fn count_schema() -> Arc<JsonObject> {
+    schema(
+        json!({"count": {"type": "integer", "minimum": 0, "description": "Number of items"}}),
+        &["count"],
+    )
+}
+
+/// The output schema of `structured`.
+fn items_output_schema() -> Arc<JsonObject> {
+    object(json!({
+        "type": "object",
+        "properties": {
+            "items": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"id": {"type": "integer"}, "name": {"type": "string"}},
+                    "required": ["id", "name"],
+                },
+            },
+        },
+        "required": ["items"],
+    }))
+}
+
+/// The schema of echo-like tools (dummy and dynamic ones).
+pub(crate) fn echo_like(name: String, description: String) -> Tool {
+    Tool::new(
+        name,
+        description,
+        schema(
+            json!({"message": string("Text to return; the tool's name when absent")}),
+            &[],
+        ),
+    )
+}
+
+/// The built-in tools, in the order tools/list returns them.
+pub(crate) fn builtin() -> Vec<Tool> {
+    vec![
+        Tool::new(
+            "echo",
+            "Returns `message` unchanged",
+            schema(json!({"message": string("Text to echo")}), &["message"]),
+        ),
+        Tool::new(
+            "add",
+            "Returns the sum of `a` and `b` as text",
+            schema(
+                json!({"a": {"type": "number"}, "b": {"type": "number"}}),
+                &["a", "b"],
+            ),
+        ),
+        Tool::new(
+            "counter",
+            "Increments the persistent counter `key` (default \"default\") and returns its new value",
+            schema(json!({"key": string("Counter name (default: \"default\")")}), &[]),
+        ),
+        Tool::new(
+            "count",
+            "Returns the value of counter `key` without incrementing it",
+            schema(json!({"key": string("Counter name")}), &["key"]),
+        ),
+        Tool::new(
+            "fail",
+            "Increments counter \"fail\", then answers with a JSON-RPC error (-32603) carrying `message`",
+            schema(json!({"message": string("Error message")}), &[]),
+        ),
+        Tool::new(
+            "tool_error",
+            "Returns a tool result with isError: true and `message` as text",
+            schema(json!({"message": string("Error message")}), &[]),
+        ),
+        Tool::new(
+            "sleep",
+            "Sleeps `ms` milliseconds; when cancelled, increments counter \"cancelled\" and stops",
+            schema(
+                json!({"ms": {"type": "integer", "minimum": 0, "description": "Milliseconds"}}),
+                &["ms"],
+            ),
+        ),
+        Tool::new(
+            "crash",
+            "Exits the server process (code 3) before answering. With once: true, only when the \
+             state directory has no `crashed` marker (it creates it); otherwise increments counter \
+             \"crash\" and returns \"survived\"",
+            schema(
+                json!({"once": {"type": "boolean", "description": "Crash only the first time"}}),
+                &[],
+            ),
+        ),
+        Tool::new(
+            "add_tool",
+            "Adds an echo-like tool called `name`, then sends notifications/tools/list_changed",
+            schema(json!({"name": string("Name of the new tool")}), &["name"]),
+        ),
+        Tool::new(
+            "add_resource",
+            "Adds a text resource, then sends notifications/resources/list_changed",
+            schema(
+                json!({"uri": string("URI of the new resource"), "text": string("Its content")}),
+                &["uri", "text"],
+            ),
+        ),
+        Tool::new(
+            "add_prompt",
+            "Adds an argument-less prompt called `name`, then sends notifications/prompts/list_changed",
+            schema(json!({"name": string("Name of the new prompt")}), &["name"]),
+        ),
+        Tool::new(
+            "large_text",
+            "Returns one text block of exactly `bytes` bytes",
+            schema(
+                json!({"bytes": {"type": "integer", "minimum": 0, "description": "Size in bytes"}}),
+                &["bytes"],
+            ),
+        ),
+        Tool::new(
+            "structured",
+            "Returns structuredContent {\"items\":[{\"id\":0,\"name\":\"item-0\"},…]} and the same JSON as text",
+            count_schema(),
+        )
+        .with_raw_output_schema(items_output_schema()),
+        Tool::new(
+            "json_block",
+            "Returns a text block holding a JSON document {\"items\":[…]} (no output schema)",
+            count_schema(),
+        ),
+        Tool::new(
+            "mixed_content",
+            "Returns text, image, audio, an embedded resource and a resource link, in that order",
+            schema(json!({}), &[]),
+        ),
+        Tool::new(
+            "env",
+            "Returns the value of environment variable `name`, or <unset>",
+            schema(json!({"name": string("Variable name")}), &["name"]),
+        ),
+        Tool::new(
+            "stderr",
+            "Writes `message` to the server's stderr, then returns \"ok\"",
+            schema(json!({"message": string("Line to write")}), &["message"]),
+        ),
+    ]
+}
+
+/// Dummy tool number `index`.
+fn extra(index: usize) -> Tool {
+    let name = extra_name(index);
+    let description = format!("Dummy tool number {index}; returns its name or `message`");
+    echo_like(name, description)
+}
+
+impl TestServer {
+    /// Every tool: built-in, then `tool_0000`…, then the dynamic ones by name.
+    pub(crate) fn all_tools(&self) -> Vec<Tool> {
+        let mut all = builtin();
+        all.extend((0..self.shared.options.extra_tools).map(extra));
+        all.extend(self.read_dynamic().tools.values().cloned());
+        all
+    }
+
+    /// The index of `name` if it is one of this server's dummy tools.
+    pub(crate) fn extra_index(&self, name: &str) -> Option<usize> {
+        let digits = name.strip_prefix(EXTRA_PREFIX)?;
+        if digits.len() < 4 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let index: usize = digits.parse().ok()?;
+        (index < self.shared.options.extra_tools && extra_name(index) == name).then_some(index)
+    }
+
+    /// Looks one tool up without building the whole list.
+    pub(crate) fn find_tool(&self, name: &str) -> Option<Tool> {
+        if let Some(tool) = builtin().into_iter().find(|t| t.name == name) {
+            return Some(tool);
+        }
+        if let Some(index) = self.extra_index(name) {
+            return Some(extra(index));
+        }
+        self.read_dynamic().tools.get(name).cloned()
+    }
+}
+
+fn extra_name(index: usize) -> String {
+    format!("{EXTRA_PREFIX}{index:04}")
+}

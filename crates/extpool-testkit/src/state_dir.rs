@@ -1,0 +1,76 @@
+//! [`StateDir`]: a temporary `--state-dir` for one test, with readers for
+//! what the server recorded there.
+
+use std::path::Path;
+
+use crate::state::{self, CRASH_MARKER};
+
+/// A temporary state directory for the test server (`--state-dir`),
+/// removed on drop.
+///
+/// Give [`StateDir::path`] to the server, then read back what really ran:
+/// [`StateDir::counter`] for a tool counter, [`StateDir::starts`] for the
+/// number of process starts.
+#[derive(Debug)]
+pub struct StateDir {
+    dir: tempfile::TempDir,
+}
+
+impl StateDir {
+    /// A new, empty state directory.
+    ///
+    /// # Panics
+    ///
+    /// When no temporary directory can be created.
+    pub fn new() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("extpool-testkit-state-")
+            .tempdir()
+            .unwrap_or_else(|e| panic!("cannot create a temporary state directory: {e}"));
+        Self { dir }
+    }
+
+    /// The directory, to pass as `--state-dir`.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The `--state-dir DIR` arguments for the server.
+    pub fn args(&self) -> Vec<String> {
+        vec![
+            "--state-dir".to_owned(),
+            self.path().to_string_lossy().into_owned(),
+        ]
+    }
+
+    /// The value of counter `key` (0 when never incremented).
+    ///
+    /// # Panics
+    ///
+    /// When `key` is not a valid counter key or the counter file is
+    /// unreadable.
+    pub fn counter(&self, key: &str) -> u64 {
+        state::read_counter(self.path(), key)
+            .unwrap_or_else(|e| panic!("reading counter {key:?}: {e}"))
+    }
+
+    /// How many times a server process started with this state directory.
+    ///
+    /// # Panics
+    ///
+    /// When the start log is unreadable.
+    pub fn starts(&self) -> u64 {
+        state::read_starts(self.path()).unwrap_or_else(|e| panic!("reading the start log: {e}"))
+    }
+
+    /// Whether `crash {once: true}` has crashed the server already.
+    pub fn crashed(&self) -> bool {
+        self.path().join(CRASH_MARKER).exists()
+    }
+}
+
+impl Default for StateDir {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,51 @@
+//! `sleep`: a cancelled call stops on the server and is counted.
+
+use std::time::Duration;
+
+use extpool_testkit::StateDir;
+use rmcp::{
+    model::{CallToolRequest, CallToolRequestParams, ClientRequest},
+    service::{PeerRequestOptions, ServiceError},
+};
+use serde_json::json;
+
+use crate::common::{args, call_text, connect_stdio, eventually, within};
+
+#[tokio::test]
+async fn a_short_sleep_answers() {
+    let (client, _) = connect_stdio(&[]).await;
+    assert_eq!(
+        call_text(&client, "sleep", json!({"ms": 10})).await,
+        "slept 10 ms"
+    );
+}
+
+#[tokio::test]
+async fn a_cancelled_sleep_increments_the_cancelled_counter() {
+    let state = StateDir::new();
+    let dir = state.path().to_string_lossy().into_owned();
+    let (client, _) = connect_stdio(&["--state-dir", &dir]).await;
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+        CallToolRequestParams::new("sleep").with_arguments(args(json!({"ms": 600_000}))),
+    ));
+    let handle = within(client.send_request_with_option(
+        request,
+        PeerRequestOptions::with_timeout(Duration::from_millis(300)),
+    ))
+    .await
+    .unwrap();
+    match within(handle.await_response()).await {
+        Err(ServiceError::Timeout { .. }) => {}
+        other => panic!("expected the client-side timeout, got {other:?}"),
+    }
+    eventually(
+        || state.counter("cancelled") == 1,
+        "the server counts the cancellation",
+    )
+    .await;
+    // The connection is still usable.
+    assert_eq!(
+        call_text(&client, "echo", json!({"message": "still here"})).await,
+        "still here"
+    );
+}

@@ -1,0 +1,19 @@
+//! Integration tests of the testkit: the example server driven by a real
+//! rmcp client over stdio and streamable HTTP, the process helpers, and the
+//! Python and Node peers.
+
+// Test helpers (not only `#[test]` functions) may unwrap.
+#![allow(clippy::unwrap_used)]
+
+mod bearer;
+mod cancel;
+mod common;
+mod crash;
+mod helpers;
+mod http;
+mod notifications;
+mod pagination;
+mod peers;
+mod skills;
+mod state;
+mod stdio;
