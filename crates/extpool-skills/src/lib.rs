@@ -20,6 +20,7 @@ pub mod discover;
 pub mod error;
 pub mod files;
 mod frontmatter;
+pub mod manager;
 pub mod skill;
 pub mod validate;
 pub mod watch;
@@ -29,6 +30,10 @@ pub use diagnostic::{Diagnostic, DiagnosticCode, Severity};
 pub use discover::{Discovery, DiscoveryConfig, DiscoveryStats, Root, discover};
 pub use error::SkillError;
 pub use files::{FileContent, FileError, SkillFile};
+pub use manager::{
+    AllowedTools, ChildFailure, EmbeddedServerFactory, ManagerError, ReloadSummary,
+    SkillManagerBuilder, SkillManagerCap, SkillMatcher,
+};
 pub use skill::{EmbeddedServerSpec, Fingerprint, RootKind, Skill, SkillMeta};
 pub use validate::{
     SkillReport, ValidationMode, validate_content, validate_path, validate_paths,
