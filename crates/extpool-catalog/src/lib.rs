@@ -13,7 +13,35 @@
 //! The catalog reaches capabilities only through the extpool-core traits;
 //! it never depends on an MCP client.
 
+pub mod builtins;
+pub mod catalog;
+pub mod config;
+pub mod dispatch;
+pub mod fetch;
 pub mod jq;
 pub mod names;
 pub mod permissions;
+pub mod prompts;
+mod reconcile;
+pub mod revision;
+pub mod services;
 pub mod shaping;
+pub mod status;
+pub mod testing;
+
+pub use builtins::BuiltinTool;
+pub use catalog::{Catalog, CatalogError};
+pub use config::{CatalogConfig, ReconcileConfig};
+pub use dispatch::CallError;
+pub use fetch::{BlockedAddress, FetchConfig, FetchError, Fetcher};
+pub use jq::{JqError, JqLimits};
+pub use names::NameError;
+pub use permissions::{Decision, DefaultPolicy, Permissions, PermissionsConfig, Rule, RuleList};
+pub use prompts::CommandError;
+pub use revision::{
+    CatalogCommand, CatalogResource, CatalogRevision, CatalogTool, CommandKind, Diagnostic,
+    Problem, RevisionSource, SourceListing, ToolRef,
+};
+pub use services::Services;
+pub use shaping::{ResultLimits, StructuredTooLarge};
+pub use status::{CatalogStatus, ReconcileState, SourceError, SourceStatus};

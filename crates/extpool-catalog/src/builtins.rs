@@ -1,0 +1,396 @@
+//! The built-in tools: `ListMcpResources`, `ReadMcpResource`,
+//! `FetchMcpResource` and `CallMcpWithQuery` — their definitions and what
+//! they do on a pinned revision.
+
+use std::sync::{Arc, OnceLock};
+
+use extpool_core::{ContentPart, ResourceBody, ResourceContent, ToolEntry, ToolResult};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::dispatch::CallError;
+use crate::revision::CatalogRevision;
+use crate::{jq, names, shaping};
+
+/// A tool the catalog itself provides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[non_exhaustive]
+pub enum BuiltinTool {
+    /// Lists the resources of every (or one) server, from the pinned revision.
+    ListMcpResources,
+    /// Reads one resource from the server that owns it.
+    ReadMcpResource,
+    /// Fetches an `https` resource link under the address policy.
+    FetchMcpResource,
+    /// Calls a remote tool and filters its JSON result with jq.
+    CallMcpWithQuery,
+}
+
+impl BuiltinTool {
+    /// Every built-in, in advertising order.
+    pub const ALL: [BuiltinTool; 4] = [
+        Self::ListMcpResources,
+        Self::ReadMcpResource,
+        Self::FetchMcpResource,
+        Self::CallMcpWithQuery,
+    ];
+
+    /// Its catalog name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ListMcpResources => "ListMcpResources",
+            Self::ReadMcpResource => "ReadMcpResource",
+            Self::FetchMcpResource => "FetchMcpResource",
+            Self::CallMcpWithQuery => "CallMcpWithQuery",
+        }
+    }
+
+    /// Its definition (description and input schema), shared.
+    pub fn entry(self) -> &'static ToolEntry {
+        static ENTRIES: OnceLock<[ToolEntry; 4]> = OnceLock::new();
+        let entries = ENTRIES.get_or_init(|| BuiltinTool::ALL.map(definition));
+        &entries[self as usize]
+    }
+}
+
+fn definition(b: BuiltinTool) -> ToolEntry {
+    let (description, schema) = match b {
+        BuiltinTool::ListMcpResources => (
+            "List the resources MCP servers expose (URI, name, description, MIME type). \
+             Optionally only those of one server.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "server": {"type": "string", "description": "Only this server's resources."}
+                },
+                "additionalProperties": false
+            }),
+        ),
+        BuiltinTool::ReadMcpResource => (
+            "Read one resource from the MCP server that owns it.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "server": {"type": "string", "description": "The server that owns the resource."},
+                    "uri": {"type": "string", "description": "The resource URI."}
+                },
+                "required": ["server", "uri"],
+                "additionalProperties": false
+            }),
+        ),
+        BuiltinTool::FetchMcpResource => (
+            "Fetch an https resource link returned by a tool. Private, loopback, link-local and \
+             cloud-metadata addresses are refused. For other URI schemes use ReadMcpResource.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "url": {"type": "string", "description": "An https URL."}
+                },
+                "required": ["url"],
+                "additionalProperties": false
+            }),
+        ),
+        BuiltinTool::CallMcpWithQuery => (
+            "Call an MCP tool and apply a jq filter to its JSON result before it enters context. \
+             Use it when a tool's structured result is too large.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "server": {"type": "string", "description": "The server of the tool."},
+                    "tool": {"type": "string", "description": "The tool's name on that server."},
+                    "args": {"type": "object", "description": "The tool's arguments."},
+                    "jq_filter": {"type": "string", "description": "A jq expression selecting the fields needed."}
+                },
+                "required": ["server", "tool", "jq_filter"],
+                "additionalProperties": false
+            }),
+        ),
+    };
+    ToolEntry::new(b.name(), description, schema)
+}
+
+fn parse_args<T: for<'de> Deserialize<'de>>(
+    tool: BuiltinTool,
+    args: Map<String, Value>,
+) -> Result<T, CallError> {
+    serde_json::from_value(Value::Object(args)).map_err(|e| CallError::InvalidArguments {
+        tool: tool.name().to_owned(),
+        message: e.to_string(),
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListArgs {
+    #[serde(default)]
+    server: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadArgs {
+    server: String,
+    uri: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FetchArgs {
+    url: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QueryArgs {
+    server: String,
+    tool: String,
+    #[serde(default)]
+    args: Map<String, Value>,
+    jq_filter: String,
+}
+
+/// Runs a built-in on `revision`.
+pub(crate) async fn call(
+    revision: &CatalogRevision,
+    tool: BuiltinTool,
+    args: Map<String, Value>,
+) -> Result<ToolResult, CallError> {
+    let limits = &revision.services.limits;
+    let result = match tool {
+        BuiltinTool::ListMcpResources => list(revision, parse_args(tool, args)?)?,
+        BuiltinTool::ReadMcpResource => read(revision, parse_args(tool, args)?).await?,
+        BuiltinTool::FetchMcpResource => fetch(revision, parse_args(tool, args)?).await?,
+        BuiltinTool::CallMcpWithQuery => return query(revision, parse_args(tool, args)?).await,
+    };
+    Ok(shaping::shape(tool.name(), result, false, limits)?)
+}
+
+fn list(revision: &CatalogRevision, args: ListArgs) -> Result<ToolResult, CallError> {
+    if let Some(server) = &args.server
+        && revision.source(server).is_none()
+    {
+        return Err(CallError::UnknownServer {
+            server: server.clone(),
+        });
+    }
+    let resources: Vec<Value> = revision
+        .resources()
+        .iter()
+        .filter(|r| args.server.as_deref().is_none_or(|s| s == r.server))
+        .map(|r| {
+            json!({
+                "server": r.server,
+                "uri": r.entry.uri,
+                "name": r.entry.name,
+                "description": r.entry.description,
+                "mimeType": r.entry.mime_type,
+            })
+        })
+        .collect();
+    let value = json!({ "resources": resources });
+    Ok(ToolResult {
+        parts: vec![ContentPart::Text {
+            text: value.to_string(),
+        }],
+        structured: Some(value),
+        is_error: false,
+    })
+}
+
+async fn read(revision: &CatalogRevision, args: ReadArgs) -> Result<ToolResult, CallError> {
+    let source = revision
+        .source(&args.server)
+        .ok_or_else(|| CallError::UnknownServer {
+            server: args.server.clone(),
+        })?;
+    let capability = Arc::clone(&source.capability);
+    let mcp = capability.mcp().ok_or_else(|| CallError::UnknownServer {
+        server: args.server.clone(),
+    })?;
+    let content = mcp
+        .read_resource(&args.uri)
+        .await
+        .map_err(|source| CallError::Source {
+            tool: BuiltinTool::ReadMcpResource.name().to_owned(),
+            server: args.server.clone(),
+            source,
+        })?
+        .ok_or_else(|| CallError::ResourceNotFound {
+            server: args.server.clone(),
+            uri: args.uri.clone(),
+        })?;
+    Ok(resource_result(content))
+}
+
+/// Text content becomes a text part (so it is bounded like text); bytes stay a resource.
+fn resource_result(content: ResourceContent) -> ToolResult {
+    let part = match content.body {
+        ResourceBody::Text(text) => ContentPart::Text { text },
+        ResourceBody::Blob(_) => ContentPart::Resource { resource: content },
+    };
+    ToolResult {
+        parts: vec![part],
+        structured: None,
+        is_error: false,
+    }
+}
+
+fn is_textual(content_type: Option<&str>) -> bool {
+    let Some(ct) = content_type else {
+        return false;
+    };
+    let mime = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    mime.starts_with("text/")
+        || matches!(
+            mime.as_str(),
+            "application/json" | "application/xml" | "application/javascript" | "application/yaml"
+        )
+        || mime.ends_with("+json")
+        || mime.ends_with("+xml")
+}
+
+async fn fetch(revision: &CatalogRevision, args: FetchArgs) -> Result<ToolResult, CallError> {
+    let fetched = revision.services.fetcher.fetch(&args.url).await?;
+    let mime = fetched
+        .content_type
+        .as_deref()
+        .map(|c| c.split(';').next().unwrap_or(c).trim().to_owned());
+    let content = if is_textual(fetched.content_type.as_deref()) {
+        let mut text = String::from_utf8_lossy(&fetched.body).into_owned();
+        if let Some(cut) = fetched.truncated_bytes {
+            let total = fetched.body.len() as u64 + cut;
+            text.push_str(&format!(
+                "\n\n[truncated: at least {cut} of {total}+ bytes omitted]"
+            ));
+        }
+        ResourceContent::text(fetched.url, mime, text)
+    } else {
+        ResourceContent {
+            uri: fetched.url,
+            mime_type: mime,
+            body: ResourceBody::Blob(fetched.body),
+        }
+    };
+    Ok(resource_result(content))
+}
+
+/// The JSON a filter runs on: `structuredContent`, else the text parts
+/// parsed as JSON (one value, or an array of them), else the text itself.
+fn query_input(result: &ToolResult) -> Value {
+    if let Some(v) = &result.structured {
+        return v.clone();
+    }
+    let texts: Vec<&str> = result
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            ContentPart::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let parsed: Option<Vec<Value>> = texts.iter().map(|t| serde_json::from_str(t).ok()).collect();
+    match parsed {
+        Some(mut values) if values.len() == 1 => values.remove(0),
+        Some(values) if !values.is_empty() => Value::Array(values),
+        _ => Value::String(result.joined_text()),
+    }
+}
+
+async fn query(revision: &CatalogRevision, args: QueryArgs) -> Result<ToolResult, CallError> {
+    let source = revision
+        .source(&args.server)
+        .ok_or_else(|| CallError::UnknownServer {
+            server: args.server.clone(),
+        })?;
+    // Build the catalog name from the original parts (never parse one) and
+    // apply the same permission rules as a direct call.
+    let name = names::canonical_name(&source.namespace, &args.tool).map_err(|e| {
+        CallError::InvalidArguments {
+            tool: BuiltinTool::CallMcpWithQuery.name().to_owned(),
+            message: e.to_string(),
+        }
+    })?;
+    if let Some(decision) = revision.denied(&name) {
+        return Err(CallError::Denied {
+            name,
+            reason: decision.reason(),
+        });
+    }
+    let tool = revision
+        .remote_tool(&args.server, &args.tool)
+        .ok_or(CallError::UnknownTool { name: name.clone() })?;
+    let result = crate::dispatch::call_remote_raw(revision, tool, args.args).await?;
+    if result.is_error {
+        return Ok(shaping::shape_error(result, &revision.services.limits));
+    }
+    let input = query_input(&result);
+    let outputs = jq::evaluate_async(&args.jq_filter, &input, &revision.services.jq)
+        .await
+        .map_err(|source| CallError::Query {
+            tool: name.clone(),
+            source,
+        })?;
+    let value = match outputs.len() {
+        1 => outputs.into_iter().next().unwrap_or(Value::Null),
+        _ => Value::Array(outputs),
+    };
+    Ok(ToolResult {
+        parts: vec![ContentPart::Text {
+            text: value.to_string(),
+        }],
+        structured: Some(value),
+        is_error: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn definitions_are_valid_and_named() {
+        for b in BuiltinTool::ALL {
+            let e = b.entry();
+            assert_eq!(e.name, b.name());
+            assert_eq!(e.input_schema["type"], "object");
+            assert!(names::is_provider_safe(b.name()));
+            assert!(!b.name().starts_with(names::MCP_PREFIX));
+        }
+    }
+
+    #[test]
+    fn query_input_prefers_structured_then_json_text() {
+        let r = ToolResult {
+            parts: vec![ContentPart::Text {
+                text: "{\"a\":1}".into(),
+            }],
+            structured: Some(json!({"b": 2})),
+            is_error: false,
+        };
+        assert_eq!(query_input(&r), json!({"b": 2}));
+        assert_eq!(query_input(&ToolResult::text("[1,2]")), json!([1, 2]));
+        assert_eq!(query_input(&ToolResult::text("plain")), json!("plain"));
+        let two = ToolResult {
+            parts: vec![
+                ContentPart::Text { text: "1".into() },
+                ContentPart::Text { text: "2".into() },
+            ],
+            structured: None,
+            is_error: false,
+        };
+        assert_eq!(query_input(&two), json!([1, 2]));
+    }
+
+    #[test]
+    fn textual_types() {
+        assert!(is_textual(Some("text/plain; charset=utf-8")));
+        assert!(is_textual(Some("application/vnd.api+json")));
+        assert!(!is_textual(Some("image/png")));
+        assert!(!is_textual(None));
+    }
+}

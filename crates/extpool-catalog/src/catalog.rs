@@ -1,0 +1,175 @@
+//! [`Catalog`]: the handle front ends hold — configuration, the published
+//! revision, the reconciliation loop, status and change notifications.
+
+use std::sync::Arc;
+
+use extpool_core::{ExtensionRegistry, Scope, ToolResult};
+use parking_lot::Mutex;
+use serde_json::{Map, Value};
+use tokio::sync::watch;
+
+use crate::config::CatalogConfig;
+use crate::dispatch::CallError;
+use crate::permissions::PermissionError;
+use crate::prompts::CommandError;
+use crate::reconcile::{self, Shared};
+use crate::revision::CatalogRevision;
+use crate::services::Services;
+use crate::status::{CatalogStatus, ReconcileState};
+
+/// Why a catalog could not be created or started.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CatalogError {
+    /// A permission rule is malformed.
+    #[error(transparent)]
+    Permissions(#[from] PermissionError),
+    /// A configured namespace is malformed.
+    #[error("invalid namespace for server {server:?}: {source}")]
+    Namespace {
+        /// The server id.
+        server: String,
+        /// What is wrong.
+        #[source]
+        source: crate::names::NameError,
+    },
+    /// `start` was called twice.
+    #[error("the catalog is already started")]
+    AlreadyStarted,
+    /// `start` was called outside a tokio runtime.
+    #[error("the catalog must be started inside a tokio runtime")]
+    NoRuntime,
+}
+
+/// The model-facing catalog of one scope.
+///
+/// Create it with [`Catalog::new`], start its reconciliation loop with
+/// [`Catalog::start`], and pin a revision per operation with
+/// [`Catalog::current`]. Dropping the catalog stops the loop.
+pub struct Catalog {
+    shared: Arc<Shared>,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog")
+            .field("revision", &self.current().number())
+            .finish()
+    }
+}
+
+impl Catalog {
+    /// A catalog with the empty revision 0; nothing is listed until [`Catalog::start`].
+    pub fn new(config: CatalogConfig) -> Result<Self, CatalogError> {
+        for (server, namespace) in &config.namespaces {
+            crate::names::validate_namespace(namespace).map_err(|source| {
+                CatalogError::Namespace {
+                    server: server.clone(),
+                    source,
+                }
+            })?;
+        }
+        let services = Arc::new(Services::new(&config)?);
+        Ok(Self {
+            shared: Arc::new(Shared::new(services, config.reconcile)),
+            task: Mutex::new(None),
+        })
+    }
+
+    /// Starts the reconciliation loop over the capabilities `registry`
+    /// shows to `scope`. The first cycle runs right away.
+    pub fn start(
+        &self,
+        registry: Arc<ExtensionRegistry>,
+        scope: Scope,
+    ) -> Result<(), CatalogError> {
+        let handle = tokio::runtime::Handle::try_current().map_err(|_| CatalogError::NoRuntime)?;
+        let mut task = self.task.lock();
+        if task.is_some() {
+            return Err(CatalogError::AlreadyStarted);
+        }
+        *task = Some(handle.spawn(reconcile::run(self.shared.clone(), registry, scope)));
+        Ok(())
+    }
+
+    /// The published revision. Hold the `Arc` for the whole operation: that
+    /// is what pins it.
+    pub fn current(&self) -> Arc<CatalogRevision> {
+        self.shared.current.load_full()
+    }
+
+    /// Notified with each newly published revision number.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.shared.revisions.subscribe()
+    }
+
+    /// Waits until a revision numbered at least `number` is published.
+    pub async fn wait_for_revision(&self, number: u64) -> Arc<CatalogRevision> {
+        let mut rx = self.subscribe();
+        // The sender lives in `self`, so `wait_for` only ends on success.
+        let _ = rx.wait_for(|n| *n >= number).await;
+        self.current()
+    }
+
+    /// Waits until the loop has finished at least one cycle and has no
+    /// work in hand (idle, retry scheduled, or stopped); returns the status.
+    pub async fn settled(&self) -> CatalogStatus {
+        let mut cycles = self.shared.cycles.subscribe();
+        loop {
+            let status = self.status();
+            let quiet = matches!(
+                status.state,
+                ReconcileState::Idle
+                    | ReconcileState::RetryScheduled { .. }
+                    | ReconcileState::Stopped
+            );
+            if *cycles.borrow_and_update() > 0 && quiet {
+                return status;
+            }
+            if cycles.changed().await.is_err() {
+                return self.status();
+            }
+        }
+    }
+
+    /// Asks for a reconciliation (after a configuration reload, or from
+    /// `RefreshMcpSources`). Coalesced with any other pending trigger.
+    pub fn request_reconcile(&self) {
+        self.shared.wake.notify_one();
+    }
+
+    /// The cached status of the loop and every source; never probes upstream.
+    pub fn status(&self) -> CatalogStatus {
+        self.shared.status()
+    }
+
+    /// Calls a tool on the current revision (pinned for this call).
+    pub async fn call(
+        &self,
+        name: &str,
+        args: Map<String, Value>,
+    ) -> Result<ToolResult, CallError> {
+        self.current().call(name, args).await
+    }
+
+    /// Runs a command line on the current revision (pinned for this call).
+    pub async fn run_command(&self, line: &str) -> Result<String, CommandError> {
+        self.current().run_command(line).await
+    }
+
+    /// Stops the loop and waits for it to end. Published revisions stay readable.
+    pub async fn shutdown(&self) {
+        self.shared.cancel.cancel();
+        let task = self.task.lock().take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for Catalog {
+    fn drop(&mut self) {
+        self.shared.cancel.cancel();
+    }
+}

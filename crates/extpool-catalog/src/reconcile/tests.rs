@@ -1,0 +1,227 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use extpool_core::{Capability, ChangeKind, ExtensionRegistry, Scope, ScopeLevel};
+use serde_json::Map;
+
+use crate::config::{CatalogConfig, ReconcileConfig};
+use crate::testing::LocalSource;
+use crate::{Catalog, ReconcileState};
+
+fn fast() -> CatalogConfig {
+    CatalogConfig {
+        reconcile: ReconcileConfig {
+            coalesce_ms: 30,
+            retry_initial_ms: 50,
+            retry_max_ms: 200,
+            membership_poll_ms: 20,
+            ..ReconcileConfig::default()
+        },
+        ..CatalogConfig::default()
+    }
+}
+
+fn registry_with(sources: &[Arc<LocalSource>]) -> (Arc<ExtensionRegistry>, Scope) {
+    let registry = Arc::new(ExtensionRegistry::default());
+    let scope = Scope::pool("p");
+    for s in sources {
+        registry
+            .register(
+                s.clone() as Arc<dyn Capability>,
+                ScopeLevel::Pool,
+                &scope,
+                None,
+            )
+            .unwrap();
+    }
+    (registry, scope)
+}
+
+#[tokio::test]
+async fn first_cycle_publishes_revision_1() {
+    let a = LocalSource::with_tools("a", 2);
+    let (registry, scope) = registry_with(&[a]);
+    let catalog = Catalog::new(fast()).unwrap();
+    assert_eq!(catalog.current().number(), 0);
+    catalog.start(registry.clone(), scope.clone()).unwrap();
+    assert!(matches!(
+        catalog.start(registry, scope),
+        Err(crate::CatalogError::AlreadyStarted)
+    ));
+    let rev = catalog.wait_for_revision(1).await;
+    assert_eq!(rev.number(), 1);
+    assert_eq!(rev.tools().len(), 2);
+    let status = catalog.settled().await;
+    assert_eq!(status.state, ReconcileState::Idle);
+    assert_eq!(status.source("a").unwrap().revision, Some(1));
+    catalog.shutdown().await;
+    assert_eq!(catalog.status().state, ReconcileState::Stopped);
+}
+
+#[tokio::test]
+async fn a_pinned_revision_survives_a_publication() {
+    let a = LocalSource::with_tools("a", 1);
+    let (registry, scope) = registry_with(std::slice::from_ref(&a));
+    let catalog = Catalog::new(fast()).unwrap();
+    catalog.start(registry, scope).unwrap();
+    let pinned = catalog.wait_for_revision(1).await;
+
+    a.add_tool("added");
+    a.notify(ChangeKind::ToolsChanged);
+    let next = catalog.wait_for_revision(2).await;
+    assert!(next.tool("mcp__a__added").is_some());
+    // The pinned run still sees revision 1: old names, old schemas.
+    assert_eq!(pinned.number(), 1);
+    assert!(pinned.tool("mcp__a__added").is_none());
+    assert!(
+        pinned
+            .call("mcp__a__added", Map::new())
+            .await
+            .unwrap_err()
+            .is_unknown_tool()
+    );
+    assert!(pinned.call("mcp__a__tool_0", Map::new()).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_failing_source_keeps_the_revision_and_reports_stale() {
+    let a = LocalSource::with_tools("a", 1);
+    let b = LocalSource::with_tools("b", 1);
+    let (registry, scope) = registry_with(&[a.clone(), b.clone()]);
+    let catalog = Catalog::new(fast()).unwrap();
+    catalog.start(registry, scope).unwrap();
+    catalog.wait_for_revision(1).await;
+
+    b.set_failing(true);
+    a.add_tool("new_in_a");
+    a.notify(ChangeKind::ToolsChanged);
+    // Wait for the failed cycle.
+    let status = loop {
+        let s = catalog.status();
+        if s.failures > 0 {
+            break s;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(
+        status.revision, 1,
+        "nothing is published while a source fails"
+    );
+    let sb = status.source("b").unwrap();
+    assert!(sb.stale);
+    assert_eq!(sb.revision, Some(1));
+    let err = sb.last_error.as_ref().unwrap();
+    assert!(err.extension_error().is_some(), "{err}");
+    assert!(!status.source("a").unwrap().stale);
+    assert!(
+        catalog.current().tool("mcp__a__new_in_a").is_none(),
+        "no partial publication"
+    );
+    assert!(
+        catalog.current().tool("mcp__b__tool_0").is_some(),
+        "last good tools stay"
+    );
+
+    // The retry publishes once the source recovers.
+    b.set_failing(false);
+    let rev = catalog.wait_for_revision(2).await;
+    assert!(rev.tool("mcp__a__new_in_a").is_some());
+    let status = catalog.settled().await;
+    assert!(!status.any_stale());
+    assert!(status.source("b").unwrap().last_error.is_none());
+}
+
+#[tokio::test]
+async fn a_burst_of_notifications_costs_few_cycles() {
+    let a = LocalSource::with_tools("a", 1);
+    let (registry, scope) = registry_with(std::slice::from_ref(&a));
+    let config = CatalogConfig {
+        reconcile: ReconcileConfig {
+            coalesce_ms: 200,
+            membership_poll_ms: 20,
+            ..ReconcileConfig::default()
+        },
+        ..CatalogConfig::default()
+    };
+    let catalog = Catalog::new(config).unwrap();
+    catalog.start(registry, scope).unwrap();
+    catalog.wait_for_revision(1).await;
+    let before = catalog.settled().await.reconciliations;
+    let lists_before = a.list_count();
+
+    a.add_tool("x");
+    for _ in 0..100 {
+        a.notify(ChangeKind::ToolsChanged);
+    }
+    let rev = catalog.wait_for_revision(2).await;
+    assert!(rev.tool("mcp__a__x").is_some());
+    let status = catalog.settled().await;
+    let cycles = status.reconciliations - before;
+    assert!(
+        (1..=3).contains(&cycles),
+        "100 notifications took {cycles} cycles"
+    );
+    assert!(a.list_count() - lists_before <= 3);
+    assert_eq!(status.events, 100);
+}
+
+#[tokio::test]
+async fn registry_changes_are_picked_up_and_replaced_runtimes_are_ignored() {
+    let a = LocalSource::with_tools("a", 1);
+    let (registry, scope) = registry_with(std::slice::from_ref(&a));
+    let catalog = Catalog::new(fast()).unwrap();
+    catalog.start(registry.clone(), scope.clone()).unwrap();
+    catalog.wait_for_revision(1).await;
+
+    // Replace the runtime: same id, new instance.
+    registry.unregister("a", ScopeLevel::Pool, &scope).unwrap();
+    let a2 = LocalSource::with_tools("a", 2);
+    registry
+        .register(
+            a2.clone() as Arc<dyn Capability>,
+            ScopeLevel::Pool,
+            &scope,
+            None,
+        )
+        .unwrap();
+    let rev = catalog.wait_for_revision(2).await;
+    assert_eq!(rev.tools().len(), 2);
+    catalog.settled().await;
+
+    // The retired runtime's notifications change nothing.
+    let cycles = catalog.status().reconciliations;
+    a.add_tool("ghost");
+    a.notify(ChangeKind::ToolsChanged);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let status = catalog.settled().await;
+    assert_eq!(status.revision, 2);
+    assert_eq!(status.reconciliations, cycles);
+    assert!(catalog.current().tool("mcp__a__ghost").is_none());
+
+    // A removal publishes a revision without the tools.
+    registry.unregister("a", ScopeLevel::Pool, &scope).unwrap();
+    let rev = catalog.wait_for_revision(3).await;
+    assert!(rev.tools().is_empty());
+}
+
+#[tokio::test]
+async fn request_reconcile_and_unchanged_content_keep_the_number() {
+    let a = LocalSource::with_tools("a", 1);
+    let (registry, scope) = registry_with(std::slice::from_ref(&a));
+    let catalog = Catalog::new(fast()).unwrap();
+    catalog.start(registry, scope).unwrap();
+    catalog.wait_for_revision(1).await;
+    let before = catalog.settled().await.reconciliations;
+    catalog.request_reconcile();
+    loop {
+        let s = catalog.settled().await;
+        if s.reconciliations > before {
+            assert_eq!(
+                s.revision, 1,
+                "an identical candidate is not a new revision"
+            );
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

@@ -1,0 +1,540 @@
+//! [`CatalogRevision`]: one immutable, numbered catalog, and how it is built.
+//!
+//! A revision is built whole from the listings of every source
+//! ([`build`]), then published behind one `Arc`. Everything a caller needs
+//! for an operation is inside it — names, schemas, the capabilities to
+//! dispatch to — so an operation that pinned revision N keeps calling N's
+//! targets with N's schemas even after N+1 is published. Lookups go through
+//! maps (canonical name and alias → tool); nothing ever parses a name.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use extpool_core::{Capability, CommandEntry, ResourceEntry, ToolEntry};
+use serde::Serialize;
+
+use crate::builtins::BuiltinTool;
+use crate::names::{self, NameAllocator, NameError};
+use crate::permissions::Decision;
+use crate::services::Services;
+
+/// A remote tool as the catalog publishes it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CatalogTool {
+    /// Canonical catalog name, `mcp__<namespace>__<tool>`.
+    pub name: String,
+    /// Provider-safe alias (equal to `name` when that is already safe).
+    pub alias: String,
+    /// Id of the capability (server) that serves it.
+    pub server: String,
+    /// The namespace used in the name (the server name or its configured prefix).
+    pub namespace: String,
+    /// The tool's name on its server, used for the real call.
+    pub tool: String,
+    /// The tool's description and schemas, as listed.
+    pub entry: ToolEntry,
+    #[serde(skip)]
+    pub(crate) source: u32,
+}
+
+/// A resource listed by a server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CatalogResource {
+    /// Id of the server that owns it.
+    pub server: String,
+    /// The resource as listed.
+    pub entry: ResourceEntry,
+}
+
+/// Where a command comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum CommandKind {
+    /// An MCP prompt, named `mcp__<namespace>__<prompt>`.
+    McpPrompt,
+    /// A command of a non-MCP source (a skill's slash command), under its own name.
+    Command,
+}
+
+/// A user-triggered command as the catalog publishes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CatalogCommand {
+    /// The name typed after `/`.
+    pub name: String,
+    /// Id of the capability that renders it.
+    pub server: String,
+    /// Its name in its source, used for the real call.
+    pub original: String,
+    /// Prompt or plain command.
+    pub kind: CommandKind,
+    /// The command as listed.
+    pub entry: CommandEntry,
+    #[serde(skip)]
+    pub(crate) source: u32,
+}
+
+/// A source (capability) a revision dispatches to.
+#[derive(Clone)]
+pub struct RevisionSource {
+    /// Capability id.
+    pub id: String,
+    /// Namespace used in its names.
+    pub namespace: String,
+    /// The capability itself: the dispatch target pinned by this revision.
+    pub capability: Arc<dyn Capability>,
+}
+
+impl std::fmt::Debug for RevisionSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RevisionSource")
+            .field("id", &self.id)
+            .field("namespace", &self.namespace)
+            .finish()
+    }
+}
+
+/// Something in the sources that the catalog refused, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    /// Capability id the problem belongs to.
+    pub source: String,
+    /// The refused name, when it is about one name.
+    pub subject: Option<String>,
+    /// What is wrong.
+    #[serde(serialize_with = "crate::services::display")]
+    pub problem: Problem,
+}
+
+/// What the catalog refused while building a revision.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Problem {
+    /// A tool, prompt or command name is malformed.
+    #[error("invalid name: {0}")]
+    InvalidName(#[source] NameError),
+    /// The server name (or configured prefix) cannot be a namespace.
+    #[error("invalid namespace: {0}")]
+    InvalidNamespace(#[source] NameError),
+    /// Two entries produced the same catalog name; the first one kept it.
+    #[error("name {name:?} is already taken by {taken_by:?}; this entry is not published")]
+    DuplicateName {
+        /// The contested name.
+        name: String,
+        /// The server that keeps it ("builtin" for a built-in).
+        taken_by: String,
+    },
+    /// Two visible sources share a namespace (case-insensitively); the outer one kept it.
+    #[error(
+        "namespace {namespace:?} is already used by {taken_by:?}; this source is not published"
+    )]
+    DuplicateNamespace {
+        /// The namespace.
+        namespace: String,
+        /// The source that keeps it.
+        taken_by: String,
+    },
+}
+
+impl Problem {
+    /// True for a malformed name.
+    pub fn is_invalid_name(&self) -> bool {
+        matches!(self, Self::InvalidName(_))
+    }
+
+    /// True for a name or namespace collision.
+    pub fn is_collision(&self) -> bool {
+        matches!(
+            self,
+            Self::DuplicateName { .. } | Self::DuplicateNamespace { .. }
+        )
+    }
+}
+
+/// What one source listed, as the reconciliation loop collected it.
+#[derive(Clone)]
+pub struct SourceListing {
+    /// The capability.
+    pub capability: Arc<dyn Capability>,
+    /// Its tools (MCP sources).
+    pub tools: Vec<ToolEntry>,
+    /// Its resources (MCP sources, when resource tools are on).
+    pub resources: Vec<ResourceEntry>,
+    /// Its commands (prompts of MCP sources when prompts are on; other sources' commands).
+    pub commands: Vec<CommandEntry>,
+}
+
+impl SourceListing {
+    /// True when the source is an MCP server (its commands are prompts).
+    pub fn is_mcp(&self) -> bool {
+        self.capability.mcp().is_some()
+    }
+}
+
+/// A name in a revision: a remote tool or a built-in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    Tool(u32),
+    Builtin(BuiltinTool),
+}
+
+/// What a name resolves to.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum ToolRef<'a> {
+    /// A remote tool.
+    Remote(&'a CatalogTool),
+    /// A built-in tool.
+    Builtin(BuiltinTool),
+}
+
+/// One immutable, numbered catalog. Shared as `Arc<CatalogRevision>`.
+pub struct CatalogRevision {
+    pub(crate) number: u64,
+    pub(crate) tools: Vec<CatalogTool>,
+    index: HashMap<String, Slot>,
+    pub(crate) builtins: Vec<BuiltinTool>,
+    denied: HashMap<String, Decision>,
+    pub(crate) resources: Vec<CatalogResource>,
+    pub(crate) commands: Vec<CatalogCommand>,
+    command_index: HashMap<String, u32>,
+    pub(crate) sources: Vec<RevisionSource>,
+    source_index: HashMap<String, u32>,
+    diagnostics: Vec<Diagnostic>,
+    pub(crate) services: Arc<Services>,
+}
+
+impl std::fmt::Debug for CatalogRevision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CatalogRevision")
+            .field("number", &self.number)
+            .field("tools", &self.tools.len())
+            .field("resources", &self.resources.len())
+            .field("commands", &self.commands.len())
+            .field("diagnostics", &self.diagnostics.len())
+            .finish()
+    }
+}
+
+impl CatalogRevision {
+    /// The revision number (0 is the empty revision before the first publication).
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// Remote tools, sorted by canonical name.
+    pub fn tools(&self) -> &[CatalogTool] {
+        &self.tools
+    }
+
+    /// Built-in tools advertised by this revision.
+    pub fn builtins(&self) -> &[BuiltinTool] {
+        &self.builtins
+    }
+
+    /// Resources of every source, in source order.
+    pub fn resources(&self) -> &[CatalogResource] {
+        &self.resources
+    }
+
+    /// Commands, sorted by name.
+    pub fn commands(&self) -> &[CatalogCommand] {
+        &self.commands
+    }
+
+    /// The sources this revision dispatches to, in visibility order.
+    pub fn sources(&self) -> &[RevisionSource] {
+        &self.sources
+    }
+
+    /// What was refused while building this revision.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+
+    /// Resolves a canonical name or an alias.
+    pub fn tool(&self, name: &str) -> Option<ToolRef<'_>> {
+        match self.index.get(name)? {
+            Slot::Tool(i) => self.tools.get(*i as usize).map(ToolRef::Remote),
+            Slot::Builtin(b) => Some(ToolRef::Builtin(*b)),
+        }
+    }
+
+    /// The remote tool `tool` of server `server` (its original names).
+    pub fn remote_tool(&self, server: &str, tool: &str) -> Option<&CatalogTool> {
+        let source = self.source(server)?;
+        let name = names::canonical_name(&source.namespace, tool).ok()?;
+        match self.index.get(&name)? {
+            Slot::Tool(i) => self.tools.get(*i as usize),
+            Slot::Builtin(_) => None,
+        }
+    }
+
+    /// The permission decision that hides `name`, when it was denied.
+    pub fn denied(&self, name: &str) -> Option<&Decision> {
+        self.denied.get(name)
+    }
+
+    /// A source by capability id.
+    pub fn source(&self, id: &str) -> Option<&RevisionSource> {
+        self.sources.get(*self.source_index.get(id)? as usize)
+    }
+
+    /// A command by the name typed after `/`.
+    pub fn command(&self, name: &str) -> Option<&CatalogCommand> {
+        self.commands.get(*self.command_index.get(name)? as usize)
+    }
+
+    pub(crate) fn source_of_tool(&self, tool: &CatalogTool) -> Option<&RevisionSource> {
+        self.sources.get(tool.source as usize)
+    }
+
+    pub(crate) fn source_at(&self, index: u32) -> Option<&RevisionSource> {
+        self.sources.get(index as usize)
+    }
+
+    /// The empty revision 0.
+    pub(crate) fn empty(services: Arc<Services>) -> Self {
+        build(0, &[], services)
+    }
+
+    /// True when `other` publishes the same names, schemas, resources,
+    /// commands and dispatch targets (so publishing it would change nothing).
+    pub(crate) fn same_content(&self, other: &CatalogRevision) -> bool {
+        self.tools == other.tools
+            && self.builtins == other.builtins
+            && self.resources == other.resources
+            && self.commands == other.commands
+            && self.sources.len() == other.sources.len()
+            && self
+                .sources
+                .iter()
+                .zip(&other.sources)
+                .all(|(a, b)| a.id == b.id && same_capability(&a.capability, &b.capability))
+    }
+}
+
+/// Identity of a capability instance (a replaced runtime is a different one).
+pub(crate) fn same_capability(a: &Arc<dyn Capability>, b: &Arc<dyn Capability>) -> bool {
+    std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
+}
+
+/// Builds revision `number` from complete listings, in visibility order.
+/// Never fails: what cannot be published becomes a [`Diagnostic`].
+pub fn build(number: u64, listings: &[SourceListing], services: Arc<Services>) -> CatalogRevision {
+    let mut diagnostics = Vec::new();
+    let mut diag = |source: &str, subject: Option<&str>, problem: Problem| {
+        tracing::warn!(source, subject, "catalog: {problem}");
+        diagnostics.push(Diagnostic {
+            source: source.to_owned(),
+            subject: subject.map(str::to_owned),
+            problem,
+        });
+    };
+
+    // Sources: valid, unique namespaces (case-insensitively), outer scope first.
+    let mut sources = Vec::with_capacity(listings.len());
+    let mut kept = Vec::with_capacity(listings.len());
+    let mut source_index = HashMap::with_capacity(listings.len());
+    let mut namespaces: HashMap<String, String> = HashMap::with_capacity(listings.len());
+    for listing in listings {
+        let id = listing.capability.id();
+        let namespace = services.namespace_of(id).to_owned();
+        if listing.is_mcp()
+            && let Err(e) = names::validate_namespace(&namespace)
+        {
+            diag(id, None, Problem::InvalidNamespace(e));
+            continue;
+        }
+        let folded = namespace.to_ascii_lowercase();
+        if let Some(taken_by) = namespaces.get(&folded) {
+            let taken_by = taken_by.clone();
+            diag(
+                id,
+                None,
+                Problem::DuplicateNamespace {
+                    namespace,
+                    taken_by,
+                },
+            );
+            continue;
+        }
+        namespaces.insert(folded, id.to_owned());
+        source_index.insert(id.to_owned(), sources.len() as u32);
+        sources.push(RevisionSource {
+            id: id.to_owned(),
+            namespace,
+            capability: listing.capability.clone(),
+        });
+        kept.push(listing);
+    }
+
+    // Tool names, sorted, first claim wins.
+    let total: usize = kept.iter().map(|l| l.tools.len()).sum();
+    let mut candidates = Vec::with_capacity(total);
+    for (si, listing) in kept.iter().enumerate() {
+        let source = &sources[si];
+        for entry in &listing.tools {
+            match names::canonical_name(&source.namespace, &entry.name) {
+                Ok(name) => candidates.push((name, si as u32, entry)),
+                Err(e) => diag(&source.id, Some(&entry.name), Problem::InvalidName(e)),
+            }
+        }
+    }
+    candidates.sort_by(|a, b| a.0.cmp(&b.0));
+
+    let mut alloc = NameAllocator::with_capacity(total + 4);
+    for b in BuiltinTool::ALL {
+        alloc.claim(b.name());
+    }
+    let mut denied = HashMap::new();
+    let mut tools = Vec::with_capacity(total);
+    let mut last_owner: Option<(String, u32)> = None;
+    for (name, si, entry) in candidates {
+        if !alloc.claim(&name) {
+            let taken_by = match &last_owner {
+                Some((n, owner)) if *n == name => sources[*owner as usize].id.clone(),
+                _ => "builtin".to_owned(),
+            };
+            diag(
+                &sources[si as usize].id,
+                Some(&entry.name),
+                Problem::DuplicateName { name, taken_by },
+            );
+            continue;
+        }
+        last_owner = Some((name.clone(), si));
+        let decision = services.permissions.decide(&name);
+        if !decision.is_allowed() {
+            denied.insert(name, decision);
+            continue;
+        }
+        let source = &sources[si as usize];
+        tools.push(CatalogTool {
+            alias: String::new(),
+            server: source.id.clone(),
+            namespace: source.namespace.clone(),
+            tool: entry.name.clone(),
+            entry: entry.clone(),
+            source: si,
+            name,
+        });
+    }
+    let mut index = HashMap::with_capacity(tools.len() * 2 + 4);
+    for (i, tool) in tools.iter_mut().enumerate() {
+        tool.alias = alloc.alias(&tool.name);
+        index.insert(tool.name.clone(), Slot::Tool(i as u32));
+        if tool.alias != tool.name {
+            index.insert(tool.alias.clone(), Slot::Tool(i as u32));
+        }
+    }
+
+    // Resources.
+    let mut resources = Vec::new();
+    if services.resource_tools {
+        for (si, listing) in kept.iter().enumerate() {
+            if listing.is_mcp() {
+                resources.extend(listing.resources.iter().map(|entry| CatalogResource {
+                    server: sources[si].id.clone(),
+                    entry: entry.clone(),
+                }));
+            }
+        }
+    }
+
+    // Built-ins, under the same permission rules.
+    let mut builtins = Vec::new();
+    for b in BuiltinTool::ALL {
+        if !services.advertises(b, !tools.is_empty(), !resources.is_empty()) {
+            continue;
+        }
+        let decision = services.permissions.decide(b.name());
+        if decision.is_allowed() {
+            index.insert(b.name().to_owned(), Slot::Builtin(b));
+            builtins.push(b);
+        } else {
+            denied.insert(b.name().to_owned(), decision);
+        }
+    }
+
+    // Commands: MCP prompts namespaced, other sources' commands as named.
+    let mut commands = Vec::new();
+    for (si, listing) in kept.iter().enumerate() {
+        let source = &sources[si];
+        let prompts = listing.is_mcp();
+        if prompts && !services.prompts {
+            continue;
+        }
+        for entry in &listing.commands {
+            let name = if prompts {
+                names::canonical_name(&source.namespace, &entry.name)
+            } else {
+                names::validate_name(&entry.name, "command name").map(|()| entry.name.clone())
+            };
+            let name = match name {
+                Ok(name) => name,
+                Err(e) => {
+                    diag(&source.id, Some(&entry.name), Problem::InvalidName(e));
+                    continue;
+                }
+            };
+            if prompts {
+                let decision = services.permissions.decide(&name);
+                if !decision.is_allowed() {
+                    denied.insert(name, decision);
+                    continue;
+                }
+            }
+            commands.push(CatalogCommand {
+                name,
+                server: source.id.clone(),
+                original: entry.name.clone(),
+                kind: if prompts {
+                    CommandKind::McpPrompt
+                } else {
+                    CommandKind::Command
+                },
+                entry: entry.clone(),
+                source: si as u32,
+            });
+        }
+    }
+    commands.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut command_index = HashMap::with_capacity(commands.len());
+    commands.retain(|c| {
+        if command_index.contains_key(&c.name) {
+            diag(
+                &c.server,
+                Some(&c.original),
+                Problem::DuplicateName {
+                    name: c.name.clone(),
+                    taken_by: "another command".into(),
+                },
+            );
+            return false;
+        }
+        command_index.insert(c.name.clone(), 0);
+        true
+    });
+    for (i, c) in commands.iter().enumerate() {
+        command_index.insert(c.name.clone(), i as u32);
+    }
+
+    CatalogRevision {
+        number,
+        tools,
+        index,
+        builtins,
+        denied,
+        resources,
+        commands,
+        command_index,
+        sources,
+        source_index,
+        diagnostics,
+        services,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,76 @@
+//! What every revision shares: compiled rules, limits, the fetcher. Built
+//! once per catalog and referenced (not copied) by each revision.
+
+use std::collections::BTreeMap;
+
+use crate::builtins::BuiltinTool;
+use crate::config::CatalogConfig;
+use crate::fetch::Fetcher;
+use crate::jq::JqLimits;
+use crate::permissions::{PermissionError, Permissions};
+use crate::shaping::ResultLimits;
+
+/// Compiled configuration shared by the revisions of one catalog.
+#[derive(Debug)]
+pub struct Services {
+    pub(crate) permissions: Permissions,
+    pub(crate) namespaces: BTreeMap<String, String>,
+    pub(crate) resource_tools: bool,
+    pub(crate) prompts: bool,
+    pub(crate) fetch_tool: bool,
+    pub(crate) query_tool: bool,
+    pub(crate) limits: ResultLimits,
+    pub(crate) jq: JqLimits,
+    pub(crate) fetcher: Fetcher,
+}
+
+impl Services {
+    /// Compiles a configuration.
+    pub fn new(config: &CatalogConfig) -> Result<Self, PermissionError> {
+        Ok(Self {
+            permissions: Permissions::new(config.permissions.clone())?,
+            namespaces: config.namespaces.clone(),
+            resource_tools: config.resource_tools,
+            prompts: config.prompts,
+            fetch_tool: config.fetch_tool,
+            query_tool: config.query_tool,
+            limits: config.limits,
+            jq: config.jq,
+            fetcher: Fetcher::new(config.fetch.clone()),
+        })
+    }
+
+    /// The compiled permission rules.
+    pub fn permissions(&self) -> &Permissions {
+        &self.permissions
+    }
+
+    /// The result limits.
+    pub fn limits(&self) -> &ResultLimits {
+        &self.limits
+    }
+
+    /// The namespace of a server: its configured prefix, or its id.
+    pub fn namespace_of<'a>(&'a self, id: &'a str) -> &'a str {
+        self.namespaces.get(id).map_or(id, String::as_str)
+    }
+
+    /// Whether a revision with (or without) tools and resources advertises `b`.
+    pub(crate) fn advertises(&self, b: BuiltinTool, has_tools: bool, has_resources: bool) -> bool {
+        match b {
+            BuiltinTool::ListMcpResources | BuiltinTool::ReadMcpResource => {
+                self.resource_tools && has_resources
+            }
+            BuiltinTool::FetchMcpResource => self.fetch_tool && (has_tools || has_resources),
+            BuiltinTool::CallMcpWithQuery => self.query_tool && has_tools,
+        }
+    }
+}
+
+/// Serializes a value through its `Display` (for error enums in reports).
+pub(crate) fn display<T: std::fmt::Display, S: serde::Serializer>(
+    value: &T,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(value)
+}
