@@ -17,8 +17,9 @@
 //! extensions:
 //!   max_composition_depth: 3
 //!   max_clients: 20
-//!   max_result_text_bytes: 100000
-//!   max_result_json_bytes: 1000000
+//!   result_limits: {max_text_bytes: 100000, max_structured_bytes: 100000}
+//!   resource_tools: true  # ListMcpResources / ReadMcpResource
+//!   prompt_commands: true # MCP prompts as /mcp__<server>__<prompt>
 //! ```
 //!
 //! Every struct refuses unknown keys so a typo is reported (with a "did you
@@ -27,6 +28,8 @@
 
 use std::collections::BTreeMap;
 
+pub use extpool_catalog::permissions::{DefaultPolicy, PermissionsConfig};
+pub use extpool_catalog::shaping::ResultLimits;
 use extpool_mcp::config::McpServerConfig;
 use serde::{Deserialize, Serialize};
 
@@ -102,42 +105,6 @@ impl ValidationMode {
     }
 }
 
-/// The `permissions:` section, over catalog names (`mcp__<server>__<tool>`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PermissionsConfig {
-    /// Names or globs (`mcp__github__*`, `mcp__github__get*`) that are allowed.
-    #[serde(default)]
-    pub allow: Vec<String>,
-    /// Names or globs that are denied. Deny wins over allow.
-    #[serde(default)]
-    pub deny: Vec<String>,
-    /// What happens when no rule matches.
-    #[serde(default)]
-    pub default: DefaultPolicy,
-}
-
-/// The policy when no permission rule matches.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DefaultPolicy {
-    /// Everything not denied is allowed.
-    #[default]
-    Allow,
-    /// Only what is allowed explicitly is allowed.
-    Deny,
-}
-
-impl DefaultPolicy {
-    /// `"allow"` or `"deny"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Allow => "allow",
-            Self::Deny => "deny",
-        }
-    }
-}
-
 /// The `extensions:` section: limits of the host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -148,14 +115,11 @@ pub struct ExtensionsConfig {
     /// Live MCP clients the connection pool keeps at most (RFC: 20).
     #[serde(default = "twenty")]
     pub max_clients: usize,
-    /// Plain-text tool results longer than this are truncated with a marker
-    /// (unset: the catalog's default).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_result_text_bytes: Option<usize>,
-    /// Structured tool results larger than this are refused with advice to
-    /// paginate, filter or use a jq query (unset: the catalog's default).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_result_json_bytes: Option<usize>,
+    /// Result size limits: plain text beyond `max_text_bytes` is truncated
+    /// with a marker; structured results beyond `max_structured_bytes` are
+    /// refused with advice to paginate, filter or use a jq query.
+    #[serde(default)]
+    pub result_limits: ResultLimits,
     /// Offer `ListMcpResources` / `ReadMcpResource` when any server has resources.
     #[serde(default = "yes")]
     pub resource_tools: bool,
@@ -169,8 +133,7 @@ impl Default for ExtensionsConfig {
         Self {
             max_composition_depth: 3,
             max_clients: 20,
-            max_result_text_bytes: None,
-            max_result_json_bytes: None,
+            result_limits: ResultLimits::default(),
             resource_tools: true,
             prompt_commands: true,
         }

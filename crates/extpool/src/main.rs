@@ -1,20 +1,110 @@
 //! The `extpool` command line.
+//!
+//! Exit codes: 0 success, 1 failure, 2 usage error. A closed standard
+//! output (`extpool list tools | head -1`) ends the program quietly.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod cli;
+mod cmd;
+mod context;
+mod host;
+mod output;
+mod progress;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
 
 use clap::Parser;
 
-/// extpool — one scoped registry for MCP servers, Agent Skills and commands.
-#[derive(Debug, Parser)]
-#[command(name = "extpool", version, about, long_about = None)]
-struct Cli {
-    /// Configuration file (extpool.yaml, .mcp.json, …).
-    #[arg(long, global = true)]
-    config: Option<std::path::PathBuf>,
+use crate::cli::Cli;
+use crate::output::Style;
+
+/// An error in how the command was used (exit code 2).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
-fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
-    let _ = cli.config;
-    println!("extpool {}", env!("CARGO_PKG_VERSION"));
-    Ok(())
+impl std::error::Error for UsageError {}
+
+/// A failure already reported to the user (exit code 1, nothing more printed).
+#[derive(Debug)]
+pub struct Reported;
+
+impl std::fmt::Display for Reported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("failed")
+    }
+}
+
+impl std::error::Error for Reported {}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "off",
+        1 => "extpool=info,extpool_mcp=info,extpool_skills=info,extpool_catalog=info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("EXTPOOL_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    init_tracing(cli.global.verbose);
+    let err_style = Style::new(cli.global.color, std::io::stderr().is_terminal());
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{}: cannot start the runtime: {e}", err_style.red("error"));
+            return ExitCode::from(1);
+        }
+    };
+    let result = runtime.block_on(cmd::run(cli));
+    // Servers and watchers are closed by the commands; do not wait for
+    // stray blocking tasks (a stdin read) beyond a moment.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    match result {
+        Ok(code) => code,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if e.downcast_ref::<Reported>().is_some() => ExitCode::from(1),
+        Err(e) => {
+            let usage = e.downcast_ref::<UsageError>().is_some();
+            eprintln!("{}: {e:#}", err_style.red("error"));
+            if usage {
+                eprintln!("\nFor more information, try '--help'.");
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
 }

@@ -1,0 +1,295 @@
+//! The command line, as parsed by clap (raw flags only; the commands turn
+//! them into checked values).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const ROOT_AFTER: &str = "\
+Examples:
+  extpool                                   what extpool finds here, and what to try next
+  extpool list tools                        every tool of every server, as mcp__<server>__<tool>
+  extpool call mcp__testkit__echo text=hi   call a tool with key=value arguments
+  extpool read skill://release-notes/SKILL.md
+  extpool run /release-notes v1.2.0
+  extpool --config .mcp.json list servers   use one file instead of discovering
+
+Configuration:
+  Without --config, extpool reads extpool.yaml, .mcp.json, .cursor/mcp.json,
+  .vscode/mcp.json and .codex/config.toml in the working directory, then the
+  user's ~/.config/extpool/extpool.yaml, ~/.claude.json, ~/.cursor/mcp.json,
+  Claude Desktop's and VS Code's config and ~/.codex/config.toml.
+  `extpool config paths` shows which exist.
+
+Exit codes:
+  0  success
+  1  failure (a server, tool, file or configuration problem)
+  2  usage error (unknown command, bad flag or argument)";
+
+/// extpool — MCP servers, Agent Skills and commands behind one registry.
+#[derive(Debug, Parser)]
+#[command(
+    name = "extpool",
+    version,
+    about = "An extension host for AI agents: MCP servers, Agent Skills and commands behind one registry",
+    after_help = ROOT_AFTER,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Flags every command accepts.
+#[derive(Debug, Args, Clone)]
+pub struct GlobalArgs {
+    /// Configuration file: extpool.yaml, .mcp.json, claude_desktop_config.json,
+    /// VS Code mcp.json or Codex config.toml. Repeat to merge several (the first
+    /// definition of a server wins). Without it, configs are discovered.
+    #[arg(
+        long,
+        short = 'c',
+        global = true,
+        value_name = "FILE",
+        env = "EXTPOOL_CONFIG"
+    )]
+    pub config: Vec<PathBuf>,
+
+    /// Print machine-readable JSON instead of tables.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// When to use colour.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+
+    /// Log details to stderr (repeat for more).
+    #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// Colour when printing to a terminal and NO_COLOR is unset.
+    Auto,
+    /// Always colour.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List tools, skills, commands, resources, servers or configuration sources.
+    #[command(after_help = "\
+Examples:
+  extpool list                 everything, grouped
+  extpool list tools           tools as the model sees them (mcp__<server>__<tool>)
+  extpool list skills --json   skills as JSON, for programs
+  extpool list sources         each server and skill root with its state")]
+    List(ListArgs),
+
+    /// Call a tool with JSON (--args) or key=value arguments.
+    #[command(after_help = "\
+Examples:
+  extpool call mcp__testkit__add --args '{\"a\": 2, \"b\": 3}'
+  extpool call mcp__testkit__echo text='hello world'
+  extpool call mcp__testkit__add a=2 b=3 --json
+
+Values of key=value arguments are parsed as JSON when they are valid JSON
+(numbers, true/false, null, arrays, objects), otherwise taken as strings.")]
+    Call(CallArgs),
+
+    /// Read a skill:// URI or an MCP resource URI.
+    #[command(after_help = "\
+Examples:
+  extpool read skill://release-notes/SKILL.md
+  extpool read skill://release-notes/references/format.md
+  extpool read testkit://info")]
+    Read(ReadArgs),
+
+    /// Run a command (a skill's slash command or an MCP prompt) and print the prompt it renders.
+    #[command(after_help = "\
+Examples:
+  extpool run /release-notes v1.2.0
+  extpool run /mcp__testkit__greet name=Ada")]
+    Run(RunArgs),
+
+    /// Work with Agent Skills (SKILL.md folders).
+    #[command(subcommand)]
+    Skills(SkillsCommand),
+
+    /// Stream change events (tools, resources, prompts, skills) until interrupted.
+    #[command(after_help = "\
+Examples:
+  extpool watch           one line per change
+  extpool watch --json    one JSON object per line
+
+Stop with Ctrl-C.")]
+    Watch(WatchArgs),
+
+    /// Check, show, import or locate configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+
+    /// Print a shell completion script.
+    #[command(after_help = "\
+Examples:
+  extpool completions bash > ~/.local/share/bash-completion/completions/extpool
+  extpool completions zsh > ~/.zfunc/_extpool
+  extpool completions fish > ~/.config/fish/completions/extpool.fish")]
+    Completions(CompletionsArgs),
+}
+
+/// What `list` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListKind {
+    /// Tools, namespaced mcp__<server>__<tool>.
+    Tools,
+    /// Agent Skills (local and MCP-hosted).
+    Skills,
+    /// Slash commands from skills and MCP prompts.
+    Commands,
+    /// MCP resources.
+    Resources,
+    /// Configured servers and skill roots with their state.
+    Sources,
+    /// Configured MCP servers (without connecting).
+    Servers,
+}
+
+/// `extpool list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// What to list (default: tools, skills, commands and resources).
+    #[arg(value_enum)]
+    pub kind: Option<ListKind>,
+}
+
+/// `extpool call`.
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The tool's catalog name (see `extpool list tools`).
+    pub tool: String,
+    /// Arguments as one JSON object.
+    #[arg(long, value_name = "JSON")]
+    pub args: Option<String>,
+    /// Arguments as key=value pairs (merged over --args).
+    #[arg(value_name = "KEY=VALUE")]
+    pub pairs: Vec<String>,
+}
+
+/// `extpool read`.
+#[derive(Debug, Args)]
+pub struct ReadArgs {
+    /// The URI to read.
+    pub uri: String,
+}
+
+/// `extpool run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The command, with or without the leading `/`.
+    pub command: String,
+    /// Its arguments (positional words, or key=value for named arguments).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
+}
+
+/// `extpool skills …`.
+#[derive(Debug, Subcommand)]
+pub enum SkillsCommand {
+    /// Check SKILL.md files against the Agent Skills specification.
+    #[command(after_help = "\
+Examples:
+  extpool skills validate ./skills              every skill below ./skills
+  extpool skills validate --strict my-skill     the specification's rules; exit 1 on any problem
+
+Problems are printed as path:line: message.")]
+    Validate(ValidateArgs),
+}
+
+/// `extpool skills validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Apply the specification's rules strictly and exit 1 on any problem.
+    #[arg(long)]
+    pub strict: bool,
+    /// Skill folders, SKILL.md files, or directories holding skill folders.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+}
+
+/// `extpool watch`.
+#[derive(Debug, Args)]
+pub struct WatchArgs {}
+
+/// `extpool config …`.
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Check the configuration and report every problem with file:line:column.
+    #[command(after_help = "\
+Examples:
+  extpool config check
+  extpool --config extpool.yaml config check --json")]
+    Check,
+    /// Print the effective configuration as extpool.yaml (secrets as ${VAR}).
+    #[command(after_help = "\
+Examples:
+  extpool config show
+  extpool --config ~/.cursor/mcp.json config show")]
+    Show,
+    /// Write the equivalent extpool.yaml of the configs read.
+    #[command(after_help = "\
+Examples:
+  extpool config import                         discovered configs → stdout
+  extpool config import .mcp.json -o extpool.yaml
+  extpool config import ~/.codex/config.toml --keep-secrets -o extpool.yaml
+
+Literal secrets (tokens pasted into a config) are replaced by ${VAR}
+references and the variables to export are listed, unless --keep-secrets.")]
+    Import(ImportArgs),
+    /// List the places configurations are looked for, and which exist.
+    Paths,
+}
+
+/// `extpool config import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Files to import (default: the discovered configs, or --config).
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Write to this file instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Overwrite the output file if it exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Copy literal secrets instead of replacing them with ${VAR} references.
+    #[arg(long)]
+    pub keep_secrets: bool,
+}
+
+/// `extpool completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

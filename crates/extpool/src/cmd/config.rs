@@ -1,0 +1,271 @@
+//! `extpool config check | show | import | paths`.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::{Context as _, Result, bail};
+use extpool_config::diagnostics::display_path;
+use extpool_config::{ConfigError, Loaded, RenderMode, Severity, process_env, render, secrets};
+use serde::Serialize;
+
+use crate::Reported;
+use crate::cli::{ConfigCommand, ImportArgs};
+use crate::context::Ctx;
+
+/// Runs a `config` subcommand.
+pub fn run(ctx: &mut Ctx, cmd: ConfigCommand) -> Result<ExitCode> {
+    match cmd {
+        ConfigCommand::Check => check(ctx),
+        ConfigCommand::Show => show(ctx),
+        ConfigCommand::Import(args) => import(ctx, args),
+        ConfigCommand::Paths => paths(ctx),
+    }
+}
+
+#[derive(Serialize)]
+struct CheckReport<'a> {
+    ok: bool,
+    sources: Vec<SourceJson<'a>>,
+    diagnostics: Vec<&'a extpool_config::Diagnostic>,
+}
+
+#[derive(Serialize)]
+struct SourceJson<'a> {
+    file: &'a str,
+    program: &'static str,
+    format: &'static str,
+    servers: &'a [String],
+}
+
+fn sources_json(loaded: &Loaded) -> Vec<SourceJson<'_>> {
+    loaded
+        .sources
+        .iter()
+        .map(|s| SourceJson {
+            file: &s.file,
+            program: s.origin.label(),
+            format: s.format.as_str(),
+            servers: &s.servers,
+        })
+        .collect()
+}
+
+/// Prints a configuration error (every diagnostic) and returns `Reported`.
+fn report_error(ctx: &mut Ctx, e: ConfigError) -> Result<ExitCode> {
+    if e.diagnostics().is_empty() {
+        return Err(e.into());
+    }
+    if ctx.global.json {
+        let report = CheckReport {
+            ok: false,
+            sources: Vec::new(),
+            diagnostics: e.diagnostics().iter().collect(),
+        };
+        ctx.out.json_value(&report)?;
+    } else {
+        let mut err = std::io::stderr().lock();
+        for d in e.diagnostics() {
+            let _ = writeln!(err, "{}", ctx.diagnostic_line(d));
+        }
+        let errors = e.diagnostics().iter().filter(|d| d.is_error()).count();
+        let _ = writeln!(
+            err,
+            "{}: the configuration has {errors} error{}",
+            ctx.err_style.red("error"),
+            if errors == 1 { "" } else { "s" }
+        );
+    }
+    Err(Reported.into())
+}
+
+fn check(ctx: &mut Ctx) -> Result<ExitCode> {
+    let loaded = match ctx.load() {
+        Ok(l) => l,
+        Err(e) => match e.downcast::<ConfigError>() {
+            Ok(ce) => return report_error(ctx, ce),
+            Err(e) => return Err(e),
+        },
+    };
+    let mut diagnostics: Vec<extpool_config::Diagnostic> = loaded.diagnostics.clone();
+    diagnostics.extend(loaded.unresolved_variables(&process_env));
+    if ctx.global.json {
+        let report = CheckReport {
+            ok: true,
+            sources: sources_json(&loaded),
+            diagnostics: diagnostics.iter().collect(),
+        };
+        ctx.out.json_value(&report)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    {
+        let mut err = std::io::stderr().lock();
+        for d in &diagnostics {
+            let _ = writeln!(err, "{}", ctx.diagnostic_line(d));
+        }
+    }
+    if loaded.sources.is_empty() {
+        ctx.out.line(
+            "ok: no configuration file found (see `extpool config paths`); skills are still discovered",
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let style = ctx.out.style;
+    for s in &loaded.sources {
+        let n = s.servers.len();
+        ctx.out.line(format!(
+            "{} {}  {} ({n} server{})",
+            style.green("✓"),
+            s.file,
+            s.origin.label(),
+            if n == 1 { "" } else { "s" }
+        ))?;
+    }
+    let warnings = diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Warning)
+        .count();
+    let servers = loaded.config.mcp_servers.len();
+    ctx.out.line(format!(
+        "ok: {servers} server{}, {warnings} warning{}",
+        if servers == 1 { "" } else { "s" },
+        if warnings == 1 { "" } else { "s" }
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Serialize)]
+struct ShowJson<'a> {
+    sources: Vec<SourceJson<'a>>,
+    config: extpool_config::ExtpoolConfig,
+}
+
+fn show(ctx: &mut Ctx) -> Result<ExitCode> {
+    let loaded = ctx.load_reporting()?;
+    if ctx.global.json {
+        let mut config = loaded.config.clone();
+        for server in config.mcp_servers.values_mut() {
+            *server = secrets::masked(server);
+        }
+        let value = ShowJson {
+            sources: sources_json(&loaded),
+            config,
+        };
+        ctx.out.json_value(&value)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rendered = render(&loaded, &RenderMode::Show);
+    ctx.out.text(&rendered.yaml)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn import(ctx: &mut Ctx, args: ImportArgs) -> Result<ExitCode> {
+    if !args.files.is_empty() {
+        ctx.global.config = args.files.clone();
+    }
+    let loaded = ctx.load_reporting()?;
+    if loaded.sources.is_empty() {
+        bail!("no configuration found to import (see `extpool config paths`, or name a file)");
+    }
+    let out_path = args.output.as_ref().map(|p| {
+        if p.is_absolute() {
+            p.clone()
+        } else {
+            ctx.places.cwd.join(p)
+        }
+    });
+    let out_dir = out_path
+        .as_ref()
+        .and_then(|p| p.parent().map(std::path::Path::to_path_buf))
+        .unwrap_or_else(|| ctx.places.cwd.clone());
+    let rendered = render(
+        &loaded,
+        &RenderMode::Import {
+            keep_secrets: args.keep_secrets,
+            out_dir,
+        },
+    );
+    let mut err = std::io::stderr().lock();
+    for d in loaded
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Note)
+    {
+        let _ = writeln!(err, "{}", ctx.diagnostic_line(d));
+    }
+    match &out_path {
+        Some(path) => {
+            let shown = display_path(path, Some(&ctx.places.cwd), ctx.places.home.as_deref());
+            if path.exists() && !args.force {
+                bail!("{shown} exists; use --force to overwrite it");
+            }
+            std::fs::write(path, &rendered.yaml)
+                .with_context(|| format!("cannot write {shown}"))?;
+            let n = loaded.config.mcp_servers.len();
+            let _ = writeln!(
+                err,
+                "wrote {shown}: {n} server{} from {}",
+                if n == 1 { "" } else { "s" },
+                loaded
+                    .sources
+                    .iter()
+                    .map(|s| s.file.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        None => ctx.out.text(&rendered.yaml)?,
+    }
+    if !rendered.exports.is_empty() {
+        let _ = writeln!(
+            err,
+            "{}: literal secrets were replaced by ${{VAR}} references; export these before running extpool:",
+            ctx.err_style.yellow("note")
+        );
+        for e in &rendered.exports {
+            let _ = writeln!(err, "  {e}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Serialize)]
+struct PathJson {
+    file: String,
+    program: &'static str,
+    format: &'static str,
+    scope: &'static str,
+    exists: bool,
+}
+
+fn paths(ctx: &mut Ctx) -> Result<ExitCode> {
+    let rows: Vec<PathJson> = ctx
+        .places
+        .candidates()
+        .into_iter()
+        .map(|c| PathJson {
+            file: display_path(&c.path, Some(&ctx.places.cwd), ctx.places.home.as_deref()),
+            program: c.origin.label(),
+            format: c.format.as_str(),
+            scope: if c.project { "project" } else { "user" },
+            exists: c.path.is_file(),
+        })
+        .collect();
+    if ctx.global.json {
+        ctx.out.json_value(&rows)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                if r.exists { "yes" } else { "-" }.into(),
+                r.scope.into(),
+                r.program.into(),
+                r.file.clone(),
+            ]
+        })
+        .collect();
+    ctx.out
+        .table(&["FOUND", "SCOPE", "PROGRAM", "FILE"], &table)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,289 @@
+//! `extpool` with no command: what extpool finds here (configs, servers,
+//! skills, commands) and the next commands to try, built from real names.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::open_host;
+use crate::context::Ctx;
+use crate::host::{Host, SkillRow, SourceRow, ToolRow};
+
+#[derive(Serialize)]
+struct Overview<'a> {
+    version: &'static str,
+    configs: Vec<ConfigJson<'a>>,
+    servers: Vec<SourceRow>,
+    tools: usize,
+    skills: Vec<SkillRow>,
+    commands: Vec<String>,
+    next: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct ConfigJson<'a> {
+    file: &'a str,
+    program: &'static str,
+    servers: usize,
+}
+
+/// An example value for a JSON Schema property.
+fn example_value(schema: &Value) -> String {
+    match schema.get("type").and_then(Value::as_str) {
+        Some("number" | "integer") => "2".into(),
+        Some("boolean") => "true".into(),
+        Some("array") => "'[]'".into(),
+        Some("object") => "'{}'".into(),
+        _ => "hello".into(),
+    }
+}
+
+/// `extpool call <tool> k=v …` for a tool, with its required arguments filled.
+fn call_example(tool: &ToolRow) -> String {
+    let mut s = format!("extpool call {}", tool.name);
+    let required: Vec<&str> = tool
+        .input_schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    for name in required {
+        let schema = tool
+            .input_schema
+            .get("properties")
+            .and_then(|p| p.get(name))
+            .cloned()
+            .unwrap_or(Value::Null);
+        s.push_str(&format!(" {name}={}", example_value(&schema)));
+    }
+    s
+}
+
+fn next_steps(
+    host: &Host,
+    tools: &[ToolRow],
+    skills: &[SkillRow],
+    commands: &[String],
+) -> Vec<String> {
+    let mut next = Vec::new();
+    if host.loaded.sources.is_empty() {
+        next.push(
+            "extpool config paths            where extpool looks for .mcp.json, ~/.claude.json, …"
+                .into(),
+        );
+        if host
+            .places
+            .cwd
+            .join("examples/quickstart/extpool.yaml")
+            .is_file()
+        {
+            next.push("extpool --config examples/quickstart/extpool.yaml   the quickstart (from the repository root)".into());
+        }
+    }
+    if !tools.is_empty() {
+        next.push("extpool list tools".into());
+        // Prefer a tool whose required arguments are all simple.
+        let tool = tools
+            .iter()
+            .find(|t| t.name.ends_with("__echo"))
+            .unwrap_or(&tools[0]);
+        next.push(call_example(tool));
+    }
+    if let Some(skill) = skills
+        .iter()
+        .find(|s| s.name == "release-notes")
+        .or(skills.first())
+    {
+        next.push(format!("extpool read {}", skill.uri));
+    }
+    if let Some(cmd) = commands.iter().find(|c| c.as_str() == "/release-notes") {
+        next.push(format!("extpool run {cmd} v1.2.0"));
+    } else if let Some(cmd) = commands.first() {
+        next.push(format!("extpool run {cmd}"));
+    }
+    if !host.loaded.sources.is_empty() {
+        next.push("extpool config show".into());
+        if host
+            .loaded
+            .sources
+            .iter()
+            .any(|s| s.format != extpool_config::ConfigFormat::Extpool)
+        {
+            next.push("extpool config import -o extpool.yaml".into());
+        }
+    }
+    next.push("extpool --help".into());
+    next
+}
+
+/// Prints the overview.
+pub async fn run(ctx: &mut Ctx) -> Result<ExitCode> {
+    let host = open_host(ctx, true).await?;
+    let tools = host.tools();
+    let skills = host.skill_rows();
+    let commands: Vec<String> = host.commands().into_iter().map(|c| c.name).collect();
+    let servers: Vec<SourceRow> = host
+        .sources()
+        .into_iter()
+        .filter(|s| s.kind == "server")
+        .collect();
+    let next = next_steps(&host, &tools, &skills, &commands);
+    let result = print(ctx, &host, &servers, &tools, &skills, &commands, &next);
+    host.shutdown().await;
+    result?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn print(
+    ctx: &mut Ctx,
+    host: &Host,
+    servers: &[SourceRow],
+    tools: &[ToolRow],
+    skills: &[SkillRow],
+    commands: &[String],
+    next: &[String],
+) -> Result<()> {
+    if ctx.global.json {
+        ctx.out.json_value(&Overview {
+            version: env!("CARGO_PKG_VERSION"),
+            configs: host
+                .loaded
+                .sources
+                .iter()
+                .map(|s| ConfigJson {
+                    file: &s.file,
+                    program: s.origin.label(),
+                    servers: s.servers.len(),
+                })
+                .collect(),
+            servers: servers.to_vec(),
+            tools: tools.len(),
+            skills: skills.to_vec(),
+            commands: commands.to_vec(),
+            next: next.to_vec(),
+        })?;
+        return Ok(());
+    }
+    let s = ctx.out.style;
+    let out = &mut ctx.out;
+    out.line(format!(
+        "{} {} — MCP servers, Agent Skills and commands behind one registry",
+        s.bold("extpool"),
+        env!("CARGO_PKG_VERSION")
+    ))?;
+    out.line("")?;
+    out.line(s.bold("Configuration"))?;
+    if host.loaded.sources.is_empty() {
+        out.line(
+            "  no configuration file found (extpool reads extpool.yaml, .mcp.json, ~/.claude.json,",
+        )?;
+        out.line(
+            "  Cursor, Claude Desktop, VS Code and Codex configs; see `extpool config paths`)",
+        )?;
+    } else {
+        let rows: Vec<Vec<String>> = host
+            .loaded
+            .sources
+            .iter()
+            .map(|src| {
+                let n = src.servers.len();
+                vec![
+                    format!("  {}", src.file),
+                    src.origin.label().into(),
+                    format!("{n} server{}", if n == 1 { "" } else { "s" }),
+                ]
+            })
+            .collect();
+        out.text(
+            &crate::output::render_table(&["", "", ""], &rows, None, s)
+                .lines()
+                .skip(1)
+                .map(|l| format!("{l}\n"))
+                .collect::<String>(),
+        )?;
+    }
+    out.line("")?;
+    out.line(s.bold(&format!("Servers ({})", servers.len())))?;
+    if servers.is_empty() {
+        out.line("  none configured")?;
+    }
+    let w = servers
+        .iter()
+        .map(|x| x.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    for srv in servers {
+        let mark = match srv.state.as_str() {
+            "ready" | "lazy" => s.green("✓"),
+            "failed" => s.red("✗"),
+            _ => s.dim("·"),
+        };
+        let detail: String = srv
+            .detail
+            .lines()
+            .next()
+            .unwrap_or("")
+            .chars()
+            .take(110)
+            .collect();
+        out.line(format!(
+            "  {mark} {:<w$}  {}: {detail}",
+            srv.name, srv.state
+        ))?;
+    }
+    out.line("")?;
+    out.line(s.bold(&format!("Tools ({})", tools.len())))?;
+    let shown: Vec<&str> = tools.iter().take(6).map(|t| t.name.as_str()).collect();
+    if !shown.is_empty() {
+        let more = if tools.len() > shown.len() {
+            ", …"
+        } else {
+            ""
+        };
+        out.line(format!("  {}{more}", shown.join(", ")))?;
+    }
+    out.line("")?;
+    out.line(s.bold(&format!("Skills ({})", skills.len())))?;
+    if skills.is_empty() {
+        out.line("  none found in skills.paths, .agents/skills or .claude/skills (project and ~)")?;
+    }
+    let w = skills
+        .iter()
+        .take(8)
+        .map(|x| x.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    for sk in skills.iter().take(8) {
+        let mut desc: String = sk.description.chars().take(70).collect();
+        if sk.description.chars().count() > 70 {
+            desc.push('…');
+        }
+        out.line(format!("  {:<w$}  {}", sk.name, s.dim(&desc)))?;
+    }
+    if skills.len() > 8 {
+        out.line(format!(
+            "  … and {} more (extpool list skills)",
+            skills.len() - 8
+        ))?;
+    }
+    out.line("")?;
+    out.line(s.bold(&format!("Commands ({})", commands.len())))?;
+    if !commands.is_empty() {
+        let shown: Vec<&str> = commands.iter().take(6).map(String::as_str).collect();
+        let more = if commands.len() > shown.len() {
+            ", …"
+        } else {
+            ""
+        };
+        out.line(format!("  {}{more}", shown.join(", ")))?;
+    }
+    out.line("")?;
+    out.line(s.bold("Try next"))?;
+    for n in next {
+        out.line(format!("  {n}"))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,40 @@
+//! `extpool run /command args…`: renders a skill's slash command or an MCP
+//! prompt into the prompt text an agent would receive.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::open_host;
+use crate::cli::RunArgs;
+use crate::context::Ctx;
+
+#[derive(Serialize)]
+struct RunJson<'a> {
+    command: String,
+    arguments: &'a [String],
+    prompt: String,
+}
+
+/// Renders the command and prints the prompt.
+pub async fn run(ctx: &mut Ctx, args: RunArgs) -> Result<ExitCode> {
+    let name = args.command.trim_start_matches('/').to_owned();
+    let host = open_host(ctx, true).await?;
+    let text = host.run(&name, &args.args).await;
+    host.shutdown().await;
+    let text = text?;
+    if ctx.global.json {
+        ctx.out.json_value(&RunJson {
+            command: format!("/{name}"),
+            arguments: &args.args,
+            prompt: text,
+        })?;
+    } else {
+        ctx.out.text(&text)?;
+        if !text.ends_with('\n') {
+            ctx.out.line("")?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,95 @@
+//! `extpool skills validate [--strict] PATH…`.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use extpool_config::diagnostics::display_path;
+use extpool_skills::{Severity, ValidationMode};
+use serde::Serialize;
+
+use crate::cli::ValidateArgs;
+use crate::context::Ctx;
+
+#[derive(Serialize)]
+struct Problem {
+    severity: &'static str,
+    path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<usize>,
+    message: String,
+}
+
+#[derive(Serialize)]
+struct Report {
+    mode: &'static str,
+    skills: usize,
+    valid: usize,
+    problems: Vec<Problem>,
+}
+
+/// Validates skills; exit 1 when any error is found (strict mode turns
+/// every specification problem into an error).
+pub fn validate(ctx: &mut Ctx, args: ValidateArgs) -> Result<ExitCode> {
+    let mode = if args.strict {
+        ValidationMode::Strict
+    } else {
+        ValidationMode::Lenient
+    };
+    let mut skills = 0;
+    let mut valid = 0;
+    let mut problems = Vec::new();
+    for path in &args.paths {
+        for report in extpool_skills::validate_path(path, mode) {
+            skills += 1;
+            if report.is_valid() {
+                valid += 1;
+            }
+            for d in report.diagnostics {
+                problems.push(Problem {
+                    severity: if d.severity == Severity::Error {
+                        "error"
+                    } else {
+                        "warning"
+                    },
+                    path: display_path(&d.path, Some(&ctx.places.cwd), ctx.places.home.as_deref()),
+                    line: d.line,
+                    message: d.message,
+                });
+            }
+        }
+    }
+    let errors = problems.iter().filter(|p| p.severity == "error").count();
+    if ctx.global.json {
+        ctx.out.json_value(&Report {
+            mode: if args.strict { "strict" } else { "lenient" },
+            skills,
+            valid,
+            problems,
+        })?;
+    } else {
+        for p in &problems {
+            let loc = match p.line {
+                Some(line) => format!("{}:{line}", p.path),
+                None => p.path.clone(),
+            };
+            let word = if p.severity == "error" {
+                ctx.out.style.red("error")
+            } else {
+                ctx.out.style.yellow("warning")
+            };
+            ctx.out.line(format!("{loc}: {word}: {}", p.message))?;
+        }
+        let summary = format!(
+            "{skills} skill{} checked ({} mode): {valid} valid, {errors} with errors",
+            if skills == 1 { "" } else { "s" },
+            if args.strict { "strict" } else { "lenient" },
+        );
+        let _ = writeln!(std::io::stderr().lock(), "{summary}");
+    }
+    Ok(if errors > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

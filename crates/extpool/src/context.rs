@@ -1,0 +1,76 @@
+//! What every command starts from: the global flags, standard output, and
+//! the configuration (loaded once, on demand).
+
+use std::io::{IsTerminal, Write};
+
+use anyhow::Result;
+use extpool_config::{Diagnostic, LoadRequest, Loaded, Places, Severity};
+
+use crate::cli::GlobalArgs;
+use crate::output::{Out, Style};
+
+/// The shared state of one invocation.
+pub struct Ctx {
+    /// Global flags.
+    pub global: GlobalArgs,
+    /// Standard output.
+    pub out: Out,
+    /// Colours for stderr.
+    pub err_style: Style,
+    /// Where configs are looked for.
+    pub places: Places,
+}
+
+impl Ctx {
+    /// The context of this process.
+    pub fn new(global: GlobalArgs) -> Self {
+        let out = Out::new(global.color);
+        let err_style = Style::new(global.color, std::io::stderr().is_terminal());
+        Self {
+            global,
+            out,
+            err_style,
+            places: Places::from_env(),
+        }
+    }
+
+    /// Loads the configuration (named with `--config`, or discovered).
+    pub fn load(&self) -> Result<Loaded> {
+        let loaded = extpool_config::load(&LoadRequest {
+            files: self.global.config.clone(),
+            places: self.places.clone(),
+        })?;
+        Ok(loaded)
+    }
+
+    /// Loads the configuration and prints its warnings to stderr.
+    pub fn load_reporting(&self) -> Result<Loaded> {
+        let loaded = self.load()?;
+        self.warn(&loaded.diagnostics);
+        Ok(loaded)
+    }
+
+    /// Prints warnings (not notes) to stderr.
+    pub fn warn(&self, diagnostics: &[Diagnostic]) {
+        let mut err = std::io::stderr().lock();
+        for d in diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Warning)
+        {
+            let _ = writeln!(err, "{}", self.diagnostic_line(d));
+        }
+    }
+
+    /// A diagnostic as one (or two) coloured lines.
+    pub fn diagnostic_line(&self, d: &Diagnostic) -> String {
+        let s = self.err_style;
+        let text = d.to_string();
+        let word = d.severity.as_str();
+        let coloured = match d.severity {
+            Severity::Error => s.red(word),
+            Severity::Warning => s.yellow(word),
+            Severity::Note => s.cyan(word),
+        };
+        text.replacen(&format!(": {word}: "), &format!(": {coloured}: "), 1)
+    }
+}

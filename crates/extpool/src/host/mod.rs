@@ -1,0 +1,290 @@
+//! The extension host of one CLI invocation: the configured MCP servers
+//! (connected in parallel with a live status) and the skills, behind the
+//! operations the commands need — list, call, read, run, watch.
+//!
+//! Commands never talk to a client or a file directly; they go through
+//! [`Host`], which is the one place that knows how the library crates fit
+//! together.
+
+mod servers;
+mod skills;
+
+use std::collections::BTreeMap;
+
+use anyhow::{Result, bail};
+use extpool_config::diagnostics::display_path;
+use extpool_config::{Loaded, Places};
+use extpool_core::{ResourceContent, ToolResult};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+pub use servers::{ConnectOptions, Servers, transport};
+pub use skills::LocalSkills;
+
+use crate::progress::Progress;
+
+/// A tool as listed.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolRow {
+    /// Catalog name, `mcp__<server>__<tool>`.
+    pub name: String,
+    /// The server.
+    pub server: String,
+    /// The tool's own name.
+    pub tool: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub input_schema: Value,
+}
+
+/// A skill as listed.
+#[derive(Debug, Clone, Serialize)]
+pub struct SkillRow {
+    /// Skill name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// `skill://<name>/SKILL.md`.
+    pub uri: String,
+    /// `local` or the MCP server hosting it.
+    pub source: String,
+    /// The skill directory (local skills), as shown to the user.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// A command as listed.
+#[derive(Debug, Clone, Serialize)]
+pub struct CommandRow {
+    /// Name with the leading `/`.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// Argument names (required ones first as declared).
+    pub arguments: Vec<ArgRow>,
+    /// `skill` or `prompt:<server>`.
+    pub source: String,
+}
+
+/// One argument of a command.
+#[derive(Debug, Clone, Serialize)]
+pub struct ArgRow {
+    /// Name.
+    pub name: String,
+    /// Required.
+    pub required: bool,
+}
+
+/// A resource as listed.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResourceRow {
+    /// URI.
+    pub uri: String,
+    /// Name.
+    pub name: String,
+    /// The server.
+    pub server: String,
+    /// MIME type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Description.
+    pub description: String,
+}
+
+/// A configured source and its state.
+#[derive(Debug, Clone, Serialize)]
+pub struct SourceRow {
+    /// `server` or `skills`.
+    pub kind: &'static str,
+    /// Server name, or the skill root.
+    pub name: String,
+    /// `ready`, `failed`, `disabled`, `lazy`, `configured`, `found`, `missing`.
+    pub state: String,
+    /// Tools, skill count, or the failure reason.
+    pub detail: String,
+    /// Where it is configured.
+    pub origin: String,
+}
+
+/// The host.
+pub struct Host {
+    /// The configuration.
+    pub loaded: Loaded,
+    /// Where configs and skills are looked for.
+    pub places: Places,
+    /// MCP servers.
+    pub servers: Servers,
+    /// Local skills.
+    pub skills: LocalSkills,
+}
+
+impl Host {
+    /// Discovers skills and, with `connect`, connects every enabled server
+    /// (reporting to `progress`).
+    pub async fn open(
+        loaded: Loaded,
+        places: Places,
+        connect: Option<&mut Progress>,
+        options: ConnectOptions,
+    ) -> Result<Self> {
+        let skills = LocalSkills::discover(&loaded, &places);
+        let mut servers = Servers::new(&loaded, options);
+        if let Some(progress) = connect {
+            servers.connect_all(progress).await;
+        }
+        Ok(Self {
+            loaded,
+            places,
+            servers,
+            skills,
+        })
+    }
+
+    /// A path as shown to the user.
+    pub fn show_path(&self, path: &std::path::Path) -> String {
+        display_path(path, Some(&self.places.cwd), self.places.home.as_deref())
+    }
+
+    /// Every tool of every ready server, sorted by catalog name.
+    pub fn tools(&self) -> Vec<ToolRow> {
+        let mut rows = self.servers.tools();
+        rows.sort_by(|a, b| a.name.cmp(&b.name));
+        rows
+    }
+
+    /// Calls a tool by catalog name.
+    pub async fn call(&self, name: &str, args: Map<String, Value>) -> Result<ToolResult> {
+        self.servers.call(name, args).await
+    }
+
+    /// Every skill: local first, then MCP-hosted, sorted by name within each.
+    pub fn skill_rows(&self) -> Vec<SkillRow> {
+        let mut local: Vec<SkillRow> = self
+            .skills
+            .skills()
+            .iter()
+            .map(|s| SkillRow {
+                name: s.meta.name.clone(),
+                description: s.meta.description.clone(),
+                uri: s.uri(),
+                source: "local".into(),
+                path: Some(self.show_path(&s.dir)),
+            })
+            .collect();
+        local.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut remote = self.servers.skills();
+        remote.retain(|r| !local.iter().any(|l| l.name == r.name));
+        remote.sort_by(|a, b| a.name.cmp(&b.name));
+        local.extend(remote);
+        local
+    }
+
+    /// Every command: skills first, then MCP prompts.
+    pub fn commands(&self) -> Vec<CommandRow> {
+        let mut rows: Vec<CommandRow> = self
+            .skills
+            .commands()
+            .into_iter()
+            .map(|c| CommandRow {
+                name: format!("/{}", c.name),
+                description: c.description,
+                arguments: c
+                    .arguments
+                    .into_iter()
+                    .map(|a| ArgRow {
+                        name: a.name,
+                        required: a.required,
+                    })
+                    .collect(),
+                source: "skill".into(),
+            })
+            .collect();
+        rows.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut prompts = self.servers.prompt_commands();
+        prompts.sort_by(|a, b| a.name.cmp(&b.name));
+        rows.extend(prompts);
+        rows
+    }
+
+    /// Every resource of every ready server.
+    pub fn resources(&self) -> Vec<ResourceRow> {
+        let mut rows = self.servers.resources();
+        rows.sort_by(|a, b| (&a.server, &a.uri).cmp(&(&b.server, &b.uri)));
+        rows
+    }
+
+    /// Reads a `skill://` URI (local skills first, then MCP-hosted) or an
+    /// MCP resource URI.
+    pub async fn read(&self, uri: &str) -> Result<ResourceContent> {
+        if let Some(content) = self.skills.read(uri)? {
+            return Ok(content);
+        }
+        if let Some(content) = self.servers.read(uri).await? {
+            return Ok(content);
+        }
+        if uri.starts_with("skill://") {
+            let known: Vec<String> = self.skill_rows().into_iter().map(|s| s.name).collect();
+            bail!(
+                "no skill for {uri}; known skills: {}",
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            );
+        }
+        bail!("no server has a resource {uri} (see `extpool list resources`)")
+    }
+
+    /// Renders command `name` (without `/`) with `args`.
+    pub async fn run(&self, name: &str, args: &[String]) -> Result<String> {
+        if let Some(text) = self.skills.run(name, args)? {
+            return Ok(text);
+        }
+        if let Some(text) = self.servers.run_prompt(name, args).await? {
+            return Ok(text);
+        }
+        let known: Vec<String> = self.commands().into_iter().map(|c| c.name).collect();
+        let hint = extpool_config::diagnostics::did_you_mean(
+            &format!("/{name}"),
+            known.iter().map(String::as_str),
+        )
+        .map(|s| format!("; did you mean {s}?"))
+        .unwrap_or_default();
+        bail!("unknown command /{name}{hint} (see `extpool list commands`)")
+    }
+
+    /// Servers and skill roots with their state.
+    pub fn sources(&self) -> Vec<SourceRow> {
+        let mut rows = self.servers.source_rows();
+        let mut per_root: BTreeMap<std::path::PathBuf, usize> = BTreeMap::new();
+        for s in self.skills.skills() {
+            *per_root.entry(s.root.clone()).or_default() += 1;
+        }
+        for root in self.skills.roots() {
+            let count = per_root.get(&root).copied().unwrap_or(0);
+            let exists = root.is_dir();
+            if !exists && !self.loaded.skill_paths.contains(&root) {
+                continue;
+            }
+            rows.push(SourceRow {
+                kind: "skills",
+                name: self.show_path(&root),
+                state: if exists { "found" } else { "missing" }.into(),
+                detail: format!("{count} skill{}", if count == 1 { "" } else { "s" }),
+                origin: if self.loaded.skill_paths.contains(&root) {
+                    "skills.paths".into()
+                } else {
+                    "default root".into()
+                },
+            });
+        }
+        rows
+    }
+
+    /// Closes every connection.
+    pub async fn shutdown(self) {
+        self.servers.shutdown().await;
+    }
+}

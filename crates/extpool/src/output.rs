@@ -1,0 +1,224 @@
+//! Output for people and programs: aligned tables, colour only on a
+//! terminal (and never with `NO_COLOR`), and `--json` that is pretty,
+//! stable (fields in declaration order, lists sorted by the command) and
+//! free of machine paths the user did not write.
+//!
+//! All standard output goes through [`Out`] so that a closed pipe surfaces
+//! as an `io::Error` the caller turns into a quiet exit.
+
+use std::fmt::Display;
+use std::io::{self, IsTerminal, Write};
+
+use serde::Serialize;
+
+use crate::cli::ColorChoice;
+
+/// Colour codes, applied only when colour is on.
+#[derive(Debug, Clone, Copy)]
+pub struct Style {
+    on: bool,
+}
+
+impl Style {
+    /// Colour decision for a stream.
+    pub fn new(choice: ColorChoice, is_terminal: bool) -> Self {
+        let on = match choice {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            }
+        };
+        Self { on }
+    }
+
+    fn paint(self, code: &str, s: &str) -> String {
+        if self.on {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_owned()
+        }
+    }
+
+    /// Bold.
+    pub fn bold(self, s: &str) -> String {
+        self.paint("1", s)
+    }
+    /// Dim.
+    pub fn dim(self, s: &str) -> String {
+        self.paint("2", s)
+    }
+    /// Green.
+    pub fn green(self, s: &str) -> String {
+        self.paint("32", s)
+    }
+    /// Red.
+    pub fn red(self, s: &str) -> String {
+        self.paint("31", s)
+    }
+    /// Yellow.
+    pub fn yellow(self, s: &str) -> String {
+        self.paint("33", s)
+    }
+    /// Cyan.
+    pub fn cyan(self, s: &str) -> String {
+        self.paint("36", s)
+    }
+}
+
+/// Standard output.
+pub struct Out {
+    /// Colours for stdout.
+    pub style: Style,
+    terminal: bool,
+    stdout: io::Stdout,
+}
+
+impl Out {
+    /// Standard output with the global flags applied.
+    pub fn new(color: ColorChoice) -> Self {
+        let stdout = io::stdout();
+        let terminal = stdout.is_terminal();
+        Self {
+            style: Style::new(color, terminal),
+            terminal,
+            stdout,
+        }
+    }
+
+    /// Prints one line.
+    pub fn line(&mut self, s: impl Display) -> io::Result<()> {
+        writeln!(self.stdout.lock(), "{s}")
+    }
+
+    /// Prints text as is.
+    pub fn text(&mut self, s: &str) -> io::Result<()> {
+        let mut lock = self.stdout.lock();
+        lock.write_all(s.as_bytes())?;
+        lock.flush()
+    }
+
+    /// Prints a value as pretty JSON.
+    pub fn json_value<T: Serialize + ?Sized>(&mut self, v: &T) -> io::Result<()> {
+        let text = serde_json::to_string_pretty(v).map_err(io::Error::other)?;
+        self.line(text)
+    }
+
+    /// Prints a value as one JSON line (for streams).
+    pub fn json_line<T: Serialize + ?Sized>(&mut self, v: &T) -> io::Result<()> {
+        let text = serde_json::to_string(v).map_err(io::Error::other)?;
+        let mut lock = self.stdout.lock();
+        writeln!(lock, "{text}")?;
+        lock.flush()
+    }
+
+    /// Prints an aligned table. The last column is cut to the terminal
+    /// width when printing to a terminal; never when piped.
+    pub fn table(&mut self, headers: &[&str], rows: &[Vec<String>]) -> io::Result<()> {
+        let text = render_table(headers, rows, self.width(), self.style);
+        self.text(&text)
+    }
+
+    fn width(&self) -> Option<usize> {
+        if !self.terminal {
+            return None;
+        }
+        let cols = std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(100usize);
+        Some(cols.max(40))
+    }
+}
+
+/// Number of characters as displayed (ignoring colour codes, which tables never contain).
+fn display_len(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// Renders a table: two spaces between columns, header in bold.
+pub fn render_table(
+    headers: &[&str],
+    rows: &[Vec<String>],
+    width: Option<usize>,
+    style: Style,
+) -> String {
+    let cols = headers.len();
+    let mut widths: Vec<usize> = headers.iter().map(|h| display_len(h)).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate().take(cols) {
+            let first_line = cell.lines().next().unwrap_or("");
+            widths[i] = widths[i].max(display_len(first_line));
+        }
+    }
+    let mut out = String::new();
+    let mut emit = |cells: Vec<String>, header: bool| {
+        let mut line = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            let cell = cell.lines().next().unwrap_or("").to_owned();
+            let last = i + 1 == cells.len();
+            let mut cell = cell;
+            if last && let Some(w) = width {
+                let used = display_len(&line);
+                let room = w.saturating_sub(used).max(10);
+                if display_len(&cell) > room {
+                    cell = cell
+                        .chars()
+                        .take(room.saturating_sub(1))
+                        .collect::<String>()
+                        + "…";
+                }
+            }
+            let pad = if last {
+                0
+            } else {
+                widths[i].saturating_sub(display_len(&cell)) + 2
+            };
+            let shown = if header {
+                style.bold(&cell)
+            } else {
+                cell.clone()
+            };
+            line.push_str(&shown);
+            if !last {
+                line.push_str(&" ".repeat(pad));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    };
+    emit(headers.iter().map(|h| (*h).to_owned()).collect(), true);
+    for row in rows {
+        emit(row.clone(), false);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_align_and_cut_only_on_terminals() {
+        let rows = vec![
+            vec!["a".into(), "long description here".into()],
+            vec!["bbbb".into(), "x\nsecond line".into()],
+        ];
+        let style = Style { on: false };
+        let t = render_table(&["NAME", "DESCRIPTION"], &rows, None, style);
+        assert_eq!(
+            t,
+            "NAME  DESCRIPTION\na     long description here\nbbbb  x\n"
+        );
+        let t = render_table(&["NAME", "DESCRIPTION"], &rows, Some(16), style);
+        assert!(t.contains("a     long desc…"), "{t}");
+    }
+
+    #[test]
+    fn colour_only_when_asked_or_on_a_terminal() {
+        assert!(!Style::new(ColorChoice::Auto, false).on);
+        assert!(Style::new(ColorChoice::Always, false).on);
+        assert!(!Style::new(ColorChoice::Never, true).on);
+        assert_eq!(Style { on: true }.bold("x"), "\x1b[1mx\x1b[0m");
+    }
+}

@@ -1,0 +1,259 @@
+//! The live per-server status shown while servers connect.
+//!
+//! On a terminal (stderr) it is a block of lines redrawn in place:
+//!
+//! ```text
+//!   ⠹ github      connecting… 1.2 s
+//!   ✓ testkit     ready in 38 ms · 9 tools
+//!   ✗ broken      failed: command not found: brokn
+//! ```
+//!
+//! When stderr is not a terminal it degrades to one plain line per change
+//! (`testkit: ready in 38 ms with 9 tools`), so logs and pipes stay
+//! readable. Both end with the same summary line. The display writes to
+//! stderr only: standard output stays clean for `--json` and pipes.
+
+use std::io::{self, IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use crate::output::Style;
+
+/// The state of one server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// Not started yet.
+    Waiting,
+    /// Connecting (spawning, initializing, listing).
+    Connecting,
+    /// Connected and listed.
+    Ready {
+        /// Time from start to listed.
+        elapsed: Duration,
+        /// Number of tools.
+        tools: usize,
+    },
+    /// Lazy: its tools come from the config; it connects on first call.
+    Lazy {
+        /// Declared tools.
+        tools: usize,
+    },
+    /// Could not connect or list.
+    Failed {
+        /// Why, in one line.
+        reason: String,
+    },
+}
+
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// The display.
+pub struct Progress {
+    live: bool,
+    quiet: bool,
+    style: Style,
+    rows: Vec<(String, Status, Instant)>,
+    width: usize,
+    drawn: usize,
+    frame: usize,
+    started: Instant,
+}
+
+fn one_line(s: &str, max: usize) -> String {
+    let line = s
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    if line.chars().count() > max {
+        line.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
+    } else {
+        line.to_owned()
+    }
+}
+
+impl Progress {
+    /// A display for `names`. `quiet` shows nothing (for `--json`, where
+    /// stderr stays for errors only).
+    pub fn new(names: &[String], style: Style, quiet: bool) -> Self {
+        let live =
+            io::stderr().is_terminal() && std::env::var_os("TERM").is_none_or(|t| t != "dumb");
+        Self::with_mode(names, style, quiet, live)
+    }
+
+    /// A display with an explicit mode (tests).
+    pub fn with_mode(names: &[String], style: Style, quiet: bool, live: bool) -> Self {
+        let now = Instant::now();
+        Self {
+            live,
+            quiet: quiet || names.is_empty(),
+            style,
+            width: names.iter().map(|n| n.chars().count()).max().unwrap_or(0),
+            rows: names
+                .iter()
+                .map(|n| (n.clone(), Status::Waiting, now))
+                .collect(),
+            drawn: 0,
+            frame: 0,
+            started: now,
+        }
+    }
+
+    /// Records a new status of `name`.
+    pub fn update(&mut self, name: &str, status: Status) {
+        let Some(row) = self.rows.iter_mut().find(|(n, _, _)| n == name) else {
+            return;
+        };
+        if status == Status::Connecting {
+            row.2 = Instant::now();
+        }
+        row.1 = status.clone();
+        if self.quiet {
+            return;
+        }
+        if self.live {
+            self.draw();
+        } else {
+            let line = format!("{name}: {}", self.describe(&status, row_elapsed(&status)));
+            let _ = writeln!(io::stderr().lock(), "{line}");
+        }
+    }
+
+    /// Advances the spinner (live mode).
+    pub fn tick(&mut self) {
+        if self.live && !self.quiet {
+            self.frame = (self.frame + 1) % SPINNER.len();
+            self.draw();
+        }
+    }
+
+    fn describe(&self, status: &Status, since: Option<Duration>) -> String {
+        let s = self.style;
+        match status {
+            Status::Waiting => s.dim("waiting"),
+            Status::Connecting => match since {
+                Some(d) if self.live && d >= Duration::from_millis(500) => {
+                    format!("connecting… {:.1} s", d.as_secs_f64())
+                }
+                _ if self.live => "connecting…".into(),
+                _ => "connecting".into(),
+            },
+            Status::Ready { elapsed, tools } => {
+                let sep = if self.live { " · " } else { " with " };
+                s.green(&format!(
+                    "ready in {} ms{sep}{tools} tool{}",
+                    elapsed.as_millis(),
+                    if *tools == 1 { "" } else { "s" }
+                ))
+            }
+            Status::Lazy { tools } => format!(
+                "lazy: {tools} declared tool{}, connects on first call",
+                if *tools == 1 { "" } else { "s" }
+            ),
+            Status::Failed { reason } => s.red(&format!("failed: {}", one_line(reason, 160))),
+        }
+    }
+
+    fn draw(&mut self) {
+        let mut text = String::new();
+        if self.drawn > 0 {
+            text.push_str(&format!("\x1b[{}A", self.drawn));
+        }
+        for (name, status, since) in &self.rows {
+            let mark = match status {
+                Status::Waiting => self.style.dim("·"),
+                Status::Connecting => self.style.cyan(SPINNER[self.frame]),
+                Status::Ready { .. } | Status::Lazy { .. } => self.style.green("✓"),
+                Status::Failed { .. } => self.style.red("✗"),
+            };
+            let elapsed = matches!(status, Status::Connecting).then(|| since.elapsed());
+            text.push_str(&format!(
+                "\x1b[2K  {mark} {name:<w$}  {}\n",
+                self.describe(status, elapsed),
+                w = self.width
+            ));
+        }
+        self.drawn = self.rows.len();
+        let mut err = io::stderr().lock();
+        let _ = err.write_all(text.as_bytes());
+        let _ = err.flush();
+    }
+
+    /// The summary line, e.g. `2 servers ready, 1 failed (1.3 s)`.
+    pub fn summary(&self) -> String {
+        let ready = self
+            .rows
+            .iter()
+            .filter(|r| matches!(r.1, Status::Ready { .. } | Status::Lazy { .. }))
+            .count();
+        let failed = self
+            .rows
+            .iter()
+            .filter(|r| matches!(r.1, Status::Failed { .. }))
+            .count();
+        let total = self.rows.len();
+        let mut s = format!(
+            "{ready} of {total} server{} ready",
+            if total == 1 { "" } else { "s" }
+        );
+        if failed > 0 {
+            s.push_str(&format!(", {failed} failed"));
+        }
+        s.push_str(&format!(" ({:.1} s)", self.started.elapsed().as_secs_f64()));
+        s
+    }
+
+    /// Draws the final state and prints the summary.
+    pub fn finish(&mut self) {
+        if self.quiet {
+            return;
+        }
+        if self.live {
+            self.draw();
+        }
+        let summary = self.summary();
+        let _ = writeln!(io::stderr().lock(), "{}", self.style.dim(&summary));
+    }
+}
+
+fn row_elapsed(status: &Status) -> Option<Duration> {
+    match status {
+        Status::Ready { elapsed, .. } => Some(*elapsed),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_descriptions() {
+        let p = Progress::with_mode(
+            &["a".into()],
+            Style::new(crate::cli::ColorChoice::Never, false),
+            false,
+            false,
+        );
+        assert_eq!(p.describe(&Status::Connecting, None), "connecting");
+        assert_eq!(
+            p.describe(
+                &Status::Ready {
+                    elapsed: Duration::from_millis(12),
+                    tools: 1
+                },
+                None
+            ),
+            "ready in 12 ms with 1 tool"
+        );
+        assert_eq!(
+            p.describe(
+                &Status::Failed {
+                    reason: "\nboom\nmore".into()
+                },
+                None
+            ),
+            "failed: boom"
+        );
+        assert!(p.summary().starts_with("0 of 1 server ready"));
+    }
+}

@@ -1,0 +1,1 @@
+//! CLI tests: the real `extpool` binary, run as a user runs it.
