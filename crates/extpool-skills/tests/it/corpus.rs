@@ -146,7 +146,10 @@ fn lenient_loads_or_skips_as_documented() {
         // Skipping is always explained by an error.
         if !loaded {
             assert!(
-                reports.iter().flat_map(|r| &r.diagnostics).any(|d| d.is_error()),
+                reports
+                    .iter()
+                    .flat_map(|r| &r.diagnostics)
+                    .any(|d| d.is_error()),
                 "{}: skipped without an error",
                 case.name
             );
@@ -172,7 +175,10 @@ fn one_broken_skill_never_hides_the_others() {
             .map(|s| s.name().to_owned())
             .collect::<Vec<_>>()
     );
-    for case in cases.iter().filter(|c| !c.lenient_loaded && c.name != "missing-skill-md") {
+    for case in cases
+        .iter()
+        .filter(|c| !c.lenient_loaded && c.name != "missing-skill-md")
+    {
         assert!(
             discovery
                 .diagnostics
@@ -213,7 +219,10 @@ fn diagnostics_print_file_and_line() {
         .collect();
     assert_eq!(printed.len(), 1);
     assert!(
-        printed[0].starts_with(&format!("{}:4: Unexpected fields in frontmatter: author.", dir.join("SKILL.md").display())),
+        printed[0].starts_with(&format!(
+            "{}:4: Unexpected fields in frontmatter: author.",
+            dir.join("SKILL.md").display()
+        )),
         "{printed:?}"
     );
     // A missing path is a diagnostic too.

@@ -1,5 +1,7 @@
 //! Integration tests of extpool-skills, in one binary.
+#![allow(clippy::unwrap_used)]
 
+mod fake;
 mod support;
 
 mod confinement;

@@ -1,1 +1,9 @@
-//! CLI tests: the real `extpool` binary, run as a user runs it.
+//! CLI tests: the real `extpool` binary, run as a user runs it, with its
+//! home directory and working directory in a temporary directory so that
+//! nothing of the machine's own configuration is read.
+
+mod commands;
+mod config_errors;
+mod foreign_import;
+mod support;
+mod tty;

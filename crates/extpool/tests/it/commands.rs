@@ -1,0 +1,320 @@
+//! Each command against the testkit example server and local skills.
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::support::Sandbox;
+
+const SKILL: &str = "---\nname: hello\ndescription: Greets someone. Use when asked to greet.\narguments: [who]\n---\nSay hello to $who.\n";
+
+fn sandbox() -> Sandbox {
+    let sb = Sandbox::new();
+    sb.write("skills/hello/SKILL.md", SKILL);
+    sb.testkit_config("skills:\n  paths: [./skills]\n");
+    sb
+}
+
+#[test]
+fn no_arguments_works_without_any_config() {
+    let sb = Sandbox::new();
+    let r = sb.run(&[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("no configuration file found"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("Try next"), "{}", r.stdout);
+    assert!(r.stdout.contains("extpool config paths"), "{}", r.stdout);
+}
+
+#[test]
+fn overview_lists_servers_skills_and_next_steps() {
+    let sb = sandbox();
+    let r = sb.run(&[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("✓ testkit  ready"), "{}", r.stdout);
+    assert!(r.stdout.contains("hello"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("extpool call mcp__testkit__echo message=hello"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stderr.contains("testkit: ready in "), "{}", r.stderr);
+    assert!(r.stderr.contains("1 of 1 server ready"), "{}", r.stderr);
+}
+
+#[test]
+fn list_tools_json_is_stable() {
+    let sb = sandbox();
+    let r = sb.run(&["list", "tools", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.is_empty(),
+        "--json keeps stderr quiet: {}",
+        r.stderr
+    );
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    insta::assert_json_snapshot!("tool_names", names);
+    let echo = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__testkit__echo")
+        .unwrap();
+    assert_eq!(echo["server"], "testkit");
+    assert_eq!(echo["tool"], "echo");
+}
+
+#[test]
+fn list_skills_commands_resources_sources() {
+    let sb = sandbox();
+    let r = sb.run(&["list", "skills", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    insta::assert_json_snapshot!("skills", v);
+    let r = sb.run(&["list", "commands", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    insta::assert_json_snapshot!("commands", v);
+    let r = sb.run(&["list", "resources"]);
+    assert!(r.stdout.contains("testkit://info"), "{}", r.stdout);
+    let r = sb.run(&["list", "sources"]);
+    assert!(r.stdout.contains("server  testkit  ready"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("skills  skills   found  1 skill"),
+        "{}",
+        r.stdout
+    );
+    let r = sb.run(&["list"]);
+    assert!(
+        r.stdout.contains("TOOLS") && r.stdout.contains("RESOURCES"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn call_with_pairs_and_json() {
+    let sb = sandbox();
+    let r = sb.run(&["call", "mcp__testkit__add", "a=2", "b=3"]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "5\n"), "{}", r.stderr);
+    let r = sb.run(&[
+        "call",
+        "mcp__testkit__echo",
+        "--args",
+        r#"{"message": "hi there"}"#,
+        "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    insta::assert_json_snapshot!(v, @r#"
+    {
+      "is_error": false,
+      "parts": [
+        {
+          "text": "hi there",
+          "type": "text"
+        }
+      ]
+    }
+    "#);
+}
+
+#[test]
+fn call_errors_and_usage() {
+    let sb = sandbox();
+    let r = sb.run(&["call", "mcp__testkit__ech", "message=x"]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr
+            .contains("unknown tool mcp__testkit__ech; did you mean mcp__testkit__echo?"),
+        "{}",
+        r.stderr
+    );
+    let r = sb.run(&["call", "mcp__testkit__add", "--args", "{nope"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--args is not valid JSON"),
+        "{}",
+        r.stderr
+    );
+    let r = sb.run(&["frobnicate"]);
+    assert_eq!(r.code, 2);
+    let r = sb.run_with(&["call", "mcp__testkit__echo", "message=x"], &[]);
+    assert_eq!(r.code, 0);
+}
+
+#[test]
+fn permissions_hide_and_refuse_denied_tools() {
+    let sb = Sandbox::new();
+    sb.testkit_config("permissions:\n  deny: [\"mcp__testkit__ad*\"]\n");
+    let r = sb.run(&["list", "tools", "--json"]);
+    assert!(!r.stdout.contains("mcp__testkit__add\""), "{}", r.stdout);
+    let r = sb.run(&["call", "mcp__testkit__add", "a=1", "b=2"]);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("denied by deny rule"), "{}", r.stderr);
+}
+
+#[test]
+fn read_skills_and_resources() {
+    let sb = sandbox();
+    let r = sb.run(&["read", "skill://hello/SKILL.md"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.starts_with("---\nname: hello"), "{}", r.stdout);
+    let r = sb.run(&["read", "skill://testkit-skill/SKILL.md"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("name: testkit-skill"), "{}", r.stdout);
+    let r = sb.run(&["read", "testkit://info"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = sb.run(&["read", "skill://hello/../../etc/passwd"]);
+    assert_eq!(r.code, 1);
+    let r = sb.run(&["read", "skill://nobody/SKILL.md"]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("known skills: hello, testkit-skill"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn run_skill_and_prompt_commands() {
+    let sb = sandbox();
+    let r = sb.run(&["run", "/hello", "Ada"]);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "Say hello to Ada.\n"),
+        "{}",
+        r.stderr
+    );
+    let r = sb.run(&["run", "/mcp__testkit__greet", "name=Ada"]);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "Hello, Ada!\n"),
+        "{}",
+        r.stderr
+    );
+    let r = sb.run(&["run", "/helo"]);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("did you mean /hello?"), "{}", r.stderr);
+}
+
+#[test]
+fn skills_validate_strict_and_lenient() {
+    let sb = Sandbox::new();
+    sb.write(
+        "skills/good/SKILL.md",
+        "---\nname: good\ndescription: Fine.\n---\nBody\n",
+    );
+    sb.write(
+        "skills/Bad_Name/SKILL.md",
+        "---\nname: Bad_Name\ndescription: Bad.\nunknown: 1\n---\nBody\n",
+    );
+    let r = sb.run(&["skills", "validate", "skills"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let r = sb.run(&["skills", "validate", "--strict", "skills"]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("skills/Bad_Name/SKILL.md:2: error:"),
+        "{}",
+        r.stdout
+    );
+    let r = sb.run(&["skills", "validate", "--strict", "skills/good", "--json"]);
+    assert_eq!(r.code, 0);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    insta::assert_json_snapshot!(v, @r#"
+    {
+      "mode": "strict",
+      "problems": [],
+      "skills": 1,
+      "valid": 1
+    }
+    "#);
+}
+
+#[test]
+fn completions_for_each_shell() {
+    let sb = Sandbox::new();
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let r = sb.run(&["completions", shell]);
+        assert_eq!(r.code, 0, "{shell}");
+        assert!(r.stdout.contains("extpool"), "{shell}");
+    }
+}
+
+#[test]
+fn help_documents_exit_codes_and_examples() {
+    let sb = Sandbox::new();
+    let r = sb.run(&["--help"]);
+    assert_eq!(r.code, 0);
+    assert!(r.stdout.contains("2  usage error"), "{}", r.stdout);
+    for cmd in ["list", "call", "read", "run", "watch", "completions"] {
+        let r = sb.run(&[cmd, "--help"]);
+        assert!(r.stdout.contains("Examples:"), "{cmd}: {}", r.stdout);
+    }
+}
+
+#[test]
+fn closed_stdout_exits_quietly() {
+    let sb = sandbox();
+    let mut cmd = sb.command();
+    cmd.args(["completions", "bash"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn watch_streams_skill_changes_until_interrupted() {
+    let sb = sandbox();
+    let mut cmd = sb.command();
+    cmd.args(["watch", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut err_lines = BufReader::new(stderr).lines();
+    let started = Instant::now();
+    loop {
+        let line = err_lines.next().expect("watch ended early").unwrap();
+        if line.starts_with("watching ") {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "watch did not start"
+        );
+    }
+    sb.write(
+        "skills/later/SKILL.md",
+        "---\nname: later\ndescription: Added later.\n---\nBody\n",
+    );
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let line = lines.next().expect("an event").unwrap();
+    let event: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(event["kind"], "skills_changed");
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+}

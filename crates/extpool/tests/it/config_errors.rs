@@ -1,0 +1,189 @@
+//! Every class of configuration error, with its file:line:column message,
+//! through `extpool config check` as a user runs it.
+
+use crate::support::Sandbox;
+
+fn check_fails(file: &str, text: &str, expected: &[&str]) {
+    let sb = Sandbox::new();
+    sb.write(file, text);
+    let r = sb.run(&["--config", file, "config", "check"]);
+    assert_eq!(r.code, 1, "stdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+    for line in expected {
+        assert!(
+            r.stderr.contains(line),
+            "expected {line:?} in stderr:\n{}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
+fn yaml_syntax_error() {
+    check_fails(
+        "extpool.yaml",
+        "mcp_servers:\n  a:\n    command: x\n   args: [1\n",
+        &["extpool.yaml:4:", ": error: invalid YAML: "],
+    );
+}
+
+#[test]
+fn unknown_key_with_did_you_mean() {
+    check_fails(
+        "extpool.yaml",
+        "mcp_servers:\n  github:\n    comand: npx\n",
+        &[
+            "extpool.yaml:3:5: error: mcp_servers.github: unknown key \"comand\"",
+            "help: did you mean \"command\"? expected one of: command, args, env",
+        ],
+    );
+    check_fails(
+        "extpool.yaml",
+        "skils:\n  paths: []\n",
+        &[
+            "extpool.yaml:1:1: error: unknown key \"skils\"",
+            "did you mean \"skills\"?",
+        ],
+    );
+}
+
+#[test]
+fn wrong_type_names_what_was_expected() {
+    check_fails(
+        "extpool.yaml",
+        "mcp_servers:\n  a:\n    command: x\n    args: --verbose\n",
+        &["extpool.yaml:4:11: error: mcp_servers.a.args: expected a list, found a string"],
+    );
+    check_fails(
+        "extpool.yaml",
+        "extensions:\n  max_clients: many\n",
+        &[
+            "extpool.yaml:2:16: error: extensions.max_clients: expected a non-negative integer, found a string",
+        ],
+    );
+}
+
+#[test]
+fn unknown_value_with_did_you_mean() {
+    check_fails(
+        "extpool.yaml",
+        "skills:\n  validation: strcit\n",
+        &[
+            "extpool.yaml:2:15: error: skills.validation: unknown value \"strcit\", expected one of: lenient, strict",
+            "did you mean \"strict\"?",
+        ],
+    );
+}
+
+#[test]
+fn duplicate_key() {
+    check_fails(
+        "extpool.yaml",
+        "mcp_servers:\n  a:\n    command: x\n  a:\n    command: y\n",
+        &["extpool.yaml:4:3: error: invalid YAML: duplicate key \"a\" (first defined at line 2)"],
+    );
+}
+
+#[test]
+fn invalid_and_colliding_server_names() {
+    check_fails(
+        "extpool.yaml",
+        "mcp_servers:\n  my-server:\n    command: x\n  GitHub:\n    command: y\n  github:\n    command: z\n",
+        &[
+            "extpool.yaml:2:3: error: mcp_servers.my-server: invalid server name \"my-server\": expected letters, digits and `_` only (for example \"my_server\")",
+            "extpool.yaml:6:3: error: mcp_servers.github: server name \"github\" collides with \"GitHub\" (line 4): names must be unique ignoring case",
+        ],
+    );
+}
+
+#[test]
+fn missing_or_double_transport() {
+    check_fails(
+        "extpool.yaml",
+        "mcp_servers:\n  none:\n    args: [x]\n  both:\n    command: x\n    url: https://h/mcp\n",
+        &[
+            "extpool.yaml:2:3: error: mcp_servers.none: needs either `command` (stdio) or `url` (streamable HTTP)",
+            "extpool.yaml:4:3: error: mcp_servers.both: has both `command` and `url`; choose one transport",
+        ],
+    );
+}
+
+#[test]
+fn malformed_variable_reference() {
+    check_fails(
+        "extpool.yaml",
+        "mcp_servers:\n  a:\n    url: https://h/mcp\n    headers:\n      Authorization: Bearer ${TOKEN\n",
+        &[
+            "extpool.yaml:5:22: error: mcp_servers.a.headers.Authorization: malformed variable reference",
+        ],
+    );
+}
+
+#[test]
+fn json_and_toml_syntax_errors() {
+    check_fails(
+        ".mcp.json",
+        "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"}\n    \"b\": {}\n  }\n}\n",
+        &[".mcp.json:4:5: error: invalid JSON: expected `,` or `}`, found '\"'"],
+    );
+    check_fails(
+        "config.toml",
+        "[mcp_servers.a]\ncommand = \n",
+        &["config.toml:2:", ": error: invalid TOML: "],
+    );
+}
+
+#[test]
+fn foreign_entry_errors_are_located() {
+    check_fails(
+        ".mcp.json",
+        "{\"mcpServers\": {\n  \"a\": {\"command\": \"x\", \"args\": \"-y\"}\n}}\n",
+        &[
+            ".mcp.json:2:33: error: mcpServers.a.args: expected a list, found a string; this server is skipped",
+        ],
+    );
+}
+
+#[test]
+fn valid_config_passes_and_reports_unset_variables() {
+    let sb = Sandbox::new();
+    sb.write(
+        "extpool.yaml",
+        "mcp_servers:\n  gh:\n    url: https://h/mcp\n    headers:\n      Authorization: Bearer ${EXTPOOL_TEST_UNSET_TOKEN}\n",
+    );
+    let r = sb.run(&["config", "check"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("ok: 1 server, 1 warning"), "{}", r.stdout);
+    assert!(
+        r.stderr.contains("extpool.yaml:2:3: warning: mcp_servers.gh.headers.Authorization: environment variable EXTPOOL_TEST_UNSET_TOKEN is not set"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn errors_as_json() {
+    let sb = Sandbox::new();
+    sb.write("extpool.yaml", "mcp_servers:\n  a:\n    comand: x\n");
+    let r = sb.run(&["config", "check", "--json"]);
+    assert_eq!(r.code, 1);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    insta::assert_json_snapshot!(v, @r#"
+    {
+      "diagnostics": [
+        {
+          "file": "extpool.yaml",
+          "help": "did you mean \"command\"? expected one of: command, args, env, cwd, url, headers, insecure_http, request_timeout_ms, startup_timeout_ms, lazy, tools, reconnect, allow_env, prefix, enabled",
+          "message": "unknown key \"comand\"",
+          "path": "mcp_servers.a",
+          "pos": {
+            "column": 5,
+            "line": 3
+          },
+          "severity": "error"
+        }
+      ],
+      "ok": false,
+      "sources": []
+    }
+    "#);
+}

@@ -1,0 +1,123 @@
+//! The live status display, driven through tmux like a person at a
+//! terminal, and its plain-line form when stderr is piped.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::support::Sandbox;
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn new(sb: &Sandbox) -> Self {
+        let socket = sb.dir.path().join("tmux.sock").display().to_string();
+        Self { socket }
+    }
+
+    fn cmd(&self, args: &[&str]) -> std::process::Output {
+        Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux must be installed (Debian package tmux)")
+    }
+
+    fn capture(&self) -> String {
+        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", "t"]).stdout).into_owned()
+    }
+
+    fn wait_for(&self, needle: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.capture();
+            if screen.contains(needle) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "{needle:?} never appeared; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]);
+    }
+}
+
+fn shell_line(sb: &Sandbox, args: &str) -> String {
+    format!(
+        "cd '{}' && HOME='{}' NO_COLOR=1 '{}' {args}; echo DONE-$?",
+        sb.work().display(),
+        sb.home().display(),
+        env!("CARGO_BIN_EXE_extpool"),
+    )
+}
+
+#[test]
+fn live_status_on_a_terminal_and_plain_lines_when_piped() {
+    let sb = Sandbox::new();
+    sb.testkit_config("  broken:\n    command: ./does-not-exist\n");
+    let tmux = Tmux::new(&sb);
+    let out = tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "160",
+        "-y",
+        "50",
+        "sh",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // On a terminal: the block of per-server lines with marks, then the summary.
+    tmux.cmd(&[
+        "send-keys",
+        "-t",
+        "t",
+        &shell_line(&sb, "list tools >/dev/null"),
+        "Enter",
+    ]);
+    let screen = tmux.wait_for("DONE-0");
+    assert!(screen.contains("✓ testkit  ready in "), "{screen}");
+    assert!(
+        screen.contains("· 17 tools") || screen.contains(" tools"),
+        "{screen}"
+    );
+    assert!(screen.contains("✗ broken   failed: "), "{screen}");
+    assert!(
+        screen.contains("1 of 2 servers ready, 1 failed"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("testkit: connecting"),
+        "live mode draws in place:\n{screen}"
+    );
+
+    // Piped: one plain line per change, no marks, no escape codes.
+    tmux.cmd(&["send-keys", "-t", "t", "clear", "Enter"]);
+    tmux.cmd(&[
+        "send-keys",
+        "-t",
+        "t",
+        &shell_line(&sb, "list tools 2>&1 >/dev/null | cat"),
+        "Enter",
+    ]);
+    let screen = tmux.wait_for("DONE-0");
+    assert!(screen.contains("testkit: connecting"), "{screen}");
+    assert!(screen.contains("testkit: ready in "), "{screen}");
+    assert!(screen.contains("broken: failed: "), "{screen}");
+    assert!(!screen.contains("✓ testkit"), "{screen}");
+}
