@@ -1,6 +1,7 @@
 //! CLI tests: the real `extpool` binary, run as a user runs it, with its
 //! home directory and working directory in a temporary directory so that
 //! nothing of the machine's own configuration is read.
+#![allow(clippy::unwrap_used, dead_code)]
 
 mod commands;
 mod config_errors;
