@@ -15,11 +15,47 @@
 //! - [`peers`]: the third-party peers (`server-everything`, a Python FastMCP
 //!   server) installed by `scripts/peers.sh`.
 //!
+//! - [`client`]: plain rmcp clients, the baseline for benchmarks.
+//!
 //! Nothing here skips silently: a missing peer or a server that cannot be
 //! built is a panic with a message saying how to fix it.
+//!
+//! # The server
+//!
+//! `extpool-testkit-server [--transport stdio|http] [--bind ADDR]
+//! [--state-dir DIR] [--die-on-start] [--hang-on-initialize]
+//! [--extra-tools N] [--page-size K] [--no-skills-extension] [--bad-digest]
+//! [--require-bearer TOKEN]`
+//!
+//! | tool | arguments | does |
+//! |---|---|---|
+//! | `echo` | `message` | returns `message` |
+//! | `add` | `a`, `b` (numbers) | returns the sum as text (`"42"`, `"3.5"`) |
+//! | `counter` | `key?` = `"default"` | increments counter `key`, returns the new value |
+//! | `count` | `key` | returns counter `key` without incrementing |
+//! | `fail` | `message?` | increments `fail`, answers JSON-RPC error -32603 `message` |
+//! | `tool_error` | `message?` | result with `isError: true` |
+//! | `sleep` | `ms` | sleeps; when cancelled increments `cancelled` |
+//! | `crash` | `once?` | exits with code 3 before answering; `once: true` crashes only while `DIR/crashed` is absent (creates it), else increments `crash` and returns `"survived"` |
+//! | `add_tool` / `add_resource` / `add_prompt` | `name` / `uri`, `text` / `name` | adds one, then sends the matching `list_changed` to every client |
+//! | `large_text` | `bytes` | one text block of exactly `bytes` bytes |
+//! | `structured` | `count` | `structuredContent` `{"items":[{"id":0,"name":"item-0"},…]}` (declared `outputSchema`) plus the same JSON as text |
+//! | `json_block` | `count` | the same JSON document as text, no output schema |
+//! | `mixed_content` | — | text, image (PNG), audio (WAV), embedded resource, resource link |
+//! | `env` | `name` | the variable's value or `<unset>` |
+//! | `stderr` | `message` | writes `message` to stderr, returns `"ok"` |
+//! | `tool_0000`… | `message?` | (`--extra-tools`) returns `message` or its name |
+//!
+//! Unknown tools and bad arguments are JSON-RPC -32602 errors. Resources:
+//! `testkit://info` (text), `testkit://blob` (PNG), `skill://testkit-skill/SKILL.md`
+//! and `skill://testkit-skill/references/guide.md`; the skill is also served
+//! through SEP-2640 `skills/list` / `skills/get`. Prompts: `greet {name,
+//! style?}` → "Hello, <name>!" (+ " (style: <style>)"), `summarize {topic}` →
+//! "Please summarize <topic>.".
 
 mod binary;
 mod child;
+pub mod client;
 pub mod peers;
 pub mod server;
 pub mod state;

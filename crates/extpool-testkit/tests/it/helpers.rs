@@ -97,3 +97,37 @@ fn state_dir_reads_zero_before_anything_ran_and_is_removed_on_drop() {
     drop(state);
     assert!(!path.exists());
 }
+
+#[tokio::test]
+async fn raw_clients_connect_over_stdio_and_http() {
+    use extpool_testkit::client;
+    use rmcp::model::CallToolRequestParams;
+
+    let stdio = crate::common::within(client::connect_stdio(&stdio_command([
+        "--extra-tools",
+        "3",
+    ])))
+    .await
+    .unwrap();
+    assert_eq!(
+        crate::common::within(stdio.list_all_tools())
+            .await
+            .unwrap()
+            .len(),
+        20
+    );
+
+    let server = HttpServer::spawn(crate::common::NO_ARGS);
+    let http = crate::common::within(client::connect_http(server.url()))
+        .await
+        .unwrap();
+    let result = crate::common::within(
+        http.call_tool(
+            CallToolRequestParams::new("echo")
+                .with_arguments(crate::common::args(serde_json::json!({"message": "raw"}))),
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(crate::common::text_of(&result), "raw");
+}

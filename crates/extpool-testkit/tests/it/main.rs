@@ -11,6 +11,7 @@ mod common;
 mod crash;
 mod helpers;
 mod http;
+mod modern;
 mod notifications;
 mod pagination;
 mod peers;
