@@ -4,14 +4,16 @@
 //! allowed, and accepted sockets get `TCP_NODELAY` (without it a pooled
 //! client stalls ~40 ms per call on delayed ACKs). With a bearer token set,
 //! every request without `Authorization: Bearer <token>` gets 401; the token
-//! itself is never logged.
+//! itself is never logged. A `tools/call` of the `http_status` tool is
+//! answered by this layer with the HTTP status it names.
 
 use std::{sync::Arc, time::Duration};
 
 use axum::{
     Router,
+    body::Body,
     extract::{Request, State},
-    http::{StatusCode, header},
+    http::{Method, StatusCode, header},
     middleware::{self, Next},
     response::{IntoResponse, Response},
     serve::ListenerExt,
@@ -56,15 +58,66 @@ async fn check_bearer(State(bearer): State<Bearer>, request: Request, next: Next
         .into_response()
 }
 
+/// Largest request body the fault-injection layer buffers.
+const MAX_BODY: usize = 64 * 1024 * 1024;
+
+/// The status a `tools/call` of `http_status` asks for, if `body` is one.
+fn requested_status(body: &[u8]) -> Option<StatusCode> {
+    const NEEDLE: &[u8] = b"http_status";
+    // Cheap filter first: almost no request mentions the tool.
+    if !body.windows(NEEDLE.len()).any(|w| w == NEEDLE) {
+        return None;
+    }
+    let message: serde_json::Value = serde_json::from_slice(body).ok()?;
+    if message.get("method")?.as_str()? != "tools/call" {
+        return None;
+    }
+    let params = message.get("params")?;
+    if params.get("name")?.as_str()? != "http_status" {
+        return None;
+    }
+    let code = params.get("arguments")?.get("code")?.as_u64()?;
+    StatusCode::from_u16(u16::try_from(code).ok()?).ok()
+}
+
+/// Answers a `tools/call` of `http_status {code}` with HTTP status `code`
+/// (after counting it), so clients can be tested against HTTP-level
+/// failures (400, 404, 429, 502, 503, 504, …) on a live session.
+async fn inject_status(State(server): State<TestServer>, request: Request, next: Next) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            tracing::debug!("reading a request body: {e}");
+            return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+        }
+    };
+    if let Some(status) = requested_status(&bytes) {
+        if let Err(e) = server.counters().increment("http_status") {
+            tracing::warn!("counting http_status: {e}");
+        }
+        tracing::info!(%status, "http_status: answering with an injected HTTP status");
+        return (status, "injected by the http_status tool").into_response();
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
 /// The axum router serving `server` at [`MCP_PATH`]; every session shares
 /// the same server state. `bearer`, when set, is required on every request.
 pub fn router(server: TestServer, bearer: Option<String>, ct: &CancellationToken) -> Router {
+    let fault_server = server.clone();
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_KEEP_ALIVE);
     let config = StreamableHttpServerConfig::default().with_cancellation_token(ct.child_token());
     let service =
         StreamableHttpService::new(move || Ok(server.clone()), Arc::new(sessions), config);
-    let router = Router::new().nest_service(MCP_PATH, service);
+    let router = Router::new()
+        .nest_service(MCP_PATH, service)
+        .layer(middleware::from_fn_with_state(fault_server, inject_status));
     match bearer {
         Some(token) => router.layer(middleware::from_fn_with_state(
             Bearer(token.into()),

@@ -144,6 +144,11 @@ impl TestServer {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The server's counters (shared with the HTTP layer's fault injection).
+    pub(crate) fn counters(&self) -> &Counters {
+        &self.shared.counters
+    }
+
     fn cursor(request: Option<&PaginatedRequestParams>) -> Option<&str> {
         request.and_then(|r| r.cursor.as_deref())
     }

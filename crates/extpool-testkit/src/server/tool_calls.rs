@@ -28,6 +28,8 @@ pub const CRASH_EXIT_CODE: i32 = 3;
 const MAX_LARGE_TEXT: u64 = 256 * 1024 * 1024;
 /// Largest `structured` / `json_block` item count.
 const MAX_ITEMS: u64 = 1_000_000;
+/// Most notifications one `notify` call sends.
+const MAX_NOTIFICATIONS: u64 = 100_000;
 /// Longest `sleep`.
 const MAX_SLEEP_MS: u64 = 24 * 60 * 60 * 1000;
 
@@ -176,6 +178,30 @@ impl TestServer {
             "add_tool" => self.add_tool(args.str("name")?).await,
             "add_resource" => self.add_resource(args.str("uri")?, args.str("text")?).await,
             "add_prompt" => self.add_prompt(args.str("name")?).await,
+            "notify" => {
+                let kind = match args.opt_str("kind")?.unwrap_or("tools") {
+                    "tools" => ListKind::Tools,
+                    "resources" => ListKind::Resources,
+                    "prompts" => ListKind::Prompts,
+                    _ => return Err(Args::wrong("kind", "tools, resources or prompts")),
+                };
+                let count = match args.get("count") {
+                    None => 1,
+                    Some(_) => args.u64_at_most("count", MAX_NOTIFICATIONS)?,
+                };
+                for _ in 0..count {
+                    self.broadcast(kind).await;
+                }
+                Ok(text(format!("sent {count}")))
+            }
+            "http_status" => {
+                // Over HTTP the request never gets here: the HTTP layer
+                // answers it (see `http::inject_status`).
+                args.u64_at_most("code", 599)?;
+                Ok(CallToolResult::error(vec![ContentBlock::text(
+                    "http_status only works over streamable HTTP",
+                )]))
+            }
             "large_text" => {
                 let bytes = args.u64_at_most("bytes", MAX_LARGE_TEXT)?;
                 let size = usize::try_from(bytes).map_err(|_| Args::wrong("bytes", "smaller"))?;

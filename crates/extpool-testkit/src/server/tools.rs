@@ -141,6 +141,27 @@ pub(crate) fn builtin() -> Vec<Tool> {
             schema(json!({"name": string("Name of the new prompt")}), &["name"]),
         ),
         Tool::new(
+            "notify",
+            "Sends `count` (default 1) notifications/<kind>/list_changed without changing \
+             anything; kind is tools (default), resources or prompts",
+            schema(
+                json!({
+                    "kind": {"type": "string", "enum": ["tools", "resources", "prompts"]},
+                    "count": {"type": "integer", "minimum": 0, "description": "How many (default 1)"},
+                }),
+                &[],
+            ),
+        ),
+        Tool::new(
+            "http_status",
+            "Over HTTP: increments counter \"http_status\", then the HTTP request is answered \
+             with status `code` instead of a JSON-RPC response. Over stdio: a tool error",
+            schema(
+                json!({"code": {"type": "integer", "minimum": 100, "maximum": 599}}),
+                &["code"],
+            ),
+        ),
+        Tool::new(
             "large_text",
             "Returns one text block of exactly `bytes` bytes",
             schema(

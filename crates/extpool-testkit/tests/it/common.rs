@@ -20,6 +20,9 @@ use rmcp::{
 };
 use tokio::sync::Notify;
 
+/// Number of built-in tools of the test server.
+pub const BUILTIN_TOOL_COUNT: usize = 19;
+
 /// No extra server arguments.
 pub const NO_ARGS: &[&str] = &[];
 

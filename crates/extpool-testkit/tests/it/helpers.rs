@@ -114,7 +114,7 @@ async fn raw_clients_connect_over_stdio_and_http() {
             .await
             .unwrap()
             .len(),
-        20
+        crate::common::BUILTIN_TOOL_COUNT + 3
     );
 
     let server = HttpServer::spawn(crate::common::NO_ARGS);

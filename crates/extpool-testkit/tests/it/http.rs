@@ -4,7 +4,7 @@ use extpool_testkit::{HttpServer, peers::PeerHttpServer};
 use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
 use serde_json::json;
 
-use crate::common::{NO_ARGS, args, call, call_text, connect_http, within};
+use crate::common::{BUILTIN_TOOL_COUNT, NO_ARGS, args, call, call_text, connect_http, within};
 
 #[tokio::test]
 async fn http_announces_a_loopback_url_on_an_os_assigned_port() {
@@ -24,7 +24,7 @@ async fn http_serves_tools_resources_and_prompts() {
     let server = HttpServer::spawn(NO_ARGS);
     let (client, _) = connect_http(server.url()).await;
     let tools = within(client.list_all_tools()).await.unwrap();
-    assert_eq!(tools.len(), 17);
+    assert_eq!(tools.len(), BUILTIN_TOOL_COUNT);
     assert_eq!(
         call_text(&client, "echo", json!({"message": "over http"})).await,
         "over http"

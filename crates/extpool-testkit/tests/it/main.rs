@@ -9,6 +9,7 @@ mod bearer;
 mod cancel;
 mod common;
 mod crash;
+mod faults;
 mod helpers;
 mod http;
 mod modern;

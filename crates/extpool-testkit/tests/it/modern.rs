@@ -11,7 +11,7 @@ use rmcp::{
 };
 use serde_json::json;
 
-use crate::common::{Client, NO_ARGS, Recorder, call_text, within};
+use crate::common::{BUILTIN_TOOL_COUNT, Client, NO_ARGS, Recorder, call_text, within};
 
 fn modern() -> ClientLifecycleMode {
     ClientLifecycleMode::Discover {
@@ -35,7 +35,10 @@ async fn discover_client_calls_tools_and_lists_skills_over_http() {
     let info = client.peer_info().unwrap();
     assert_eq!(info.protocol_version, ProtocolVersion::V_2026_07_28);
     assert!(info.capabilities.supports_skills());
-    assert_eq!(within(client.list_all_tools()).await.unwrap().len(), 17);
+    assert_eq!(
+        within(client.list_all_tools()).await.unwrap().len(),
+        BUILTIN_TOOL_COUNT
+    );
     assert_eq!(
         call_text(&client, "echo", json!({"message": "modern"})).await,
         "modern"

@@ -3,7 +3,7 @@
 
 use rmcp::model::PaginatedRequestParams;
 
-use crate::common::{connect_stdio, within};
+use crate::common::{BUILTIN_TOOL_COUNT, connect_stdio, within};
 
 #[tokio::test]
 async fn tools_resources_and_prompts_come_in_pages() {
@@ -24,9 +24,9 @@ async fn tools_resources_and_prompts_come_in_pages() {
             break;
         }
     }
-    assert_eq!(names.len(), 17 + 25);
-    assert_eq!(pages, (17 + 25usize).div_ceil(7));
-    assert_eq!(names[17], "tool_0000");
+    assert_eq!(names.len(), BUILTIN_TOOL_COUNT + 25);
+    assert_eq!(pages, (BUILTIN_TOOL_COUNT + 25usize).div_ceil(7));
+    assert_eq!(names[BUILTIN_TOOL_COUNT], "tool_0000");
     assert_eq!(names.last().unwrap(), "tool_0024");
     let all = within(client.list_all_tools()).await.unwrap();
     assert_eq!(all.len(), names.len());

@@ -12,11 +12,11 @@ use rmcp::{
 use serde_json::json;
 
 use crate::common::{
-    NO_ARGS, args, call, call_text, connect_stdio, connect_tokio_command, eventually, text_of,
-    within,
+    BUILTIN_TOOL_COUNT, NO_ARGS, args, call, call_text, connect_stdio, connect_tokio_command,
+    eventually, text_of, within,
 };
 
-const BUILTIN_TOOLS: [&str; 17] = [
+const BUILTIN_TOOLS: [&str; BUILTIN_TOOL_COUNT] = [
     "echo",
     "add",
     "counter",
@@ -28,6 +28,8 @@ const BUILTIN_TOOLS: [&str; 17] = [
     "add_tool",
     "add_resource",
     "add_prompt",
+    "notify",
+    "http_status",
     "large_text",
     "structured",
     "json_block",
