@@ -52,8 +52,8 @@
 //! `testkit://info` (text), `testkit://blob` (PNG), `skill://testkit-skill/SKILL.md`
 //! and `skill://testkit-skill/references/guide.md`; the skill is also served
 //! through SEP-2640 `skills/list` / `skills/get`. Prompts: `greet {name,
-//! style?}` → "Hello, <name>!" (+ " (style: <style>)"), `summarize {topic}` →
-//! "Please summarize <topic>.".
+//! style?}` → `"Hello, <name>!"` (+ `" (style: <style>)"`), `summarize {topic}` →
+//! `"Please summarize <topic>."`.
 
 mod binary;
 mod child;

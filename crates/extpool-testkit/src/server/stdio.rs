@@ -1,11 +1,11 @@
 //! Serving [`TestServer`] over stdin/stdout, exiting when stdin closes.
 //!
-//! rmcp ends a stdio session at end of input, except while a handler never
-//! returns — as with `--hang-on-initialize`, where the handshake itself
-//! hangs and nobody reads stdin any more. A client that gives up and closes
-//! our stdin must still see the process go, or it would linger after the
-//! test. So a task of its own reads stdin: at end of input the session gets
-//! a short grace period, then serving stops regardless.
+//! rmcp ends a stdio session at end of input, except during a handshake
+//! that never completes — `--hang-on-initialize` — where nobody reads stdin
+//! any more. A client that gives up and closes our stdin must still see the
+//! process go, or it would linger after the test. So in that mode a task of
+//! its own reads stdin: at end of input the session gets a short grace
+//! period, then serving stops regardless.
 
 use std::time::Duration;
 
@@ -45,8 +45,22 @@ pub enum StdioEnd {
 /// Serves `server` on this process's stdin and stdout until the client
 /// goes away.
 pub async fn serve_stdio(server: TestServer) -> Result<StdioEnd, StdioError> {
-    // stdin is pumped by a task of its own, so its end is seen even while
-    // rmcp reads nothing (a hung handshake).
+    if server.options().hang_on_initialize {
+        serve_watching_stdin(server).await
+    } else {
+        // rmcp reads stdin all session long and ends at its end by itself;
+        // no extra copy on the hot path.
+        let running = server
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| StdioError::Handshake(Box::new(e)))?;
+        Ok(StdioEnd::Quit(running.waiting().await?))
+    }
+}
+
+/// Serves with stdin pumped by a task of its own, so its end is seen even
+/// while rmcp reads nothing (a hung handshake).
+async fn serve_watching_stdin(server: TestServer) -> Result<StdioEnd, StdioError> {
     let eof = CancellationToken::new();
     let (stdin, mut pipe) = tokio::io::duplex(STDIN_BUFFER);
     tokio::spawn({

@@ -1,7 +1,7 @@
 //! Tool definitions: names, descriptions and JSON input (and output) schemas.
 //! What each tool does is in [`super::tool_calls`].
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use rmcp::model::{JsonObject, Tool};
 use serde_json::{Value, json};
@@ -68,8 +68,14 @@ pub(crate) fn echo_like(name: String, description: String) -> Tool {
     )
 }
 
-/// The built-in tools, in the order tools/list returns them.
-pub(crate) fn builtin() -> Vec<Tool> {
+/// The built-in tools, in the order tools/list returns them; built once,
+/// since the HTTP layer looks a tool up on every call.
+pub(crate) fn builtin() -> &'static [Tool] {
+    static BUILTIN: LazyLock<Vec<Tool>> = LazyLock::new(build_builtin);
+    &BUILTIN
+}
+
+fn build_builtin() -> Vec<Tool> {
     vec![
         Tool::new(
             "echo",
@@ -208,7 +214,7 @@ fn extra(index: usize) -> Tool {
 impl TestServer {
     /// Every tool: built-in, then `tool_0000`…, then the dynamic ones by name.
     pub(crate) fn all_tools(&self) -> Vec<Tool> {
-        let mut all = builtin();
+        let mut all = builtin().to_vec();
         all.extend((0..self.shared.options.extra_tools).map(extra));
         all.extend(self.read_dynamic().tools.values().cloned());
         all
@@ -226,8 +232,8 @@ impl TestServer {
 
     /// Looks one tool up without building the whole list.
     pub(crate) fn find_tool(&self, name: &str) -> Option<Tool> {
-        if let Some(tool) = builtin().into_iter().find(|t| t.name == name) {
-            return Some(tool);
+        if let Some(tool) = builtin().iter().find(|t| t.name == name) {
+            return Some(tool.clone());
         }
         if let Some(index) = self.extra_index(name) {
             return Some(extra(index));
