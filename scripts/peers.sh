@@ -30,3 +30,14 @@ if [ ! -f "$stamp_pip" ]; then
   "$peers/venv/bin/pip" install --quiet --disable-pip-version-check "${PIP_PACKAGES[@]}" >&2
   touch "$stamp_pip"
 fi
+
+# tmux drives the terminal-display test of the command line.
+if ! command -v tmux >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "peers: installing tmux (apt-get)" >&2
+    (apt-get install -y -qq tmux >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq tmux >/dev/null; }) >&2
+  else
+    echo "peers: tmux is missing; install it (the terminal-display test needs it)" >&2
+    exit 1
+  fi
+fi
