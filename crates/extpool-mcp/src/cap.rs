@@ -115,6 +115,27 @@ fn store<T>(slot: &Mutex<Option<Cached<T>>>, epoch: u64, value: T) -> Arc<T> {
     value
 }
 
+/// The client a capability uses, with its change counters at the moment it
+/// was attached (so a change stream that subscribes later misses nothing).
+#[derive(Clone)]
+struct Attached {
+    client: McpClient,
+    epochs: [u64; 3],
+}
+
+const SIGNALLED: [ChangeKind; 3] = [
+    ChangeKind::ToolsChanged,
+    ChangeKind::ResourcesChanged,
+    ChangeKind::PromptsChanged,
+];
+
+impl Attached {
+    fn new(client: McpClient) -> Self {
+        let epochs = SIGNALLED.map(|k| client.signals().epoch(k));
+        Self { client, epochs }
+    }
+}
+
 /// An MCP server as a capability (RFC-0051 `McpServerCap`).
 pub struct McpServerCap {
     name: ServerName,
@@ -122,7 +143,7 @@ pub struct McpServerCap {
     pool: Option<SessionConnectionPool>,
     held: ArcSwapOption<Held>,
     connecting: tokio::sync::Mutex<()>,
-    attached: watch::Sender<Option<McpClient>>,
+    attached: watch::Sender<Option<Attached>>,
     static_tools: Option<Arc<Vec<ToolEntry>>>,
     caches: Caches,
     shut: AtomicBool,
@@ -185,7 +206,7 @@ impl McpServerCap {
             .into());
         }
         let static_tools = static_tools(&name, &config)?;
-        let attached = watch::Sender::new(held.as_ref().map(|h| h.client().clone()));
+        let attached = watch::Sender::new(held.as_ref().map(|h| Attached::new(h.client().clone())));
         Ok(Self {
             name,
             config,
@@ -214,7 +235,7 @@ impl McpServerCap {
         let name = client.name().clone();
         let config = Arc::new(client.config().clone());
         let static_tools = static_tools(&name, &config).ok().flatten();
-        let attached = watch::Sender::new(Some(client.clone()));
+        let attached = watch::Sender::new(Some(Attached::new(client.clone())));
         Self {
             name,
             config,
@@ -272,8 +293,14 @@ impl McpServerCap {
         let leased = pool.get_client(&self.name, &self.config).await?;
         let client = leased.client().clone();
         self.held.store(Some(Arc::new(Held::Pooled(leased))));
-        self.attached.send_replace(Some(client.clone()));
+        self.attached
+            .send_replace(Some(Attached::new(client.clone())));
         Ok(client)
+    }
+
+    /// Connects (unless lazy with declared tools) and counts the tools.
+    pub async fn tool_count(&self) -> Result<usize, ClientError> {
+        self.tools().await.map(|t| t.len())
     }
 
     fn err(&self, e: ClientError) -> ExtensionError {
@@ -507,7 +534,7 @@ impl CommandResource for McpServerCap {
 }
 
 struct EventState {
-    attached: watch::Receiver<Option<McpClient>>,
+    attached: watch::Receiver<Option<Attached>>,
     signals: Option<broadcast::Receiver<ChangeKind>>,
     pending: VecDeque<ChangeKind>,
     id: String,
@@ -525,9 +552,15 @@ fn expand(kind: ChangeKind, out: &mut VecDeque<ChangeKind>) {
 
 impl ChangeObservable for McpServerCap {
     fn on_change(&self) -> Option<ChangeStream> {
+        let mut attached = self.attached.subscribe();
+        // Already attached: subscribe now, so nothing after this call is missed.
+        let signals = attached
+            .borrow_and_update()
+            .as_ref()
+            .map(|a| a.client.signals().subscribe());
         let state = EventState {
-            attached: self.attached.subscribe(),
-            signals: None,
+            attached,
+            signals,
             pending: VecDeque::new(),
             id: self.name.to_string(),
             source_uri: format!("mcp://{}", self.name),
@@ -540,24 +573,27 @@ impl ChangeObservable for McpServerCap {
                 }
                 match &mut st.signals {
                     None => {
-                        let client = loop {
-                            if let Some(c) = st.attached.borrow_and_update().clone() {
-                                break c;
+                        let current = loop {
+                            if let Some(a) = st.attached.borrow_and_update().clone() {
+                                break a;
                             }
                             if st.attached.changed().await.is_err() {
                                 return None;
                             }
                         };
-                        st.signals = Some(client.signals().subscribe());
+                        let signals = current.client.signals();
+                        st.signals = Some(signals.subscribe());
+                        // Changes between the attach and this subscription.
+                        for (kind, seen) in SIGNALLED.iter().zip(current.epochs) {
+                            if signals.epoch(*kind) != seen {
+                                expand(*kind, &mut st.pending);
+                            }
+                        }
                     }
                     Some(rx) => match rx.recv().await {
                         Ok(kind) => expand(kind, &mut st.pending),
                         Err(broadcast::error::RecvError::Lagged(_)) => {
-                            for kind in [
-                                ChangeKind::ToolsChanged,
-                                ChangeKind::ResourcesChanged,
-                                ChangeKind::PromptsChanged,
-                            ] {
+                            for kind in SIGNALLED {
                                 expand(kind, &mut st.pending);
                             }
                         }

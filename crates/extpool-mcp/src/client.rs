@@ -38,7 +38,7 @@ use crate::config::{McpServerConfig, ReconnectPolicy};
 use crate::connection::{self, Connection, Plan};
 use crate::error::{ClientError, ConnectFailure, SharedError};
 use crate::handler::ChangeSignals;
-use crate::http::HttpSettings;
+use crate::http::{HttpSettings, TokenSource};
 use crate::name::ServerName;
 use crate::stdio::SpawnPolicy;
 
@@ -70,6 +70,8 @@ pub struct ClientOptions {
     pub startup_timeout: Duration,
     /// How long a close waits for a server to exit before leaving it to be killed.
     pub close_timeout: Duration,
+    /// Where bearer tokens for HTTP servers come from.
+    pub tokens: TokenSource,
     /// The HTTP client, shared by every clone of these options.
     pub http_client: SharedHttpClient,
 }
@@ -82,6 +84,7 @@ impl Default for ClientOptions {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             close_timeout: Duration::from_secs(5),
+            tokens: TokenSource::default(),
             http_client: SharedHttpClient::default(),
         }
     }

@@ -43,7 +43,7 @@ impl Plan {
                 Ok(Self::Stdio(StdioPlan::new(name, config, &options.spawn)?))
             }
             Ok(crate::config::Transport::Http { .. }) => {
-                Ok(Self::Http(HttpPlan::new(name, config)?))
+                Ok(Self::Http(HttpPlan::new(name, config, &options.tokens)?))
             }
             Err(source) => Err(ConfigError::Transport {
                 server: name.to_string(),

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use http::{HeaderName, HeaderValue};
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
 use crate::config::McpServerConfig;
@@ -47,6 +48,42 @@ impl std::fmt::Debug for BearerToken {
     }
 }
 
+/// Where bearer tokens come from.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub enum TokenSource {
+    /// `MCP_<NAME>_TOKEN` from the process environment (NAME upper-cased).
+    #[default]
+    Environment,
+    /// Tokens handed over by the host (a secret store, tests), by server name.
+    Fixed(std::collections::BTreeMap<String, BearerToken>),
+}
+
+impl std::fmt::Debug for TokenSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Environment => f.write_str("Environment"),
+            Self::Fixed(map) => f
+                .debug_tuple("Fixed")
+                .field(&map.keys().collect::<Vec<_>>())
+                .finish(),
+        }
+    }
+}
+
+impl TokenSource {
+    /// The token for `name`, if any (empty values count as none).
+    pub fn token_for(&self, name: &ServerName) -> Option<BearerToken> {
+        match self {
+            Self::Environment => std::env::var(name.token_env_var())
+                .ok()
+                .filter(|t| !t.is_empty())
+                .map(BearerToken::new),
+            Self::Fixed(map) => map.get(name.as_str()).filter(|t| !t.0.is_empty()).cloned(),
+        }
+    }
+}
+
 /// Headers the transport sets itself; configuring them is refused.
 const RESERVED_HEADERS: &[&str] = &["accept", "mcp-session-id", "last-event-id", "content-type"];
 
@@ -59,6 +96,15 @@ pub struct HttpSettings {
     pub connect_timeout: Duration,
     /// Maximum POSTs in flight per server.
     pub max_concurrent_requests: usize,
+    /// How many times a broken response stream is resumed (SSE
+    /// `Last-Event-ID`; the first resume is immediate, at least one is made)
+    /// before the request fails as a dropped connection and the client's own
+    /// reconnect takes over. rmcp's default is unbounded, which leaves a call
+    /// hanging until its timeout when the server was restarted or is gone.
+    pub sse_resume_attempts: usize,
+    /// Delay between further resumes, doubled each time (capped at 2 s; a
+    /// server's SSE `retry` field can only lengthen it).
+    pub sse_resume_backoff: Duration,
 }
 
 impl Default for HttpSettings {
@@ -67,6 +113,8 @@ impl Default for HttpSettings {
             keep_alive: false,
             connect_timeout: Duration::from_secs(10),
             max_concurrent_requests: 64,
+            sse_resume_attempts: 1,
+            sse_resume_backoff: Duration::from_millis(200),
         }
     }
 }
@@ -154,13 +202,14 @@ pub fn is_loopback(url: &reqwest::Url) -> bool {
 }
 
 impl HttpPlan {
-    /// Checks the URL and headers and reads the token from `MCP_<NAME>_TOKEN`.
-    pub fn new(name: &ServerName, config: &McpServerConfig) -> Result<Self, ConfigError> {
-        let token = std::env::var(name.token_env_var())
-            .ok()
-            .filter(|t| !t.is_empty())
-            .map(BearerToken::new);
-        Self::with_token(name, config, token)
+    /// Checks the URL and headers and takes the token from `tokens`
+    /// (by default `MCP_<NAME>_TOKEN`).
+    pub fn new(
+        name: &ServerName,
+        config: &McpServerConfig,
+        tokens: &TokenSource,
+    ) -> Result<Self, ConfigError> {
+        Self::with_token(name, config, tokens.token_for(name))
     }
 
     /// Like [`HttpPlan::new`] with the token given explicitly.
@@ -245,6 +294,11 @@ impl HttpPlan {
         let mut cfg = StreamableHttpClientTransportConfig::with_uri(self.url.as_str())
             .max_concurrent_requests(settings.max_concurrent_requests)
             .reinit_on_expired_session(true);
+        let mut backoff = ExponentialBackoff::default();
+        backoff.max_times = Some(settings.sse_resume_attempts);
+        backoff.base_duration = settings.sse_resume_backoff;
+        backoff.max_delay = Some(Duration::from_secs(2));
+        cfg.retry_config = std::sync::Arc::new(backoff);
         if !self.headers.is_empty() {
             cfg = cfg.custom_headers(self.headers.clone());
         }

@@ -19,6 +19,7 @@ pub mod http;
 pub mod name;
 pub mod pool;
 pub mod skills;
+pub mod startup;
 pub mod stderr;
 pub mod stdio;
 
@@ -28,7 +29,8 @@ pub use config::{
     McpServerConfig, ReconnectPolicy, StaticTool, Transport, TransportError, TransportKind,
 };
 pub use error::{ClientError, ConfigError, ConnectFailure};
-pub use http::{BearerToken, HttpSettings};
+pub use http::{BearerToken, HttpSettings, TokenSource};
 pub use name::{ServerName, check_names};
 pub use pool::{PoolConfig, PoolEntryInfo, PooledClient, SessionConnectionPool};
+pub use startup::{ServerStatus, StartError, Started, StatusEvent, start_servers};
 pub use stdio::SpawnPolicy;

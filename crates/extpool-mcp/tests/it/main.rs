@@ -1,0 +1,14 @@
+//! Integration tests of extpool-mcp against real servers started for each
+//! test: the testkit server (stdio and streamable HTTP),
+//! `@modelcontextprotocol/server-everything` and a Python `mcp` SDK server.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+mod cap;
+mod client;
+mod fake_http;
+mod peers;
+mod pool;
+mod reconnect;
+mod security;
+mod startup;
+mod support;

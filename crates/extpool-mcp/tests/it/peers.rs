@@ -1,0 +1,138 @@
+//! Interop with third-party servers installed by `scripts/peers.sh`:
+//! `@modelcontextprotocol/server-everything` (Node) and a Python `mcp` SDK
+//! server. A missing peer fails the test with instructions (the testkit's
+//! peer helpers panic); nothing is skipped.
+
+use extpool_core::{ChangeKind, CommandResource, McpResource, SkillResource};
+use extpool_mcp::{McpServerCap, McpServerConfig};
+use extpool_testkit::peers;
+use serde_json::{Map, Value, json};
+
+use crate::support::*;
+
+fn obj(v: Value) -> Map<String, Value> {
+    v.as_object().unwrap().clone()
+}
+
+fn everything_stdio() -> McpServerConfig {
+    let cmd = peers::server_everything();
+    McpServerConfig::stdio(cmd.program.to_string_lossy(), cmd.args)
+}
+
+async fn exercise_everything(cap: &McpServerCap) {
+    let tools = cap.list_tools().await.unwrap();
+    for expected in [
+        "echo",
+        "get-sum",
+        "get-structured-content",
+        "get-tiny-image",
+    ] {
+        assert!(
+            tools.iter().any(|t| t.name == expected),
+            "missing {expected}"
+        );
+    }
+    let r = cap
+        .call_tool("echo", obj(json!({"message": "hello from extpool"})))
+        .await
+        .unwrap();
+    assert_eq!(r.joined_text(), "Echo: hello from extpool");
+    let r = cap
+        .call_tool("get-sum", obj(json!({"a": 2, "b": 40})))
+        .await
+        .unwrap();
+    assert!(r.joined_text().contains("42"), "{}", r.joined_text());
+
+    let resources = cap.list_resources().await.unwrap();
+    assert!(!resources.is_empty());
+    let first = &resources[0];
+    assert!(cap.resource_exists(&first.uri).await.unwrap());
+    let read = cap.read_resource(&first.uri).await.unwrap().unwrap();
+    assert!(!read.is_empty());
+    let dynamic = "demo://resource/dynamic/text/1";
+    assert!(
+        cap.resource_exists(dynamic).await.unwrap(),
+        "template match"
+    );
+    assert!(cap.read_resource(dynamic).await.unwrap().is_some());
+
+    let commands = cap.list_commands().await.unwrap();
+    assert!(commands.iter().any(|c| c.name == "args-prompt"));
+    let text = cap
+        .get_command("args-prompt", &["city=Paris".into(), "state=IDF".into()])
+        .await
+        .unwrap();
+    assert!(text.contains("Paris"), "{text}");
+    // No skills here, and that is not an error.
+    assert!(cap.list_skills().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn server_everything_over_stdio() {
+    let pool = pool();
+    let cap = McpServerCap::new("everything", everything_stdio(), pool.clone()).unwrap();
+    exercise_everything(&cap).await;
+    // server-everything announces tools/list_changed right after initialize.
+    let client = cap.client().unwrap();
+    eventually("tools/list_changed received", || {
+        client.signals().epoch(ChangeKind::ToolsChanged) >= 1
+    })
+    .await;
+    pool.shutdown().await;
+}
+
+#[tokio::test]
+async fn server_everything_over_http() {
+    let server = peers::server_everything_http();
+    let pool = pool();
+    let cap = McpServerCap::new("everything", http_cfg(server.url()), pool.clone()).unwrap();
+    exercise_everything(&cap).await;
+    pool.shutdown().await;
+}
+
+async fn exercise_python(cap: &McpServerCap) {
+    let tools = cap.list_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "echo"));
+    let r = cap
+        .call_tool("echo", obj(json!({"message": "from rust"})))
+        .await
+        .unwrap();
+    assert_eq!(r.joined_text(), "from rust");
+    let r = cap
+        .call_tool("add", obj(json!({"a": 2, "b": 40})))
+        .await
+        .unwrap();
+    assert_eq!(r.joined_text(), "42");
+    let r = cap
+        .call_tool("structured", obj(json!({"count": 2})))
+        .await
+        .unwrap();
+    assert_eq!(r.structured.unwrap()["items"][1]["name"], "item-1");
+    let info = cap
+        .read_resource("testkit://py/info")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(info.as_text().is_some());
+    let commands = cap.list_commands().await.unwrap();
+    assert!(commands.iter().any(|c| c.name == "greet"));
+}
+
+#[tokio::test]
+async fn python_sdk_server_over_streamable_http() {
+    let server = peers::FastMcpServer::spawn_http();
+    let pool = pool();
+    let cap = McpServerCap::new("python", http_cfg(server.url()), pool.clone()).unwrap();
+    exercise_python(&cap).await;
+    pool.shutdown().await;
+}
+
+#[tokio::test]
+async fn python_sdk_server_over_stdio() {
+    let cmd = peers::fastmcp_stdio();
+    let cfg = McpServerConfig::stdio(cmd.program.to_string_lossy(), cmd.args);
+    let pool = pool();
+    let cap = McpServerCap::new("python", cfg, pool.clone()).unwrap();
+    exercise_python(&cap).await;
+    pool.shutdown().await;
+}

@@ -1,0 +1,222 @@
+//! SessionConnectionPool: one client per distinct (name, config), shared by
+//! every capability and scope; single-flight creation; the bound and its
+//! waiting queue; idle eviction; shutdown.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use extpool_core::{Capability, McpResource};
+use extpool_mcp::{McpServerCap, PoolConfig, SessionConnectionPool};
+use extpool_testkit::StateDir;
+use serde_json::json;
+
+use crate::support::*;
+
+fn bounded(max_clients: usize, wait: Duration) -> SessionConnectionPool {
+    SessionConnectionPool::new(PoolConfig {
+        max_clients,
+        acquire_timeout: wait,
+        client: options(),
+    })
+}
+
+#[tokio::test]
+async fn pool_and_session_caps_share_one_process() {
+    let pool = pool();
+    let state = StateDir::new();
+    let cfg = stdio_cfg(&state.args());
+    let pool_level = McpServerCap::new("kit", cfg.clone(), pool.clone()).unwrap();
+    let session_level = McpServerCap::new("kit", cfg.clone(), pool.clone()).unwrap();
+    pool_level.start().await.unwrap();
+    session_level.start().await.unwrap();
+    pool_level
+        .call_tool("counter", json!({"key": "k"}).as_object().unwrap().clone())
+        .await
+        .unwrap();
+    session_level
+        .call_tool("counter", json!({"key": "k"}).as_object().unwrap().clone())
+        .await
+        .unwrap();
+    assert_eq!(state.starts(), 1);
+    assert_eq!(state.counter("k"), 2);
+    assert_eq!(pool.live_clients(), 1);
+    let snapshot = pool.snapshot();
+    assert_eq!(snapshot.len(), 1);
+    assert_eq!(snapshot[0].leases, 2);
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_first_requests_create_one_connection() {
+    let pool = pool();
+    let state = StateDir::new();
+    let cfg = stdio_cfg(&state.args());
+    let mut tasks = Vec::new();
+    for _ in 0..32 {
+        let pool = pool.clone();
+        let cfg = cfg.clone();
+        tasks.push(tokio::spawn(async move {
+            pool.get_client(&name("kit"), &cfg).await.map(|c| c.pid())
+        }));
+    }
+    let mut pids = Vec::new();
+    for t in tasks {
+        pids.push(t.await.unwrap().unwrap());
+    }
+    pids.dedup();
+    assert_eq!(pids.len(), 1, "one process for 32 concurrent requests");
+    assert_eq!(state.starts(), 1);
+    pool.shutdown().await;
+}
+
+#[tokio::test]
+async fn distinct_configs_get_distinct_clients() {
+    let pool = pool();
+    let a = pool
+        .get_client(&name("kit"), &stdio_cfg::<&str>(&[]))
+        .await
+        .unwrap();
+    let b = pool
+        .get_client(&name("kit"), &stdio_cfg(&["--extra-tools", "1"]))
+        .await
+        .unwrap();
+    let c = pool
+        .get_client(&name("other"), &stdio_cfg::<&str>(&[]))
+        .await
+        .unwrap();
+    assert_ne!(a.pid(), b.pid());
+    assert_ne!(a.pid(), c.pid());
+    assert_eq!(pool.live_clients(), 3);
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_pool_waits_then_fails_clearly() {
+    let pool = bounded(2, Duration::from_millis(400));
+    let a = pool
+        .get_client(&name("a"), &stdio_cfg::<&str>(&[]))
+        .await
+        .unwrap();
+    let _b = pool
+        .get_client(&name("b"), &stdio_cfg::<&str>(&[]))
+        .await
+        .unwrap();
+    let err = pool
+        .get_client(&name("c"), &stdio_cfg::<&str>(&[]))
+        .await
+        .unwrap_err();
+    assert!(err.is_pool_exhausted(), "{err:?}");
+    assert!(
+        err.to_string().contains("pool is full (2 live clients)"),
+        "{err}"
+    );
+
+    // A waiter gets the slot as soon as a lease is returned (the idle client is evicted).
+    let waiter = {
+        let pool = pool.clone();
+        tokio::spawn(async move {
+            pool.get_client(&name("c"), &stdio_cfg::<&str>(&[]))
+                .await
+                .map(|c| c.pid())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let a_pid = a.pid().unwrap();
+    drop(a);
+    let c_pid = waiter.await.unwrap().unwrap();
+    assert!(c_pid.is_some());
+    assert_eq!(pool.live_clients(), 2);
+    eventually("evicted idle client exited", || process_gone(a_pid)).await;
+    pool.shutdown().await;
+}
+
+#[tokio::test]
+async fn idle_clients_stay_connected_for_reuse() {
+    let pool = pool();
+    let state = StateDir::new();
+    let cfg = stdio_cfg(&state.args());
+    let first = pool.get_client(&name("kit"), &cfg).await.unwrap();
+    let pid = first.pid();
+    drop(first);
+    let again = pool.get_client(&name("kit"), &cfg).await.unwrap();
+    assert_eq!(again.pid(), pid);
+    assert_eq!(state.starts(), 1);
+    pool.shutdown().await;
+}
+
+#[tokio::test]
+async fn failed_connect_frees_its_slot() {
+    let pool = bounded(1, Duration::from_millis(200));
+    let err = pool
+        .get_client(&name("dead"), &stdio_cfg(&["--die-on-start"]))
+        .await
+        .unwrap_err();
+    assert!(err.is_connect(), "{err:?}");
+    assert_eq!(pool.live_clients(), 0);
+    let ok = pool
+        .get_client(&name("kit"), &stdio_cfg::<&str>(&[]))
+        .await
+        .unwrap();
+    ok.ping().await.unwrap();
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_calls_multiplex_on_one_connection() {
+    let pool = pool();
+    let state = StateDir::new();
+    let cap = Arc::new(McpServerCap::new("kit", stdio_cfg(&state.args()), pool.clone()).unwrap());
+    cap.start().await.unwrap();
+    let mut tasks = Vec::new();
+    for _ in 0..64 {
+        let cap = cap.clone();
+        tasks.push(tokio::spawn(async move {
+            cap.call_tool("sleep", json!({"ms": 120_000}).as_object().unwrap().clone())
+                .await
+        }));
+    }
+    // With 64 calls pending, another caller still gets through at once…
+    let echo = cap
+        .call_tool(
+            "echo",
+            json!({"message": "through"}).as_object().unwrap().clone(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(echo.joined_text(), "through");
+    // …and all 64 are at the server together: cancelling them cancels 64 server-side calls.
+    for t in &tasks {
+        t.abort();
+    }
+    eventually("64 in-flight calls cancelled at the server", || {
+        state.counter("cancelled") == 64
+    })
+    .await;
+    assert_eq!(pool.live_clients(), 1);
+    assert_eq!(state.starts(), 1);
+    pool.shutdown().await;
+}
+
+#[tokio::test]
+async fn shutdown_closes_every_process() {
+    let pool = pool();
+    let a = pool
+        .get_client(&name("a"), &stdio_cfg::<&str>(&[]))
+        .await
+        .unwrap();
+    let b = pool
+        .get_client(&name("b"), &stdio_cfg::<&str>(&[]))
+        .await
+        .unwrap();
+    let pids = [a.pid().unwrap(), b.pid().unwrap()];
+    pool.shutdown().await;
+    for pid in pids {
+        eventually("pooled child exited and was reaped", || process_gone(pid)).await;
+    }
+    assert!(a.ping().await.is_err());
+    let err = pool
+        .get_client(&name("c"), &stdio_cfg::<&str>(&[]))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, extpool_mcp::ClientError::Closed { .. }));
+}

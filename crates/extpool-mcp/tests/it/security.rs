@@ -1,0 +1,139 @@
+//! Bearer tokens: sent, never shown (logs at TRACE for every crate, errors,
+//! `Debug`); the HTTPS rule and its loopback exception; server names.
+
+use std::sync::Arc;
+
+use extpool_mcp::{
+    BearerToken, ClientError, ClientOptions, ConfigError, McpClient, McpServerCap, TokenSource,
+};
+use extpool_testkit::HttpServer;
+use serde_json::json;
+
+use crate::support::*;
+
+const TOKEN: &str = "tok-7f3a9c2e51d8-do-not-print";
+
+fn with_token(server: &str, token: &str) -> ClientOptions {
+    ClientOptions {
+        tokens: TokenSource::Fixed([(server.to_owned(), BearerToken::new(token))].into()),
+        ..options()
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn bearer_token_never_appears_in_logs_errors_or_debug() {
+    let (logs, _guard) = capture_logs();
+    let server = HttpServer::spawn(["--require-bearer", TOKEN]);
+    let mut seen = String::new();
+
+    let opts = Arc::new(with_token("secure", TOKEN));
+    seen.push_str(&format!("{opts:?}"));
+    let client = McpClient::connect(name("secure"), http_cfg(server.url()), opts)
+        .await
+        .unwrap();
+    let r = client
+        .call_tool("echo", args(json!({"message": "authorised"})))
+        .await
+        .unwrap();
+    assert_eq!(text(&r), "authorised");
+    seen.push_str(&format!("{client:?}"));
+    let cap = McpServerCap::with_client(client.clone());
+    seen.push_str(&format!("{cap:?}"));
+    client.close().await;
+
+    // A wrong token: the error names the server and the challenge, never a token.
+    let wrong = format!("{TOKEN}-wrong");
+    let err = McpClient::connect(
+        name("secure"),
+        http_cfg(server.url()),
+        Arc::new(with_token("secure", &wrong)),
+    )
+    .await
+    .unwrap_err();
+    seen.push_str(&format!("{err} {err:?}"));
+    let mut source: Option<&dyn std::error::Error> = Some(&err);
+    while let Some(e) = source {
+        seen.push_str(&format!("{e} {e:?}"));
+        source = e.source();
+    }
+
+    let logged = logs.text();
+    assert!(
+        logged.contains("MCP server connected"),
+        "log capture is working"
+    );
+    for hay in [&logged, &seen] {
+        assert!(!hay.contains(TOKEN), "token leaked:\n{hay}");
+    }
+}
+
+#[tokio::test]
+async fn missing_token_is_an_authorization_error() {
+    let server = HttpServer::spawn(["--require-bearer", TOKEN]);
+    let err = McpClient::connect(name("secure"), http_cfg(server.url()), Arc::new(options()))
+        .await
+        .unwrap_err();
+    assert!(err.is_connect(), "{err:?}");
+}
+
+#[tokio::test]
+async fn token_bearing_http_must_be_https_off_host() {
+    let opts = Arc::new(with_token("remote", TOKEN));
+    let err = McpClient::new(
+        name("remote"),
+        http_cfg("http://mcp.example.com/mcp"),
+        opts.clone(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, ClientError::Config(ConfigError::InsecureHttp { .. })),
+        "{err:?}"
+    );
+    assert!(!format!("{err} {err:?}").contains(TOKEN));
+    // HTTPS is fine, and so is one named server opted in to plain HTTP.
+    McpClient::new(
+        name("remote"),
+        http_cfg("https://mcp.example.com/mcp"),
+        opts.clone(),
+    )
+    .unwrap();
+    let mut opted_in = http_cfg("http://mcp.example.com/mcp");
+    opted_in.insecure_http = true;
+    McpClient::new(name("remote"), opted_in, opts.clone()).unwrap();
+    // Without a token, plain HTTP is not refused.
+    McpClient::new(
+        name("other"),
+        http_cfg("http://mcp.example.com/mcp"),
+        Arc::new(options()),
+    )
+    .unwrap();
+}
+
+#[tokio::test]
+async fn loopback_http_may_carry_a_token() {
+    let server = HttpServer::spawn(["--require-bearer", TOKEN]);
+    let localhost = server.url().replace("127.0.0.1", "localhost");
+    for url in [server.url().to_owned(), localhost] {
+        let client = McpClient::connect(
+            name("local"),
+            http_cfg(&url),
+            Arc::new(with_token("local", TOKEN)),
+        )
+        .await
+        .unwrap();
+        client.ping().await.unwrap();
+        client.close().await;
+    }
+}
+
+#[tokio::test]
+async fn server_names_are_checked() {
+    let pool = pool();
+    for bad in ["my-server", "a b", ""] {
+        assert!(
+            McpServerCap::new(bad, stdio_cfg::<&str>(&[]), pool.clone()).is_err(),
+            "{bad:?}"
+        );
+    }
+    assert!(extpool_mcp::check_names(["GitHub", "github"]).is_err());
+}

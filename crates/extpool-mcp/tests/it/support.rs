@@ -1,0 +1,119 @@
+//! Helpers shared by the integration tests: configs for the testkit server,
+//! pools with test-sized timeouts, argument builders, log capture.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use extpool_mcp::{
+    ClientOptions, McpClient, McpServerConfig, PoolConfig, ServerName, SessionConnectionPool,
+};
+use rmcp::model::JsonObject;
+
+/// A stdio config running the testkit server with `args`.
+pub fn stdio_cfg<S: AsRef<str>>(args: &[S]) -> McpServerConfig {
+    let cmd = extpool_testkit::stdio_command(args.iter().map(|a| a.as_ref()));
+    McpServerConfig::stdio(cmd.program.to_string_lossy(), cmd.args)
+}
+
+/// A streamable HTTP config for `url`.
+pub fn http_cfg(url: &str) -> McpServerConfig {
+    McpServerConfig::http(url)
+}
+
+/// A checked server name.
+pub fn name(s: &str) -> ServerName {
+    ServerName::new(s).unwrap()
+}
+
+/// Client options with timeouts sized for tests.
+pub fn options() -> ClientOptions {
+    ClientOptions {
+        request_timeout: Duration::from_secs(30),
+        startup_timeout: Duration::from_secs(30),
+        ..ClientOptions::default()
+    }
+}
+
+/// A pool with test-sized timeouts.
+pub fn pool() -> SessionConnectionPool {
+    SessionConnectionPool::new(PoolConfig {
+        client: options(),
+        ..PoolConfig::default()
+    })
+}
+
+/// Connects a client directly (no pool).
+pub async fn connect(server: &str, config: McpServerConfig) -> McpClient {
+    McpClient::connect(name(server), config, Arc::new(options()))
+        .await
+        .unwrap()
+}
+
+/// `serde_json::json!` object → tool arguments.
+pub fn args(value: serde_json::Value) -> Option<JsonObject> {
+    match value {
+        serde_json::Value::Object(map) => Some(map),
+        other => panic!("arguments must be an object, got {other}"),
+    }
+}
+
+/// The text of a call result's first text block.
+pub fn text(result: &rmcp::model::CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .find_map(|c| c.as_text().map(|t| t.text.clone()))
+        .unwrap_or_default()
+}
+
+/// Everything logged (all targets, TRACE) while the returned guard lives,
+/// on the current thread; use with a current-thread runtime.
+#[derive(Clone, Default)]
+pub struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Captured {
+    /// What was logged so far.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Installs a TRACE subscriber writing into a [`Captured`] buffer.
+pub fn capture_logs() -> (Captured, tracing::subscriber::DefaultGuard) {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let guard = tracing::subscriber::set_default(subscriber);
+    (captured, guard)
+}
+
+/// Waits until `check` holds, polling; panics with `what` after 20 s.
+pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    for _ in 0..2000 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
+
+/// True once a process has exited *and* been reaped (no zombie left).
+pub fn process_gone(pid: u32) -> bool {
+    !std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
