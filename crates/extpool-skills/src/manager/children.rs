@@ -34,6 +34,23 @@ pub trait EmbeddedServerFactory: Send + Sync {
         server: &str,
         config: &Value,
     ) -> Result<Arc<dyn Capability>, BoxError>;
+
+    /// Whether `error`, returned by a call to a child, means the child's
+    /// server is down (its tools are then hidden for a while) rather than
+    /// a failure of that one call. The binary knows the MCP client's error
+    /// types and can tell; the default trusts the generic variants.
+    fn is_server_down(&self, error: &ExtensionError) -> bool {
+        is_server_down_default(error)
+    }
+}
+
+/// The default down-classification: [`ExtensionError::Unavailable`] and
+/// [`ExtensionError::Timeout`].
+pub fn is_server_down_default(error: &ExtensionError) -> bool {
+    matches!(
+        error,
+        ExtensionError::Unavailable { .. } | ExtensionError::Timeout { .. }
+    )
 }
 
 /// A skill's `allowed-tools`, applied to the tools of its embedded servers.

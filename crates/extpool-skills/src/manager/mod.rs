@@ -21,7 +21,7 @@ mod resources;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
@@ -39,7 +39,7 @@ use crate::files::DEFAULT_MAX_FILE_BYTES;
 use crate::skill::Skill;
 use crate::watch::{DEFAULT_DEBOUNCE, SkillWatcher};
 
-pub use children::{AllowedTools, EmbeddedServerFactory};
+pub use children::{AllowedTools, EmbeddedServerFactory, is_server_down_default};
 pub use inject::SkillMatcher;
 pub use reload::ReloadSummary;
 
@@ -66,6 +66,16 @@ pub struct ChildFailure {
     pub skill: Option<String>,
     /// What failed, in words for people.
     pub error: String,
+}
+
+/// How long a child whose calls show it is down stays hidden before it is
+/// asked again (RFC: the next run excludes a degraded capability's tools).
+pub const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// A failure and, for a child found down by a call, until when it stays hidden.
+pub(crate) struct FailureState {
+    pub public: ChildFailure,
+    pub hidden_until: Option<Instant>,
 }
 
 /// The published skill set.
@@ -95,7 +105,8 @@ pub(crate) struct Inner {
     pub watch: bool,
     pub debounce: Duration,
     pub watcher: Mutex<Option<SkillWatcher>>,
-    pub failures: Mutex<BTreeMap<String, ChildFailure>>,
+    pub failures: Mutex<BTreeMap<String, FailureState>>,
+    pub retry_after: Duration,
     pub body_reads: AtomicU64,
     pub max_file_bytes: u64,
     pub routes: RwLock<HashMap<String, Arc<dyn Capability>>>,
@@ -131,8 +142,20 @@ impl Inner {
             .map(|e| e.skill.clone())
     }
 
-    /// Records that a child failed; emits `tools_changed` when it was healthy.
+    /// Records that asking a child failed (it is asked again next time);
+    /// emits `tools_changed` when it was healthy.
     pub fn record_failure(&self, child: &str, error: &ExtensionError) {
+        self.note_failure(child, error, None);
+    }
+
+    /// Records that a call showed the child's server is down: its tools are
+    /// hidden for `retry_after`, or until the child reports a change.
+    pub fn mark_down(&self, child: &str, error: &ExtensionError) {
+        self.note_failure(child, error, Some(Instant::now() + self.retry_after));
+        self.routes.write().retain(|_, c| c.id() != child);
+    }
+
+    fn note_failure(&self, child: &str, error: &ExtensionError, hidden_until: Option<Instant>) {
         let failure = ChildFailure {
             child: child.to_owned(),
             skill: self.embedding_skill(child),
@@ -142,10 +165,33 @@ impl Inner {
         let was_healthy = self
             .failures
             .lock()
-            .insert(child.to_owned(), failure)
+            .insert(
+                child.to_owned(),
+                FailureState {
+                    public: failure,
+                    hidden_until,
+                },
+            )
             .is_none();
         if was_healthy {
             self.emit(ChangeKind::ToolsChanged, format!("mcp://{child}"));
+        }
+    }
+
+    /// Whether a child is hidden because a call found it down.
+    pub fn is_hidden(&self, child: &str) -> bool {
+        self.failures
+            .lock()
+            .get(child)
+            .and_then(|f| f.hidden_until)
+            .is_some_and(|until| Instant::now() < until)
+    }
+
+    /// Whether an error from a child means its server is down.
+    pub fn is_down_error(&self, error: &ExtensionError) -> bool {
+        match &self.factory {
+            Some(f) => f.is_server_down(error),
+            None => children::is_server_down_default(error),
         }
     }
 
@@ -189,6 +235,7 @@ pub struct SkillManagerBuilder {
     watch: bool,
     debounce: Duration,
     max_file_bytes: u64,
+    retry_after: Duration,
     parent: Option<ParentChain>,
 }
 
@@ -242,6 +289,12 @@ impl SkillManagerBuilder {
         self
     }
 
+    /// How long a child found down by a failed call stays hidden (default 30 s).
+    pub fn retry_after(mut self, wait: Duration) -> Self {
+        self.retry_after = wait;
+        self
+    }
+
     /// The ancestors of this manager, when it is itself a child.
     pub fn parent(mut self, chain: ParentChain) -> Self {
         self.parent = Some(chain);
@@ -287,6 +340,7 @@ impl SkillManagerBuilder {
             debounce: self.debounce,
             watcher: Mutex::new(None),
             failures: Mutex::new(BTreeMap::new()),
+            retry_after: self.retry_after,
             body_reads: AtomicU64::new(0),
             max_file_bytes: self.max_file_bytes,
             routes: RwLock::new(HashMap::new()),
@@ -319,6 +373,7 @@ impl SkillManagerCap {
             watch: true,
             debounce: DEFAULT_DEBOUNCE,
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            retry_after: DEFAULT_RETRY_AFTER,
             parent: None,
         }
     }
@@ -347,7 +402,12 @@ impl SkillManagerCap {
 
     /// Children that failed the last time they were used.
     pub fn child_failures(&self) -> Vec<ChildFailure> {
-        self.inner.failures.lock().values().cloned().collect()
+        self.inner
+            .failures
+            .lock()
+            .values()
+            .map(|f| f.public.clone())
+            .collect()
     }
 
     /// How many times a local SKILL.md was read in full since construction

@@ -276,6 +276,8 @@ pub(crate) fn forward_children(inner: &Arc<Inner>) {
                 let Some(inner) = weak.upgrade() else { break };
                 match item {
                     Ok(event) => {
+                        // A child that reports a change is alive again.
+                        inner.record_ok(&child_id);
                         let source = if event.source_uri.is_empty() {
                             format!("mcp://{child_id}")
                         } else {

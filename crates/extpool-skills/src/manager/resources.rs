@@ -86,7 +86,11 @@ pub(crate) fn read_local(
 /// child owns each name. Children are asked concurrently; a failing child
 /// is recorded and skipped.
 pub(crate) async fn merged_tools(inner: &Inner) -> Vec<ToolEntry> {
-    let children = inner.all_children();
+    let children: Vec<Arc<dyn Capability>> = inner
+        .all_children()
+        .into_iter()
+        .filter(|c| !inner.is_hidden(c.id()))
+        .collect();
     let results = join_all(children.iter().map(|c| c.toolset())).await;
     let mut out = Vec::new();
     let mut routes: HashMap<String, Arc<dyn Capability>> = HashMap::new();
@@ -285,10 +289,10 @@ impl McpResource for SkillManagerCap {
             return Err(ExtensionError::not_found("tool", name));
         };
         let result = mcp.call_tool(name, args).await;
-        if let Err(e @ (ExtensionError::Unavailable { .. } | ExtensionError::Timeout { .. })) =
-            &result
+        if let Err(e) = &result
+            && self.inner.is_down_error(e)
         {
-            self.inner.record_failure(child.id(), e);
+            self.inner.mark_down(child.id(), e);
         }
         result
     }

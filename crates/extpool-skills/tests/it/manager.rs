@@ -453,3 +453,44 @@ async fn children_events_are_forwarded_and_shutdown_reaches_children() {
     cap.shutdown().await.unwrap();
     assert_eq!(child.shutdowns.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test]
+async fn a_child_found_down_by_a_call_is_hidden_until_it_answers_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let hub = FakeServer::new("hub", &["ping"]);
+    let cap = SkillManagerCap::builder("skills")
+        .discovery(DiscoveryConfig::with_paths([tmp.path()]))
+        .watch(false)
+        .child(hub.clone())
+        .retry_after(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    cap.start().await.unwrap();
+    assert_eq!(cap.toolset().await.unwrap().len(), 1);
+
+    hub.set_down(true);
+    let err = cap.call_tool("ping", Default::default()).await.unwrap_err();
+    assert!(matches!(err, ExtensionError::Unavailable { .. }));
+    assert!(cap.toolset().await.unwrap().is_empty());
+    assert_eq!(cap.child_failures().len(), 1);
+
+    // After the wait it is asked again.
+    hub.set_down(false);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(cap.toolset().await.unwrap().len(), 1);
+    assert!(cap.child_failures().is_empty());
+
+    // A change reported by the child re-admits it at once.
+    hub.set_down(true);
+    cap.call_tool("ping", Default::default()).await.unwrap_err();
+    assert!(cap.toolset().await.unwrap().is_empty());
+    hub.set_down(false);
+    let mut events = extpool_core::ChangeObservable::on_change(&cap).unwrap();
+    hub.notify(ChangeKind::ToolsChanged);
+    next_event(&mut events, Duration::from_secs(2))
+        .await
+        .unwrap();
+    assert!(cap.child_failures().is_empty());
+    assert_eq!(cap.toolset().await.unwrap().len(), 1);
+    cap.shutdown().await.unwrap();
+}
