@@ -176,7 +176,7 @@ fn list(revision: &CatalogRevision, args: ListArgs) -> Result<ToolResult, CallEr
     let resources: Vec<Value> = revision
         .resources()
         .iter()
-        .filter(|r| args.server.as_deref().is_none_or(|s| s == r.server))
+        .filter(|r| args.server.as_deref().is_none_or(|s| s == &*r.server))
         .map(|r| {
             json!({
                 "server": r.server,

@@ -132,18 +132,18 @@ pub(crate) async fn call_remote_raw(
     let source = revision
         .source_of_tool(tool)
         .ok_or_else(|| CallError::UnknownServer {
-            server: tool.server.clone(),
+            server: tool.server.to_string(),
         })?;
     let capability = Arc::clone(&source.capability);
     let mcp = capability.mcp().ok_or_else(|| CallError::UnknownServer {
-        server: tool.server.clone(),
+        server: tool.server.to_string(),
     })?;
     tracing::debug!(tool = %tool.name, server = %tool.server, revision = revision.number(), "call");
     mcp.call_tool(&tool.tool, args)
         .await
         .map_err(|source| CallError::Source {
             tool: tool.name.clone(),
-            server: tool.server.clone(),
+            server: tool.server.to_string(),
             source,
         })
 }

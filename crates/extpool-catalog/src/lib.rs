@@ -18,6 +18,7 @@ pub mod catalog;
 pub mod config;
 pub mod dispatch;
 pub mod fetch;
+mod index;
 pub mod jq;
 pub mod names;
 pub mod permissions;

@@ -184,19 +184,31 @@ pub fn validate_namespace(namespace: &str) -> Result<(), NameError> {
 
 /// The catalog name of a remote tool or prompt: `mcp__<namespace>__<name>`.
 ///
-/// The namespace must already be valid ([`validate_namespace`]); the
-/// original name and the complete name are checked here.
+/// Checks the namespace ([`validate_namespace`]), the original name and
+/// the length of the complete name.
 pub fn canonical_name(namespace: &str, original: &str) -> Result<String, NameError> {
     validate_namespace(namespace)?;
+    join(namespace, original)
+}
+
+/// [`canonical_name`] for a namespace already checked with
+/// [`validate_namespace`] (ASCII, so the complete name is valid exactly
+/// when the original is and the length fits).
+pub(crate) fn join(namespace: &str, original: &str) -> Result<String, NameError> {
     validate_name(original, "tool name")?;
-    let mut name = String::with_capacity(
-        MCP_PREFIX.len() + namespace.len() + SEPARATOR.len() + original.len(),
-    );
+    let len = MCP_PREFIX.len() + namespace.len() + SEPARATOR.len() + original.len();
+    let mut name = String::with_capacity(len);
     name.push_str(MCP_PREFIX);
     name.push_str(namespace);
     name.push_str(SEPARATOR);
     name.push_str(original);
-    validate_name(&name, "catalog name")?;
+    if len > MAX_NAME_BYTES {
+        return Err(NameError::TooLong {
+            name,
+            bytes: len,
+            max: MAX_NAME_BYTES,
+        });
+    }
     Ok(name)
 }
 
@@ -286,25 +298,34 @@ impl NameAllocator {
         self.taken.contains(name)
     }
 
-    /// The provider-safe alias of an already-claimed canonical name.
-    ///
-    /// A provider-safe name is its own alias. Otherwise the alias carries an
-    /// 8-digit hash; when that collides with another name the hash grows
-    /// (12, 16, … digits) until it is unique. The alias is reserved.
+    /// The provider-safe alias of an already-claimed canonical name (see
+    /// [`allocate_alias`]); the alias is reserved.
     pub fn alias(&mut self, canonical: &str) -> String {
-        if is_provider_safe(canonical) {
-            return canonical.to_owned();
+        let alias = allocate_alias(canonical, |a| self.taken.contains(a));
+        self.taken.insert(alias.clone());
+        alias
+    }
+}
+
+/// The provider-safe alias of `canonical`, given which names are taken.
+///
+/// A provider-safe name is its own alias. Otherwise the alias carries an
+/// 8-digit hash; when that collides with a taken name the hash grows (12,
+/// 16, … digits) until it is unique. The result depends only on the name
+/// and the set of taken names, never on timing or process.
+pub fn allocate_alias(canonical: &str, is_taken: impl Fn(&str) -> bool) -> String {
+    if is_provider_safe(canonical) {
+        return canonical.to_owned();
+    }
+    let mut hex_len = ALIAS_HASH_HEX;
+    loop {
+        let alias = alias_with_hash(canonical, hex_len);
+        // At 62 digits (the whole room) two distinct names cannot clash
+        // unless SHA-256 does; accept rather than loop forever.
+        if !is_taken(&alias) || hex_len >= MAX_ALIAS_LEN - 2 {
+            return alias;
         }
-        let mut hex_len = ALIAS_HASH_HEX;
-        loop {
-            let alias = alias_with_hash(canonical, hex_len);
-            // At 62 digits (the whole room) two distinct names cannot clash
-            // unless SHA-256 does; accept rather than loop forever.
-            if self.claim(&alias) || hex_len >= MAX_ALIAS_LEN - 2 {
-                return alias;
-            }
-            hex_len += 4;
-        }
+        hex_len += 4;
     }
 }
 

@@ -185,7 +185,7 @@ impl CatalogRevision {
             .await
             .map_err(|source| CommandError::Source {
                 command: name.to_owned(),
-                server: command.server.clone(),
+                server: command.server.to_string(),
                 source,
             })
     }

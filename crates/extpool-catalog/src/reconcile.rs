@@ -383,8 +383,15 @@ async fn cycle(shared: &Shared, visible: &[Arc<dyn Capability>]) -> bool {
     }
 
     let listings: Vec<SourceListing> = results.into_iter().filter_map(Result::ok).collect();
+    let counts: Vec<(String, usize, usize, usize)> = listings
+        .iter()
+        .map(|l| {
+            let id = l.capability.id().to_owned();
+            (id, l.tools.len(), l.resources.len(), l.commands.len())
+        })
+        .collect();
     let current = shared.current.load_full();
-    let candidate = revision::build(current.number() + 1, &listings, shared.services.clone());
+    let candidate = revision::build(current.number() + 1, listings, shared.services.clone());
     let published = if candidate.same_content(&current) {
         current.number()
     } else {
@@ -396,18 +403,18 @@ async fn cycle(shared: &Shared, visible: &[Arc<dyn Capability>]) -> bool {
     };
     let mut table = shared.table.lock();
     table.last_reconcile = Some(now);
-    table.sources = listings
-        .iter()
-        .map(|l| SourceStatus {
+    table.sources = counts
+        .into_iter()
+        .map(|(id, tools, resources, commands)| SourceStatus {
             revision: Some(published),
             stale: false,
             last_error: None,
             last_attempt: Some(now),
             last_success: Some(now),
-            tools: l.tools.len(),
-            resources: l.resources.len(),
-            commands: l.commands.len(),
-            ..new_status(l.capability.id(), &shared.services)
+            tools,
+            resources,
+            commands,
+            ..new_status(&id, &shared.services)
         })
         .collect();
     true

@@ -14,7 +14,8 @@ use extpool_core::{Capability, CommandEntry, ResourceEntry, ToolEntry};
 use serde::Serialize;
 
 use crate::builtins::BuiltinTool;
-use crate::names::{self, NameAllocator, NameError};
+use crate::index::NameIndex;
+use crate::names::{self, NameError};
 use crate::permissions::Decision;
 use crate::services::Services;
 
@@ -26,9 +27,9 @@ pub struct CatalogTool {
     /// Provider-safe alias (equal to `name` when that is already safe).
     pub alias: String,
     /// Id of the capability (server) that serves it.
-    pub server: String,
+    pub server: Arc<str>,
     /// The namespace used in the name (the server name or its configured prefix).
-    pub namespace: String,
+    pub namespace: Arc<str>,
     /// The tool's name on its server, used for the real call.
     pub tool: String,
     /// The tool's description and schemas, as listed.
@@ -41,7 +42,7 @@ pub struct CatalogTool {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CatalogResource {
     /// Id of the server that owns it.
-    pub server: String,
+    pub server: Arc<str>,
     /// The resource as listed.
     pub entry: ResourceEntry,
 }
@@ -63,7 +64,7 @@ pub struct CatalogCommand {
     /// The name typed after `/`.
     pub name: String,
     /// Id of the capability that renders it.
-    pub server: String,
+    pub server: Arc<str>,
     /// Its name in its source, used for the real call.
     pub original: String,
     /// Prompt or plain command.
@@ -78,9 +79,9 @@ pub struct CatalogCommand {
 #[derive(Clone)]
 pub struct RevisionSource {
     /// Capability id.
-    pub id: String,
+    pub id: Arc<str>,
     /// Namespace used in its names.
-    pub namespace: String,
+    pub namespace: Arc<str>,
     /// The capability itself: the dispatch target pinned by this revision.
     pub capability: Arc<dyn Capability>,
 }
@@ -171,11 +172,21 @@ impl SourceListing {
     }
 }
 
-/// A name in a revision: a remote tool or a built-in.
+/// A name in a revision: a remote tool's name or alias, or a built-in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Slot {
-    Tool(u32),
+    Name(u32),
+    Alias(u32),
     Builtin(BuiltinTool),
+}
+
+/// The name a slot stands for (the index stores no names of its own).
+fn slot_name(tools: &[CatalogTool], slot: Slot) -> &str {
+    match slot {
+        Slot::Name(i) => tools.get(i as usize).map_or("", |t| t.name.as_str()),
+        Slot::Alias(i) => tools.get(i as usize).map_or("", |t| t.alias.as_str()),
+        Slot::Builtin(b) => b.name(),
+    }
 }
 
 /// What a name resolves to.
@@ -192,7 +203,7 @@ pub enum ToolRef<'a> {
 pub struct CatalogRevision {
     pub(crate) number: u64,
     pub(crate) tools: Vec<CatalogTool>,
-    index: HashMap<String, Slot>,
+    index: NameIndex<Slot>,
     pub(crate) builtins: Vec<BuiltinTool>,
     denied: HashMap<String, Decision>,
     pub(crate) resources: Vec<CatalogResource>,
@@ -209,6 +220,7 @@ impl std::fmt::Debug for CatalogRevision {
         f.debug_struct("CatalogRevision")
             .field("number", &self.number)
             .field("tools", &self.tools.len())
+            .field("names", &self.index.len())
             .field("resources", &self.resources.len())
             .field("commands", &self.commands.len())
             .field("diagnostics", &self.diagnostics.len())
@@ -254,19 +266,19 @@ impl CatalogRevision {
 
     /// Resolves a canonical name or an alias.
     pub fn tool(&self, name: &str) -> Option<ToolRef<'_>> {
-        match self.index.get(name)? {
-            Slot::Tool(i) => self.tools.get(*i as usize).map(ToolRef::Remote),
-            Slot::Builtin(b) => Some(ToolRef::Builtin(*b)),
+        match self.index.get(name, |s| slot_name(&self.tools, s))? {
+            Slot::Name(i) | Slot::Alias(i) => self.tools.get(i as usize).map(ToolRef::Remote),
+            Slot::Builtin(b) => Some(ToolRef::Builtin(b)),
         }
     }
 
     /// The remote tool `tool` of server `server` (its original names).
     pub fn remote_tool(&self, server: &str, tool: &str) -> Option<&CatalogTool> {
         let source = self.source(server)?;
-        let name = names::canonical_name(&source.namespace, tool).ok()?;
-        match self.index.get(&name)? {
-            Slot::Tool(i) => self.tools.get(*i as usize),
-            Slot::Builtin(_) => None,
+        let name = names::join(&source.namespace, tool).ok()?;
+        match self.tool(&name)? {
+            ToolRef::Remote(t) => Some(t),
+            ToolRef::Builtin(_) => None,
         }
     }
 
@@ -295,13 +307,18 @@ impl CatalogRevision {
 
     /// The empty revision 0.
     pub(crate) fn empty(services: Arc<Services>) -> Self {
-        build(0, &[], services)
+        build(0, Vec::new(), services)
     }
 
     /// True when `other` publishes the same names, schemas, resources,
     /// commands and dispatch targets (so publishing it would change nothing).
     pub(crate) fn same_content(&self, other: &CatalogRevision) -> bool {
-        self.tools == other.tools
+        self.tools.len() == other.tools.len()
+            && self
+                .tools
+                .iter()
+                .zip(&other.tools)
+                .all(|(a, b)| same_tool(a, b))
             && self.builtins == other.builtins
             && self.resources == other.resources
             && self.commands == other.commands
@@ -314,6 +331,27 @@ impl CatalogRevision {
     }
 }
 
+/// Equal names, origin and entry; schemas compare by pointer first (a
+/// source that did not change hands out the same `Arc`s).
+fn same_tool(a: &CatalogTool, b: &CatalogTool) -> bool {
+    let schema =
+        |x: &Arc<serde_json::Value>, y: &Arc<serde_json::Value>| Arc::ptr_eq(x, y) || x == y;
+    a.name == b.name
+        && a.alias == b.alias
+        && a.server == b.server
+        && a.source == b.source
+        && a.entry.name == b.entry.name
+        && a.entry.title == b.entry.title
+        && a.entry.description == b.entry.description
+        && a.entry.annotations == b.entry.annotations
+        && schema(&a.entry.input_schema, &b.entry.input_schema)
+        && match (&a.entry.output_schema, &b.entry.output_schema) {
+            (None, None) => true,
+            (Some(x), Some(y)) => schema(x, y),
+            _ => false,
+        }
+}
+
 /// Identity of a capability instance (a replaced runtime is a different one).
 pub(crate) fn same_capability(a: &Arc<dyn Capability>, b: &Arc<dyn Capability>) -> bool {
     std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
@@ -321,7 +359,11 @@ pub(crate) fn same_capability(a: &Arc<dyn Capability>, b: &Arc<dyn Capability>) 
 
 /// Builds revision `number` from complete listings, in visibility order.
 /// Never fails: what cannot be published becomes a [`Diagnostic`].
-pub fn build(number: u64, listings: &[SourceListing], services: Arc<Services>) -> CatalogRevision {
+pub fn build(
+    number: u64,
+    listings: Vec<SourceListing>,
+    services: Arc<Services>,
+) -> CatalogRevision {
     let mut diagnostics = Vec::new();
     let mut diag = |source: &str, subject: Option<&str>, problem: Problem| {
         tracing::warn!(source, subject, "catalog: {problem}");
@@ -333,24 +375,24 @@ pub fn build(number: u64, listings: &[SourceListing], services: Arc<Services>) -
     };
 
     // Sources: valid, unique namespaces (case-insensitively), outer scope first.
-    let mut sources = Vec::with_capacity(listings.len());
+    let mut sources: Vec<RevisionSource> = Vec::with_capacity(listings.len());
     let mut kept = Vec::with_capacity(listings.len());
     let mut source_index = HashMap::with_capacity(listings.len());
-    let mut namespaces: HashMap<String, String> = HashMap::with_capacity(listings.len());
+    let mut namespaces: HashMap<String, Arc<str>> = HashMap::with_capacity(listings.len());
     for listing in listings {
-        let id = listing.capability.id();
-        let namespace = services.namespace_of(id).to_owned();
+        let id: Arc<str> = Arc::from(listing.capability.id());
+        let namespace = services.namespace_of(&id).to_owned();
         if listing.is_mcp()
             && let Err(e) = names::validate_namespace(&namespace)
         {
-            diag(id, None, Problem::InvalidNamespace(e));
+            diag(&id, None, Problem::InvalidNamespace(e));
             continue;
         }
         let folded = namespace.to_ascii_lowercase();
         if let Some(taken_by) = namespaces.get(&folded) {
-            let taken_by = taken_by.clone();
+            let taken_by = taken_by.to_string();
             diag(
-                id,
+                &id,
                 None,
                 Problem::DuplicateNamespace {
                     namespace,
@@ -359,85 +401,103 @@ pub fn build(number: u64, listings: &[SourceListing], services: Arc<Services>) -
             );
             continue;
         }
-        namespaces.insert(folded, id.to_owned());
-        source_index.insert(id.to_owned(), sources.len() as u32);
+        namespaces.insert(folded, id.clone());
+        source_index.insert(id.to_string(), sources.len() as u32);
         sources.push(RevisionSource {
-            id: id.to_owned(),
-            namespace,
+            id,
+            namespace: Arc::from(namespace),
             capability: listing.capability.clone(),
         });
         kept.push(listing);
     }
 
-    // Tool names, sorted, first claim wins.
+    // Tool names, sorted; the first of equal names keeps it.
     let total: usize = kept.iter().map(|l| l.tools.len()).sum();
-    let mut candidates = Vec::with_capacity(total);
-    for (si, listing) in kept.iter().enumerate() {
+    let mut candidates: Vec<(String, u32, ToolEntry)> = Vec::with_capacity(total);
+    for (si, listing) in kept.iter_mut().enumerate() {
         let source = &sources[si];
-        for entry in &listing.tools {
-            match names::canonical_name(&source.namespace, &entry.name) {
+        for entry in std::mem::take(&mut listing.tools) {
+            match names::join(&source.namespace, &entry.name) {
                 Ok(name) => candidates.push((name, si as u32, entry)),
                 Err(e) => diag(&source.id, Some(&entry.name), Problem::InvalidName(e)),
             }
         }
     }
     candidates.sort_by(|a, b| a.0.cmp(&b.0));
-
-    let mut alloc = NameAllocator::with_capacity(total + 4);
-    for b in BuiltinTool::ALL {
-        alloc.claim(b.name());
+    let mut owner = vec![u32::MAX; candidates.len()];
+    for i in 1..candidates.len() {
+        if candidates[i].0 == candidates[i - 1].0 {
+            owner[i] = if owner[i - 1] == u32::MAX {
+                candidates[i - 1].1
+            } else {
+                owner[i - 1]
+            };
+        }
     }
+
     let mut denied = HashMap::new();
     let mut tools = Vec::with_capacity(total);
-    let mut last_owner: Option<(String, u32)> = None;
-    for (name, si, entry) in candidates {
-        if !alloc.claim(&name) {
-            let taken_by = match &last_owner {
-                Some((n, owner)) if *n == name => sources[*owner as usize].id.clone(),
-                _ => "builtin".to_owned(),
-            };
+    for ((name, si, entry), owner) in candidates.into_iter().zip(owner) {
+        let source = &sources[si as usize];
+        if owner != u32::MAX {
+            let taken_by = sources[owner as usize].id.to_string();
             diag(
-                &sources[si as usize].id,
+                &source.id,
                 Some(&entry.name),
                 Problem::DuplicateName { name, taken_by },
             );
             continue;
         }
-        last_owner = Some((name.clone(), si));
         let decision = services.permissions.decide(&name);
         if !decision.is_allowed() {
             denied.insert(name, decision);
             continue;
         }
-        let source = &sources[si as usize];
         tools.push(CatalogTool {
             alias: String::new(),
             server: source.id.clone(),
             namespace: source.namespace.clone(),
             tool: entry.name.clone(),
-            entry: entry.clone(),
+            entry,
             source: si,
             name,
         });
     }
-    let mut index = HashMap::with_capacity(tools.len() * 2 + 4);
-    for (i, tool) in tools.iter_mut().enumerate() {
-        tool.alias = alloc.alias(&tool.name);
-        index.insert(tool.name.clone(), Slot::Tool(i as u32));
-        if tool.alias != tool.name {
-            index.insert(tool.alias.clone(), Slot::Tool(i as u32));
+
+    // The index: every canonical name, then the aliases in name order (so
+    // an alias never takes a canonical name, and aliases are deterministic).
+    let mut index = NameIndex::with_capacity(tools.len() * 2 + BuiltinTool::ALL.len());
+    for i in 0..tools.len() {
+        index.insert(&tools[i].name, Slot::Name(i as u32), |s| {
+            slot_name(&tools, s)
+        });
+    }
+    for i in 0..tools.len() {
+        let alias = names::allocate_alias(&tools[i].name, |a| {
+            index.get(a, |s| slot_name(&tools, s)).is_some() || denied.contains_key(a)
+        });
+        tools[i].alias = alias;
+        if tools[i].alias != tools[i].name {
+            index.insert(&tools[i].alias, Slot::Alias(i as u32), |s| {
+                slot_name(&tools, s)
+            });
         }
     }
 
     // Resources.
     let mut resources = Vec::new();
     if services.resource_tools {
-        for (si, listing) in kept.iter().enumerate() {
+        for (si, listing) in kept.iter_mut().enumerate() {
             if listing.is_mcp() {
-                resources.extend(listing.resources.iter().map(|entry| CatalogResource {
-                    server: sources[si].id.clone(),
-                    entry: entry.clone(),
-                }));
+                let server = sources[si].id.clone();
+                resources.extend(
+                    std::mem::take(&mut listing.resources)
+                        .into_iter()
+                        .map(|entry| CatalogResource {
+                            server: server.clone(),
+                            entry,
+                        }),
+                );
             }
         }
     }
@@ -450,7 +510,7 @@ pub fn build(number: u64, listings: &[SourceListing], services: Arc<Services>) -
         }
         let decision = services.permissions.decide(b.name());
         if decision.is_allowed() {
-            index.insert(b.name().to_owned(), Slot::Builtin(b));
+            index.insert(b.name(), Slot::Builtin(b), |s| slot_name(&tools, s));
             builtins.push(b);
         } else {
             denied.insert(b.name().to_owned(), decision);
@@ -459,15 +519,15 @@ pub fn build(number: u64, listings: &[SourceListing], services: Arc<Services>) -
 
     // Commands: MCP prompts namespaced, other sources' commands as named.
     let mut commands = Vec::new();
-    for (si, listing) in kept.iter().enumerate() {
+    for (si, listing) in kept.iter_mut().enumerate() {
         let source = &sources[si];
         let prompts = listing.is_mcp();
         if prompts && !services.prompts {
             continue;
         }
-        for entry in &listing.commands {
+        for entry in std::mem::take(&mut listing.commands) {
             let name = if prompts {
-                names::canonical_name(&source.namespace, &entry.name)
+                names::join(&source.namespace, &entry.name)
             } else {
                 names::validate_name(&entry.name, "command name").map(|()| entry.name.clone())
             };
@@ -494,14 +554,15 @@ pub fn build(number: u64, listings: &[SourceListing], services: Arc<Services>) -
                 } else {
                     CommandKind::Command
                 },
-                entry: entry.clone(),
+                entry,
                 source: si as u32,
             });
         }
     }
     commands.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut command_index = HashMap::with_capacity(commands.len());
-    commands.retain(|c| {
+    let mut command_index: HashMap<String, u32> = HashMap::with_capacity(commands.len());
+    let mut unique = Vec::with_capacity(commands.len());
+    for c in commands {
         if command_index.contains_key(&c.name) {
             diag(
                 &c.server,
@@ -511,13 +572,10 @@ pub fn build(number: u64, listings: &[SourceListing], services: Arc<Services>) -
                     taken_by: "another command".into(),
                 },
             );
-            return false;
+            continue;
         }
-        command_index.insert(c.name.clone(), 0);
-        true
-    });
-    for (i, c) in commands.iter().enumerate() {
-        command_index.insert(c.name.clone(), i as u32);
+        command_index.insert(c.name.clone(), unique.len() as u32);
+        unique.push(c);
     }
 
     CatalogRevision {
@@ -527,7 +585,7 @@ pub fn build(number: u64, listings: &[SourceListing], services: Arc<Services>) -
         builtins,
         denied,
         resources,
-        commands,
+        commands: unique,
         command_index,
         sources,
         source_index,

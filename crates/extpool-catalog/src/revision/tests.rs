@@ -34,7 +34,7 @@ async fn tools_are_namespaced_and_keep_their_origin() {
     linear.add_tool("search_issues");
     let r = build(
         1,
-        &[listing(&gh).await, listing(&linear).await],
+        vec![listing(&gh).await, listing(&linear).await],
         services(CatalogConfig::default()),
     );
     assert_eq!(
@@ -44,10 +44,7 @@ async fn tools_are_namespaced_and_keep_their_origin() {
     let Some(ToolRef::Remote(t)) = r.tool("mcp__github__create_issue") else {
         panic!("lookup failed")
     };
-    assert_eq!(
-        (t.server.as_str(), t.tool.as_str()),
-        ("github", "create_issue")
-    );
+    assert_eq!((&*t.server, t.tool.as_str()), ("github", "create_issue"));
     assert!(r.diagnostics().is_empty());
     // Built-ins are advertised beside the remote tools.
     assert!(matches!(
@@ -67,7 +64,11 @@ async fn malformed_names_are_diagnostics_and_the_rest_publish() {
     s.add_tool("x".repeat(300));
     s.add_tool("");
     s.add_tool("also_good");
-    let r = build(1, &[listing(&s).await], services(CatalogConfig::default()));
+    let r = build(
+        1,
+        vec![listing(&s).await],
+        services(CatalogConfig::default()),
+    );
     assert_eq!(tool_names(&r), ["mcp__srv__also_good", "mcp__srv__good"]);
     assert_eq!(r.diagnostics().len(), 5, "{:?}", r.diagnostics());
     assert!(
@@ -88,7 +89,7 @@ async fn duplicates_and_namespace_clashes_do_not_shadow() {
     c.add_tool("y");
     let r = build(
         1,
-        &[listing(&a).await, listing(&b).await, listing(&c).await],
+        vec![listing(&a).await, listing(&b).await, listing(&c).await],
         services(CatalogConfig::default()),
     );
     assert_eq!(tool_names(&r), ["mcp__github__x"]);
@@ -123,7 +124,7 @@ async fn configured_prefixes_name_the_namespace() {
     config
         .namespaces
         .insert("server-everything".into(), "every".into());
-    let r = build(1, &[listing(&s).await], services(config));
+    let r = build(1, vec![listing(&s).await], services(config));
     assert_eq!(tool_names(&r), ["mcp__every__echo"]);
     assert_eq!(
         r.remote_tool("server-everything", "echo").unwrap().name,
@@ -138,8 +139,8 @@ async fn long_names_get_a_stable_alias_usable_for_calls() {
     s.add_tool(long);
     s.add_tool("dotted.name");
     let svc = services(CatalogConfig::default());
-    let r1 = build(1, &[listing(&s).await], svc.clone());
-    let r2 = build(2, &[listing(&s).await], svc);
+    let r1 = build(1, vec![listing(&s).await], svc.clone());
+    let r2 = build(2, vec![listing(&s).await], svc);
     for t in r1.tools() {
         assert!(crate::names::is_provider_safe(&t.alias), "{}", t.alias);
         assert_ne!(t.alias, t.name);
@@ -184,7 +185,7 @@ async fn denied_tools_are_hidden_and_say_which_rule() {
         },
         ..CatalogConfig::default()
     };
-    let r = build(1, &[listing(&s).await], services(config));
+    let r = build(1, vec![listing(&s).await], services(config));
     assert_eq!(
         tool_names(&r),
         ["mcp__github__get_issue", "mcp__github__list_repos"]
@@ -217,7 +218,7 @@ async fn resource_tools_appear_only_with_resources_and_can_be_switched_off() {
     plain.add_tool("t");
     let r = build(
         1,
-        &[listing(&plain).await],
+        vec![listing(&plain).await],
         services(CatalogConfig::default()),
     );
     assert!(r.tool("ListMcpResources").is_none());
@@ -226,7 +227,7 @@ async fn resource_tools_appear_only_with_resources_and_can_be_switched_off() {
     docs.add_resource("file:///a.txt", "a", "hello");
     let r = build(
         1,
-        &[listing(&docs).await],
+        vec![listing(&docs).await],
         services(CatalogConfig::default()),
     );
     assert!(r.tool("ListMcpResources").is_some() && r.tool("ReadMcpResource").is_some());
@@ -247,7 +248,7 @@ async fn resource_tools_appear_only_with_resources_and_can_be_switched_off() {
         resource_tools: false,
         ..CatalogConfig::default()
     };
-    let r = build(1, &[listing(&docs).await], services(off));
+    let r = build(1, vec![listing(&docs).await], services(off));
     assert!(r.tool("ListMcpResources").is_none() && r.resources().is_empty());
 }
 
@@ -261,7 +262,11 @@ async fn prompts_become_commands_and_can_be_switched_off() {
         required: true,
     });
     s.add_prompt(prompt);
-    let r = build(1, &[listing(&s).await], services(CatalogConfig::default()));
+    let r = build(
+        1,
+        vec![listing(&s).await],
+        services(CatalogConfig::default()),
+    );
     let c = r.command("mcp__srv__greet").unwrap();
     assert_eq!(
         (c.kind, c.original.as_str()),
@@ -280,7 +285,7 @@ async fn prompts_become_commands_and_can_be_switched_off() {
         prompts: false,
         ..CatalogConfig::default()
     };
-    let r = build(1, &[listing(&s).await], services(off));
+    let r = build(1, vec![listing(&s).await], services(off));
     assert!(r.commands().is_empty());
 }
 
@@ -305,7 +310,11 @@ async fn structured_results_over_the_limit_are_errors_and_query_filters_them() {
             }
         }),
     );
-    let r = build(1, &[listing(&s).await], services(CatalogConfig::default()));
+    let r = build(
+        1,
+        vec![listing(&s).await],
+        services(CatalogConfig::default()),
+    );
     let result = r.call("mcp__srv__big", Map::new()).await;
     assert!(
         result.as_ref().is_err_and(|e| e.is_structured_too_large()),
@@ -329,14 +338,14 @@ async fn structured_results_over_the_limit_are_errors_and_query_filters_them() {
 async fn same_content_detects_no_change() {
     let s = LocalSource::with_tools("srv", 3);
     let svc = services(CatalogConfig::default());
-    let a = build(1, &[listing(&s).await], svc.clone());
-    let b = build(2, &[listing(&s).await], svc.clone());
+    let a = build(1, vec![listing(&s).await], svc.clone());
+    let b = build(2, vec![listing(&s).await], svc.clone());
     assert!(a.same_content(&b));
     s.add_tool("new");
-    let c = build(3, &[listing(&s).await], svc.clone());
+    let c = build(3, vec![listing(&s).await], svc.clone());
     assert!(!a.same_content(&c));
     // A replaced runtime with the same tools is a different dispatch target.
     let replacement = LocalSource::with_tools("srv", 3);
-    let d = build(4, &[listing(&replacement).await], svc);
+    let d = build(4, vec![listing(&replacement).await], svc);
     assert!(!a.same_content(&d));
 }

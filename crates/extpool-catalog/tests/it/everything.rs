@@ -19,7 +19,7 @@ async fn tools_are_namespaced_resources_and_prompts_are_reachable() {
     );
     for t in rev.tools() {
         assert_eq!(t.name, format!("mcp__everything__{}", t.tool));
-        assert_eq!(t.server, "everything");
+        assert_eq!(&*t.server, "everything");
         assert!(rev.tool(&t.tool).is_none());
     }
     let echo = rev
