@@ -174,8 +174,7 @@ fn list(revision: &CatalogRevision, args: ListArgs) -> Result<ToolResult, CallEr
         });
     }
     let resources: Vec<Value> = revision
-        .resources()
-        .iter()
+        .all_resources()
         .filter(|r| args.server.as_deref().is_none_or(|s| s == &*r.server))
         .map(|r| {
             json!({

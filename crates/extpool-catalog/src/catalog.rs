@@ -89,7 +89,40 @@ impl Catalog {
         if task.is_some() {
             return Err(CatalogError::AlreadyStarted);
         }
-        *task = Some(handle.spawn(reconcile::run(self.shared.clone(), registry, scope)));
+        *task = Some(handle.spawn(reconcile::run(self.shared.clone(), registry, scope, None)));
+        Ok(())
+    }
+
+    /// Starts this catalog as an overlay of `base` (a session's, agent's or
+    /// turn's view over the pool's catalog): it lists only the capabilities
+    /// `scope` sees that `base` does not already dispatch to, and each of its
+    /// revisions references `base`'s current revision instead of copying
+    /// its tables. A new base revision republishes the overlay. This
+    /// catalog's permissions apply to its own tools; the base's tools keep
+    /// the base's decisions.
+    pub fn start_overlay(
+        &self,
+        base: &Catalog,
+        registry: Arc<ExtensionRegistry>,
+        scope: Scope,
+    ) -> Result<(), CatalogError> {
+        let handle = tokio::runtime::Handle::try_current().map_err(|_| CatalogError::NoRuntime)?;
+        let mut task = self.task.lock();
+        if task.is_some() {
+            return Err(CatalogError::AlreadyStarted);
+        }
+        self.shared
+            .current
+            .store(Arc::new(CatalogRevision::empty_overlay(
+                self.shared.services.clone(),
+                base.current(),
+            )));
+        *task = Some(handle.spawn(reconcile::run(
+            self.shared.clone(),
+            registry,
+            scope,
+            Some(base.shared.clone()),
+        )));
         Ok(())
     }
 

@@ -129,12 +129,7 @@ pub(crate) async fn call_remote_raw(
     tool: &CatalogTool,
     args: Map<String, Value>,
 ) -> Result<ToolResult, CallError> {
-    let source = revision
-        .source_of_tool(tool)
-        .ok_or_else(|| CallError::UnknownServer {
-            server: tool.server.to_string(),
-        })?;
-    let capability = Arc::clone(&source.capability);
+    let capability = Arc::clone(&tool.capability);
     let mcp = capability.mcp().ok_or_else(|| CallError::UnknownServer {
         server: tool.server.to_string(),
     })?;

@@ -169,12 +169,7 @@ impl CatalogRevision {
                 },
             });
         };
-        let source =
-            self.source_at(command.source)
-                .ok_or_else(|| CommandError::UnknownCommand {
-                    name: name.to_owned(),
-                })?;
-        let capability = Arc::clone(&source.capability);
+        let capability = Arc::clone(&command.capability);
         let commands = capability
             .commands()
             .ok_or_else(|| CommandError::UnknownCommand {

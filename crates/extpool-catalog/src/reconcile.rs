@@ -151,12 +151,39 @@ fn visible_sources(registry: &ExtensionRegistry, scope: &Scope) -> Vec<Arc<dyn C
     out
 }
 
+/// The sources an overlay lists itself: those its base does not already dispatch to.
+fn own_sources(
+    registry: &ExtensionRegistry,
+    scope: &Scope,
+    base: Option<&Shared>,
+) -> Vec<Arc<dyn Capability>> {
+    let mut visible = visible_sources(registry, scope);
+    if let Some(base) = base {
+        let parent = base.current.load();
+        visible.retain(|cap| {
+            !parent
+                .chain()
+                .flat_map(|r| r.sources())
+                .any(|s| same_capability(&s.capability, cap))
+        });
+    }
+    visible
+}
+
 fn same_members(a: &[Arc<dyn Capability>], b: &[Arc<dyn Capability>]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_capability(x, y))
 }
 
-/// The loop. Runs until the catalog is shut down or dropped.
-pub(crate) async fn run(shared: Arc<Shared>, registry: Arc<ExtensionRegistry>, scope: Scope) {
+/// The loop. Runs until the catalog is shut down or dropped. With a
+/// `base`, the catalog is an overlay: it lists only the sources its base
+/// does not have, and republishes over each new base revision.
+pub(crate) async fn run(
+    shared: Arc<Shared>,
+    registry: Arc<ExtensionRegistry>,
+    scope: Scope,
+    base: Option<Arc<Shared>>,
+) {
+    let mut base_rx = base.as_ref().map(|b| b.revisions.subscribe());
     let cfg = shared.config;
     let (tx, mut rx) = mpsc::channel::<u64>(EVENT_QUEUE);
     let mut subs: HashMap<String, Subscription> = HashMap::new();
@@ -189,13 +216,14 @@ pub(crate) async fn run(shared: Arc<Shared>, registry: Arc<ExtensionRegistry>, s
             }
             dirty = false;
             shared.set_state(LoopState::Reconciling);
-            let visible = visible_sources(&registry, &scope);
+            let visible = own_sources(&registry, &scope, base.as_deref());
+            let parent = base.as_ref().map(|b| b.current.load_full());
             // Subscribe before listing, so a change during the listing
             // triggers another cycle instead of being lost.
             resubscribe(&visible, &mut subs, &mut next_generation, &tx, &shared);
             members = visible.clone();
             let ok = tokio::select! {
-                ok = cycle(&shared, &visible) => ok,
+                ok = cycle(&shared, &visible, parent) => ok,
                 _ = shared.cancel.cancelled() => return stop(&shared),
             };
             if ok {
@@ -216,8 +244,19 @@ pub(crate) async fn run(shared: Arc<Shared>, registry: Arc<ExtensionRegistry>, s
                 None => std::future::pending().await,
             }
         };
+        let base_changed = async {
+            match base_rx.as_mut() {
+                Some(rx) => {
+                    if rx.changed().await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                }
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = shared.cancel.cancelled() => return stop(&shared),
+            _ = base_changed => dirty = true,
             Some(generation) = rx.recv() => {
                 let current = is_current(&subs, generation);
                 count_event(&shared, current);
@@ -226,7 +265,7 @@ pub(crate) async fn run(shared: Arc<Shared>, registry: Arc<ExtensionRegistry>, s
             _ = shared.wake.notified() => dirty = true,
             _ = retry => dirty = true,
             _ = poll.tick() => {
-                if !same_members(&members, &visible_sources(&registry, &scope)) {
+                if !same_members(&members, &own_sources(&registry, &scope, base.as_deref())) {
                     tracing::debug!("catalog: registry membership changed");
                     dirty = true;
                 }
@@ -342,7 +381,11 @@ async fn list_source(
 }
 
 /// One cycle: list everything, publish all-or-nothing. True on success.
-async fn cycle(shared: &Shared, visible: &[Arc<dyn Capability>]) -> bool {
+async fn cycle(
+    shared: &Shared,
+    visible: &[Arc<dyn Capability>],
+    parent: Option<Arc<CatalogRevision>>,
+) -> bool {
     let cfg = shared.config;
     let timeout = Duration::from_millis(cfg.source_timeout_ms);
     let work: Vec<_> = visible
@@ -391,7 +434,11 @@ async fn cycle(shared: &Shared, visible: &[Arc<dyn Capability>]) -> bool {
         })
         .collect();
     let current = shared.current.load_full();
-    let candidate = revision::build(current.number() + 1, listings, shared.services.clone());
+    let number = current.number() + 1;
+    let candidate = match parent {
+        Some(parent) => revision::build_overlay(number, listings, shared.services.clone(), parent),
+        None => revision::build(number, listings, shared.services.clone()),
+    };
     let published = if candidate.same_content(&current) {
         current.number()
     } else {

@@ -20,7 +20,7 @@ use crate::permissions::Decision;
 use crate::services::Services;
 
 /// A remote tool as the catalog publishes it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct CatalogTool {
     /// Canonical catalog name, `mcp__<namespace>__<tool>`.
     pub name: String,
@@ -34,8 +34,9 @@ pub struct CatalogTool {
     pub tool: String,
     /// The tool's description and schemas, as listed.
     pub entry: ToolEntry,
+    /// The dispatch target pinned with this tool.
     #[serde(skip)]
-    pub(crate) source: u32,
+    pub(crate) capability: Arc<dyn Capability>,
 }
 
 /// A resource listed by a server.
@@ -59,7 +60,7 @@ pub enum CommandKind {
 }
 
 /// A user-triggered command as the catalog publishes it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct CatalogCommand {
     /// The name typed after `/`.
     pub name: String,
@@ -71,8 +72,9 @@ pub struct CatalogCommand {
     pub kind: CommandKind,
     /// The command as listed.
     pub entry: CommandEntry,
+    /// The capability that renders it, pinned with it.
     #[serde(skip)]
-    pub(crate) source: u32,
+    pub(crate) capability: Arc<dyn Capability>,
 }
 
 /// A source (capability) a revision dispatches to.
@@ -213,6 +215,7 @@ pub struct CatalogRevision {
     source_index: HashMap<String, u32>,
     diagnostics: Vec<Diagnostic>,
     pub(crate) services: Arc<Services>,
+    parent: Option<Arc<CatalogRevision>>,
 }
 
 impl std::fmt::Debug for CatalogRevision {
@@ -264,8 +267,46 @@ impl CatalogRevision {
         &self.diagnostics
     }
 
-    /// Resolves a canonical name or an alias.
+    /// The revision this one overlays (a session's view over the pool's
+    /// revision), pinned together with it.
+    pub fn parent(&self) -> Option<&Arc<CatalogRevision>> {
+        self.parent.as_ref()
+    }
+
+    /// This revision, then its parent, grandparent, … (lookup order).
+    pub fn chain(&self) -> impl Iterator<Item = &CatalogRevision> {
+        std::iter::successors(Some(self), |r| r.parent.as_deref())
+    }
+
+    /// Remote tools of this revision and the ones it overlays.
+    pub fn all_tools(&self) -> impl Iterator<Item = &CatalogTool> {
+        self.chain().flat_map(|r| r.tools.iter())
+    }
+
+    /// Resources of this revision and the ones it overlays.
+    pub fn all_resources(&self) -> impl Iterator<Item = &CatalogResource> {
+        self.chain().flat_map(|r| r.resources.iter())
+    }
+
+    /// Commands of this revision and the ones it overlays.
+    pub fn all_commands(&self) -> impl Iterator<Item = &CatalogCommand> {
+        self.chain().flat_map(|r| r.commands.iter())
+    }
+
+    /// Built-ins advertised by this revision or the ones it overlays, once each.
+    pub fn all_builtins(&self) -> Vec<BuiltinTool> {
+        BuiltinTool::ALL
+            .into_iter()
+            .filter(|b| self.chain().any(|r| r.builtins.contains(b)))
+            .collect()
+    }
+
+    /// Resolves a canonical name or an alias (here, then in the parent).
     pub fn tool(&self, name: &str) -> Option<ToolRef<'_>> {
+        self.chain().find_map(|r| r.own_tool(name))
+    }
+
+    fn own_tool(&self, name: &str) -> Option<ToolRef<'_>> {
         match self.index.get(name, |s| slot_name(&self.tools, s))? {
             Slot::Name(i) | Slot::Alias(i) => self.tools.get(i as usize).map(ToolRef::Remote),
             Slot::Builtin(b) => Some(ToolRef::Builtin(b)),
@@ -284,30 +325,29 @@ impl CatalogRevision {
 
     /// The permission decision that hides `name`, when it was denied.
     pub fn denied(&self, name: &str) -> Option<&Decision> {
-        self.denied.get(name)
+        self.chain().find_map(|r| r.denied.get(name))
     }
 
     /// A source by capability id.
     pub fn source(&self, id: &str) -> Option<&RevisionSource> {
-        self.sources.get(*self.source_index.get(id)? as usize)
+        self.chain()
+            .find_map(|r| r.sources.get(*r.source_index.get(id)? as usize))
     }
 
     /// A command by the name typed after `/`.
     pub fn command(&self, name: &str) -> Option<&CatalogCommand> {
-        self.commands.get(*self.command_index.get(name)? as usize)
-    }
-
-    pub(crate) fn source_of_tool(&self, tool: &CatalogTool) -> Option<&RevisionSource> {
-        self.sources.get(tool.source as usize)
-    }
-
-    pub(crate) fn source_at(&self, index: u32) -> Option<&RevisionSource> {
-        self.sources.get(index as usize)
+        self.chain()
+            .find_map(|r| r.commands.get(*r.command_index.get(name)? as usize))
     }
 
     /// The empty revision 0.
     pub(crate) fn empty(services: Arc<Services>) -> Self {
         build(0, Vec::new(), services)
+    }
+
+    /// The empty overlay of `parent`.
+    pub(crate) fn empty_overlay(services: Arc<Services>, parent: Arc<CatalogRevision>) -> Self {
+        build_overlay(0, Vec::new(), services, parent)
     }
 
     /// True when `other` publishes the same names, schemas, resources,
@@ -320,8 +360,18 @@ impl CatalogRevision {
                 .zip(&other.tools)
                 .all(|(a, b)| same_tool(a, b))
             && self.builtins == other.builtins
+            && match (&self.parent, &other.parent) {
+                (None, None) => true,
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                _ => false,
+            }
             && self.resources == other.resources
-            && self.commands == other.commands
+            && self.commands.len() == other.commands.len()
+            && self.commands.iter().zip(&other.commands).all(|(a, b)| {
+                a.name == b.name
+                    && a.entry == b.entry
+                    && same_capability(&a.capability, &b.capability)
+            })
             && self.sources.len() == other.sources.len()
             && self
                 .sources
@@ -339,7 +389,7 @@ fn same_tool(a: &CatalogTool, b: &CatalogTool) -> bool {
     a.name == b.name
         && a.alias == b.alias
         && a.server == b.server
-        && a.source == b.source
+        && same_capability(&a.capability, &b.capability)
         && a.entry.name == b.entry.name
         && a.entry.title == b.entry.title
         && a.entry.description == b.entry.description
@@ -363,6 +413,28 @@ pub fn build(
     number: u64,
     listings: Vec<SourceListing>,
     services: Arc<Services>,
+) -> CatalogRevision {
+    build_with(number, listings, services, None)
+}
+
+/// Builds an overlay revision: `listings` are the scope's own sources;
+/// everything else resolves through `parent`, which is shared, never
+/// copied. An own source may not reuse a parent namespace or command name
+/// (no shadowing).
+pub fn build_overlay(
+    number: u64,
+    listings: Vec<SourceListing>,
+    services: Arc<Services>,
+    parent: Arc<CatalogRevision>,
+) -> CatalogRevision {
+    build_with(number, listings, services, Some(parent))
+}
+
+fn build_with(
+    number: u64,
+    listings: Vec<SourceListing>,
+    services: Arc<Services>,
+    parent: Option<Arc<CatalogRevision>>,
 ) -> CatalogRevision {
     let mut diagnostics = Vec::new();
     let mut diag = |source: &str, subject: Option<&str>, problem: Problem| {
@@ -389,7 +461,13 @@ pub fn build(
             continue;
         }
         let folded = namespace.to_ascii_lowercase();
-        if let Some(taken_by) = namespaces.get(&folded) {
+        let inherited = parent.as_deref().and_then(|p| {
+            p.chain()
+                .flat_map(|r| r.sources.iter())
+                .find(|s| s.namespace.eq_ignore_ascii_case(&namespace))
+                .map(|s| s.id.clone())
+        });
+        if let Some(taken_by) = namespaces.get(&folded).cloned().or(inherited) {
             let taken_by = taken_by.to_string();
             diag(
                 &id,
@@ -459,7 +537,7 @@ pub fn build(
             namespace: source.namespace.clone(),
             tool: entry.name.clone(),
             entry,
-            source: si,
+            capability: source.capability.clone(),
             name,
         });
     }
@@ -474,7 +552,9 @@ pub fn build(
     }
     for i in 0..tools.len() {
         let alias = names::allocate_alias(&tools[i].name, |a| {
-            index.get(a, |s| slot_name(&tools, s)).is_some() || denied.contains_key(a)
+            index.get(a, |s| slot_name(&tools, s)).is_some()
+                || denied.contains_key(a)
+                || parent.as_deref().is_some_and(|p| p.tool(a).is_some())
         });
         tools[i].alias = alias;
         if tools[i].alias != tools[i].name {
@@ -504,8 +584,22 @@ pub fn build(
 
     // Built-ins, under the same permission rules.
     let mut builtins = Vec::new();
+    let (parent_tools, parent_resources) = parent.as_deref().map_or((false, false), |p| {
+        (
+            p.all_tools().next().is_some(),
+            p.all_resources().next().is_some(),
+        )
+    });
     for b in BuiltinTool::ALL {
-        if !services.advertises(b, !tools.is_empty(), !resources.is_empty()) {
+        let wanted = services.advertises(
+            b,
+            !tools.is_empty() || parent_tools,
+            !resources.is_empty() || parent_resources,
+        );
+        let inherited = parent
+            .as_deref()
+            .is_some_and(|p| p.tool(b.name()).is_some());
+        if !wanted || inherited {
             continue;
         }
         let decision = services.permissions.decide(b.name());
@@ -555,7 +649,7 @@ pub fn build(
                     CommandKind::Command
                 },
                 entry,
-                source: si as u32,
+                capability: source.capability.clone(),
             });
         }
     }
@@ -563,7 +657,10 @@ pub fn build(
     let mut command_index: HashMap<String, u32> = HashMap::with_capacity(commands.len());
     let mut unique = Vec::with_capacity(commands.len());
     for c in commands {
-        if command_index.contains_key(&c.name) {
+        let inherited = parent
+            .as_deref()
+            .is_some_and(|p| p.command(&c.name).is_some());
+        if command_index.contains_key(&c.name) || inherited {
             diag(
                 &c.server,
                 Some(&c.original),
@@ -591,6 +688,7 @@ pub fn build(
         source_index,
         diagnostics,
         services,
+        parent,
     }
 }
 

@@ -225,3 +225,74 @@ async fn request_reconcile_and_unchanged_content_keep_the_number() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+#[tokio::test]
+async fn a_session_overlay_shares_the_pool_revision() {
+    let pool_src = LocalSource::with_tools("a", 100);
+    let (registry, pool_scope) = registry_with(std::slice::from_ref(&pool_src));
+    let session = pool_scope.clone().session("s1");
+    let own = LocalSource::with_tools("mine", 1);
+    registry
+        .register(
+            own.clone() as Arc<dyn Capability>,
+            ScopeLevel::Session,
+            &session,
+            None,
+        )
+        .unwrap();
+    // A session server may not take a pool server's namespace.
+    let shadow = LocalSource::with_tools("A", 1);
+    registry
+        .register(
+            shadow as Arc<dyn Capability>,
+            ScopeLevel::Session,
+            &session,
+            None,
+        )
+        .unwrap();
+
+    let base = Catalog::new(fast()).unwrap();
+    base.start(registry.clone(), pool_scope).unwrap();
+    let pool_rev = base.wait_for_revision(1).await;
+    let overlay = Catalog::new(fast()).unwrap();
+    overlay.start_overlay(&base, registry, session).unwrap();
+    let view = overlay.wait_for_revision(1).await;
+
+    // The view resolves both, but owns only its own table.
+    let own: Vec<_> = view.tools().iter().map(|t| t.name.clone()).collect();
+    assert_eq!(
+        own,
+        ["mcp__mine__tool_0"],
+        "{:?} parent {:?}",
+        view.diagnostics(),
+        view.parent().map(|p| p.number())
+    );
+    assert_eq!(view.all_tools().count(), 101);
+    assert!(Arc::ptr_eq(view.parent().unwrap(), &pool_rev));
+    assert!(view.tool("mcp__mine__tool_0").is_some());
+    assert!(view.tool("mcp__a__tool_99").is_some());
+    assert!(view.call("mcp__a__tool_0", Map::new()).await.is_ok());
+    assert!(view.call("mcp__mine__tool_0", Map::new()).await.is_ok());
+    assert!(
+        view.diagnostics()
+            .iter()
+            .any(|d| d.source == "A" && d.problem.is_collision()),
+        "{:?}",
+        view.diagnostics()
+    );
+    assert!(view.source("A").is_none());
+    // The pool revision knows nothing of the session.
+    assert!(pool_rev.tool("mcp__mine__tool_0").is_none());
+
+    // A new pool revision republishes the view over it.
+    pool_src.add_tool("late");
+    pool_src.notify(ChangeKind::ToolsChanged);
+    base.wait_for_revision(2).await;
+    let view2 = overlay.wait_for_revision(2).await;
+    assert!(view2.tool("mcp__a__late").is_some());
+    assert!(
+        view.tool("mcp__a__late").is_none(),
+        "the old view stays pinned"
+    );
+    assert_eq!(view2.tools().len(), 1);
+}
