@@ -1,10 +1,11 @@
 //! CLI tests: the real `extpool` binary, run as a user runs it, with its
 //! home directory and working directory in a temporary directory so that
 //! nothing of the machine's own configuration is read.
-#![allow(clippy::unwrap_used, dead_code)]
+#![allow(clippy::unwrap_used)]
 
 mod commands;
 mod config_errors;
 mod foreign_import;
+mod quickstart;
 mod support;
 mod tty;
