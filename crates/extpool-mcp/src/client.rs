@@ -611,6 +611,11 @@ impl McpClient {
                 stderr,
             }
         };
+        if reconnecting && lifecycle.last_failure.is_none() {
+            // Connected → unavailable: tell observers, so a host can drop the
+            // server's tools from its next toolset (RFC diagram 6).
+            inner.signals.bump(extpool_core::ChangeKind::ToolsChanged);
+        }
         lifecycle.last_failure = Some((broken, error.clone()));
         inner.attempts_done.fetch_add(1, Ordering::AcqRel);
         Err(error)
