@@ -13,6 +13,7 @@ NPM_PACKAGES=(
 PIP_PACKAGES=(
   "mcp==2.3.0"
   "skills-ref==0.1.1"
+  "pyyaml==6.0.3"
 )
 
 stamp_npm="$peers/.npm-$(printf '%s\n' "${NPM_PACKAGES[@]}" | sha256sum | cut -c1-16)"

@@ -196,43 +196,24 @@ pub(crate) fn locate(bytes: &[u8]) -> Result<Located, SplitError> {
     }
 }
 
-/// The head of a file: enough bytes to hold the frontmatter, and no more
-/// than one chunk past it.
-#[derive(Debug)]
-pub(crate) struct Head {
-    /// The bytes read.
-    pub bytes: Vec<u8>,
-    /// Where the frontmatter is, or why it is not.
-    pub located: Result<Located, SplitError>,
-}
-
-/// Reads `file` chunk by chunk until the frontmatter is closed (or refused),
-/// so that discovery never reads a body.
-pub(crate) fn read_head(file: &mut File) -> io::Result<Head> {
-    let mut bytes = Vec::with_capacity(CHUNK);
+/// Reads `file` chunk by chunk into `buf` until the frontmatter is closed
+/// (or refused), so that discovery never reads a body. `len` is the file's
+/// size when known: it saves the read that would only report the end.
+pub(crate) fn read_head(
+    file: &mut File,
+    buf: &mut Vec<u8>,
+    len: Option<u64>,
+) -> io::Result<Result<Located, SplitError>> {
+    buf.clear();
+    let mut chunk = [0u8; CHUNK];
     loop {
-        let before = bytes.len();
-        let n = file.by_ref().take(CHUNK as u64).read_to_end(&mut bytes)?;
-        let eof = n == 0 || bytes.len() - before < CHUNK;
-        match scan(&bytes, eof) {
-            Scan::Found(l) => {
-                return Ok(Head {
-                    bytes,
-                    located: Ok(l),
-                });
-            }
-            Scan::Failed(e) => {
-                return Ok(Head {
-                    bytes,
-                    located: Err(e),
-                });
-            }
-            Scan::NeedMore if eof => {
-                return Ok(Head {
-                    located: locate(&bytes),
-                    bytes,
-                });
-            }
+        let n = file.read(&mut chunk)?;
+        buf.extend_from_slice(&chunk[..n]);
+        let eof = n == 0 || len.is_some_and(|l| buf.len() as u64 >= l);
+        match scan(buf, eof) {
+            Scan::Found(l) => return Ok(Ok(l)),
+            Scan::Failed(e) => return Ok(Err(e)),
+            Scan::NeedMore if eof => return Ok(locate(buf)),
             Scan::NeedMore => {}
         }
     }
@@ -342,9 +323,10 @@ mod tests {
         let body = "x".repeat(1024 * 1024);
         std::fs::write(&path, format!("---\nname: a\ndescription: b\n---\n{body}")).unwrap();
         let mut f = File::open(&path).unwrap();
-        let head = read_head(&mut f).unwrap();
-        assert!(head.located.is_ok());
-        assert!(head.bytes.len() <= CHUNK, "read {} bytes", head.bytes.len());
+        let mut buf = Vec::new();
+        let located = read_head(&mut f, &mut buf, None).unwrap();
+        assert!(located.is_ok());
+        assert!(buf.len() <= CHUNK, "read {} bytes", buf.len());
     }
 
     #[test]
@@ -358,8 +340,14 @@ mod tests {
         )
         .unwrap();
         let mut f = File::open(&path).unwrap();
-        let head = read_head(&mut f).unwrap();
-        let l = head.located.unwrap();
+        let mut buf = Vec::new();
+        let l = read_head(&mut f, &mut buf, None).unwrap().unwrap();
         assert_eq!(l.closing_line, 4);
+        // With the length known, a small file is one read.
+        let small = dir.path().join("small.md");
+        std::fs::write(&small, "---\nname: a\n---\nbody").unwrap();
+        let mut f = File::open(&small).unwrap();
+        let len = f.metadata().unwrap().len();
+        assert!(read_head(&mut f, &mut buf, Some(len)).unwrap().is_ok());
     }
 }

@@ -51,8 +51,25 @@ pub struct SkillMeta {
     pub always_active: bool,
     /// `mcp_servers`: MCP servers the skill brings with it.
     pub mcp_servers: Vec<EmbeddedServerSpec>,
-    /// The whole frontmatter as JSON (plain scalars typed per YAML 1.2).
-    pub frontmatter: serde_json::Map<String, Value>,
+    /// The frontmatter's YAML text (CRLF normalised; repaired when lenient
+    /// loading had to quote a value). Serialized as JSON, see [`SkillMeta::frontmatter_json`].
+    #[serde(rename = "frontmatter", serialize_with = "frontmatter_as_json")]
+    pub frontmatter_yaml: String,
+}
+
+fn frontmatter_as_json<S: serde::Serializer>(yaml: &str, s: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&yaml_to_json(yaml), s)
+}
+
+fn yaml_to_json(yaml: &str) -> serde_json::Map<String, Value> {
+    match crate::yaml::parse(yaml)
+        .ok()
+        .and_then(|d| d.root)
+        .map(|r| r.to_json())
+    {
+        Some(Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    }
 }
 
 impl SkillMeta {
@@ -71,8 +88,15 @@ impl SkillMeta {
             arguments: Vec::new(),
             always_active: false,
             mcp_servers: Vec::new(),
-            frontmatter: serde_json::Map::new(),
+            frontmatter_yaml: String::new(),
         }
+    }
+
+    /// The whole frontmatter as JSON (plain scalars typed per YAML 1.2), as
+    /// SEP-2640 `skills/list` entries carry it. Parsed on each call: the
+    /// metadata kept in memory is the text.
+    pub fn frontmatter_json(&self) -> serde_json::Map<String, Value> {
+        yaml_to_json(&self.frontmatter_yaml)
     }
 }
 

@@ -11,6 +11,7 @@
 //! Results are merged in path order, so the outcome does not depend on
 //! thread timing.
 
+use std::cell::RefCell;
 use std::collections::HashSet;
 use std::fs::{self, File};
 use std::io;
@@ -25,6 +26,11 @@ use super::roots::{DiscoveryConfig, Root};
 
 /// Levels smaller than this are probed on the calling thread.
 const PARALLEL_THRESHOLD: usize = 64;
+
+thread_local! {
+    /// The head buffer of this thread, reused for every file it reads.
+    static HEAD: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(8192));
+}
 
 /// A skill directory found in a root.
 #[derive(Debug)]
@@ -51,6 +57,8 @@ struct Item {
     path: PathBuf,
     canonical: PathBuf,
     depth: usize,
+    /// Reached through a symlink: may repeat a directory seen elsewhere.
+    via_symlink: bool,
 }
 
 enum Outcome {
@@ -184,22 +192,27 @@ fn read_skill(item: &Item, skill_md: PathBuf, mut file: File, ctx: &Ctx<'_>) -> 
             bytes_read: 0,
         };
     }
-    let head = match frontmatter::read_head(&mut file) {
-        Ok(h) => h,
+    let len = found.fingerprint.len;
+    let checked = HEAD.with_borrow_mut(|buf| {
+        let located = frontmatter::read_head(&mut file, buf, Some(len))?;
+        let (meta, diagnostics) = validate::check_bytes(
+            &found.skill_md,
+            &file_name(&item.path),
+            buf,
+            located,
+            ctx.mode,
+        );
+        Ok::<_, io::Error>((meta, diagnostics, buf.len() as u64))
+    });
+    let (meta, diagnostics, bytes_read) = match checked {
+        Ok(c) => c,
         Err(e) => return Outcome::Failed(io_diag(&found.skill_md, &e)),
     };
-    let (meta, diagnostics) = validate::check_bytes(
-        &found.skill_md,
-        &file_name(&item.path),
-        &head.bytes,
-        head.located,
-        ctx.mode,
-    );
     found.meta = meta;
     Outcome::Skill {
         found: Box::new(found),
         diagnostics,
-        bytes_read: head.bytes.len() as u64,
+        bytes_read,
     }
 }
 
@@ -208,30 +221,37 @@ fn list_dir(item: &Item, ctx: &Ctx<'_>) -> Outcome {
         Ok(e) => e,
         Err(e) => return Outcome::Failed(io_diag(&item.path, &e)),
     };
-    let mut children = Vec::new();
+    let mut names: Vec<(std::ffi::OsString, fs::FileType)> = entries
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name();
+            let b = n.as_encoded_bytes();
+            !b.starts_with(b".") && b != b"node_modules"
+        })
+        .filter_map(|e| Some((e.file_name(), e.file_type().ok()?)))
+        .filter(|(_, t)| t.is_dir() || t.is_symlink())
+        .collect();
+    names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut children = Vec::with_capacity(names.len());
     let mut diagnostics = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let name_str = name.to_string_lossy();
-        if name_str.starts_with('.') || name_str == "node_modules" {
-            continue;
-        }
-        let Ok(file_type) = entry.file_type() else {
-            continue;
-        };
-        let path = entry.path();
+    for (name, file_type) in names {
+        let path = item.path.join(&name);
         if file_type.is_dir() {
             children.push(Item {
                 canonical: item.canonical.join(&name),
                 path,
                 depth: item.depth + 1,
+                via_symlink: false,
             });
-        } else if file_type.is_symlink() {
+        } else {
             let Ok(target) = fs::canonicalize(&path) else {
                 continue; // dangling
             };
             if !target.is_dir() {
                 continue;
+            }
+            if item.canonical.starts_with(&target) {
+                continue; // a link back to an ancestor
             }
             if ctx.kind == RootKind::Project && !target.starts_with(ctx.root_canonical) {
                 diagnostics.push(Diagnostic::warning(
@@ -246,10 +266,10 @@ fn list_dir(item: &Item, ctx: &Ctx<'_>) -> Outcome {
                 canonical: target,
                 path,
                 depth: item.depth + 1,
+                via_symlink: true,
             });
         }
     }
-    children.sort_by(|a, b| a.path.cmp(&b.path));
     Outcome::Dir(children, diagnostics)
 }
 
@@ -308,6 +328,7 @@ pub(crate) fn walk(root: &Root, cfg: &DiscoveryConfig, parse: bool) -> RootScan 
         path: root.path.clone(),
         canonical: canonical.clone(),
         depth: 0,
+        via_symlink: false,
     }];
     let mut enqueued = 1usize;
     let mut truncated = false;
@@ -339,7 +360,9 @@ pub(crate) fn walk(root: &Root, cfg: &DiscoveryConfig, parse: bool) -> RootScan 
                             truncated = true;
                             break;
                         }
-                        if visited.insert(child.canonical.clone()) {
+                        // A tree without symlinks has no cycles; only what a
+                        // symlink reaches can repeat.
+                        if !child.via_symlink || visited.insert(child.canonical.clone()) {
                             enqueued += 1;
                             next.push(child);
                         }

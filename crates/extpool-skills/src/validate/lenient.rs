@@ -62,7 +62,13 @@ pub(crate) fn report_quirks(quirks: &[Quirk], lines: &Lines, sink: &mut Sink<'_>
 }
 
 /// Builds the metadata of a skill, or `None` when it must be skipped.
-pub(crate) fn load(map: &Node, dir: &str, lines: &Lines, sink: &mut Sink<'_>) -> Option<SkillMeta> {
+pub(crate) fn load(
+    map: &Node,
+    source: &str,
+    dir: &str,
+    lines: &Lines,
+    sink: &mut Sink<'_>,
+) -> Option<SkillMeta> {
     let description = match map.get("description") {
         None => {
             sink.push(
@@ -102,10 +108,7 @@ pub(crate) fn load(map: &Node, dir: &str, lines: &Lines, sink: &mut Sink<'_>) ->
 
     let name = load_name(map.get("name"), dir, lines, sink);
     let mut meta = SkillMeta::new(name, description);
-    meta.frontmatter = match map.to_json() {
-        Value::Object(m) => m,
-        _ => serde_json::Map::new(),
-    };
+    meta.frontmatter_yaml = source.to_owned();
 
     let Node::Map { entries, .. } = map else {
         return Some(meta);

@@ -205,7 +205,8 @@ fn check_inner(
             return None;
         }
     };
-    let doc = parse_yaml(&text, &lines, strict, sink)?;
+    let (doc, repaired) = parse_yaml(&text, &lines, strict, sink)?;
+    let source = repaired.as_deref().unwrap_or(&text);
     if strict {
         for q in &doc.quirks {
             sink.push(
@@ -243,12 +244,19 @@ fn check_inner(
     // strict rules imply the lenient ones).
     let mut scratch = Sink::new(sink.path);
     let target = if strict { &mut scratch } else { sink };
-    lenient::load(&root, dir_name, &lines, target)
+    lenient::load(&root, source, dir_name, &lines, target)
 }
 
-fn parse_yaml(text: &str, lines: &Lines, strict: bool, sink: &mut Sink<'_>) -> Option<Doc> {
+/// Parses the YAML; in lenient mode retries with unquoted colons quoted,
+/// returning the repaired text with the document.
+fn parse_yaml(
+    text: &str,
+    lines: &Lines,
+    strict: bool,
+    sink: &mut Sink<'_>,
+) -> Option<(Doc, Option<String>)> {
     let error = match yaml::parse(text) {
-        Ok(doc) => return Some(doc),
+        Ok(doc) => return Some((doc, None)),
         Err(e) => e,
     };
     if !strict
@@ -263,7 +271,7 @@ fn parse_yaml(text: &str, lines: &Lines, strict: bool, sink: &mut Sink<'_>) -> O
                 "Invalid YAML in frontmatter: unquoted ': ' in a value; read as a quoted string",
             );
         }
-        return Some(doc);
+        return Some((doc, Some(fixed)));
     }
     sink.push(
         Severity::Error,
@@ -306,11 +314,12 @@ pub fn validate_skill_dir(dir: &Path, mode: ValidationMode) -> SkillReport {
         ));
         return report;
     };
-    let head = File::open(&skill_md).and_then(|mut f| frontmatter::read_head(&mut f));
+    let mut bytes = Vec::new();
+    let head =
+        File::open(&skill_md).and_then(|mut f| frontmatter::read_head(&mut f, &mut bytes, None));
     match head {
-        Ok(head) => {
-            let (meta, diagnostics) =
-                check_bytes(&skill_md, &dir_name(dir), &head.bytes, head.located, mode);
+        Ok(located) => {
+            let (meta, diagnostics) = check_bytes(&skill_md, &dir_name(dir), &bytes, located, mode);
             report.meta = meta;
             report.diagnostics = diagnostics;
         }

@@ -65,7 +65,19 @@ fn python_isalnum(c: char) -> bool {
 
 /// NFKC normalisation, as `unicodedata.normalize("NFKC", s)`.
 pub(crate) fn nfkc(s: &str) -> String {
+    if s.is_ascii() {
+        // NFKC leaves ASCII unchanged.
+        return s.to_owned();
+    }
     s.nfkc().collect()
+}
+
+/// `name != name.lower()` in Python.
+fn has_upper(name: &str) -> bool {
+    if name.is_ascii() {
+        return name.bytes().any(|b| b.is_ascii_uppercase());
+    }
+    name != name.to_lowercase()
 }
 
 /// Every problem with `raw` as the name of a skill in directory `dir`
@@ -81,7 +93,7 @@ pub(crate) fn check(raw: &str, dir: Option<&str>) -> Vec<NameProblem> {
     if len > MAX_NAME_CHARS {
         problems.push(NameProblem::TooLong(name.clone(), len));
     }
-    if name != name.to_lowercase() {
+    if has_upper(&name) {
         problems.push(NameProblem::NotLowercase(name.clone()));
     }
     if name.starts_with('-') || name.ends_with('-') {
