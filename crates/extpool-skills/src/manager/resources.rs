@@ -144,9 +144,14 @@ impl SkillResource for SkillManagerCap {
             return Ok(None);
         }
         let skill = self.inner.state.load().skill(parsed.authority).cloned();
-        if let Some(skill) = skill {
-            return read_local(&self.inner, &skill, uri, &percent_decode(parsed.path));
+        if let Some(skill) = skill
+            && let Some(content) =
+                read_local(&self.inner, &skill, uri, &percent_decode(parsed.path))?
+        {
+            return Ok(Some(content));
         }
+        // Not a local file: a child may serve a skill under the same first
+        // segment (`skill://acme/billing/refunds/SKILL.md`).
         for child in self.inner.all_children() {
             let Some(skills) = child.skills() else {
                 continue;

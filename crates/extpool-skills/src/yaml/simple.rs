@@ -153,3 +153,89 @@ pub(super) fn parse(text: &str) -> Option<Doc> {
         quirks: Vec::new(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse_full;
+    use super::*;
+
+    /// Every input the fast path accepts gives the full parser's result.
+    #[test]
+    fn fast_path_agrees_with_the_full_parser() {
+        let inputs = [
+            "name: x\ndescription: Does things, well. Use it (often)!\n",
+            "name: x\n\n# comment\ndescription: d\nlicense:\n",
+            "name: 'single'\ndescription: \"double: quoted\"\n",
+            "metadata:\n  author: me\n  version: \"1.0\"\nname: y\n",
+            "metadata:\n    a: b\n    c: d\n",
+            "name: 123\nflag: true\nnothing: ~\nurl: http://x/y\n",
+            "name: C#\ndescription: a-b [c] {d} e,f\n",
+            "key.with-dots_and: v\n",
+            "name: x   \ndescription:    spaced\n",
+            "empty:\nnext: v\n",
+            "trailing:\n",
+            "name: ünïcode — ok\n",
+        ];
+        for input in inputs {
+            let fast = parse(input).unwrap_or_else(|| panic!("fast path refused {input:?}"));
+            let full = parse_full(input).unwrap();
+            assert_eq!(
+                fast.root.as_ref().map(Node::to_json),
+                full.root.as_ref().map(Node::to_json),
+                "{input:?}"
+            );
+            assert_eq!(fast, full, "{input:?}");
+        }
+        let refused = [
+            "a: [x]\n",
+            "a: &x v\n",
+            "a: *x\n",
+            "a: !t v\n",
+            "a: 1\na: 2\n",
+            "a: |\n  x\n",
+            "a: b\n  c\n",
+            "- a\n",
+            "a: x # c\n",
+            "a: x: y\n",
+            "a:\n  - b\n",
+            "a:\n  b:\n    c: d\n",
+            "a:\tb\n",
+            "\"a\": b\n",
+            "a: \"x\\\"y\"\n",
+            "  a: b\n",
+            "a: -x\n",
+            "a: 'it''s'\n",
+            "a: b:\n",
+            "",
+            "# only\n",
+            "a:b\n",
+            "a: @x\n",
+        ];
+        for input in refused {
+            assert!(parse(input).is_none(), "fast path accepted {input:?}");
+        }
+    }
+
+    /// Same check over the frontmatter of every fixture.
+    #[test]
+    fn fast_path_agrees_on_the_fixture_corpus() {
+        let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/corpus");
+        let mut accepted = 0;
+        for dir in std::fs::read_dir(corpus).unwrap() {
+            let Ok(bytes) = std::fs::read(dir.unwrap().path().join("SKILL.md")) else {
+                continue;
+            };
+            let Ok(located) = crate::frontmatter::locate(&bytes) else {
+                continue;
+            };
+            let Ok(text) = located.yaml_text(&bytes) else {
+                continue;
+            };
+            if let Some(fast) = parse(&text) {
+                accepted += 1;
+                assert_eq!(Ok(fast), parse_full(&text), "{text:?}");
+            }
+        }
+        assert!(accepted >= 20, "{accepted}");
+    }
+}

@@ -58,6 +58,10 @@ async fn local_skills_come_first_then_the_childrens() {
                 "alpha",
                 "---\nname: alpha\ndescription: shadow\n---\nRemote alpha.\n",
             ),
+            (
+                "alpha/billing",
+                "---\nname: billing\ndescription: nested\n---\nBilling.\n",
+            ),
         ],
         &[],
     );
@@ -71,7 +75,15 @@ async fn local_skills_come_first_then_the_childrens() {
         .collect();
     assert_eq!(
         names,
-        ["alpha", "always", "beta", "quiet", "remote-review", "alpha"]
+        [
+            "alpha",
+            "always",
+            "beta",
+            "quiet",
+            "remote-review",
+            "alpha",
+            "alpha/billing"
+        ]
     );
     let alpha = cap
         .read_skill("skill://alpha/SKILL.md")
@@ -82,6 +94,13 @@ async fn local_skills_come_first_then_the_childrens() {
         alpha.as_text().unwrap().contains("Alpha body."),
         "local wins"
     );
+    // A remote skill under a local skill's first segment is still reachable.
+    let nested = cap
+        .read_skill("skill://alpha/billing/SKILL.md")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(nested.as_text().unwrap().contains("Billing."));
     let remote = cap
         .read_skill("skill://remote-review/SKILL.md")
         .await
