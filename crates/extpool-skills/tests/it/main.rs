@@ -9,5 +9,6 @@ mod corpus;
 mod discovery;
 mod embedded_mcp;
 mod manager;
+mod registry;
 mod substitution;
 mod watcher;
