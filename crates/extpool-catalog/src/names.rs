@@ -228,8 +228,10 @@ fn alias_with_hash(canonical: &str, hex_len: usize) -> String {
     if hex_len == 0 {
         return canonical.to_owned();
     }
-    let digest = hex::encode(Sha256::digest(canonical.as_bytes()));
-    let hash = &digest[..hex_len.min(digest.len())];
+    let digest = Sha256::digest(canonical.as_bytes());
+    let bytes = hex_len.div_ceil(2).min(digest.len());
+    let encoded = hex::encode(&digest[..bytes]);
+    let hash = &encoded[..hex_len.min(encoded.len())];
     let keep = MAX_ALIAS_LEN - 1 - hash.len();
     let mut alias = String::with_capacity(MAX_ALIAS_LEN);
     for c in canonical.chars() {

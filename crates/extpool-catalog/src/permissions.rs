@@ -178,7 +178,12 @@ struct RuleSet {
 impl RuleSet {
     /// Index of the first rule (in written order) that matches.
     fn first_match(&self, name: &str) -> Option<usize> {
-        let exact = self.exact.get(name).copied();
+        // Most configurations have no exact rules of one kind: skip the hash.
+        let exact = if self.exact.is_empty() {
+            None
+        } else {
+            self.exact.get(name).copied()
+        };
         let glob = self
             .globs
             .iter()

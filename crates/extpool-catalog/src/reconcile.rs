@@ -448,6 +448,8 @@ async fn cycle(
         tracing::info!(revision = number, "catalog: published revision");
         number
     };
+    // Freeing a large unpinned revision is not the loop's work.
+    tokio::task::spawn_blocking(move || drop(current));
     let mut table = shared.table.lock();
     table.last_reconcile = Some(now);
     table.sources = counts
