@@ -14,7 +14,10 @@
 //! `scripts/peers.sh`; a missing peer fails the run. Knobs (environment):
 //! `EXTPOOL_BENCH_ROUNDS` (3), `EXTPOOL_BENCH_SEQ` (3000),
 //! `EXTPOOL_BENCH_CONC` (20000), `EXTPOOL_BENCH_INFLIGHT` (64),
-//! `EXTPOOL_BENCH_PY_SCALE` (10: the Python client does 1/10 of the calls).
+//! `EXTPOOL_BENCH_PY_SCALE` (10: the Python client does 1/10 of the calls),
+//! `EXTPOOL_BENCH_ONLY` (e.g. `raw,cap` to profile only the Rust clients),
+//! `EXTPOOL_BENCH_RT` (`multi`, the default, or `current` for a
+//! current-thread client runtime).
 #![allow(
     missing_docs,
     clippy::print_stdout,
@@ -210,8 +213,11 @@ async fn python(server: &Path, sizes: &Sizes) -> Run {
     external(cmd, "Python").await
 }
 
-fn median(mut runs: Vec<Run>) -> Run {
+fn median(mut runs: Vec<Run>) -> Option<Run> {
     let n = runs.len();
+    if n == 0 {
+        return None;
+    }
     runs.sort_by(|a, b| {
         a.concurrent
             .calls_per_sec
@@ -223,10 +229,10 @@ fn median(mut runs: Vec<Run>) -> Run {
             .calls_per_sec
             .total_cmp(&b.sequential.calls_per_sec)
     });
-    Run {
+    Some(Run {
         sequential: runs[n / 2].sequential,
         concurrent,
-    }
+    })
 }
 
 fn row(name: &str, mode: &str, p: &Phase) {
@@ -237,10 +243,13 @@ fn row(name: &str, mode: &str, p: &Phase) {
 }
 
 fn main() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = match std::env::var("EXTPOOL_BENCH_RT").as_deref() {
+        Ok("current") => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    }
+    .enable_all()
+    .build()
+    .unwrap();
     let inflight = env_usize("EXTPOOL_BENCH_INFLIGHT", 64);
     let sizes = Sizes {
         warmup: 200,
@@ -261,13 +270,23 @@ fn main() {
         "server: extpool-testkit-server (stdio), tool echo; {inflight} in flight; median of {rounds} rounds"
     );
 
+    let only = std::env::var("EXTPOOL_BENCH_ONLY").unwrap_or_else(|_| "raw,cap,ts,py".into());
+    let wanted = |k: &str| only.split(',').any(|o| o.trim() == k);
     let (mut raw, mut cap, mut ts, mut py) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     rt.block_on(async {
         for _ in 0..rounds {
-            raw.push(raw_rmcp(&server, &sizes).await);
-            cap.push(cap_via_pool(&server, &sizes).await);
-            ts.push(typescript(&server, &sizes).await);
-            py.push(python(&server, &py_sizes).await);
+            if wanted("raw") {
+                raw.push(raw_rmcp(&server, &sizes).await);
+            }
+            if wanted("cap") {
+                cap.push(cap_via_pool(&server, &sizes).await);
+            }
+            if wanted("ts") {
+                ts.push(typescript(&server, &sizes).await);
+            }
+            if wanted("py") {
+                py.push(python(&server, &py_sizes).await);
+            }
         }
     });
     let (raw, cap, ts, py) = (median(raw), median(cap), median(ts), median(py));
@@ -283,28 +302,29 @@ fn main() {
         ("TypeScript SDK", &ts),
         ("Python mcp SDK", &py),
     ] {
-        row(name, "sequential", &run.sequential);
-        row(name, &conc, &run.concurrent);
+        if let Some(run) = run {
+            row(name, "sequential", &run.sequential);
+            row(name, &conc, &run.concurrent);
+        }
     }
     let r = |a: &Phase, b: &Phase| a.calls_per_sec / b.calls_per_sec;
     println!();
-    println!(
-        "(b)/(a) sequential {:.2}   {conc} {:.2}   (target ≥ 0.90)",
-        r(&cap.sequential, &raw.sequential),
-        r(&cap.concurrent, &raw.concurrent)
+    let ratio = |label: &str, a: &Option<Run>, b: &Option<Run>, target: &str| {
+        if let (Some(a), Some(b)) = (a, b) {
+            println!(
+                "{label:<16} sequential {:.2}   {conc} {:.2}   {target}",
+                r(&a.sequential, &b.sequential),
+                r(&a.concurrent, &b.concurrent)
+            );
+        }
+    };
+    ratio("(b)/(a)", &cap, &raw, "(target ≥ 0.90)");
+    ratio(
+        "(b)/TypeScript",
+        &cap,
+        &ts,
+        "(target ≥ 1.5 at 64 in flight)",
     );
-    println!(
-        "(b)/TypeScript sequential {:.2}   {conc} {:.2}   (target ≥ 1.5 at {conc})",
-        r(&cap.sequential, &ts.sequential),
-        r(&cap.concurrent, &ts.concurrent)
-    );
-    println!(
-        "(b)/Python sequential {:.2}   {conc} {:.2}   (target ≥ 10 at {conc})",
-        r(&cap.sequential, &py.sequential),
-        r(&cap.concurrent, &py.concurrent)
-    );
-    println!(
-        "(a)/TypeScript {conc} {:.2}",
-        r(&raw.concurrent, &ts.concurrent)
-    );
+    ratio("(b)/Python", &cap, &py, "(target ≥ 10 at 64 in flight)");
+    ratio("(a)/TypeScript", &raw, &ts, "");
 }
