@@ -147,10 +147,14 @@ impl Catalog {
 
     /// Waits until the loop has finished at least one cycle and has no
     /// work in hand (idle, retry scheduled, or stopped); returns the status.
+    /// Returns at once when the loop was never started.
     pub async fn settled(&self) -> CatalogStatus {
         let mut cycles = self.shared.cycles.subscribe();
         loop {
             let status = self.status();
+            if status.state == ReconcileState::NotStarted {
+                return status;
+            }
             let quiet = matches!(
                 status.state,
                 ReconcileState::Idle
