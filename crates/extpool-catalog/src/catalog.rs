@@ -89,6 +89,7 @@ impl Catalog {
         if task.is_some() {
             return Err(CatalogError::AlreadyStarted);
         }
+        self.shared.mark_started();
         *task = Some(handle.spawn(reconcile::run(self.shared.clone(), registry, scope, None)));
         Ok(())
     }
@@ -117,6 +118,7 @@ impl Catalog {
                 self.shared.services.clone(),
                 base.current(),
             )));
+        self.shared.mark_started();
         *task = Some(handle.spawn(reconcile::run(
             self.shared.clone(),
             registry,

@@ -87,6 +87,12 @@ impl Shared {
         }
     }
 
+    /// Marks the loop as started before its task first runs, so that
+    /// `settled()` waits for the first cycle.
+    pub(crate) fn mark_started(&self) {
+        self.set_state(LoopState::Pending);
+    }
+
     fn set_state(&self, state: LoopState) {
         self.table.lock().state = Some(state);
     }
