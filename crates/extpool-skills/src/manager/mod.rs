@@ -417,7 +417,9 @@ impl SkillManagerCap {
     }
 
     /// Rescans the roots now and publishes the result; emits change events
-    /// when something changed. The watcher calls this on every batch.
+    /// when something changed. The watcher calls this on every batch. It
+    /// reads the filesystem synchronously: from async code, call it inside
+    /// `spawn_blocking`.
     pub fn reload(&self) -> ReloadSummary {
         reload::reload(&self.inner, &[])
     }
