@@ -17,6 +17,7 @@ use crate::error::{ConfigError, ConnectFailure};
 use crate::handler::{ChangeSignals, Handler};
 use crate::http::HttpPlan;
 use crate::name::ServerName;
+use crate::progress::ProgressRoutes;
 use crate::stderr::StderrTail;
 use crate::stdio::StdioPlan;
 
@@ -96,6 +97,7 @@ pub(crate) struct Attempt<'a> {
     pub(crate) plan: &'a Plan,
     pub(crate) options: &'a ClientOptions,
     pub(crate) signals: &'a Arc<ChangeSignals>,
+    pub(crate) progress: &'a Arc<ProgressRoutes>,
     pub(crate) generation: u64,
     pub(crate) startup: Duration,
 }
@@ -108,7 +110,7 @@ const STDERR_SETTLE: Duration = Duration::from_millis(200);
 pub(crate) async fn connect(
     a: Attempt<'_>,
 ) -> Result<Arc<Connection>, (ConnectFailure, Vec<String>)> {
-    let handler = Handler::new(a.name.clone(), a.signals.clone());
+    let handler = Handler::new(a.name.clone(), a.signals.clone(), a.progress.clone());
     let timeout_ms = a.startup.as_millis() as u64;
     let (service, stderr, pid) = match a.plan {
         Plan::Stdio(plan) => {

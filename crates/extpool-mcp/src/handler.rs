@@ -1,5 +1,6 @@
 //! What the client does with messages the server sends on its own:
-//! `list_changed` notifications become change signals.
+//! `list_changed` notifications become change signals; progress goes to
+//! the caller waiting for it.
 //!
 //! rmcp runs every incoming notification in its own task, so handlers here
 //! only bump counters and broadcast; they never call back into the server.
@@ -12,11 +13,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use extpool_core::ChangeKind;
 use rmcp::ClientHandler;
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam};
 use rmcp::service::{NotificationContext, RoleClient};
 use tokio::sync::broadcast;
 
 use crate::name::ServerName;
+use crate::progress::ProgressRoutes;
 
 /// Change counters and the broadcast of one client; shared by its connections.
 #[derive(Debug)]
@@ -84,12 +86,17 @@ impl ChangeSignals {
 pub struct Handler {
     server: ServerName,
     signals: Arc<ChangeSignals>,
+    progress: Arc<ProgressRoutes>,
     info: ClientConfig,
 }
 
 impl Handler {
-    /// A handler reporting into `signals`.
-    pub fn new(server: ServerName, signals: Arc<ChangeSignals>) -> Self {
+    /// A handler reporting changes into `signals` and progress into `progress`.
+    pub fn new(
+        server: ServerName,
+        signals: Arc<ChangeSignals>,
+        progress: Arc<ProgressRoutes>,
+    ) -> Self {
         let info = ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new("extpool", env!("CARGO_PKG_VERSION")),
@@ -97,6 +104,7 @@ impl Handler {
         Self {
             server,
             signals,
+            progress,
             info,
         }
     }
@@ -105,6 +113,14 @@ impl Handler {
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         self.info.clone()
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        self.progress.route(params);
     }
 
     async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {

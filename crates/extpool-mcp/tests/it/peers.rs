@@ -136,3 +136,42 @@ async fn python_sdk_server_over_stdio() {
     exercise_python(&cap).await;
     pool.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_reaches_the_caller_that_asked() {
+    let pool = pool();
+    let client = pool
+        .get_client(&name("everything"), &everything_stdio())
+        .await
+        .unwrap();
+    let run = |steps: u64| {
+        let client = client.client().clone();
+        async move {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let result = client
+                .call_tool_with_progress(
+                    "trigger-long-running-operation",
+                    args(json!({"duration": 1, "steps": steps})),
+                    None,
+                    tx,
+                )
+                .await
+                .unwrap();
+            let mut updates = Vec::new();
+            while let Ok(p) = rx.try_recv() {
+                updates.push(p);
+            }
+            (text(&result), updates)
+        }
+    };
+    // Two calls at once: each sees only its own progress.
+    let ((text3, three), (text5, five)) = tokio::join!(run(3), run(5));
+    assert!(text3.contains("Steps: 3"), "{text3}");
+    assert!(text5.contains("Steps: 5"), "{text5}");
+    assert!(three.len() >= 2, "{three:?}");
+    assert!(five.len() >= 4, "{five:?}");
+    assert!(three.iter().all(|p| p.total == Some(3.0)), "{three:?}");
+    assert!(five.iter().all(|p| p.total == Some(5.0)), "{five:?}");
+    assert!(three.windows(2).all(|w| w[0].progress < w[1].progress));
+    pool.shutdown().await;
+}

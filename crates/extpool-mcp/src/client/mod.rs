@@ -24,12 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientRequest, GetPromptRequestParams, GetPromptResult,
-    GetSkillRequestParams, JsonObject, PingRequest, Prompt, ReadResourceRequestParams,
-    ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities, ServerPeerInfo, Skill,
-    Tool,
-};
+use rmcp::model::{ServerCapabilities, ServerPeerInfo};
 use rmcp::service::RoleClient;
 use rmcp::{Peer, ServiceError};
 
@@ -37,9 +32,12 @@ use crate::classify::{Failure, classify};
 use crate::config::{McpServerConfig, ReconnectPolicy};
 use crate::connection::{self, Connection, Plan};
 use crate::error::{ClientError, ConnectFailure, SharedError};
+mod ops;
+
 use crate::handler::ChangeSignals;
 use crate::http::{HttpSettings, TokenSource};
 use crate::name::ServerName;
+use crate::progress::ProgressRoutes;
 use crate::stdio::SpawnPolicy;
 
 /// Default per-request timeout when the config sets none.
@@ -119,6 +117,7 @@ struct Inner {
     generations: AtomicU64,
     connects: AtomicU64,
     signals: Arc<ChangeSignals>,
+    progress: Arc<ProgressRoutes>,
     closed: AtomicBool,
 }
 
@@ -174,6 +173,7 @@ impl McpClient {
                 generations: AtomicU64::new(0),
                 connects: AtomicU64::new(0),
                 signals: Arc::new(ChangeSignals::default()),
+                progress: Arc::new(ProgressRoutes::default()),
                 closed: AtomicBool::new(false),
             }),
         })
@@ -266,137 +266,6 @@ impl McpClient {
         &self.inner.signals
     }
 
-    /// Every tool (all pages).
-    pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
-        self.run(
-            "tools/list",
-            None,
-            |p| async move { p.list_all_tools().await },
-        )
-        .await
-    }
-
-    /// Calls a tool with the default timeout.
-    pub async fn call_tool(
-        &self,
-        name: &str,
-        arguments: Option<JsonObject>,
-    ) -> Result<CallToolResult, ClientError> {
-        self.call_tool_with_timeout(name, arguments, None).await
-    }
-
-    /// Calls a tool; `timeout` overrides the server's request timeout.
-    pub async fn call_tool_with_timeout(
-        &self,
-        name: &str,
-        arguments: Option<JsonObject>,
-        timeout: Option<Duration>,
-    ) -> Result<CallToolResult, ClientError> {
-        let mut params = CallToolRequestParams::new(name.to_owned());
-        params.arguments = arguments;
-        self.run("tools/call", timeout, |p| {
-            let params = params.clone();
-            async move { p.call_tool(params).await }
-        })
-        .await
-    }
-
-    /// Every resource (all pages); empty when the server has no resources.
-    pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
-        if !self.has(|c| c.resources.is_some()).await? {
-            return Ok(Vec::new());
-        }
-        self.run("resources/list", None, |p| async move {
-            p.list_all_resources().await
-        })
-        .await
-    }
-
-    /// Every resource template (all pages); empty when the server has no resources.
-    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
-        if !self.has(|c| c.resources.is_some()).await? {
-            return Ok(Vec::new());
-        }
-        self.run("resources/templates/list", None, |p| async move {
-            p.list_all_resource_templates().await
-        })
-        .await
-    }
-
-    /// Reads a resource.
-    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ClientError> {
-        let params = ReadResourceRequestParams::new(uri.to_owned());
-        self.run("resources/read", None, |p| {
-            let params = params.clone();
-            async move { p.read_resource(params).await }
-        })
-        .await
-    }
-
-    /// Every prompt (all pages); empty when the server has no prompts.
-    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
-        if !self.has(|c| c.prompts.is_some()).await? {
-            return Ok(Vec::new());
-        }
-        self.run("prompts/list", None, |p| async move {
-            p.list_all_prompts().await
-        })
-        .await
-    }
-
-    /// Renders a prompt.
-    pub async fn get_prompt(
-        &self,
-        name: &str,
-        arguments: Option<JsonObject>,
-    ) -> Result<GetPromptResult, ClientError> {
-        let mut params = GetPromptRequestParams::new(name.to_owned());
-        params.arguments = arguments;
-        self.run("prompts/get", None, |p| {
-            let params = params.clone();
-            async move { p.get_prompt(params).await }
-        })
-        .await
-    }
-
-    /// True when the server declared the SEP-2640 skills extension.
-    pub async fn supports_skills(&self) -> Result<bool, ClientError> {
-        self.has(ServerCapabilities::supports_skills).await
-    }
-
-    /// SEP-2640 `skills/list` (all pages); empty without the extension.
-    pub async fn list_skills(&self) -> Result<Vec<Skill>, ClientError> {
-        if !self.supports_skills().await? {
-            return Ok(Vec::new());
-        }
-        self.run(
-            "skills/list",
-            None,
-            |p| async move { p.list_all_skills().await },
-        )
-        .await
-    }
-
-    /// SEP-2640 `skills/get` for a SKILL.md URI.
-    pub async fn get_skill(&self, uri: &str) -> Result<Skill, ClientError> {
-        let params = GetSkillRequestParams::new(uri.to_owned());
-        self.run("skills/get", None, |p| {
-            let params = params.clone();
-            async move { p.get_skill(params).await.map(|r| r.skill) }
-        })
-        .await
-    }
-
-    /// `ping`.
-    pub async fn ping(&self) -> Result<(), ClientError> {
-        self.run("ping", None, |p| async move {
-            p.send_request(ClientRequest::PingRequest(PingRequest::default()))
-                .await
-                .map(drop)
-        })
-        .await
-    }
-
     /// Closes the connection (the child and its process group exit or are
     /// killed) and refuses further calls.
     pub async fn close(&self) {
@@ -406,14 +275,6 @@ impl McpClient {
             conn.close(self.inner.options.close_timeout).await;
             tracing::debug!(server = %self.inner.name, "MCP client closed");
         }
-    }
-
-    async fn has(&self, check: impl Fn(&ServerCapabilities) -> bool) -> Result<bool, ClientError> {
-        let conn = self.live().await?;
-        Ok(conn
-            .peer
-            .peer_info()
-            .is_some_and(|info| check(&info.capabilities)))
     }
 
     /// Runs one request with timeout, reconnect-once and retry-once.
@@ -573,6 +434,7 @@ impl McpClient {
                 plan: &inner.plan,
                 options: &inner.options,
                 signals: &inner.signals,
+                progress: &inner.progress,
                 generation,
                 startup: inner.startup_timeout,
             })

@@ -18,21 +18,21 @@
 //!   `commands_changed` (prompts are commands). `source_uri` is
 //!   `mcp://<server>`.
 
-use std::collections::VecDeque;
+mod cache;
+mod events;
+mod protocols;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use arc_swap::ArcSwapOption;
 use async_trait::async_trait;
 use extpool_core::{
-    Capability, ChangeEvent, ChangeKind, ChangeObservable, ChangeStream, CommandEntry,
-    CommandResource, ExtensionError, McpResource, ResourceContent, ResourceEntry, SkillEntry,
-    SkillResource, ToolEntry, ToolResult,
+    Capability, ChangeKind, ChangeObservable, CommandEntry, CommandResource, ExtensionError,
+    McpResource, SkillResource, ToolEntry,
 };
-use parking_lot::Mutex;
-use rmcp::model::ErrorCode;
-use serde_json::{Map, Value};
-use tokio::sync::{broadcast, watch};
+use serde_json::Value;
+use tokio::sync::watch;
 
 use crate::client::McpClient;
 use crate::config::McpServerConfig;
@@ -41,6 +41,8 @@ use crate::error::{ClientError, ConfigError};
 use crate::name::ServerName;
 use crate::pool::{PooledClient, SessionConnectionPool};
 use crate::skills::{self, HostedSkill};
+
+use cache::{Caches, ResourceIndex, cached, store};
 
 /// A tool declared in config whose schema is not valid JSON.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -78,41 +80,6 @@ impl Held {
             Held::Injected(c) => c,
         }
     }
-}
-
-struct Cached<T> {
-    epoch: u64,
-    value: Arc<T>,
-}
-
-#[derive(Default)]
-struct ResourceIndex {
-    resources: Vec<ResourceEntry>,
-    templates: Vec<String>,
-}
-
-#[derive(Default)]
-struct Caches {
-    tools: Mutex<Option<Cached<Vec<ToolEntry>>>>,
-    resources: Mutex<Option<Cached<ResourceIndex>>>,
-    prompts: Mutex<Option<Cached<Vec<CommandEntry>>>>,
-    skills: Mutex<Option<Cached<Vec<HostedSkill>>>>,
-}
-
-fn cached<T>(slot: &Mutex<Option<Cached<T>>>, epoch: u64) -> Option<Arc<T>> {
-    slot.lock()
-        .as_ref()
-        .filter(|c| c.epoch == epoch)
-        .map(|c| c.value.clone())
-}
-
-fn store<T>(slot: &Mutex<Option<Cached<T>>>, epoch: u64, value: T) -> Arc<T> {
-    let value = Arc::new(value);
-    *slot.lock() = Some(Cached {
-        epoch,
-        value: value.clone(),
-    });
-    value
 }
 
 /// The client a capability uses, with its change counters at the moment it
@@ -391,221 +358,6 @@ impl McpServerCap {
     }
 }
 
-/// Minimal RFC 6570 level-1 match: literal parts in order, `{…}` spans one or
-/// more characters without `/`.
-fn template_matches(template: &str, uri: &str) -> bool {
-    let mut rest = uri;
-    let mut parts = template.split('{');
-    let Some(first) = parts.next() else {
-        return false;
-    };
-    let Some(r) = rest.strip_prefix(first) else {
-        return false;
-    };
-    rest = r;
-    for part in parts {
-        let Some((_, literal)) = part.split_once('}') else {
-            return false;
-        };
-        let var_end = if literal.is_empty() {
-            rest.len()
-        } else {
-            match rest.find(literal) {
-                Some(i) => i,
-                None => return false,
-            }
-        };
-        let var = &rest[..var_end];
-        if var.is_empty() || var.contains('/') {
-            return false;
-        }
-        rest = &rest[var_end + literal.len()..];
-    }
-    rest.is_empty()
-}
-
-#[async_trait]
-impl McpResource for McpServerCap {
-    async fn list_tools(&self) -> Result<Vec<ToolEntry>, ExtensionError> {
-        self.tools()
-            .await
-            .map(|t| t.as_ref().clone())
-            .map_err(|e| self.err(e))
-    }
-
-    async fn call_tool(
-        &self,
-        name: &str,
-        args: Map<String, Value>,
-    ) -> Result<ToolResult, ExtensionError> {
-        let client = self.ensure_client().await.map_err(|e| self.err(e))?;
-        let result = client
-            .call_tool(name, Some(args))
-            .await
-            .map_err(|e| self.err(e))?;
-        Ok(convert::tool_result(result))
-    }
-
-    async fn list_resources(&self) -> Result<Vec<ResourceEntry>, ExtensionError> {
-        self.resource_index()
-            .await
-            .map(|i| i.resources.clone())
-            .map_err(|e| self.err(e))
-    }
-
-    async fn read_resource(&self, uri: &str) -> Result<Option<ResourceContent>, ExtensionError> {
-        let client = self.ensure_client().await.map_err(|e| self.err(e))?;
-        match skills::fetch(&client, uri).await {
-            Ok(content) => Ok(Some(content)),
-            Err(ClientError::Rpc { error, .. }) if error.code == ErrorCode::RESOURCE_NOT_FOUND => {
-                Ok(None)
-            }
-            Err(e) => Err(self.err(e)),
-        }
-    }
-
-    async fn resource_exists(&self, uri: &str) -> Result<bool, ExtensionError> {
-        let index = self.resource_index().await.map_err(|e| self.err(e))?;
-        Ok(index.resources.iter().any(|r| r.uri == uri)
-            || index.templates.iter().any(|t| template_matches(t, uri)))
-    }
-}
-
-#[async_trait]
-impl SkillResource for McpServerCap {
-    async fn list_skills(&self) -> Result<Vec<SkillEntry>, ExtensionError> {
-        let (_, index) = self.skill_index().await.map_err(|e| self.err(e))?;
-        Ok(index.iter().map(|s| s.entry.clone()).collect())
-    }
-
-    async fn read_skill(&self, uri: &str) -> Result<Option<ResourceContent>, ExtensionError> {
-        let Some((client, skill)) = self.skill_for(uri).await.map_err(|e| self.err(e))? else {
-            return Ok(None);
-        };
-        if let skills::Origin::Resources { files } = &skill.origin
-            && !files.iter().any(|f| f == uri)
-        {
-            return Ok(None);
-        }
-        let (content, refreshed) = skills::read(&client, &skill, uri)
-            .await
-            .map_err(|e| self.err(e))?;
-        if let Some(fresh) = refreshed {
-            self.remember_skill(&client, fresh);
-        }
-        Ok(Some(content))
-    }
-
-    async fn skill_exists(&self, uri: &str) -> Result<bool, ExtensionError> {
-        if !uri.starts_with("skill://") {
-            return Ok(false);
-        }
-        let (_, index) = self.skill_index().await.map_err(|e| self.err(e))?;
-        Ok(skills::find(&index, uri).is_some_and(|s| match &s.origin {
-            skills::Origin::Resources { files } => files.iter().any(|f| f == uri),
-            skills::Origin::Extension(_) => true,
-        }))
-    }
-}
-
-#[async_trait]
-impl CommandResource for McpServerCap {
-    async fn list_commands(&self) -> Result<Vec<CommandEntry>, ExtensionError> {
-        self.prompts()
-            .await
-            .map(|p| p.as_ref().clone())
-            .map_err(|e| self.err(e))
-    }
-
-    async fn get_command(&self, name: &str, args: &[String]) -> Result<String, ExtensionError> {
-        let prompts = self.prompts().await.map_err(|e| self.err(e))?;
-        let Some(command) = prompts.iter().find(|c| c.name == name) else {
-            return Err(ExtensionError::not_found("command", name));
-        };
-        let arguments = convert::prompt_arguments(command, args)
-            .map_err(|e| ExtensionError::InvalidArgument(e.to_string()))?;
-        let client = self.ensure_client().await.map_err(|e| self.err(e))?;
-        let rendered = client
-            .get_prompt(name, Some(arguments))
-            .await
-            .map_err(|e| self.err(e))?;
-        Ok(convert::prompt_text(&rendered))
-    }
-}
-
-struct EventState {
-    attached: watch::Receiver<Option<Attached>>,
-    signals: Option<broadcast::Receiver<ChangeKind>>,
-    pending: VecDeque<ChangeKind>,
-    id: String,
-    source_uri: String,
-}
-
-fn expand(kind: ChangeKind, out: &mut VecDeque<ChangeKind>) {
-    out.push_back(kind);
-    match kind {
-        ChangeKind::ResourcesChanged => out.push_back(ChangeKind::SkillsChanged),
-        ChangeKind::PromptsChanged => out.push_back(ChangeKind::CommandsChanged),
-        _ => {}
-    }
-}
-
-impl ChangeObservable for McpServerCap {
-    fn on_change(&self) -> Option<ChangeStream> {
-        let mut attached = self.attached.subscribe();
-        // Already attached: subscribe now, so nothing after this call is missed.
-        let signals = attached
-            .borrow_and_update()
-            .as_ref()
-            .map(|a| a.client.signals().subscribe());
-        let state = EventState {
-            attached,
-            signals,
-            pending: VecDeque::new(),
-            id: self.name.to_string(),
-            source_uri: format!("mcp://{}", self.name),
-        };
-        let stream = futures::stream::unfold(state, |mut st| async move {
-            loop {
-                if let Some(kind) = st.pending.pop_front() {
-                    let event = ChangeEvent::new(st.id.clone(), kind, st.source_uri.clone());
-                    return Some((Ok(event), st));
-                }
-                match &mut st.signals {
-                    None => {
-                        let current = loop {
-                            if let Some(a) = st.attached.borrow_and_update().clone() {
-                                break a;
-                            }
-                            if st.attached.changed().await.is_err() {
-                                return None;
-                            }
-                        };
-                        let signals = current.client.signals();
-                        st.signals = Some(signals.subscribe());
-                        // Changes between the attach and this subscription.
-                        for (kind, seen) in SIGNALLED.iter().zip(current.epochs) {
-                            if signals.epoch(*kind) != seen {
-                                expand(*kind, &mut st.pending);
-                            }
-                        }
-                    }
-                    Some(rx) => match rx.recv().await {
-                        Ok(kind) => expand(kind, &mut st.pending),
-                        Err(broadcast::error::RecvError::Lagged(_)) => {
-                            for kind in SIGNALLED {
-                                expand(kind, &mut st.pending);
-                            }
-                        }
-                        Err(broadcast::error::RecvError::Closed) => return None,
-                    },
-                }
-            }
-        });
-        Some(Box::pin(stream))
-    }
-}
-
 #[async_trait]
 impl Capability for McpServerCap {
     fn id(&self) -> &str {
@@ -666,25 +418,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn templates_match_simple_uris() {
-        assert!(template_matches(
-            "demo://resource/dynamic/text/{id}",
-            "demo://resource/dynamic/text/1"
-        ));
-        assert!(!template_matches(
-            "demo://resource/dynamic/text/{id}",
-            "demo://resource/dynamic/text/"
-        ));
-        assert!(!template_matches(
-            "demo://resource/dynamic/text/{id}",
-            "demo://resource/dynamic/text/1/2"
-        ));
-        assert!(template_matches("x://{a}/b/{c}.md", "x://one/b/two.md"));
-        assert!(!template_matches("x://{a}/b/{c}.md", "x://one/c/two.md"));
-        assert!(template_matches("plain://x", "plain://x"));
-    }
-
-    #[test]
     fn static_tools_parse() {
         let mut cfg = McpServerConfig::stdio("x", Vec::<String>::new());
         cfg.lazy = true;
@@ -702,23 +435,5 @@ mod tests {
         assert!(static_tools(&name, &cfg).is_err());
         cfg.tools[0].input_schema = Some("{".into());
         assert!(static_tools(&name, &cfg).is_err());
-    }
-
-    #[test]
-    fn events_expand_to_derived_kinds() {
-        let mut q = VecDeque::new();
-        expand(ChangeKind::ResourcesChanged, &mut q);
-        expand(ChangeKind::PromptsChanged, &mut q);
-        expand(ChangeKind::ToolsChanged, &mut q);
-        assert_eq!(
-            Vec::from(q),
-            [
-                ChangeKind::ResourcesChanged,
-                ChangeKind::SkillsChanged,
-                ChangeKind::PromptsChanged,
-                ChangeKind::CommandsChanged,
-                ChangeKind::ToolsChanged
-            ]
-        );
     }
 }

@@ -1,0 +1,126 @@
+//! The resource protocols of extpool-core, implemented over the client:
+//! tools and resources (`McpResource`), MCP-hosted skills
+//! (`SkillResource`), prompts as commands (`CommandResource`).
+
+use async_trait::async_trait;
+use extpool_core::{
+    CommandEntry, CommandResource, ExtensionError, McpResource, ResourceContent, ResourceEntry,
+    SkillEntry, SkillResource, ToolEntry, ToolResult,
+};
+use rmcp::model::ErrorCode;
+use serde_json::{Map, Value};
+
+use super::McpServerCap;
+use super::cache::template_matches;
+use crate::convert;
+use crate::error::ClientError;
+use crate::skills;
+
+#[async_trait]
+impl McpResource for McpServerCap {
+    async fn list_tools(&self) -> Result<Vec<ToolEntry>, ExtensionError> {
+        self.tools()
+            .await
+            .map(|t| t.as_ref().clone())
+            .map_err(|e| self.err(e))
+    }
+
+    async fn call_tool(
+        &self,
+        name: &str,
+        args: Map<String, Value>,
+    ) -> Result<ToolResult, ExtensionError> {
+        let client = self.ensure_client().await.map_err(|e| self.err(e))?;
+        let result = client
+            .call_tool(name, Some(args))
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(convert::tool_result(result))
+    }
+
+    async fn list_resources(&self) -> Result<Vec<ResourceEntry>, ExtensionError> {
+        self.resource_index()
+            .await
+            .map(|i| i.resources.clone())
+            .map_err(|e| self.err(e))
+    }
+
+    async fn read_resource(&self, uri: &str) -> Result<Option<ResourceContent>, ExtensionError> {
+        let client = self.ensure_client().await.map_err(|e| self.err(e))?;
+        match skills::fetch(&client, uri).await {
+            Ok(content) => Ok(Some(content)),
+            Err(ClientError::Rpc { error, .. }) if error.code == ErrorCode::RESOURCE_NOT_FOUND => {
+                Ok(None)
+            }
+            Err(e) => Err(self.err(e)),
+        }
+    }
+
+    async fn resource_exists(&self, uri: &str) -> Result<bool, ExtensionError> {
+        let index = self.resource_index().await.map_err(|e| self.err(e))?;
+        Ok(index.resources.iter().any(|r| r.uri == uri)
+            || index.templates.iter().any(|t| template_matches(t, uri)))
+    }
+}
+
+#[async_trait]
+impl SkillResource for McpServerCap {
+    async fn list_skills(&self) -> Result<Vec<SkillEntry>, ExtensionError> {
+        let (_, index) = self.skill_index().await.map_err(|e| self.err(e))?;
+        Ok(index.iter().map(|s| s.entry.clone()).collect())
+    }
+
+    async fn read_skill(&self, uri: &str) -> Result<Option<ResourceContent>, ExtensionError> {
+        let Some((client, skill)) = self.skill_for(uri).await.map_err(|e| self.err(e))? else {
+            return Ok(None);
+        };
+        if let skills::Origin::Resources { files } = &skill.origin
+            && !files.iter().any(|f| f == uri)
+        {
+            return Ok(None);
+        }
+        let (content, refreshed) = skills::read(&client, &skill, uri)
+            .await
+            .map_err(|e| self.err(e))?;
+        if let Some(fresh) = refreshed {
+            self.remember_skill(&client, fresh);
+        }
+        Ok(Some(content))
+    }
+
+    async fn skill_exists(&self, uri: &str) -> Result<bool, ExtensionError> {
+        if !uri.starts_with("skill://") {
+            return Ok(false);
+        }
+        let (_, index) = self.skill_index().await.map_err(|e| self.err(e))?;
+        Ok(skills::find(&index, uri).is_some_and(|s| match &s.origin {
+            skills::Origin::Resources { files } => files.iter().any(|f| f == uri),
+            skills::Origin::Extension(_) => true,
+        }))
+    }
+}
+
+#[async_trait]
+impl CommandResource for McpServerCap {
+    async fn list_commands(&self) -> Result<Vec<CommandEntry>, ExtensionError> {
+        self.prompts()
+            .await
+            .map(|p| p.as_ref().clone())
+            .map_err(|e| self.err(e))
+    }
+
+    async fn get_command(&self, name: &str, args: &[String]) -> Result<String, ExtensionError> {
+        let prompts = self.prompts().await.map_err(|e| self.err(e))?;
+        let Some(command) = prompts.iter().find(|c| c.name == name) else {
+            return Err(ExtensionError::not_found("command", name));
+        };
+        let arguments = convert::prompt_arguments(command, args)
+            .map_err(|e| ExtensionError::InvalidArgument(e.to_string()))?;
+        let client = self.ensure_client().await.map_err(|e| self.err(e))?;
+        let rendered = client
+            .get_prompt(name, Some(arguments))
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(convert::prompt_text(&rendered))
+    }
+}

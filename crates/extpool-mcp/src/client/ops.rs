@@ -1,0 +1,193 @@
+//! The MCP operations of [`McpClient`]: each one a request run through
+//! [`McpClient::run`] (timeout, reconnect-once, retry-once), with the
+//! server's capabilities checked first where MCP makes them optional.
+
+use std::time::Duration;
+
+use rmcp::ServiceError;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, GetPromptRequestParams,
+    GetPromptResult, GetSkillRequestParams, JsonObject, PingRequest, Prompt,
+    ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities,
+    ServerResult, Skill, Tool,
+};
+use rmcp::service::PeerRequestOptions;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::McpClient;
+use crate::error::ClientError;
+use crate::progress::{CancelOnDrop, Progress};
+
+impl McpClient {
+    /// Every tool (all pages).
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
+        self.run(
+            "tools/list",
+            None,
+            |p| async move { p.list_all_tools().await },
+        )
+        .await
+    }
+
+    /// Calls a tool with the default timeout.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<CallToolResult, ClientError> {
+        self.call_tool_with_timeout(name, arguments, None).await
+    }
+
+    /// Calls a tool; `timeout` overrides the server's request timeout.
+    pub async fn call_tool_with_timeout(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        timeout: Option<Duration>,
+    ) -> Result<CallToolResult, ClientError> {
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        params.arguments = arguments;
+        self.run("tools/call", timeout, |p| {
+            let params = params.clone();
+            async move { p.call_tool(params).await }
+        })
+        .await
+    }
+
+    /// Calls a tool and forwards its `notifications/progress` to `progress`
+    /// while it runs (dropping the future cancels the call on the server).
+    pub async fn call_tool_with_progress(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        timeout: Option<Duration>,
+        progress: UnboundedSender<Progress>,
+    ) -> Result<CallToolResult, ClientError> {
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        params.arguments = arguments;
+        let routes = self.inner.progress.clone();
+        self.run("tools/call", timeout, |peer| {
+            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
+            let routes = routes.clone();
+            let progress = progress.clone();
+            async move {
+                let handle = peer
+                    .send_request_with_option(request, PeerRequestOptions::no_options())
+                    .await?;
+                let _route = routes.register(handle.progress_token.clone(), progress);
+                let mut cancel = CancelOnDrop::new(peer.clone(), handle.id.clone());
+                let response = handle.await_response().await;
+                cancel.disarm();
+                match response? {
+                    ServerResult::CallToolResult(result) => Ok(result),
+                    _ => Err(ServiceError::UnexpectedResponse),
+                }
+            }
+        })
+        .await
+    }
+
+    /// Every resource (all pages); empty when the server has no resources.
+    pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
+        if !self.has(|c| c.resources.is_some()).await? {
+            return Ok(Vec::new());
+        }
+        self.run("resources/list", None, |p| async move {
+            p.list_all_resources().await
+        })
+        .await
+    }
+
+    /// Every resource template (all pages); empty when the server has no resources.
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
+        if !self.has(|c| c.resources.is_some()).await? {
+            return Ok(Vec::new());
+        }
+        self.run("resources/templates/list", None, |p| async move {
+            p.list_all_resource_templates().await
+        })
+        .await
+    }
+
+    /// Reads a resource.
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ClientError> {
+        let params = ReadResourceRequestParams::new(uri.to_owned());
+        self.run("resources/read", None, |p| {
+            let params = params.clone();
+            async move { p.read_resource(params).await }
+        })
+        .await
+    }
+
+    /// Every prompt (all pages); empty when the server has no prompts.
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
+        if !self.has(|c| c.prompts.is_some()).await? {
+            return Ok(Vec::new());
+        }
+        self.run("prompts/list", None, |p| async move {
+            p.list_all_prompts().await
+        })
+        .await
+    }
+
+    /// Renders a prompt.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<GetPromptResult, ClientError> {
+        let mut params = GetPromptRequestParams::new(name.to_owned());
+        params.arguments = arguments;
+        self.run("prompts/get", None, |p| {
+            let params = params.clone();
+            async move { p.get_prompt(params).await }
+        })
+        .await
+    }
+
+    /// True when the server declared the SEP-2640 skills extension.
+    pub async fn supports_skills(&self) -> Result<bool, ClientError> {
+        self.has(ServerCapabilities::supports_skills).await
+    }
+
+    /// SEP-2640 `skills/list` (all pages); empty without the extension.
+    pub async fn list_skills(&self) -> Result<Vec<Skill>, ClientError> {
+        if !self.supports_skills().await? {
+            return Ok(Vec::new());
+        }
+        self.run(
+            "skills/list",
+            None,
+            |p| async move { p.list_all_skills().await },
+        )
+        .await
+    }
+
+    /// SEP-2640 `skills/get` for a SKILL.md URI.
+    pub async fn get_skill(&self, uri: &str) -> Result<Skill, ClientError> {
+        let params = GetSkillRequestParams::new(uri.to_owned());
+        self.run("skills/get", None, |p| {
+            let params = params.clone();
+            async move { p.get_skill(params).await.map(|r| r.skill) }
+        })
+        .await
+    }
+
+    /// `ping`.
+    pub async fn ping(&self) -> Result<(), ClientError> {
+        self.run("ping", None, |p| async move {
+            p.send_request(ClientRequest::PingRequest(PingRequest::default()))
+                .await
+                .map(drop)
+        })
+        .await
+    }
+
+    async fn has(&self, check: impl Fn(&ServerCapabilities) -> bool) -> Result<bool, ClientError> {
+        let conn = self.live().await?;
+        Ok(conn
+            .peer
+            .peer_info()
+            .is_some_and(|info| check(&info.capabilities)))
+    }
+}
