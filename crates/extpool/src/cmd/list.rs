@@ -129,14 +129,29 @@ fn table(ctx: &mut Ctx, host: &Host, kind: ListKind) -> Result<()> {
                 .collect(),
             "no resources",
         ),
-        ListKind::Sources => (
-            &["KIND", "NAME", "STATE", "DETAIL"],
-            host.sources()
+        ListKind::Sources => {
+            let (catalog, sources): (Vec<_>, Vec<_>) = host
+                .sources()
+                .into_iter()
+                .partition(|s| s.kind == "catalog");
+            let rows: Vec<Vec<String>> = sources
                 .into_iter()
                 .map(|s| vec![s.kind.into(), s.name, s.state, s.detail])
-                .collect(),
-            "no sources configured",
-        ),
+                .collect();
+            if rows.is_empty() {
+                ctx.out.line(ctx.out.style.dim("no sources configured"))?;
+            } else {
+                ctx.out.table(&["KIND", "NAME", "STATE", "DETAIL"], &rows)?;
+            }
+            for c in catalog {
+                ctx.out.line(
+                    ctx.out
+                        .style
+                        .dim(&format!("catalog: {}, {}", c.state, c.detail)),
+                )?;
+            }
+            return Ok(());
+        }
         ListKind::Servers => return Ok(()),
     };
     if rows.is_empty() {

@@ -8,10 +8,23 @@ use anyhow::Result;
 use extpool_core::{ChangeEvent, ChangeKind};
 use futures::StreamExt;
 use futures::stream::select_all;
+use serde::Serialize;
 
 use super::open_host;
 use crate::cli::WatchArgs;
 use crate::context::Ctx;
+
+/// A new catalog revision, shaped like a change event.
+#[derive(Serialize)]
+struct RevisionEvent {
+    capability_name: &'static str,
+    kind: &'static str,
+    source_uri: &'static str,
+    revision: u64,
+    tools: usize,
+    commands: usize,
+    resources: usize,
+}
 
 /// Streams change events until Ctrl-C.
 pub async fn run(ctx: &mut Ctx, _args: WatchArgs) -> Result<ExitCode> {
@@ -42,8 +55,18 @@ pub async fn run(ctx: &mut Ctx, _args: WatchArgs) -> Result<ExitCode> {
     } else {
         None
     };
-    let mut servers = select_all(host.servers.change_streams());
-    let n = host.servers.startable().len();
+    // Server events come through the registry; revisions from the catalog.
+    let streams: Vec<_> = host
+        .catalog
+        .registry
+        .get_observable_capabilities(&host.catalog.scope)
+        .iter()
+        .filter_map(|c| c.observable().and_then(|o| o.on_change()))
+        .collect();
+    let mut servers = select_all(streams);
+    let mut revisions = host.catalog.catalog.subscribe();
+    revisions.mark_unchanged();
+    let n = host.catalog.status().sources.len();
     let _ = writeln!(
         std::io::stderr().lock(),
         "watching {n} server{} and {} skill root{}; press Ctrl-C to stop",
@@ -58,6 +81,28 @@ pub async fn run(ctx: &mut Ctx, _args: WatchArgs) -> Result<ExitCode> {
             let event = tokio::select! {
                 _ = &mut ctrl_c => break,
                 Some(ev) = skill_rx.recv() => ev,
+                Ok(()) = revisions.changed() => {
+                    let number = *revisions.borrow_and_update();
+                    let rev = host.catalog.catalog.current();
+                    let published = RevisionEvent {
+                        capability_name: "catalog",
+                        kind: "revision_published",
+                        source_uri: "",
+                        revision: number,
+                        tools: rev.all_tools().count(),
+                        commands: rev.all_commands().count(),
+                        resources: rev.all_resources().count(),
+                    };
+                    if ctx.global.json {
+                        ctx.out.json_line(&published)?;
+                    } else {
+                        ctx.out.line(format!(
+                            "catalog revision_published {number} ({} tools, {} commands, {} resources)",
+                            published.tools, published.commands, published.resources
+                        ))?;
+                    }
+                    continue;
+                }
                 Some(item) = servers.next(), if !servers.is_empty() => match item {
                     Ok(ev) => ev,
                     Err(e) => {

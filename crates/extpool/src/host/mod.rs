@@ -6,22 +6,41 @@
 //! [`Host`], which is the one place that knows how the library crates fit
 //! together.
 
+mod catalog;
 mod servers;
 mod skills;
 
 use std::collections::BTreeMap;
 
 use anyhow::{Result, bail};
+use extpool_catalog::{CommandKind, ReconcileState};
 use extpool_config::diagnostics::display_path;
 use extpool_config::{Loaded, Places};
 use extpool_core::{ResourceContent, ToolResult};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+pub use catalog::CliCatalog;
 pub use servers::{ConnectOptions, Servers, transport};
 pub use skills::LocalSkills;
 
 use crate::progress::Progress;
+
+/// The `server` of the catalog's built-in tools in listings.
+const BUILTIN: &str = "builtin";
+
+/// The loop state as one word.
+fn reconcile_state(state: &ReconcileState) -> String {
+    match state {
+        ReconcileState::NotStarted => "not started".into(),
+        ReconcileState::Idle => "idle".into(),
+        ReconcileState::Pending => "pending".into(),
+        ReconcileState::Reconciling => "reconciling".into(),
+        ReconcileState::RetryScheduled { in_ms } => format!("retry in {in_ms} ms"),
+        ReconcileState::Stopped => "stopped".into(),
+        _ => "unknown".into(),
+    }
+}
 
 /// A tool as listed.
 #[derive(Debug, Clone, Serialize)]
@@ -105,6 +124,14 @@ pub struct SourceRow {
     pub detail: String,
     /// Where it is configured.
     pub origin: String,
+    /// The catalog revision built from this source's last good listing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<u64>,
+    /// True when the last listing failed and the catalog keeps the previous one.
+    pub stale: bool,
+    /// The error of the last failed listing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
 }
 
 /// The host.
@@ -117,6 +144,8 @@ pub struct Host {
     pub servers: Servers,
     /// Local skills.
     pub skills: LocalSkills,
+    /// The registry and catalog over the started servers.
+    pub catalog: CliCatalog,
 }
 
 impl Host {
@@ -133,11 +162,13 @@ impl Host {
         if let Some(progress) = connect {
             servers.connect_all(progress).await;
         }
+        let catalog = CliCatalog::open(&loaded, servers.started_caps()).await?;
         Ok(Self {
             loaded,
             places,
             servers,
             skills,
+            catalog,
         })
     }
 
@@ -146,16 +177,58 @@ impl Host {
         display_path(path, Some(&self.places.cwd), self.places.home.as_deref())
     }
 
-    /// Every tool of every ready server, sorted by catalog name.
+    /// Every tool of the current catalog revision: remote tools sorted by
+    /// catalog name, then the catalog's built-in tools.
     pub fn tools(&self) -> Vec<ToolRow> {
-        let mut rows = self.servers.tools();
+        let rev = self.catalog.catalog.current();
+        let mut rows: Vec<ToolRow> = rev
+            .all_tools()
+            .map(|t| ToolRow {
+                name: t.name.clone(),
+                server: t.server.to_string(),
+                tool: t.original().to_owned(),
+                description: t.entry.description.clone(),
+                input_schema: t.entry.input_schema.as_ref().clone(),
+            })
+            .collect();
         rows.sort_by(|a, b| a.name.cmp(&b.name));
+        rows.extend(rev.all_builtins().into_iter().map(|b| {
+            let entry = b.entry();
+            ToolRow {
+                name: b.name().to_owned(),
+                server: BUILTIN.to_owned(),
+                tool: b.name().to_owned(),
+                description: entry.description.clone(),
+                input_schema: entry.input_schema.as_ref().clone(),
+            }
+        }));
         rows
     }
 
-    /// Calls a tool by catalog name.
+    /// Calls a tool by catalog name (or alias, or built-in name) on the
+    /// current revision, pinned for the call.
     pub async fn call(&self, name: &str, args: Map<String, Value>) -> Result<ToolResult> {
-        self.servers.call(name, args).await
+        let rev = self.catalog.catalog.current();
+        match rev.call(name, args).await {
+            Ok(result) => Ok(result),
+            Err(e) if e.is_unknown_tool() => {
+                let known: Vec<String> = self.tools().into_iter().map(|t| t.name).collect();
+                let hint = extpool_config::diagnostics::did_you_mean(
+                    name,
+                    known.iter().map(String::as_str),
+                )
+                .map(|s| format!("; did you mean {s}?"))
+                .unwrap_or_default();
+                let failed = self.servers.failed();
+                let note = if failed.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (servers that failed to start: {})", failed.join(", "))
+                };
+                bail!("unknown tool {name}{hint}{note}; see `extpool list tools`")
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Every skill: local first, then MCP-hosted, sorted by name within each.
@@ -201,15 +274,42 @@ impl Host {
             })
             .collect();
         rows.sort_by(|a, b| a.name.cmp(&b.name));
-        let mut prompts = self.servers.prompt_commands();
-        prompts.sort_by(|a, b| a.name.cmp(&b.name));
-        rows.extend(prompts);
+        let rev = self.catalog.catalog.current();
+        rows.extend(rev.all_commands().map(|c| {
+            CommandRow {
+                name: format!("/{}", c.name),
+                description: c.entry.description.clone(),
+                arguments: c
+                    .entry
+                    .arguments
+                    .iter()
+                    .map(|a| ArgRow {
+                        name: a.name.clone(),
+                        required: a.required,
+                    })
+                    .collect(),
+                source: match c.kind {
+                    CommandKind::McpPrompt => format!("prompt:{}", c.server),
+                    _ => "skill".to_owned(),
+                },
+            }
+        }));
         rows
     }
 
     /// Every resource of every ready server.
     pub fn resources(&self) -> Vec<ResourceRow> {
-        let mut rows = self.servers.resources();
+        let rev = self.catalog.catalog.current();
+        let mut rows: Vec<ResourceRow> = rev
+            .all_resources()
+            .map(|r| ResourceRow {
+                uri: r.entry.uri.clone(),
+                name: r.entry.name.clone(),
+                server: r.server.to_string(),
+                mime_type: r.entry.mime_type.clone(),
+                description: r.entry.description.clone(),
+            })
+            .collect();
         rows.sort_by(|a, b| (&a.server, &a.uri).cmp(&(&b.server, &b.uri)));
         rows
     }
@@ -242,8 +342,11 @@ impl Host {
         if let Some(text) = self.skills.run(name, args)? {
             return Ok(text);
         }
-        if let Some(text) = self.servers.run_prompt(name, args).await? {
-            return Ok(text);
+        let rev = self.catalog.catalog.current();
+        match rev.render_command(name, args).await {
+            Ok(text) => return Ok(text),
+            Err(e) if e.is_unknown() => {}
+            Err(e) => return Err(e.into()),
         }
         let known: Vec<String> = self.commands().into_iter().map(|c| c.name).collect();
         let hint = extpool_config::diagnostics::did_you_mean(
@@ -257,7 +360,8 @@ impl Host {
 
     /// Servers and skill roots with their state.
     pub fn sources(&self) -> Vec<SourceRow> {
-        let mut rows = self.servers.source_rows();
+        let status = self.catalog.status();
+        let mut rows = self.servers.source_rows(&status);
         let mut per_root: BTreeMap<std::path::PathBuf, usize> = BTreeMap::new();
         for s in self.skills.skills() {
             *per_root.entry(s.root.clone()).or_default() += 1;
@@ -278,13 +382,33 @@ impl Host {
                 } else {
                     "default root".into()
                 },
+                revision: None,
+                stale: false,
+                last_error: None,
             });
         }
+        rows.push(SourceRow {
+            kind: "catalog",
+            name: "catalog".into(),
+            state: reconcile_state(&status.state),
+            detail: format!(
+                "revision {}, {} reconciliation{}, {} failed",
+                status.revision,
+                status.reconciliations,
+                if status.reconciliations == 1 { "" } else { "s" },
+                status.failures
+            ),
+            origin: String::new(),
+            revision: Some(status.revision),
+            stale: status.any_stale(),
+            last_error: None,
+        });
         rows
     }
 
-    /// Closes every connection.
+    /// Stops the catalog and closes every connection.
     pub async fn shutdown(self) {
+        self.catalog.shutdown().await;
         self.servers.shutdown().await;
     }
 }

@@ -4,26 +4,21 @@
 //! (`mcp__<prefix-or-server>__<tool>`) through a lookup map — never by
 //! taking a name apart.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, anyhow, bail};
-use extpool_catalog::names::canonical_name;
-use extpool_catalog::permissions::Permissions;
-use extpool_catalog::shaping::{ResultLimits, shape};
+use anyhow::Result;
+use extpool_catalog::CatalogStatus;
 use extpool_config::{Loaded, McpServerConfig, process_env};
 use extpool_core::{
-    Capability, ChangeStream, CommandEntry, CommandResource, McpResource, ResourceContent,
-    ResourceEntry, SkillEntry, ToolEntry, ToolResult,
+    Capability, McpResource, ResourceContent, ResourceEntry, SkillEntry, ToolEntry,
 };
 use extpool_mcp::McpServerCap;
 use extpool_mcp::pool::{PoolConfig, SessionConnectionPool};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use serde_json::{Map, Value};
 
-use super::{ArgRow, CommandRow, ResourceRow, SkillRow, SourceRow, ToolRow};
+use super::{SkillRow, SourceRow};
 use crate::progress::{Progress, Status};
 
 /// How servers are started.
@@ -35,7 +30,6 @@ pub struct ConnectOptions {}
 struct Listing {
     tools: Vec<ToolEntry>,
     resources: Vec<ResourceEntry>,
-    prompts: Vec<CommandEntry>,
     skills: Vec<SkillEntry>,
 }
 
@@ -54,7 +48,6 @@ enum State {
 
 struct Entry {
     name: String,
-    namespace: String,
     origin: String,
     config: McpServerConfig,
     cap: Option<Arc<McpServerCap>>,
@@ -65,12 +58,6 @@ struct Entry {
 pub struct Servers {
     pool: SessionConnectionPool,
     entries: Vec<Entry>,
-    permissions: Permissions,
-    limits: ResultLimits,
-    /// Catalog name → (entry index, tool index).
-    tool_index: HashMap<String, (usize, usize)>,
-    /// Catalog command name → (entry index, prompt index).
-    prompt_index: HashMap<String, (usize, usize)>,
 }
 
 impl Servers {
@@ -92,7 +79,6 @@ impl Servers {
                     .unwrap_or_default();
                 Entry {
                     name: name.clone(),
-                    namespace: config.prefix.clone().unwrap_or_else(|| name.clone()),
                     origin,
                     config: config.clone(),
                     cap: None,
@@ -104,17 +90,7 @@ impl Servers {
                 }
             })
             .collect();
-        let permissions = Permissions::new(loaded.config.permissions.clone())
-            .unwrap_or_else(|_| Permissions::allow_all());
-        Self {
-            pool,
-            entries,
-            permissions,
-            limits: loaded.config.extensions.result_limits,
-            tool_index: HashMap::new(),
-            prompt_index: HashMap::new(),
-        }
-        .with_resolved(loaded)
+        Self { pool, entries }.with_resolved(loaded)
     }
 
     /// Resolves `${VAR}` and relative paths; a server that cannot be
@@ -135,15 +111,6 @@ impl Servers {
             }
         }
         self
-    }
-
-    /// Names of the servers that will be started.
-    pub fn startable(&self) -> Vec<String> {
-        self.entries
-            .iter()
-            .filter(|e| e.config.enabled)
-            .map(|e| e.name.clone())
-            .collect()
     }
 
     /// Starts and lists every enabled server in parallel; one slow or
@@ -198,104 +165,6 @@ impl Servers {
             }
         }
         progress.finish();
-        self.index();
-    }
-
-    fn index(&mut self) {
-        self.tool_index.clear();
-        self.prompt_index.clear();
-        for (i, entry) in self.entries.iter().enumerate() {
-            let Some(listing) = entry.listing() else {
-                continue;
-            };
-            for (t, tool) in listing.tools.iter().enumerate() {
-                if let Ok(name) = canonical_name(&entry.namespace, &tool.name) {
-                    self.tool_index.entry(name).or_insert((i, t));
-                }
-            }
-            for (p, prompt) in listing.prompts.iter().enumerate() {
-                if let Ok(name) = canonical_name(&entry.namespace, &prompt.name) {
-                    self.prompt_index.entry(name).or_insert((i, p));
-                }
-            }
-        }
-    }
-
-    /// Every allowed tool.
-    pub fn tools(&self) -> Vec<ToolRow> {
-        self.tool_index
-            .iter()
-            .filter(|(name, _)| self.permissions.decide(name).is_allowed())
-            .map(|(name, &(i, t))| {
-                let entry = &self.entries[i];
-                let tool = &entry.listing_tools()[t];
-                ToolRow {
-                    name: name.clone(),
-                    server: entry.name.clone(),
-                    tool: tool.name.clone(),
-                    description: tool.description.clone(),
-                    input_schema: tool.input_schema.as_ref().clone(),
-                }
-            })
-            .collect()
-    }
-
-    /// Calls a tool by catalog name, with permissions and result shaping.
-    pub async fn call(&self, name: &str, args: Map<String, Value>) -> Result<ToolResult> {
-        let Some(&(i, t)) = self.tool_index.get(name) else {
-            let hint = extpool_config::diagnostics::did_you_mean(
-                name,
-                self.tool_index.keys().map(String::as_str),
-            )
-            .map(|s| format!("; did you mean {s}?"))
-            .unwrap_or_default();
-            let failed: Vec<&str> = self
-                .entries
-                .iter()
-                .filter(|e| matches!(e.state, State::Failed(_)))
-                .map(|e| e.name.as_str())
-                .collect();
-            let note = if failed.is_empty() {
-                String::new()
-            } else {
-                format!(" (servers that failed to start: {})", failed.join(", "))
-            };
-            bail!("unknown tool {name}{hint}{note}; see `extpool list tools`");
-        };
-        let decision = self.permissions.decide(name);
-        if !decision.is_allowed() {
-            bail!("tool {name} is denied by {}", decision.reason());
-        }
-        let entry = &self.entries[i];
-        let tool = &entry.listing_tools()[t];
-        let cap = entry
-            .cap
-            .as_ref()
-            .ok_or_else(|| anyhow!("server {} is not running", entry.name))?;
-        let result = cap.call_tool(&tool.name, args).await?;
-        Ok(shape(
-            name,
-            result,
-            tool.output_schema.is_some(),
-            &self.limits,
-        )?)
-    }
-
-    /// Every resource.
-    pub fn resources(&self) -> Vec<ResourceRow> {
-        let mut rows = Vec::new();
-        for entry in &self.entries {
-            if let Some(listing) = entry.listing() {
-                rows.extend(listing.resources.iter().map(|r| ResourceRow {
-                    uri: r.uri.clone(),
-                    name: r.name.clone(),
-                    server: entry.name.clone(),
-                    mime_type: r.mime_type.clone(),
-                    description: r.description.clone(),
-                }));
-            }
-        }
-        rows
     }
 
     /// Every MCP-hosted skill.
@@ -313,30 +182,6 @@ impl Servers {
             }
         }
         rows
-    }
-
-    /// Every prompt as a command `/mcp__<server>__<prompt>`.
-    pub fn prompt_commands(&self) -> Vec<CommandRow> {
-        self.prompt_index
-            .iter()
-            .map(|(name, &(i, p))| {
-                let entry = &self.entries[i];
-                let prompt = &entry.listing().map_or(&[][..], |l| &l.prompts[..])[p];
-                CommandRow {
-                    name: format!("/{name}"),
-                    description: prompt.description.clone(),
-                    arguments: prompt
-                        .arguments
-                        .iter()
-                        .map(|a| ArgRow {
-                            name: a.name.clone(),
-                            required: a.required,
-                        })
-                        .collect(),
-                    source: format!("prompt:{}", entry.name),
-                }
-            })
-            .collect()
     }
 
     /// Reads a resource (or an MCP-hosted skill) from the server that has it.
@@ -378,55 +223,67 @@ impl Servers {
         Ok(None)
     }
 
-    /// Renders prompt command `name` (`mcp__<server>__<prompt>`).
-    pub async fn run_prompt(&self, name: &str, args: &[String]) -> Result<Option<String>> {
-        let Some(&(i, p)) = self.prompt_index.get(name) else {
-            return Ok(None);
-        };
-        let entry = &self.entries[i];
-        let Some(listing) = entry.listing() else {
-            return Ok(None);
-        };
-        let cap = entry
-            .cap
-            .as_ref()
-            .ok_or_else(|| anyhow!("server {} is not running", entry.name))?;
-        let prompt = &listing.prompts[p];
-        Ok(Some(cap.get_command(&prompt.name, args).await?))
-    }
-
-    /// Change streams of every running server.
-    pub fn change_streams(&self) -> Vec<ChangeStream> {
+    /// The capabilities of the servers that started (or are lazy), for the
+    /// catalog's registry.
+    pub fn started_caps(&self) -> Vec<Arc<dyn Capability>> {
         self.entries
             .iter()
-            .filter_map(|e| e.cap.as_ref())
-            .filter_map(|c| c.observable().and_then(|o| o.on_change()))
+            .filter(|e| matches!(e.state, State::Ready { .. } | State::Lazy { .. }))
+            .filter_map(|e| e.cap.clone())
+            .map(|c| -> Arc<dyn Capability> { c })
             .collect()
     }
 
-    /// Source rows.
-    pub fn source_rows(&self) -> Vec<SourceRow> {
+    /// Names of the servers that failed to start.
+    pub fn failed(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .filter(|e| matches!(e.state, State::Failed(_)))
+            .map(|e| e.name.clone())
+            .collect()
+    }
+
+    /// Source rows: the CLI's own start state for servers the catalog never
+    /// saw (disabled, failed to start), the catalog's cached status for the others.
+    pub fn source_rows(&self, status: &CatalogStatus) -> Vec<SourceRow> {
         self.entries
             .iter()
             .map(|e| {
+                let mut revision = None;
+                let mut stale = false;
+                let mut last_error = None;
                 let (state, detail) = match &e.state {
                     State::Configured => ("configured".to_owned(), transport(&e.config)),
                     State::Disabled => ("disabled".to_owned(), transport(&e.config)),
-                    State::Ready { listing, elapsed } => (
-                        "ready".to_owned(),
-                        format!(
-                            "{} tools, {} resources, {} prompts ({} ms)",
-                            listing.tools.len(),
-                            listing.resources.len(),
-                            listing.prompts.len(),
-                            elapsed.as_millis()
-                        ),
-                    ),
-                    State::Lazy { listing } => (
-                        "lazy".to_owned(),
-                        format!("{} declared tools", listing.tools.len()),
-                    ),
                     State::Failed(reason) => ("failed".to_owned(), reason.clone()),
+                    State::Ready { .. } | State::Lazy { .. } => {
+                        let lazy = matches!(e.state, State::Lazy { .. });
+                        match status.source(&e.name) {
+                            Some(s) => {
+                                revision = s.revision;
+                                stale = s.stale;
+                                last_error = s.last_error.as_ref().map(|e| e.to_string());
+                                if s.stale {
+                                    ("stale".to_owned(), last_error.clone().unwrap_or_default())
+                                } else if lazy {
+                                    ("lazy".to_owned(), format!("{} declared tools", s.tools))
+                                } else {
+                                    let ms = match &e.state {
+                                        State::Ready { elapsed, .. } => elapsed.as_millis(),
+                                        _ => 0,
+                                    };
+                                    (
+                                        "ready".to_owned(),
+                                        format!(
+                                            "{} tools, {} resources, {} prompts ({ms} ms)",
+                                            s.tools, s.resources, s.commands
+                                        ),
+                                    )
+                                }
+                            }
+                            None => ("pending".to_owned(), "not yet reconciled".to_owned()),
+                        }
+                    }
                 };
                 SourceRow {
                     kind: "server",
@@ -434,6 +291,9 @@ impl Servers {
                     state,
                     detail,
                     origin: e.origin.clone(),
+                    revision,
+                    stale,
+                    last_error,
                 }
             })
             .collect()
@@ -456,10 +316,6 @@ impl Entry {
             State::Ready { listing, .. } | State::Lazy { listing } => Some(listing),
             _ => None,
         }
-    }
-
-    fn listing_tools(&self) -> &[ToolEntry] {
-        self.listing().map_or(&[][..], |l| &l.tools[..])
     }
 }
 
@@ -499,7 +355,6 @@ async fn start_and_list(cap: &McpServerCap, lazy: bool) -> Result<Listing, Strin
     // Servers without resources or prompts answer with an error or nothing:
     // that is an empty list, not a failure of the server.
     let resources = cap.list_resources().await.unwrap_or_default();
-    let prompts = cap.list_commands().await.unwrap_or_default();
     let skills = match cap.skills() {
         Some(s) => s.list_skills().await.unwrap_or_default(),
         None => Vec::new(),
@@ -507,7 +362,6 @@ async fn start_and_list(cap: &McpServerCap, lazy: bool) -> Result<Listing, Strin
     Ok(Listing {
         tools,
         resources,
-        prompts,
         skills,
     })
 }
