@@ -3,6 +3,7 @@
 //! nothing of the machine's own configuration is read.
 #![allow(clippy::unwrap_used)]
 
+mod catalog;
 mod commands;
 mod config_errors;
 mod foreign_import;

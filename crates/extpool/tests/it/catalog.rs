@@ -1,0 +1,82 @@
+//! What goes through the catalog: its built-in tools, its source status,
+//! and lazy servers listed from configuration.
+
+use crate::support::Sandbox;
+
+fn sandbox() -> Sandbox {
+    let sb = Sandbox::new();
+    sb.testkit_config("");
+    sb
+}
+
+#[test]
+fn call_mcp_with_query_filters_a_structured_result() {
+    let sb = sandbox();
+    let r = sb.run(&[
+        "call",
+        "CallMcpWithQuery",
+        "--args",
+        r#"{"server": "testkit", "tool": "structured", "args": {"count": 3}, "jq_filter": ".items | map(.name)"}"#,
+        "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["is_error"], false, "{v}");
+    let text = v.to_string();
+    assert!(text.contains("item-2"), "{text}");
+    assert!(
+        !text.contains("\\\"id\\\""),
+        "the filter dropped ids: {text}"
+    );
+
+    // A filter error names its position and exits 1.
+    let r = sb.run(&[
+        "call",
+        "CallMcpWithQuery",
+        "--args",
+        r#"{"server": "testkit", "tool": "structured", "args": {"count": 1}, "jq_filter": ".items | map("}"#,
+    ]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+}
+
+#[test]
+fn resource_tools_are_catalog_tools() {
+    let sb = sandbox();
+    let r = sb.run(&["call", "ListMcpResources", "--json"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("testkit://info"), "{}", r.stdout);
+    let r = sb.run(&[
+        "call",
+        "ReadMcpResource",
+        "server=testkit",
+        "uri=testkit://info",
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(!r.stdout.trim().is_empty());
+}
+
+#[test]
+fn list_sources_json_shows_the_catalog_status() {
+    let sb = sandbox();
+    let r = sb.run(&["list", "sources", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let rows = v.as_array().unwrap();
+    let server = rows
+        .iter()
+        .find(|s| s["kind"] == "server" && s["name"] == "testkit")
+        .unwrap();
+    assert_eq!(server["state"], "ready", "{server}");
+    assert_eq!(server["stale"], false, "{server}");
+    assert!(server["revision"].as_u64().unwrap() >= 1, "{server}");
+    let catalog = rows.iter().find(|s| s["kind"] == "catalog").unwrap();
+    assert_eq!(catalog["state"], "idle", "{catalog}");
+    assert_eq!(catalog["revision"], server["revision"], "{catalog}");
+
+    let r = sb.run(&["list", "sources"]);
+    assert!(
+        r.stdout.contains("catalog: idle, revision "),
+        "{}",
+        r.stdout
+    );
+}
