@@ -32,6 +32,7 @@ pub struct LocalSource {
     resources: RwLock<Vec<(ResourceEntry, String)>>,
     prompts: RwLock<Vec<CommandEntry>>,
     failing: AtomicBool,
+    delay_ms: AtomicU64,
     lists: AtomicU64,
     calls: AtomicU64,
     changes: broadcast::Sender<ChangeKind>,
@@ -52,6 +53,7 @@ impl LocalSource {
             resources: RwLock::new(Vec::new()),
             prompts: RwLock::new(Vec::new()),
             failing: AtomicBool::new(false),
+            delay_ms: AtomicU64::new(0),
             lists: AtomicU64::new(0),
             calls: AtomicU64::new(0),
             changes: broadcast::channel(4096).0,
@@ -109,6 +111,14 @@ impl LocalSource {
         self.failing.store(failing, Ordering::SeqCst);
     }
 
+    /// Makes every `list_tools` wait this long first (a slow or hung server).
+    pub fn set_list_delay(&self, delay: std::time::Duration) {
+        self.delay_ms.store(
+            delay.as_millis().min(u64::MAX as u128) as u64,
+            Ordering::SeqCst,
+        );
+    }
+
     /// Sends a change notification, like an MCP `list_changed`.
     pub fn notify(&self, kind: ChangeKind) {
         let _ = self.changes.send(kind);
@@ -139,6 +149,10 @@ impl LocalSource {
 impl McpResource for LocalSource {
     async fn list_tools(&self) -> Result<Vec<ToolEntry>, ExtensionError> {
         self.lists.fetch_add(1, Ordering::SeqCst);
+        let delay = self.delay_ms.load(Ordering::SeqCst);
+        if delay > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+        }
         self.check()?;
         Ok(self.tools.read().iter().map(|(t, _)| t.clone()).collect())
     }

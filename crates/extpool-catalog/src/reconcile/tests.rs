@@ -296,3 +296,97 @@ async fn a_session_overlay_shares_the_pool_revision() {
     );
     assert_eq!(view2.tools().len(), 1);
 }
+
+#[tokio::test]
+async fn a_hung_source_times_out_and_is_reported_stale() {
+    let ok = LocalSource::with_tools("ok", 1);
+    let slow = LocalSource::with_tools("slow", 1);
+    slow.set_list_delay(Duration::from_secs(3600));
+    let (registry, scope) = registry_with(&[ok, slow]);
+    let mut config = fast();
+    config.reconcile.source_timeout_ms = 50;
+    let catalog = Catalog::new(config).unwrap();
+    catalog.start(registry, scope).unwrap();
+    let status = catalog.settled().await;
+    assert_eq!(
+        status.revision, 0,
+        "nothing is published while a source hangs"
+    );
+    let slow = status.source("slow").unwrap();
+    assert!(slow.stale);
+    assert!(slow.last_error.as_ref().unwrap().is_timeout());
+    assert!(matches!(
+        status.state,
+        ReconcileState::RetryScheduled { .. }
+    ));
+    catalog.shutdown().await;
+}
+
+/// A source of plain commands (like a skill manager): no tools, no namespace.
+struct Commands;
+
+#[async_trait::async_trait]
+impl extpool_core::CommandResource for Commands {
+    async fn list_commands(
+        &self,
+    ) -> Result<Vec<extpool_core::CommandEntry>, extpool_core::ExtensionError> {
+        Ok(vec![extpool_core::CommandEntry::new(
+            "ponytail",
+            "a skill command",
+        )])
+    }
+
+    async fn get_command(
+        &self,
+        name: &str,
+        args: &[String],
+    ) -> Result<String, extpool_core::ExtensionError> {
+        Ok(format!("{name} {}", args.join(" ")))
+    }
+}
+
+#[async_trait::async_trait]
+impl Capability for Commands {
+    fn id(&self) -> &str {
+        "skills:agent"
+    }
+
+    fn commands(&self) -> Option<&dyn extpool_core::CommandResource> {
+        Some(self)
+    }
+}
+
+#[tokio::test]
+async fn plain_commands_keep_their_names_and_prompts_are_namespaced() {
+    let a = LocalSource::with_tools("a", 1);
+    a.add_prompt(extpool_core::CommandEntry::new("review", "a prompt"));
+    let (registry, scope) = registry_with(std::slice::from_ref(&a));
+    registry
+        .register(
+            Arc::new(Commands) as Arc<dyn Capability>,
+            ScopeLevel::Pool,
+            &scope,
+            None,
+        )
+        .unwrap();
+    let catalog = Catalog::new(fast()).unwrap();
+    catalog.start(registry, scope).unwrap();
+    let rev = catalog.wait_for_revision(1).await;
+    let names: Vec<_> = rev
+        .commands()
+        .iter()
+        .map(|c| (c.name.as_str(), c.kind))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("mcp__a__review", crate::CommandKind::McpPrompt),
+            ("ponytail", crate::CommandKind::Command)
+        ]
+    );
+    assert_eq!(
+        rev.run_command("/ponytail tie it").await.unwrap(),
+        "ponytail tie it"
+    );
+    assert!(rev.diagnostics().is_empty(), "{:?}", rev.diagnostics());
+}
