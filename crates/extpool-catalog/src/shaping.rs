@@ -21,6 +21,9 @@ pub struct ResultLimits {
     pub max_text_bytes: usize,
     /// Largest structured result returned; above it the call is an error.
     pub max_structured_bytes: usize,
+    /// Largest binary part (image, audio, embedded blob, as sent); a larger
+    /// one is replaced by a text marker saying what was omitted.
+    pub max_binary_bytes: usize,
 }
 
 impl Default for ResultLimits {
@@ -29,6 +32,7 @@ impl Default for ResultLimits {
         Self {
             max_text_bytes: 100_000,
             max_structured_bytes: 100_000,
+            max_binary_bytes: 5 << 20,
         }
     }
 }
@@ -130,6 +134,7 @@ pub fn shape(
     if result.is_error {
         return Ok(shape_error(result, limits));
     }
+    let result = limit_binary(result, limits.max_binary_bytes);
     if is_structured(&result, declares_output_schema) {
         let bytes = structured_size(&result);
         if bytes > limits.max_structured_bytes {
@@ -142,6 +147,29 @@ pub fn shape(
         return Ok(result);
     }
     Ok(truncate_parts(result, limits.max_text_bytes))
+}
+
+/// Replaces binary parts larger than `max` bytes with a text marker.
+pub fn limit_binary(mut result: ToolResult, max: usize) -> ToolResult {
+    for part in &mut result.parts {
+        let (kind, bytes) = match part {
+            ContentPart::Image { data, .. } => ("image", data.len()),
+            ContentPart::Audio { data, .. } => ("audio", data.len()),
+            ContentPart::Resource { resource } => match &resource.body {
+                ResourceBody::Blob(b) => ("embedded resource", b.len()),
+                ResourceBody::Text(_) => continue,
+            },
+            _ => continue,
+        };
+        if bytes > max {
+            *part = ContentPart::Text {
+                text: format!(
+                    "[{kind} of {bytes} bytes omitted: more than the limit of {max} bytes]"
+                ),
+            };
+        }
+    }
+    result
 }
 
 /// A remote tool error as plain text, bounded like any text.
@@ -207,7 +235,38 @@ mod tests {
         ResultLimits {
             max_text_bytes: text,
             max_structured_bytes: structured,
+            ..ResultLimits::default()
         }
+    }
+
+    #[test]
+    fn oversized_binary_parts_become_a_marker() {
+        let r = ToolResult {
+            parts: vec![
+                ContentPart::Image {
+                    data: "A".repeat(100),
+                    mime_type: "image/png".into(),
+                },
+                ContentPart::Audio {
+                    data: "B".repeat(10),
+                    mime_type: "audio/wav".into(),
+                },
+            ],
+            structured: None,
+            is_error: false,
+        };
+        let l = ResultLimits {
+            max_binary_bytes: 50,
+            ..ResultLimits::default()
+        };
+        let shaped = shape("t", r, false, &l).unwrap();
+        assert_eq!(
+            shaped.parts[0],
+            ContentPart::Text {
+                text: "[image of 100 bytes omitted: more than the limit of 50 bytes]".into()
+            }
+        );
+        assert!(matches!(shaped.parts[1], ContentPart::Audio { .. }));
     }
 
     #[test]
