@@ -7,6 +7,7 @@
 //! together.
 
 mod catalog;
+mod lazy;
 mod servers;
 mod skills;
 

@@ -18,6 +18,7 @@ use extpool_mcp::pool::{PoolConfig, SessionConnectionPool};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 
+use super::lazy::LazyServer;
 use super::{SkillRow, SourceRow};
 use crate::progress::{Progress, Status};
 
@@ -229,8 +230,14 @@ impl Servers {
         self.entries
             .iter()
             .filter(|e| matches!(e.state, State::Ready { .. } | State::Lazy { .. }))
-            .filter_map(|e| e.cap.clone())
-            .map(|c| -> Arc<dyn Capability> { c })
+            .filter_map(|e| {
+                let cap = e.cap.clone()?;
+                Some(if e.config.lazy && !e.config.tools.is_empty() {
+                    Arc::new(LazyServer(cap)) as Arc<dyn Capability>
+                } else {
+                    cap
+                })
+            })
             .collect()
     }
 

@@ -1,7 +1,7 @@
 //! What goes through the catalog: its built-in tools, its source status,
 //! and lazy servers listed from configuration.
 
-use crate::support::Sandbox;
+use crate::support::{Sandbox, testkit};
 
 fn sandbox() -> Sandbox {
     let sb = Sandbox::new();
@@ -79,4 +79,31 @@ fn list_sources_json_shows_the_catalog_status() {
         "{}",
         r.stdout
     );
+}
+#[test]
+fn a_lazy_server_is_listed_without_starting_and_starts_on_first_call() {
+    let sb = Sandbox::new();
+    let state = extpool_testkit::StateDir::new();
+    sb.write(
+        "extpool.yaml",
+        &format!(
+            "mcp_servers:\n  lazy:\n    command: {}\n    args: [--state-dir, {}]\n    lazy: true\n    tools:\n      - name: echo\n        description: Echoes a message.\n",
+            testkit().display(),
+            state.path().display()
+        ),
+    );
+    let r = sb.run(&["list", "tools", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"mcp__lazy__echo"), "{names:?}");
+    assert_eq!(state.starts(), 0, "listing started the lazy server");
+    let r = sb.run(&["call", "mcp__lazy__echo", "message=woken"]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "woken\n"), "{}", r.stderr);
+    assert_eq!(state.starts(), 1, "the call started the server once");
 }
