@@ -14,10 +14,16 @@ mod skills;
 use std::collections::BTreeMap;
 
 use anyhow::{Result, bail};
+use std::sync::Arc;
+
 use extpool_catalog::{CommandKind, ReconcileState};
 use extpool_config::diagnostics::display_path;
 use extpool_config::{Loaded, Places};
+use extpool_core::{
+    CommandEntry, CommandResource, ResolveError, Scope, ScopeLevel, SkillEntry, SkillResource,
+};
 use extpool_core::{ResourceContent, ToolResult};
+use extpool_skills::SkillManagerCap;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -26,6 +32,9 @@ pub use servers::{ConnectOptions, Servers, transport};
 pub use skills::LocalSkills;
 
 use crate::progress::Progress;
+
+/// Id of the skill manager in the registry.
+const SKILLS_ID: &str = "skills";
 
 /// The `server` of the catalog's built-in tools in listings.
 const BUILTIN: &str = "builtin";
@@ -147,6 +156,15 @@ pub struct Host {
     pub skills: LocalSkills,
     /// The registry and catalog over the started servers.
     pub catalog: CliCatalog,
+    /// The skill manager (local skills + MCP-hosted ones of its child
+    /// servers), registered at the CLI's session scope.
+    pub manager: Arc<SkillManagerCap>,
+    /// The scope that sees the servers and the skill manager.
+    pub session: Scope,
+    /// Skills as the manager lists them.
+    skill_list: Vec<SkillEntry>,
+    /// The manager's commands (local user-invocable skills).
+    skill_commands: Vec<CommandEntry>,
 }
 
 impl Host {
@@ -164,12 +182,35 @@ impl Host {
             servers.connect_all(progress).await;
         }
         let catalog = CliCatalog::open(&loaded, servers.started_caps()).await?;
+        let mut builder = SkillManagerCap::builder(SKILLS_ID)
+            .discovered(skills.discovery.clone())
+            .watch(false);
+        for child in servers.skill_children() {
+            builder = builder.child(child);
+        }
+        let manager = Arc::new(builder.build()?);
+        let session = catalog.scope.clone().session("cli");
+        catalog
+            .registry
+            .register(manager.clone(), ScopeLevel::Session, &session, None)?;
+        let skill_list = manager.list_skills().await.unwrap_or_default();
+        let skill_commands = manager
+            .list_commands()
+            .await
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| manager.local_skill(&c.name).is_some())
+            .collect();
         Ok(Self {
             loaded,
             places,
             servers,
             skills,
             catalog,
+            manager,
+            session,
+            skill_list,
+            skill_commands,
         })
     }
 
@@ -232,23 +273,39 @@ impl Host {
         }
     }
 
-    /// Every skill: local first, then MCP-hosted, sorted by name within each.
+    /// Every skill as the skill manager merges them: local first, then
+    /// MCP-hosted ones whose names are not taken, sorted by name within each.
     pub fn skill_rows(&self) -> Vec<SkillRow> {
-        let mut local: Vec<SkillRow> = self
-            .skills
-            .skills()
-            .iter()
-            .map(|s| SkillRow {
-                name: s.meta.name.clone(),
-                description: s.meta.description.clone(),
-                uri: s.uri(),
-                source: "local".into(),
-                path: Some(self.show_path(&s.dir)),
-            })
-            .collect();
+        let hosted = self.servers.skills();
+        let mut local: Vec<SkillRow> = Vec::new();
+        let mut remote: Vec<SkillRow> = Vec::new();
+        for entry in &self.skill_list {
+            if local.iter().chain(&remote).any(|r| r.name == entry.name) {
+                continue;
+            }
+            if let Some(skill) = self.manager.local_skill(&entry.name) {
+                local.push(SkillRow {
+                    name: entry.name.clone(),
+                    description: entry.description.clone(),
+                    uri: entry.uri.clone(),
+                    source: "local".into(),
+                    path: Some(self.show_path(&skill.dir)),
+                });
+            } else {
+                let source = hosted
+                    .iter()
+                    .find(|h| h.uri == entry.uri)
+                    .map_or_else(|| "mcp".to_owned(), |h| h.source.clone());
+                remote.push(SkillRow {
+                    name: entry.name.clone(),
+                    description: entry.description.clone(),
+                    uri: entry.uri.clone(),
+                    source,
+                    path: None,
+                });
+            }
+        }
         local.sort_by(|a, b| a.name.cmp(&b.name));
-        let mut remote = self.servers.skills();
-        remote.retain(|r| !local.iter().any(|l| l.name == r.name));
         remote.sort_by(|a, b| a.name.cmp(&b.name));
         local.extend(remote);
         local
@@ -257,17 +314,16 @@ impl Host {
     /// Every command: skills first, then MCP prompts.
     pub fn commands(&self) -> Vec<CommandRow> {
         let mut rows: Vec<CommandRow> = self
-            .skills
-            .commands()
-            .into_iter()
+            .skill_commands
+            .iter()
             .map(|c| CommandRow {
                 name: format!("/{}", c.name),
-                description: c.description,
+                description: c.description.clone(),
                 arguments: c
                     .arguments
-                    .into_iter()
+                    .iter()
                     .map(|a| ArgRow {
-                        name: a.name,
+                        name: a.name.clone(),
                         required: a.required,
                     })
                     .collect(),
@@ -318,8 +374,12 @@ impl Host {
     /// Reads a `skill://` URI (local skills first, then MCP-hosted) or an
     /// MCP resource URI.
     pub async fn read(&self, uri: &str) -> Result<ResourceContent> {
-        if let Some(content) = self.skills.read(uri)? {
-            return Ok(content);
+        if uri.starts_with("skill://") {
+            match self.catalog.registry.resolve_uri(uri, &self.session).await {
+                Ok(content) => return Ok(content),
+                Err(ResolveError::NotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
         }
         if let Some(content) = self.servers.read(uri).await? {
             return Ok(content);
@@ -340,8 +400,21 @@ impl Host {
 
     /// Renders command `name` (without `/`) with `args`.
     pub async fn run(&self, name: &str, args: &[String]) -> Result<String> {
-        if let Some(text) = self.skills.run(name, args)? {
-            return Ok(text);
+        if let Some(skill) = self.manager.local_skill(name) {
+            if !skill.meta.user_invocable {
+                bail!("skill {name:?} is not user-invocable (user-invocable: false)");
+            }
+            let commands = self
+                .catalog
+                .registry
+                .get_command_resources(&self.session)
+                .into_iter()
+                .find(|c| std::ptr::addr_eq(Arc::as_ptr(c), Arc::as_ptr(&self.manager)));
+            if let Some(cap) = commands
+                && let Some(commands) = cap.commands()
+            {
+                return Ok(commands.get_command(name, args).await?);
+            }
         }
         let rev = self.catalog.catalog.current();
         match rev.render_command(name, args).await {

@@ -241,6 +241,17 @@ impl Servers {
             .collect()
     }
 
+    /// The started, non-lazy servers: children of the skill manager, which
+    /// lists and reads their hosted skills after the local ones.
+    pub fn skill_children(&self) -> Vec<Arc<dyn Capability>> {
+        self.entries
+            .iter()
+            .filter(|e| matches!(e.state, State::Ready { .. }))
+            .filter_map(|e| e.cap.clone())
+            .map(|c| c as Arc<dyn Capability>)
+            .collect()
+    }
+
     /// Names of the servers that failed to start.
     pub fn failed(&self) -> Vec<String> {
         self.entries

@@ -188,12 +188,14 @@ fn read_skills_and_resources() {
 #[test]
 fn run_skill_and_prompt_commands() {
     let sb = sandbox();
+    // Rendered by the skill manager: the skill's base directory, then the body.
     let r = sb.run(&["run", "/hello", "Ada"]);
-    assert_eq!(
-        (r.code, r.stdout.as_str()),
-        (0, "Say hello to Ada.\n"),
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.starts_with("Base directory for this skill: ")
+            && r.stdout.contains("hello\n\nSay hello to Ada.\n"),
         "{}",
-        r.stderr
+        r.stdout
     );
     let r = sb.run(&["run", "/mcp__testkit__greet", "name=Ada"]);
     assert_eq!(
