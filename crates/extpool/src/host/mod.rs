@@ -157,10 +157,11 @@ pub struct Host {
     /// The registry and catalog over the started servers.
     pub catalog: CliCatalog,
     /// The skill manager (local skills + MCP-hosted ones of its child
-    /// servers), registered at the CLI's session scope.
+    /// servers), registered in the registry under its own scope.
     pub manager: Arc<SkillManagerCap>,
-    /// The scope that sees the servers and the skill manager.
-    pub session: Scope,
+    /// The scope that sees the skill manager, which answers every skill
+    /// read and skill command (local skills first, then its children's).
+    pub skills_scope: Scope,
     /// Skills as the manager lists them.
     skill_list: Vec<SkillEntry>,
     /// The manager's commands (local user-invocable skills).
@@ -189,10 +190,13 @@ impl Host {
             builder = builder.child(child);
         }
         let manager = Arc::new(builder.build()?);
-        let session = catalog.scope.clone().session("cli");
+        // Its own pool scope: the catalog does not list it (the servers'
+        // tools and prompts are already there, namespaced), and skill
+        // URIs resolve through it alone, so local skills win name clashes.
+        let skills_scope = Scope::pool("cli-skills");
         catalog
             .registry
-            .register(manager.clone(), ScopeLevel::Session, &session, None)?;
+            .register(manager.clone(), ScopeLevel::Pool, &skills_scope, None)?;
         let skill_list = manager.list_skills().await.unwrap_or_default();
         let skill_commands = manager
             .list_commands()
@@ -208,7 +212,7 @@ impl Host {
             skills,
             catalog,
             manager,
-            session,
+            skills_scope,
             skill_list,
             skill_commands,
         })
@@ -375,7 +379,12 @@ impl Host {
     /// MCP resource URI.
     pub async fn read(&self, uri: &str) -> Result<ResourceContent> {
         if uri.starts_with("skill://") {
-            match self.catalog.registry.resolve_uri(uri, &self.session).await {
+            match self
+                .catalog
+                .registry
+                .resolve_uri(uri, &self.skills_scope)
+                .await
+            {
                 Ok(content) => return Ok(content),
                 Err(ResolveError::NotFound { .. }) => {}
                 Err(e) => return Err(e.into()),
@@ -407,7 +416,7 @@ impl Host {
             let commands = self
                 .catalog
                 .registry
-                .get_command_resources(&self.session)
+                .get_command_resources(&self.skills_scope)
                 .into_iter()
                 .find(|c| std::ptr::addr_eq(Arc::as_ptr(c), Arc::as_ptr(&self.manager)));
             if let Some(cap) = commands

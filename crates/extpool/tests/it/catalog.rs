@@ -107,3 +107,30 @@ fn a_lazy_server_is_listed_without_starting_and_starts_on_first_call() {
     assert_eq!((r.code, r.stdout.as_str()), (0, "woken\n"), "{}", r.stderr);
     assert_eq!(state.starts(), 1, "the call started the server once");
 }
+
+#[test]
+fn local_skills_shadow_mcp_hosted_ones_of_the_same_name() {
+    let sb = Sandbox::new();
+    sb.write(
+        "skills/testkit-skill/SKILL.md",
+        "---\nname: testkit-skill\ndescription: The local one.\n---\nLocal body.\n",
+    );
+    sb.testkit_config("skills:\n  paths: [./skills]\n");
+    let r = sb.run(&["list", "skills", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let rows: Vec<&serde_json::Value> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["name"] == "testkit-skill")
+        .collect();
+    assert_eq!(rows.len(), 1, "{v}");
+    assert_eq!(rows[0]["source"], "local", "{v}");
+    let r = sb.run(&["read", "skill://testkit-skill/SKILL.md"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("Local body."), "{}", r.stdout);
+    // The hosted skill's other files stay reachable under the same first segment.
+    let r = sb.run(&["read", "skill://testkit-skill/references/guide.md"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
