@@ -52,6 +52,28 @@ struct Phase {
     calls_per_sec: f64,
     p50_us: f64,
     p99_us: f64,
+    /// CPU time (user + system) the client process spent per call: a
+    /// client-side cost that a busy machine distorts far less than calls/s.
+    #[serde(default)]
+    cpu_us_per_call: f64,
+}
+
+/// CPU seconds (user + system) this process used so far, from
+/// `/proc/self/stat` (Linux clock ticks of 10 ms; phases run for seconds).
+fn process_cpu() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // After the `)`: state is field 0, utime field 11, stime field 12.
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -60,7 +82,7 @@ struct Run {
     concurrent: Phase,
 }
 
-fn phase(mut latencies: Vec<Duration>, elapsed: Duration) -> Phase {
+fn phase(mut latencies: Vec<Duration>, elapsed: Duration, cpu: f64) -> Phase {
     latencies.sort();
     let q = |p: f64| {
         let i = ((p * latencies.len() as f64) as usize).min(latencies.len() - 1);
@@ -71,6 +93,7 @@ fn phase(mut latencies: Vec<Duration>, elapsed: Duration) -> Phase {
         calls_per_sec: latencies.len() as f64 / elapsed.as_secs_f64(),
         p50_us: q(0.5),
         p99_us: q(0.99),
+        cpu_us_per_call: cpu * 1e6 / latencies.len() as f64,
     }
 }
 
@@ -91,14 +114,16 @@ where
         call().await;
     }
     let mut lat = Vec::with_capacity(sizes.seq);
+    let cpu = process_cpu();
     let start = Instant::now();
     for _ in 0..sizes.seq {
         let t = Instant::now();
         call().await;
         lat.push(t.elapsed());
     }
-    let sequential = phase(lat, start.elapsed());
+    let sequential = phase(lat, start.elapsed(), process_cpu() - cpu);
 
+    let cpu = process_cpu();
     let start = Instant::now();
     let lat: Vec<Duration> = futures::stream::iter(0..sizes.conc)
         .map(|_| {
@@ -112,7 +137,7 @@ where
         .buffer_unordered(sizes.inflight)
         .collect()
         .await;
-    let concurrent = phase(lat, start.elapsed());
+    let concurrent = phase(lat, start.elapsed(), process_cpu() - cpu);
     Run {
         sequential,
         concurrent,
@@ -237,8 +262,8 @@ fn median(mut runs: Vec<Run>) -> Option<Run> {
 
 fn row(name: &str, mode: &str, p: &Phase) {
     println!(
-        "{name:<28} {mode:<14} {:>8} {:>11.0} {:>10.1} {:>10.1}",
-        p.calls, p.calls_per_sec, p.p50_us, p.p99_us
+        "{name:<28} {mode:<14} {:>8} {:>11.0} {:>10.1} {:>10.1} {:>12.1}",
+        p.calls, p.calls_per_sec, p.p50_us, p.p99_us, p.cpu_us_per_call
     );
 }
 
@@ -292,8 +317,8 @@ fn main() {
     let (raw, cap, ts, py) = (median(raw), median(cap), median(ts), median(py));
 
     println!(
-        "\n{:<28} {:<14} {:>8} {:>11} {:>10} {:>10}",
-        "client", "mode", "calls", "calls/s", "p50 µs", "p99 µs"
+        "\n{:<28} {:<14} {:>8} {:>11} {:>10} {:>10} {:>12}",
+        "client", "mode", "calls", "calls/s", "p50 µs", "p99 µs", "cpu µs/call"
     );
     let conc = format!("{inflight} in flight");
     for (name, run) in [
@@ -327,4 +352,17 @@ fn main() {
     );
     ratio("(b)/Python", &cap, &py, "(target ≥ 10 at 64 in flight)");
     ratio("(a)/TypeScript", &raw, &ts, "");
+    let cpu = |label: &str, a: &Option<Run>, b: &Option<Run>| {
+        if let (Some(a), Some(b)) = (a, b) {
+            println!(
+                "client CPU per call, {label:<22} sequential {:.2}   {conc} {:.2}",
+                b.sequential.cpu_us_per_call / a.sequential.cpu_us_per_call,
+                b.concurrent.cpu_us_per_call / a.concurrent.cpu_us_per_call
+            );
+        }
+    };
+    println!();
+    cpu("TypeScript ÷ (b)", &cap, &ts);
+    cpu("Python ÷ (b)", &cap, &py);
+    cpu("(b) ÷ (a)", &raw, &cap);
 }

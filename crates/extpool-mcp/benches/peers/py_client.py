@@ -4,7 +4,8 @@ extpool-mcp's benchmark. Usage:
     python py_client.py <warmup> <sequential> <concurrent> <in-flight> <command> [args...]
 
 Prints one JSON line: {"sequential": {...}, "concurrent": {...}} with calls,
-seconds, calls_per_sec, p50_us and p99_us for each phase.
+seconds, calls_per_sec, p50_us, p99_us and cpu_us_per_call (this process's
+user + system CPU per call) for each phase.
 """
 
 import asyncio
@@ -15,7 +16,7 @@ import time
 from mcp import Client, StdioServerParameters
 
 
-def summary(latencies_ns, elapsed_ns):
+def summary(latencies_ns, elapsed_ns, cpu_ns):
     latencies_ns.sort()
     n = len(latencies_ns)
 
@@ -23,7 +24,14 @@ def summary(latencies_ns, elapsed_ns):
         return latencies_ns[min(n - 1, int(p * n))] / 1000
 
     seconds = elapsed_ns / 1e9
-    return {"calls": n, "seconds": seconds, "calls_per_sec": n / seconds, "p50_us": q(0.5), "p99_us": q(0.99)}
+    return {
+        "calls": n,
+        "seconds": seconds,
+        "calls_per_sec": n / seconds,
+        "p50_us": q(0.5),
+        "p99_us": q(0.99),
+        "cpu_us_per_call": cpu_ns / 1000 / n,
+    }
 
 
 async def main():
@@ -39,12 +47,13 @@ async def main():
             await call()
 
         lat = []
+        c0 = time.process_time_ns()
         t0 = time.perf_counter_ns()
         for _ in range(sequential):
             s = time.perf_counter_ns()
             await call()
             lat.append(time.perf_counter_ns() - s)
-        seq = summary(lat, time.perf_counter_ns() - t0)
+        seq = summary(lat, time.perf_counter_ns() - t0, time.process_time_ns() - c0)
 
         lat = []
         remaining = [concurrent]
@@ -56,9 +65,10 @@ async def main():
                 await call()
                 lat.append(time.perf_counter_ns() - s)
 
+        c0 = time.process_time_ns()
         t0 = time.perf_counter_ns()
         await asyncio.gather(*(worker() for _ in range(in_flight)))
-        conc = summary(lat, time.perf_counter_ns() - t0)
+        conc = summary(lat, time.perf_counter_ns() - t0, time.process_time_ns() - c0)
 
     print(json.dumps({"sequential": seq, "concurrent": conc}), flush=True)
 
