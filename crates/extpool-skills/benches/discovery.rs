@@ -39,6 +39,7 @@ def vm(key):
 
 loader = yaml.CSafeLoader if sys.argv[1] == "libyaml" else yaml.SafeLoader
 roots = sys.argv[2:]
+cpu0 = os.times()
 start = time.perf_counter()
 skills = []
 for root in roots:
@@ -58,13 +59,16 @@ for root in roots:
         if isinstance(meta, dict) and meta.get("description"):
             skills.append((meta.get("name"), meta["description"], dirpath))
 ms = (time.perf_counter() - start) * 1000
-print(json.dumps({"ms": ms, "skills": len(skills), "hwm_kb": vm("VmHWM"), "rss_before_kb": 0}))
+cpu1 = os.times()
+cpu_ms = (cpu1.user - cpu0.user + cpu1.system - cpu0.system) * 1000
+print(json.dumps({"ms": ms, "cpu_ms": cpu_ms, "skills": len(skills), "hwm_kb": vm("VmHWM"), "rss_before_kb": 0}))
 "#;
 
 /// One measured run.
 #[derive(Debug, Clone, Copy)]
 struct Run {
     ms: f64,
+    cpu_ms: f64,
     skills: usize,
     hwm_kb: u64,
     rss_before_kb: u64,
@@ -82,6 +86,23 @@ fn vm_kb(key: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// User + system CPU time of this process so far, in ms (from
+/// /proc/self/stat, clock ticks of 10 ms; exited threads included).
+fn cpu_ms() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start at ") ".
+    let after = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
+    (ticks(11) + ticks(12)) * 10.0
+}
+
 fn roots(base: &Path) -> Vec<PathBuf> {
     (0..ROOTS)
         .map(|r| base.join(format!("root-{r:02}")))
@@ -92,14 +113,17 @@ fn roots(base: &Path) -> Vec<PathBuf> {
 fn child(base: &Path) {
     let rss_before_kb = vm_kb("VmRSS");
     let config = DiscoveryConfig::with_paths(roots(base));
+    let cpu0 = cpu_ms();
     let start = Instant::now();
     let found = discover(&config);
     let ms = start.elapsed().as_secs_f64() * 1000.0;
+    let cpu = cpu_ms() - cpu0;
     let hwm_kb = vm_kb("VmHWM");
     let errors = found.diagnostics.iter().filter(|d| d.is_error()).count();
     assert_eq!(errors, 0, "{:?}", found.diagnostics.first());
     let line = serde_json::json!({
         "ms": ms,
+        "cpu_ms": cpu,
         "skills": found.skills.len(),
         "hwm_kb": hwm_kb,
         "rss_before_kb": rss_before_kb,
@@ -131,6 +155,7 @@ fn parse_run(stdout: &[u8], what: &str) -> Run {
         .unwrap_or_else(|e| panic!("{what}: bad output {text:?}: {e}"));
     Run {
         ms: v["ms"].as_f64().expect("ms"),
+        cpu_ms: v["cpu_ms"].as_f64().unwrap_or(0.0),
         skills: v["skills"].as_u64().expect("skills") as usize,
         hwm_kb: v["hwm_kb"].as_u64().expect("hwm_kb"),
         rss_before_kb: v["rss_before_kb"].as_u64().unwrap_or(0),
@@ -195,6 +220,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn summarize(label: &str, runs: &[Run]) -> (f64, u64) {
     let ms = median(runs.iter().map(|r| r.ms).collect());
+    let cpu = median(runs.iter().map(|r| r.cpu_ms).collect());
     let min = runs.iter().map(|r| r.ms).fold(f64::INFINITY, f64::min);
     let hwm = runs.iter().map(|r| r.hwm_kb).max().unwrap_or(0);
     let skills = runs[0].skills;
@@ -209,7 +235,7 @@ fn summarize(label: &str, runs: &[Run]) -> (f64, u64) {
         String::new()
     };
     println!(
-        "{label:<28} {skills:>6} skills  median {ms:>8.1} ms  (min {min:>7.1})  peak RSS {:>6.1} MB{before}",
+        "{label:<28} {skills:>6} skills  median {ms:>8.1} ms  (min {min:>7.1}, CPU {cpu:>7.1} ms)  peak RSS {:>6.1} MB{before}",
         hwm as f64 / 1024.0
     );
     (ms, hwm)
@@ -222,14 +248,16 @@ fn main() {
     }
     let python = python();
     let tmp = tempfile::tempdir().expect("temp dir");
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let gen_start = Instant::now();
     generate(tmp.path());
     println!(
-        "generated {} skills (2 KB bodies) in {} roots in {:.1} s; {} cores; {RUNS} fresh-process runs each",
+        "generated {} skills (2 KB bodies) in {} roots in {:.1} s; {} cores; load average {}; {RUNS} fresh-process runs each",
         ROOTS * PER_ROOT,
         ROOTS,
         gen_start.elapsed().as_secs_f64(),
         std::thread::available_parallelism().map_or(1, |n| n.get()),
+        load.split_whitespace().next().unwrap_or("?"),
     );
     // One unmeasured pass of each so both read from a warm page cache.
     run_rust(tmp.path());

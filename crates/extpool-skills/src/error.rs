@@ -16,6 +16,15 @@ pub enum SkillError {
         #[source]
         source: std::io::Error,
     },
+    /// The file could not be read within the skill's confinement.
+    #[error("{}: {source}", path.display())]
+    File {
+        /// The SKILL.md.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: crate::files::FileError,
+    },
     /// The file is not valid UTF-8.
     #[error("{}:{line}: SKILL.md is not valid UTF-8", path.display())]
     NotUtf8 {

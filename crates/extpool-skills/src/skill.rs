@@ -13,6 +13,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::SkillError;
+use crate::files::{DEFAULT_MAX_FILE_BYTES, FileContent, read_confined};
 use crate::frontmatter;
 
 /// An MCP server a skill declares in its `mcp_servers` frontmatter field.
@@ -168,13 +169,20 @@ impl Skill {
     }
 
     /// Reads SKILL.md now and returns its body: the markdown after the
-    /// frontmatter, CRLF normalised and trimmed.
+    /// frontmatter, CRLF normalised and trimmed. The read is confined like
+    /// any `skill://` read (no symlink out of the skill, regular files only,
+    /// at most [`DEFAULT_MAX_FILE_BYTES`] bytes).
     pub fn read_body(&self) -> Result<String, SkillError> {
-        let bytes = std::fs::read(&self.skill_md).map_err(|source| SkillError::Io {
-            path: self.skill_md.clone(),
-            source,
-        })?;
-        body_from_bytes(&self.skill_md, &bytes)
+        let file = read_confined(&self.canonical_dir, "SKILL.md", DEFAULT_MAX_FILE_BYTES).map_err(
+            |e| SkillError::File {
+                path: self.skill_md.clone(),
+                source: e,
+            },
+        )?;
+        match file.content {
+            FileContent::Text(text) => body_from_bytes(&self.skill_md, text.as_bytes()),
+            FileContent::Binary(bytes) => body_from_bytes(&self.skill_md, &bytes),
+        }
     }
 }
 

@@ -78,14 +78,16 @@ struct Ctx<'a> {
     parse: bool,
 }
 
-/// Opens a file without following a symlink in its last component.
+/// Opens a file without following a symlink in its last component, and
+/// without blocking (a FIFO named SKILL.md must not hang discovery: it is
+/// opened, found not to be a regular file, and refused).
 pub(crate) fn open_nofollow(path: &Path) -> io::Result<File> {
     let mut options = fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK);
     }
     #[cfg(not(unix))]
     {

@@ -325,3 +325,26 @@ fn root_that_is_a_file_is_reported() {
     assert_eq!(d.diagnostics[0].code, DiagnosticCode::NotADirectory);
     assert!(Path::new(&d.diagnostics[0].path) == file);
 }
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_named_skill_md_does_not_hang_discovery() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_skill(tmp.path(), "good", "good", "d", "");
+    std::fs::create_dir_all(tmp.path().join("fifo")).unwrap();
+    let fifo = tmp.path().join("fifo/SKILL.md");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo (coreutils) is needed for this test");
+    assert!(made.success());
+    let d = discover(&DiscoveryConfig::with_paths([tmp.path()]));
+    assert_eq!(names(&d), ["good"]);
+    assert!(
+        d.diagnostics
+            .iter()
+            .any(|x| x.is_error() && x.path == fifo && x.message.contains("not a regular file")),
+        "{:?}",
+        d.diagnostics
+    );
+}
