@@ -19,7 +19,7 @@ use crate::http::HttpPlan;
 use crate::name::ServerName;
 use crate::progress::ProgressRoutes;
 use crate::stderr::StderrTail;
-use crate::stdio::StdioPlan;
+use crate::stdio::{ProcessGroup, StdioPlan};
 
 /// How a server is reached, checked once at construction.
 #[derive(Debug, Clone)]
@@ -61,6 +61,20 @@ pub(crate) struct Connection {
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
     stderr: Option<StderrTail>,
     pub(crate) pid: Option<u32>,
+    /// The stdio child's process group (its pid: the child leads it).
+    group: Option<ProcessGroup>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        // Dropped without a close (pool or client dropped): rmcp closes the
+        // child in the background; the rest of its group is killed here.
+        if let Some(group) = self.group
+            && self.service.get_mut().is_some()
+        {
+            group.kill();
+        }
+    }
 }
 
 impl Connection {
@@ -75,7 +89,8 @@ impl Connection {
             .unwrap_or_default()
     }
 
-    /// Closes stdin / the HTTP session and waits (bounded) for the server to go.
+    /// Closes stdin / the HTTP session, waits (bounded) for the server to
+    /// go, then terminates whatever is left of its process group.
     pub(crate) async fn close(&self, timeout: Duration) {
         let service = self.service.lock().await.take();
         if let Some(mut service) = service {
@@ -83,10 +98,13 @@ impl Connection {
                 Ok(Some(_)) => {}
                 Ok(None) => tracing::warn!(
                     pid = ?self.pid,
-                    "MCP server did not exit in time; it will be killed"
+                    "MCP server did not exit in time; killing its process group"
                 ),
                 Err(error) => tracing::warn!(%error, "MCP connection task failed while closing"),
             }
+        }
+        if let Some(group) = self.group {
+            group.terminate(GROUP_GRACE).await;
         }
     }
 }
@@ -101,6 +119,9 @@ pub(crate) struct Attempt<'a> {
     pub(crate) generation: u64,
     pub(crate) startup: Duration,
 }
+
+/// How long the rest of a process group gets between SIGTERM and SIGKILL.
+const GROUP_GRACE: Duration = Duration::from_millis(200);
 
 /// How long a failed child gets to finish writing its stderr.
 const STDERR_SETTLE: Duration = Duration::from_millis(200);
@@ -174,5 +195,6 @@ pub(crate) async fn connect(
         service: tokio::sync::Mutex::new(Some(service)),
         stderr,
         pid,
+        group: pid.map(ProcessGroup),
     }))
 }

@@ -18,7 +18,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::process::Stdio;
 
-use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+use process_wrap::tokio::{CommandWrap, KillOnDrop};
 use rmcp::transport::TokioChildProcess;
 
 use crate::config::McpServerConfig;
@@ -195,7 +195,7 @@ impl StdioPlan {
         let mut wrap = CommandWrap::from(cmd);
         wrap.wrap(KillOnDrop);
         #[cfg(unix)]
-        wrap.wrap(ProcessGroup::leader());
+        wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
         let (transport, stderr) = TokioChildProcess::builder(wrap)
             .stderr(Stdio::piped())
             .spawn()?;
@@ -206,6 +206,63 @@ impl StdioPlan {
         tracing::debug!(server = %name, command = %self.command, ?pid, "spawned MCP server");
         Ok((transport, pid))
     }
+}
+
+/// A stdio child's process group, terminated as a whole when the server goes.
+///
+/// rmcp's graceful close ends the direct child and reaps what it can, but a
+/// grandchild of a launcher (`npx`, `uvx`, a shell script) is not its child
+/// and survives; signalling the group reaches it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessGroup(pub u32);
+
+impl ProcessGroup {
+    /// Sends SIGTERM to the group; if anything is left after `grace`, SIGKILL.
+    pub async fn terminate(self, grace: std::time::Duration) {
+        if !self.signal(Signal::Term) {
+            return;
+        }
+        tokio::time::sleep(grace).await;
+        self.signal(Signal::Kill);
+    }
+
+    /// SIGKILL to the group, now (for drop paths that cannot wait).
+    pub fn kill(self) {
+        self.signal(Signal::Kill);
+    }
+
+    /// True while a member may remain (the signal was delivered).
+    #[cfg(unix)]
+    fn signal(self, signal: Signal) -> bool {
+        use nix::sys::signal::{Signal as S, killpg};
+        use nix::unistd::Pid;
+        let Ok(raw) = i32::try_from(self.0) else {
+            return false;
+        };
+        let sig = match signal {
+            Signal::Term => S::SIGTERM,
+            Signal::Kill => S::SIGKILL,
+        };
+        match killpg(Pid::from_raw(raw), sig) {
+            Ok(()) => true,
+            Err(nix::errno::Errno::ESRCH) => false,
+            Err(error) => {
+                tracing::debug!(pgid = self.0, %error, "signalling MCP server process group failed");
+                false
+            }
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn signal(self, _signal: Signal) -> bool {
+        false
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Signal {
+    Term,
+    Kill,
 }
 
 #[cfg(test)]

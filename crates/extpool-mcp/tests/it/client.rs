@@ -325,3 +325,41 @@ async fn command_allowlist_is_enforced() {
         .unwrap();
     client.close().await;
 }
+
+#[tokio::test]
+async fn close_terminates_the_whole_process_group() {
+    // An npx-style launcher: the server runs alongside a grandchild that
+    // ignores stdin, which only a process-group kill can reach.
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("launcher.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nsleep 300 &\necho $! > \"$PID_FILE\"\nexec \"$KIT_BIN\" --transport stdio\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let pid_file = dir.path().join("grandchild.pid");
+    let mut cfg = McpServerConfig::stdio(script.to_string_lossy(), Vec::<String>::new());
+    cfg.env
+        .insert("PID_FILE".into(), pid_file.to_string_lossy().into());
+    cfg.env.insert(
+        "KIT_BIN".into(),
+        extpool_testkit::server_binary().to_string_lossy().into(),
+    );
+    let client = connect("launcher", cfg).await;
+    client.ping().await.unwrap();
+    let grandchild: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let leader = client.pid().unwrap();
+    assert!(!process_gone(grandchild));
+    client.close().await;
+    eventually("server exited", || process_gone(leader)).await;
+    eventually("grandchild killed with the group", || {
+        process_gone(grandchild)
+    })
+    .await;
+}
