@@ -92,7 +92,7 @@ pub(crate) fn load(
                         ),
                     );
                 }
-                d.split_whitespace().collect::<Vec<_>>().join(" ")
+                one_line(d)
             }
             _ => {
                 sink.push(
@@ -157,6 +157,18 @@ pub(crate) fn load(
         }
     }
     Some(meta)
+}
+
+/// Collapses whitespace runs to single spaces (a description is one line in
+/// catalogs), without allocating twice for the usual already-clean text.
+fn one_line(d: &str) -> String {
+    let clean =
+        d.trim() == d && !d.contains(|c: char| c.is_whitespace() && c != ' ') && !d.contains("  ");
+    if clean {
+        d.to_owned()
+    } else {
+        d.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
 }
 
 fn load_name(entry: Option<&Entry>, dir: &str, lines: &Lines, sink: &mut Sink<'_>) -> String {
@@ -426,6 +438,15 @@ fn mcp_servers(e: &Entry, lines: &Lines, sink: &mut Sink<'_>) -> Vec<EmbeddedSer
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn descriptions_become_one_line() {
+        assert_eq!(
+            one_line("Does  things\n and\tmore "),
+            "Does things and more"
+        );
+        assert_eq!(one_line("Already clean."), "Already clean.");
+    }
 
     #[test]
     fn allowed_tools_split_outside_parentheses() {
