@@ -3,9 +3,35 @@
 //! [`McpServerConfig`] says how to reach a server; [`McpClient`] holds one
 //! live rmcp connection to it (stdio child or streamable HTTP) with
 //! timeouts and the reconnect rules; [`SessionConnectionPool`] shares one
-//! client per distinct server config; [`McpServerCap`] exposes a server's
+//! client per distinct `(name, config)`; [`McpServerCap`] exposes a server's
 //! tools, resources, prompts and skills through extpool-core's resource
-//! protocols.
+//! protocols; [`start_servers`] starts many at once with status events.
+//!
+//! ```no_run
+//! use extpool_core::McpResource;
+//! use extpool_mcp::{McpServerCap, McpServerConfig, PoolConfig, SessionConnectionPool};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let pool = SessionConnectionPool::new(PoolConfig::default());
+//! let config = McpServerConfig::stdio("uvx", ["mcp-server-time"]);
+//! let cap = McpServerCap::new("time", config, pool.clone())?;
+//! let tools = cap.list_tools().await?; // connects (non-lazy)
+//! let args = serde_json::json!({"timezone": "UTC"});
+//! let result = cap
+//!     .call_tool("get_current_time", args.as_object().cloned().unwrap_or_default())
+//!     .await?;
+//! println!("{} tools; {}", tools.len(), result.joined_text());
+//! pool.shutdown().await; // every child and its process group exits
+//! # Ok(()) }
+//! ```
+//!
+//! Module map: `config` (the shared config struct), `name` (server names),
+//! `stdio` + `stderr` (spawning, environment, process groups, stderr
+//! capture), `http` (URL/HTTPS/token rules, the shared HTTP client),
+//! `client` (one connection, timeouts, reconnect), `classify` (which
+//! failures are retried), `handler` + `progress` (notifications),
+//! `pool`, `convert` (rmcp → core entries), `skills` (SEP-2640),
+//! `cap` (`McpServerCap`), `startup`, `error`.
 
 pub mod cap;
 pub mod classify;
