@@ -106,6 +106,12 @@ pub enum JqError {
         /// The limit.
         limit: usize,
     },
+    /// The input nests deeper than allowed.
+    #[error("jq input nests deeper than {limit} levels")]
+    InputTooDeep {
+        /// The limit.
+        limit: usize,
+    },
     /// The input is larger than allowed.
     #[error("jq input is {bytes} bytes, more than the limit of {limit}")]
     InputTooLarge {
@@ -257,6 +263,11 @@ fn prepare(filter: &str, input: &Value, limits: &JqLimits) -> Result<(String, St
             limit: limits.max_filter_bytes,
         });
     }
+    if value_depth(input) > sandbox::MAX_JSON_DEPTH {
+        return Err(JqError::InputTooDeep {
+            limit: sandbox::MAX_JSON_DEPTH,
+        });
+    }
     let input = serde_json::to_string(input).map_err(|_| JqError::Internal)?;
     if input.len() > limits.max_input_bytes {
         return Err(JqError::InputTooLarge {
@@ -265,6 +276,21 @@ fn prepare(filter: &str, input: &Value, limits: &JqLimits) -> Result<(String, St
         });
     }
     Ok((filter.to_owned(), input))
+}
+
+/// Nesting depth of a JSON value, without recursion (so any depth is safe).
+fn value_depth(value: &Value) -> usize {
+    let mut max = 0;
+    let mut stack = vec![(value, 1usize)];
+    while let Some((v, depth)) = stack.pop() {
+        max = max.max(depth);
+        match v {
+            Value::Array(a) => stack.extend(a.iter().map(|x| (x, depth + 1))),
+            Value::Object(o) => stack.extend(o.values().map(|x| (x, depth + 1))),
+            _ => {}
+        }
+    }
+    max
 }
 
 fn run_guarded(filter: &str, input: &str, limits: &JqLimits) -> Result<Vec<Value>, JqError> {

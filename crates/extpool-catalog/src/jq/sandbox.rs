@@ -45,7 +45,10 @@ const WITHHELD_NATIVES: &[&str] = &[
     "input",
     "inputs",
     "range",
+    "fromjson",
 ];
+/// Deepest JSON `fromjson` parses (jaq's parser recurses once per level).
+pub(super) const MAX_JSON_DEPTH: usize = 512;
 /// Standard definitions that depend on withheld natives.
 const WITHHELD_DEFS: &[&str] = &["stderr", "debug", "halt", "halt_error"];
 
@@ -270,6 +273,69 @@ fn range<'a>(mut cv: jaq_core::Cv<'a, Sandbox>) -> Out<'a> {
     }))
 }
 
+/// The deepest bracket nesting in JSON text (strings skipped).
+pub(super) fn nesting_depth(text: &[u8]) -> usize {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in text {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// `fromjson` with a nesting limit, so a hostile string cannot exhaust the stack.
+fn fromjson<'a>(cv: jaq_core::Cv<'a, Sandbox>) -> Out<'a> {
+    let budget = cv.0.data().budget;
+    if let Err(e) = budget.tick(&cv.1) {
+        return fail(e);
+    }
+    let bytes = match &cv.1 {
+        Val::TStr(b) | Val::BStr(b) => b.clone(),
+        other => return fail(jaq_core::Error::typ(other.clone(), "string")),
+    };
+    if nesting_depth(&bytes) > MAX_JSON_DEPTH {
+        return fail(jaq_core::Error::str(format!(
+            "cannot parse as JSON: nested deeper than {MAX_JSON_DEPTH} levels"
+        )));
+    }
+    // The parser keeps yielding the same error once it fails: stop there.
+    let mut values: Vec<Ex<'a>> = Vec::new();
+    for item in jaq_json::read::parse_many(&bytes) {
+        match item {
+            Ok(v) => {
+                // Each parsed value is a step: "1 1 1 …" cannot flood memory.
+                if let Err(e) = budget.tick(&v) {
+                    values.push(Err(Exn::from(e)));
+                    break;
+                }
+                values.push(Ok(v));
+            }
+            Err(e) => {
+                let msg = format!("cannot parse as JSON: {e}");
+                values.push(Err(Exn::from(jaq_core::Error::str(msg))));
+                break;
+            }
+        }
+    }
+    Box::new(values.into_iter())
+}
+
 /// Every native the sandbox installs.
 pub(super) fn natives() -> Vec<Fun<Sandbox>> {
     let tick = Native::<Sandbox>::new(|cv| {
@@ -298,6 +364,7 @@ pub(super) fn natives() -> Vec<Fun<Sandbox>> {
         (ADD, v(2), Native::<Sandbox>::new(add)),
         (MUL, v(2), Native::<Sandbox>::new(mul)),
         ("range", v(3), Native::<Sandbox>::new(range)),
+        ("fromjson", v(0), Native::<Sandbox>::new(fromjson)),
     ];
     jaq_core::funs::<Sandbox>()
         .chain(jaq_std::funs::<Sandbox>())

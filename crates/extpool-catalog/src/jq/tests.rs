@@ -250,3 +250,27 @@ async fn async_evaluation() {
         .unwrap();
     assert_eq!(out, vec![json!([1])]);
 }
+
+#[test]
+fn fromjson_is_bounded() {
+    assert_eq!(
+        jq(r#""{\"a\":[1,\"]\"]}" | fromjson"#, Value::Null).unwrap(),
+        vec![json!({"a": [1, "]"]})]
+    );
+    let err = jq(r#""[" * 1000000 | fromjson"#, Value::Null).unwrap_err();
+    assert!(matches!(err, JqError::Runtime { .. }), "{err:?}");
+    let err = jq(r#""nope" | fromjson"#, Value::Null).unwrap_err();
+    assert!(matches!(err, JqError::Runtime { .. }), "{err:?}");
+}
+
+#[test]
+fn deep_inputs_are_refused_before_serializing() {
+    let mut v = json!(0);
+    for _ in 0..600 {
+        v = json!([v]);
+    }
+    assert_eq!(
+        jq(".", v).unwrap_err(),
+        JqError::InputTooDeep { limit: 512 }
+    );
+}
