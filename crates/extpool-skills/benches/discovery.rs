@@ -10,7 +10,10 @@
 //!
 //! Run: `cargo bench -p extpool-skills --bench discovery`
 //! (the Python side needs `scripts/peers.sh`: `.peers/venv` with PyYAML).
-//! Targets on a 2-core machine: ≤ 150 ms and ≤ 40 MB RSS.
+//! Targets on a 2-core machine: ≤ 150 ms and ≤ 40 MB RSS. Each line also
+//! gives the CPU time (user + system, all threads), which other load on the
+//! machine disturbs far less than wall time. `EXTPOOL_SKILLS_BENCH_THREADS`
+//! sets the discovery's worker threads (default: one per core, at most 4).
 #![allow(clippy::print_stdout)]
 
 use std::path::{Path, PathBuf};
@@ -112,7 +115,13 @@ fn roots(base: &Path) -> Vec<PathBuf> {
 /// The child: one discovery, then its figures as one JSON line.
 fn child(base: &Path) {
     let rss_before_kb = vm_kb("VmRSS");
-    let config = DiscoveryConfig::with_paths(roots(base));
+    let mut config = DiscoveryConfig::with_paths(roots(base));
+    if let Some(n) = std::env::var("EXTPOOL_SKILLS_BENCH_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        config.threads = n;
+    }
     let cpu0 = cpu_ms();
     let start = Instant::now();
     let found = discover(&config);
