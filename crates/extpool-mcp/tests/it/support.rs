@@ -90,16 +90,55 @@ impl Write for Captured {
 }
 
 /// Installs a TRACE subscriber writing into a [`Captured`] buffer.
-pub fn capture_logs() -> (Captured, tracing::subscriber::DefaultGuard) {
+///
+/// One global subscriber serves the whole test binary and writes into the
+/// buffer of the calling thread only: a per-test `set_default` races with
+/// the callsite interest cache when tests run in parallel (a callsite first
+/// seen by a thread without a subscriber can stay disabled), which made log
+/// assertions flaky. Use it from a `current_thread` runtime so every task of
+/// the test logs on the test's thread.
+pub fn capture_logs() -> (Captured, CaptureGuard) {
+    static INIT: std::sync::Once = std::sync::Once::new();
+    INIT.call_once(|| {
+        let _ = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_ansi(false)
+            .with_writer(|| ThreadSink)
+            .try_init();
+    });
     let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let guard = tracing::subscriber::set_default(subscriber);
-    (captured, guard)
+    SINK.with(|s| *s.borrow_mut() = Some(captured.clone()));
+    (captured, CaptureGuard)
+}
+
+thread_local! {
+    static SINK: std::cell::RefCell<Option<Captured>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Stops capturing on this thread when dropped.
+pub struct CaptureGuard;
+
+impl Drop for CaptureGuard {
+    fn drop(&mut self) {
+        SINK.with(|s| *s.borrow_mut() = None);
+    }
+}
+
+/// Writes into the calling thread's capture buffer, if any.
+struct ThreadSink;
+
+impl Write for ThreadSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        SINK.with(|s| {
+            if let Some(c) = s.borrow_mut().as_mut() {
+                let _ = c.write(buf);
+            }
+        });
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Waits until `check` holds, polling; panics with `what` after 20 s.
