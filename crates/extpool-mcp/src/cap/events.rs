@@ -65,15 +65,32 @@ impl ChangeObservable for McpServerCap {
                             }
                         }
                     }
-                    Some(rx) => match rx.recv().await {
-                        Ok(kind) => expand(kind, &mut st.pending),
-                        Err(broadcast::error::RecvError::Lagged(_)) => {
-                            for kind in SIGNALLED {
-                                expand(kind, &mut st.pending);
+                    Some(rx) => {
+                        tokio::select! {
+                            received = rx.recv() => match received {
+                                Ok(kind) => expand(kind, &mut st.pending),
+                                Err(broadcast::error::RecvError::Lagged(_)) => {
+                                    for kind in SIGNALLED {
+                                        expand(kind, &mut st.pending);
+                                    }
+                                }
+                                // The client is gone; follow the next one.
+                                Err(broadcast::error::RecvError::Closed) => st.signals = None,
+                            },
+                            changed = st.attached.changed() => {
+                                if changed.is_err() {
+                                    return None;
+                                }
+                                // A new client (re-taken from the pool): resubscribe;
+                                // everything may differ on the new connection.
+                                let next = st.attached.borrow_and_update().clone();
+                                st.signals = next.map(|a| a.client.signals().subscribe());
+                                for kind in SIGNALLED {
+                                    expand(kind, &mut st.pending);
+                                }
                             }
                         }
-                        Err(broadcast::error::RecvError::Closed) => return None,
-                    },
+                    }
                 }
             }
         });

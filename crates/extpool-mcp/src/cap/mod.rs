@@ -245,11 +245,18 @@ impl McpServerCap {
                 server: self.name.clone(),
             });
         }
-        if let Some(held) = self.held.load_full() {
+        // A pooled client closed behind our back (`pool.remove`) is replaced
+        // from the pool; an injected one is the owner's to replace.
+        let usable = |held: &Held| !(matches!(held, Held::Pooled(_)) && held.client().is_closed());
+        if let Some(held) = self.held.load_full()
+            && usable(&held)
+        {
             return Ok(held.client().clone());
         }
         let _guard = self.connecting.lock().await;
-        if let Some(held) = self.held.load_full() {
+        if let Some(held) = self.held.load_full()
+            && usable(&held)
+        {
             return Ok(held.client().clone());
         }
         let Some(pool) = &self.pool else {

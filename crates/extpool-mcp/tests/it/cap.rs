@@ -373,3 +373,33 @@ async fn shutdown_returns_the_lease_and_the_pool_keeps_the_connection() {
         .unwrap();
     pool.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_removed_pooled_client_is_replaced_and_events_follow() {
+    let pool = pool();
+    let state = StateDir::new();
+    let cfg = stdio_cfg(&state.args());
+    let cap = McpServerCap::new("kit", cfg.clone(), pool.clone()).unwrap();
+    cap.start().await.unwrap();
+    let mut changes = cap.on_change().unwrap();
+    assert!(pool.remove(&name("kit"), &cfg).await);
+    // The next call takes a fresh client from the pool (a new process)…
+    cap.call_tool("add_tool", obj(json!({"name": "after_removal"})))
+        .await
+        .unwrap();
+    assert_eq!(state.starts(), 2);
+    // …and the change stream follows it: tools_changed arrives (from the
+    // switch to the new client, or from its list_changed).
+    let mut seen = Vec::new();
+    while !seen.contains(&ChangeKind::ToolsChanged) {
+        seen.extend(next_kinds(&mut changes, 1).await);
+    }
+    assert!(
+        cap.list_tools()
+            .await
+            .unwrap()
+            .iter()
+            .any(|t| t.name == "after_removal")
+    );
+    pool.shutdown().await;
+}
