@@ -17,7 +17,12 @@ use std::io::{self, Read};
 /// The UTF-8 byte order mark.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
-/// Size of each read when looking for the end of the frontmatter.
+/// Size of the first read when looking for the end of the frontmatter
+/// (most frontmatter fits); later reads double it.
+const FIRST_READ: usize = 1024;
+
+/// Upper bound of the head bytes a small frontmatter costs, for tests.
+#[cfg(test)]
 const CHUNK: usize = 4096;
 
 /// Frontmatter larger than this is refused (it is certainly not metadata).
@@ -204,19 +209,23 @@ pub(crate) fn read_head(
     buf: &mut Vec<u8>,
     len: Option<u64>,
 ) -> io::Result<Result<Located, SplitError>> {
-    buf.clear();
-    let mut chunk = [0u8; CHUNK];
-    loop {
-        let n = file.read(&mut chunk)?;
-        buf.extend_from_slice(&chunk[..n]);
-        let eof = n == 0 || len.is_some_and(|l| buf.len() as u64 >= l);
-        match scan(buf, eof) {
-            Scan::Found(l) => return Ok(Ok(l)),
-            Scan::Failed(e) => return Ok(Err(e)),
-            Scan::NeedMore if eof => return Ok(locate(buf)),
-            Scan::NeedMore => {}
+    let mut filled = 0;
+    let mut want = FIRST_READ;
+    let outcome = loop {
+        // Read straight into the buffer, no intermediate copy.
+        buf.resize(filled + want, 0);
+        let n = file.read(&mut buf[filled..filled + want])?;
+        filled += n;
+        let eof = n == 0 || len.is_some_and(|l| filled as u64 >= l);
+        match scan(&buf[..filled], eof) {
+            Scan::Found(l) => break Ok(l),
+            Scan::Failed(e) => break Err(e),
+            Scan::NeedMore if eof => break locate(&buf[..filled]),
+            Scan::NeedMore => want = (want * 2).min(MAX_FRONTMATTER_BYTES),
         }
-    }
+    };
+    buf.truncate(filled);
+    Ok(outcome)
 }
 
 /// The markdown body of a whole SKILL.md: everything after the frontmatter,

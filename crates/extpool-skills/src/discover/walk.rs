@@ -126,9 +126,9 @@ fn fingerprint(meta: &fs::Metadata) -> Fingerprint {
     }
 }
 
-fn file_name(path: &Path) -> String {
+fn file_name(path: &Path) -> std::borrow::Cow<'_, str> {
     path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
+        .map(|n| n.to_string_lossy())
         .unwrap_or_default()
 }
 

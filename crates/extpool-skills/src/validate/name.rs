@@ -88,6 +88,13 @@ pub(crate) fn check(raw: &str, dir: Option<&str>) -> Vec<NameProblem> {
         return vec![NameProblem::Empty];
     }
     let name = nfkc(stripped);
+    let same_as_dir = |dir: &str| {
+        if dir.is_ascii() {
+            dir == name
+        } else {
+            nfkc(dir) == name
+        }
+    };
     let mut problems = Vec::new();
     let len = name.chars().count();
     if len > MAX_NAME_CHARS {
@@ -106,7 +113,7 @@ pub(crate) fn check(raw: &str, dir: Option<&str>) -> Vec<NameProblem> {
         problems.push(NameProblem::InvalidChars(name.clone()));
     }
     if let Some(dir) = dir
-        && nfkc(dir) != name
+        && !same_as_dir(dir)
     {
         problems.push(NameProblem::DirMismatch {
             dir: dir.to_owned(),
