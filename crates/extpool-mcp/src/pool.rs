@@ -109,7 +109,8 @@ impl std::fmt::Debug for SessionConnectionPool {
 #[derive(Clone)]
 pub struct PooledClient {
     client: McpClient,
-    lease: Arc<()>,
+    /// Always `Some` until drop (taken there so the count is right before waking waiters).
+    lease: Option<Arc<()>>,
     pool: Weak<PoolInner>,
 }
 
@@ -135,10 +136,11 @@ impl PooledClient {
 
 impl Drop for PooledClient {
     fn drop(&mut self) {
-        // The pool's own reference plus this one: after the drop, the client is idle.
-        if Arc::strong_count(&self.lease) <= 2
-            && let Some(pool) = self.pool.upgrade()
-        {
+        // Release the lease first, then wake waiters: a waiter that runs at
+        // once must already see the client idle. Always wake: two leases
+        // dropped at the same time could each believe the other remains.
+        drop(self.lease.take());
+        if let Some(pool) = self.pool.upgrade() {
             pool.freed.notify_waiters();
         }
     }
@@ -242,7 +244,7 @@ impl SessionConnectionPool {
                 *last_used = Instant::now();
                 return Ok(Next::Ready(PooledClient {
                     client: client.clone(),
-                    lease: lease.clone(),
+                    lease: Some(lease.clone()),
                     pool: Arc::downgrade(inner),
                 }));
             }

@@ -186,9 +186,18 @@ async fn dropping_a_call_cancels_it_and_keeps_the_connection() {
     let state = StateDir::new();
     let client = connect("drop", stdio_cfg(&state.args())).await;
     let c2 = client.clone();
-    let call =
-        tokio::spawn(async move { c2.call_tool("sleep", args(json!({"ms": 60_000}))).await });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (sent_tx, sent_rx) = tokio::sync::oneshot::channel();
+    let call = tokio::spawn(async move {
+        let call = c2.call_tool("sleep", args(json!({"ms": 60_000})));
+        tokio::pin!(call);
+        // The first poll hands the request to the connection.
+        if let std::task::Poll::Ready(r) = futures::poll!(&mut call) {
+            return r;
+        }
+        let _ = sent_tx.send(());
+        call.await
+    });
+    sent_rx.await.unwrap();
     call.abort();
     let _ = call.await;
     eventually("server saw notifications/cancelled", || {

@@ -92,7 +92,9 @@ async fn distinct_configs_get_distinct_clients() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn full_pool_waits_then_fails_clearly() {
-    let pool = bounded(2, Duration::from_millis(400));
+    // Long enough that the waiter below is still queued when the lease
+    // comes back, however slow the machine.
+    let pool = bounded(2, Duration::from_secs(3));
     let a = pool
         .get_client(&name("a"), &stdio_cfg::<&str>(&[]))
         .await
@@ -167,14 +169,26 @@ async fn many_calls_multiplex_on_one_connection() {
     let state = StateDir::new();
     let cap = Arc::new(McpServerCap::new("kit", stdio_cfg(&state.args()), pool.clone()).unwrap());
     cap.start().await.unwrap();
+    let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut tasks = Vec::new();
     for _ in 0..64 {
         let cap = cap.clone();
+        let queued = queued.clone();
         tasks.push(tokio::spawn(async move {
-            cap.call_tool("sleep", json!({"ms": 120_000}).as_object().unwrap().clone())
-                .await
+            let call = cap.call_tool("sleep", json!({"ms": 120_000}).as_object().unwrap().clone());
+            tokio::pin!(call);
+            // The first poll hands the request to the connection.
+            if let std::task::Poll::Ready(r) = futures::poll!(&mut call) {
+                return r;
+            }
+            queued.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            call.await
         }));
     }
+    eventually("64 requests handed to the connection", || {
+        queued.load(std::sync::atomic::Ordering::SeqCst) == 64
+    })
+    .await;
     // With 64 calls pending, another caller still gets through at once…
     let echo = cap
         .call_tool(
