@@ -10,7 +10,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// A server's configuration (without its name, which is the map key).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+///
+/// `Debug` prints the names of `env` entries and `headers` but never their
+/// values: they may hold credentials (an `Authorization` header, an API key).
+#[derive(Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpServerConfig {
     /// Executable of a stdio server (run directly, never through a shell).
@@ -58,6 +61,33 @@ pub struct McpServerConfig {
     /// Set false to keep the entry but not start it.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub enabled: bool,
+}
+
+impl std::fmt::Debug for McpServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let redacted = |map: &BTreeMap<String, String>| {
+            map.keys()
+                .map(|k| (k.clone(), "<redacted>"))
+                .collect::<BTreeMap<_, _>>()
+        };
+        f.debug_struct("McpServerConfig")
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &redacted(&self.env))
+            .field("cwd", &self.cwd)
+            .field("url", &self.url)
+            .field("headers", &redacted(&self.headers))
+            .field("insecure_http", &self.insecure_http)
+            .field("request_timeout_ms", &self.request_timeout_ms)
+            .field("startup_timeout_ms", &self.startup_timeout_ms)
+            .field("lazy", &self.lazy)
+            .field("tools", &self.tools)
+            .field("reconnect", &self.reconnect)
+            .field("allow_env", &self.allow_env)
+            .field("prefix", &self.prefix)
+            .field("enabled", &self.enabled)
+            .finish()
+    }
 }
 
 /// A tool declared in configuration for lazy servers.
@@ -190,4 +220,23 @@ fn one() -> u32 {
 }
 fn thousand() -> u64 {
     1000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_hides_env_and_header_values() {
+        let mut cfg = McpServerConfig::http("https://x/mcp");
+        cfg.headers
+            .insert("Authorization".into(), "Bearer s3cr3t".into());
+        cfg.env.insert("API_KEY".into(), "k3y".into());
+        let dbg = format!("{cfg:?}");
+        assert!(
+            dbg.contains("Authorization") && dbg.contains("API_KEY"),
+            "{dbg}"
+        );
+        assert!(!dbg.contains("s3cr3t") && !dbg.contains("k3y"), "{dbg}");
+    }
 }
