@@ -227,16 +227,7 @@ fn convert(
             "\"enabled_tools\" is not imported: extpool permissions are global; add `permissions.deny` rules for the tools you do not want",
         ));
     }
-    if let Err(e) = config.transport() {
-        out.diagnostics.push(ctx.diag(
-            Severity::Error,
-            node.pos,
-            path,
-            format!("{e}; this server is skipped"),
-        ));
-        return None;
-    }
-    Some(config)
+    ctx.with_transport(config, node.pos, path, &mut out.diagnostics)
 }
 
 #[cfg(test)]

@@ -207,16 +207,7 @@ pub(crate) fn convert_entry(
             format!("unknown type {other:?}; the transport is chosen from `command` or `url`"),
         )),
     }
-    if let Err(e) = config.transport() {
-        diags.push(ctx.diag(
-            Severity::Error,
-            node.pos,
-            path,
-            format!("{e}; this server is skipped"),
-        ));
-        return None;
-    }
-    Some(config)
+    ctx.with_transport(config, node.pos, path, diags)
 }
 
 #[cfg(test)]

@@ -73,6 +73,27 @@ impl ForeignContext {
     ) -> Diagnostic {
         Diagnostic::new(severity, self.file.clone(), Some(pos), path, message)
     }
+
+    /// `config` when it names exactly one transport; otherwise an error
+    /// diagnostic saying the server is skipped, and `None`.
+    pub(crate) fn with_transport(
+        &self,
+        config: McpServerConfig,
+        pos: Pos,
+        path: &str,
+        diags: &mut Vec<Diagnostic>,
+    ) -> Option<McpServerConfig> {
+        if let Err(e) = config.transport() {
+            diags.push(self.diag(
+                Severity::Error,
+                pos,
+                path,
+                format!("{e}; this server is skipped"),
+            ));
+            return None;
+        }
+        Some(config)
+    }
 }
 
 impl ForeignConfig {
