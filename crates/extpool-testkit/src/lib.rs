@@ -16,6 +16,7 @@
 //!   server) installed by `scripts/peers.sh`.
 //!
 //! - [`client`]: plain rmcp clients, the baseline for benchmarks.
+//! - [`oauth`]: a local OAuth authorization server guarding the test server.
 //!
 //! Nothing here skips silently: a missing peer or a server that cannot be
 //! built is a panic with a message saying how to fix it.
@@ -58,6 +59,7 @@
 mod binary;
 mod child;
 pub mod client;
+pub mod oauth;
 pub mod peers;
 pub mod server;
 pub mod state;

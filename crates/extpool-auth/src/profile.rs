@@ -1,0 +1,268 @@
+//! Operator profiles: `mcp_servers.<name>.oauth` in the configuration.
+//!
+//! ```yaml
+//! mcp_servers:
+//!   github:
+//!     url: https://mcp.example.com/github
+//!     oauth:
+//!       client_id: extpool-cli            # pre-registered client (optional)
+//!       client_secret: ${GITHUB_SECRET}   # confidential clients only
+//!       client_metadata_url: https://example.com/client.json   # CIMD (optional)
+//!       scopes: [repo, read:org]
+//!       store: /var/lib/extpool/credentials   # credential store directory
+//!   linear:
+//!     url: https://mcp.example.com/linear
+//!     oauth:
+//!       client: {mode: dcr, dcr: {}}      # direct DCR: public client, openid only
+//!   exa:
+//!     url: https://mcp.example.com/exa
+//!     oauth:
+//!       credentials_env: EXA_OAUTH_GRANT  # environment-backed, read-only
+//! ```
+//!
+//! Without `client_id`, a client is found the way the MCP specification
+//! orders it: a client ID metadata document when the authorization server
+//! supports one and `client_metadata_url` is set, else dynamic client
+//! registration (kept with the grant and reused by the next login).
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// How one MCP server is authorized with OAuth.
+///
+/// `Debug` never prints `client_secret`.
+#[derive(Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthProfile {
+    /// A client id registered with the authorization server out of band.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// Its secret, for confidential clients (use `${VAR}` in files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// HTTPS URL of a client ID metadata document (used when the
+    /// authorization server advertises support and no `client_id` is set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_metadata_url: Option<String>,
+    /// Client registration mode (`{mode: dcr, dcr: {}}` for direct DCR).
+    #[serde(default, skip_serializing_if = "ClientSettings::is_default")]
+    pub client: ClientSettings,
+    /// Scopes to request (default: what the server's metadata asks for).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    /// Directory of the encrypted credential store (default: the user's data
+    /// directory, `extpool/credentials`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<PathBuf>,
+    /// Environment variable holding the grant (JSON, as `mcp login --export`
+    /// would write it): the profile is then read-only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials_env: Option<String>,
+    /// Who the grant is for (default: the local user); part of a direct-DCR
+    /// registration's identity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
+}
+
+impl std::fmt::Debug for OAuthProfile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthProfile")
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("client", &self.client)
+            .field("scopes", &self.scopes)
+            .field("store", &self.store)
+            .field("credentials_env", &self.credentials_env)
+            .field("principal", &self.principal)
+            .finish()
+    }
+}
+
+/// `oauth.client`: how the client is registered.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientSettings {
+    /// The registration mode.
+    #[serde(default)]
+    pub mode: ClientMode,
+    /// Options of direct DCR (`mode: dcr`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dcr: Option<DcrSettings>,
+}
+
+impl ClientSettings {
+    /// True for the default (automatic) settings.
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// Client registration modes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientMode {
+    /// Pre-registered client, else client ID metadata document, else DCR.
+    #[default]
+    Auto,
+    /// Direct DCR: a public client with explicit consent that requests only
+    /// `openid`, keeps its registration apart from a generation-bound access
+    /// grant, and never requests or uses refresh.
+    Dcr,
+}
+
+/// `oauth.client.dcr`: options of direct DCR.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DcrSettings {
+    /// `client_name` sent at registration (default `extpool`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_name: Option<String>,
+}
+
+/// A profile that contradicts itself.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProfileError {
+    /// `client_secret` without `client_id`.
+    #[error("`oauth.client_secret` needs `oauth.client_id`")]
+    SecretWithoutId,
+    /// Direct DCR registers its own client.
+    #[error("`oauth.client.mode: dcr` registers its own public client; remove `{field}`")]
+    DcrWithClient {
+        /// The conflicting field.
+        field: &'static str,
+    },
+    /// `dcr:` options under another mode.
+    #[error("`oauth.client.dcr` is only used with `oauth.client.mode: dcr`")]
+    DcrOptionsWithoutMode,
+    /// Direct DCR needs a mutable local store.
+    #[error(
+        "`oauth.client.mode: dcr` needs a mutable local credential store; remove `credentials_env`"
+    )]
+    DcrFromEnvironment,
+    /// A CIMD URL must be HTTPS with a path.
+    #[error("`oauth.client_metadata_url` must be an https:// URL with a path, got {0:?}")]
+    BadMetadataUrl(String),
+    /// Environment variable names are `[A-Za-z_][A-Za-z0-9_]*`.
+    #[error("`oauth.credentials_env` {0:?} is not an environment variable name")]
+    BadEnvName(String),
+}
+
+impl OAuthProfile {
+    /// Checks the fields against each other.
+    pub fn validate(&self) -> Result<(), ProfileError> {
+        if self.client_secret.is_some() && self.client_id.is_none() {
+            return Err(ProfileError::SecretWithoutId);
+        }
+        match self.client.mode {
+            ClientMode::Dcr => {
+                for (set, field) in [
+                    (self.client_id.is_some(), "client_id"),
+                    (self.client_metadata_url.is_some(), "client_metadata_url"),
+                ] {
+                    if set {
+                        return Err(ProfileError::DcrWithClient { field });
+                    }
+                }
+                if self.credentials_env.is_some() {
+                    return Err(ProfileError::DcrFromEnvironment);
+                }
+            }
+            ClientMode::Auto => {
+                if self.client.dcr.is_some() {
+                    return Err(ProfileError::DcrOptionsWithoutMode);
+                }
+            }
+        }
+        if let Some(url) = &self.client_metadata_url {
+            let ok = url::Url::parse(url)
+                .is_ok_and(|u| u.scheme() == "https" && u.host().is_some() && u.path() != "/");
+            if !ok {
+                return Err(ProfileError::BadMetadataUrl(url.clone()));
+            }
+        }
+        if let Some(var) = &self.credentials_env {
+            let mut chars = var.chars();
+            let ok = chars
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !ok {
+                return Err(ProfileError::BadEnvName(var.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    /// True for direct DCR.
+    pub fn is_direct_dcr(&self) -> bool {
+        self.client.mode == ClientMode::Dcr
+    }
+
+    /// True when the grant comes from the environment (read-only).
+    pub fn is_environment_backed(&self) -> bool {
+        self.credentials_env.is_some()
+    }
+
+    /// The principal the grant is for: the configured one, else the local user.
+    pub fn principal(&self) -> String {
+        if let Some(p) = &self.principal {
+            return p.clone();
+        }
+        std::env::var("USER")
+            .or_else(|_| std::env::var("USERNAME"))
+            .unwrap_or_else(|_| "local".to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(yaml: &str) -> OAuthProfile {
+        serde_json::from_value(serde_yaml_json(yaml)).expect("profile parses")
+    }
+
+    // A tiny YAML subset is enough here: the tests use JSON.
+    fn serde_yaml_json(json: &str) -> serde_json::Value {
+        serde_json::from_str(json).expect("json")
+    }
+
+    #[test]
+    fn dcr_mode_parses_and_validates() {
+        let p = parse(r#"{"client": {"mode": "dcr", "dcr": {}}}"#);
+        assert!(p.is_direct_dcr());
+        assert_eq!(p.validate(), Ok(()));
+        let p = parse(r#"{"client": {"mode": "dcr"}, "client_id": "x"}"#);
+        assert_eq!(
+            p.validate(),
+            Err(ProfileError::DcrWithClient { field: "client_id" })
+        );
+        let p = parse(r#"{"client": {"dcr": {}}}"#);
+        assert_eq!(p.validate(), Err(ProfileError::DcrOptionsWithoutMode));
+    }
+
+    #[test]
+    fn unknown_fields_and_bad_values_are_refused() {
+        assert!(serde_json::from_str::<OAuthProfile>(r#"{"clientid": "x"}"#).is_err());
+        assert!(serde_json::from_str::<OAuthProfile>(r#"{"client": {"mode": "magic"}}"#).is_err());
+        let p = parse(r#"{"client_secret": "s"}"#);
+        assert_eq!(p.validate(), Err(ProfileError::SecretWithoutId));
+        let p = parse(r#"{"client_metadata_url": "http://x/c.json"}"#);
+        assert!(matches!(p.validate(), Err(ProfileError::BadMetadataUrl(_))));
+        let p = parse(r#"{"credentials_env": "A-B"}"#);
+        assert!(matches!(p.validate(), Err(ProfileError::BadEnvName(_))));
+    }
+
+    #[test]
+    fn debug_hides_the_client_secret() {
+        let p = parse(r#"{"client_id": "id", "client_secret": "s3cr3t"}"#);
+        let dbg = format!("{p:?}");
+        assert!(dbg.contains("id") && !dbg.contains("s3cr3t"), "{dbg}");
+    }
+}

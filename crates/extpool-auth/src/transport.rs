@@ -1,0 +1,236 @@
+//! [`AuthorizedClient`]: rmcp's streamable-HTTP client with OAuth.
+//!
+//! It wraps the shared `reqwest::Client` and, when the server has an
+//! [`OAuthSession`], puts the session's access token on every request:
+//!
+//! - a 401 makes the session refresh (or, where a login is allowed, log in)
+//!   once, and the request is sent once more; a second 401 is final;
+//! - a 403 `insufficient_scope` makes the session step up (bounded by the
+//!   session) and the request is sent again.
+//!
+//! Both replays are safe: the server refused the request before acting on
+//! it. Without a session the client is the plain reqwest client, unchanged.
+//! The error type stays `reqwest::Error`, so the MCP client classifies
+//! transport failures exactly as before; auth failures arrive as rmcp's
+//! `StreamableHttpError::Auth` carrying the session's message.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+
+use http::{HeaderName, HeaderValue};
+use rmcp::model::ClientJsonRpcMessage;
+use rmcp::transport::common::client_side_sse::BoxedSseResponse;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
+};
+
+use crate::error::AuthError;
+use crate::session::OAuthSession;
+
+type HttpError = StreamableHttpError<reqwest::Error>;
+
+/// A streamable-HTTP client that authorizes requests through an [`OAuthSession`].
+#[derive(Clone)]
+pub struct AuthorizedClient {
+    inner: reqwest::Client,
+    session: Option<Arc<OAuthSession>>,
+}
+
+impl std::fmt::Debug for AuthorizedClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthorizedClient")
+            .field("oauth", &self.session.as_ref().map(|s| s.server()))
+            .finish()
+    }
+}
+
+/// An auth failure as the transport reports it (message kept whole).
+pub fn transport_error(error: AuthError) -> HttpError {
+    StreamableHttpError::Auth(rmcp::transport::auth::AuthError::OAuthError(
+        error.to_string(),
+    ))
+}
+
+impl AuthorizedClient {
+    /// `inner`, authorizing through `session` when there is one.
+    pub fn new(inner: reqwest::Client, session: Option<Arc<OAuthSession>>) -> Self {
+        Self { inner, session }
+    }
+
+    async fn authorized<T, F, Fut>(&self, passed: Option<String>, call: F) -> Result<T, HttpError>
+    where
+        F: Fn(Option<String>) -> Fut,
+        Fut: Future<Output = Result<T, HttpError>>,
+    {
+        let Some(session) = &self.session else {
+            return call(passed).await;
+        };
+        let mut token = session.access_token().await.map_err(transport_error)?;
+        let mut refreshed = false;
+        let mut stepped_up = false;
+        loop {
+            let result = call(token.as_ref().map(|t| t.expose().to_owned())).await;
+            match result {
+                Err(StreamableHttpError::AuthRequired(challenge)) if !refreshed => {
+                    refreshed = true;
+                    let fresh = session
+                        .on_unauthorized(token.as_ref(), &challenge.www_authenticate_header)
+                        .await
+                        .map_err(transport_error)?;
+                    token = Some(fresh);
+                }
+                Err(StreamableHttpError::AuthRequired(_)) => {
+                    return Err(transport_error(session.rejected_after_retry()));
+                }
+                Err(StreamableHttpError::InsufficientScope(e)) => {
+                    stepped_up = true;
+                    let fresh = session
+                        .on_insufficient_scope(
+                            token.as_ref(),
+                            &e.www_authenticate_header,
+                            e.required_scope.as_deref(),
+                        )
+                        .await
+                        .map_err(transport_error)?;
+                    token = Some(fresh);
+                }
+                other => {
+                    if stepped_up && other.is_ok() {
+                        session.step_up_succeeded();
+                    }
+                    return other;
+                }
+            }
+        }
+    }
+}
+
+impl StreamableHttpClient for AuthorizedClient {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        self.authorized(auth_header, |token| {
+            self.inner.post_message(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                token,
+                custom_headers.clone(),
+            )
+        })
+        .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        self.authorized(auth_header, |token| {
+            self.inner.post_message_with_max_sse_event_size(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                token,
+                custom_headers.clone(),
+                max_sse_event_size,
+            )
+        })
+        .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        self.authorized(auth_header, |token| {
+            self.inner.post_message_with_response_limits(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                token,
+                custom_headers.clone(),
+                limits,
+            )
+        })
+        .await
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), HttpError> {
+        self.authorized(auth_header, |token| {
+            self.inner.delete_session(
+                uri.clone(),
+                session_id.clone(),
+                token,
+                custom_headers.clone(),
+            )
+        })
+        .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxedSseResponse, HttpError> {
+        self.authorized(auth_header, |token| {
+            self.inner.get_stream(
+                uri.clone(),
+                session_id.clone(),
+                last_event_id.clone(),
+                token,
+                custom_headers.clone(),
+            )
+        })
+        .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<BoxedSseResponse, HttpError> {
+        self.authorized(auth_header, |token| {
+            self.inner.get_stream_with_max_sse_event_size(
+                uri.clone(),
+                session_id.clone(),
+                last_event_id.clone(),
+                token,
+                custom_headers.clone(),
+                max_sse_event_size,
+            )
+        })
+        .await
+    }
+}

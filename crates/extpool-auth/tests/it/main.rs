@@ -1,0 +1,9 @@
+//! Integration tests of extpool-auth against a real local authorization
+//! server (extpool-testkit's `oauth`), in this process and in child
+//! processes started from this same binary (see `child`).
+
+mod child;
+mod login;
+mod logs;
+mod store;
+mod support;
