@@ -27,7 +27,10 @@
 //!
 //! Module map: `config` (the shared config struct), `name` (server names),
 //! `stdio` + `stderr` (spawning, environment, process groups, stderr
-//! capture), `http` (URL/HTTPS/token rules, the shared HTTP client),
+//! capture), `transport` (stdio over non-blocking pipes, both sides:
+//! [`transport::ChildTransport`] for servers we start,
+//! [`transport::stdio_server`] for serving on our own stdio), `http`
+//! (URL/HTTPS/token rules, the shared HTTP client),
 //! `client` (one connection, timeouts, reconnect), `classify` (which
 //! failures are retried), `handler` + `progress` (notifications),
 //! `pool`, `convert` (rmcp → core entries), `skills` (SEP-2640),
@@ -49,6 +52,7 @@ pub mod skills;
 pub mod startup;
 pub mod stderr;
 pub mod stdio;
+pub mod transport;
 
 pub use cap::{CapError, McpServerCap, StaticToolError};
 pub use client::{ClientOptions, McpClient, SharedHttpClient};

@@ -19,12 +19,12 @@ use std::path::Path;
 use std::process::Stdio;
 
 use process_wrap::tokio::{CommandWrap, KillOnDrop};
-use rmcp::transport::TokioChildProcess;
 
 use crate::config::McpServerConfig;
 use crate::error::ConfigError;
 use crate::name::ServerName;
 use crate::stderr::StderrTail;
+use crate::transport::ChildTransport;
 
 /// Variables withheld from servers unless `allow_env` names them.
 pub const DENIED_ENV: &[&str] = &[
@@ -186,7 +186,7 @@ impl StdioPlan {
         &self,
         name: &ServerName,
         tail: &StderrTail,
-    ) -> std::io::Result<(TokioChildProcess, Option<u32>)> {
+    ) -> std::io::Result<(ChildTransport, Option<u32>)> {
         let mut cmd = tokio::process::Command::new(&self.command);
         cmd.args(&self.args).env_clear().envs(&self.env);
         if let Some(cwd) = &self.cwd {
@@ -196,9 +196,7 @@ impl StdioPlan {
         wrap.wrap(KillOnDrop);
         #[cfg(unix)]
         wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
-        let (transport, stderr) = TokioChildProcess::builder(wrap)
-            .stderr(Stdio::piped())
-            .spawn()?;
+        let (transport, stderr) = ChildTransport::spawn(wrap, Stdio::piped())?;
         let pid = transport.id();
         if let Some(stderr) = stderr {
             tail.capture(name.clone(), stderr);

@@ -117,13 +117,23 @@ fn newest_under(dir: &Path) -> Option<SystemTime> {
     newest
 }
 
-/// True when `binary` is missing or older than this crate's sources.
+/// The workspace crates the server is built from (its stdio transport
+/// lives in extpool-mcp).
+const SERVER_CRATES: &[&str] = &["extpool-testkit", "extpool-mcp", "extpool-core"];
+
+/// True when `binary` is missing or older than the sources it is built from.
 fn is_stale(binary: &Path) -> bool {
     let Some(built) = modified(binary) else {
         return true;
     };
-    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let sources = newest_under(&crate_dir.join("src")).max(modified(&crate_dir.join("Cargo.toml")));
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).parent();
+    let sources = SERVER_CRATES
+        .iter()
+        .filter_map(|name| {
+            let dir = crates?.join(name);
+            newest_under(&dir.join("src")).max(modified(&dir.join("Cargo.toml")))
+        })
+        .max();
     sources.is_some_and(|s| s > built)
 }
 

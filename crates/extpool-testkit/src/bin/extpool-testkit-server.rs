@@ -57,6 +57,9 @@ struct Cli {
     /// Serve a wrong digest for one skill file.
     #[arg(long)]
     bad_digest: bool,
+    /// Serve stdio through rmcp's own stdio transport (for benchmarks).
+    #[arg(long)]
+    rmcp_stdio: bool,
     /// HTTP mode: answer 401 unless requests carry `Authorization: Bearer TOKEN`.
     #[arg(long, value_name = "TOKEN")]
     require_bearer: Option<String>,
@@ -141,6 +144,7 @@ async fn main() -> anyhow::Result<()> {
         .context("--page-size is too large")?;
     options.skills_extension = !cli.no_skills_extension;
     options.bad_digest = cli.bad_digest;
+    options.rmcp_stdio = cli.rmcp_stdio;
     let server = TestServer::new(options);
 
     let result = match cli.transport {

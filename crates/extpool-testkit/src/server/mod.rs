@@ -66,6 +66,10 @@ pub struct ServerOptions {
     /// Serve one wrong digest in the skills manifest (`--bad-digest`), so
     /// clients can prove they verify digests.
     pub bad_digest: bool,
+    /// Serve stdio through rmcp's own transport (blocking-pool stdin and
+    /// stdout) instead of extpool's (`--rmcp-stdio`), so benchmarks can
+    /// measure the server before and after in one run.
+    pub rmcp_stdio: bool,
 }
 
 impl Default for ServerOptions {
@@ -77,6 +81,7 @@ impl Default for ServerOptions {
             page_size: None,
             skills_extension: true,
             bad_digest: false,
+            rmcp_stdio: false,
         }
     }
 }

@@ -1,5 +1,10 @@
 //! Serving [`TestServer`] over stdin/stdout, exiting when stdin closes.
 //!
+//! stdio goes through extpool's transport
+//! ([`extpool_mcp::transport::stdio_server`]: non-blocking pipes), the one
+//! `extpool serve --stdio` uses; `--rmcp-stdio` selects rmcp's own, for
+//! benchmarks that compare the two.
+//!
 //! rmcp ends a stdio session at end of input, except during a handshake
 //! that never completes — `--hang-on-initialize` — where nobody reads stdin
 //! any more. A client that gives up and closes our stdin must still see the
@@ -27,6 +32,9 @@ pub enum StdioError {
     /// `initialize`).
     #[error("MCP handshake over stdio failed: {0}")]
     Handshake(Box<rmcp::service::ServerInitializeError>),
+    /// stdin or stdout could not be set up.
+    #[error("cannot serve stdio: {0}")]
+    Io(#[from] std::io::Error),
     /// The session ended with an error.
     #[error("stdio session failed: {0}")]
     Session(#[from] tokio::task::JoinError),
@@ -47,11 +55,21 @@ pub enum StdioEnd {
 pub async fn serve_stdio(server: TestServer) -> Result<StdioEnd, StdioError> {
     if server.options().hang_on_initialize {
         serve_watching_stdin(server).await
-    } else {
-        // rmcp reads stdin all session long and ends at its end by itself;
-        // no extra copy on the hot path.
+    } else if server.options().rmcp_stdio {
         let running = server
             .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| StdioError::Handshake(Box::new(e)))?;
+        Ok(StdioEnd::Quit(running.waiting().await?))
+    } else {
+        // The session reads stdin all along and ends at its end by itself.
+        let transport = extpool_mcp::transport::stdio_server()?;
+        tracing::info!(
+            nonblocking = transport.is_nonblocking(),
+            "stdio transport ready"
+        );
+        let running = server
+            .serve(transport)
             .await
             .map_err(|e| StdioError::Handshake(Box::new(e)))?;
         Ok(StdioEnd::Quit(running.waiting().await?))

@@ -336,3 +336,86 @@ async fn stdio_server_exits_when_stdin_closes() {
     let status = within(child.wait()).await.unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+/// Clients that start servers with socket pairs for stdio (Python's
+/// asyncio, libuv) get the same service: the server makes the socket
+/// non-blocking and serves it like a pipe.
+#[tokio::test]
+async fn stdio_server_serves_a_socket_pair() {
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let stdout = theirs.try_clone().unwrap();
+    let child = extpool_testkit::stdio_command(NO_ARGS)
+        .tokio_command()
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+        .stdout(Stdio::from(std::os::fd::OwnedFd::from(stdout)))
+        .stderr(Stdio::piped())
+        .env("RUST_LOG", "info")
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    ours.set_nonblocking(true).unwrap();
+    let client = within(().serve(tokio::net::UnixStream::from_std(ours).unwrap()))
+        .await
+        .unwrap();
+    let echo = within(
+        client.call_tool(
+            rmcp::model::CallToolRequestParams::new("echo")
+                .with_arguments(args(json!({"message": "over a socket"}))),
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(text_of(&echo), "over a socket");
+    within(client.cancel()).await.unwrap();
+    let out = within(child.wait_with_output()).await.unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(log.contains("nonblocking=true"), "{log}");
+}
+
+/// The real server process over pipes: a line that is not JSON is ignored,
+/// JSON that is no message is answered with Invalid Request, and calls
+/// before and after both work.
+#[tokio::test]
+async fn stdio_server_survives_bad_lines() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let mut child = extpool_testkit::stdio_command(NO_ARGS)
+        .tokio_command()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut answer = async || -> serde_json::Value {
+        let line = within(stdout.next_line()).await.unwrap().expect("a line");
+        serde_json::from_str(&line).unwrap()
+    };
+    stdin
+        .write_all(
+            concat!(
+                r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+                "\n",
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                "\nnot json at all\n",
+                r#"{"jsonrpc":"2.0","id":2}"#,
+                "\n",
+                r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"still here"}}}"#,
+                "\n",
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(answer().await["id"], 1);
+    let invalid = answer().await;
+    assert_eq!(invalid["error"]["code"], -32600, "{invalid}");
+    let echo = answer().await;
+    assert_eq!(echo["id"], 3, "{echo}");
+    assert_eq!(echo["result"]["content"][0]["text"], "still here");
+    drop(stdin);
+    let status = within(child.wait()).await.unwrap();
+    assert!(status.success(), "{status:?}");
+}

@@ -1,0 +1,199 @@
+//! extpool's stdio transport for rmcp: newline-delimited JSON-RPC over
+//! non-blocking pipes, used on both sides — the client to a child process
+//! ([`ChildTransport`]) and a server on this process's stdin/stdout
+//! ([`stdio_server`]).
+//!
+//! It implements rmcp's [`Transport`] trait (no fork of rmcp) and differs
+//! from rmcp's own stdio transports only in cost:
+//!
+//! - **No blocking pool.** Pipes and sockets are read and written through
+//!   tokio's reactor (`tokio::net::unix::pipe`, `UnixStream`), never through
+//!   `tokio::io::stdin`/`stdout`, which hand every read and write to a
+//!   blocking thread (a thread wake-up each way).
+//! - **One writer per connection** ([`writer`]): a message is written at
+//!   once when the pipe has room, otherwise queued; the writer drains
+//!   everything queued in one write. No lock held across an await, no task
+//!   per message.
+//! - **Reads in bulk, lines in place** ([`lines`]): up to 64 KiB a read,
+//!   lines decoded where they lie.
+//! - **Decoding straight into the concrete message type** ([`decode`]),
+//!   with rmcp's own decoder for everything the fast path is not certain of.
+//!
+//! What it keeps from rmcp: a line over [`MAX_LINE_LENGTH`] (16 MiB, rmcp's
+//! bound) is dropped and the connection goes on; a line that is not JSON,
+//! and an unknown notification, is ignored; JSON that is no valid message
+//! is answered with `Invalid Request`; end of input ends the connection.
+
+mod child;
+pub mod decode;
+mod lines;
+mod server;
+mod writer;
+
+use std::io;
+use std::marker::PhantomData;
+
+use futures::future::Either;
+use rmcp::model::ErrorData;
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use tokio::io::AsyncReadExt;
+use tokio::net::UnixStream;
+use tokio::net::unix::pipe;
+
+pub use child::ChildTransport;
+pub use decode::FastDecode;
+pub use server::{StdioServerTransport, stdio_server};
+
+use decode::Decoded;
+use lines::LineBuf;
+use writer::{Sent, Sink, Writer};
+
+/// The longest message accepted, in bytes (rmcp's stdio bound).
+pub const MAX_LINE_LENGTH: usize = 16 * 1024 * 1024;
+
+/// How long a closing connection may take to write what is still queued.
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Where bytes come from: a pipe or a stream socket, non-blocking.
+#[derive(Debug)]
+pub(crate) enum Source {
+    /// A pipe (a child's stdout, or our stdin).
+    Pipe(pipe::Receiver),
+    /// A socket.
+    Socket(UnixStream),
+}
+
+impl Source {
+    async fn read(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
+        match self {
+            Self::Pipe(p) => p.read_buf(buf).await,
+            Self::Socket(s) => s.read_buf(buf).await,
+        }
+    }
+}
+
+/// One newline-delimited JSON-RPC connection over a non-blocking pipe pair.
+#[derive(Debug)]
+pub struct LineTransport<R> {
+    source: Source,
+    lines: LineBuf,
+    writer: Writer,
+    /// Reused for serializing each outgoing message.
+    scratch: Vec<u8>,
+    /// The peer's input ended (or failed).
+    ended: bool,
+    _role: PhantomData<fn() -> R>,
+}
+
+impl<R: FastDecode> LineTransport<R> {
+    /// A connection reading `source` and writing `sink`; starts the writer
+    /// task, so it must be called within a tokio runtime.
+    pub(crate) fn new(source: Source, sink: Sink) -> io::Result<Self> {
+        Ok(Self {
+            source,
+            lines: LineBuf::new(MAX_LINE_LENGTH),
+            writer: Writer::new(sink)?,
+            scratch: Vec::with_capacity(1024),
+            ended: false,
+            _role: PhantomData,
+        })
+    }
+
+    /// A connection over a pipe pair: `from` is read, `to` is written.
+    pub fn from_pipes(from: pipe::Receiver, to: pipe::Sender) -> io::Result<Self> {
+        Self::new(Source::Pipe(from), Sink::Pipe(to))
+    }
+
+    /// A connection over one stream socket (read and written).
+    pub fn from_socket(socket: std::os::unix::net::UnixStream) -> io::Result<Self> {
+        let write = socket.try_clone()?;
+        Self::new(
+            Source::Socket(nonblocking(socket)?),
+            Sink::Socket(nonblocking(write)?),
+        )
+    }
+
+    fn encode(&mut self, item: &TxJsonRpcMessage<R>) -> io::Result<Sent> {
+        self.scratch.clear();
+        serde_json::to_writer(&mut self.scratch, item)?;
+        self.scratch.push(b'\n');
+        let sent = self.writer.send(&self.scratch);
+        if self.scratch.capacity() > 64 * 1024 {
+            self.scratch = Vec::with_capacity(1024);
+        }
+        sent
+    }
+
+    /// Flushes what is queued (bounded) and closes the write side.
+    pub(crate) async fn close_writer(&mut self) {
+        self.writer.close(CLOSE_GRACE).await;
+    }
+}
+
+pub(crate) fn nonblocking(socket: std::os::unix::net::UnixStream) -> io::Result<UnixStream> {
+    socket.set_nonblocking(true)?;
+    UnixStream::from_std(socket)
+}
+
+impl<R: FastDecode> Transport<R> for LineTransport<R> {
+    type Error = io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<R>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        match self.encode(&item) {
+            Ok(Sent::Done) => Either::Left(std::future::ready(Ok(()))),
+            Ok(Sent::Full) => Either::Right(self.writer.room()),
+            Err(error) => Either::Left(std::future::ready(Err(error))),
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<R>> {
+        loop {
+            while let Some(range) = self.lines.next_line() {
+                match decode::decode::<R>(self.lines.get(range)) {
+                    Decoded::Message(message) => return Some(message),
+                    Decoded::Skip => {}
+                    Decoded::Invalid => {
+                        let reply = TxJsonRpcMessage::<R>::error(
+                            ErrorData::invalid_request("Invalid request", None),
+                            None,
+                        );
+                        if let Err(error) = self.encode(&reply) {
+                            tracing::debug!(%error, "cannot answer an invalid message");
+                            return None;
+                        }
+                    }
+                }
+            }
+            if self.ended {
+                return None;
+            }
+            // Cancel-safe: a read either appends to the buffer or does nothing.
+            let read = tokio::select! {
+                biased;
+                read = self.source.read(self.lines.spare()) => read,
+                () = self.writer.failed() => return None,
+            };
+            match read {
+                Ok(0) => self.ended = true,
+                Ok(_) => {}
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => {
+                    tracing::debug!(%error, "reading from the MCP peer failed");
+                    self.ended = true;
+                }
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.close_writer().await;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
