@@ -168,10 +168,20 @@ pub fn for_each_string(config: &McpServerConfig, f: &mut dyn FnMut(String, &str)
     for (k, v) in &config.headers {
         f(format!("headers.{k}"), v);
     }
+    if let Some(oauth) = &config.oauth {
+        for (field, v) in [
+            ("oauth.client_id", &oauth.client_id),
+            ("oauth.client_secret", &oauth.client_secret),
+        ] {
+            if let Some(v) = v {
+                f(field.into(), v);
+            }
+        }
+    }
 }
 
 /// Expands every string of a server entry: command, args, env values, cwd,
-/// url and header values.
+/// url, header values and the OAuth client id and secret.
 pub fn expand_server(
     config: &McpServerConfig,
     lookup: &dyn Fn(&str) -> Option<String>,
@@ -198,6 +208,14 @@ pub fn expand_server(
     for (k, v) in &config.headers {
         out.headers
             .insert(k.clone(), ex(format!("headers.{k}"), v)?);
+    }
+    if let (Some(oauth), Some(from)) = (out.oauth.as_mut(), config.oauth.as_ref()) {
+        if let Some(v) = &from.client_id {
+            oauth.client_id = Some(ex("oauth.client_id".into(), v)?);
+        }
+        if let Some(v) = &from.client_secret {
+            oauth.client_secret = Some(ex("oauth.client_secret".into(), v)?);
+        }
     }
     Ok(out)
 }

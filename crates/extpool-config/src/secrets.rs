@@ -54,6 +54,8 @@ pub enum SecretSite {
     Arg(String),
     /// URL query parameter `name` or the URL's password (`"password"`).
     Url(String),
+    /// `oauth.client_secret`.
+    OAuthClientSecret,
 }
 
 impl SecretSite {
@@ -79,12 +81,21 @@ impl SecretSite {
             SecretSite::Header(name) | SecretSite::Arg(name) | SecretSite::Url(name) => {
                 format!("{}_{}", up(server), up(name))
             }
+            SecretSite::OAuthClientSecret => format!("{}_OAUTH_CLIENT_SECRET", up(server)),
         }
     }
 }
 
 /// Rewrites every literal secret of `config` with `replace(site, value)`.
 pub fn rewrite(config: &mut McpServerConfig, replace: &mut dyn FnMut(&SecretSite, &str) -> String) {
+    if let Some(secret) = config
+        .oauth
+        .as_mut()
+        .and_then(|o| o.client_secret.as_mut())
+        .filter(|s| is_literal(s))
+    {
+        *secret = replace(&SecretSite::OAuthClientSecret, secret);
+    }
     for (k, v) in config.env.iter_mut() {
         if is_secret_name(k) && is_literal(v) {
             *v = replace(&SecretSite::Env(k.clone()), v);

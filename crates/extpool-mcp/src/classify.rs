@@ -35,6 +35,8 @@ pub enum Failure {
         /// The `WWW-Authenticate` challenge.
         challenge: Option<String>,
     },
+    /// OAuth could not authorize the request (the message says what to do).
+    OAuth(String),
     /// rmcp's own request timeout fired.
     Timeout,
     /// Anything else; not retried.
@@ -63,6 +65,7 @@ pub fn classify(error: ServiceError) -> Failure {
                 },
                 Verdict::Rpc(data) => Failure::Rpc(data),
                 Verdict::Auth(challenge) => Failure::Auth { challenge },
+                Verdict::OAuth(reason) => Failure::OAuth(reason),
                 Verdict::Other => Failure::Other(shared),
             }
         }
@@ -78,6 +81,7 @@ enum Verdict {
     },
     Rpc(rmcp::ErrorData),
     Auth(Option<String>),
+    OAuth(String),
     Other,
 }
 
@@ -129,6 +133,7 @@ fn http_verdict(error: &HttpError) -> Verdict {
             retry_after: None,
         },
         StreamableHttpError::ReinitializationFailed(data) => Verdict::Rpc(data.clone()),
+        StreamableHttpError::Auth(e) => Verdict::OAuth(oauth_text(e)),
         StreamableHttpError::Client(req) => reqwest_verdict(req),
         StreamableHttpError::Io(_)
         | StreamableHttpError::Sse(_)
@@ -138,6 +143,26 @@ fn http_verdict(error: &HttpError) -> Verdict {
         // POST may have been processed (recovery timeout): not replayable.
         _ => Verdict::Other,
     }
+}
+
+/// The message of an OAuth failure (extpool-auth's text, whole).
+fn oauth_text(error: &rmcp::transport::auth::AuthError) -> String {
+    match error {
+        rmcp::transport::auth::AuthError::OAuthError(message) => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The OAuth failure inside a transport error chain, if that is what it is.
+pub fn oauth_reason(root: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut current = Some(root);
+    while let Some(error) = current {
+        if let Some(StreamableHttpError::Auth(e)) = error.downcast_ref::<HttpError>() {
+            return Some(oauth_text(e));
+        }
+        current = error.source();
+    }
+    None
 }
 
 fn reqwest_verdict(error: &reqwest::Error) -> Verdict {

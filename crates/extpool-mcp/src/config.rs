@@ -61,6 +61,10 @@ pub struct McpServerConfig {
     /// Set false to keep the entry but not start it.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub enabled: bool,
+    /// OAuth operator profile (HTTP servers): how to obtain, store and
+    /// refresh this server's access grant (see `extpool mcp login`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<extpool_auth::OAuthProfile>,
 }
 
 impl std::fmt::Debug for McpServerConfig {
@@ -86,6 +90,7 @@ impl std::fmt::Debug for McpServerConfig {
             .field("allow_env", &self.allow_env)
             .field("prefix", &self.prefix)
             .field("enabled", &self.enabled)
+            .field("oauth", &self.oauth)
             .finish()
     }
 }

@@ -44,7 +44,8 @@ impl Plan {
                 Ok(Self::Stdio(StdioPlan::new(name, config, &options.spawn)?))
             }
             Ok(crate::config::Transport::Http { .. }) => {
-                Ok(Self::Http(HttpPlan::new(name, config, &options.tokens)?))
+                let plan = HttpPlan::new(name, config, &options.tokens)?;
+                Ok(Self::Http(plan.with_oauth(name, config, &options.auth)?))
             }
             Err(source) => Err(ConfigError::Transport {
                 server: name.to_string(),
@@ -126,6 +127,16 @@ const GROUP_GRACE: Duration = Duration::from_millis(200);
 /// How long a failed child gets to finish writing its stderr.
 const STDERR_SETTLE: Duration = Duration::from_millis(200);
 
+/// The OAuth message of a failed HTTP handshake, if OAuth is why it failed.
+fn oauth_failure(error: &rmcp::service::ClientInitializeError) -> Option<String> {
+    match error {
+        rmcp::service::ClientInitializeError::TransportError { error, .. } => {
+            crate::classify::oauth_reason(error.error.as_ref())
+        }
+        _ => None,
+    }
+}
+
 /// Spawns or dials, then initializes. On failure, returns the child's last
 /// stderr lines along with the reason.
 pub(crate) async fn connect(
@@ -165,12 +176,13 @@ pub(crate) async fn connect(
             match tokio::time::timeout(a.startup, handler.serve(transport)).await {
                 Ok(Ok(service)) => (service, None, None),
                 Ok(Err(source)) => {
-                    return Err((
-                        ConnectFailure::Initialize {
+                    let failure = match oauth_failure(&source) {
+                        Some(reason) => ConnectFailure::OAuth { reason },
+                        None => ConnectFailure::Initialize {
                             source: Arc::new(source),
                         },
-                        Vec::new(),
-                    ));
+                    };
+                    return Err((failure, Vec::new()));
                 }
                 Err(_) => return Err((ConnectFailure::Timeout { timeout_ms }, Vec::new())),
             }

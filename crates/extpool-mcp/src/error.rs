@@ -95,6 +95,14 @@ pub enum ConfigError {
         /// The server.
         server: String,
     },
+    /// The `oauth` profile cannot be used.
+    #[error("MCP server {server:?}: oauth: {reason}")]
+    OAuth {
+        /// The server.
+        server: String,
+        /// Why (never a secret).
+        reason: String,
+    },
 }
 
 /// What failed while a connection was being established.
@@ -116,6 +124,12 @@ pub enum ConnectFailure {
         /// rmcp's error.
         #[source]
         source: Arc<rmcp::service::ClientInitializeError>,
+    },
+    /// OAuth could not authorize the connection (the reason says what to do).
+    #[error("{reason}")]
+    OAuth {
+        /// extpool-auth's message (never a token).
+        reason: String,
     },
     /// The server did not finish the handshake in time.
     #[error("no initialize response within {timeout_ms} ms")]
@@ -169,6 +183,15 @@ pub enum ClientError {
         /// The transport error.
         #[source]
         cause: SharedError,
+    },
+    /// OAuth could not authorize the request (the reason says what to do,
+    /// e.g. `run: extpool mcp login <server>`).
+    #[error("{reason}")]
+    OAuth {
+        /// The server.
+        server: ServerName,
+        /// extpool-auth's message (never a token).
+        reason: String,
     },
     /// The request did not complete in time; the server was sent `notifications/cancelled`.
     #[error("MCP server \"{server}\": {operation} timed out after {timeout_ms} ms")]
@@ -267,6 +290,7 @@ impl ClientError {
             | Self::Rpc { server, .. }
             | Self::HttpStatus { server, .. }
             | Self::AuthRequired { server, .. }
+            | Self::OAuth { server, .. }
             | Self::Protocol { server, .. }
             | Self::Closed { server }
             | Self::PoolExhausted { server, .. }

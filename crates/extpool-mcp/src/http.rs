@@ -164,6 +164,8 @@ pub struct HttpPlan {
     url: reqwest::Url,
     headers: HashMap<HeaderName, HeaderValue>,
     token: Option<BearerToken>,
+    /// The server's OAuth session (`oauth` profile), shared by reconnects.
+    oauth: Option<std::sync::Arc<extpool_auth::OAuthSession>>,
 }
 
 impl std::fmt::Debug for HttpPlan {
@@ -173,6 +175,7 @@ impl std::fmt::Debug for HttpPlan {
             .field("url", &redacted_url(&self.url))
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("token", &self.token)
+            .field("oauth", &self.oauth.is_some())
             .finish()
     }
 }
@@ -272,7 +275,45 @@ impl HttpPlan {
             url,
             headers,
             token,
+            oauth: None,
         })
+    }
+
+    /// Adds the OAuth session of `config.oauth`, if any: it conflicts with
+    /// a static token or `Authorization` header, and (carrying tokens)
+    /// needs HTTPS off loopback like them.
+    pub fn with_oauth(
+        mut self,
+        name: &ServerName,
+        config: &McpServerConfig,
+        auth: &extpool_auth::AuthContext,
+    ) -> Result<Self, ConfigError> {
+        let Some(profile) = &config.oauth else {
+            return Ok(self);
+        };
+        let invalid = |reason: String| ConfigError::OAuth {
+            server: name.to_string(),
+            reason,
+        };
+        if self.token.is_some() || self.headers.contains_key(&http::header::AUTHORIZATION) {
+            return Err(invalid(
+                "conflicts with the token from MCP_<NAME>_TOKEN or an Authorization header".into(),
+            ));
+        }
+        if self.url.scheme() == "http" && !is_loopback(&self.url) && !config.insecure_http {
+            return Err(ConfigError::InsecureHttp {
+                server: name.to_string(),
+            });
+        }
+        let session = extpool_auth::OAuthSession::new(
+            name.as_str(),
+            self.url.as_str(),
+            profile.clone(),
+            auth.clone(),
+        )
+        .map_err(|e| invalid(e.to_string()))?;
+        self.oauth = Some(std::sync::Arc::new(session));
+        Ok(self)
     }
 
     /// The URL without userinfo, query or fragment (safe to log).
@@ -290,7 +331,7 @@ impl HttpPlan {
         &self,
         client: &reqwest::Client,
         settings: &HttpSettings,
-    ) -> StreamableHttpClientTransport<reqwest::Client> {
+    ) -> StreamableHttpClientTransport<extpool_auth::AuthorizedClient> {
         let mut cfg = StreamableHttpClientTransportConfig::with_uri(self.url.as_str())
             .max_concurrent_requests(settings.max_concurrent_requests)
             .reinit_on_expired_session(true);
@@ -305,7 +346,8 @@ impl HttpPlan {
         if let Some(token) = &self.token {
             cfg = cfg.auth_header(token.expose());
         }
-        StreamableHttpClientTransport::with_client(client.clone(), cfg)
+        let client = extpool_auth::AuthorizedClient::new(client.clone(), self.oauth.clone());
+        StreamableHttpClientTransport::with_client(client, cfg)
     }
 }
 

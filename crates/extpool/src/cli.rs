@@ -143,6 +143,9 @@ Examples:
   extpool completions zsh > ~/.zfunc/_extpool
   extpool completions fish > ~/.config/fish/completions/extpool.fish")]
     Completions(CompletionsArgs),
+    /// OAuth for remote MCP servers: login, logout, auth-status.
+    #[command(subcommand)]
+    Mcp(crate::cmd::mcp::McpCommand),
 }
 
 /// What `list` lists.

@@ -72,6 +72,9 @@ pub struct ClientOptions {
     pub tokens: TokenSource,
     /// The HTTP client, shared by every clone of these options.
     pub http_client: SharedHttpClient,
+    /// OAuth for servers with an `oauth` profile (by default: stored grants
+    /// only, never a browser).
+    pub auth: extpool_auth::AuthContext,
 }
 
 impl Default for ClientOptions {
@@ -84,6 +87,7 @@ impl Default for ClientOptions {
             close_timeout: Duration::from_secs(5),
             tokens: TokenSource::default(),
             http_client: SharedHttpClient::default(),
+            auth: extpool_auth::AuthContext::default(),
         }
     }
 }
@@ -361,6 +365,10 @@ impl McpClient {
                     server: server(),
                     operation,
                     timeout_ms: timeout.as_millis() as u64,
+                }),
+                Failure::OAuth(reason) => Attempt::Failed(ClientError::OAuth {
+                    server: server(),
+                    reason,
                 }),
                 Failure::Other(source) => Attempt::Failed(ClientError::Protocol {
                     server: server(),

@@ -6,6 +6,7 @@
 mod cap;
 mod client;
 mod fake_http;
+mod oauth;
 mod peers;
 mod pool;
 mod reconnect;

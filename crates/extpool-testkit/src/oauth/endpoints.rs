@@ -155,7 +155,15 @@ async fn authorize(
                 .copied()
                 .unwrap_or_default()
                 .to_owned(),
-            scope: q.get("scope").copied().unwrap_or_default().to_owned(),
+            // Only supported scopes are granted.
+            scope: q
+                .get("scope")
+                .copied()
+                .unwrap_or_default()
+                .split_whitespace()
+                .filter(|x| s.options.scopes_supported.iter().any(|s| s == x))
+                .collect::<Vec<_>>()
+                .join(" "),
             resource,
         },
     );

@@ -4,6 +4,7 @@ mod call;
 mod completions;
 mod config;
 mod list;
+pub mod mcp;
 mod overview;
 mod read;
 mod run;
@@ -32,6 +33,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Watch(args)) => watch::run(&mut ctx, args).await,
         Some(Command::Config(cmd)) => config::run(&mut ctx, cmd),
         Some(Command::Completions(args)) => completions::run(&mut ctx, args),
+        Some(Command::Mcp(cmd)) => mcp::run(&mut ctx, cmd).await,
     }
 }
 
