@@ -9,6 +9,9 @@ mkdir -p "$peers"
 NPM_PACKAGES=(
   "@modelcontextprotocol/server-everything@2026.8.31"
   "@modelcontextprotocol/sdk@1.32.2"
+  # The official conformance suite, and the Node >= 22 it needs.
+  "@modelcontextprotocol/conformance@0.1.16"
+  "node@22.23.3"
 )
 PIP_PACKAGES=(
   "mcp==2.3.0"

@@ -142,7 +142,8 @@ fn oauth_failure(error: &rmcp::service::ClientInitializeError) -> Option<String>
 pub(crate) async fn connect(
     a: Attempt<'_>,
 ) -> Result<Arc<Connection>, (ConnectFailure, Vec<String>)> {
-    let handler = Handler::new(a.name.clone(), a.signals.clone(), a.progress.clone());
+    let handler = Handler::new(a.name.clone(), a.signals.clone(), a.progress.clone())
+        .with_elicitation(a.options.elicitation.clone());
     let timeout_ms = a.startup.as_millis() as u64;
     let (service, stderr, pid) = match a.plan {
         Plan::Stdio(plan) => {

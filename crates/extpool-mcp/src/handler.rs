@@ -88,6 +88,7 @@ pub struct Handler {
     signals: Arc<ChangeSignals>,
     progress: Arc<ProgressRoutes>,
     info: ClientConfig,
+    elicitation: Option<crate::elicitation::Elicitation>,
 }
 
 impl Handler {
@@ -97,16 +98,36 @@ impl Handler {
         signals: Arc<ChangeSignals>,
         progress: Arc<ProgressRoutes>,
     ) -> Self {
-        let info = ClientConfig::new(
+        let mut info = ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new("extpool", env!("CARGO_PKG_VERSION")),
         );
+        // The `initialize` handshake belongs to the session era: offer its
+        // latest version (rmcp's default, 2026-07-28, has no initialize).
+        info.protocol_version = rmcp::model::ProtocolVersion::V_2025_11_25;
         Self {
             server,
             signals,
             progress,
             info,
+            elicitation: None,
         }
+    }
+
+    /// Forwards elicitation requests to `elicitation` (and declares form
+    /// elicitation) when one is given.
+    pub fn with_elicitation(
+        mut self,
+        elicitation: Option<crate::elicitation::Elicitation>,
+    ) -> Self {
+        if elicitation.is_some() {
+            self.info.capabilities.elicitation = Some(
+                rmcp::model::ElicitationCapability::new()
+                    .with_form(rmcp::model::FormElicitationCapability::new()),
+            );
+        }
+        self.elicitation = elicitation;
+        self
     }
 }
 
@@ -121,6 +142,19 @@ impl ClientHandler for Handler {
         _: NotificationContext<RoleClient>,
     ) {
         self.progress.route(params);
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        match &self.elicitation {
+            Some(handler) => handler.0.elicit(&self.server, request).await,
+            None => Ok(rmcp::model::ElicitResult::new(
+                rmcp::model::ElicitationAction::Decline,
+            )),
+        }
     }
 
     async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {

@@ -42,6 +42,7 @@ pub mod client;
 pub mod config;
 mod connection;
 pub mod convert;
+pub mod elicitation;
 pub mod error;
 pub mod handler;
 pub mod http;
@@ -59,6 +60,7 @@ pub use client::{ClientOptions, McpClient, SharedHttpClient};
 pub use config::{
     McpServerConfig, ReconnectPolicy, StaticTool, Transport, TransportError, TransportKind,
 };
+pub use elicitation::{Elicitation, ElicitationHandler};
 pub use error::{ClientError, ConfigError, ConnectFailure};
 pub use http::{BearerToken, HttpSettings, TokenSource};
 pub use name::{ServerName, check_names};

@@ -225,3 +225,28 @@ impl FastMcpServer {
         fastmcp_stdio()
     }
 }
+
+/// Node.js 22 from the `node@22` npm package (the conformance suite needs
+/// Node ≥ 22; the machine's `node` may be older).
+///
+/// # Panics
+///
+/// When the package is not installed.
+pub fn node22() -> PathBuf {
+    require(
+        peers_dir().join("node_modules/node/bin/node"),
+        "node@22 (npm package)",
+    )
+}
+
+/// `dist/index.js` of `@modelcontextprotocol/conformance` (the official suite).
+///
+/// # Panics
+///
+/// When the package is not installed.
+pub fn conformance_script() -> PathBuf {
+    require(
+        peers_dir().join("node_modules/@modelcontextprotocol/conformance/dist/index.js"),
+        "@modelcontextprotocol/conformance",
+    )
+}

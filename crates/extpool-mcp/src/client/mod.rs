@@ -75,6 +75,8 @@ pub struct ClientOptions {
     /// OAuth for servers with an `oauth` profile (by default: stored grants
     /// only, never a browser).
     pub auth: extpool_auth::AuthContext,
+    /// Who answers servers' elicitation requests (none: not declared).
+    pub elicitation: Option<crate::elicitation::Elicitation>,
 }
 
 impl Default for ClientOptions {
@@ -88,6 +90,7 @@ impl Default for ClientOptions {
             tokens: TokenSource::default(),
             http_client: SharedHttpClient::default(),
             auth: extpool_auth::AuthContext::default(),
+            elicitation: None,
         }
     }
 }

@@ -8,6 +8,7 @@
 mod bearer;
 mod cancel;
 mod common;
+mod conformance;
 mod crash;
 mod faults;
 mod helpers;
