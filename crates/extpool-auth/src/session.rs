@@ -430,25 +430,20 @@ impl OAuthSession {
             .map_err(|e| {
                 env_error(format!(
                     "is not a grant record (JSON): {}",
-                    e.classify_name()
+                    json_position(&e)
                 ))
             })
     }
 }
 
-trait ClassifyName {
-    fn classify_name(&self) -> String;
-}
-
-impl ClassifyName for serde_json::Error {
-    fn classify_name(&self) -> String {
-        format!(
-            "{:?} error at line {} column {}",
-            self.classify(),
-            self.line(),
-            self.column()
-        )
-    }
+/// Where a JSON document is wrong, without quoting any of it.
+fn json_position(e: &serde_json::Error) -> String {
+    format!(
+        "{:?} error at line {} column {}",
+        e.classify(),
+        e.line(),
+        e.column()
+    )
 }
 
 /// One `key="value"` parameter of a `WWW-Authenticate` header.

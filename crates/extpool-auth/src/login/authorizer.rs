@@ -141,7 +141,7 @@ impl Authorizer for LoopbackAuthorizer {
                 }
             }),
         );
-        let stop = tokio_util_cancel();
+        let stop = Arc::new(tokio::sync::Notify::new());
         let stop_wait = stop.clone();
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, app)
@@ -170,10 +170,6 @@ impl Authorizer for LoopbackAuthorizer {
             timeout: self.timeout,
         }))
     }
-}
-
-fn tokio_util_cancel() -> Arc<tokio::sync::Notify> {
-    Arc::new(tokio::sync::Notify::new())
 }
 
 struct Loopback {

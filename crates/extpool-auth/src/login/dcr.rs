@@ -23,9 +23,8 @@ use rmcp::transport::auth::{AuthorizationSession, OAuthClientConfig};
 
 use super::{DcrAction, LoginOptions, LoginTarget, complete, discover};
 use crate::error::{AuthError, DcrError};
-use crate::grant::{Grant, TokenAuthMethod, now_secs};
+use crate::grant::{Grant, now_secs};
 use crate::login::authorizer::Authorizer;
-use crate::secret::Secret;
 use crate::store::{CredentialStore, Record};
 
 /// Where a registration is.
@@ -146,13 +145,7 @@ pub(super) async fn login(
         resource: canonical_resource(target.url),
         issuer,
     };
-    let pending = authorizer
-        .start()
-        .await
-        .map_err(|e| AuthError::Authorization {
-            server: server.to_owned(),
-            reason: e.0,
-        })?;
+    let pending = super::start(server, authorizer).await?;
     let redirect_uri = pending.redirect_uri();
 
     // Decide under the lock; write `pending` before anything goes out.
@@ -372,23 +365,11 @@ async fn authorize_with(
             "discarding a refresh token: direct DCR never refreshes"
         );
     }
-    let now = now_secs();
     let grant = Grant {
-        server_url: target.url.to_owned(),
-        resource,
-        issuer: metadata.issuer.clone(),
-        token_endpoint: metadata.token_endpoint.clone(),
         client_id,
-        client_secret: None,
-        auth_method: TokenAuthMethod::None,
-        registered_client: false,
-        access_token: Secret::new(token.access_token().secret().clone()),
         refresh_token: None,
-        expires_at: token.expires_in().map(|d| now.saturating_add(d.as_secs())),
-        obtained_at: now,
-        scopes: granted,
-        wanted_scopes: Vec::new(),
         dcr_generation: Some(registration.generation),
+        ..super::issued_grant(target, metadata, resource, &token, granted)
     };
     let _lock = store.lock_async(server).await?;
     // The registration may have been reset meanwhile: bind only to the current one.

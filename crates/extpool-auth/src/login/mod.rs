@@ -174,13 +174,7 @@ pub(crate) async fn authorize(
     let profile = target.profile;
     let (mut manager, metadata) =
         discover(server, target.url, options.challenge.as_deref()).await?;
-    let pending = authorizer
-        .start()
-        .await
-        .map_err(|e| AuthError::Authorization {
-            server: server.to_owned(),
-            reason: e.0,
-        })?;
+    let pending = start(server, authorizer).await?;
     let redirect_uri = pending.redirect_uri();
     let scopes = dedup(
         profile
@@ -267,26 +261,58 @@ pub(crate) async fn authorize(
     let auth_url = session.get_authorization_url().to_owned();
     let resource = query_param(&auth_url, "resource").unwrap_or_else(|| target.url.to_owned());
     let (token, granted) = complete(server, &session, pending, &auth_url).await?;
-    let now = now_secs();
     Ok(Grant {
-        server_url: target.url.to_owned(),
-        resource,
-        issuer: metadata.issuer.clone(),
-        token_endpoint: metadata.token_endpoint.clone(),
         client_id,
         client_secret: secret,
         auth_method,
         registered_client: dynamic,
+        ..issued_grant(target, &metadata, resource, &token, granted)
+    })
+}
+
+/// Prepares the authorizer's redirect.
+pub(crate) async fn start(
+    server: &str,
+    authorizer: &dyn Authorizer,
+) -> Result<Box<dyn PendingRedirect>, AuthError> {
+    authorizer
+        .start()
+        .await
+        .map_err(|e| AuthError::Authorization {
+            server: server.to_owned(),
+            reason: e.0,
+        })
+}
+
+/// A grant for `target` from a token response, for a public client; the
+/// caller sets the client fields.
+pub(crate) fn issued_grant(
+    target: LoginTarget<'_>,
+    metadata: &AuthorizationMetadata,
+    resource: String,
+    token: &OAuthTokenResponse,
+    scopes: Vec<String>,
+) -> Grant {
+    let now = now_secs();
+    Grant {
+        server_url: target.url.to_owned(),
+        resource,
+        issuer: metadata.issuer.clone(),
+        token_endpoint: metadata.token_endpoint.clone(),
+        client_id: String::new(),
+        client_secret: None,
+        auth_method: TokenAuthMethod::None,
+        registered_client: false,
         access_token: Secret::new(token.access_token().secret().clone()),
         refresh_token: token
             .refresh_token()
             .map(|t| Secret::new(t.secret().clone())),
         expires_at: token.expires_in().map(|d| now.saturating_add(d.as_secs())),
         obtained_at: now,
-        scopes: granted,
+        scopes,
         wanted_scopes: Vec::new(),
         dcr_generation: None,
-    })
+    }
 }
 
 /// Sends the user to `auth_url`, checks the redirect and exchanges the code.
