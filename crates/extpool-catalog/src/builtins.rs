@@ -209,10 +209,10 @@ async fn read(revision: &CatalogRevision, args: ReadArgs) -> Result<ToolResult, 
     let content = mcp
         .read_resource(&args.uri)
         .await
-        .map_err(|source| CallError::Source {
+        .map_err(|error| CallError::Source {
             tool: BuiltinTool::ReadMcpResource.name().to_owned(),
             server: args.server.clone(),
-            source,
+            error,
         })?
         .ok_or_else(|| CallError::ResourceNotFound {
             server: args.server.clone(),

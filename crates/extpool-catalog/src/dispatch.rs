@@ -52,15 +52,15 @@ pub enum CallError {
         uri: String,
     },
     /// The source failed (transport, protocol, timeout, unavailable).
-    #[error("{tool} on {server}: {source}")]
+    #[error("{tool} on {server}: {error}")]
     Source {
         /// The tool (catalog name) or built-in.
         tool: String,
         /// The server id.
         server: String,
-        /// The source's error.
-        #[source]
-        source: ExtensionError,
+        /// The source's error (shown in this message, so not a `source()`:
+        /// each cause once).
+        error: ExtensionError,
     },
     /// The structured result is larger than the limit (never truncated).
     #[error(transparent)]
@@ -136,10 +136,10 @@ pub(crate) async fn call_remote_raw(
     tracing::debug!(tool = %tool.name, server = %tool.server, revision = revision.number(), "call");
     mcp.call_tool(tool.original(), args)
         .await
-        .map_err(|source| CallError::Source {
+        .map_err(|error| CallError::Source {
             tool: tool.name.clone(),
             server: tool.server.to_string(),
-            source,
+            error,
         })
 }
 

@@ -44,15 +44,16 @@ pub enum CommandError {
         reason: String,
     },
     /// The source failed or refused the arguments.
-    #[error("/{command} on {server}: {source}")]
+    #[error("/{command} on {server}: {error}")]
     Source {
         /// The command.
         command: String,
         /// The source id.
         server: String,
-        /// The source's error (invalid arguments are [`ExtensionError::InvalidArgument`]).
-        #[source]
-        source: ExtensionError,
+        /// The source's error (invalid arguments are
+        /// [`ExtensionError::InvalidArgument`]); shown in this message, so not
+        /// a `source()`: each cause once.
+        error: ExtensionError,
     },
 }
 
@@ -67,7 +68,7 @@ impl CommandError {
         matches!(
             self,
             Self::Source {
-                source: ExtensionError::InvalidArgument(_),
+                error: ExtensionError::InvalidArgument(_),
                 ..
             }
         )
@@ -178,10 +179,10 @@ impl CatalogRevision {
         commands
             .get_command(&command.original, words)
             .await
-            .map_err(|source| CommandError::Source {
+            .map_err(|error| CommandError::Source {
                 command: name.to_owned(),
                 server: command.server.to_string(),
-                source,
+                error,
             })
     }
 }

@@ -1,7 +1,13 @@
-//! The error every resource-protocol method returns.
+//! The error every resource-protocol method returns, and the rule for
+//! showing an error to people.
 //!
 //! Capabilities wrap their own typed errors in [`ExtensionError::Source`] so
 //! callers can still downcast them; nobody should match on message strings.
+//!
+//! **Each cause is shown once.** A wrapper either includes its cause's text
+//! in its own message or returns the cause from `source()`, never both;
+//! extpool's wrappers include the text (so `to_string()` and `{:#}` agree),
+//! and [`Causes`] renders any foreign error chain with each cause once.
 
 /// A boxed error that can cross task boundaries.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -43,13 +49,15 @@ pub enum ExtensionError {
         reason: String,
     },
     /// A typed error from the capability's own layer (MCP client, skills, …).
-    #[error("{capability}: {source}")]
+    ///
+    /// Shown as the layer error's own text (with its causes, each once): a
+    /// layer error names what it is about (an MCP server, a skill file).
+    #[error("{}", Causes(error.as_ref()))]
     Source {
         /// Capability whose layer failed.
         capability: String,
         /// The underlying error; downcast it to inspect.
-        #[source]
-        source: BoxError,
+        error: BoxError,
     },
 }
 
@@ -66,7 +74,7 @@ impl ExtensionError {
     pub fn source(capability: impl Into<String>, source: impl Into<BoxError>) -> Self {
         Self::Source {
             capability: capability.into(),
-            source: source.into(),
+            error: source.into(),
         }
     }
 
@@ -83,8 +91,85 @@ impl ExtensionError {
     /// The wrapped source error, if it is of type `E`.
     pub fn downcast_source<E: std::error::Error + 'static>(&self) -> Option<&E> {
         match self {
-            Self::Source { source, .. } => source.downcast_ref::<E>(),
+            Self::Source { error, .. } => error.downcast_ref::<E>(),
             _ => None,
         }
+    }
+}
+
+/// Shows an error and the causes in its `source()` chain, outermost first,
+/// each once: a cause whose text the message before it already ends with
+/// (a wrapper that printed it *and* returned it) is not repeated.
+pub struct Causes<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for Causes<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut previous = self.0.to_string();
+        f.write_str(&previous)?;
+        let mut next = self.0.source();
+        while let Some(cause) = next {
+            let text = cause.to_string();
+            if !text.is_empty() && !previous.ends_with(&text) {
+                write!(f, ": {text}")?;
+            }
+            previous = text;
+            next = cause.source();
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Causes<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("outer: {inner}")]
+    struct Both {
+        #[source]
+        inner: std::io::Error,
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("reading config")]
+    struct Chained {
+        #[source]
+        inner: std::io::Error,
+    }
+
+    #[test]
+    fn each_cause_is_shown_once() {
+        let io = || std::io::Error::other("Is a directory (os error 21)");
+        let both = Both { inner: io() };
+        assert_eq!(
+            Causes(&both).to_string(),
+            "outer: Is a directory (os error 21)"
+        );
+        let chained = Chained { inner: io() };
+        assert_eq!(
+            Causes(&chained).to_string(),
+            "reading config: Is a directory (os error 21)"
+        );
+    }
+
+    #[test]
+    fn a_wrapped_layer_error_is_shown_once_in_every_rendering() {
+        let e = ExtensionError::source(
+            "gh",
+            Both {
+                inner: std::io::Error::other("gone"),
+            },
+        );
+        assert_eq!(e.to_string(), "outer: gone");
+        // What a binary prints with anyhow's `{:#}`: the same, once.
+        assert!(std::error::Error::source(&e).is_none());
+        assert_eq!(Causes(&e).to_string(), "outer: gone");
+        assert!(e.downcast_source::<Both>().is_some());
     }
 }

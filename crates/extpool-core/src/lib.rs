@@ -26,7 +26,7 @@ pub use entry::{
     CommandArgument, CommandEntry, ContentPart, ResourceBody, ResourceContent, ResourceEntry,
     SkillEntry, ToolEntry, ToolResult,
 };
-pub use error::{BoxError, ExtensionError};
+pub use error::{BoxError, Causes, ExtensionError};
 pub use protocols::{ChangeObservable, CommandResource, McpResource, SkillResource};
 pub use registry::{
     ExtensionRegistry, MergedChanges, Registration, RegistryConfig, RegistryError, ResolveError,

@@ -1,11 +1,13 @@
 //! Sorting rmcp failures into "the connection is gone" (reconnect and
 //! retry) and everything else (return as is) — by type, never by message.
 //!
-//! The rule comes from the behaviour doc: a dropped connection is retried
-//! once after one shared reconnect; a failure the server itself declared — a
-//! JSON-RPC error, an HTTP 4xx/5xx answer — is never replayed, because the
-//! server may already have acted on the request. When unsure, this module
-//! answers "not a drop": replaying is the riskier mistake.
+//! The rule comes from the behaviour doc: a dropped connection is
+//! reconnected once; a failure the server itself declared — a JSON-RPC
+//! error, an HTTP 4xx/5xx answer — is never replayed, because the server may
+//! already have acted on the request. When unsure, this module answers "not
+//! a drop": replaying is the riskier mistake. Whether an interrupted request
+//! is sent again is decided by the client ([`crate::client`]): only when it
+//! never left, or repeating it is harmless.
 
 use std::sync::Arc;
 
@@ -20,7 +22,16 @@ use crate::error::SharedError;
 #[derive(Debug)]
 pub enum Failure {
     /// The connection is gone (child exited, stream broke, server unreachable).
-    Lost(SharedError),
+    Lost {
+        /// What broke.
+        cause: SharedError,
+        /// False when the request certainly never reached the server (the
+        /// connection could not even be opened), so sending it again is safe.
+        sent: bool,
+    },
+    /// HTTP 404 on a request that carried a session id: the session is gone
+    /// (or the server chose to answer 404). The request may have been acted on.
+    SessionExpired,
     /// A JSON-RPC error response.
     Rpc(rmcp::ErrorData),
     /// An HTTP error status.
@@ -49,13 +60,20 @@ type HttpError = StreamableHttpError<reqwest::Error>;
 pub fn classify(error: ServiceError) -> Failure {
     match error {
         ServiceError::McpError(data) => Failure::Rpc(data),
-        ServiceError::TransportClosed => Failure::Lost(Arc::new(ServiceError::TransportClosed)),
+        ServiceError::TransportClosed => Failure::Lost {
+            cause: Arc::new(ServiceError::TransportClosed),
+            sent: true,
+        },
         ServiceError::Timeout { .. } => Failure::Timeout,
         ServiceError::TransportSend(send) => {
             let verdict = transport_verdict(send.error.as_ref());
             let shared: SharedError = Arc::new(ServiceError::TransportSend(send));
             match verdict {
-                Verdict::Lost => Failure::Lost(shared),
+                Verdict::Lost { sent } => Failure::Lost {
+                    cause: shared,
+                    sent,
+                },
+                Verdict::SessionExpired => Failure::SessionExpired,
                 Verdict::Http {
                     status,
                     retry_after,
@@ -74,7 +92,10 @@ pub fn classify(error: ServiceError) -> Failure {
 }
 
 enum Verdict {
-    Lost,
+    Lost {
+        sent: bool,
+    },
+    SessionExpired,
     Http {
         status: u16,
         retry_after: Option<String>,
@@ -108,7 +129,7 @@ fn transport_verdict(root: &(dyn std::error::Error + Send + Sync + 'static)) -> 
         }
         if error.downcast_ref::<std::io::Error>().is_some() {
             // stdio: the pipe to the child broke.
-            return Verdict::Lost;
+            return Verdict::Lost { sent: true };
         }
         current = error.source();
     }
@@ -127,18 +148,15 @@ fn http_verdict(error: &HttpError) -> Verdict {
         StreamableHttpError::InsufficientScope(e) => {
             Verdict::Auth(Some(e.www_authenticate_header.clone()))
         }
-        // rmcp already re-initialized once; a second 404 is the server's answer.
-        StreamableHttpError::SessionExpired => Verdict::Http {
-            status: 404,
-            retry_after: None,
-        },
+        // Session recovery is off (see `http`): the client decides what to re-send.
+        StreamableHttpError::SessionExpired => Verdict::SessionExpired,
         StreamableHttpError::ReinitializationFailed(data) => Verdict::Rpc(data.clone()),
         StreamableHttpError::Auth(e) => Verdict::OAuth(oauth_text(e)),
         StreamableHttpError::Client(req) => reqwest_verdict(req),
         StreamableHttpError::Io(_)
         | StreamableHttpError::Sse(_)
         | StreamableHttpError::UnexpectedEndOfStream
-        | StreamableHttpError::TransportChannelClosed => Verdict::Lost,
+        | StreamableHttpError::TransportChannelClosed => Verdict::Lost { sent: true },
         // The server answered (4xx without JSON-RPC body, bad content), or the
         // POST may have been processed (recovery timeout): not replayable.
         _ => Verdict::Other,
@@ -175,8 +193,11 @@ fn reqwest_verdict(error: &reqwest::Error) -> Verdict {
     if error.is_builder() || error.is_decode() || error.is_redirect() {
         return Verdict::Other;
     }
-    // Connect failures, broken bodies, resets: the connection is gone.
-    Verdict::Lost
+    // Connect failures, broken bodies, resets: the connection is gone. A
+    // request whose connection could not be opened never reached the server.
+    Verdict::Lost {
+        sent: !error.is_connect(),
+    }
 }
 
 #[cfg(test)]
@@ -204,12 +225,12 @@ mod tests {
     fn closed_and_broken_pipes_are_lost() {
         assert!(matches!(
             classify(ServiceError::TransportClosed),
-            Failure::Lost(_)
+            Failure::Lost { sent: true, .. }
         ));
         let io = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
         assert!(matches!(
             classify(send_error(Box::new(io))),
-            Failure::Lost(_)
+            Failure::Lost { sent: true, .. }
         ));
     }
 
@@ -236,7 +257,7 @@ mod tests {
         let e: HttpError = StreamableHttpError::SessionExpired;
         assert!(matches!(
             classify(send_error(Box::new(e))),
-            Failure::Http { status: 404, .. }
+            Failure::SessionExpired
         ));
     }
 
@@ -245,7 +266,7 @@ mod tests {
         let e: HttpError = StreamableHttpError::UnexpectedEndOfStream;
         assert!(matches!(
             classify(send_error(Box::new(e))),
-            Failure::Lost(_)
+            Failure::Lost { sent: true, .. }
         ));
     }
 

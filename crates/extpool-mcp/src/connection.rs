@@ -47,9 +47,9 @@ impl Plan {
                 let plan = HttpPlan::new(name, config, &options.tokens)?;
                 Ok(Self::Http(plan.with_oauth(name, config, &options.auth)?))
             }
-            Err(source) => Err(ConfigError::Transport {
+            Err(problem) => Err(ConfigError::Transport {
                 server: name.to_string(),
-                source,
+                problem,
             }),
         }
     }
@@ -152,7 +152,7 @@ pub(crate) async fn connect(
                 (
                     ConnectFailure::Spawn {
                         command: plan.command.clone(),
-                        source: Arc::new(source),
+                        error: Arc::new(source),
                     },
                     Vec::new(),
                 )
@@ -163,7 +163,7 @@ pub(crate) async fn connect(
                     let lines = tail.settled_lines(STDERR_SETTLE).await;
                     return Err((
                         ConnectFailure::Initialize {
-                            source: Arc::new(source),
+                            error: Arc::new(source),
                         },
                         lines,
                     ));
@@ -180,7 +180,7 @@ pub(crate) async fn connect(
                     let failure = match oauth_failure(&source) {
                         Some(reason) => ConnectFailure::OAuth { reason },
                         None => ConnectFailure::Initialize {
-                            source: Arc::new(source),
+                            error: Arc::new(source),
                         },
                     };
                     return Err((failure, Vec::new()));

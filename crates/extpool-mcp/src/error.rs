@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use rmcp::ErrorData;
 
+use crate::describe::describe;
 use crate::name::ServerName;
 
 /// A boxed error that can be shared between callers.
@@ -35,13 +36,12 @@ pub enum ConfigError {
         second: String,
     },
     /// Neither or both of `command` and `url`.
-    #[error("MCP server {server:?} {source}")]
+    #[error("MCP server {server:?} {problem}")]
     Transport {
         /// The server.
         server: String,
-        /// What is wrong.
-        #[source]
-        source: crate::config::TransportError,
+        /// What is wrong (shown in the message, so not a `source()`).
+        problem: crate::config::TransportError,
     },
     /// The URL does not parse or is not `http(s)`.
     #[error("MCP server {server:?}: invalid URL: {reason}")]
@@ -110,20 +110,18 @@ pub enum ConfigError {
 #[non_exhaustive]
 pub enum ConnectFailure {
     /// The child process could not be started.
-    #[error("could not start {command:?}: {source}")]
+    #[error("could not start {command:?}: {error}")]
     Spawn {
         /// The command.
         command: String,
-        /// The OS error.
-        #[source]
-        source: Arc<std::io::Error>,
+        /// The OS error (shown in the message, so not a `source()`).
+        error: Arc<std::io::Error>,
     },
     /// The MCP handshake failed (the child exited, the server refused, …).
-    #[error("initialize failed: {source}")]
+    #[error("initialize failed: {}", describe(error.as_ref()))]
     Initialize {
-        /// rmcp's error.
-        #[source]
-        source: Arc<rmcp::service::ClientInitializeError>,
+        /// rmcp's error (shown in the message, so not a `source()`).
+        error: Arc<rmcp::service::ClientInitializeError>,
     },
     /// OAuth could not authorize the connection (the reason says what to do).
     #[error("{reason}")]
@@ -143,7 +141,9 @@ pub enum ConnectFailure {
 ///
 /// Every variant names the server. Server-declared failures
 /// ([`ClientError::is_server_declared`]) are returned exactly as the server
-/// sent them and are never replayed.
+/// sent them and are never replayed. Each message is complete (it includes
+/// its cause, each cause once, with no internal type names), so no variant
+/// returns a `source()`: `to_string()` and a chain printer show the same text.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientError {
@@ -159,29 +159,30 @@ pub enum ClientError {
         /// The server.
         server: ServerName,
         /// What failed.
-        #[source]
         failure: ConnectFailure,
         /// The last lines the child wrote to stderr, oldest first.
         stderr: Vec<String>,
     },
     /// The connection dropped, and reconnecting (or the retried operation) failed.
-    #[error("MCP server \"{server}\" unavailable after reconnect")]
+    #[error(
+        "MCP server \"{server}\" unavailable after reconnect: {}{}",
+        describe(cause.as_ref()),
+        stderr_suffix(stderr)
+    )]
     UnavailableAfterReconnect {
         /// The server.
         server: ServerName,
         /// Why the reconnect or retry failed.
-        #[source]
         cause: SharedError,
         /// The last lines the child wrote to stderr, oldest first.
         stderr: Vec<String>,
     },
     /// The connection dropped and reconnecting is disabled (`reconnect.attempts: 0`).
-    #[error("MCP server \"{server}\" disconnected: {cause}")]
+    #[error("MCP server \"{server}\" disconnected: {}", describe(cause.as_ref()))]
     Disconnected {
         /// The server.
         server: ServerName,
         /// The transport error.
-        #[source]
         cause: SharedError,
     },
     /// OAuth could not authorize the request (the reason says what to do,
@@ -192,6 +193,34 @@ pub enum ClientError {
         server: ServerName,
         /// extpool-auth's message (never a token).
         reason: String,
+    },
+    /// The connection dropped while a request that is not safe to repeat
+    /// was in flight: the client reconnected, but did not send it again.
+    #[error(
+        "MCP server \"{server}\": the connection was lost during {operation}{}; \
+         reconnected, but the request was not sent again because the server may have acted on it",
+        quoted_target(target)
+    )]
+    Interrupted {
+        /// The server.
+        server: ServerName,
+        /// The MCP method.
+        operation: &'static str,
+        /// The tool (or other target) of the request, if it has one.
+        target: Option<String>,
+    },
+    /// The server answered HTTP 404 for the session (it expired, or the
+    /// server restarted or chose to answer so): a new session is used from
+    /// the next request, and this one was not sent again.
+    #[error(
+        "MCP server \"{server}\" answered HTTP 404 to {operation} (session not found); \
+         the request was not sent again because the server may have acted on it"
+    )]
+    SessionExpired {
+        /// The server.
+        server: ServerName,
+        /// The MCP method.
+        operation: &'static str,
     },
     /// The request did not complete in time; the server was sent `notifications/cancelled`.
     #[error("MCP server \"{server}\": {operation} timed out after {timeout_ms} ms")]
@@ -212,7 +241,10 @@ pub enum ClientError {
         error: ErrorData,
     },
     /// The server answered with an HTTP error status (server-declared; never replayed).
-    #[error("MCP server \"{server}\" answered HTTP {status}")]
+    #[error(
+        "MCP server \"{server}\" answered HTTP {status}{}",
+        retry_after_suffix(retry_after)
+    )]
     HttpStatus {
         /// The server.
         server: ServerName,
@@ -230,15 +262,14 @@ pub enum ClientError {
         challenge: Option<String>,
     },
     /// Another protocol or transport failure, not a dropped connection.
-    #[error("MCP server \"{server}\": {operation} failed: {source}")]
+    #[error("MCP server \"{server}\": {operation} failed: {}", describe(error.as_ref()))]
     Protocol {
         /// The server.
         server: ServerName,
         /// The MCP method.
         operation: &'static str,
-        /// The underlying error.
-        #[source]
-        source: SharedError,
+        /// The underlying error (shown in the message, so not a `source()`).
+        error: SharedError,
     },
     /// The client was closed (pool shut down).
     #[error("MCP server \"{server}\": client is closed")]
@@ -278,6 +309,20 @@ fn stderr_suffix(lines: &[String]) -> String {
     }
 }
 
+fn quoted_target(target: &Option<String>) -> String {
+    target
+        .as_deref()
+        .map(|t| format!(" {t:?}"))
+        .unwrap_or_default()
+}
+
+fn retry_after_suffix(retry_after: &Option<String>) -> String {
+    retry_after
+        .as_deref()
+        .map(|r| format!(" (Retry-After: {r})"))
+        .unwrap_or_default()
+}
+
 impl ClientError {
     /// The server this error is about, when it names one.
     pub fn server(&self) -> Option<&ServerName> {
@@ -286,6 +331,8 @@ impl ClientError {
             Self::Connect { server, .. }
             | Self::UnavailableAfterReconnect { server, .. }
             | Self::Disconnected { server, .. }
+            | Self::Interrupted { server, .. }
+            | Self::SessionExpired { server, .. }
             | Self::Timeout { server, .. }
             | Self::Rpc { server, .. }
             | Self::HttpStatus { server, .. }
@@ -301,7 +348,16 @@ impl ClientError {
     /// True for a failure the server itself declared (JSON-RPC error, HTTP
     /// status): such operations are never replayed.
     pub fn is_server_declared(&self) -> bool {
-        matches!(self, Self::Rpc { .. } | Self::HttpStatus { .. })
+        matches!(
+            self,
+            Self::Rpc { .. } | Self::HttpStatus { .. } | Self::SessionExpired { .. }
+        )
+    }
+
+    /// True when the connection dropped during a request that was not sent
+    /// again (it may have run); the client has reconnected.
+    pub fn is_interrupted(&self) -> bool {
+        matches!(self, Self::Interrupted { .. })
     }
 
     /// True when the request timed out.
@@ -389,7 +445,7 @@ mod tests {
         };
         assert_eq!(
             e.to_string(),
-            "MCP server \"gh\" unavailable after reconnect"
+            "MCP server \"gh\" unavailable after reconnect: boom"
         );
         assert!(e.is_unavailable());
         assert!(!e.is_server_declared());

@@ -334,7 +334,10 @@ impl HttpPlan {
     ) -> StreamableHttpClientTransport<extpool_auth::AuthorizedClient> {
         let mut cfg = StreamableHttpClientTransportConfig::with_uri(self.url.as_str())
             .max_concurrent_requests(settings.max_concurrent_requests)
-            .reinit_on_expired_session(true);
+            // A 404 for the session is handled by the client, which starts a
+            // new session but sends again only what is safe to repeat
+            // (rmcp's recovery re-sends every interrupted request).
+            .reinit_on_expired_session(false);
         let mut backoff = ExponentialBackoff::default();
         backoff.max_times = Some(settings.sse_resume_attempts);
         backoff.base_duration = settings.sse_resume_backoff;

@@ -42,6 +42,7 @@ pub mod client;
 pub mod config;
 mod connection;
 pub mod convert;
+mod describe;
 pub mod elicitation;
 pub mod error;
 pub mod handler;

@@ -330,7 +330,7 @@ impl SessionConnectionPool {
                 Err(ClientError::Protocol {
                     server: name,
                     operation: "connect",
-                    source: Arc::new(join),
+                    error: Arc::new(join),
                 })
             })
         }

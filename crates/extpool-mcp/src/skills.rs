@@ -289,7 +289,7 @@ pub(crate) fn first_content(
         return Err(ClientError::Protocol {
             server: client.name().clone(),
             operation: "resources/read",
-            source: Arc::new(EmptyRead),
+            error: Arc::new(EmptyRead),
         });
     };
     match chosen {
@@ -307,13 +307,13 @@ pub(crate) fn first_content(
             Err(_) => Err(ClientError::Protocol {
                 server: client.name().clone(),
                 operation: "resources/read",
-                source: Arc::new(crate::convert::InvalidBlob { uri: u }),
+                error: Arc::new(crate::convert::InvalidBlob { uri: u }),
             }),
         },
         other => crate::convert::resource_content(other).map_err(|e| ClientError::Protocol {
             server: client.name().clone(),
             operation: "resources/read",
-            source: Arc::new(e),
+            error: Arc::new(e),
         }),
     }
 }

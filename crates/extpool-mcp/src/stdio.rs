@@ -142,7 +142,7 @@ impl StdioPlan {
         if command.is_empty() {
             return Err(ConfigError::Transport {
                 server: name.to_string(),
-                source: crate::config::TransportError::Missing,
+                problem: crate::config::TransportError::Missing,
             });
         }
         if !policy.allows(&command) {

@@ -49,6 +49,10 @@
 //! | `stderr` | `message` | writes `message` to stderr, returns `"ok"` |
 //! | `tool_0000`… | `message?` | (`--extra-tools`) returns `message` or its name |
 //!
+//! `echo`, `add`, `count`, `tool_error`, `sleep`, `large_text`, `structured`,
+//! `json_block`, `mixed_content` and `env` are annotated `readOnlyHint: true`;
+//! the others are mutations as far as a client can tell.
+//!
 //! Unknown tools and bad arguments are JSON-RPC -32602 errors. Resources:
 //! `testkit://info` (text), `testkit://blob` (PNG), `skill://testkit-skill/SKILL.md`
 //! and `skill://testkit-skill/references/guide.md`; the skill is also served

@@ -309,3 +309,29 @@ async fn permissions_hide_and_refuse_real_tools() {
     assert!(err.is_denied(), "{err}");
     shutdown(catalog, registry).await;
 }
+
+/// Issue 17 item 13: a server's failure reaches the caller once, in the
+/// same words whether the text goes to a model (`to_string`) or is printed
+/// as a chain (`{:#}`, as the CLI does).
+#[tokio::test]
+async fn a_server_failure_is_shown_once() {
+    let pool = pool();
+    let mut slow = testkit(&[]);
+    slow.request_timeout_ms = Some(200);
+    let (catalog, registry, _) = started(&[cap("kit", slow, &pool)], config()).await;
+    let err = catalog
+        .call("mcp__kit__sleep", args(json!({"ms": 10_000})))
+        .await
+        .unwrap_err();
+    let expected = "mcp__kit__sleep on kit: MCP server \"kit\": tools/call timed out after 200 ms";
+    assert_eq!(err.to_string(), expected);
+    assert_eq!(format!("{:#}", anyhow::Error::new(err)), expected);
+    let err = catalog
+        .call("mcp__kit__fail", args(json!({"message": "no"})))
+        .await
+        .unwrap_err();
+    let expected = "mcp__kit__fail on kit: MCP server \"kit\" returned error -32603: no";
+    assert_eq!(err.to_string(), expected);
+    assert_eq!(format!("{:#}", anyhow::Error::new(err)), expected);
+    shutdown(catalog, registry).await;
+}

@@ -165,10 +165,10 @@ impl McpServerCap {
         pool: Option<SessionConnectionPool>,
         held: Option<Held>,
     ) -> Result<Self, CapError> {
-        if let Err(source) = config.transport() {
+        if let Err(problem) = config.transport() {
             return Err(ConfigError::Transport {
                 server: name.to_string(),
-                source,
+                problem,
             }
             .into());
         }

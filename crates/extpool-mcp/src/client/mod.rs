@@ -31,8 +31,13 @@ use rmcp::{Peer, ServiceError};
 use crate::classify::{Failure, classify};
 use crate::config::{McpServerConfig, ReconnectPolicy};
 use crate::connection::{self, Connection, Plan};
+use crate::describe::describe;
 use crate::error::{ClientError, ConnectFailure, SharedError};
 mod ops;
+mod repeat;
+
+pub(crate) use repeat::Repeat;
+use repeat::ToolHints;
 
 use crate::handler::ChangeSignals;
 use crate::http::{HttpSettings, TokenSource};
@@ -125,6 +130,8 @@ struct Inner {
     connects: AtomicU64,
     signals: Arc<ChangeSignals>,
     progress: Arc<ProgressRoutes>,
+    /// Which tools the server marks safe to repeat (see [`Repeat`]).
+    hints: ToolHints,
     closed: AtomicBool,
 }
 
@@ -145,7 +152,13 @@ impl std::fmt::Debug for McpClient {
 }
 
 enum Attempt {
-    Lost(SharedError),
+    /// The connection is gone; `sent` is false when the request never left.
+    Lost {
+        cause: SharedError,
+        sent: bool,
+    },
+    /// HTTP 404 for the session.
+    Expired,
     Failed(ClientError),
 }
 
@@ -181,6 +194,7 @@ impl McpClient {
                 connects: AtomicU64::new(0),
                 signals: Arc::new(ChangeSignals::default()),
                 progress: Arc::new(ProgressRoutes::default()),
+                hints: ToolHints::default(),
                 closed: AtomicBool::new(false),
             }),
         })
@@ -284,10 +298,14 @@ impl McpClient {
         }
     }
 
-    /// Runs one request with timeout, reconnect-once and retry-once.
+    /// Runs one request with its timeout and the reconnect rules: after a
+    /// dropped connection (or an HTTP session the server no longer knows)
+    /// the client reconnects once, and sends the request again only when it
+    /// never left or `repeat` says repeating it is harmless.
     async fn run<T, F, Fut>(
         &self,
         operation: &'static str,
+        repeat: Repeat<'_>,
         timeout: Option<Duration>,
         f: F,
     ) -> Result<T, ClientError>
@@ -297,24 +315,53 @@ impl McpClient {
     {
         let timeout = timeout.unwrap_or(self.inner.request_timeout);
         let conn = self.live().await?;
-        let cause = match self.attempt(&conn, operation, timeout, &f).await {
+        let server = || self.inner.name.clone();
+        let (conn, sent) = match self.attempt(&conn, operation, timeout, &f).await {
             Ok(value) => return Ok(value),
             Err(Attempt::Failed(error)) => return Err(error),
-            Err(Attempt::Lost(cause)) => cause,
+            Err(Attempt::Expired) => {
+                // The protocol asks for a new session; this request may have
+                // been acted on, so it is only re-sent when that is harmless.
+                tracing::info!(server = %self.inner.name, operation, "HTTP 404 for the session; starting a new one");
+                let expired = || ClientError::SessionExpired {
+                    server: server(),
+                    operation,
+                };
+                let Ok(conn) = self.establish(Some(conn.generation)).await else {
+                    return Err(expired());
+                };
+                if !self.may_repeat(repeat, &conn).await {
+                    return Err(expired());
+                }
+                (conn, true)
+            }
+            Err(Attempt::Lost { cause, sent }) => {
+                if self.inner.reconnect.attempts == 0 {
+                    return Err(ClientError::Disconnected {
+                        server: server(),
+                        cause,
+                    });
+                }
+                tracing::warn!(server = %self.inner.name, operation, cause = %describe(cause.as_ref()), "MCP connection lost; reconnecting");
+                (self.establish(Some(conn.generation)).await?, sent)
+            }
         };
-        if self.inner.reconnect.attempts == 0 {
-            return Err(ClientError::Disconnected {
-                server: self.inner.name.clone(),
-                cause,
+        if sent && !self.may_repeat(repeat, &conn).await {
+            return Err(ClientError::Interrupted {
+                server: server(),
+                operation,
+                target: repeat.target().map(str::to_owned),
             });
         }
-        tracing::warn!(server = %self.inner.name, operation, %cause, "MCP connection lost; reconnecting");
-        let conn = self.establish(Some(conn.generation)).await?;
         match self.attempt(&conn, operation, timeout, &f).await {
             Ok(value) => Ok(value),
             Err(Attempt::Failed(error)) => Err(error),
-            Err(Attempt::Lost(cause)) => Err(ClientError::UnavailableAfterReconnect {
-                server: self.inner.name.clone(),
+            Err(Attempt::Expired) => Err(ClientError::SessionExpired {
+                server: server(),
+                operation,
+            }),
+            Err(Attempt::Lost { cause, .. }) => Err(ClientError::UnavailableAfterReconnect {
+                server: server(),
                 cause,
                 stderr: conn.stderr_lines(),
             }),
@@ -333,7 +380,10 @@ impl McpClient {
         Fut: Future<Output = Result<T, ServiceError>>,
     {
         if !conn.is_alive() {
-            return Err(Attempt::Lost(Arc::new(ServiceError::TransportClosed)));
+            return Err(Attempt::Lost {
+                cause: Arc::new(ServiceError::TransportClosed),
+                sent: false,
+            });
         }
         let server = || self.inner.name.clone();
         match tokio::time::timeout(timeout, f(conn.peer.clone())).await {
@@ -347,7 +397,8 @@ impl McpClient {
                 }))
             }
             Ok(Err(error)) => Err(match classify(error) {
-                Failure::Lost(cause) => Attempt::Lost(cause),
+                Failure::Lost { cause, sent } => Attempt::Lost { cause, sent },
+                Failure::SessionExpired => Attempt::Expired,
                 Failure::Rpc(error) => Attempt::Failed(ClientError::Rpc {
                     server: server(),
                     error,
@@ -373,10 +424,10 @@ impl McpClient {
                     server: server(),
                     reason,
                 }),
-                Failure::Other(source) => Attempt::Failed(ClientError::Protocol {
+                Failure::Other(error) => Attempt::Failed(ClientError::Protocol {
                     server: server(),
                     operation,
-                    source,
+                    error,
                 }),
             }),
         }
@@ -422,8 +473,14 @@ impl McpClient {
             return Err(error.clone());
         }
         if let Some(old) = inner.conn.swap(None) {
-            let timeout = inner.options.close_timeout;
-            tokio::spawn(async move { old.close(timeout).await });
+            if old.is_alive() {
+                // Replaced while still open (a new HTTP session): requests in
+                // flight on it finish there; it closes when the last one drops it.
+                drop(old);
+            } else {
+                let timeout = inner.options.close_timeout;
+                tokio::spawn(async move { old.close(timeout).await });
+            }
         }
         let reconnecting = lifecycle.ever_connected;
         let attempts = if reconnecting {

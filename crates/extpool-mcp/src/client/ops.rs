@@ -14,19 +14,21 @@ use rmcp::model::{
 use rmcp::service::PeerRequestOptions;
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::McpClient;
+use super::{McpClient, Repeat};
 use crate::error::ClientError;
 use crate::progress::{CancelOnDrop, Progress};
 
 impl McpClient {
     /// Every tool (all pages).
     pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
-        self.run(
-            "tools/list",
-            None,
-            |p| async move { p.list_all_tools().await },
-        )
-        .await
+        let epoch = self.tools_epoch();
+        let tools = self
+            .run("tools/list", Repeat::Always, None, |p| async move {
+                p.list_all_tools().await
+            })
+            .await?;
+        self.inner.hints.record(epoch, &tools);
+        Ok(tools)
     }
 
     /// Calls a tool with the default timeout.
@@ -47,7 +49,7 @@ impl McpClient {
     ) -> Result<CallToolResult, ClientError> {
         let mut params = CallToolRequestParams::new(name.to_owned());
         params.arguments = arguments;
-        self.run("tools/call", timeout, |p| {
+        self.run("tools/call", Repeat::Tool(name), timeout, |p| {
             let params = params.clone();
             async move { p.call_tool(params).await }
         })
@@ -66,7 +68,7 @@ impl McpClient {
         let mut params = CallToolRequestParams::new(name.to_owned());
         params.arguments = arguments;
         let routes = self.inner.progress.clone();
-        self.run("tools/call", timeout, |peer| {
+        self.run("tools/call", Repeat::Tool(name), timeout, |peer| {
             let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
             let routes = routes.clone();
             let progress = progress.clone();
@@ -92,7 +94,7 @@ impl McpClient {
         if !self.has(|c| c.resources.is_some()).await? {
             return Ok(Vec::new());
         }
-        self.run("resources/list", None, |p| async move {
+        self.run("resources/list", Repeat::Always, None, |p| async move {
             p.list_all_resources().await
         })
         .await
@@ -103,16 +105,19 @@ impl McpClient {
         if !self.has(|c| c.resources.is_some()).await? {
             return Ok(Vec::new());
         }
-        self.run("resources/templates/list", None, |p| async move {
-            p.list_all_resource_templates().await
-        })
+        self.run(
+            "resources/templates/list",
+            Repeat::Always,
+            None,
+            |p| async move { p.list_all_resource_templates().await },
+        )
         .await
     }
 
     /// Reads a resource.
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ClientError> {
         let params = ReadResourceRequestParams::new(uri.to_owned());
-        self.run("resources/read", None, |p| {
+        self.run("resources/read", Repeat::Always, None, |p| {
             let params = params.clone();
             async move { p.read_resource(params).await }
         })
@@ -124,7 +129,7 @@ impl McpClient {
         if !self.has(|c| c.prompts.is_some()).await? {
             return Ok(Vec::new());
         }
-        self.run("prompts/list", None, |p| async move {
+        self.run("prompts/list", Repeat::Always, None, |p| async move {
             p.list_all_prompts().await
         })
         .await
@@ -138,7 +143,7 @@ impl McpClient {
     ) -> Result<GetPromptResult, ClientError> {
         let mut params = GetPromptRequestParams::new(name.to_owned());
         params.arguments = arguments;
-        self.run("prompts/get", None, |p| {
+        self.run("prompts/get", Repeat::Always, None, |p| {
             let params = params.clone();
             async move { p.get_prompt(params).await }
         })
@@ -155,18 +160,16 @@ impl McpClient {
         if !self.supports_skills().await? {
             return Ok(Vec::new());
         }
-        self.run(
-            "skills/list",
-            None,
-            |p| async move { p.list_all_skills().await },
-        )
+        self.run("skills/list", Repeat::Always, None, |p| async move {
+            p.list_all_skills().await
+        })
         .await
     }
 
     /// SEP-2640 `skills/get` for a SKILL.md URI.
     pub async fn get_skill(&self, uri: &str) -> Result<Skill, ClientError> {
         let params = GetSkillRequestParams::new(uri.to_owned());
-        self.run("skills/get", None, |p| {
+        self.run("skills/get", Repeat::Always, None, |p| {
             let params = params.clone();
             async move { p.get_skill(params).await.map(|r| r.skill) }
         })
@@ -175,7 +178,7 @@ impl McpClient {
 
     /// `ping`.
     pub async fn ping(&self) -> Result<(), ClientError> {
-        self.run("ping", None, |p| async move {
+        self.run("ping", Repeat::Always, None, |p| async move {
             p.send_request(ClientRequest::PingRequest(PingRequest::default()))
                 .await
                 .map(drop)

@@ -282,9 +282,16 @@ async fn a_reconnect_is_announced_as_a_change() {
     let cap = McpServerCap::new("kit", stdio_cfg(&state.args()), pool.clone()).unwrap();
     cap.start().await.unwrap();
     let mut changes = cap.on_change().unwrap();
-    cap.call_tool("crash", obj(json!({"once": true})))
+    // The crash is a mutation: reconnected, but not sent again.
+    let err = cap
+        .call_tool("crash", obj(json!({"once": true})))
         .await
-        .unwrap();
+        .unwrap_err();
+    assert!(
+        err.downcast_source::<ClientError>()
+            .is_some_and(ClientError::is_interrupted),
+        "{err}"
+    );
     let kinds = next_kinds(&mut changes, 1).await;
     assert_eq!(kinds, [ChangeKind::ToolsChanged]);
     pool.shutdown().await;

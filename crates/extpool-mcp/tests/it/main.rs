@@ -6,10 +6,12 @@
 mod cap;
 mod client;
 mod fake_http;
+mod messages;
 mod oauth;
 mod peers;
 mod pool;
 mod reconnect;
+mod replay;
 mod security;
 mod startup;
 mod support;

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, LazyLock};
 
-use rmcp::model::{JsonObject, Tool};
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
 use super::TestServer;
@@ -75,7 +75,34 @@ pub(crate) fn builtin() -> &'static [Tool] {
     &BUILTIN
 }
 
+/// Tools with no effect a client could observe twice: marked
+/// `readOnlyHint`, so clients may send them again after a dropped connection.
+/// Everything else (counters, crash, notifications, added items) is a
+/// mutation as far as a client knows.
+const READ_ONLY: &[&str] = &[
+    "echo",
+    "add",
+    "count",
+    "tool_error",
+    "sleep",
+    "large_text",
+    "structured",
+    "json_block",
+    "mixed_content",
+    "env",
+];
+
 fn build_builtin() -> Vec<Tool> {
+    let mut tools = unannotated_builtin();
+    for tool in &mut tools {
+        if READ_ONLY.contains(&tool.name.as_ref()) {
+            tool.annotations = Some(ToolAnnotations::new().read_only(true));
+        }
+    }
+    tools
+}
+
+fn unannotated_builtin() -> Vec<Tool> {
     vec![
         Tool::new(
             "echo",
