@@ -117,13 +117,26 @@ pub fn has_references(s: &str) -> bool {
 
 /// Expands `s` with `lookup` (usually the process environment).
 pub fn expand(s: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, ExpandError> {
+    expand_noting(s, lookup, &mut Vec::new())
+}
+
+/// Like [`expand`], and appends each value taken from `lookup` to
+/// `substituted` (they are secrets as far as anyone can tell).
+fn expand_noting(
+    s: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    substituted: &mut Vec<String>,
+) -> Result<String, ExpandError> {
     let mut out = String::with_capacity(s.len());
     for piece in pieces(s)? {
         match piece {
             Piece::Text(t) => out.push_str(t),
             Piece::Var(v) => match (lookup(&v.name), v.default) {
                 (Some(value), Some(default)) if value.is_empty() => out.push_str(&default),
-                (Some(value), _) => out.push_str(&value),
+                (Some(value), _) => {
+                    out.push_str(&value);
+                    substituted.push(value);
+                }
                 (None, Some(default)) => out.push_str(&default),
                 (None, None) => return Err(ExpandError::Undefined { name: v.name }),
             },
@@ -181,13 +194,17 @@ pub fn for_each_string(config: &McpServerConfig, f: &mut dyn FnMut(String, &str)
 }
 
 /// Expands every string of a server entry: command, args, env values, cwd,
-/// url, header values and the OAuth client id and secret.
+/// url, header values and the OAuth client id and secret. The values
+/// substituted for references are kept in [`McpServerConfig::secrets`], so
+/// that what the server prints back is masked.
 pub fn expand_server(
     config: &McpServerConfig,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<McpServerConfig, FieldExpandError> {
+    let substituted = std::cell::RefCell::new(Vec::new());
     let ex = |field: String, s: &str| {
-        expand(s, lookup).map_err(|source| FieldExpandError { field, source })
+        expand_noting(s, lookup, &mut substituted.borrow_mut())
+            .map_err(|source| FieldExpandError { field, source })
     };
     let mut out = config.clone();
     if let Some(c) = &config.command {
@@ -217,12 +234,22 @@ pub fn expand_server(
             oauth.client_secret = Some(ex("oauth.client_secret".into(), v)?);
         }
     }
+    out.secrets.extend(substituted.into_inner());
     Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn substituted_values_are_kept_as_secrets() {
+        let mut config = McpServerConfig::stdio("srv", ["--key=${TOKEN}", "${MISSING:-plain}"]);
+        config.env.insert("A".into(), "${EMPTY:-x}".into());
+        let out = expand_server(&config, &env).unwrap();
+        assert_eq!(out.args, ["--key=s3cr3t", "plain"]);
+        assert_eq!(out.secrets, ["s3cr3t"]);
+    }
 
     fn env(name: &str) -> Option<String> {
         match name {

@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 /// A server's configuration (without its name, which is the map key).
 ///
 /// `Debug` prints the names of `env` entries and `headers` but never their
-/// values: they may hold credentials (an `Authorization` header, an API key).
+/// values (nor `secrets`): they may hold credentials (an `Authorization`
+/// header, an API key).
 #[derive(Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpServerConfig {
@@ -65,6 +66,11 @@ pub struct McpServerConfig {
     /// refresh this server's access grant (see `extpool mcp login`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oauth: Option<extpool_auth::OAuthProfile>,
+    /// Values substituted for `${VAR}` references when this config was
+    /// resolved (set by the config loader, never read from a file): they are
+    /// masked in everything shown from the server, like `env` values.
+    #[serde(skip)]
+    pub secrets: Vec<String>,
 }
 
 impl std::fmt::Debug for McpServerConfig {
@@ -91,6 +97,10 @@ impl std::fmt::Debug for McpServerConfig {
             .field("prefix", &self.prefix)
             .field("enabled", &self.enabled)
             .field("oauth", &self.oauth)
+            .field(
+                "secrets",
+                &format_args!("<{} redacted>", self.secrets.len()),
+            )
             .finish()
     }
 }

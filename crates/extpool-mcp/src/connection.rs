@@ -18,6 +18,7 @@ use crate::handler::{ChangeSignals, Handler};
 use crate::http::HttpPlan;
 use crate::name::ServerName;
 use crate::progress::ProgressRoutes;
+use crate::redact::Redactor;
 use crate::stderr::StderrTail;
 use crate::stdio::{ProcessGroup, StdioPlan};
 
@@ -119,6 +120,8 @@ pub(crate) struct Attempt<'a> {
     pub(crate) progress: &'a Arc<ProgressRoutes>,
     pub(crate) generation: u64,
     pub(crate) startup: Duration,
+    /// Masks what the server was given in what it writes to stderr.
+    pub(crate) redactor: &'a Redactor,
 }
 
 /// How long the rest of a process group gets between SIGTERM and SIGKILL.
@@ -147,7 +150,7 @@ pub(crate) async fn connect(
     let timeout_ms = a.startup.as_millis() as u64;
     let (service, stderr, pid) = match a.plan {
         Plan::Stdio(plan) => {
-            let tail = StderrTail::default();
+            let tail = StderrTail::redacting(a.redactor.clone());
             let (transport, pid) = plan.spawn(a.name, &tail).map_err(|source| {
                 (
                     ConnectFailure::Spawn {

@@ -50,6 +50,7 @@ pub mod http;
 pub mod name;
 pub mod pool;
 pub mod progress;
+pub mod redact;
 pub mod skills;
 pub mod startup;
 pub mod stderr;

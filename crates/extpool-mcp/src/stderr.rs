@@ -13,6 +13,7 @@ use parking_lot::Mutex;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
 use crate::name::ServerName;
+use crate::redact::Redactor;
 
 /// How many lines are kept.
 pub const STDERR_TAIL_LINES: usize = 20;
@@ -22,6 +23,7 @@ const MAX_LINE_BYTES: usize = 1024;
 /// The last lines a child wrote to stderr; shared with the reader task.
 #[derive(Clone, Default)]
 pub struct StderrTail {
+    redactor: Redactor,
     lines: Arc<Mutex<VecDeque<String>>>,
     closed: Arc<tokio::sync::Notify>,
     done: Arc<std::sync::atomic::AtomicBool>,
@@ -36,6 +38,14 @@ impl std::fmt::Debug for StderrTail {
 }
 
 impl StderrTail {
+    /// An empty tail whose lines are masked with `redactor`.
+    pub fn redacting(redactor: Redactor) -> Self {
+        Self {
+            redactor,
+            ..Self::default()
+        }
+    }
+
     /// A snapshot of the kept lines, oldest first.
     pub fn lines(&self) -> Vec<String> {
         self.lines.lock().iter().cloned().collect()
@@ -83,9 +93,9 @@ impl StderrTail {
                     Ok(0) => break,
                     Ok(_) => {
                         let text = String::from_utf8_lossy(&buf);
-                        let line = text.trim_end_matches(['\n', '\r']);
+                        let line = tail.redactor.redact(text.trim_end_matches(['\n', '\r']));
                         tracing::debug!(target: "extpool_mcp::stderr", server = %server, "{line}");
-                        tail.push(line.to_owned());
+                        tail.push(line.into_owned());
                     }
                     Err(error) => {
                         tracing::debug!(target: "extpool_mcp::stderr", server = %server, %error, "stderr read failed");
@@ -121,6 +131,23 @@ mod tests {
         tail.push("é".repeat(MAX_LINE_BYTES));
         let line = &tail.lines()[0];
         assert!(line.len() <= MAX_LINE_BYTES + '…'.len_utf8());
+    }
+
+    #[tokio::test]
+    async fn masks_passed_values() {
+        let mut config = crate::config::McpServerConfig::stdio("s", Vec::<String>::new());
+        config.env.insert("KEY".into(), "sk-s3cr3t".into());
+        let tail = StderrTail::redacting(Redactor::for_server(&config, []));
+        let (mut w, r) = tokio::io::duplex(64);
+        tail.capture(ServerName::new("t").unwrap(), r);
+        tokio::io::AsyncWriteExt::write_all(&mut w, b"bad key sk-s3cr3t\n")
+            .await
+            .unwrap();
+        drop(w);
+        assert_eq!(
+            tail.settled_lines(std::time::Duration::from_secs(20)).await,
+            ["bad key ***"]
+        );
     }
 
     #[tokio::test]

@@ -43,6 +43,7 @@ use crate::handler::ChangeSignals;
 use crate::http::{HttpSettings, TokenSource};
 use crate::name::ServerName;
 use crate::progress::ProgressRoutes;
+use crate::redact::Redactor;
 use crate::stdio::SpawnPolicy;
 
 /// Default per-request timeout when the config sets none.
@@ -132,6 +133,8 @@ struct Inner {
     progress: Arc<ProgressRoutes>,
     /// Which tools the server marks safe to repeat (see [`Repeat`]).
     hints: ToolHints,
+    /// Values passed to the server, masked in its stderr.
+    redactor: Redactor,
     closed: AtomicBool,
 }
 
@@ -170,6 +173,8 @@ impl McpClient {
         options: Arc<ClientOptions>,
     ) -> Result<Self, ClientError> {
         let plan = Plan::new(&name, &config, &options)?;
+        let token = options.tokens.token_for(&name);
+        let redactor = Redactor::for_server(&config, token.as_ref().map(|t| t.expose()));
         let request_timeout = config
             .request_timeout_ms
             .map(Duration::from_millis)
@@ -195,6 +200,7 @@ impl McpClient {
                 signals: Arc::new(ChangeSignals::default()),
                 progress: Arc::new(ProgressRoutes::default()),
                 hints: ToolHints::default(),
+                redactor,
                 closed: AtomicBool::new(false),
             }),
         })
@@ -505,6 +511,7 @@ impl McpClient {
                 progress: &inner.progress,
                 generation,
                 startup: inner.startup_timeout,
+                redactor: &inner.redactor,
             })
             .await;
             match outcome {

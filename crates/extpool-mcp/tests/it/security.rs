@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use extpool_mcp::{
-    BearerToken, ClientError, ClientOptions, ConfigError, McpClient, McpServerCap, TokenSource,
+    BearerToken, ClientError, ClientOptions, ConfigError, McpClient, McpServerCap, McpServerConfig,
+    TokenSource,
 };
 use extpool_testkit::HttpServer;
 use serde_json::json;
@@ -136,4 +137,66 @@ async fn server_names_are_checked() {
         );
     }
     assert!(extpool_mcp::check_names(["GitHub", "github"]).is_err());
+}
+
+/// Issue 17 item 11: a failing server that prints what it was given (an
+/// `env` value, a `${VAR}`-resolved argument) does not get it shown back,
+/// neither in the start error nor in the log.
+#[tokio::test(flavor = "current_thread")]
+async fn values_passed_to_a_server_are_masked_in_its_stderr() {
+    use std::os::unix::fs::PermissionsExt;
+    let (logs, _guard) = capture_logs();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("leaky.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho \"bad key $API_KEY for $1\" >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut config = McpServerConfig::stdio(script.to_string_lossy(), ["--arg=v4r-s3cr3t"]);
+    config
+        .env
+        .insert("API_KEY".into(), "sk-ant-0123456789".into());
+    // What the config loader records for `args: ["--arg=${VAR}"]`.
+    config.secrets = vec!["v4r-s3cr3t".into()];
+    let err = McpClient::connect(name("leaky"), config, Arc::new(options()))
+        .await
+        .unwrap_err();
+    let shown = err.to_string();
+    assert!(
+        shown.contains("stderr: bad key *** for --arg=***"),
+        "{shown}"
+    );
+    let logged = logs.text();
+    assert!(logged.contains("bad key *** for --arg=***"), "{logged}");
+    for secret in ["sk-ant-0123456789", "v4r-s3cr3t"] {
+        assert!(!shown.contains(secret), "{shown}");
+        assert!(!logged.contains(secret), "{logged}");
+    }
+}
+
+/// The same for a running server's stderr, as kept for later errors.
+#[tokio::test]
+async fn a_running_servers_stderr_is_masked() {
+    let mut config = stdio_cfg::<&str>(&[]);
+    config
+        .env
+        .insert("SERVICE_TOKEN".into(), "ghp_0123456789abcdef".into());
+    let client = connect("kit", config).await;
+    client
+        .call_tool(
+            "stderr",
+            args(json!({"message": "token ghp_0123456789abcdef refused"})),
+        )
+        .await
+        .unwrap();
+    eventually("the line was captured", || {
+        client.stderr_tail().iter().any(|l| l.contains("refused"))
+    })
+    .await;
+    let tail = client.stderr_tail().join("\n");
+    assert!(tail.contains("token *** refused"), "{tail}");
+    assert!(!tail.contains("ghp_0123456789abcdef"), "{tail}");
+    client.close().await;
 }
