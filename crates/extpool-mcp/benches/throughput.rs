@@ -1,23 +1,28 @@
-//! Calls per second and latency (p50/p99) of `tools/call echo` against the
-//! testkit server over stdio, sequential and with 64 calls in flight, for:
+//! Client and server cost of `tools/call echo` over stdio, interleaved per
+//! round so machine drift affects every contender alike.
 //!
-//! - (a) a raw rmcp client (`Peer::call_tool`),
-//! - (b) `McpServerCap::call_tool` through the `SessionConnectionPool`,
-//! - the TypeScript SDK client (`benches/peers/ts_client.mjs`),
-//! - the Python `mcp` SDK client (`benches/peers/py_client.py`),
+//! Clients: (a) a raw rmcp client (rmcp's own child-process transport),
+//! (b) `McpServerCap::call_tool` through the `SessionConnectionPool`
+//! (extpool's transport), the TypeScript SDK client and the Python SDK
+//! client (`benches/peers/`). Servers: `extpool-raw-echo` (hand-written,
+//! no SDK: the floor), the testkit server on extpool's stdio transport,
+//! and the same server on rmcp's stdio transport (`--rmcp-stdio`: the
+//! server as it was). Each run gets a fresh server process.
 //!
-//! each against its own fresh server process, with the ratios extpool aims
-//! at: (b) ≥ 0.9 × (a), ≥ 1.5 × TypeScript and ≥ 10 × Python at 64 in flight.
+//! Per round: every (server, client) pair sequentially and with 64 in
+//! flight, then (b), (a) and TypeScript against the raw echo server at
+//! 1…256 in flight. Prints a Markdown table (medians, min–max, ratios,
+//! targets) and writes every sample to `$EXTPOOL_BENCH_OUT/throughput.json`
+//! (default `target/bench`), from which `extpool-bench-report` draws charts.
 //!
-//! Run: `cargo bench -p extpool-mcp --bench throughput` (release build; the
-//! server is built in the same profile). The peers come from
-//! `scripts/peers.sh`; a missing peer fails the run. Knobs (environment):
-//! `EXTPOOL_BENCH_ROUNDS` (3), `EXTPOOL_BENCH_SEQ` (3000),
-//! `EXTPOOL_BENCH_CONC` (20000), `EXTPOOL_BENCH_INFLIGHT` (64),
-//! `EXTPOOL_BENCH_PY_SCALE` (10: the Python client does 1/10 of the calls),
-//! `EXTPOOL_BENCH_ONLY` (e.g. `raw,cap` to profile only the Rust clients),
-//! `EXTPOOL_BENCH_RT` (`multi`, the default, or `current` for a
-//! current-thread client runtime).
+//! Run: `cargo bench -p extpool-mcp --bench throughput` (release; peers
+//! from `scripts/peers.sh`, a missing peer fails the run), or the whole
+//! suite with `scripts/bench.sh`. Knobs: `EXTPOOL_BENCH_ROUNDS` (3),
+//! `EXTPOOL_BENCH_SEQ` (3000), `EXTPOOL_BENCH_CONC` (20000),
+//! `EXTPOOL_BENCH_SWEEP` (5000 calls per in-flight level; 0 skips the
+//! sweep), `EXTPOOL_BENCH_PY_SCALE` (10: Python does 1/10 of the calls),
+//! `EXTPOOL_BENCH_ONLY` (clients, e.g. `raw,cap`), `EXTPOOL_BENCH_RT`
+//! (`multi` or `current` client runtime).
 #![allow(
     missing_docs,
     clippy::print_stdout,
@@ -36,8 +41,11 @@ use futures::StreamExt;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+
+const INFLIGHT: usize = 64;
+const SWEEP: [usize; 5] = [1, 4, 16, 64, 256];
 
 fn env_usize(key: &str, default: usize) -> usize {
     std::env::var(key)
@@ -46,20 +54,39 @@ fn env_usize(key: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Phase {
     calls: usize,
     calls_per_sec: f64,
     p50_us: f64,
     p99_us: f64,
-    /// CPU time (user + system) the client process spent per call: a
-    /// client-side cost that a busy machine distorts far less than calls/s.
+    /// CPU time (user + system) the client process spent per call.
     #[serde(default)]
     cpu_us_per_call: f64,
+    /// Latency at 0, 1, …, 100 % (Rust clients only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    percentiles_us: Vec<f64>,
 }
 
-/// CPU seconds (user + system) this process used so far, from
-/// `/proc/self/stat` (Linux clock ticks of 10 ms; phases run for seconds).
+#[derive(Debug, Clone, Deserialize)]
+struct Run {
+    sequential: Phase,
+    concurrent: Phase,
+}
+
+/// One measured phase of one contender in one round.
+#[derive(Debug, Clone, Serialize)]
+struct Sample {
+    round: usize,
+    server: &'static str,
+    client: &'static str,
+    mode: &'static str,
+    inflight: usize,
+    #[serde(flatten)]
+    phase: Phase,
+}
+
+/// CPU seconds (user + system) this process used so far (Linux ticks of 10 ms).
 fn process_cpu() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     let fields: Vec<&str> = stat
@@ -72,14 +99,7 @@ fn process_cpu() -> f64 {
             .and_then(|f| f.parse::<f64>().ok())
             .unwrap_or(0.0)
     };
-    // After the `)`: state is field 0, utime field 11, stime field 12.
     (ticks(11) + ticks(12)) / 100.0
-}
-
-#[derive(Debug, Clone, Copy, Deserialize)]
-struct Run {
-    sequential: Phase,
-    concurrent: Phase,
 }
 
 fn phase(mut latencies: Vec<Duration>, elapsed: Duration, cpu: f64) -> Phase {
@@ -94,9 +114,11 @@ fn phase(mut latencies: Vec<Duration>, elapsed: Duration, cpu: f64) -> Phase {
         p50_us: q(0.5),
         p99_us: q(0.99),
         cpu_us_per_call: cpu * 1e6 / latencies.len() as f64,
+        percentiles_us: (0..=100).map(|p| q(f64::from(p) / 100.0)).collect(),
     }
 }
 
+#[derive(Clone, Copy)]
 struct Sizes {
     warmup: usize,
     seq: usize,
@@ -104,8 +126,7 @@ struct Sizes {
     inflight: usize,
 }
 
-/// Measures `call` sequentially, then `conc` calls with `inflight` in flight.
-async fn measure<F, Fut>(sizes: &Sizes, call: F) -> Run
+async fn measure<F, Fut>(sizes: Sizes, call: F) -> Run
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = ()>,
@@ -113,16 +134,18 @@ where
     for _ in 0..sizes.warmup {
         call().await;
     }
-    let mut lat = Vec::with_capacity(sizes.seq);
-    let cpu = process_cpu();
-    let start = Instant::now();
-    for _ in 0..sizes.seq {
-        let t = Instant::now();
-        call().await;
-        lat.push(t.elapsed());
+    let mut sequential = Phase::default();
+    if sizes.seq > 0 {
+        let mut lat = Vec::with_capacity(sizes.seq);
+        let cpu = process_cpu();
+        let start = Instant::now();
+        for _ in 0..sizes.seq {
+            let t = Instant::now();
+            call().await;
+            lat.push(t.elapsed());
+        }
+        sequential = phase(lat, start.elapsed(), process_cpu() - cpu);
     }
-    let sequential = phase(lat, start.elapsed(), process_cpu() - cpu);
-
     let cpu = process_cpu();
     let start = Instant::now();
     let lat: Vec<Duration> = futures::stream::iter(0..sizes.conc)
@@ -148,9 +171,42 @@ fn echo_args() -> Map<String, Value> {
     json!({"message": "ping"}).as_object().cloned().unwrap()
 }
 
-async fn raw_rmcp(server: &Path, sizes: &Sizes) -> Run {
-    let mut cmd = tokio::process::Command::new(server);
-    cmd.args(["--transport", "stdio"]).stderr(Stdio::null());
+/// A server to measure against.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Server {
+    RawEcho,
+    Testkit,
+    TestkitRmcp,
+}
+
+impl Server {
+    fn name(self) -> &'static str {
+        match self {
+            Self::RawEcho => "raw-echo",
+            Self::Testkit => "testkit",
+            Self::TestkitRmcp => "testkit-rmcp-stdio",
+        }
+    }
+
+    fn command(self) -> (PathBuf, Vec<&'static str>) {
+        match self {
+            Self::RawEcho => (extpool_testkit::raw_echo_binary().to_path_buf(), vec![]),
+            Self::Testkit => (
+                extpool_testkit::server_binary().to_path_buf(),
+                vec!["--transport", "stdio"],
+            ),
+            Self::TestkitRmcp => (
+                extpool_testkit::server_binary().to_path_buf(),
+                vec!["--transport", "stdio", "--rmcp-stdio"],
+            ),
+        }
+    }
+}
+
+async fn raw_rmcp(server: Server, sizes: Sizes) -> Run {
+    let (path, args) = server.command();
+    let mut cmd = tokio::process::Command::new(path);
+    cmd.args(args);
     let (transport, _) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::null())
         .spawn()
@@ -170,9 +226,10 @@ async fn raw_rmcp(server: &Path, sizes: &Sizes) -> Run {
     run
 }
 
-async fn cap_via_pool(server: &Path, sizes: &Sizes) -> Run {
+async fn cap_via_pool(server: Server, sizes: Sizes) -> Run {
+    let (path, args) = server.command();
     let pool = SessionConnectionPool::new(PoolConfig::default());
-    let cfg = McpServerConfig::stdio(server.to_string_lossy(), ["--transport", "stdio"]);
+    let cfg = McpServerConfig::stdio(path.to_string_lossy(), args);
     let cap = Arc::new(McpServerCap::new("bench", cfg, pool.clone()).unwrap());
     extpool_core::Capability::start(cap.as_ref()).await.unwrap();
     let run = measure(sizes, || {
@@ -185,10 +242,6 @@ async fn cap_via_pool(server: &Path, sizes: &Sizes) -> Run {
     .await;
     pool.shutdown().await;
     run
-}
-
-fn peers_dir() -> PathBuf {
-    extpool_testkit::peers::peers_dir()
 }
 
 async fn external(mut command: tokio::process::Command, what: &str) -> Run {
@@ -204,14 +257,20 @@ async fn external(mut command: tokio::process::Command, what: &str) -> Run {
         .lines()
         .rev()
         .find(|l| l.starts_with('{'))
-        .unwrap_or_else(|| {
-            panic!("{what} client printed no result: {text}");
-        });
+        .unwrap_or_else(|| panic!("{what} client printed no result: {text}"));
     serde_json::from_str(line).unwrap_or_else(|e| panic!("{what} output {line:?}: {e}"))
 }
 
-async fn typescript(server: &Path, sizes: &Sizes) -> Run {
-    let sdk = peers_dir().join("node_modules/@modelcontextprotocol/sdk");
+fn sized(cmd: &mut tokio::process::Command, sizes: Sizes, server: Server) {
+    for n in [sizes.warmup, sizes.seq, sizes.conc, sizes.inflight] {
+        cmd.arg(n.to_string());
+    }
+    let (path, args) = server.command();
+    cmd.arg(path).args(args);
+}
+
+async fn typescript(server: Server, sizes: Sizes) -> Run {
+    let sdk = extpool_testkit::peers::peers_dir().join("node_modules/@modelcontextprotocol/sdk");
     assert!(
         sdk.is_dir(),
         "TypeScript SDK missing at {}: run scripts/peers.sh",
@@ -220,52 +279,40 @@ async fn typescript(server: &Path, sizes: &Sizes) -> Run {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/peers/ts_client.mjs");
     let mut cmd = tokio::process::Command::new(extpool_testkit::peers::node());
     cmd.arg(script).arg(sdk);
-    for n in [sizes.warmup, sizes.seq, sizes.conc, sizes.inflight] {
-        cmd.arg(n.to_string());
-    }
-    cmd.arg(server).args(["--transport", "stdio"]);
+    sized(&mut cmd, sizes, server);
     external(cmd, "TypeScript").await
 }
 
-async fn python(server: &Path, sizes: &Sizes) -> Run {
+async fn python(server: Server, sizes: Sizes) -> Run {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/peers/py_client.py");
     let mut cmd = tokio::process::Command::new(extpool_testkit::peers::python());
     cmd.arg(script);
-    for n in [sizes.warmup, sizes.seq, sizes.conc, sizes.inflight] {
-        cmd.arg(n.to_string());
-    }
-    cmd.arg(server).args(["--transport", "stdio"]);
+    sized(&mut cmd, sizes, server);
     external(cmd, "Python").await
 }
 
-fn median(mut runs: Vec<Run>) -> Option<Run> {
-    let n = runs.len();
-    if n == 0 {
-        return None;
+const CLIENTS: [&str; 4] = ["cap", "raw", "ts", "py"];
+
+fn client_label(key: &str) -> &'static str {
+    match key {
+        "cap" => "McpServerCap",
+        "raw" => "rmcp raw",
+        "ts" => "TypeScript SDK",
+        _ => "Python SDK",
     }
-    runs.sort_by(|a, b| {
-        a.concurrent
-            .calls_per_sec
-            .total_cmp(&b.concurrent.calls_per_sec)
-    });
-    let concurrent = runs[n / 2].concurrent;
-    runs.sort_by(|a, b| {
-        a.sequential
-            .calls_per_sec
-            .total_cmp(&b.sequential.calls_per_sec)
-    });
-    Some(Run {
-        sequential: runs[n / 2].sequential,
-        concurrent,
-    })
 }
 
-fn row(name: &str, mode: &str, p: &Phase) {
-    println!(
-        "{name:<28} {mode:<14} {:>8} {:>11.0} {:>10.1} {:>10.1} {:>12.1}",
-        p.calls, p.calls_per_sec, p.p50_us, p.p99_us, p.cpu_us_per_call
-    );
+async fn run_client(key: &str, server: Server, sizes: Sizes) -> Run {
+    match key {
+        "cap" => cap_via_pool(server, sizes).await,
+        "raw" => raw_rmcp(server, sizes).await,
+        "ts" => typescript(server, sizes).await,
+        _ => python(server, sizes).await,
+    }
 }
+
+#[path = "throughput/report.rs"]
+mod report;
 
 fn main() {
     let rt = match std::env::var("EXTPOOL_BENCH_RT").as_deref() {
@@ -275,94 +322,101 @@ fn main() {
     .enable_all()
     .build()
     .unwrap();
-    let inflight = env_usize("EXTPOOL_BENCH_INFLIGHT", 64);
     let sizes = Sizes {
         warmup: 200,
         seq: env_usize("EXTPOOL_BENCH_SEQ", 3000),
         conc: env_usize("EXTPOOL_BENCH_CONC", 20_000),
-        inflight,
+        inflight: INFLIGHT,
     };
     let scale = env_usize("EXTPOOL_BENCH_PY_SCALE", 10).max(1);
     let py_sizes = Sizes {
         warmup: 50,
         seq: (sizes.seq / scale).max(100),
         conc: (sizes.conc / scale).max(500),
-        inflight,
+        inflight: INFLIGHT,
     };
+    let sweep_calls = env_usize("EXTPOOL_BENCH_SWEEP", 5000);
     let rounds = env_usize("EXTPOOL_BENCH_ROUNDS", 3).max(1);
-    let server = extpool_testkit::server_binary().to_path_buf();
-    println!(
-        "server: extpool-testkit-server (stdio), tool echo; {inflight} in flight; median of {rounds} rounds"
-    );
+    let only = std::env::var("EXTPOOL_BENCH_ONLY").unwrap_or_else(|_| CLIENTS.join(","));
+    let wanted: Vec<&'static str> = CLIENTS
+        .into_iter()
+        .filter(|c| only.split(',').any(|o| o.trim() == *c))
+        .collect();
+    let out_dir = std::env::var_os("EXTPOOL_BENCH_OUT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench"));
 
-    let only = std::env::var("EXTPOOL_BENCH_ONLY").unwrap_or_else(|_| "raw,cap,ts,py".into());
-    let wanted = |k: &str| only.split(',').any(|o| o.trim() == k);
-    let (mut raw, mut cap, mut ts, mut py) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut samples: Vec<Sample> = Vec::new();
     rt.block_on(async {
-        for _ in 0..rounds {
-            if wanted("raw") {
-                raw.push(raw_rmcp(&server, &sizes).await);
+        for round in 0..rounds {
+            for server in [Server::RawEcho, Server::Testkit, Server::TestkitRmcp] {
+                for &client in &wanted {
+                    // The server before/after comparison needs one client only.
+                    if server == Server::TestkitRmcp && !matches!(client, "cap" | "raw") {
+                        continue;
+                    }
+                    let s = if client == "py" { py_sizes } else { sizes };
+                    let run = run_client(client, server, s).await;
+                    for (mode, inflight, phase) in [
+                        ("sequential", 1, run.sequential),
+                        ("concurrent", INFLIGHT, run.concurrent),
+                    ] {
+                        samples.push(Sample {
+                            round,
+                            server: server.name(),
+                            client: client_label(client),
+                            mode,
+                            inflight,
+                            phase,
+                        });
+                    }
+                }
             }
-            if wanted("cap") {
-                cap.push(cap_via_pool(&server, &sizes).await);
-            }
-            if wanted("ts") {
-                ts.push(typescript(&server, &sizes).await);
-            }
-            if wanted("py") {
-                py.push(python(&server, &py_sizes).await);
+            if sweep_calls > 0 {
+                for inflight in SWEEP {
+                    for &client in wanted
+                        .iter()
+                        .filter(|c| matches!(**c, "cap" | "raw" | "ts"))
+                    {
+                        // One sequential call: the peers' scripts report a phase of none as nulls.
+                        let s = Sizes {
+                            warmup: 200,
+                            seq: 1,
+                            conc: sweep_calls,
+                            inflight,
+                        };
+                        let run = run_client(client, Server::RawEcho, s).await;
+                        samples.push(Sample {
+                            round,
+                            server: Server::RawEcho.name(),
+                            client: client_label(client),
+                            mode: "sweep",
+                            inflight,
+                            phase: run.concurrent,
+                        });
+                    }
+                }
             }
         }
     });
-    let (raw, cap, ts, py) = (median(raw), median(cap), median(ts), median(py));
-
-    println!(
-        "\n{:<28} {:<14} {:>8} {:>11} {:>10} {:>10} {:>12}",
-        "client", "mode", "calls", "calls/s", "p50 µs", "p99 µs", "cpu µs/call"
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let machine = format!(
+        "{} cores, load average {} at the end; client runtime {}; {rounds} rounds, {} sequential + {} concurrent calls per run (Python 1/{scale})",
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        load.split_whitespace().next().unwrap_or("?"),
+        std::env::var("EXTPOOL_BENCH_RT").unwrap_or_else(|_| "multi".into()),
+        sizes.seq,
+        sizes.conc,
     );
-    let conc = format!("{inflight} in flight");
-    for (name, run) in [
-        ("(a) rmcp raw", &raw),
-        ("(b) McpServerCap via pool", &cap),
-        ("TypeScript SDK", &ts),
-        ("Python mcp SDK", &py),
-    ] {
-        if let Some(run) = run {
-            row(name, "sequential", &run.sequential);
-            row(name, &conc, &run.concurrent);
-        }
-    }
-    let r = |a: &Phase, b: &Phase| a.calls_per_sec / b.calls_per_sec;
-    println!();
-    let ratio = |label: &str, a: &Option<Run>, b: &Option<Run>, target: &str| {
-        if let (Some(a), Some(b)) = (a, b) {
-            println!(
-                "{label:<16} sequential {:.2}   {conc} {:.2}   {target}",
-                r(&a.sequential, &b.sequential),
-                r(&a.concurrent, &b.concurrent)
-            );
-        }
-    };
-    ratio("(b)/(a)", &cap, &raw, "(target ≥ 0.90)");
-    ratio(
-        "(b)/TypeScript",
-        &cap,
-        &ts,
-        "(target ≥ 1.5 at 64 in flight)",
-    );
-    ratio("(b)/Python", &cap, &py, "(target ≥ 10 at 64 in flight)");
-    ratio("(a)/TypeScript", &raw, &ts, "");
-    let cpu = |label: &str, a: &Option<Run>, b: &Option<Run>| {
-        if let (Some(a), Some(b)) = (a, b) {
-            println!(
-                "client CPU per call, {label:<22} sequential {:.2}   {conc} {:.2}",
-                b.sequential.cpu_us_per_call / a.sequential.cpu_us_per_call,
-                b.concurrent.cpu_us_per_call / a.concurrent.cpu_us_per_call
-            );
-        }
-    };
-    println!();
-    cpu("TypeScript ÷ (b)", &cap, &ts);
-    cpu("Python ÷ (b)", &cap, &py);
-    cpu("(b) ÷ (a)", &raw, &cap);
+    let markdown = report::markdown(&samples, &machine);
+    println!("{markdown}");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let json = json!({"machine": machine, "samples": samples});
+    std::fs::write(
+        out_dir.join("throughput.json"),
+        serde_json::to_vec_pretty(&json).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(out_dir.join("throughput.md"), markdown).unwrap();
+    println!("samples: {}", out_dir.join("throughput.json").display());
 }

@@ -137,18 +137,11 @@ fn is_stale(binary: &Path) -> bool {
     sources.is_some_and(|s| s > built)
 }
 
-fn build(layout: &Layout) -> Result<(), BinaryError> {
+fn build(layout: &Layout, bin: &str) -> Result<(), BinaryError> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(&cargo);
     command
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "extpool-testkit",
-            "--bin",
-            SERVER_BIN_NAME,
-        ])
+        .args(["build", "--quiet", "-p", "extpool-testkit", "--bin", bin])
         .arg("--target-dir")
         .arg(&layout.target_dir)
         .current_dir(env!("CARGO_MANIFEST_DIR"));
@@ -178,14 +171,14 @@ fn build(layout: &Layout) -> Result<(), BinaryError> {
     Ok(())
 }
 
-fn locate_or_build() -> Result<PathBuf, BinaryError> {
-    if let Some(path) = std::env::var_os(SERVER_BIN_ENV) {
+fn locate_or_build(bin: &str, env: &str) -> Result<PathBuf, BinaryError> {
+    if let Some(path) = std::env::var_os(env) {
         return Ok(PathBuf::from(path));
     }
     let layout = layout()?;
-    let binary = layout.profile_dir.join(SERVER_BIN_NAME);
+    let binary = layout.profile_dir.join(bin);
     if is_stale(&binary) {
-        build(&layout)?;
+        build(&layout, bin)?;
         if !binary.is_file() {
             return Err(BinaryError::Missing(binary));
         }
@@ -206,6 +199,28 @@ fn locate_or_build() -> Result<PathBuf, BinaryError> {
 pub fn server_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
-        locate_or_build().unwrap_or_else(|e| panic!("extpool-testkit-server unavailable: {e}"))
+        locate_or_build(SERVER_BIN_NAME, SERVER_BIN_ENV)
+            .unwrap_or_else(|e| panic!("{SERVER_BIN_NAME} unavailable: {e}"))
+    })
+}
+
+/// File name of the raw echo server (benchmarks only).
+pub const RAW_ECHO_BIN_NAME: &str = "extpool-raw-echo";
+
+/// Environment variable that names the raw echo server binary to use.
+pub const RAW_ECHO_BIN_ENV: &str = "EXTPOOL_RAW_ECHO";
+
+/// The path of the built `extpool-raw-echo` (a hand-written stdio echo
+/// server without an SDK: the floor clients are measured on), built like
+/// [`server_binary`].
+///
+/// # Panics
+///
+/// As [`server_binary`].
+pub fn raw_echo_binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        locate_or_build(RAW_ECHO_BIN_NAME, RAW_ECHO_BIN_ENV)
+            .unwrap_or_else(|e| panic!("{RAW_ECHO_BIN_NAME} unavailable: {e}"))
     })
 }

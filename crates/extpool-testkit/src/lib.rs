@@ -9,6 +9,9 @@
 //!
 //! Around it, helpers every test needs:
 //! - [`server_binary`]: the path of the built server, built on first use;
+//! - [`raw_echo_binary`]: `extpool-raw-echo`, a hand-written stdio echo
+//!   server without an SDK, for benchmarks only (the floor a client's cost
+//!   is measured on);
 //! - [`StateDir`]: a temporary state directory with counter readers;
 //! - [`HttpServer`] and [`stdio_command`]: the server as a child process,
 //!   killed with its whole process group on drop;
@@ -69,6 +72,6 @@ pub mod server;
 pub mod state;
 mod state_dir;
 
-pub use binary::{SERVER_BIN_NAME, server_binary};
+pub use binary::{RAW_ECHO_BIN_NAME, SERVER_BIN_NAME, raw_echo_binary, server_binary};
 pub use child::{HttpServer, StdioCommand, stdio_command};
 pub use state_dir::StateDir;

@@ -17,6 +17,7 @@ mod modern;
 mod notifications;
 mod pagination;
 mod peers;
+mod raw_echo;
 mod skills;
 mod state;
 mod stdio;

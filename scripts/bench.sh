@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The benchmark command (see BENCHMARKS.md). Installs the peers, then runs
+# every benchmark in release mode, one after the other, on this machine:
+#   - MCP client and server cost (extpool-mcp throughput: McpServerCap, raw
+#     rmcp, the TypeScript and Python SDK clients; against the raw echo
+#     server, the testkit server on extpool's stdio transport and on rmcp's;
+#     contenders interleaved per round; calls/s vs calls in flight 1…256);
+#   - skills discovery of 10,000 skills vs a Python walker (extpool-skills);
+#   - registry and catalog figures (extpool-core, extpool-catalog).
+# Writes everything to target/bench/ (or $EXTPOOL_BENCH_OUT): every sample
+# as JSON and each benchmark's output. Benchmarks never run in CI's tests; CI only builds them.
+# Knobs: see the header of each benchmark (EXTPOOL_BENCH_ROUNDS, ...).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+"$root/scripts/peers.sh"
+export EXTPOOL_PEERS_DIR="$root/.peers"
+out="${EXTPOOL_BENCH_OUT:-$root/target/bench}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+export EXTPOOL_BENCH_OUT="$out"
+rm -f "$out"/*.txt
+
+cargo bench --locked -p extpool-mcp --bench throughput
+cargo bench --locked -p extpool-skills --bench discovery | tee "$out/skills-discovery.txt"
+cargo bench --locked -p extpool-core --bench registry | tee "$out/registry.txt"
+cargo bench --locked -p extpool-catalog --bench catalog | tee "$out/catalog.txt"
+{
+  echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GB", $2/1048576}' /proc/meminfo) RAM, $(uname -srm)"
+  echo "cpu: $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
+  echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "rustc: $(rustc --version)"
+  echo "node: $(node --version 2>/dev/null || echo missing); python: $("$EXTPOOL_PEERS_DIR/venv/bin/python" --version 2>&1)"
+} > "$out/machine.txt"
+cat "$out/throughput.md"
+echo "bench: report and samples in $out" >&2
