@@ -8,7 +8,8 @@
 #   - skills discovery of 10,000 skills vs a Python walker (extpool-skills);
 #   - registry and catalog figures (extpool-core, extpool-catalog).
 # Writes everything to target/bench/ (or $EXTPOOL_BENCH_OUT): every sample
-# as JSON and each benchmark's output. Benchmarks never run in CI's tests; CI only builds them.
+# as JSON, each benchmark's output, the SVG charts and report.md, which it
+# also prints. Benchmarks never run in CI's tests; CI only builds them.
 # Knobs: see the header of each benchmark (EXTPOOL_BENCH_ROUNDS, ...).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -32,5 +33,5 @@ cargo bench --locked -p extpool-catalog --bench catalog | tee "$out/catalog.txt"
   echo "rustc: $(rustc --version)"
   echo "node: $(node --version 2>/dev/null || echo missing); python: $("$EXTPOOL_PEERS_DIR/venv/bin/python" --version 2>&1)"
 } > "$out/machine.txt"
-cat "$out/throughput.md"
-echo "bench: report and samples in $out" >&2
+cargo run --locked --release -q -p extpool-bench --bin extpool-bench-report -- "$out"
+echo "bench: report, samples and charts in $out" >&2
