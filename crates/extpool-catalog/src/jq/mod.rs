@@ -1,10 +1,10 @@
 //! jq filters over tool results (`CallMcpWithQuery`), on the `jaq` crates.
 //!
 //! A filter runs in memory, on its own thread, with no file, input or
-//! environment access, inside a budget of steps, time, stack and value
-//! size, on bounded input, and with bounded output (see [`sandbox`] for how
-//! the budget is enforced inside jaq). A syntax or name error reports the
-//! byte offset, line and column in the filter.
+//! environment access, inside a budget of steps, time, stack, work, value
+//! size and total size built, on bounded input, and with bounded output
+//! (see [`sandbox`] for how the budget is enforced inside jaq). A syntax or
+//! name error reports the byte offset, line and column in the filter.
 
 mod convert;
 mod sandbox;
@@ -18,7 +18,7 @@ use jaq_core::{Compiler, Ctx, Vars};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use sandbox::{Budget, Data, Trip};
+use sandbox::{Bounds, Budget, Data, Trip};
 
 /// Name of the definition that holds the user's filter.
 const MAIN: &str = "__extpool_main";
@@ -41,8 +41,12 @@ pub struct JqLimits {
     pub max_steps: u64,
     /// Wall-clock time before the filter is stopped, in milliseconds.
     pub timeout_ms: u64,
-    /// Largest string (bytes) or container (elements) the filter may build.
+    /// Largest value the filter may build or walk, in bytes of memory, with
+    /// shared parts counted as copies (never less than the input's size).
     pub max_value_bytes: usize,
+    /// Bytes of values the filter may build over its whole run (a running
+    /// total that never decreases; never less than four times the input).
+    pub max_built_bytes: usize,
 }
 
 impl Default for JqLimits {
@@ -54,6 +58,7 @@ impl Default for JqLimits {
             max_steps: 200_000,
             timeout_ms: 2_000,
             max_value_bytes: 16 << 20,
+            max_built_bytes: 128 << 20,
         }
     }
 }
@@ -160,11 +165,31 @@ pub enum JqError {
     /// The filter recursed too deeply.
     #[error("jq filter recursed too deeply")]
     TooDeep,
-    /// The filter tried to build a value larger than allowed.
-    #[error("jq filter tried to build a value larger than {limit} bytes or elements")]
+    /// The filter tried to build or walk a value larger than allowed.
+    #[error("jq filter tried to build or walk a value larger than {limit} bytes (the limit)")]
     ValueTooLarge {
         /// The limit.
         limit: usize,
+    },
+    /// The filter tried to build a value nested deeper than allowed.
+    #[error("jq filter tried to build a value nested deeper than {limit} levels")]
+    ValueTooDeep {
+        /// The limit.
+        limit: usize,
+    },
+    /// The filter built more than allowed in total.
+    #[error("jq filter built more than {limit} bytes of values in total (the limit)")]
+    BuiltTooMuch {
+        /// The limit.
+        limit: usize,
+    },
+    /// Walking and comparing values took more work than allowed.
+    #[error(
+        "jq filter stopped after {units} units of work (the limit); it walks or compares too much data"
+    )]
+    WorkLimit {
+        /// The limit.
+        units: u64,
     },
     /// The output is larger than allowed.
     #[error("jq output exceeds {limit} bytes; select fewer fields")]
@@ -197,6 +222,9 @@ impl JqError {
                 | Self::Timeout { .. }
                 | Self::TooDeep
                 | Self::ValueTooLarge { .. }
+                | Self::ValueTooDeep { .. }
+                | Self::BuiltTooMuch { .. }
+                | Self::WorkLimit { .. }
         )
     }
 
@@ -348,7 +376,8 @@ fn run(filter: &str, input: &str, limits: &JqLimits) -> Result<Vec<Value>, JqErr
         args: Vec::new(),
         body: term,
     };
-    let prelude = sandbox::prelude().chain(std::iter::once(main));
+    let (natives, checks) = sandbox::natives();
+    let prelude = sandbox::prelude(checks).chain(std::iter::once(main));
     let arena = Arena::default();
     let modules = Loader::new(prelude)
         .load(
@@ -360,7 +389,7 @@ fn run(filter: &str, input: &str, limits: &JqLimits) -> Result<Vec<Value>, JqErr
         )
         .map_err(|_| JqError::Internal)?;
     let compiled = Compiler::default()
-        .with_funs(sandbox::natives())
+        .with_funs(natives)
         .compile(modules)
         .map_err(|errs| {
             let first = errs.into_iter().flat_map(|(_, e)| e).next();
@@ -377,12 +406,14 @@ fn run(filter: &str, input: &str, limits: &JqLimits) -> Result<Vec<Value>, JqErr
         message: format!("input is not JSON: {e}"),
     })?;
 
-    let budget = Budget::new(
-        limits.max_steps,
-        Instant::now() + Duration::from_millis(limits.timeout_ms),
-        MAX_STACK,
-        limits.max_value_bytes,
-    );
+    let budget = Budget::new(Bounds {
+        max_steps: limits.max_steps,
+        deadline: Instant::now() + Duration::from_millis(limits.timeout_ms),
+        max_stack: MAX_STACK,
+        max_value_bytes: limits.max_value_bytes,
+        max_built_bytes: limits.max_built_bytes,
+    });
+    budget.admit_input(&value);
     let ctx = Ctx::<sandbox::Sandbox>::new(Data::new(&compiled.lut, &budget), Vars::new([]));
     let mut out = convert::Output::new(limits.max_output_bytes);
     let mut error = None;
@@ -397,12 +428,7 @@ fn run(filter: &str, input: &str, limits: &JqLimits) -> Result<Vec<Value>, JqErr
             Err(exn) => {
                 error = Some(match exn.get_err() {
                     Ok(e) => JqError::Runtime {
-                        message: match e.into_val() {
-                            jaq_json::Val::TStr(b) | jaq_json::Val::BStr(b) => {
-                                String::from_utf8_lossy(&b).into_owned()
-                            }
-                            other => other.to_string(),
-                        },
+                        message: runtime_message(e),
                     },
                     Err(_) => JqError::Runtime {
                         message: "halt is not available".into(),
@@ -414,7 +440,12 @@ fn run(filter: &str, input: &str, limits: &JqLimits) -> Result<Vec<Value>, JqErr
     }
     // A tripped budget wins over whatever the filter made of it (`try`).
     if let Some(trip) = budget.tripped() {
-        tracing::debug!(steps = budget.steps(), ?trip, "jq budget exhausted");
+        tracing::debug!(
+            steps = budget.steps(),
+            ?budget,
+            ?trip,
+            "jq budget exhausted"
+        );
         return Err(match trip {
             Trip::Steps => JqError::StepLimit {
                 steps: limits.max_steps,
@@ -424,7 +455,16 @@ fn run(filter: &str, input: &str, limits: &JqLimits) -> Result<Vec<Value>, JqErr
             },
             Trip::Stack => JqError::TooDeep,
             Trip::Value => JqError::ValueTooLarge {
-                limit: limits.max_value_bytes,
+                limit: budget.cap(),
+            },
+            Trip::Depth => JqError::ValueTooDeep {
+                limit: sandbox::MAX_VALUE_DEPTH,
+            },
+            Trip::Built => JqError::BuiltTooMuch {
+                limit: budget.max_built(),
+            },
+            Trip::Work => JqError::WorkLimit {
+                units: limits.max_steps.saturating_mul(sandbox::WORK_PER_STEP),
             },
         });
     }
@@ -434,5 +474,52 @@ fn run(filter: &str, input: &str, limits: &JqLimits) -> Result<Vec<Value>, JqErr
     }
 }
 
+/// Longest runtime error message kept (the value in it is the filter's data).
+const MAX_MESSAGE: usize = 4096;
+
+/// A `fmt::Write` that stops at a limit.
+struct Clipped {
+    text: String,
+    limit: usize,
+}
+
+impl std::fmt::Write for Clipped {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        if self.text.len() + s.len() > self.limit {
+            let room = self.limit - self.text.len();
+            let cut = (0..=room)
+                .rev()
+                .find(|&i| s.is_char_boundary(i))
+                .unwrap_or(0);
+            self.text.push_str(&s[..cut]);
+            return Err(std::fmt::Error);
+        }
+        self.text.push_str(s);
+        Ok(())
+    }
+}
+
+/// The message of a runtime error, never longer than [`MAX_MESSAGE`]: the
+/// value in it is printed only as far as that.
+fn runtime_message(e: jaq_core::Error<jaq_json::Val>) -> String {
+    use std::fmt::Write as _;
+    let mut clipped = Clipped {
+        text: String::new(),
+        limit: MAX_MESSAGE,
+    };
+    if write!(clipped, "{e}").is_err() {
+        clipped.text.push('…');
+        return clipped.text;
+    }
+    match e.into_val() {
+        jaq_json::Val::TStr(b) | jaq_json::Val::BStr(b) => String::from_utf8_lossy(&b).into_owned(),
+        _ => clipped.text,
+    }
+}
+
+#[cfg(test)]
+mod budget_tests;
+#[cfg(test)]
+mod equivalence_tests;
 #[cfg(test)]
 mod tests;

@@ -7,5 +7,6 @@
 
 mod everything;
 mod fetch;
+mod props;
 mod support;
 mod testkit;
