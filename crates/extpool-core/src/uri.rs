@@ -67,8 +67,16 @@ impl<'a> ExtUri<'a> {
         }
         let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
         let path = path.split(['?', '#']).next().unwrap_or("");
-        for segment in path.split('/') {
-            if is_dot_dot(segment) {
+        // Checked as a reader would see it: percent-decoded, where `%2F` and
+        // `%5C` are separators too (`..%2Fsecret` climbs as `../secret` does).
+        let decoded = percent_decode(path);
+        if decoded.contains(&b'\\') {
+            return Err(UriError::Traversal {
+                uri: raw.to_owned(),
+            });
+        }
+        for segment in decoded.split(|&b| b == b'/') {
+            if is_dot_dot(&String::from_utf8_lossy(segment)) {
                 return Err(UriError::Traversal {
                     uri: raw.to_owned(),
                 });
@@ -86,6 +94,29 @@ impl<'a> ExtUri<'a> {
             path,
         })
     }
+}
+
+/// `s` with `%XX` escapes decoded (an invalid escape stays as it is).
+fn percent_decode(s: &str) -> Vec<u8> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| char::from(b).to_digit(16);
+        if bytes[i] == b'%'
+            && let (Some(hi), Some(lo)) = (
+                bytes.get(i + 1).copied().and_then(hex),
+                bytes.get(i + 2).copied().and_then(hex),
+            )
+        {
+            out.push((hi * 16 + lo) as u8);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    out
 }
 
 /// `..` in plain or percent-encoded form (`%2e%2e`, `.%2E`, …).
@@ -118,6 +149,10 @@ mod tests {
             "skill://x/%2e%2e/y",
             "skill://x/.%2E/y",
             "skill://x/a\\..\\b",
+            "skill://x/..%2Fetc",
+            "skill://x/a%2F..%2F..%2Fb",
+            "skill://x/a%5C..%5Cb",
+            "skill://x/%252e%252e/b",
         ] {
             assert!(
                 matches!(ExtUri::parse(uri), Err(UriError::Traversal { .. })),

@@ -4,6 +4,7 @@
 mod composition;
 mod concurrency;
 mod merge;
+mod props;
 mod resolve;
 mod shutdown;
 mod support;
