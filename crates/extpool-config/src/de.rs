@@ -185,6 +185,134 @@ pub fn from_node<'de, T: serde::Deserialize<'de>>(node: &'de Node) -> Result<T, 
     T::deserialize(NodeDe(node))
 }
 
+/// The most schema errors [`from_node_all`] reports for one document.
+pub const MAX_SCHEMA_ERRORS: usize = 50;
+
+/// Deserializes a `T`, reporting every schema error, not only the first:
+/// after each error the offending key or value is taken out of a copy of
+/// the document and the rest is read again (up to [`MAX_SCHEMA_ERRORS`]).
+/// A required key that was taken out this way is not reported again as
+/// missing.
+pub fn from_node_all<T: serde::de::DeserializeOwned>(node: &Node) -> Result<T, Vec<DeError>> {
+    let mut errors: Vec<DeError> = Vec::new();
+    let mut removed = Removed::default();
+    let mut doc = std::borrow::Cow::Borrowed(node);
+    loop {
+        let e = match from_node::<T>(&doc) {
+            Ok(v) if errors.is_empty() => return Ok(v),
+            Ok(_) => return Err(errors),
+            Err(e) => e,
+        };
+        // The copy lost some list items: name the others as written.
+        let mut shown = e.clone();
+        shown.path = removed.original(&e.path);
+        if let DeErrorKind::MissingKey(key) = &e.kind {
+            let mut path = shown.path.clone();
+            path.push((*key).to_owned());
+            if !removed.paths.contains(&path) {
+                errors.push(shown);
+            }
+            return Err(errors);
+        }
+        let taken = take_out(doc.to_mut(), &e);
+        errors.push(shown);
+        match taken {
+            Some(path) if errors.len() < MAX_SCHEMA_ERRORS => removed.add(path),
+            _ => return Err(errors),
+        }
+    }
+}
+
+/// What [`from_node_all`] took out of its copy, by path as written.
+#[derive(Default)]
+struct Removed {
+    paths: Vec<Vec<String>>,
+}
+
+fn index_of(seg: &str) -> Option<usize> {
+    seg.strip_prefix('[')?.strip_suffix(']')?.parse().ok()
+}
+
+impl Removed {
+    /// Records a removal at `path` (in the copy's indexes).
+    fn add(&mut self, path: Vec<String>) {
+        let original = self.original(&path);
+        self.paths.push(original);
+    }
+
+    /// Translates a path in the copy (whose lists lost items) into the
+    /// document's own indexes.
+    fn original(&self, path: &[String]) -> Vec<String> {
+        let mut out: Vec<String> = Vec::with_capacity(path.len());
+        for seg in path {
+            let Some(mut j) = index_of(seg) else {
+                out.push(seg.clone());
+                continue;
+            };
+            // Items removed before this one in the same list shift it.
+            let mut gone: Vec<usize> = self
+                .paths
+                .iter()
+                .filter(|p| p.len() == out.len() + 1 && p[..out.len()] == out[..])
+                .filter_map(|p| index_of(&p[out.len()]))
+                .collect();
+            gone.sort_unstable();
+            for g in gone {
+                if g <= j {
+                    j += 1;
+                }
+            }
+            out.push(format!("[{j}]"));
+        }
+        out
+    }
+}
+
+/// The node at `path` (keys and `[i]` indexes).
+fn node_at_mut<'a>(mut node: &'a mut Node, path: &[String]) -> Option<&'a mut Node> {
+    for seg in path {
+        node = match (
+            &mut node.value,
+            seg.strip_prefix('[').and_then(|s| s.strip_suffix(']')),
+        ) {
+            (Value::Seq(items), Some(i)) => items.get_mut(i.parse::<usize>().ok()?)?,
+            (Value::Map(entries), None) => &mut entries.iter_mut().find(|e| &e.key == seg)?.value,
+            _ => return None,
+        };
+    }
+    Some(node)
+}
+
+/// Takes the key or value an error is about out of `root`; returns its
+/// path, or `None` when the error is not about one removable place.
+fn take_out(root: &mut Node, e: &DeError) -> Option<Vec<String>> {
+    let (parent, last) = match &e.kind {
+        DeErrorKind::UnknownKey { key, .. } => (e.path.as_slice(), key.clone()),
+        _ => {
+            let (last, parent) = e.path.split_last()?;
+            (parent, last.clone())
+        }
+    };
+    let node = node_at_mut(root, parent)?;
+    match (
+        &mut node.value,
+        last.strip_prefix('[').and_then(|s| s.strip_suffix(']')),
+    ) {
+        (Value::Seq(items), Some(i)) => {
+            let i = i.parse::<usize>().ok().filter(|&i| i < items.len())?;
+            items.remove(i);
+        }
+        (Value::Map(entries), None) => {
+            let i = entries.iter().position(|en| en.key == last)?;
+            entries.remove(i);
+        }
+        _ => return None,
+    }
+    let mut path = parent.to_vec();
+    path.push(last);
+    Some(path)
+}
+
 /// The deserializer for one node.
 #[derive(Clone, Copy)]
 pub struct NodeDe<'a>(pub &'a Node);

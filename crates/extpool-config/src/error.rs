@@ -17,6 +17,39 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
+    /// The path is not a regular file (a FIFO, a device, a directory…):
+    /// reading it could block forever or never end.
+    #[error(
+        "cannot read {file}: it is {kind}, not a regular file; configuration is read only from regular files"
+    )]
+    NotRegular {
+        /// The file as shown to the user.
+        file: String,
+        /// What it is instead ("a FIFO", "a character device", …).
+        kind: &'static str,
+    },
+    /// The file is larger than the limit.
+    #[error(
+        "cannot read {file}: it is larger than {limit} bytes (the limit; set EXTPOOL_MAX_CONFIG_BYTES to change it)"
+    )]
+    TooLarge {
+        /// The file as shown to the user.
+        file: String,
+        /// The limit, in bytes.
+        limit: u64,
+    },
+    /// The file is not valid UTF-8.
+    #[error(
+        "{file}:{pos}: invalid UTF-8 (byte {offset} of the file); configuration files must be UTF-8 text"
+    )]
+    InvalidUtf8 {
+        /// The file as shown to the user.
+        file: String,
+        /// Line and column of the first invalid byte.
+        pos: Pos,
+        /// Its byte offset.
+        offset: usize,
+    },
     /// The file's kind could not be told from its name.
     #[error(
         "{file}: unknown configuration format; expected extpool.yaml (.yaml/.yml), a JSON MCP config (.mcp.json, mcp.json, claude_desktop_config.json) or Codex's config.toml"
@@ -45,7 +78,18 @@ impl ConfigError {
     /// The file that could not be read, if that is the error.
     pub fn unreadable_file(&self) -> Option<&str> {
         match self {
-            Self::Read { file, .. } => Some(file),
+            Self::Read { file, .. }
+            | Self::NotRegular { file, .. }
+            | Self::TooLarge { file, .. }
+            | Self::InvalidUtf8 { file, .. } => Some(file),
+            _ => None,
+        }
+    }
+
+    /// Where in the file the error is, when it is about one place.
+    pub fn pos(&self) -> Option<Pos> {
+        match self {
+            Self::InvalidUtf8 { pos, .. } => Some(*pos),
             _ => None,
         }
     }

@@ -5,6 +5,7 @@
 //! * [`foreign`]: the MCP configs users already have (Claude Code,
 //!   Cursor, Claude Desktop, VS Code, Codex), read unchanged.
 //! * [`locate`]: where configs are found without `--config`.
+//! * [`read`]: reading one file (regular files only, size-limited, UTF-8).
 //! * [`load`]: reading, checking and merging into a [`Loaded`] configuration.
 //! * [`expand`]: `${VAR}` / `${VAR:-default}` expansion, applied only when a
 //!   server is resolved to be started.
@@ -25,6 +26,7 @@ pub mod import;
 pub mod load;
 pub mod locate;
 pub mod model;
+pub mod read;
 pub mod secrets;
 pub mod tree;
 pub mod validate;

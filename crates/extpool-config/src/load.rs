@@ -16,13 +16,14 @@ use std::path::{Path, PathBuf};
 
 use extpool_mcp::config::McpServerConfig;
 
-use crate::de::from_node;
+use crate::de::from_node_all;
 use crate::diagnostics::{Diagnostic, Severity, display_path};
 use crate::error::{ConfigError, ResolveError};
 use crate::expand;
 use crate::foreign::{self, ForeignConfig, ForeignContext};
 use crate::locate::{Candidate, ConfigFormat, Origin, Places, detect};
 use crate::model::ExtpoolConfig;
+use crate::read::{DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_VAR, read_text};
 use crate::tree::{self, Node, Pos};
 use crate::validate::validate;
 
@@ -71,8 +72,11 @@ pub struct Loaded {
     pub skill_paths: Vec<PathBuf>,
     /// Every file read, in precedence order.
     pub sources: Vec<SourceFile>,
-    /// Warnings and notes (errors fail the load, except in discovered foreign files).
+    /// Warnings and notes; errors fail the load, except those of discovered
+    /// foreign files, which are skipped (see [`Loaded::errors`]).
     pub diagnostics: Vec<Diagnostic>,
+    /// The server names, lower-cased, to find a clash in constant time.
+    names_ignoring_case: std::collections::HashMap<String, String>,
 }
 
 /// What to load.
@@ -89,10 +93,23 @@ pub fn load(request: &LoadRequest) -> Result<Loaded, ConfigError> {
     let places = &request.places;
     let mut loaded = Loaded::default();
     let mut errors = Vec::new();
+    let limit = places.max_file_bytes.unwrap_or(DEFAULT_MAX_FILE_BYTES);
     if request.files.is_empty() {
         for candidate in places.existing() {
+            // Our own file must be right; the files of other programs are
+            // the user's: one that cannot be read is skipped, with an error
+            // that `config check` reports.
             let strict = candidate.format == ConfigFormat::Extpool;
-            read_into(&candidate, places, strict, &mut loaded, &mut errors)?;
+            let shown = show(&candidate.path, places);
+            let text = match read_text(&candidate.path, &shown, limit) {
+                Ok(text) => text,
+                Err(e) if strict => return Err(e),
+                Err(e) => {
+                    loaded.diagnostics.push(skipped(&shown, &e));
+                    continue;
+                }
+            };
+            read_into(&candidate, &text, places, strict, &mut loaded, &mut errors);
         }
     } else {
         for path in &request.files {
@@ -102,7 +119,7 @@ pub fn load(request: &LoadRequest) -> Result<Loaded, ConfigError> {
                 places.cwd.join(path)
             };
             let shown = show(&path, places);
-            let text = read(&path, &shown)?;
+            let text = read_text(&path, &shown, limit)?;
             let Some((format, origin)) = detect(&path, &text) else {
                 return Err(ConfigError::UnknownFormat { file: shown });
             };
@@ -112,7 +129,7 @@ pub fn load(request: &LoadRequest) -> Result<Loaded, ConfigError> {
                 origin,
                 project: true,
             };
-            read_into(&candidate, places, true, &mut loaded, &mut errors)?;
+            read_into(&candidate, &text, places, true, &mut loaded, &mut errors);
         }
     }
     if errors.is_empty() {
@@ -137,31 +154,78 @@ fn show(path: &Path, places: &Places) -> String {
     display_path(path, Some(&places.cwd), places.home.as_deref())
 }
 
-fn read(path: &Path, shown: &str) -> Result<String, ConfigError> {
-    std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-        file: shown.to_owned(),
-        source,
-    })
+/// The error diagnostic of a discovered file that could not be read.
+fn skipped(file: &str, e: &ConfigError) -> Diagnostic {
+    let why = match e {
+        ConfigError::Read { source, .. } => format!("cannot read it: {source}"),
+        ConfigError::NotRegular { kind, .. } => format!("it is {kind}, not a regular file"),
+        ConfigError::TooLarge { limit, .. } => format!(
+            "it is larger than {limit} bytes (the limit; set {MAX_FILE_BYTES_VAR} to change it)"
+        ),
+        ConfigError::InvalidUtf8 { offset, .. } => {
+            format!("invalid UTF-8 (byte {offset} of the file)")
+        }
+        other => other.to_string(),
+    };
+    Diagnostic::new(
+        Severity::Error,
+        file,
+        e.pos(),
+        "",
+        format!("{why}; the file is skipped"),
+    )
 }
 
-fn parse(text: &str, format: ConfigFormat) -> Result<Node, tree::SyntaxError> {
+fn parse(
+    text: &str,
+    format: ConfigFormat,
+    origin: Origin,
+    file: &str,
+) -> Result<(Node, Vec<Diagnostic>), tree::SyntaxError> {
     match format {
-        ConfigFormat::Extpool => tree::parse_yaml(text),
-        ConfigFormat::CodexToml => tree::parse_toml(text),
-        _ => tree::parse_json(text),
+        ConfigFormat::Extpool => tree::parse_yaml(text).map(|n| (n, Vec::new())),
+        ConfigFormat::CodexToml => tree::parse_toml(text).map(|n| (n, Vec::new())),
+        // VS Code's `mcp.json` is JSONC; the other programs parse strict JSON.
+        ConfigFormat::VsCodeJson => tree::parse_json(text).map(|n| (n, Vec::new())),
+        ConfigFormat::McpServersJson | ConfigFormat::ClaudeUserJson => {
+            let doc = tree::parse_json_document(text)?;
+            let warn = |pos, what: &str| {
+                Diagnostic::new(
+                    Severity::Warning,
+                    file,
+                    Some(pos),
+                    "",
+                    format!(
+                        "{what}: extpool accepts it, but {} reads this file as strict JSON and rejects it",
+                        origin.label()
+                    ),
+                )
+            };
+            let mut lenient = Vec::new();
+            if let Some(pos) = doc.trailing_comma {
+                lenient.push(warn(pos, "trailing comma"));
+            }
+            if let Some(pos) = doc.comment {
+                lenient.push(warn(pos, "comment"));
+            }
+            Ok((doc.root, lenient))
+        }
     }
 }
 
-/// Reads one file into `loaded`. `strict`: its errors fail the load.
+/// Reads one file's `text` into `loaded`. `strict`: its errors fail the
+/// load; otherwise an entry with errors is skipped with a warning, and a
+/// file that does not parse is skipped with an error (so that `config
+/// check` fails) while the other files are used.
 fn read_into(
     candidate: &Candidate,
+    text: &str,
     places: &Places,
     strict: bool,
     loaded: &mut Loaded,
     errors: &mut Vec<Diagnostic>,
-) -> Result<(), ConfigError> {
+) {
     let file = show(&candidate.path, places);
-    let text = read(&candidate.path, &file)?;
     let dir = candidate
         .path
         .parent()
@@ -177,15 +241,20 @@ fn read_into(
             loaded.diagnostics.push(d);
         }
     };
-    let root = match parse(&text, candidate.format) {
-        Ok(root) => root,
+    let root = match parse(text, candidate.format, candidate.origin, &file) {
+        Ok((root, lenient)) => {
+            loaded.diagnostics.extend(lenient);
+            root
+        }
         Err(e) => {
             let mut d = Diagnostic::syntax(&file, candidate.format.syntax_name(), &e);
-            if !strict {
+            if strict {
+                errors.push(d);
+            } else {
                 d.message.push_str("; the file is skipped");
+                loaded.diagnostics.push(d);
             }
-            report(d, loaded);
-            return Ok(());
+            return;
         }
     };
     let mut source = SourceFile {
@@ -197,11 +266,13 @@ fn read_into(
         servers: Vec::new(),
     };
     if candidate.format == ConfigFormat::Extpool {
-        let config: ExtpoolConfig = match from_node(&root) {
+        let config: ExtpoolConfig = match from_node_all(&root) {
             Ok(c) => c,
-            Err(e) => {
-                report(Diagnostic::schema(&file, &e), loaded);
-                return Ok(());
+            Err(all) => {
+                for e in &all {
+                    report(Diagnostic::schema(&file, e), loaded);
+                }
+                return;
             }
         };
         for d in validate(&config, &root, &file, &dir) {
@@ -229,8 +300,10 @@ fn read_into(
                 .paths
                 .extend(config.skills.paths.clone());
         }
+        let keys = root.get("mcp_servers").map(Node::keys).unwrap_or_default();
+        let fallback = root.pos_of(&["mcp_servers"]);
         for (name, server) in config.mcp_servers {
-            let pos = root.key_pos_of(&["mcp_servers", &name]);
+            let pos = keys.get(name.as_str()).map_or(fallback, |e| e.key_pos);
             add_server(loaded, &mut source, &dir, name.clone(), &name, pos, server);
         }
     } else {
@@ -239,6 +312,7 @@ fn read_into(
             origin: candidate.origin,
             workspace: workspace_of(&candidate.path, &dir),
             cwd: places.cwd.clone(),
+            strict,
         };
         let foreign: ForeignConfig = match candidate.format {
             ConfigFormat::McpServersJson => foreign::mcp_servers_json::read(&root, &ctx, false),
@@ -275,7 +349,6 @@ fn read_into(
         }
     }
     loaded.sources.push(source);
-    Ok(())
 }
 
 /// The project directory of a file in `.vscode/` or `.cursor/` is its parent.
@@ -298,11 +371,11 @@ fn add_server(
     pos: Pos,
     config: McpServerConfig,
 ) {
-    if let Some((existing, first)) = loaded
-        .server_sources
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(&name))
-    {
+    let existing = loaded
+        .names_ignoring_case
+        .get(&name.to_ascii_lowercase())
+        .and_then(|n| loaded.server_sources.get_key_value(n));
+    if let Some((existing, first)) = existing {
         let where_ = match first.pos {
             p if first.file == source.file => format!("line {}", p.line),
             p => format!("{}:{}", first.file, p),
@@ -317,6 +390,9 @@ fn add_server(
         return;
     }
     source.servers.push(name.clone());
+    loaded
+        .names_ignoring_case
+        .insert(name.to_ascii_lowercase(), name.clone());
     loaded.server_sources.insert(
         name.clone(),
         ServerSource {
@@ -331,6 +407,13 @@ fn add_server(
 }
 
 impl Loaded {
+    /// The errors of a load that still succeeded: discovered files of other
+    /// programs that were skipped (unreadable, not UTF-8, bad syntax).
+    /// `config check` fails when there is one; other commands show them.
+    pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.diagnostics.iter().filter(|d| d.is_error())
+    }
+
     /// True when no file was found or named.
     pub fn is_empty(&self) -> bool {
         self.sources.is_empty()

@@ -126,6 +126,9 @@ pub struct Places {
     pub appdata: Option<PathBuf>,
     /// `CODEX_HOME` when set.
     pub codex_home: Option<PathBuf>,
+    /// The largest file read, in bytes (`EXTPOOL_MAX_CONFIG_BYTES`; `None`:
+    /// [`crate::read::DEFAULT_MAX_FILE_BYTES`]).
+    pub max_file_bytes: Option<u64>,
 }
 
 impl Places {
@@ -142,6 +145,7 @@ impl Places {
             xdg_config_home: var("XDG_CONFIG_HOME"),
             appdata: var("APPDATA"),
             codex_home: var("CODEX_HOME"),
+            max_file_bytes: Some(crate::read::limit_from_env()),
         }
     }
 
@@ -245,11 +249,13 @@ impl Places {
         out
     }
 
-    /// The candidates whose file exists.
+    /// The candidates whose file exists (a FIFO or a device there is kept,
+    /// so that reading it reports what it is rather than passing silently;
+    /// a directory is not a config file and is left out).
     pub fn existing(&self) -> Vec<Candidate> {
         self.candidates()
             .into_iter()
-            .filter(|c| c.path.is_file())
+            .filter(|c| c.path.exists() && !c.path.is_dir())
             .collect()
     }
 

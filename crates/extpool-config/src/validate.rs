@@ -2,6 +2,7 @@
 //! URLs, `${…}` syntax, limits, skill paths. Every finding is located with
 //! the tree the file was parsed into.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use crate::diagnostics::{Diagnostic, Severity};
@@ -15,9 +16,13 @@ pub fn validate(config: &ExtpoolConfig, root: &Node, file: &str, dir: &Path) -> 
     let mut diag = |severity, pos: Pos, path: String, message: String| {
         out.push(Diagnostic::new(severity, file, Some(pos), path, message));
     };
-    let mut seen: Vec<(&str, Pos)> = Vec::new();
+    // Looked up by name once each, so thousands of servers stay linear.
+    let keys = root.get("mcp_servers").map(Node::keys).unwrap_or_default();
+    let mut seen: HashMap<String, (&str, Pos)> = HashMap::new();
     for (name, server) in &config.mcp_servers {
-        let key_pos = root.key_pos_of(&["mcp_servers", name]);
+        let entry = keys.get(name.as_str());
+        let key_pos = entry.map_or_else(|| root.pos_of(&["mcp_servers"]), |e| e.key_pos);
+        let field_pos = |field: &str| entry.map_or(key_pos, |e| e.value.pos_of(&[field]));
         let path = format!("mcp_servers.{name}");
         if !is_valid_server_name(name) {
             diag(
@@ -30,7 +35,7 @@ pub fn validate(config: &ExtpoolConfig, root: &Node, file: &str, dir: &Path) -> 
                 ),
             );
         }
-        if let Some((other, other_pos)) = seen.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+        if let Some((other, other_pos)) = seen.get(&name.to_ascii_lowercase()) {
             diag(
                 Severity::Error,
                 key_pos,
@@ -41,7 +46,8 @@ pub fn validate(config: &ExtpoolConfig, root: &Node, file: &str, dir: &Path) -> 
                 ),
             );
         }
-        seen.push((name, key_pos));
+        seen.entry(name.to_ascii_lowercase())
+            .or_insert((name, key_pos));
         if let Err(e) = server.transport() {
             diag(Severity::Error, key_pos, path.clone(), e.to_string());
         }
@@ -51,7 +57,7 @@ pub fn validate(config: &ExtpoolConfig, root: &Node, file: &str, dir: &Path) -> 
             if !templated && !lower.starts_with("https://") && !lower.starts_with("http://") {
                 diag(
                     Severity::Error,
-                    root.pos_of(&["mcp_servers", name, "url"]),
+                    field_pos("url"),
                     format!("{path}.url"),
                     "expected an http:// or https:// URL".into(),
                 );
@@ -62,7 +68,7 @@ pub fn validate(config: &ExtpoolConfig, root: &Node, file: &str, dir: &Path) -> 
         {
             diag(
                 Severity::Error,
-                root.pos_of(&["mcp_servers", name, "prefix"]),
+                field_pos("prefix"),
                 format!("{path}.prefix"),
                 "expected letters, digits and `_` only".into(),
             );
@@ -70,7 +76,7 @@ pub fn validate(config: &ExtpoolConfig, root: &Node, file: &str, dir: &Path) -> 
         if server.lazy && server.tools.is_empty() {
             diag(
                 Severity::Warning,
-                root.pos_of(&["mcp_servers", name, "lazy"]),
+                field_pos("lazy"),
                 format!("{path}.lazy"),
                 "a lazy server lists only the tools declared under `tools:`, and none are".into(),
             );
@@ -79,8 +85,8 @@ pub fn validate(config: &ExtpoolConfig, root: &Node, file: &str, dir: &Path) -> 
             if let Some(schema) = &tool.input_schema
                 && serde_json::from_str::<serde_json::Value>(schema).is_err()
             {
-                let node = root
-                    .at(&["mcp_servers", name, "tools"])
+                let node = entry
+                    .and_then(|e| e.value.get("tools"))
                     .and_then(|t| match &t.value {
                         crate::tree::Value::Seq(items) => items.get(i),
                         _ => None,
@@ -96,14 +102,14 @@ pub fn validate(config: &ExtpoolConfig, root: &Node, file: &str, dir: &Path) -> 
         expand::for_each_string(server, &mut |field, value| {
             if let Err(e) = expand::references(value) {
                 let segments: Vec<&str> = field.split(['.', '[']).collect();
-                let mut at = vec!["mcp_servers", name.as_str()];
+                let mut at = Vec::new();
                 at.extend(segments.first().copied());
                 if segments.len() > 1 && !field.contains('[') {
                     at.push(segments[1]);
                 }
                 diag(
                     Severity::Error,
-                    root.pos_of(&at),
+                    entry.map_or(key_pos, |e| e.value.pos_of(&at)),
                     format!("{path}.{field}"),
                     e.to_string(),
                 );

@@ -156,7 +156,7 @@ fn convert(
             } else {
                 format!("{path}.{}", d.path)
             };
-            d.message.push_str("; this server is skipped");
+            d.message.push_str(ctx.skip_note());
             out.diagnostics.push(d);
             return None;
         }
@@ -261,6 +261,7 @@ enabled = false
             origin: Origin::Codex,
             workspace: "/ws".into(),
             cwd: "/ws".into(),
+            strict: false,
         };
         let out = read(&parse_toml(text).unwrap(), &ctx);
         assert!(out.diagnostics.is_empty(), "{:#?}", out.diagnostics);

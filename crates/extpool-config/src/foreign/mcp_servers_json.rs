@@ -134,7 +134,7 @@ pub(crate) fn convert_entry(
             } else {
                 format!("{path}.{}", d.path)
             };
-            d.message.push_str("; this server is skipped");
+            d.message.push_str(ctx.skip_note());
             diags.push(d);
             return None;
         }
@@ -222,6 +222,7 @@ mod tests {
             origin,
             workspace: "/ws".into(),
             cwd: "/ws".into(),
+            strict: false,
         }
     }
 

@@ -48,6 +48,34 @@ pub struct ForeignConfig {
     pub deny: Vec<String>,
     /// Notes, warnings and per-entry errors.
     pub diagnostics: Vec<Diagnostic>,
+    /// The names taken so far, lower-cased, and the next suffix to try for
+    /// each base name: renaming stays linear however many names collide.
+    names: Names,
+}
+
+/// Server names in use, ignoring case.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Names {
+    taken: std::collections::HashSet<String>,
+    next_suffix: std::collections::HashMap<String, usize>,
+}
+
+impl Names {
+    /// `name` if it is free, else `name_2`, `name_3`, … (the first free one).
+    fn claim(&mut self, name: String) -> String {
+        let lower = name.to_ascii_lowercase();
+        if self.taken.insert(lower.clone()) {
+            return name;
+        }
+        let n = self.next_suffix.entry(lower).or_insert(2);
+        loop {
+            let candidate = format!("{name}_{n}");
+            *n += 1;
+            if self.taken.insert(candidate.to_ascii_lowercase()) {
+                return candidate;
+            }
+        }
+    }
 }
 
 /// What a converter needs to know about the file it reads.
@@ -61,6 +89,9 @@ pub struct ForeignContext {
     pub workspace: PathBuf,
     /// The working directory (for `~/.claude.json`'s per-project entries).
     pub cwd: PathBuf,
+    /// The file was named with `--config`: its errors stop extpool, so a
+    /// broken entry is not merely skipped.
+    pub strict: bool,
 }
 
 impl ForeignContext {
@@ -72,6 +103,16 @@ impl ForeignContext {
         message: impl Into<String>,
     ) -> Diagnostic {
         Diagnostic::new(severity, self.file.clone(), Some(pos), path, message)
+    }
+
+    /// How a broken entry ends its message: in a discovered file the other
+    /// servers still run; a file named with `--config` must be valid.
+    pub(crate) fn skip_note(&self) -> &'static str {
+        if self.strict {
+            "; this server is skipped, and because the file was named with --config nothing runs until this entry is fixed or removed"
+        } else {
+            "; this server is skipped"
+        }
     }
 
     /// `config` when it names exactly one transport; otherwise an error
@@ -88,7 +129,7 @@ impl ForeignContext {
                 Severity::Error,
                 pos,
                 path,
-                format!("{e}; this server is skipped"),
+                format!("{e}{}", self.skip_note()),
             ));
             return None;
         }
@@ -106,23 +147,7 @@ impl ForeignConfig {
         path: &str,
         config: McpServerConfig,
     ) {
-        let mut name = sanitize_server_name(original);
-        if self
-            .servers
-            .iter()
-            .any(|s| s.name.eq_ignore_ascii_case(&name))
-        {
-            let base = name.clone();
-            let mut n = 2;
-            while self
-                .servers
-                .iter()
-                .any(|s| s.name.eq_ignore_ascii_case(&name))
-            {
-                name = format!("{base}_{n}");
-                n += 1;
-            }
-        }
+        let name = self.names.claim(sanitize_server_name(original));
         if name != original {
             let why = if is_valid_server_name(original) {
                 "another server already has this name (ignoring case)".to_owned()
@@ -255,6 +280,7 @@ mod tests {
             origin,
             workspace: "/ws".into(),
             cwd: "/ws".into(),
+            strict: false,
         }
     }
 
@@ -285,6 +311,33 @@ mod tests {
         assert_eq!(d.len(), 1);
         let desktop = ctx(Origin::ClaudeDesktop);
         assert_eq!(convert_vars("${A}", &desktop, p, "x", &mut d), "$${A}");
+    }
+
+    #[test]
+    fn colliding_names_get_suffixes_in_linear_time() {
+        let c = ctx(Origin::ClaudeCode);
+        let mut out = ForeignConfig::default();
+        // 4,000 names that all sanitize to `x_`, and one already `x__2`.
+        out.push_server(&c, "x__2", Pos::new(1, 1), "p", McpServerConfig::default());
+        for i in 0..4000u32 {
+            let original = format!("x{}", char::from_u32(0x100 + i).unwrap());
+            out.push_server(
+                &c,
+                &original,
+                Pos::new(1, 1),
+                "p",
+                McpServerConfig::default(),
+            );
+        }
+        let names: std::collections::HashSet<String> = out
+            .servers
+            .iter()
+            .map(|s| s.name.to_ascii_lowercase())
+            .collect();
+        assert_eq!(names.len(), 4001, "every name is unique");
+        assert_eq!(out.servers[1].name, "x_");
+        assert_eq!(out.servers[2].name, "x__3");
+        assert_eq!(out.servers[4000].name, "x__4001");
     }
 
     #[test]

@@ -103,6 +103,7 @@ mod tests {
             origin: Origin::VsCode,
             workspace: "/ws".into(),
             cwd: "/ws".into(),
+            strict: false,
         };
         let out = read(&parse_json(text).unwrap(), &ctx);
         assert_eq!(out.servers.len(), 2);

@@ -2,26 +2,49 @@
 //! `//` and `/* */` comments and trailing commas (VS Code's `mcp.json` is
 //! JSONC), and a UTF-8 byte-order mark.
 
-use super::{Entry, LineIndex, Node, Pos, SyntaxError, Value, push_unique};
+use super::{Entry, LineIndex, Node, Pos, SyntaxError, UniqueEntries, Value};
 
 const MAX_DEPTH: usize = 128;
 
 /// Parses a JSON (or JSONC) document.
 pub fn parse_json(text: &str) -> Result<Node, SyntaxError> {
+    parse_json_document(text).map(|doc| doc.root)
+}
+
+/// A JSON document, and where it departs from strict JSON (what JSONC
+/// allows but `JSON.parse` refuses).
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonDocument {
+    /// The document.
+    pub root: Node,
+    /// The first trailing comma (`[1,]`, `{"a": 1,}`), if any.
+    pub trailing_comma: Option<Pos>,
+    /// The first comment, if any.
+    pub comment: Option<Pos>,
+}
+
+/// Parses a JSON (or JSONC) document and notes its JSONC extensions.
+pub fn parse_json_document(text: &str) -> Result<JsonDocument, SyntaxError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut p = JsonParser {
         bytes: text.as_bytes(),
         text,
         at: 0,
         index: LineIndex::new(text),
+        trailing_comma: None,
+        comment: None,
     };
     p.skip_ws()?;
-    let node = p.value(0)?;
+    let root = p.value(0)?;
     p.skip_ws()?;
     if p.at < p.bytes.len() {
         return Err(p.error("unexpected text after the JSON value"));
     }
-    Ok(node)
+    Ok(JsonDocument {
+        root,
+        trailing_comma: p.trailing_comma,
+        comment: p.comment,
+    })
 }
 
 struct JsonParser<'a> {
@@ -29,6 +52,8 @@ struct JsonParser<'a> {
     text: &'a str,
     at: usize,
     index: LineIndex<'a>,
+    trailing_comma: Option<Pos>,
+    comment: Option<Pos>,
 }
 
 impl JsonParser<'_> {
@@ -56,6 +81,9 @@ impl JsonParser<'_> {
             match self.peek() {
                 Some(b' ' | b'\t' | b'\n' | b'\r') => self.at += 1,
                 Some(b'/') if self.bytes.get(self.at + 1) == Some(&b'/') => {
+                    if self.comment.is_none() {
+                        self.comment = Some(self.pos());
+                    }
                     while let Some(b) = self.peek() {
                         if b == b'\n' {
                             break;
@@ -65,6 +93,7 @@ impl JsonParser<'_> {
                 }
                 Some(b'/') if self.bytes.get(self.at + 1) == Some(&b'*') => {
                     let start = self.pos();
+                    self.comment.get_or_insert(start);
                     self.at += 2;
                     loop {
                         match self.peek() {
@@ -212,16 +241,24 @@ impl JsonParser<'_> {
         let pos = self.pos();
         self.at += 1;
         let mut items = Vec::new();
+        let mut comma = None;
         loop {
             self.skip_ws()?;
             if self.peek() == Some(b']') {
+                if let Some(comma) = comma {
+                    self.trailing_comma.get_or_insert(comma);
+                }
                 self.at += 1;
                 return Ok(Node::new(pos, Value::Seq(items)));
             }
             items.push(self.value(depth + 1)?);
             self.skip_ws()?;
+            comma = None;
             match self.peek() {
-                Some(b',') => self.at += 1,
+                Some(b',') => {
+                    comma = Some(self.pos());
+                    self.at += 1;
+                }
                 Some(b']') => {}
                 _ => return Err(self.error(format!("expected `,` or `]`, {}", self.found()))),
             }
@@ -231,13 +268,17 @@ impl JsonParser<'_> {
     fn object(&mut self, depth: usize) -> Result<Node, SyntaxError> {
         let pos = self.pos();
         self.at += 1;
-        let mut entries = Vec::new();
+        let mut entries = UniqueEntries::default();
+        let mut comma = None;
         loop {
             self.skip_ws()?;
             match self.peek() {
                 Some(b'}') => {
+                    if let Some(comma) = comma {
+                        self.trailing_comma.get_or_insert(comma);
+                    }
                     self.at += 1;
-                    return Ok(Node::new(pos, Value::Map(entries)));
+                    return Ok(Node::new(pos, Value::Map(entries.into_entries())));
                 }
                 Some(b'"') => {}
                 _ => {
@@ -255,17 +296,18 @@ impl JsonParser<'_> {
             self.at += 1;
             self.skip_ws()?;
             let value = self.value(depth + 1)?;
-            push_unique(
-                &mut entries,
-                Entry {
-                    key,
-                    key_pos,
-                    value,
-                },
-            )?;
+            entries.push(Entry {
+                key,
+                key_pos,
+                value,
+            })?;
             self.skip_ws()?;
+            comma = None;
             match self.peek() {
-                Some(b',') => self.at += 1,
+                Some(b',') => {
+                    comma = Some(self.pos());
+                    self.at += 1;
+                }
                 Some(b'}') => {}
                 _ => return Err(self.error(format!("expected `,` or `}}`, {}", self.found()))),
             }
@@ -275,6 +317,15 @@ impl JsonParser<'_> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn jsonc_extensions_are_located() {
+        let doc = super::parse_json_document("{\"a\": [1,],\n // c\n \"b\": 2,\n}").unwrap();
+        assert_eq!(doc.trailing_comma, Some(super::Pos::new(1, 9)));
+        assert_eq!(doc.comment, Some(super::Pos::new(2, 2)));
+        let doc = super::parse_json_document("{\"a\": [1, 2], \"b\": {}}").unwrap();
+        assert_eq!((doc.trailing_comma, doc.comment), (None, None));
+    }
+
     use super::*;
 
     #[test]

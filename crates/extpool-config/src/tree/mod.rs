@@ -10,10 +10,12 @@ mod json;
 mod toml;
 mod yaml;
 
-pub use json::parse_json;
+pub use json::{JsonDocument, parse_json, parse_json_document};
 pub use toml::parse_toml;
 pub use yaml::parse_yaml;
 
+use std::cell::Cell;
+use std::collections::HashMap;
 use std::fmt;
 
 /// A position in a file: 1-based line and 1-based column (in characters).
@@ -119,6 +121,16 @@ impl Node {
         self.as_map()?.iter().find(|e| e.key == key)
     }
 
+    /// The entries of a mapping by key, to look many keys up in constant
+    /// time each (empty when this is not a mapping).
+    pub fn keys(&self) -> HashMap<&str, &Entry> {
+        self.as_map()
+            .unwrap_or_default()
+            .iter()
+            .map(|e| (e.key.as_str(), e))
+            .collect()
+    }
+
     /// The value for `key` when this is a mapping.
     pub fn get(&self, key: &str) -> Option<&Node> {
         self.entry(key).map(|e| &e.value)
@@ -177,16 +189,26 @@ impl SyntaxError {
 }
 
 /// Converts byte offsets into positions.
+///
+/// Parsers ask for positions in increasing order, so the last answer is
+/// kept and the next column is counted from there: a one-line document of
+/// many values (minified JSON) costs linear time, not quadratic.
 pub(crate) struct LineIndex<'a> {
     text: &'a str,
     starts: Vec<usize>,
+    /// The last offset asked about, its line and its column.
+    last: Cell<(usize, usize, usize)>,
 }
 
 impl<'a> LineIndex<'a> {
     pub(crate) fn new(text: &'a str) -> Self {
         let mut starts = vec![0];
         starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        Self { text, starts }
+        Self {
+            text,
+            starts,
+            last: Cell::new((0, 1, 1)),
+        }
     }
 
     /// The position of byte `offset` (clamped to the text).
@@ -194,28 +216,51 @@ impl<'a> LineIndex<'a> {
         let offset = offset.min(self.text.len());
         let line = self.starts.partition_point(|&s| s <= offset).max(1);
         let start = self.starts[line - 1];
-        let column = self
-            .text
-            .get(start..offset)
-            .map_or(offset - start, |s| s.chars().count())
-            + 1;
+        let (last_offset, last_line, last_column) = self.last.get();
+        let (from, column) = if last_line == line && last_offset <= offset {
+            (last_offset, last_column)
+        } else {
+            (start, 1)
+        };
+        let column = column
+            + self
+                .text
+                .get(from..offset)
+                .map_or(offset - from, |s| s.chars().count());
+        self.last.set((offset, line, column));
         Pos::new(line, column)
     }
 }
 
-/// Pushes `entry` onto `entries`, refusing a key that is already there.
-pub(crate) fn push_unique(entries: &mut Vec<Entry>, entry: Entry) -> Result<(), SyntaxError> {
-    if let Some(first) = entries.iter().find(|e| e.key == entry.key) {
-        return Err(SyntaxError::new(
-            entry.key_pos,
-            format!(
-                "duplicate key {:?} (first defined at line {})",
-                entry.key, first.key_pos.line
-            ),
-        ));
+/// The entries of a mapping being parsed, refusing a key seen before (in
+/// constant time per key).
+#[derive(Default)]
+pub(crate) struct UniqueEntries {
+    entries: Vec<Entry>,
+    seen: HashMap<String, Pos>,
+}
+
+impl UniqueEntries {
+    /// Adds `entry`, or fails on a key that is already there.
+    pub(crate) fn push(&mut self, entry: Entry) -> Result<(), SyntaxError> {
+        if let Some(first) = self.seen.get(&entry.key) {
+            return Err(SyntaxError::new(
+                entry.key_pos,
+                format!(
+                    "duplicate key {:?} (first defined at line {})",
+                    entry.key, first.line
+                ),
+            ));
+        }
+        self.seen.insert(entry.key.clone(), entry.key_pos);
+        self.entries.push(entry);
+        Ok(())
     }
-    entries.push(entry);
-    Ok(())
+
+    /// The entries, in document order.
+    pub(crate) fn into_entries(self) -> Vec<Entry> {
+        self.entries
+    }
 }
 
 #[cfg(test)]
@@ -230,5 +275,9 @@ mod tests {
         // "cé " is 4 bytes, 3 characters.
         assert_eq!(idx.pos(7), Pos::new(2, 4));
         assert_eq!(idx.pos(100), Pos::new(3, 1));
+        // Asked out of order, the answer is the same.
+        assert_eq!(idx.pos(7), Pos::new(2, 4));
+        assert_eq!(idx.pos(4), Pos::new(2, 2));
+        assert_eq!(idx.pos(1), Pos::new(1, 2));
     }
 }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Span};
 
-use super::{Entry, Node, Pos, SyntaxError, Value, push_unique};
+use super::{Entry, Node, Pos, SyntaxError, UniqueEntries, Value};
 
 const MAX_DEPTH: usize = 128;
 const MAX_NODES: usize = 1_000_000;
@@ -121,7 +121,7 @@ impl<'a> Builder<'a> {
                 (Node::new(pos, Value::Seq(items)), anchor)
             }
             Event::MappingStart(anchor, _) => {
-                let mut entries = Vec::new();
+                let mut entries = UniqueEntries::default();
                 loop {
                     let (ev, key_span) = self.next()?;
                     if matches!(ev, Event::MappingEnd) {
@@ -142,16 +142,13 @@ impl<'a> Builder<'a> {
                     };
                     let (ev, span) = self.next()?;
                     let value = self.node(ev, span, depth + 1)?;
-                    push_unique(
-                        &mut entries,
-                        Entry {
-                            key,
-                            key_pos,
-                            value,
-                        },
-                    )?;
+                    entries.push(Entry {
+                        key,
+                        key_pos,
+                        value,
+                    })?;
                 }
-                (Node::new(pos, Value::Map(entries)), anchor)
+                (Node::new(pos, Value::Map(entries.into_entries())), anchor)
             }
             Event::Alias(id) => {
                 let Some(target) = self.anchors.get(&id).cloned() else {
