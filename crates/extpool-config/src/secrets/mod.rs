@@ -4,13 +4,22 @@
 //! value is treated as a secret when its key looks like one: an env var or
 //! header named like a token, key, password or credential, the value of a
 //! `--token`-style argument, a URL query parameter with such a name, or a
-//! password in a URL. Each is either masked (`config show`) or replaced by a
+//! password in a URL; or when the value itself does, wherever it is (see
+//! [`value`]: `sk-ant-…`, `ghp_…`, `xoxb-…`, AWS keys, a password inside a
+//! database URL). Each is either masked (`config show`) or replaced by a
 //! `${VAR}` reference (`config import`), through one visitor so the two
 //! can never disagree about what counts.
+//!
+//! For text shown anywhere else (listings, errors, logs, a server's
+//! stderr), [`mask_text`] and [`mask_url`] apply the same recognition.
+
+pub mod value;
 
 use extpool_mcp::config::McpServerConfig;
 
 use crate::expand;
+pub use value::looks_like_secret;
+use value::{Span, SpanKind};
 
 /// The text printed instead of a literal secret.
 pub const MASK: &str = "********";
@@ -88,6 +97,61 @@ impl SecretSite {
 
 /// Rewrites every literal secret of `config` with `replace(site, value)`.
 pub fn rewrite(config: &mut McpServerConfig, replace: &mut dyn FnMut(&SecretSite, &str) -> String) {
+    rewrite_with(config, false, replace);
+}
+
+/// The site of a secret found by its value inside the value of `site`.
+fn inner_site(site: &SecretSite, span: &Span, whole: bool) -> SecretSite {
+    let suffix = match &span.kind {
+        _ if whole => return site.clone(),
+        SpanKind::Token | SpanKind::Credential => "TOKEN".to_owned(),
+        SpanKind::UrlPassword => "PASSWORD".to_owned(),
+        SpanKind::QueryValue(name) => name.clone(),
+    };
+    let join = |name: &str| format!("{name}_{suffix}");
+    match site {
+        SecretSite::Env(n) => SecretSite::Env(join(n)),
+        SecretSite::Header(n) => SecretSite::Header(join(n)),
+        SecretSite::Arg(n) => SecretSite::Arg(join(n)),
+        SecretSite::Url(n) => SecretSite::Url(join(n)),
+        SecretSite::OAuthClientSecret => SecretSite::OAuthClientSecret,
+    }
+}
+
+/// Replaces the secrets found in `v` by their value (literal ones only).
+fn rewrite_spans(
+    v: &str,
+    site: &SecretSite,
+    all_query_values: bool,
+    replace: &mut dyn FnMut(&SecretSite, &str) -> String,
+) -> String {
+    let spans: Vec<Span> = value::spans(v, all_query_values)
+        .into_iter()
+        .filter(|s| is_literal(&v[s.range.clone()]))
+        .collect();
+    let mut out = String::with_capacity(v.len());
+    let mut at = 0;
+    for span in spans {
+        let whole = span.range.start == 0 && span.range.end == v.len();
+        out.push_str(&v[at..span.range.start]);
+        out.push_str(&replace(
+            &inner_site(site, &span, whole),
+            &v[span.range.clone()],
+        ));
+        at = span.range.end;
+    }
+    out.push_str(&v[at..]);
+    out
+}
+
+/// [`rewrite`]; with `all_query_values`, every literal URL query value
+/// counts as a secret (for showing a config), not only those named or
+/// looking like one (for importing it).
+fn rewrite_with(
+    config: &mut McpServerConfig,
+    all_query_values: bool,
+    replace: &mut dyn FnMut(&SecretSite, &str) -> String,
+) {
     if let Some(secret) = config
         .oauth
         .as_mut()
@@ -97,12 +161,16 @@ pub fn rewrite(config: &mut McpServerConfig, replace: &mut dyn FnMut(&SecretSite
         *secret = replace(&SecretSite::OAuthClientSecret, secret);
     }
     for (k, v) in config.env.iter_mut() {
+        let site = SecretSite::Env(k.clone());
         if is_secret_name(k) && is_literal(v) {
-            *v = replace(&SecretSite::Env(k.clone()), v);
+            *v = replace(&site, v);
+        } else {
+            *v = rewrite_spans(v, &site, all_query_values, replace);
         }
     }
     for (k, v) in config.headers.iter_mut() {
         if !(is_secret_name(k) && is_literal(v)) {
+            *v = rewrite_spans(v, &SecretSite::Header(k.clone()), all_query_values, replace);
             continue;
         }
         let site = SecretSite::Header(k.clone());
@@ -117,7 +185,9 @@ pub fn rewrite(config: &mut McpServerConfig, replace: &mut dyn FnMut(&SecretSite
         }
     }
     let mut secret_next: Option<String> = None;
-    for arg in config.args.iter_mut() {
+    // The flag an argument belongs to names its secret (`--db URL`).
+    let mut last_flag: Option<String> = None;
+    for (i, arg) in config.args.iter_mut().enumerate() {
         if let Some(flag) = secret_next.take()
             && is_literal(arg)
             && !arg.starts_with('-')
@@ -137,10 +207,29 @@ pub fn rewrite(config: &mut McpServerConfig, replace: &mut dyn FnMut(&SecretSite
             *arg = format!("{flag}={new}");
         } else if arg.starts_with('-') && is_secret_name(arg) {
             secret_next = Some(arg.trim_start_matches('-').to_owned());
+        } else {
+            let name = match (arg.split_once('='), &last_flag) {
+                (Some((flag, _)), _) if flag.starts_with('-') => {
+                    flag.trim_start_matches('-').to_owned()
+                }
+                (_, Some(flag)) => flag.clone(),
+                _ => format!("arg{i}"),
+            };
+            *arg = rewrite_spans(arg, &SecretSite::Arg(name), all_query_values, replace);
         }
+        last_flag = arg
+            .starts_with('-')
+            .then(|| arg.trim_start_matches('-').to_owned())
+            .filter(|f| !f.contains('='));
     }
     if let Some(url) = &mut config.url {
-        *url = rewrite_url(url, replace);
+        let named = rewrite_url(url, replace);
+        *url = rewrite_spans(
+            &named,
+            &SecretSite::Url("url".into()),
+            all_query_values,
+            replace,
+        );
     }
 }
 
@@ -202,11 +291,40 @@ fn rewrite_url(url: &str, replace: &mut dyn FnMut(&SecretSite, &str) -> String) 
     out
 }
 
-/// A copy of `config` with every literal secret masked.
+/// A copy of `config` with every literal secret masked, and every literal
+/// URL query value with them (for `config show`).
 pub fn masked(config: &McpServerConfig) -> McpServerConfig {
     let mut c = config.clone();
-    rewrite(&mut c, &mut |_, _| MASK.to_owned());
+    rewrite_with(&mut c, true, &mut |_, _| MASK.to_owned());
     c
+}
+
+/// `text` with every secret recognisable by its value masked: service
+/// tokens, JWTs, URL passwords, every literal URL query value, and the
+/// credential after `Bearer`/`Basic`/`token`. For anything shown to people
+/// or logged that may quote a configuration or a server: listings, error
+/// messages, trace lines, a server's stderr. `${VAR}` references stay.
+pub fn mask_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for span in value::spans(text, true) {
+        let secret = &text[span.range.clone()];
+        if !is_literal(secret) {
+            continue;
+        }
+        out.push_str(&text[at..span.range.start]);
+        out.push_str(MASK);
+        at = span.range.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// A URL with its password, every literal query value and any token in it
+/// masked (`https://u:********@h/mcp?api_key=********&v=********`), for
+/// showing a server's address anywhere (`list sources`, `--json`, errors).
+pub fn mask_url(url: &str) -> String {
+    mask_text(url)
 }
 
 #[cfg(test)]
@@ -276,9 +394,101 @@ mod tests {
         assert_eq!(m.env["OTHER_TOKEN"], "${OTHER_TOKEN}");
         assert_eq!(m.env["DEBUG"], "1");
         assert_eq!(m.headers["Authorization"], "Bearer ********");
+        // Shown, every literal query value is hidden (a secret's parameter
+        // need not be named like one).
         assert_eq!(
             m.url.as_deref(),
-            Some("https://u:********@h/mcp?api_key=********&x=1")
+            Some("https://u:********@h/mcp?api_key=********&x=********")
+        );
+    }
+
+    #[test]
+    fn secrets_are_recognised_by_their_value_wherever_they_are() {
+        let mut c = McpServerConfig::stdio(
+            "x",
+            [
+                "--db",
+                "postgres://app:pw1@db/app",
+                "sk-ant-api03-abcdefghijklmnopqrstuvwxyz",
+                "--header",
+                "Authorization: Bearer abcdefgh12345",
+                "--plain",
+                "value",
+            ],
+        );
+        c.env
+            .insert("SLACK".into(), "xoxb-123456789012-abcdefghijkl".into());
+        c.env.insert("AWS_ID".into(), "AKIAIOSFODNN7EXAMPLE".into());
+        c.env
+            .insert("DATABASE_URL".into(), "mysql://root:pw2@h/db".into());
+        c.env.insert("REF".into(), "postgres://u:${PW}@h/db".into());
+        c.headers.insert(
+            "X-Custom".into(),
+            "ghp_abcdefghijklmnopqrstuvwxyz0123".into(),
+        );
+        let m = masked(&c);
+        assert_eq!(
+            m.args,
+            [
+                "--db",
+                "postgres://app:********@db/app",
+                MASK,
+                "--header",
+                "Authorization: Bearer ********",
+                "--plain",
+                "value"
+            ]
+        );
+        assert_eq!(m.env["SLACK"], MASK);
+        assert_eq!(m.env["AWS_ID"], MASK);
+        assert_eq!(m.env["DATABASE_URL"], "mysql://root:********@h/db");
+        assert_eq!(m.env["REF"], "postgres://u:${PW}@h/db");
+        assert_eq!(m.headers["X-Custom"], MASK);
+
+        // Import replaces them with references named after where they were.
+        let mut vars = Vec::new();
+        let mut imported = c.clone();
+        rewrite(&mut imported, &mut |site, _| {
+            let var = site.env_name("srv");
+            vars.push(var.clone());
+            format!("${{{var}}}")
+        });
+        assert_eq!(imported.args[1], "postgres://app:${SRV_DB_PASSWORD}@db/app");
+        assert_eq!(imported.args[2], "${SRV_ARG2}");
+        assert_eq!(imported.env["SLACK"], "${SLACK}");
+        assert_eq!(
+            imported.env["DATABASE_URL"],
+            "mysql://root:${DATABASE_URL_PASSWORD}@h/db"
+        );
+        assert!(vars.contains(&"SRV_HEADER_TOKEN".to_owned()), "{vars:?}");
+    }
+
+    #[test]
+    fn shown_urls_hide_credentials_and_query_values() {
+        assert_eq!(
+            mask_url("https://u:p@h/mcp?api_key=k&v=2&ref=${REF}"),
+            "https://u:********@h/mcp?api_key=********&v=********&ref=${REF}"
+        );
+        let mut c = McpServerConfig::http("https://h/mcp?team=t1&key=k1");
+        c.url = Some("https://h/mcp?team=t1&key=k1".into());
+        assert_eq!(
+            masked(&c).url.as_deref(),
+            Some("https://h/mcp?team=********&key=********")
+        );
+        // Import only replaces what is a secret.
+        let mut imported = c.clone();
+        rewrite(&mut imported, &mut |site, _| {
+            format!("${{{}}}", site.env_name("h"))
+        });
+        assert_eq!(
+            imported.url.as_deref(),
+            Some("https://h/mcp?team=t1&key=${H_KEY}")
+        );
+        assert_eq!(
+            mask_text(
+                "connect to https://h/x?token=abc failed: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"
+            ),
+            "connect to https://h/x?token=******** failed: Bearer ********"
         );
     }
 
