@@ -28,6 +28,7 @@
 
 use std::collections::BTreeMap;
 
+pub use extpool_catalog::JqLimits;
 pub use extpool_catalog::permissions::{DefaultPolicy, PermissionsConfig};
 pub use extpool_catalog::shaping::ResultLimits;
 use extpool_mcp::config::McpServerConfig;
@@ -126,6 +127,10 @@ pub struct ExtensionsConfig {
     /// Offer MCP prompts as `/mcp__<server>__<prompt>` commands.
     #[serde(default = "yes")]
     pub prompt_commands: bool,
+    /// The budgets of the jq sandbox (`CallMcpWithQuery`): time, steps,
+    /// the largest value a filter may build or walk, and the total built.
+    #[serde(default)]
+    pub jq: JqLimits,
 }
 
 impl Default for ExtensionsConfig {
@@ -136,6 +141,7 @@ impl Default for ExtensionsConfig {
             result_limits: ResultLimits::default(),
             resource_tools: true,
             prompt_commands: true,
+            jq: JqLimits::default(),
         }
     }
 }
