@@ -36,7 +36,7 @@ pub use manager::{
 };
 pub use skill::{EmbeddedServerSpec, Fingerprint, RootKind, Skill, SkillMeta};
 pub use validate::{
-    SkillReport, ValidationMode, validate_content, validate_path, validate_paths,
-    validate_skill_dir,
+    SkillReport, ValidationMode, ValidationSummary, summarize, validate_content, validate_path,
+    validate_paths, validate_skill_dir,
 };
 pub use watch::{SkillWatcher, WatchBatch, WatchError};

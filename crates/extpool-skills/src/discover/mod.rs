@@ -10,13 +10,14 @@ mod walk;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+
 use std::sync::Arc;
 
 use crate::diagnostic::{Diagnostic, DiagnosticCode};
 use crate::skill::{RootKind, Skill};
 
 pub use roots::{DEFAULT_MAX_DEPTH, DEFAULT_MAX_DIRS_PER_ROOT, DiscoveryConfig, Root};
-pub(crate) use walk::{is_symlink_refusal, open_nofollow};
+pub(crate) use walk::{is_symlink_refusal, open_nofollow, open_skill_file};
 
 /// Counters of one discovery run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -29,6 +30,14 @@ pub struct DiscoveryStats {
     pub files_parsed: usize,
     /// Bytes read from SKILL.md files (heads only: bodies are not read).
     pub bytes_read: u64,
+    /// Skills found but not loaded because of an error (a SKILL.md that
+    /// does not parse, is refused or cannot be read); each has an error
+    /// diagnostic, and `extpool skills validate` shows them.
+    pub skills_skipped: usize,
+    /// Skills not loaded because one of the same name comes first.
+    pub skills_shadowed: usize,
+    /// Roots whose scan stopped at a bound (each has a diagnostic).
+    pub roots_truncated: usize,
 }
 
 /// The result of a discovery: the skills that load and every problem found.
@@ -68,12 +77,24 @@ pub fn discover(config: &DiscoveryConfig) -> Discovery {
         out.stats.dirs_visited += scan.dirs_visited;
         out.stats.files_parsed += scan.files_parsed;
         out.stats.bytes_read += scan.bytes_read;
+        out.stats.skills_skipped += scan.refused;
+        if scan
+            .diagnostics
+            .iter()
+            .any(|d| d.code == DiagnosticCode::ScanTruncated)
+        {
+            out.stats.roots_truncated += 1;
+        }
         out.diagnostics.extend(scan.diagnostics);
         for found in scan.found {
-            let Some(meta) = found.meta else { continue };
+            let Some(meta) = found.meta else {
+                out.stats.skills_skipped += 1;
+                continue;
+            };
             if let Some(&i) = by_name.get(&meta.name) {
                 let winner = &out.skills[i];
                 if winner.canonical_dir != found.canonical_dir {
+                    out.stats.skills_shadowed += 1;
                     out.diagnostics.push(Diagnostic::warning(
                         DiagnosticCode::Shadowed,
                         &found.skill_md,
@@ -108,15 +129,17 @@ pub fn discover(config: &DiscoveryConfig) -> Discovery {
     out
 }
 
-/// Skill directories (holding a SKILL.md) below `path`, within the default bounds.
-pub(crate) fn skill_dirs_under(path: &Path) -> Vec<PathBuf> {
+/// Skill directories (holding a SKILL.md) below `path`, within the default
+/// bounds, and what the walk found wrong on the way (refused SKILL.md
+/// files, a bound that was hit, unreadable directories).
+pub(crate) fn skill_dirs_under(path: &Path) -> (Vec<PathBuf>, Vec<Diagnostic>) {
     let root = Root {
         path: path.to_owned(),
         kind: RootKind::Configured,
     };
-    walk::walk(&root, &DiscoveryConfig::default(), false)
-        .found
-        .into_iter()
-        .map(|f| f.dir)
-        .collect()
+    let scan = walk::walk(&root, &DiscoveryConfig::default(), false);
+    (
+        scan.found.into_iter().map(|f| f.dir).collect(),
+        scan.diagnostics,
+    )
 }

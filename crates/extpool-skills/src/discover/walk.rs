@@ -51,6 +51,9 @@ pub(crate) struct RootScan {
     pub dirs_visited: usize,
     pub files_parsed: usize,
     pub bytes_read: u64,
+    /// SKILL.md files refused (a symlink out of the skill, not a regular
+    /// file) or unreadable.
+    pub refused: usize,
 }
 
 struct Item {
@@ -68,6 +71,9 @@ enum Outcome {
         bytes_read: u64,
     },
     Dir(Vec<Item>, Vec<Diagnostic>),
+    /// A SKILL.md was found but refused or unreadable: a skill not loaded.
+    Refused(Diagnostic),
+    /// A directory could not be listed.
     Failed(Diagnostic),
 }
 
@@ -132,34 +138,58 @@ fn file_name(path: &Path) -> std::borrow::Cow<'_, str> {
         .unwrap_or_default()
 }
 
-fn probe(item: &Item, ctx: &Ctx<'_>) -> Outcome {
-    let skill_md = item.path.join("SKILL.md");
+/// Opens the `name` file (`SKILL.md`) of a skill directory under the
+/// confinement rules: never through a symlink that leaves the directory
+/// (`canonical_dir` is where it really is), never blocking on a FIFO.
+/// `Ok(None)`: there is no such file. The error says why the skill is not
+/// loaded, without quoting what a refused link points at.
+pub(crate) fn open_skill_file(
+    dir: &Path,
+    canonical_dir: &Path,
+    name: &str,
+) -> Result<Option<(PathBuf, File)>, Diagnostic> {
+    let skill_md = dir.join(name);
     let file = match open_nofollow(&skill_md) {
-        Ok(f) => Some(f),
-        Err(e) if is_not_found(&e) => None,
+        Ok(f) => f,
+        Err(e) if is_not_found(&e) => return Ok(None),
         Err(e) if is_symlink_refusal(&e, &skill_md) => {
             // A symlinked SKILL.md is fine while it stays inside the skill.
             match fs::canonicalize(&skill_md) {
-                Ok(target) if target.starts_with(&item.canonical) => match File::open(&target) {
-                    Ok(f) => Some(f),
-                    Err(e) => return Outcome::Failed(io_diag(&skill_md, &e)),
-                },
+                Ok(target) if target.starts_with(canonical_dir) => {
+                    open_nofollow(&target).map_err(|e| io_diag(&skill_md, &e))?
+                }
                 Ok(_) => {
-                    return Outcome::Failed(Diagnostic::error(
+                    return Err(Diagnostic::error(
                         DiagnosticCode::Io,
                         &skill_md,
                         None,
-                        "SKILL.md is a symbolic link that resolves outside the skill directory; skill not loaded",
+                        format!(
+                            "{name} is a symbolic link that resolves outside the skill directory; skill not loaded"
+                        ),
                     ));
                 }
-                Err(e) => return Outcome::Failed(io_diag(&skill_md, &e)),
+                Err(e) => return Err(io_diag(&skill_md, &e)),
             }
         }
-        Err(e) => return Outcome::Failed(io_diag(&skill_md, &e)),
+        Err(e) => return Err(io_diag(&skill_md, &e)),
     };
-    match file {
-        Some(f) => read_skill(item, skill_md, f, ctx),
-        None => list_dir(item, ctx),
+    match file.metadata() {
+        Ok(m) if m.is_file() => Ok(Some((skill_md, file))),
+        Ok(_) => Err(Diagnostic::error(
+            DiagnosticCode::MissingSkillMd,
+            &skill_md,
+            None,
+            format!("{name} is not a regular file; skill not loaded"),
+        )),
+        Err(e) => Err(io_diag(&skill_md, &e)),
+    }
+}
+
+fn probe(item: &Item, ctx: &Ctx<'_>) -> Outcome {
+    match open_skill_file(&item.path, &item.canonical, "SKILL.md") {
+        Ok(Some((skill_md, f))) => read_skill(item, skill_md, f, ctx),
+        Ok(None) => list_dir(item, ctx),
+        Err(d) => Outcome::Refused(d),
     }
 }
 
@@ -169,16 +199,8 @@ fn io_diag(path: &Path, e: &io::Error) -> Diagnostic {
 
 fn read_skill(item: &Item, skill_md: PathBuf, mut file: File, ctx: &Ctx<'_>) -> Outcome {
     let meta = match file.metadata() {
-        Ok(m) if m.is_file() => m,
-        Ok(_) => {
-            return Outcome::Failed(Diagnostic::error(
-                DiagnosticCode::MissingSkillMd,
-                &skill_md,
-                None,
-                "SKILL.md is not a regular file",
-            ));
-        }
-        Err(e) => return Outcome::Failed(io_diag(&skill_md, &e)),
+        Ok(m) => m,
+        Err(e) => return Outcome::Refused(io_diag(&skill_md, &e)),
     };
     let mut found = Found {
         dir: item.path.clone(),
@@ -208,7 +230,7 @@ fn read_skill(item: &Item, skill_md: PathBuf, mut file: File, ctx: &Ctx<'_>) -> 
     });
     let (meta, diagnostics, bytes_read) = match checked {
         Ok(c) => c,
-        Err(e) => return Outcome::Failed(io_diag(&found.skill_md, &e)),
+        Err(e) => return Outcome::Refused(io_diag(&found.skill_md, &e)),
     };
     found.meta = meta;
     Outcome::Skill {
@@ -334,6 +356,7 @@ pub(crate) fn walk(root: &Root, cfg: &DiscoveryConfig, parse: bool) -> RootScan 
     }];
     let mut enqueued = 1usize;
     let mut truncated = false;
+    let mut too_deep = false;
     while !level.is_empty() {
         scan.dirs_visited += level.len();
         let outcomes = probe_level(&level, &ctx, threads);
@@ -356,6 +379,7 @@ pub(crate) fn walk(root: &Root, cfg: &DiscoveryConfig, parse: bool) -> RootScan 
                     scan.diagnostics.extend(diagnostics);
                     for child in children {
                         if child.depth > cfg.max_depth {
+                            too_deep = true;
                             continue;
                         }
                         if enqueued >= cfg.max_dirs_per_root {
@@ -370,11 +394,17 @@ pub(crate) fn walk(root: &Root, cfg: &DiscoveryConfig, parse: bool) -> RootScan 
                         }
                     }
                 }
+                Outcome::Refused(d) => {
+                    scan.refused += 1;
+                    scan.diagnostics.push(d);
+                }
                 Outcome::Failed(d) => scan.diagnostics.push(d),
             }
         }
         level = next;
     }
+    // A bound that hides skills is said, naming the root (the diagnostic's
+    // path) and the bound; the skills found so far are kept.
     if truncated {
         tracing::warn!(root = %root.path.display(), limit = cfg.max_dirs_per_root, "skills scan truncated");
         scan.diagnostics.push(Diagnostic::warning(
@@ -382,8 +412,19 @@ pub(crate) fn walk(root: &Root, cfg: &DiscoveryConfig, parse: bool) -> RootScan 
             &root.path,
             None,
             format!(
-                "skills scan truncated: more than {} directories under this root",
+                "skills scan truncated: this root has more than {} directories (the limit); skills past them are not loaded, so move unrelated directories out of it",
                 cfg.max_dirs_per_root
+            ),
+        ));
+    }
+    if too_deep {
+        scan.diagnostics.push(Diagnostic::warning(
+            DiagnosticCode::ScanTruncated,
+            &root.path,
+            None,
+            format!(
+                "skills scan truncated: directories more than {} levels below this root (the limit) are not searched for skills",
+                cfg.max_depth
             ),
         ));
     }

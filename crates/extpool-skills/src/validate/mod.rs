@@ -65,12 +65,16 @@ impl Lines {
 pub struct SkillReport {
     /// The skill directory.
     pub dir: PathBuf,
-    /// The SKILL.md that was read, if one was found.
+    /// The SKILL.md that was read (or refused), if one was found.
     pub skill_md: Option<PathBuf>,
     /// The metadata, when the skill loads (lenient) or is valid (strict).
     pub meta: Option<SkillMeta>,
     /// Every problem found.
     pub diagnostics: Vec<Diagnostic>,
+    /// True for a skill (or a directory checked as one); false for notes
+    /// about a directory that was scanned for skills (a bound was hit, a
+    /// subdirectory could not be read), which are not skills to count.
+    pub skill: bool,
 }
 
 impl SkillReport {
@@ -78,6 +82,46 @@ impl SkillReport {
     pub fn is_valid(&self) -> bool {
         !self.diagnostics.iter().any(Diagnostic::is_error)
     }
+}
+
+/// The counts of a validation, by skill (not by message).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ValidationSummary {
+    /// Skills checked.
+    pub checked: usize,
+    /// Skills without errors.
+    pub valid: usize,
+    /// Skills with at least one error.
+    pub with_errors: usize,
+    /// Skills without errors but with warnings.
+    pub with_warnings: usize,
+    /// Error diagnostics, over all skills and directories.
+    pub errors: usize,
+    /// Warning diagnostics, over all skills and directories.
+    pub warnings: usize,
+}
+
+/// Counts `reports` by skill: "11 checked: 5 valid, 6 with errors".
+pub fn summarize(reports: &[SkillReport]) -> ValidationSummary {
+    let mut s = ValidationSummary::default();
+    for r in reports {
+        let errors = r.diagnostics.iter().filter(|d| d.is_error()).count();
+        s.errors += errors;
+        s.warnings += r.diagnostics.len() - errors;
+        if !r.skill {
+            continue;
+        }
+        s.checked += 1;
+        if errors > 0 {
+            s.with_errors += 1;
+        } else {
+            s.valid += 1;
+            if !r.diagnostics.is_empty() {
+                s.with_warnings += 1;
+            }
+        }
+    }
+    s
 }
 
 fn split_message(e: &SplitError) -> (DiagnosticCode, usize, String) {
@@ -282,13 +326,20 @@ fn parse_yaml(
     None
 }
 
-/// Finds the SKILL.md of a directory: `SKILL.md`, else `skill.md` (as the
-/// reference validator does).
-pub(crate) fn find_skill_md(dir: &Path) -> Option<PathBuf> {
-    ["SKILL.md", "skill.md"]
-        .into_iter()
-        .map(|n| dir.join(n))
-        .find(|p| p.is_file())
+/// Opens the SKILL.md of a directory, `SKILL.md` else `skill.md` (as the
+/// reference validator does), under discovery's confinement rules: a
+/// symlink that leaves the skill directory, or a file that is not a
+/// regular one, is refused (and its target never read).
+fn open_skill_md(dir: &Path) -> Result<Option<(PathBuf, File)>, Diagnostic> {
+    let canonical = std::fs::canonicalize(dir).map_err(|e| {
+        Diagnostic::error(DiagnosticCode::Io, dir, None, format!("cannot read: {e}"))
+    })?;
+    for name in ["SKILL.md", "skill.md"] {
+        if let Some(found) = crate::discover::open_skill_file(dir, &canonical, name)? {
+            return Ok(Some(found));
+        }
+    }
+    Ok(None)
 }
 
 fn dir_name(dir: &Path) -> String {
@@ -304,20 +355,27 @@ pub fn validate_skill_dir(dir: &Path, mode: ValidationMode) -> SkillReport {
         skill_md: None,
         meta: None,
         diagnostics: Vec::new(),
+        skill: true,
     };
-    let Some(skill_md) = find_skill_md(dir) else {
-        report.diagnostics.push(Diagnostic::error(
-            DiagnosticCode::MissingSkillMd,
-            dir,
-            None,
-            "Missing required file: SKILL.md",
-        ));
-        return report;
+    let (skill_md, mut file) = match open_skill_md(dir) {
+        Ok(Some(found)) => found,
+        Ok(None) => {
+            report.diagnostics.push(Diagnostic::error(
+                DiagnosticCode::MissingSkillMd,
+                dir,
+                None,
+                "Missing required file: SKILL.md",
+            ));
+            return report;
+        }
+        Err(refused) => {
+            report.skill_md = Some(refused.path.clone());
+            report.diagnostics.push(refused);
+            return report;
+        }
     };
     let mut bytes = Vec::new();
-    let head =
-        File::open(&skill_md).and_then(|mut f| frontmatter::read_head(&mut f, &mut bytes, None));
-    match head {
+    match frontmatter::read_head(&mut file, &mut bytes, None) {
         Ok(located) => {
             let (meta, diagnostics) = check_bytes(&skill_md, &dir_name(dir), &bytes, located, mode);
             report.meta = meta;
@@ -348,6 +406,7 @@ pub fn validate_content(
         skill_md: Some(path.to_owned()),
         meta,
         diagnostics,
+        skill: true,
     }
 }
 
@@ -360,6 +419,7 @@ pub fn validate_path(path: &Path, mode: ValidationMode) -> Vec<SkillReport> {
             skill_md: None,
             meta: None,
             diagnostics: vec![diag],
+            skill: true,
         }]
     };
     if !path.exists() {
@@ -384,14 +444,43 @@ pub fn validate_path(path: &Path, mode: ValidationMode) -> Vec<SkillReport> {
             )),
         };
     }
-    if find_skill_md(path).is_some() {
+    if !matches!(open_skill_md(path), Ok(None)) {
         return vec![validate_skill_dir(path, mode)];
     }
-    let dirs = crate::discover::skill_dirs_under(path);
-    if dirs.is_empty() {
-        return vec![validate_skill_dir(path, mode)];
+    // A directory of skills: found as discovery finds them, with what the
+    // walk refused (each a skill not loaded, with the reason) and its notes
+    // (a bound that was hit) kept.
+    let (dirs, walk_diagnostics) = crate::discover::skill_dirs_under(path);
+    let mut reports: Vec<SkillReport> = dirs.iter().map(|d| validate_skill_dir(d, mode)).collect();
+    let mut notes = Vec::new();
+    for d in walk_diagnostics {
+        let refused_skill_md = d.path.file_name().is_some_and(|n| n == "SKILL.md");
+        if refused_skill_md {
+            reports.push(SkillReport {
+                dir: d.path.parent().map(Path::to_owned).unwrap_or_default(),
+                skill_md: Some(d.path.clone()),
+                meta: None,
+                diagnostics: vec![d],
+                skill: true,
+            });
+        } else {
+            notes.push(d);
+        }
     }
-    dirs.iter().map(|d| validate_skill_dir(d, mode)).collect()
+    reports.sort_by(|a, b| a.dir.cmp(&b.dir));
+    if reports.is_empty() {
+        reports.push(validate_skill_dir(path, mode));
+    }
+    if !notes.is_empty() {
+        reports.push(SkillReport {
+            dir: path.to_owned(),
+            skill_md: None,
+            meta: None,
+            diagnostics: notes,
+            skill: false,
+        });
+    }
+    reports
 }
 
 /// Checks every path; returns all diagnostics in order.

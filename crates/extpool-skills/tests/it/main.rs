@@ -9,6 +9,8 @@ mod corpus;
 mod discovery;
 mod embedded_mcp;
 mod manager;
+mod props;
 mod registry;
 mod substitution;
+mod validation;
 mod watcher;
