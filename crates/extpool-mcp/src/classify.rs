@@ -17,6 +17,7 @@ use rmcp::transport::streamable_http_client::{
 };
 
 use crate::error::SharedError;
+use crate::limits::Exceeded;
 
 /// What a failed request means for the connection.
 #[derive(Debug)]
@@ -48,6 +49,8 @@ pub enum Failure {
     },
     /// OAuth could not authorize the request (the message says what to do).
     OAuth(String),
+    /// The answer broke a size or nesting limit (see [`crate::limits`]).
+    Limit(Exceeded),
     /// rmcp's own request timeout fired.
     Timeout,
     /// Anything else; not retried.
@@ -59,7 +62,10 @@ type HttpError = StreamableHttpError<reqwest::Error>;
 /// Classifies one failed request.
 pub fn classify(error: ServiceError) -> Failure {
     match error {
-        ServiceError::McpError(data) => Failure::Rpc(data),
+        ServiceError::McpError(data) => match Exceeded::from_error_data(&data) {
+            Some(exceeded) => Failure::Limit(exceeded),
+            None => Failure::Rpc(data),
+        },
         ServiceError::TransportClosed => Failure::Lost {
             cause: Arc::new(ServiceError::TransportClosed),
             sent: true,
@@ -84,6 +90,7 @@ pub fn classify(error: ServiceError) -> Failure {
                 Verdict::Rpc(data) => Failure::Rpc(data),
                 Verdict::Auth(challenge) => Failure::Auth { challenge },
                 Verdict::OAuth(reason) => Failure::OAuth(reason),
+                Verdict::Limit(exceeded) => Failure::Limit(exceeded),
                 Verdict::Other => Failure::Other(shared),
             }
         }
@@ -103,6 +110,7 @@ enum Verdict {
     Rpc(rmcp::ErrorData),
     Auth(Option<String>),
     OAuth(String),
+    Limit(Exceeded),
     Other,
 }
 
@@ -151,6 +159,10 @@ fn http_verdict(error: &HttpError) -> Verdict {
         // Session recovery is off (see `http`): the client decides what to re-send.
         StreamableHttpError::SessionExpired => Verdict::SessionExpired,
         StreamableHttpError::ReinitializationFailed(data) => Verdict::Rpc(data.clone()),
+        StreamableHttpError::ResponseBodyTooLarge { max_size } => Verdict::Limit(Exceeded::Size {
+            size: None,
+            limit: *max_size as u64,
+        }),
         StreamableHttpError::Auth(e) => Verdict::OAuth(oauth_text(e)),
         StreamableHttpError::Client(req) => reqwest_verdict(req),
         StreamableHttpError::Io(_)

@@ -44,6 +44,10 @@ pub struct McpServerConfig {
     /// Connect + initialize timeout in milliseconds (default 30 000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub startup_timeout_ms: Option<u64>,
+    /// Largest message accepted from this server, in bytes (default
+    /// 16 MiB); a larger answer fails its request at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_message_bytes: Option<u64>,
     /// Connect on first call instead of at toolset compilation.
     #[serde(default, skip_serializing_if = "is_false")]
     pub lazy: bool,
@@ -90,6 +94,7 @@ impl std::fmt::Debug for McpServerConfig {
             .field("insecure_http", &self.insecure_http)
             .field("request_timeout_ms", &self.request_timeout_ms)
             .field("startup_timeout_ms", &self.startup_timeout_ms)
+            .field("max_message_bytes", &self.max_message_bytes)
             .field("lazy", &self.lazy)
             .field("tools", &self.tools)
             .field("reconnect", &self.reconnect)

@@ -120,6 +120,8 @@ pub(crate) struct Attempt<'a> {
     pub(crate) progress: &'a Arc<ProgressRoutes>,
     pub(crate) generation: u64,
     pub(crate) startup: Duration,
+    /// Largest message accepted from the server.
+    pub(crate) max_message_bytes: u64,
     /// Masks what the server was given in what it writes to stderr.
     pub(crate) redactor: &'a Redactor,
 }
@@ -160,6 +162,8 @@ pub(crate) async fn connect(
                     Vec::new(),
                 )
             })?;
+            let max = usize::try_from(a.max_message_bytes).unwrap_or(usize::MAX);
+            let transport = transport.with_max_message_bytes(max);
             match tokio::time::timeout(a.startup, handler.serve(transport)).await {
                 Ok(Ok(service)) => (service, Some(tail), pid),
                 Ok(Err(source)) => {
@@ -176,7 +180,11 @@ pub(crate) async fn connect(
             }
         }
         Plan::Http(plan) => {
-            let transport = plan.transport(a.options.http_client(), &a.options.http);
+            let transport = plan.transport(
+                a.options.http_client(),
+                &a.options.http,
+                a.max_message_bytes,
+            );
             match tokio::time::timeout(a.startup, handler.serve(transport)).await {
                 Ok(Ok(service)) => (service, None, None),
                 Ok(Err(source)) => {

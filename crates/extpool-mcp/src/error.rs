@@ -222,6 +222,36 @@ pub enum ClientError {
         /// The MCP method.
         operation: &'static str,
     },
+    /// The server's answer was larger than the client accepts (not read).
+    #[error(
+        "MCP server \"{server}\" sent {} in answer to {operation}; the limit is {} \
+         (`max_message_bytes` in the server's config)",
+        describe_size(*size, *limit),
+        human_bytes(*limit)
+    )]
+    MessageTooLarge {
+        /// The server.
+        server: ServerName,
+        /// The MCP method.
+        operation: &'static str,
+        /// The message's size in bytes, when the whole message was seen.
+        size: Option<u64>,
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// The server's answer nested arrays and objects deeper than can be read.
+    #[error(
+        "MCP server \"{server}\" sent a message nested more than {limit} levels deep \
+         in answer to {operation}; it cannot be read"
+    )]
+    MessageTooDeep {
+        /// The server.
+        server: ServerName,
+        /// The MCP method.
+        operation: &'static str,
+        /// The nesting limit.
+        limit: usize,
+    },
     /// The request did not complete in time; the server was sent `notifications/cancelled`.
     #[error("MCP server \"{server}\": {operation} timed out after {timeout_ms} ms")]
     Timeout {
@@ -309,6 +339,26 @@ fn stderr_suffix(lines: &[String]) -> String {
     }
 }
 
+/// `n` bytes for people: "812 bytes", "3.5 KiB", "47.7 MiB".
+pub(crate) fn human_bytes(n: u64) -> String {
+    const KIB: f64 = 1024.0;
+    let f = n as f64;
+    if f >= KIB * KIB {
+        format!("{:.1} MiB", f / (KIB * KIB))
+    } else if f >= KIB {
+        format!("{:.1} KiB", f / KIB)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
+fn describe_size(size: Option<u64>, limit: u64) -> String {
+    match size {
+        Some(size) => format!("a {} message", human_bytes(size)),
+        None => format!("a message of more than {}", human_bytes(limit)),
+    }
+}
+
 fn quoted_target(target: &Option<String>) -> String {
     target
         .as_deref()
@@ -333,6 +383,8 @@ impl ClientError {
             | Self::Disconnected { server, .. }
             | Self::Interrupted { server, .. }
             | Self::SessionExpired { server, .. }
+            | Self::MessageTooLarge { server, .. }
+            | Self::MessageTooDeep { server, .. }
             | Self::Timeout { server, .. }
             | Self::Rpc { server, .. }
             | Self::HttpStatus { server, .. }
@@ -358,6 +410,14 @@ impl ClientError {
     /// again (it may have run); the client has reconnected.
     pub fn is_interrupted(&self) -> bool {
         matches!(self, Self::Interrupted { .. })
+    }
+
+    /// True when the server's answer broke a size or nesting limit.
+    pub fn is_message_limit(&self) -> bool {
+        matches!(
+            self,
+            Self::MessageTooLarge { .. } | Self::MessageTooDeep { .. }
+        )
     }
 
     /// True when the request timed out.

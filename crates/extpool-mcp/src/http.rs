@@ -25,6 +25,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use crate::config::McpServerConfig;
 use crate::error::ConfigError;
 use crate::name::ServerName;
+use crate::sse_guard::Guarded;
 
 /// A bearer token; its value never appears in `Debug` output or errors.
 #[derive(Clone, PartialEq, Eq)]
@@ -327,11 +328,14 @@ impl HttpPlan {
     }
 
     /// A fresh transport on the shared client.
+    /// `max_message_bytes` bounds each response body and SSE event; a
+    /// larger answer fails its request at once (see [`crate::limits`]).
     pub fn transport(
         &self,
         client: &reqwest::Client,
         settings: &HttpSettings,
-    ) -> StreamableHttpClientTransport<extpool_auth::AuthorizedClient> {
+        max_message_bytes: u64,
+    ) -> StreamableHttpClientTransport<Guarded<extpool_auth::AuthorizedClient>> {
         let mut cfg = StreamableHttpClientTransportConfig::with_uri(self.url.as_str())
             .max_concurrent_requests(settings.max_concurrent_requests)
             // A 404 for the session is handled by the client, which starts a
@@ -349,8 +353,11 @@ impl HttpPlan {
         if let Some(token) = &self.token {
             cfg = cfg.auth_header(token.expose());
         }
+        let max = usize::try_from(max_message_bytes).unwrap_or(usize::MAX);
+        cfg.max_sse_event_size = max;
+        cfg.max_json_response_size = max;
         let client = extpool_auth::AuthorizedClient::new(client.clone(), self.oauth.clone());
-        StreamableHttpClientTransport::with_client(client, cfg)
+        StreamableHttpClientTransport::with_client(Guarded::new(client), cfg)
     }
 }
 

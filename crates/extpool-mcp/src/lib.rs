@@ -30,11 +30,14 @@
 //! capture), `transport` (stdio over non-blocking pipes, both sides:
 //! [`transport::ChildTransport`] for servers we start,
 //! [`transport::stdio_server`] for serving on our own stdio), `http`
-//! (URL/HTTPS/token rules, the shared HTTP client),
-//! `client` (one connection, timeouts, reconnect), `classify` (which
-//! failures are retried), `handler` + `progress` (notifications),
-//! `pool`, `convert` (rmcp → core entries), `skills` (SEP-2640),
-//! `cap` (`McpServerCap`), `startup`, `error`.
+//! (URL/HTTPS/token rules, the shared HTTP client), `limits` +
+//! `sse_guard` (answers too large or too deep fail their call at once),
+//! `redact` (values passed to a server masked in its stderr),
+//! `client` (one connection, timeouts, reconnect, what is re-sent),
+//! `classify` (which failures are retried), `handler` + `progress`
+//! (notifications), `pool`, `convert` (rmcp → core entries), `skills`
+//! (SEP-2640), `cap` (`McpServerCap`), `startup`, `error` + `describe`
+//! (messages: each cause once).
 
 pub mod cap;
 pub mod classify;
@@ -47,11 +50,13 @@ pub mod elicitation;
 pub mod error;
 pub mod handler;
 pub mod http;
+pub mod limits;
 pub mod name;
 pub mod pool;
 pub mod progress;
 pub mod redact;
 pub mod skills;
+pub mod sse_guard;
 pub mod startup;
 pub mod stderr;
 pub mod stdio;

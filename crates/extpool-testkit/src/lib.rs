@@ -46,6 +46,7 @@
 //! | `http_status` | `code` | over HTTP: counts `http_status`, then the HTTP request gets status `code` (no JSON-RPC answer); over stdio a tool error |
 //! | `large_text` | `bytes` | one text block of exactly `bytes` bytes |
 //! | `structured` | `count` | `structuredContent` `{"items":[{"id":0,"name":"item-0"},…]}` (declared `outputSchema`) plus the same JSON as text |
+//! | `nested` | `depth` | `structuredContent` `{"a":{"a":…{}}}`, `depth` objects deep (at most 20,000) |
 //! | `json_block` | `count` | the same JSON document as text, no output schema |
 //! | `mixed_content` | — | text, image (PNG), audio (WAV), embedded resource, resource link |
 //! | `env` | `name` | the variable's value or `<unset>` |
@@ -53,7 +54,7 @@
 //! | `tool_0000`… | `message?` | (`--extra-tools`) returns `message` or its name |
 //!
 //! `echo`, `add`, `count`, `tool_error`, `sleep`, `large_text`, `structured`,
-//! `json_block`, `mixed_content` and `env` are annotated `readOnlyHint: true`;
+//! `nested`, `json_block`, `mixed_content` and `env` are annotated `readOnlyHint: true`;
 //! the others are mutations as far as a client can tell.
 //!
 //! Unknown tools and bad arguments are JSON-RPC -32602 errors. Resources:

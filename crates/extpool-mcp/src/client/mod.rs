@@ -33,6 +33,7 @@ use crate::config::{McpServerConfig, ReconnectPolicy};
 use crate::connection::{self, Connection, Plan};
 use crate::describe::describe;
 use crate::error::{ClientError, ConnectFailure, SharedError};
+use crate::limits::Exceeded;
 mod ops;
 mod repeat;
 
@@ -74,6 +75,9 @@ pub struct ClientOptions {
     pub startup_timeout: Duration,
     /// How long a close waits for a server to exit before leaving it to be killed.
     pub close_timeout: Duration,
+    /// Largest message accepted from a server whose config sets none
+    /// (`max_message_bytes`), in bytes.
+    pub max_message_bytes: u64,
     /// Where bearer tokens for HTTP servers come from.
     pub tokens: TokenSource,
     /// The HTTP client, shared by every clone of these options.
@@ -93,6 +97,7 @@ impl Default for ClientOptions {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             close_timeout: Duration::from_secs(5),
+            max_message_bytes: crate::limits::DEFAULT_MAX_MESSAGE_BYTES,
             tokens: TokenSource::default(),
             http_client: SharedHttpClient::default(),
             auth: extpool_auth::AuthContext::default(),
@@ -122,6 +127,7 @@ struct Inner {
     options: Arc<ClientOptions>,
     request_timeout: Duration,
     startup_timeout: Duration,
+    max_message_bytes: u64,
     reconnect: ReconnectPolicy,
     conn: ArcSwapOption<Connection>,
     lifecycle: tokio::sync::Mutex<Lifecycle>,
@@ -179,6 +185,9 @@ impl McpClient {
             .request_timeout_ms
             .map(Duration::from_millis)
             .unwrap_or(options.request_timeout);
+        let max_message_bytes = config
+            .max_message_bytes
+            .unwrap_or(options.max_message_bytes);
         let startup_timeout = config
             .startup_timeout_ms
             .map(Duration::from_millis)
@@ -192,6 +201,7 @@ impl McpClient {
                 options,
                 request_timeout,
                 startup_timeout,
+                max_message_bytes,
                 conn: ArcSwapOption::empty(),
                 lifecycle: tokio::sync::Mutex::new(Lifecycle::default()),
                 attempts_done: AtomicU64::new(0),
@@ -421,6 +431,21 @@ impl McpClient {
                     server: server(),
                     challenge,
                 }),
+                Failure::Limit(Exceeded::Size { size, limit }) => {
+                    Attempt::Failed(ClientError::MessageTooLarge {
+                        server: server(),
+                        operation,
+                        size,
+                        limit,
+                    })
+                }
+                Failure::Limit(Exceeded::Depth { limit }) => {
+                    Attempt::Failed(ClientError::MessageTooDeep {
+                        server: server(),
+                        operation,
+                        limit,
+                    })
+                }
                 Failure::Timeout => Attempt::Failed(ClientError::Timeout {
                     server: server(),
                     operation,
@@ -511,6 +536,7 @@ impl McpClient {
                 progress: &inner.progress,
                 generation,
                 startup: inner.startup_timeout,
+                max_message_bytes: inner.max_message_bytes,
                 redactor: &inner.redactor,
             })
             .await;

@@ -65,6 +65,12 @@ impl ChildTransport {
         ))
     }
 
+    /// Changes the longest message accepted from the child.
+    pub fn with_max_message_bytes(mut self, max: usize) -> Self {
+        self.inner.set_max_message_bytes(max);
+        self
+    }
+
     /// The child's process id, while it has not been reaped.
     pub fn id(&self) -> Option<u32> {
         self.child.as_ref()?.id()

@@ -55,6 +55,10 @@ pub trait FastDecode: ServiceRole {
     fn notification(method: &str, line: &[u8]) -> Option<Self::PeerNot>;
     /// The result, when its variant is certain without trying the others.
     fn result(result: &RawValue) -> Option<Self::PeerResp>;
+    /// Whether a message this side cannot read (too long, nested too deep)
+    /// fails the request it answers, so its caller hears at once: true on
+    /// the client side, where callers wait on responses.
+    const FAILS_REQUESTS_ON_LIMITS: bool = false;
 }
 
 /// Decodes `line` (without its newline) as rmcp would.
@@ -99,6 +103,8 @@ impl FastDecode for RoleServer {
 }
 
 impl FastDecode for RoleClient {
+    const FAILS_REQUESTS_ON_LIMITS: bool = true;
+
     fn request(_: &str, _: &[u8]) -> Option<rmcp::model::ServerRequest> {
         None
     }

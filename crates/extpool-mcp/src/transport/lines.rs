@@ -2,11 +2,28 @@
 //!
 //! One buffer per connection: reads append to it, lines are handed out as
 //! ranges into it (no copy), and consumed bytes are dropped before the next
-//! read. A line longer than the bound is dropped with an error in the log
-//! and the connection goes on, as rmcp does; the buffer never holds more
-//! than the bound plus one read.
+//! read. A line longer than the bound is dropped and the connection goes
+//! on, as rmcp does; the buffer never holds more than the bound plus one
+//! read. What is kept of a dropped line — its size and its first
+//! [`HEAD_BYTES`] — lets the transport fail the request it answered at once
+//! ([`LineBuf::take_oversized`]).
 
+use std::collections::VecDeque;
 use std::ops::Range;
+
+use crate::limits::HEAD_BYTES;
+
+/// Dropped lines remembered until the transport takes them.
+const OVERSIZED_KEPT: usize = 8;
+
+/// A line that was too long: its length and its first bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Oversized {
+    /// The line's length in bytes.
+    pub(crate) size: usize,
+    /// Its first [`HEAD_BYTES`] bytes.
+    pub(crate) head: Vec<u8>,
+}
 
 /// The most bytes asked of one `read(2)`.
 pub(crate) const READ_CHUNK: usize = 64 * 1024;
@@ -26,6 +43,17 @@ pub(crate) struct LineBuf {
     max: usize,
     /// Inside a dropped line, until its newline.
     discarding: bool,
+    /// Dropped lines (boxed: rarely used, and the buffer is moved around).
+    dropped: Box<Dropped>,
+}
+
+/// What is kept of dropped lines.
+#[derive(Debug, Default)]
+struct Dropped {
+    /// The line being skipped: its first bytes and length so far.
+    current: Oversized,
+    /// Complete dropped lines, oldest first.
+    done: VecDeque<Oversized>,
 }
 
 impl LineBuf {
@@ -36,6 +64,33 @@ impl LineBuf {
             scan: 0,
             max,
             discarding: false,
+            dropped: Box::default(),
+        }
+    }
+
+    /// Changes the longest line accepted.
+    pub(crate) fn set_max(&mut self, max: usize) {
+        self.max = max;
+    }
+
+    /// The longest line accepted.
+    pub(crate) fn max(&self) -> usize {
+        self.max
+    }
+
+    /// The next line dropped for its length, oldest first.
+    pub(crate) fn take_oversized(&mut self) -> Option<Oversized> {
+        self.dropped.done.pop_front()
+    }
+
+    fn record(&mut self, dropped: Oversized) {
+        tracing::error!(
+            max_line_length = self.max,
+            size = dropped.size,
+            "an incoming MCP message is longer than the line limit; dropped"
+        );
+        if self.dropped.done.len() < OVERSIZED_KEPT {
+            self.dropped.done.push_back(dropped);
         }
     }
 
@@ -50,9 +105,14 @@ impl LineBuf {
             let Some(offset) = memchr::memchr(b'\n', &self.buf[self.scan..]) else {
                 self.scan = self.buf.len();
                 if self.discarding {
+                    self.dropped.current.size += self.buf.len() - self.start;
                     self.consume_all();
                 } else if self.buf.len() - self.start > self.max {
-                    self.oversized();
+                    let head_end = self.buf.len().min(self.start + HEAD_BYTES);
+                    self.dropped.current = Oversized {
+                        size: self.buf.len() - self.start,
+                        head: self.buf[self.start..head_end].to_vec(),
+                    };
                     self.discarding = true;
                     self.consume_all();
                 }
@@ -63,6 +123,9 @@ impl LineBuf {
             self.start = newline + 1;
             self.scan = self.start;
             if std::mem::take(&mut self.discarding) {
+                let mut dropped = std::mem::take(&mut self.dropped.current);
+                dropped.size += newline - begin;
+                self.record(dropped);
                 continue;
             }
             let mut end = newline;
@@ -70,20 +133,17 @@ impl LineBuf {
                 end -= 1;
             }
             if end - begin > self.max {
-                self.oversized();
+                let head = self.buf[begin..end.min(begin + HEAD_BYTES)].to_vec();
+                self.record(Oversized {
+                    size: end - begin,
+                    head,
+                });
                 continue;
             }
             if end > begin {
                 return Some(begin..end);
             }
         }
-    }
-
-    fn oversized(&self) {
-        tracing::error!(
-            max_line_length = self.max,
-            "an incoming MCP message is longer than the line limit; dropped"
-        );
     }
 
     fn consume_all(&mut self) {
@@ -141,6 +201,27 @@ mod tests {
         assert_eq!(feed(&mut lines, b"0\nnext\n"), ["next"]);
         // Exactly the bound is accepted.
         assert_eq!(feed(&mut lines, b"1234\n"), ["1234"]);
+    }
+
+    #[test]
+    fn a_dropped_line_keeps_its_size_and_head() {
+        let mut lines = LineBuf::new(4);
+        assert_eq!(feed(&mut lines, b"123456\nok\n"), ["ok"]);
+        assert_eq!(
+            lines.take_oversized(),
+            Some(Oversized {
+                size: 6,
+                head: b"123456".to_vec()
+            })
+        );
+        // Across reads, with a head cut at HEAD_BYTES.
+        let long = vec![b'x'; HEAD_BYTES + 10];
+        assert_eq!(feed(&mut lines, &long), Vec::<String>::new());
+        assert_eq!(feed(&mut lines, b"yy\nnext\n"), ["next"]);
+        let dropped = lines.take_oversized().unwrap();
+        assert_eq!(dropped.size, HEAD_BYTES + 12);
+        assert_eq!(dropped.head, vec![b'x'; HEAD_BYTES]);
+        assert_eq!(lines.take_oversized(), None);
     }
 
     #[test]

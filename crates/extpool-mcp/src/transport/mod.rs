@@ -20,7 +20,10 @@
 //!   with rmcp's own decoder for everything the fast path is not certain of.
 //!
 //! What it keeps from rmcp: a line over [`MAX_LINE_LENGTH`] (16 MiB, rmcp's
-//! bound) is dropped and the connection goes on; a line that is not JSON,
+//! bound; [`LineTransport::set_max_message_bytes`]) is dropped and the
+//! connection goes on — on the client side the request it answered fails at
+//! once, as does one answered by a message nested too deep to parse (see
+//! [`crate::limits`]); a line that is not JSON,
 //! and an unknown notification, is ignored; JSON that is no valid message
 //! is answered with `Invalid Request`; end of input ends the connection.
 
@@ -45,6 +48,7 @@ pub use child::ChildTransport;
 pub use decode::FastDecode;
 pub use server::{StdioServerTransport, stdio_server};
 
+use crate::limits::{self, Exceeded};
 use decode::Decoded;
 use lines::LineBuf;
 use writer::{Sent, Sink, Writer};
@@ -100,6 +104,11 @@ impl<R: FastDecode> LineTransport<R> {
         })
     }
 
+    /// Changes the longest message accepted (default [`MAX_LINE_LENGTH`]).
+    pub fn set_max_message_bytes(&mut self, max: usize) {
+        self.lines.set_max(max);
+    }
+
     /// A connection over a pipe pair: `from` is read, `to` is written.
     pub fn from_pipes(from: pipe::Receiver, to: pipe::Sender) -> io::Result<Self> {
         Self::new(Source::Pipe(from), Sink::Pipe(to))
@@ -131,6 +140,16 @@ impl<R: FastDecode> LineTransport<R> {
     }
 }
 
+/// The error response that fails the request a message we cannot read
+/// answered, when its `id` can be found (see [`crate::limits`]).
+fn refusal<R: FastDecode>(head: &[u8], exceeded: Exceeded) -> Option<RxJsonRpcMessage<R>> {
+    let id = limits::top_level_id(head)?;
+    Some(RxJsonRpcMessage::<R>::error(
+        exceeded.into_error_data(),
+        Some(id),
+    ))
+}
+
 pub(crate) fn nonblocking(socket: std::os::unix::net::UnixStream) -> io::Result<UnixStream> {
     socket.set_nonblocking(true)?;
     UnixStream::from_std(socket)
@@ -153,8 +172,19 @@ impl<R: FastDecode> Transport<R> for LineTransport<R> {
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<R>> {
         loop {
             while let Some(range) = self.lines.next_line() {
-                match decode::decode::<R>(self.lines.get(range)) {
+                let line = self.lines.get(range);
+                match decode::decode::<R>(line) {
                     Decoded::Message(message) => return Some(message),
+                    Decoded::Skip | Decoded::Invalid
+                        if R::FAILS_REQUESTS_ON_LIMITS
+                            && limits::nesting_exceeds(line, limits::MAX_NESTING) =>
+                    {
+                        let limit = limits::MAX_NESTING;
+                        tracing::warn!(limit, "an incoming MCP message is nested too deep to read");
+                        if let Some(refusal) = refusal::<R>(line, Exceeded::Depth { limit }) {
+                            return Some(refusal);
+                        }
+                    }
                     Decoded::Skip => {}
                     Decoded::Invalid => {
                         let reply = TxJsonRpcMessage::<R>::error(
@@ -166,6 +196,17 @@ impl<R: FastDecode> Transport<R> for LineTransport<R> {
                             return None;
                         }
                     }
+                }
+            }
+            while let Some(dropped) = self.lines.take_oversized() {
+                let exceeded = Exceeded::Size {
+                    size: Some(dropped.size as u64),
+                    limit: self.lines.max() as u64,
+                };
+                if R::FAILS_REQUESTS_ON_LIMITS
+                    && let Some(refusal) = refusal::<R>(&dropped.head, exceeded)
+                {
+                    return Some(refusal);
                 }
             }
             if self.ended {

@@ -118,8 +118,20 @@ async fn serve_stdio(server: TestServer) -> anyhow::Result<()> {
     Ok(())
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+/// Stack of the runtime's threads: serializing (and dropping) the `nested`
+/// tool's 20,000-level documents recurses once per level.
+const THREAD_STACK: usize = 256 * 1024 * 1024;
+
+fn main() -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(THREAD_STACK)
+        .build()
+        .context("starting the runtime")?
+        .block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     init_tracing();
 

@@ -28,6 +28,9 @@ pub const CRASH_EXIT_CODE: i32 = 3;
 const MAX_LARGE_TEXT: u64 = 256 * 1024 * 1024;
 /// Largest `structured` / `json_block` item count.
 const MAX_ITEMS: u64 = 1_000_000;
+/// Deepest `nested` document: far beyond any parser's limit, shallow enough
+/// for the server to write it.
+const MAX_NESTING: u64 = 20_000;
 /// Most notifications one `notify` call sends.
 const MAX_NOTIFICATIONS: u64 = 100_000;
 /// Longest `sleep`.
@@ -123,6 +126,18 @@ fn items(count: u64) -> Value {
     json!({ "items": items })
 }
 
+/// `{"a":{"a":…{}…}}`, `depth` objects deep, built without recursion.
+fn nested(depth: u64) -> Value {
+    let mut value = Value::Object(serde_json::Map::new());
+    for _ in 0..depth {
+        // Not `json!`, which would copy `value` through serialization.
+        let mut outer = serde_json::Map::new();
+        outer.insert("a".to_owned(), value);
+        value = Value::Object(outer);
+    }
+    value
+}
+
 fn crash_now() -> ! {
     tracing::warn!("crash tool: exiting with code {CRASH_EXIT_CODE} before answering");
     let _ = std::io::stderr().flush();
@@ -206,6 +221,10 @@ impl TestServer {
                 let bytes = args.u64_at_most("bytes", MAX_LARGE_TEXT)?;
                 let size = usize::try_from(bytes).map_err(|_| Args::wrong("bytes", "smaller"))?;
                 Ok(text("x".repeat(size)))
+            }
+            "nested" => {
+                let depth = args.u64_at_most("depth", MAX_NESTING)?;
+                Ok(CallToolResult::structured(nested(depth)))
             }
             "structured" => {
                 let count = args.u64_at_most("count", MAX_ITEMS)?;

@@ -87,6 +87,7 @@ const READ_ONLY: &[&str] = &[
     "sleep",
     "large_text",
     "structured",
+    "nested",
     "json_block",
     "mixed_content",
     "env",
@@ -208,6 +209,14 @@ fn unannotated_builtin() -> Vec<Tool> {
             count_schema(),
         )
         .with_raw_output_schema(items_output_schema()),
+        Tool::new(
+            "nested",
+            "Returns structuredContent {\"a\":{\"a\":…}} nested `depth` objects deep",
+            schema(
+                json!({"depth": {"type": "integer", "minimum": 0, "description": "Nesting depth"}}),
+                &["depth"],
+            ),
+        ),
         Tool::new(
             "json_block",
             "Returns a text block holding a JSON document {\"items\":[…]} (no output schema)",

@@ -21,7 +21,7 @@ use rmcp::{
 use tokio::sync::Notify;
 
 /// Number of built-in tools of the test server.
-pub const BUILTIN_TOOL_COUNT: usize = 19;
+pub const BUILTIN_TOOL_COUNT: usize = 20;
 
 /// No extra server arguments.
 pub const NO_ARGS: &[&str] = &[];

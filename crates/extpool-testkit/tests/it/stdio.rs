@@ -32,6 +32,7 @@ const BUILTIN_TOOLS: [&str; BUILTIN_TOOL_COUNT] = [
     "http_status",
     "large_text",
     "structured",
+    "nested",
     "json_block",
     "mixed_content",
     "env",
@@ -160,6 +161,25 @@ async fn stdio_large_structured_and_json_results() {
     assert_eq!(block.structured_content, None);
     let doc: serde_json::Value = serde_json::from_str(&text_of(&block)).unwrap();
     assert_eq!(doc, expected);
+}
+
+#[tokio::test]
+async fn stdio_nested_builds_documents_of_any_depth() {
+    let (client, _) = connect_stdio(&[]).await;
+    let nested = call(&client, "nested", json!({"depth": 3})).await.unwrap();
+    assert_eq!(
+        nested.structured_content,
+        Some(json!({"a": {"a": {"a": {}}}}))
+    );
+    // 20,000 is the most (extpool-mcp's tests read 10,000 levels from it).
+    let err = call(&client, "nested", json!({"depth": 20_001}))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("at most 20000"), "{err}");
+    assert_eq!(
+        call_text(&client, "echo", json!({"message": "up"})).await,
+        "up"
+    );
 }
 
 #[tokio::test]

@@ -1,0 +1,242 @@
+//! The HTTP side of the message limits ([`crate::limits`]): a wrapper
+//! around the HTTP client that watches each POST's response stream.
+//!
+//! rmcp reads a tool result sent as an SSE event; an event over the size
+//! limit ends the stream with an error, and one nested too deep for the JSON
+//! parser is skipped — either way the request hears nothing until its
+//! timeout. [`Guarded`] sees the events before rmcp parses them and, for the
+//! request the POST carried, replaces such an event with an error response
+//! that says which limit was broken.
+//!
+//! rmcp keeps the type of its "event too large" error private (its own check
+//! is `pub(crate)`), so that one error is recognised by its message here, in
+//! [`is_event_too_large`], and nowhere else; the integration tests send a
+//! real oversized event through rmcp's client and would fail if the message
+//! changed.
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
+use http::{HeaderName, HeaderValue};
+use rmcp::model::{ClientJsonRpcMessage, RequestId, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
+};
+use sse_stream::{Error as SseError, Sse};
+
+use crate::limits::{self, Exceeded};
+
+/// An HTTP client whose POST response streams are checked against the limits.
+#[derive(Debug, Clone)]
+pub struct Guarded<C> {
+    inner: C,
+}
+
+impl<C> Guarded<C> {
+    /// Wraps `inner`.
+    pub fn new(inner: C) -> Self {
+        Self { inner }
+    }
+}
+
+type PostResult<E> = Result<StreamableHttpPostResponse, StreamableHttpError<E>>;
+type SseStream = BoxStream<'static, Result<Sse, SseError>>;
+
+impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
+    type Error = C::Error;
+
+    fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> impl Future<Output = PostResult<Self::Error>> + Send + '_ {
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            StreamableHttpResponseLimits::default(),
+        )
+    }
+
+    fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> impl Future<Output = PostResult<Self::Error>> + Send + '_ {
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_sse_event_size = max_sse_event_size;
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            limits,
+        )
+    }
+
+    fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> impl Future<Output = PostResult<Self::Error>> + Send + '_ {
+        let id = match &message {
+            ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
+            _ => None,
+        };
+        let limit = limits.max_sse_event_size as u64;
+        async move {
+            let response = self
+                .inner
+                .post_message_with_response_limits(
+                    uri,
+                    message,
+                    session_id,
+                    auth_header,
+                    custom_headers,
+                    limits,
+                )
+                .await?;
+            Ok(match (response, id) {
+                (StreamableHttpPostResponse::Sse(stream, session), Some(id)) => {
+                    let guard = Guard {
+                        inner: stream,
+                        id,
+                        limit,
+                        done: false,
+                    };
+                    StreamableHttpPostResponse::Sse(guard.boxed(), session)
+                }
+                (other, _) => other,
+            })
+        }
+    }
+
+    fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> impl Future<Output = Result<(), StreamableHttpError<Self::Error>>> + Send + '_ {
+        self.inner
+            .delete_session(uri, session_id, auth_header, custom_headers)
+    }
+
+    fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> impl Future<Output = Result<SseStream, StreamableHttpError<Self::Error>>> + Send + '_ {
+        self.inner
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+    }
+
+    fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> impl Future<Output = Result<SseStream, StreamableHttpError<Self::Error>>> + Send + '_ {
+        self.inner.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth_header,
+            custom_headers,
+            max_sse_event_size,
+        )
+    }
+}
+
+/// True for rmcp's "SSE event exceeded the maximum size" stream error.
+fn is_event_too_large(error: &SseError) -> bool {
+    matches!(error, SseError::Body(body)
+        if body.source().is_none()
+            && body.to_string().starts_with("SSE event exceeded the maximum size"))
+}
+
+/// One POST's response stream, checked event by event.
+struct Guard {
+    inner: SseStream,
+    id: RequestId,
+    limit: u64,
+    done: bool,
+}
+
+impl Guard {
+    fn refusal(&self, exceeded: Exceeded) -> Sse {
+        let message =
+            ServerJsonRpcMessage::error(exceeded.into_error_data(), Some(self.id.clone()));
+        let data = serde_json::to_string(&message).unwrap_or_default();
+        Sse::default().data(data)
+    }
+}
+
+impl Stream for Guard {
+    type Item = Result<Sse, SseError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.done {
+            return Poll::Ready(None);
+        }
+        let item = match self.inner.poll_next_unpin(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(item) => item,
+        };
+        Poll::Ready(match item {
+            Some(Ok(sse)) => {
+                let deep = sse.data.as_deref().is_some_and(|data| {
+                    // A message nested past the limit needs twice as many bytes.
+                    data.len() > 2 * limits::MAX_NESTING
+                        && limits::nesting_exceeds(data.as_bytes(), limits::MAX_NESTING)
+                });
+                if deep {
+                    tracing::warn!(
+                        limit = limits::MAX_NESTING,
+                        "an MCP response is nested too deep to read"
+                    );
+                    Some(Ok(self.refusal(Exceeded::Depth {
+                        limit: limits::MAX_NESTING,
+                    })))
+                } else {
+                    Some(Ok(sse))
+                }
+            }
+            Some(Err(error)) if is_event_too_large(&error) => {
+                tracing::warn!(
+                    limit = self.limit,
+                    "an MCP response is larger than the limit"
+                );
+                self.done = true;
+                let limit = self.limit;
+                Some(Ok(self.refusal(Exceeded::Size { size: None, limit })))
+            }
+            other => other,
+        })
+    }
+}
