@@ -3,7 +3,7 @@
 //! name and provider-safe alias), each beside its target.
 //!
 //! Run with `cargo bench -p extpool-catalog --bench catalog` (optimized).
-//! No network, no child process: the sources are `testing::LocalSource`.
+//! No network, no child process: the sources are `extpool_testkit::LocalSource`.
 
 // A benchmark's output is its result.
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use extpool_catalog::revision::{self, SourceListing};
-use extpool_catalog::testing::LocalSource;
 use extpool_catalog::{Catalog, CatalogConfig, ReconcileConfig, Services};
 use extpool_core::{
     Capability, CommandResource, ExtensionRegistry, McpResource, Scope, ScopeLevel,
 };
+use extpool_testkit::LocalSource;
 
 const SOURCES: usize = 100;
 const TOOLS: usize = 100;

@@ -12,7 +12,9 @@ use crate::config::CatalogConfig;
 use crate::dispatch::CallError;
 use crate::permissions::PermissionError;
 use crate::prompts::CommandError;
-use crate::reconcile::{self, Shared};
+use std::sync::atomic::Ordering;
+
+use crate::reconcile::{self, CycleOutcome, Shared};
 use crate::revision::CatalogRevision;
 use crate::services::Services;
 use crate::status::{CatalogStatus, ReconcileState};
@@ -176,6 +178,24 @@ impl Catalog {
     /// `RefreshMcpSources`). Coalesced with any other pending trigger.
     pub fn request_reconcile(&self) {
         self.shared.wake.notify_one();
+    }
+
+    /// Runs a reconciliation cycle that starts after this call and returns
+    /// what it did (a cycle already listing when this is called does not
+    /// count: it may have missed the change the caller made). Returns the
+    /// last outcome at once when the loop is stopped or was never started.
+    pub async fn reconcile_now(&self) -> CycleOutcome {
+        let mut served = self.shared.served.subscribe();
+        if self.status().state == ReconcileState::NotStarted {
+            return *served.borrow();
+        }
+        let ticket = self.shared.requested.fetch_add(1, Ordering::AcqRel) + 1;
+        self.shared.wake.notify_one();
+        // The sender lives in `self`, so `wait_for` only ends on success.
+        match served.wait_for(|o| o.ticket >= ticket).await {
+            Ok(outcome) => *outcome,
+            Err(_) => CycleOutcome::default(),
+        }
     }
 
     /// The cached status of the loop and every source; never probes upstream.

@@ -28,7 +28,6 @@ pub mod revision;
 pub mod services;
 pub mod shaping;
 pub mod status;
-pub mod testing;
 
 pub use builtins::BuiltinTool;
 pub use catalog::{Catalog, CatalogError};
@@ -39,6 +38,7 @@ pub use jq::{JqError, JqLimits};
 pub use names::NameError;
 pub use permissions::{Decision, DefaultPolicy, Permissions, PermissionsConfig, Rule, RuleList};
 pub use prompts::CommandError;
+pub use reconcile::CycleOutcome;
 pub use revision::{
     CatalogCommand, CatalogResource, CatalogRevision, CatalogTool, CommandKind, Diagnostic,
     Problem, RevisionSource, SourceListing, ToolRef,

@@ -8,10 +8,11 @@
 //! Rules (from the MCP client behaviour document):
 //! - every remote tool is `mcp__<namespace>__<tool>`, so a remote tool can
 //!   never shadow a built-in (built-ins carry no `mcp__` prefix);
-//! - the namespace (the server name, or its configured prefix) is
-//!   `[A-Za-z0-9_-]+` without `__` and without a leading or trailing `_`, so
-//!   the namespace boundary is unambiguous and two servers can never produce
-//!   the same name;
+//! - the namespace (the server name, or its configured prefix) follows the
+//!   one server-name rule of `extpool_core::name` (`[A-Za-z0-9_]+` without
+//!   `__` and without a leading or trailing `_`), so the namespace boundary
+//!   is unambiguous, two servers can never produce the same name, and a name
+//!   that passes `config check` is published here;
 //! - the complete name is valid UTF-8, holds no control character and fits
 //!   in [`MAX_NAME_BYTES`]; a malformed name is rejected with a diagnostic,
 //!   never rewritten.
@@ -81,13 +82,13 @@ pub enum NameError {
         /// The limit.
         max: usize,
     },
-    /// A namespace outside `[A-Za-z0-9_-]+`, or with `__` / a leading or trailing `_`.
+    /// A namespace that breaks the server-name rule (`extpool_core::name`).
     #[error("namespace {namespace:?} is invalid: {reason}")]
     InvalidNamespace {
         /// The namespace.
         namespace: String,
-        /// What is wrong with it.
-        reason: &'static str,
+        /// What the rule says about it.
+        reason: extpool_core::ServerNameError,
     },
 }
 
@@ -156,30 +157,17 @@ pub fn validate_name_bytes<'a>(bytes: &'a [u8], what: &'static str) -> Result<&'
     Ok(name)
 }
 
-/// Checks a namespace (server name or configured prefix).
+/// Checks a namespace (server name or configured prefix) with the one
+/// server-name rule, `extpool_core::check_server_name`.
 pub fn validate_namespace(namespace: &str) -> Result<(), NameError> {
-    let invalid = |reason| {
-        Err(NameError::InvalidNamespace {
+    match extpool_core::check_server_name(namespace) {
+        Ok(()) => Ok(()),
+        Err(extpool_core::ServerNameError::Empty) => Err(NameError::Empty { what: "namespace" }),
+        Err(reason) => Err(NameError::InvalidNamespace {
             namespace: namespace.to_owned(),
             reason,
-        })
-    };
-    if namespace.is_empty() {
-        return Err(NameError::Empty { what: "namespace" });
+        }),
     }
-    if !namespace
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-    {
-        return invalid("only ASCII letters, digits, '_' and '-' are allowed");
-    }
-    if namespace.contains(SEPARATOR) {
-        return invalid("'__' is the namespace separator");
-    }
-    if namespace.starts_with('_') || namespace.ends_with('_') {
-        return invalid("a leading or trailing '_' would blur the separator");
-    }
-    Ok(())
 }
 
 /// The catalog name of a remote tool or prompt: `mcp__<namespace>__<name>`.
@@ -342,9 +330,9 @@ mod tests {
             ("linear", "search_issues", "mcp__linear__search_issues"),
             ("exa", "web_search_exa", "mcp__exa__web_search_exa"),
             (
-                "server-everything",
+                "server_everything",
                 "get-sum",
-                "mcp__server-everything__get-sum",
+                "mcp__server_everything__get-sum",
             ),
         ];
         for (server, tool, expected) in table {
@@ -370,7 +358,7 @@ mod tests {
             ("_a", "t".into(), NameError::is_invalid_namespace),
             ("a_", "t".into(), NameError::is_invalid_namespace),
             ("a.b", "t".into(), NameError::is_invalid_namespace),
-            ("a b", "t".into(), NameError::is_invalid_namespace),
+            ("a-b", "t".into(), NameError::is_invalid_namespace),
             ("", "t".into(), |e| matches!(e, NameError::Empty { .. })),
         ];
         for (ns, tool, check) in cases {

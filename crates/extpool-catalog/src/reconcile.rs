@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use arc_swap::ArcSwap;
-use extpool_core::{Capability, ExtensionRegistry, Scope};
+use extpool_core::{Capability, CapabilityKind, ExtensionRegistry, Scope};
 use futures::StreamExt;
 use parking_lot::Mutex;
 use tokio::sync::{Notify, mpsc, watch};
@@ -44,6 +44,11 @@ pub(crate) struct Shared {
     pub(crate) revisions: watch::Sender<u64>,
     pub(crate) cycles: watch::Sender<u64>,
     pub(crate) wake: Notify,
+    /// Tickets handed out by `reconcile_now`; a cycle serves every ticket
+    /// taken before it started listing.
+    pub(crate) requested: AtomicU64,
+    /// The outcome of the latest cycle and the last ticket it served.
+    pub(crate) served: watch::Sender<CycleOutcome>,
     pub(crate) cancel: CancellationToken,
     table: Mutex<Table>,
     reconciliations: AtomicU64,
@@ -57,6 +62,8 @@ struct Table {
     state: Option<LoopState>,
     last_reconcile: Option<SystemTime>,
     sources: Vec<SourceStatus>,
+    /// Every source of the last cycle, listed or not.
+    members: Vec<Arc<dyn Capability>>,
 }
 
 #[derive(Clone, Copy)]
@@ -78,6 +85,8 @@ impl Shared {
             revisions: watch::channel(0).0,
             cycles: watch::channel(0).0,
             wake: Notify::new(),
+            requested: AtomicU64::new(0),
+            served: watch::channel(CycleOutcome::default()).0,
             cancel: CancellationToken::new(),
             table: Mutex::new(Table::default()),
             reconciliations: AtomicU64::new(0),
@@ -123,6 +132,24 @@ impl Shared {
     }
 }
 
+/// What one reconciliation cycle did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CycleOutcome {
+    /// The last `reconcile_now` ticket this cycle served (internal ordering).
+    pub(crate) ticket: u64,
+    /// The revision published after the cycle (unchanged when it failed or
+    /// found nothing new).
+    pub revision: u64,
+    /// True when the cycle published a new revision.
+    pub changed: bool,
+    /// True when every required source was listed (false: the previous
+    /// revision stays and the failing sources are marked stale).
+    pub ok: bool,
+    /// True when optional sources (skill-embedded servers) failed and were
+    /// left out of the published revision.
+    pub degraded: bool,
+}
+
 /// One live change-stream subscription.
 struct Subscription {
     generation: u64,
@@ -136,48 +163,87 @@ impl Drop for Subscription {
     }
 }
 
-/// Every catalog source visible from `scope`: capabilities with tools or
-/// commands, and their children (skill-embedded servers), each instance once.
-fn visible_sources(registry: &ExtensionRegistry, scope: &Scope) -> Vec<Arc<dyn Capability>> {
-    fn walk(cap: &Arc<dyn Capability>, out: &mut Vec<Arc<dyn Capability>>) {
-        if out.iter().any(|c| same_capability(c, cap)) {
-            return;
+/// One source of a cycle: a capability, and whether it is optional.
+///
+/// Capabilities registered in the registry are required: publication is
+/// all-or-nothing over them. A capability reached only as another's child
+/// (a skill-embedded server) is optional: when it cannot be listed, the
+/// revision is published without it, so one broken skill server never
+/// holds back the others (RFC "Aggregation: partial failure OK").
+#[derive(Clone)]
+pub(crate) struct Source {
+    pub(crate) cap: Arc<dyn Capability>,
+    pub(crate) optional: bool,
+}
+
+/// Every catalog source visible from `scope`: the registered capabilities
+/// with tools or commands, then the children of every visible capability
+/// (skill-embedded servers) not registered themselves, each instance once.
+fn visible_sources(registry: &ExtensionRegistry, scope: &Scope) -> Vec<Source> {
+    fn lists(cap: &Arc<dyn Capability>) -> bool {
+        match cap.kind() {
+            CapabilityKind::McpServer => cap.mcp().is_some() || cap.commands().is_some(),
+            _ => cap.commands().is_some(),
         }
-        if cap.mcp().is_some() || cap.commands().is_some() {
-            out.push(cap.clone());
-        }
+    }
+    fn walk(cap: &Arc<dyn Capability>, out: &mut Vec<Source>) {
         for child in cap.children() {
+            if out.iter().any(|s| same_capability(&s.cap, &child)) {
+                continue;
+            }
+            if lists(&child) {
+                out.push(Source {
+                    cap: child.clone(),
+                    optional: true,
+                });
+            }
             walk(&child, out);
         }
     }
-    let mut out = Vec::new();
-    for cap in registry.get_visible_capabilities(scope).iter() {
+    let visible = registry.get_visible_capabilities(scope);
+    let mut out: Vec<Source> = Vec::new();
+    for cap in visible.iter() {
+        if lists(cap) && !out.iter().any(|s| same_capability(&s.cap, cap)) {
+            out.push(Source {
+                cap: cap.clone(),
+                optional: false,
+            });
+        }
+    }
+    for cap in visible.iter() {
         walk(cap, &mut out);
     }
     out
 }
 
 /// The sources an overlay lists itself: those its base does not already dispatch to.
-fn own_sources(
-    registry: &ExtensionRegistry,
-    scope: &Scope,
-    base: Option<&Shared>,
-) -> Vec<Arc<dyn Capability>> {
+fn own_sources(registry: &ExtensionRegistry, scope: &Scope, base: Option<&Shared>) -> Vec<Source> {
     let mut visible = visible_sources(registry, scope);
     if let Some(base) = base {
         let parent = base.current.load();
-        visible.retain(|cap| {
-            !parent
+        let base_status = base.table.lock();
+        visible.retain(|src| {
+            let listed = parent
                 .chain()
                 .flat_map(|r| r.sources())
-                .any(|s| same_capability(&s.capability, cap))
+                .any(|s| same_capability(&s.capability, &src.cap));
+            // An optional source the base left out (it failed there) stays
+            // the base's: an overlay must not publish it under its own rules.
+            let known = base_status
+                .members
+                .iter()
+                .any(|m| same_capability(m, &src.cap));
+            !listed && !known
         });
     }
     visible
 }
 
-fn same_members(a: &[Arc<dyn Capability>], b: &[Arc<dyn Capability>]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_capability(x, y))
+fn same_members(a: &[Source], b: &[Source]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.optional == y.optional && same_capability(&x.cap, &y.cap))
 }
 
 /// The loop. Runs until the catalog is shut down or dropped. With a
@@ -194,7 +260,7 @@ pub(crate) async fn run(
     let (tx, mut rx) = mpsc::channel::<u64>(EVENT_QUEUE);
     let mut subs: HashMap<String, Subscription> = HashMap::new();
     let mut next_generation = 0u64;
-    let mut members: Vec<Arc<dyn Capability>> = Vec::new();
+    let mut members: Vec<Source> = Vec::new();
     let mut dirty = true;
     let mut retry_at: Option<Instant> = None;
     let initial_backoff = Duration::from_millis(cfg.retry_initial_ms.max(1));
@@ -221,6 +287,7 @@ pub(crate) async fn run(
                 }
             }
             dirty = false;
+            let serving = shared.requested.load(Ordering::Acquire);
             shared.set_state(LoopState::Reconciling);
             let visible = own_sources(&registry, &scope, base.as_deref());
             let parent = base.as_ref().map(|b| b.current.load_full());
@@ -228,19 +295,28 @@ pub(crate) async fn run(
             // triggers another cycle instead of being lost.
             resubscribe(&visible, &mut subs, &mut next_generation, &tx, &shared);
             members = visible.clone();
-            let ok = tokio::select! {
-                ok = cycle(&shared, &visible, parent) => ok,
+            let outcome = tokio::select! {
+                outcome = cycle(&shared, &visible, parent) => outcome,
                 _ = shared.cancel.cancelled() => return stop(&shared),
             };
-            if ok {
+            shared.served.send_replace(CycleOutcome {
+                ticket: serving,
+                ..outcome
+            });
+            if outcome.ok && !outcome.degraded {
                 retry_at = None;
                 backoff = initial_backoff;
                 shared.set_state(LoopState::Idle);
             } else {
+                // A failed cycle, or optional sources left out: try again later.
                 let at = Instant::now() + backoff;
                 retry_at = Some(at);
                 backoff = (backoff * 2).min(Duration::from_millis(cfg.retry_max_ms.max(1)));
-                shared.set_state(LoopState::Retry(at));
+                shared.set_state(if outcome.ok {
+                    LoopState::Idle
+                } else {
+                    LoopState::Retry(at)
+                });
             }
             shared.cycles.send_modify(|n| *n += 1);
         }
@@ -282,6 +358,8 @@ pub(crate) async fn run(
 
 fn stop(shared: &Shared) {
     shared.set_state(LoopState::Stopped);
+    // Nobody waits for a cycle that will never run.
+    shared.served.send_modify(|o| o.ticket = u64::MAX);
     shared.cycles.send_modify(|n| *n += 1);
 }
 
@@ -296,7 +374,7 @@ fn count_event(shared: &Shared, current: bool) {
 
 /// Keeps one subscription per current capability instance.
 fn resubscribe(
-    visible: &[Arc<dyn Capability>],
+    visible: &[Source],
     subs: &mut HashMap<String, Subscription>,
     next_generation: &mut u64,
     tx: &mpsc::Sender<u64>,
@@ -305,9 +383,9 @@ fn resubscribe(
     subs.retain(|id, sub| {
         visible
             .iter()
-            .any(|c| c.id() == id && same_capability(c, &sub.capability))
+            .any(|s| s.cap.id() == id && same_capability(&s.cap, &sub.capability))
     });
-    for cap in visible {
+    for cap in visible.iter().map(|s| &s.cap) {
         if subs.contains_key(cap.id()) {
             continue;
         }
@@ -349,7 +427,9 @@ fn resubscribe(
     }
 }
 
-/// Lists one source completely, within the source timeout.
+/// Lists one source completely, within the source timeout: an MCP
+/// server's tools, resources (when resource tools are on) and prompts
+/// (when prompts are on); any other kind's commands.
 async fn list_source(
     cap: Arc<dyn Capability>,
     services: Arc<Services>,
@@ -363,14 +443,15 @@ async fn list_source(
             resources: Vec::new(),
             commands: Vec::new(),
         };
-        if let Some(mcp) = cap.mcp() {
-            listing.tools = mcp.list_tools().await.map_err(fail("list_tools"))?;
+        let mcp = listing.is_mcp();
+        if mcp && let Some(m) = cap.mcp() {
+            listing.tools = m.list_tools().await.map_err(fail("list_tools"))?;
             if services.resource_tools {
-                listing.resources = mcp.list_resources().await.map_err(fail("list_resources"))?;
+                listing.resources = m.list_resources().await.map_err(fail("list_resources"))?;
             }
         }
         if let Some(commands) = cap.commands()
-            && (cap.mcp().is_none() || services.prompts)
+            && (!mcp || services.prompts)
         {
             listing.commands = commands
                 .list_commands()
@@ -386,17 +467,30 @@ async fn list_source(
         }))
 }
 
-/// One cycle: list everything, publish all-or-nothing. True on success.
+/// The status row of `id`, created when missing.
+fn status_row<'a>(table: &'a mut Table, id: &str, services: &Services) -> &'a mut SourceStatus {
+    let i = match table.sources.iter().position(|s| s.id == id) {
+        Some(i) => i,
+        None => {
+            table.sources.push(new_status(id, services));
+            table.sources.len() - 1
+        }
+    };
+    &mut table.sources[i]
+}
+
+/// One cycle: list everything, publish all-or-nothing over the required
+/// sources; optional sources that fail are left out and reported.
 async fn cycle(
     shared: &Shared,
-    visible: &[Arc<dyn Capability>],
+    visible: &[Source],
     parent: Option<Arc<CatalogRevision>>,
-) -> bool {
+) -> CycleOutcome {
     let cfg = shared.config;
     let timeout = Duration::from_millis(cfg.source_timeout_ms);
     let work: Vec<_> = visible
         .iter()
-        .map(|cap| list_source(cap.clone(), shared.services.clone(), timeout))
+        .map(|src| list_source(src.cap.clone(), shared.services.clone(), timeout))
         .collect();
     let results: Vec<Result<SourceListing, SourceError>> = futures::stream::iter(work)
         .buffered(cfg.max_concurrent_sources.max(1))
@@ -404,66 +498,91 @@ async fn cycle(
         .await;
     let now = SystemTime::now();
     shared.reconciliations.fetch_add(1, Ordering::Relaxed);
+    let current = shared.current.load_full();
+    let unchanged = CycleOutcome {
+        revision: current.number(),
+        ..CycleOutcome::default()
+    };
 
-    let failed = results.iter().any(Result::is_err);
-    if failed {
+    let failed_required = visible
+        .iter()
+        .zip(&results)
+        .any(|(src, r)| !src.optional && r.is_err());
+    if failed_required {
         shared.failures.fetch_add(1, Ordering::Relaxed);
         let mut table = shared.table.lock();
         table.last_reconcile = Some(now);
-        for (cap, result) in visible.iter().zip(results) {
+        table.members = visible.iter().map(|s| s.cap.clone()).collect();
+        for (src, result) in visible.iter().zip(results) {
             let Err(error) = result else { continue };
             tracing::warn!(
-                source = cap.id(),
+                source = src.cap.id(),
                 "catalog: source failed, keeping the published revision: {error}"
             );
-            let i = match table.sources.iter().position(|s| s.id == cap.id()) {
-                Some(i) => i,
-                None => {
-                    table.sources.push(new_status(cap.id(), &shared.services));
-                    table.sources.len() - 1
-                }
-            };
-            let status = &mut table.sources[i];
-            status.stale = true;
+            let status = status_row(&mut table, src.cap.id(), &shared.services);
+            status.stale = !src.optional;
+            status.optional = src.optional;
             status.last_error = Some(Arc::new(error));
             status.last_attempt = Some(now);
         }
-        return false;
+        return unchanged;
     }
 
-    let listings: Vec<SourceListing> = results.into_iter().filter_map(Result::ok).collect();
-    let counts: Vec<(String, usize, usize, usize)> = listings
+    let mut listings: Vec<SourceListing> = Vec::with_capacity(results.len());
+    let mut left_out: Vec<(String, SourceError)> = Vec::new();
+    for (src, result) in visible.iter().zip(results) {
+        match result {
+            Ok(listing) => listings.push(listing),
+            Err(error) => {
+                tracing::warn!(
+                    source = src.cap.id(),
+                    "catalog: optional source failed; publishing without its tools: {error}"
+                );
+                left_out.push((src.cap.id().to_owned(), error));
+            }
+        }
+    }
+    let counts: Vec<(String, bool, usize, usize, usize)> = listings
         .iter()
         .map(|l| {
             let id = l.capability.id().to_owned();
-            (id, l.tools.len(), l.resources.len(), l.commands.len())
+            let optional = visible
+                .iter()
+                .any(|s| s.optional && same_capability(&s.cap, &l.capability));
+            (
+                id,
+                optional,
+                l.tools.len(),
+                l.resources.len(),
+                l.commands.len(),
+            )
         })
         .collect();
-    let current = shared.current.load_full();
     let number = current.number() + 1;
     let candidate = match parent {
         Some(parent) => revision::build_overlay(number, listings, shared.services.clone(), parent),
         None => revision::build(number, listings, shared.services.clone()),
     };
-    let published = if candidate.same_content(&current) {
-        current.number()
-    } else {
+    let changed = !candidate.same_content(&current);
+    let published = if changed {
         let number = candidate.number();
         shared.current.store(Arc::new(candidate));
         shared.revisions.send_replace(number);
         tracing::info!(revision = number, "catalog: published revision");
         number
+    } else {
+        current.number()
     };
     // Freeing a large unpinned revision is not the loop's work.
     tokio::task::spawn_blocking(move || drop(current));
     let mut table = shared.table.lock();
     table.last_reconcile = Some(now);
-    table.sources = counts
+    table.members = visible.iter().map(|s| s.cap.clone()).collect();
+    let mut rows: Vec<SourceStatus> = counts
         .into_iter()
-        .map(|(id, tools, resources, commands)| SourceStatus {
+        .map(|(id, optional, tools, resources, commands)| SourceStatus {
             revision: Some(published),
-            stale: false,
-            last_error: None,
+            optional,
             last_attempt: Some(now),
             last_success: Some(now),
             tools,
@@ -472,7 +591,26 @@ async fn cycle(
             ..new_status(&id, &shared.services)
         })
         .collect();
-    true
+    let degraded = !left_out.is_empty();
+    for (id, error) in left_out {
+        let previous = table.sources.iter().find(|s| s.id == id);
+        rows.push(SourceStatus {
+            optional: true,
+            available: false,
+            last_error: Some(Arc::new(error)),
+            last_attempt: Some(now),
+            last_success: previous.and_then(|p| p.last_success),
+            ..new_status(&id, &shared.services)
+        });
+    }
+    table.sources = rows;
+    CycleOutcome {
+        ticket: 0,
+        revision: published,
+        changed,
+        ok: true,
+        degraded,
+    }
 }
 
 fn new_status(id: &str, services: &Services) -> SourceStatus {
@@ -487,6 +625,8 @@ fn new_status(id: &str, services: &Services) -> SourceStatus {
         tools: 0,
         resources: 0,
         commands: 0,
+        optional: false,
+        available: true,
     }
 }
 

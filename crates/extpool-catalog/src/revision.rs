@@ -173,9 +173,11 @@ pub struct SourceListing {
 }
 
 impl SourceListing {
-    /// True when the source is an MCP server (its commands are prompts).
+    /// True when the source is an MCP server: its tools, resources and
+    /// prompts are namespaced by its id (other kinds contribute commands,
+    /// taken as named).
     pub fn is_mcp(&self) -> bool {
-        self.capability.mcp().is_some()
+        self.capability.kind() == extpool_core::CapabilityKind::McpServer
     }
 }
 

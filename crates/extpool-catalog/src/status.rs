@@ -73,6 +73,12 @@ pub struct SourceStatus {
     pub resources: usize,
     /// Commands (prompts) in its last good listing.
     pub commands: usize,
+    /// True for a source reached only as another capability's child (a
+    /// skill-embedded server): when it fails, only its own tools go.
+    pub optional: bool,
+    /// False when an optional source's last listing failed and its tools
+    /// are left out of the published revision.
+    pub available: bool,
 }
 
 fn serialize_error<S: serde::Serializer>(

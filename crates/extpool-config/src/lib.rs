@@ -27,6 +27,7 @@ pub mod load;
 pub mod locate;
 pub mod model;
 pub mod read;
+pub mod runtime;
 pub mod secrets;
 pub mod tree;
 pub mod validate;
@@ -34,7 +35,10 @@ pub mod validate;
 pub use diagnostics::{Diagnostic, Severity};
 pub use error::{ConfigError, ResolveError};
 pub use import::{RenderMode, Rendered, render};
-pub use load::{LoadRequest, Loaded, ServerSource, SourceFile, load, load_file, process_env};
+pub use load::{
+    LoadRequest, Loaded, ServerSource, SourceFile, load, load_file, load_value, process_env,
+    resolve_paths,
+};
 pub use locate::{ConfigFormat, Origin, Places};
 pub use model::{
     DefaultPolicy, ExtensionsConfig, ExtpoolConfig, PermissionsConfig, SkillsConfig, ValidationMode,

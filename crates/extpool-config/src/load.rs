@@ -142,6 +142,41 @@ pub fn load(request: &LoadRequest) -> Result<Loaded, ConfigError> {
     }
 }
 
+/// Loads a configuration given as a value (an embedding program's own),
+/// checked exactly like an `extpool.yaml` file: relative paths resolve
+/// against `dir`, and `label` names it in diagnostics.
+pub fn load_value(config: &ExtpoolConfig, dir: &Path, label: &str) -> Result<Loaded, ConfigError> {
+    let text = serde_yaml_ng::to_string(config).map_err(|e| ConfigError::Invalid {
+        diagnostics: vec![Diagnostic::new(
+            Severity::Error,
+            label,
+            None,
+            String::new(),
+            format!("cannot render the configuration: {e}"),
+        )],
+    })?;
+    let places = Places {
+        cwd: dir.to_path_buf(),
+        ..Places::default()
+    };
+    let candidate = Candidate {
+        path: dir.join(label),
+        format: ConfigFormat::Extpool,
+        origin: Origin::Extpool,
+        project: true,
+    };
+    let mut loaded = Loaded::default();
+    let mut errors = Vec::new();
+    read_into(&candidate, &text, &places, true, &mut loaded, &mut errors);
+    if errors.is_empty() {
+        Ok(loaded)
+    } else {
+        Err(ConfigError::Invalid {
+            diagnostics: errors,
+        })
+    }
+}
+
 /// Loads one file as if named with `--config`.
 pub fn load_file(path: &Path, places: &Places) -> Result<Loaded, ConfigError> {
     load(&LoadRequest {
@@ -473,24 +508,32 @@ fn resolve(
     source: &ServerSource,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<McpServerConfig, ResolveError> {
-    let mut out = expand::expand_server(config, lookup).map_err(|source_err| ResolveError {
+    let out = expand::expand_server(config, lookup).map_err(|source_err| ResolveError {
         server: name.to_owned(),
         file: source.file.clone(),
         pos: source.pos,
         source: source_err,
     })?;
-    if let Some(cmd) = &out.command
+    Ok(resolve_paths(out, &source.dir))
+}
+
+/// Makes a server's relative `command` (one with a path separator, so
+/// `npx` is still looked up on `PATH`) and `cwd` absolute against `dir`:
+/// the directory of the file that defines the server (or the skill that
+/// embeds it).
+pub fn resolve_paths(mut config: McpServerConfig, dir: &Path) -> McpServerConfig {
+    if let Some(cmd) = &config.command
         && (cmd.contains('/') || cmd.contains('\\'))
         && Path::new(cmd).is_relative()
     {
-        out.command = Some(source.dir.join(cmd).display().to_string());
+        config.command = Some(dir.join(cmd).display().to_string());
     }
-    if let Some(cwd) = &out.cwd
+    if let Some(cwd) = &config.cwd
         && Path::new(cwd).is_relative()
     {
-        out.cwd = Some(source.dir.join(cwd).display().to_string());
+        config.cwd = Some(dir.join(cwd).display().to_string());
     }
-    Ok(out)
+    config
 }
 
 /// The process environment, for [`Loaded::resolve_server`].

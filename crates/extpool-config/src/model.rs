@@ -38,7 +38,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExtpoolConfig {
-    /// MCP servers by name (`[A-Za-z0-9_]+`, unique ignoring case).
+    /// MCP servers by name (the rule of `extpool_core::name`: `[A-Za-z0-9_]+`
+    /// without `__` or an edge `_`, at most 64 bytes; unique ignoring case).
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
     /// Where skills come from and how they are checked.
@@ -84,27 +85,9 @@ impl Default for SkillsConfig {
     }
 }
 
-/// How SKILL.md files are checked when loading.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ValidationMode {
-    /// Skip a skill only when its description is missing or its YAML is
-    /// broken; everything else is a warning (what agent hosts do).
-    #[default]
-    Lenient,
-    /// The Agent Skills specification's rules; any problem skips the skill.
-    Strict,
-}
-
-impl ValidationMode {
-    /// `"lenient"` or `"strict"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Lenient => "lenient",
-            Self::Strict => "strict",
-        }
-    }
-}
+/// How SKILL.md files are checked when loading: owned by `extpool-skills`
+/// (`lenient` or `strict` in the file).
+pub use extpool_skills::ValidationMode;
 
 /// The `extensions:` section: limits of the host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,30 +139,9 @@ fn twenty() -> usize {
     20
 }
 
-/// True when `name` is a valid server name or prefix: `[A-Za-z0-9_]+`.
-pub fn is_valid_server_name(name: &str) -> bool {
-    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-}
-
-/// A valid server name made from any name (`sequential-thinking` →
-/// `sequential_thinking`); used for the configs of other clients, whose
-/// names may contain dashes, dots or spaces.
-pub fn sanitize_server_name(name: &str) -> String {
-    let mut out: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if out.is_empty() {
-        out.push_str("server");
-    }
-    out
-}
+/// The server-name rule and its sanitizer, owned by `extpool_core::name`
+/// (re-exported so config readers keep one import).
+pub use extpool_core::{check_server_name, is_valid_server_name, sanitize_server_name};
 
 #[cfg(test)]
 mod tests {
@@ -195,7 +157,8 @@ mod tests {
             "sequential_thinking"
         );
         assert_eq!(sanitize_server_name("a.b c"), "a_b_c");
-        assert_eq!(sanitize_server_name("é"), "_");
+        assert_eq!(sanitize_server_name("é"), "server");
+        assert!(!is_valid_server_name("a__b"));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::expand;
-use crate::model::{ExtpoolConfig, is_valid_server_name};
+use crate::model::{ExtpoolConfig, check_server_name, sanitize_server_name};
 use crate::tree::{Node, Pos};
 
 /// Checks `config` (parsed from `root`), reporting into a list.
@@ -24,15 +24,12 @@ pub fn validate(config: &ExtpoolConfig, root: &Node, file: &str, dir: &Path) -> 
         let key_pos = entry.map_or_else(|| root.pos_of(&["mcp_servers"]), |e| e.key_pos);
         let field_pos = |field: &str| entry.map_or(key_pos, |e| e.value.pos_of(&[field]));
         let path = format!("mcp_servers.{name}");
-        if !is_valid_server_name(name) {
+        if let Err(e) = check_server_name(name) {
             diag(
                 Severity::Error,
                 key_pos,
                 path.clone(),
-                format!(
-                    "invalid server name {name:?}: expected letters, digits and `_` only (for example {:?})",
-                    crate::model::sanitize_server_name(name)
-                ),
+                format!("{e} (for example {:?})", sanitize_server_name(name)),
             );
         }
         if let Some((other, other_pos)) = seen.get(&name.to_ascii_lowercase()) {
@@ -64,13 +61,17 @@ pub fn validate(config: &ExtpoolConfig, root: &Node, file: &str, dir: &Path) -> 
             }
         }
         if let Some(prefix) = &server.prefix
-            && !is_valid_server_name(prefix)
+            && let Err(e) = check_server_name(prefix)
         {
             diag(
                 Severity::Error,
                 field_pos("prefix"),
                 format!("{path}.prefix"),
-                "expected letters, digits and `_` only".into(),
+                format!(
+                    "{} (for example {:?})",
+                    e.to_string().replacen("server name", "prefix", 1),
+                    sanitize_server_name(prefix)
+                ),
             );
         }
         if server.lazy && server.tools.is_empty() {
@@ -179,12 +180,32 @@ mod tests {
         let msgs = check(
             "mcp_servers:\n  git-hub:\n    command: x\n  GitHub:\n    command: y\n  github:\n    url: ftp://x\n  none: {}\n",
         );
-        assert!(msgs.contains(&"extpool.yaml:2:3: error: mcp_servers.git-hub: invalid server name \"git-hub\": expected letters, digits and `_` only (for example \"git_hub\")".to_owned()), "{msgs:#?}");
+        assert!(msgs.contains(&"extpool.yaml:2:3: error: mcp_servers.git-hub: server name \"git-hub\" has '-' at byte 3; only ASCII letters, digits and '_' are allowed (for example \"git_hub\")".to_owned()), "{msgs:#?}");
         assert!(msgs.iter().any(|m| m.starts_with("extpool.yaml:6:3: error: mcp_servers.github: server name \"github\" collides with \"GitHub\" (line 4)")), "{msgs:#?}");
         assert!(msgs.iter().any(|m| m.starts_with("extpool.yaml:7:10: error: mcp_servers.github.url: expected an http:// or https:// URL")), "{msgs:#?}");
         assert!(
             msgs.iter().any(|m| m
                 .starts_with("extpool.yaml:8:3: error: mcp_servers.none: needs either `command`")),
+            "{msgs:#?}"
+        );
+    }
+
+    #[test]
+    fn names_the_catalog_would_refuse_are_refused_here() {
+        let msgs =
+            check("mcp_servers:\n  a__b:\n    command: x\n  ok:\n    command: y\n    prefix: _p\n");
+        assert!(
+            msgs.iter().any(|m| m.starts_with(
+                "extpool.yaml:2:3: error: mcp_servers.a__b: server name \"a__b\" contains '__'"
+            )),
+            "{msgs:#?}"
+        );
+        assert!(msgs.iter().any(|m| m.starts_with("extpool.yaml:6:13: error: mcp_servers.ok.prefix: prefix \"_p\" starts or ends with '_'")), "{msgs:#?}");
+        let long = "x".repeat(300);
+        let msgs = check(&format!("mcp_servers:\n  {long}:\n    command: x\n"));
+        assert!(
+            msgs.iter()
+                .any(|m| m.contains("is 300 bytes, more than the limit of 64")),
             "{msgs:#?}"
         );
     }

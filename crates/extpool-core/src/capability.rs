@@ -40,6 +40,36 @@ impl TurnContext {
     }
 }
 
+/// What a capability is, for consumers that treat kinds differently.
+///
+/// The catalog namespaces an MCP server's tools, resources and prompts
+/// under its id; it takes a skill manager's commands (its skills) as named
+/// and lists the manager's tools through its children, each under its own
+/// namespace; anything else (an embedding program's own tools) is treated
+/// like an MCP server. Stating the kind lets one scope hold all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CapabilityKind {
+    /// An MCP server (or anything that behaves like one).
+    McpServer,
+    /// A skill manager: skills, their slash commands, and children
+    /// (skill-embedded servers) whose tools it aggregates.
+    SkillManager,
+    /// Commands only, taken as named (no tools).
+    Commands,
+}
+
+impl CapabilityKind {
+    /// The kind as one word (`mcp_server`, `skill_manager`, `commands`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::McpServer => "mcp_server",
+            Self::SkillManager => "skill_manager",
+            Self::Commands => "commands",
+        }
+    }
+}
+
 /// An extension as an agent sees it: an id, a toolset, instructions, a hook,
 /// a lifecycle, and accessors saying which resource protocols it implements.
 ///
@@ -48,6 +78,16 @@ impl TurnContext {
 pub trait Capability: Send + Sync + 'static {
     /// Stable identity (a server name, `skills:<agent>`, …); unique per scope.
     fn id(&self) -> &str;
+
+    /// What this capability is. Defaults to [`CapabilityKind::McpServer`]
+    /// when it implements [`McpResource`], else [`CapabilityKind::Commands`].
+    fn kind(&self) -> CapabilityKind {
+        if self.mcp().is_some() {
+            CapabilityKind::McpServer
+        } else {
+            CapabilityKind::Commands
+        }
+    }
 
     /// The tools this capability contributes. Defaults to its MCP tools.
     async fn toolset(&self) -> Result<Vec<ToolEntry>, ExtensionError> {

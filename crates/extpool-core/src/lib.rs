@@ -14,12 +14,13 @@ pub mod change;
 pub mod composition;
 pub mod entry;
 pub mod error;
+pub mod name;
 pub mod protocols;
 pub mod registry;
 pub mod scope;
 pub mod uri;
 
-pub use capability::{Capability, TurnContext};
+pub use capability::{Capability, CapabilityKind, TurnContext};
 pub use change::{ChangeEvent, ChangeKind, ChangeStream};
 pub use composition::{CircularCompositionError, ParentChain};
 pub use entry::{
@@ -27,6 +28,10 @@ pub use entry::{
     SkillEntry, ToolEntry, ToolResult,
 };
 pub use error::{BoxError, Causes, ExtensionError};
+pub use name::{
+    MAX_SERVER_NAME_BYTES, ServerNameError, check_server_name, is_valid_server_name,
+    sanitize_server_name,
+};
 pub use protocols::{ChangeObservable, CommandResource, McpResource, SkillResource};
 pub use registry::{
     ExtensionRegistry, MergedChanges, Registration, RegistryConfig, RegistryError, ResolveError,

@@ -145,6 +145,22 @@ impl Default for ReconnectPolicy {
     }
 }
 
+impl McpServerConfig {
+    /// This config without the fields that only shape how its tools are
+    /// published (`prefix`, `lazy`, `tools`, `enabled`): what decides the
+    /// connection. The pool keys live clients by it, so two capabilities
+    /// whose configs differ only there share one connection.
+    pub fn connection_identity(&self) -> McpServerConfig {
+        McpServerConfig {
+            prefix: None,
+            lazy: false,
+            tools: Vec::new(),
+            enabled: true,
+            ..self.clone()
+        }
+    }
+}
+
 impl ReconnectPolicy {
     /// True for the default policy (so it is not printed).
     pub fn is_default(&self) -> bool {

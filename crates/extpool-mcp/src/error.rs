@@ -21,11 +21,13 @@ pub type SharedError = Arc<dyn std::error::Error + Send + Sync + 'static>;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
-    /// The server name is not `[A-Za-z0-9_]+`.
-    #[error("invalid MCP server name {name:?}: names must match [A-Za-z0-9_]+")]
+    /// The server name breaks the rule of `extpool_core::name`.
+    #[error("invalid MCP server name: {reason}")]
     InvalidName {
         /// The name as given.
         name: String,
+        /// What the rule says about it.
+        reason: extpool_core::ServerNameError,
     },
     /// Two server names differ only by case.
     #[error("MCP server names {first:?} and {second:?} differ only by case")]
@@ -485,6 +487,20 @@ impl ClientError {
     /// get it back with `ExtensionError::downcast_source::<ClientError>()`.
     pub fn into_extension(self, capability: &str) -> extpool_core::ExtensionError {
         extpool_core::ExtensionError::source(capability, self)
+    }
+}
+
+/// Whether `error`, returned by an MCP capability, means its server is down
+/// (unreachable, could not connect, timed out) rather than that one request
+/// failing: the one classification every caller that degrades a server uses.
+pub fn is_server_down(error: &extpool_core::ExtensionError) -> bool {
+    match error.downcast_source::<ClientError>() {
+        Some(e) => e.is_unavailable() || e.is_connect() || e.is_timeout(),
+        None => matches!(
+            error,
+            extpool_core::ExtensionError::Unavailable { .. }
+                | extpool_core::ExtensionError::Timeout { .. }
+        ),
     }
 }
 

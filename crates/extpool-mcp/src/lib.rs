@@ -68,7 +68,7 @@ pub use config::{
     McpServerConfig, ReconnectPolicy, StaticTool, Transport, TransportError, TransportKind,
 };
 pub use elicitation::{Elicitation, ElicitationHandler};
-pub use error::{ClientError, ConfigError, ConnectFailure};
+pub use error::{ClientError, ConfigError, ConnectFailure, is_server_down};
 pub use http::{BearerToken, HttpSettings, TokenSource};
 pub use name::{ServerName, check_names};
 pub use pool::{PoolConfig, PoolEntryInfo, PooledClient, SessionConnectionPool};

@@ -1,4 +1,6 @@
-//! Server names: `[A-Za-z0-9_]+`, unique ignoring case.
+//! Server names: checked by the one rule of `extpool_core::name`
+//! (`[A-Za-z0-9_]+`, no `__`, no leading or trailing `_`, at most 64
+//! bytes), unique ignoring case.
 //!
 //! The name is the key of a server in configuration, the label of its
 //! tools (`mcp__<name>__<tool>`), the identity of its skills (SEP-2640 keys
@@ -16,14 +18,13 @@ use crate::error::ConfigError;
 pub struct ServerName(Arc<str>);
 
 impl ServerName {
-    /// Checks `name` against `[A-Za-z0-9_]+`.
+    /// Checks `name` against the server-name rule (`extpool_core::check_server_name`).
     pub fn new(name: impl AsRef<str>) -> Result<Self, ConfigError> {
         let name = name.as_ref();
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            return Err(ConfigError::InvalidName {
-                name: name.to_owned(),
-            });
-        }
+        extpool_core::check_server_name(name).map_err(|reason| ConfigError::InvalidName {
+            name: name.to_owned(),
+            reason,
+        })?;
         Ok(Self(Arc::from(name)))
     }
 
@@ -81,14 +82,16 @@ mod tests {
 
     #[test]
     fn accepts_word_characters() {
-        for ok in ["a", "GitHub", "my_server_2", "_"] {
+        for ok in ["a", "GitHub", "my_server_2"] {
             assert!(ServerName::new(ok).is_ok(), "{ok}");
         }
     }
 
     #[test]
     fn rejects_everything_else() {
-        for bad in ["", "a-b", "a b", "a.b", "é", "a/b", "a\n"] {
+        for bad in [
+            "", "a-b", "a b", "a.b", "é", "a/b", "a\n", "_", "a__b", "_a",
+        ] {
             assert!(
                 matches!(ServerName::new(bad), Err(ConfigError::InvalidName { .. })),
                 "{bad:?}"

@@ -58,6 +58,17 @@ struct PoolKey {
     config: Arc<McpServerConfig>,
 }
 
+impl PoolKey {
+    /// The key of `(name, config)`: only what decides the connection, so
+    /// configs that differ in catalog-only fields share one client.
+    fn new(name: &ServerName, config: &McpServerConfig) -> Self {
+        Self {
+            name: name.clone(),
+            config: Arc::new(config.connection_identity()),
+        }
+    }
+}
+
 type ConnectFuture = Shared<BoxFuture<'static, Result<McpClient, ClientError>>>;
 
 enum Entry {
@@ -193,10 +204,7 @@ impl SessionConnectionPool {
         name: &ServerName,
         config: &McpServerConfig,
     ) -> Result<PooledClient, ClientError> {
-        let key = PoolKey {
-            name: name.clone(),
-            config: Arc::new(config.clone()),
-        };
+        let key = PoolKey::new(name, config);
         let started = Instant::now();
         let deadline = tokio::time::Instant::now() + self.inner.config.acquire_timeout;
         loop {
@@ -341,10 +349,7 @@ impl SessionConnectionPool {
     /// Closes the client for `(name, config)` now, if pooled. Leaseholders'
     /// later calls fail with [`ClientError::Closed`].
     pub async fn remove(&self, name: &ServerName, config: &McpServerConfig) -> bool {
-        let key = PoolKey {
-            name: name.clone(),
-            config: Arc::new(config.clone()),
-        };
+        let key = PoolKey::new(name, config);
         let removed = {
             let mut st = self.inner.state.lock();
             match st.entries.remove(&key) {

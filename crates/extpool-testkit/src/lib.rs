@@ -20,6 +20,8 @@
 //!
 //! - [`client`]: plain rmcp clients, the baseline for benchmarks.
 //! - [`oauth`]: a local OAuth authorization server guarding the test server.
+//! - [`LocalSource`]: an in-process capability (tools, resources, prompts,
+//!   change events) for catalog and host tests that need no process.
 //!
 //! Nothing here skips silently: a missing peer or a server that cannot be
 //! built is a panic with a message saying how to fix it.
@@ -67,6 +69,7 @@
 mod binary;
 mod child;
 pub mod client;
+pub mod local_source;
 pub mod oauth;
 pub mod peers;
 pub mod server;
@@ -75,4 +78,5 @@ mod state_dir;
 
 pub use binary::{RAW_ECHO_BIN_NAME, SERVER_BIN_NAME, raw_echo_binary, server_binary};
 pub use child::{HttpServer, StdioCommand, stdio_command};
+pub use local_source::LocalSource;
 pub use state_dir::StateDir;

@@ -4,7 +4,7 @@
 use std::io::{IsTerminal, Write};
 
 use anyhow::Result;
-use extpool_config::{Diagnostic, LoadRequest, Loaded, Places, Severity};
+use extpool_host::config::{Diagnostic, LoadRequest, Loaded, Places, Severity};
 
 use crate::cli::GlobalArgs;
 use crate::output::{Out, Style};
@@ -36,7 +36,7 @@ impl Ctx {
 
     /// Loads the configuration (named with `--config`, or discovered).
     pub fn load(&self) -> Result<Loaded> {
-        let loaded = extpool_config::load(&LoadRequest {
+        let loaded = extpool_host::config::load(&LoadRequest {
             files: self.global.config.clone(),
             places: self.places.clone(),
         })?;
@@ -48,6 +48,29 @@ impl Ctx {
         let loaded = self.load()?;
         self.warn(&loaded.diagnostics);
         Ok(loaded)
+    }
+
+    /// A path as shown to the user (relative to the working directory, `~`).
+    pub fn show_path(&self, path: &std::path::Path) -> String {
+        extpool_host::config::diagnostics::display_path(
+            path,
+            Some(&self.places.cwd),
+            self.places.home.as_deref(),
+        )
+    }
+
+    /// Skills with their directories as shown to the user.
+    pub fn shown_skills(
+        &self,
+        skills: Vec<extpool_host::SkillInfo>,
+    ) -> Vec<extpool_host::SkillInfo> {
+        skills
+            .into_iter()
+            .map(|mut s| {
+                s.path = s.path.map(|p| self.show_path(&p).into());
+                s
+            })
+            .collect()
     }
 
     /// Prints warnings (not notes) to stderr.

@@ -7,7 +7,6 @@
 mod cli;
 mod cmd;
 mod context;
-mod host;
 mod output;
 mod progress;
 
@@ -53,7 +52,9 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 fn init_tracing(verbose: u8) {
     let default = match verbose {
         0 => "off",
-        1 => "extpool=info,extpool_mcp=info,extpool_skills=info,extpool_catalog=info",
+        1 => {
+            "extpool=info,extpool_host=info,extpool_mcp=info,extpool_skills=info,extpool_catalog=info"
+        }
         2 => "debug",
         _ => "trace",
     };

@@ -16,33 +16,13 @@
 use std::io::{self, IsTerminal, Write};
 use std::time::{Duration, Instant};
 
+use extpool_host::ServerState;
+
 use crate::output::Style;
 
-/// The state of one server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Status {
-    /// Not started yet.
-    Waiting,
-    /// Connecting (spawning, initializing, listing).
-    Connecting,
-    /// Connected and listed.
-    Ready {
-        /// Time from start to listed.
-        elapsed: Duration,
-        /// Number of tools.
-        tools: usize,
-    },
-    /// Lazy: its tools come from the config; it connects on first call.
-    Lazy {
-        /// Declared tools.
-        tools: usize,
-    },
-    /// Could not connect or list.
-    Failed {
-        /// Why, in one line.
-        reason: String,
-    },
-}
+/// The state of one server: the host's own, `Configured` meaning "not
+/// started yet".
+pub type Status = ServerState;
 
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
@@ -90,7 +70,7 @@ impl Progress {
             width: names.iter().map(|n| n.chars().count()).max().unwrap_or(0),
             rows: names
                 .iter()
-                .map(|n| (n.clone(), Status::Waiting, now))
+                .map(|n| (n.clone(), Status::Configured, now))
                 .collect(),
             drawn: 0,
             frame: 0,
@@ -118,6 +98,14 @@ impl Progress {
         }
     }
 
+    /// Records a start-up event of the host.
+    pub fn server(&mut self, event: &extpool_host::ServerEvent) {
+        if matches!(event.state, Status::Configured | Status::Disabled) {
+            return;
+        }
+        self.update(&event.server, event.state.clone());
+    }
+
     /// Advances the spinner (live mode).
     pub fn tick(&mut self) {
         if self.live && !self.quiet {
@@ -129,7 +117,7 @@ impl Progress {
     fn describe(&self, status: &Status, since: Option<Duration>) -> String {
         let s = self.style;
         match status {
-            Status::Waiting => s.dim("waiting"),
+            Status::Configured | Status::Disabled => s.dim("waiting"),
             Status::Connecting => match since {
                 Some(d) if self.live && d >= Duration::from_millis(500) => {
                     format!("connecting… {:.1} s", d.as_secs_f64())
@@ -137,11 +125,10 @@ impl Progress {
                 _ if self.live => "connecting…".into(),
                 _ => "connecting".into(),
             },
-            Status::Ready { elapsed, tools } => {
+            Status::Ready { elapsed_ms, tools } => {
                 let sep = if self.live { " · " } else { " with " };
                 s.green(&format!(
-                    "ready in {} ms{sep}{tools} tool{}",
-                    elapsed.as_millis(),
+                    "ready in {elapsed_ms} ms{sep}{tools} tool{}",
                     if *tools == 1 { "" } else { "s" }
                 ))
             }
@@ -150,6 +137,7 @@ impl Progress {
                 if *tools == 1 { "" } else { "s" }
             ),
             Status::Failed { reason } => s.red(&format!("failed: {}", one_line(reason, 160))),
+            _ => String::new(),
         }
     }
 
@@ -160,10 +148,10 @@ impl Progress {
         }
         for (name, status, since) in &self.rows {
             let mark = match status {
-                Status::Waiting => self.style.dim("·"),
                 Status::Connecting => self.style.cyan(SPINNER[self.frame]),
                 Status::Ready { .. } | Status::Lazy { .. } => self.style.green("✓"),
                 Status::Failed { .. } => self.style.red("✗"),
+                _ => self.style.dim("·"),
             };
             let elapsed = matches!(status, Status::Connecting).then(|| since.elapsed());
             text.push_str(&format!(
@@ -180,11 +168,7 @@ impl Progress {
 
     /// The summary line, e.g. `2 servers ready, 1 failed (1.3 s)`.
     pub fn summary(&self) -> String {
-        let ready = self
-            .rows
-            .iter()
-            .filter(|r| matches!(r.1, Status::Ready { .. } | Status::Lazy { .. }))
-            .count();
+        let ready = self.rows.iter().filter(|r| r.1.is_usable()).count();
         let failed = self
             .rows
             .iter()
@@ -217,7 +201,7 @@ impl Progress {
 
 fn row_elapsed(status: &Status) -> Option<Duration> {
     match status {
-        Status::Ready { elapsed, .. } => Some(*elapsed),
+        Status::Ready { elapsed_ms, .. } => Some(Duration::from_millis(*elapsed_ms)),
         _ => None,
     }
 }
@@ -238,7 +222,7 @@ mod tests {
         assert_eq!(
             p.describe(
                 &Status::Ready {
-                    elapsed: Duration::from_millis(12),
+                    elapsed_ms: 12,
                     tools: 1
                 },
                 None

@@ -5,8 +5,8 @@ use extpool_core::{Capability, ChangeKind, ExtensionRegistry, Scope, ScopeLevel}
 use serde_json::Map;
 
 use crate::config::{CatalogConfig, ReconcileConfig};
-use crate::testing::LocalSource;
 use crate::{Catalog, ReconcileState};
+use extpool_testkit::LocalSource;
 
 fn fast() -> CatalogConfig {
     CatalogConfig {
@@ -389,4 +389,184 @@ async fn plain_commands_keep_their_names_and_prompts_are_namespaced() {
         "ponytail tie it"
     );
     assert!(rev.diagnostics().is_empty(), "{:?}", rev.diagnostics());
+}
+
+/// A skill-manager-like capability: commands of its own, tools that are
+/// only its children's merged (which the catalog must not list twice), and
+/// children that are sources of their own.
+struct Parent {
+    children: Vec<Arc<dyn Capability>>,
+}
+
+#[async_trait::async_trait]
+impl Capability for Parent {
+    fn id(&self) -> &str {
+        "skills"
+    }
+    fn kind(&self) -> extpool_core::CapabilityKind {
+        extpool_core::CapabilityKind::SkillManager
+    }
+    fn children(&self) -> Vec<Arc<dyn Capability>> {
+        self.children.clone()
+    }
+    fn mcp(&self) -> Option<&dyn extpool_core::McpResource> {
+        Some(self)
+    }
+    fn commands(&self) -> Option<&dyn extpool_core::CommandResource> {
+        Some(self)
+    }
+}
+
+#[async_trait::async_trait]
+impl extpool_core::McpResource for Parent {
+    async fn list_tools(
+        &self,
+    ) -> Result<Vec<extpool_core::ToolEntry>, extpool_core::ExtensionError> {
+        Ok(vec![extpool_core::ToolEntry::new(
+            "merged",
+            "the children's tools, merged",
+            serde_json::json!({"type": "object"}),
+        )])
+    }
+    async fn call_tool(
+        &self,
+        name: &str,
+        _: Map<String, serde_json::Value>,
+    ) -> Result<extpool_core::ToolResult, extpool_core::ExtensionError> {
+        Err(extpool_core::ExtensionError::not_found("tool", name))
+    }
+    async fn list_resources(
+        &self,
+    ) -> Result<Vec<extpool_core::ResourceEntry>, extpool_core::ExtensionError> {
+        Ok(Vec::new())
+    }
+    async fn read_resource(
+        &self,
+        _: &str,
+    ) -> Result<Option<extpool_core::ResourceContent>, extpool_core::ExtensionError> {
+        Ok(None)
+    }
+    async fn resource_exists(&self, _: &str) -> Result<bool, extpool_core::ExtensionError> {
+        Ok(false)
+    }
+}
+
+#[async_trait::async_trait]
+impl extpool_core::CommandResource for Parent {
+    async fn list_commands(
+        &self,
+    ) -> Result<Vec<extpool_core::CommandEntry>, extpool_core::ExtensionError> {
+        Ok(vec![extpool_core::CommandEntry {
+            name: "review".into(),
+            description: "a skill".into(),
+            arguments: Vec::new(),
+            argument_hint: None,
+        }])
+    }
+    async fn get_command(
+        &self,
+        name: &str,
+        _: &[String],
+    ) -> Result<String, extpool_core::ExtensionError> {
+        Ok(format!("skill {name}"))
+    }
+}
+
+fn parent_registry(children: &[Arc<LocalSource>]) -> (Arc<ExtensionRegistry>, Scope) {
+    let registry = Arc::new(ExtensionRegistry::default());
+    let scope = Scope::pool("p");
+    let parent = Parent {
+        children: children
+            .iter()
+            .map(|c| c.clone() as Arc<dyn Capability>)
+            .collect(),
+    };
+    registry
+        .register(Arc::new(parent), ScopeLevel::Pool, &scope, None)
+        .unwrap();
+    (registry, scope)
+}
+
+#[tokio::test]
+async fn a_skill_manager_gives_its_commands_and_its_children_their_own_names() {
+    let child = LocalSource::with_tools("code_review_testkit", 2);
+    let (registry, scope) = parent_registry(std::slice::from_ref(&child));
+    let catalog = Catalog::new(fast()).unwrap();
+    catalog.start(registry, scope).unwrap();
+    let rev = catalog.wait_for_revision(1).await;
+    let mut names: Vec<&str> = rev.tools().iter().map(|t| t.name.as_str()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "mcp__code_review_testkit__tool_0",
+            "mcp__code_review_testkit__tool_1"
+        ],
+        "the manager's merged tools are not listed again under its id"
+    );
+    let review = rev.command("review").expect("skill command, as named");
+    assert_eq!(review.kind, crate::CommandKind::Command);
+    assert_eq!(
+        rev.render_command("review", &[]).await.unwrap(),
+        "skill review"
+    );
+    // The child is callable under its own namespace.
+    assert!(
+        rev.call("mcp__code_review_testkit__tool_0", Map::new())
+            .await
+            .is_ok()
+    );
+    let status = catalog.settled().await;
+    assert!(status.source("code_review_testkit").unwrap().optional);
+    assert!(!status.source("skills").unwrap().optional);
+}
+
+#[tokio::test]
+async fn a_failing_child_is_left_out_and_everything_else_is_published() {
+    let good = LocalSource::with_tools("good", 1);
+    let bad = LocalSource::with_tools("bad", 1);
+    bad.set_failing(true);
+    let (registry, scope) = parent_registry(&[good.clone(), bad.clone()]);
+    let catalog = Catalog::new(fast()).unwrap();
+    catalog.start(registry, scope).unwrap();
+    let rev = catalog.wait_for_revision(1).await;
+    assert!(rev.tool("mcp__good__tool_0").is_some());
+    assert!(rev.tool("mcp__bad__tool_0").is_none());
+    assert!(rev.command("review").is_some());
+    let status = catalog.status();
+    let sb = status.source("bad").unwrap();
+    assert!(sb.optional && !sb.available && !sb.stale, "{sb:?}");
+    assert!(sb.last_error.is_some());
+    assert!(!status.any_stale(), "a left-out child is not stale");
+
+    // It is retried, and joins once it lists again.
+    bad.set_failing(false);
+    let rev = catalog.wait_for_revision(2).await;
+    assert!(rev.tool("mcp__bad__tool_0").is_some());
+    let status = catalog.settled().await;
+    assert!(status.source("bad").unwrap().available);
+}
+
+#[tokio::test]
+async fn reconcile_now_runs_a_cycle_that_sees_the_change() {
+    let a = LocalSource::with_tools("a", 1);
+    let (registry, scope) = registry_with(std::slice::from_ref(&a));
+    let catalog = Catalog::new(fast()).unwrap();
+    // Not started: returns at once, nothing done.
+    assert!(!catalog.reconcile_now().await.ok);
+    catalog.start(registry, scope).unwrap();
+    catalog.wait_for_revision(1).await;
+    // A change nobody announced: only an explicit cycle finds it.
+    a.add_tool("quiet");
+    let outcome = catalog.reconcile_now().await;
+    assert!(outcome.ok && outcome.changed, "{outcome:?}");
+    assert_eq!(outcome.revision, 2);
+    assert!(catalog.current().tool("mcp__a__quiet").is_some());
+    // Nothing new: the cycle runs and says so.
+    let again = catalog.reconcile_now().await;
+    assert!(again.ok && !again.changed, "{again:?}");
+    assert_eq!(again.revision, 2);
+    catalog.shutdown().await;
+    // Stopped: returns at once.
+    let _ = catalog.reconcile_now().await;
 }

@@ -6,7 +6,7 @@ use serde_json::{Map, json};
 use super::*;
 use crate::config::CatalogConfig;
 use crate::permissions::{DefaultPolicy, PermissionsConfig};
-use crate::testing::LocalSource;
+use extpool_testkit::LocalSource;
 
 fn services(config: CatalogConfig) -> Arc<Services> {
     Arc::new(Services::new(&config).unwrap())

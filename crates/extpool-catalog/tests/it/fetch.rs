@@ -168,8 +168,8 @@ async fn the_test_override_reaches_loopback_and_nothing_else() {
 #[tokio::test]
 async fn fetch_mcp_resource_through_a_revision() {
     use extpool_catalog::Catalog;
-    use extpool_catalog::testing::LocalSource;
     use extpool_core::{Capability, ExtensionRegistry, Scope, ScopeLevel};
+    use extpool_testkit::LocalSource;
     use std::sync::Arc;
 
     let server = loopback().await;

@@ -1,7 +1,9 @@
 //! URI routing (RFC "URI Routing"): scheme → protocol → owner.
 //!
 //! `skill://` goes to skill resources, `mcp://` to MCP resources, any other
-//! scheme to the capabilities that claimed it. The owner of a
+//! scheme to the capabilities that claimed it — and, when none claimed it,
+//! to MCP resources (servers name their resources with schemes of their own:
+//! `file://`, `demo://`, …), whose `resource_exists` consults a cached listing. The owner of a
 //! `(scheme, authority)` pair is remembered once found, so resolving a known
 //! URI asks exactly one capability (`*_exists`, then read) instead of probing
 //! every visible one.
@@ -22,7 +24,9 @@ pub enum ResolveError {
     #[error(transparent)]
     Uri(#[from] UriError),
     /// No capability visible from this scope handles the scheme.
-    #[error("unknown URI scheme {scheme:?} in {uri:?}: no visible capability handles it")]
+    #[error(
+        "unknown URI scheme {scheme:?} in {uri:?}: no visible capability claims it and no visible MCP server lists this resource"
+    )]
     UnknownScheme {
         /// The scheme.
         scheme: String,
@@ -61,6 +65,8 @@ enum Facet {
     Mcp,
     /// A claimed scheme: whichever protocol the capability implements.
     Claimed,
+    /// A scheme nobody claimed: MCP resources, which name their own schemes.
+    Unclaimed,
 }
 
 impl Facet {
@@ -99,7 +105,7 @@ impl Facet {
     fn pick(self, cap: &dyn Capability) -> Option<Picked> {
         match self {
             Facet::Skill => cap.skills().map(|_| Picked::Skill),
-            Facet::Mcp => cap.mcp().map(|_| Picked::Mcp),
+            Facet::Mcp | Facet::Unclaimed => cap.mcp().map(|_| Picked::Mcp),
             Facet::Claimed => cap
                 .mcp()
                 .map(|_| Picked::Mcp)
@@ -167,10 +173,12 @@ impl ExtensionRegistry {
     ) -> Result<ResourceContent, ResolveError> {
         let parsed = ExtUri::parse(uri)?;
         let keys = scope.visible_keys();
+        let claimed = self.inner.read().schemes.contains_key(&parsed.scheme);
         let facet = match parsed.scheme.as_str() {
             "skill" => Facet::Skill,
             "mcp" => Facet::Mcp,
-            _ => Facet::Claimed,
+            _ if claimed => Facet::Claimed,
+            _ => Facet::Unclaimed,
         };
 
         if let Some((key, id)) = self.owners.find(&parsed.scheme, parsed.authority, &keys)
@@ -195,6 +203,12 @@ impl ExtensionRegistry {
                     .remember(&parsed.scheme, parsed.authority, key, cap.id());
                 return Ok(content);
             }
+        }
+        if matches!(facet, Facet::Unclaimed) {
+            return Err(ResolveError::UnknownScheme {
+                scheme: parsed.scheme,
+                uri: uri.to_owned(),
+            });
         }
         Err(ResolveError::NotFound {
             uri: uri.to_owned(),
@@ -240,7 +254,7 @@ impl ExtensionRegistry {
                     })
                     .collect()
             }
-            Facet::Skill | Facet::Mcp => keys
+            Facet::Skill | Facet::Mcp | Facet::Unclaimed => keys
                 .iter()
                 .filter_map(|k| inner.slots.get(k).map(|s| (k, s)))
                 .flat_map(|(k, slot)| {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::ExtensionRegistry;
-use crate::{Capability, ScopeKey};
+use crate::{Capability, Scope, ScopeKey, ScopeLevel};
 
 /// How one capability's shutdown ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,6 +76,21 @@ impl ExtensionRegistry {
     pub async fn shutdown_session(&self, pool_id: &str, session_id: &str) -> ShutdownReport {
         self.shutdown_where(|k| k.pool_id == pool_id && k.session_id == session_id)
             .await
+    }
+
+    /// Shuts down what lives at `scope`'s own level and below it (an
+    /// agent's slot and its turns' slots), innermost first, leaving the
+    /// levels above and every other branch running.
+    pub async fn shutdown_within(&self, scope: &Scope) -> ShutdownReport {
+        let level = scope.level();
+        self.shutdown_where(|k| {
+            k.level >= level
+                && k.pool_id == scope.pool_id
+                && (level < ScopeLevel::Session || k.session_id == scope.session_id)
+                && (level < ScopeLevel::Agent || k.agent_name == scope.agent_name)
+                && (level < ScopeLevel::Turn || k.turn_id == scope.turn_id)
+        })
+        .await
     }
 
     async fn shutdown_where(&self, select: impl Fn(&ScopeKey) -> bool) -> ShutdownReport {

@@ -63,6 +63,41 @@ async fn mcp_and_claimed_schemes_route_to_their_owners() {
 }
 
 #[tokio::test]
+async fn an_unclaimed_scheme_routes_to_the_mcp_resource_that_lists_it() {
+    // MCP servers name resources with schemes of their own; nobody claims
+    // `demo`, so the registry asks the visible MCP resources (cheap exists
+    // checks), in walk order, and only the owner is read.
+    let reg = ExtensionRegistry::default();
+    let s = Scope::pool("p");
+    let other = TestCap::new("other").with_resources(&["file:///x"]).arc();
+    let owner = TestCap::new("everything")
+        .with_resources(&["demo://resource/static/document/a.md"])
+        .arc();
+    reg.register(cap(other.clone()), ScopeLevel::Pool, &s, None)
+        .unwrap();
+    reg.register(cap(owner.clone()), ScopeLevel::Pool, &s, None)
+        .unwrap();
+    let content = reg
+        .resolve_uri("demo://resource/static/document/a.md", &s)
+        .await
+        .unwrap();
+    assert_eq!(
+        content.as_text(),
+        Some("demo://resource/static/document/a.md from everything")
+    );
+    // Nobody lists it: the scheme is unknown here, said as such.
+    let err = reg
+        .resolve_uri("demo://resource/static/document/missing.md", &s)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ResolveError::UnknownScheme { .. }), "{err}");
+    assert!(
+        err.to_string().contains("no visible MCP server lists"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
 async fn unknown_scheme_is_a_typed_error() {
     let reg = ExtensionRegistry::default();
     let s = Scope::pool("p").session("A");

@@ -165,3 +165,42 @@ async fn unregister_and_shutdown_stops_one_capability() {
     assert_eq!(*log.lock(), ["sub-tools"]);
     assert_eq!(reg.get_visible_capabilities(&s).ids(), ["pool"]);
 }
+
+#[tokio::test]
+async fn shutdown_within_an_agent_leaves_its_session_and_siblings() {
+    let reg = ExtensionRegistry::default();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let a = Scope::pool("p").session("A");
+    let coder = a.clone().agent("coder");
+    let reviewer = a.clone().agent("reviewer");
+    let regs = [
+        ("pool", ScopeLevel::Pool, a.clone()),
+        ("session", ScopeLevel::Session, a.clone()),
+        ("coder", ScopeLevel::Agent, coder.clone()),
+        ("coder-turn", ScopeLevel::Turn, coder.clone().turn("t1")),
+        ("reviewer", ScopeLevel::Agent, reviewer.clone()),
+        (
+            "other-session",
+            ScopeLevel::Agent,
+            Scope::pool("p").session("B").agent("coder"),
+        ),
+    ];
+    for (id, level, scope) in regs {
+        reg.register(
+            cap(TestCap::new(id).with_log(&log).arc()),
+            level,
+            &scope,
+            None,
+        )
+        .unwrap();
+    }
+    let report = reg.shutdown_within(&coder).await;
+    assert_eq!(report.order(), ["coder-turn", "coder"]);
+    let left = reg.get_visible_capabilities(&reviewer).ids();
+    assert_eq!(left, ["pool", "session", "reviewer"]);
+    assert_eq!(reg.len(), 4);
+    // A session's: its agents' and turns' slots too, never the pool's.
+    let report = reg.shutdown_within(&a).await;
+    assert_eq!(report.order(), ["reviewer", "session"]);
+    assert_eq!(reg.len(), 2);
+}

@@ -56,13 +56,12 @@ impl ChangeObservable for McpServerCap {
                                 return None;
                             }
                         };
-                        let signals = current.client.signals();
-                        st.signals = Some(signals.subscribe());
-                        // Changes between the attach and this subscription.
-                        for (kind, seen) in SIGNALLED.iter().zip(current.epochs) {
-                            if signals.epoch(*kind) != seen {
-                                expand(*kind, &mut st.pending);
-                            }
+                        // A client attached after this stream began (a lazy
+                        // server's first call, or a replacement client):
+                        // everything may differ from what was listed before.
+                        st.signals = Some(current.client.signals().subscribe());
+                        for kind in SIGNALLED {
+                            expand(kind, &mut st.pending);
                         }
                     }
                     Some(rx) => {

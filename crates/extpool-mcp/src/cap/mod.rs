@@ -82,12 +82,10 @@ impl Held {
     }
 }
 
-/// The client a capability uses, with its change counters at the moment it
-/// was attached (so a change stream that subscribes later misses nothing).
+/// The client a capability uses, published to its change streams.
 #[derive(Clone)]
 struct Attached {
     client: McpClient,
-    epochs: [u64; 3],
 }
 
 const SIGNALLED: [ChangeKind; 3] = [
@@ -98,8 +96,7 @@ const SIGNALLED: [ChangeKind; 3] = [
 
 impl Attached {
     fn new(client: McpClient) -> Self {
-        let epochs = SIGNALLED.map(|k| client.signals().epoch(k));
-        Self { client, epochs }
+        Self { client }
     }
 }
 
@@ -272,6 +269,14 @@ impl McpServerCap {
         Ok(client)
     }
 
+    /// True for a lazy server with declared tools that has not connected
+    /// yet: its listings (resources, prompts, skills) are empty instead of
+    /// connecting, so listing never starts it. Its first call connects, and
+    /// the change stream then announces every kind, so a catalog re-lists.
+    pub fn is_dormant(&self) -> bool {
+        self.static_tools.is_some() && self.held.load().is_none()
+    }
+
     /// Connects (unless lazy with declared tools) and counts the tools.
     pub async fn tool_count(&self) -> Result<usize, ClientError> {
         self.tools().await.map(|t| t.len())
@@ -369,6 +374,10 @@ impl McpServerCap {
 impl Capability for McpServerCap {
     fn id(&self) -> &str {
         self.name.as_str()
+    }
+
+    fn kind(&self) -> extpool_core::CapabilityKind {
+        extpool_core::CapabilityKind::McpServer
     }
 
     async fn instructions(&self) -> Result<Option<String>, ExtensionError> {

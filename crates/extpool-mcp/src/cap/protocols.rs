@@ -39,6 +39,9 @@ impl McpResource for McpServerCap {
     }
 
     async fn list_resources(&self) -> Result<Vec<ResourceEntry>, ExtensionError> {
+        if self.is_dormant() {
+            return Ok(Vec::new());
+        }
         self.resource_index()
             .await
             .map(|i| i.resources.clone())
@@ -57,6 +60,9 @@ impl McpResource for McpServerCap {
     }
 
     async fn resource_exists(&self, uri: &str) -> Result<bool, ExtensionError> {
+        if self.is_dormant() {
+            return Ok(false);
+        }
         let index = self.resource_index().await.map_err(|e| self.err(e))?;
         Ok(index.resources.iter().any(|r| r.uri == uri)
             || index.templates.iter().any(|t| template_matches(t, uri)))
@@ -66,6 +72,9 @@ impl McpResource for McpServerCap {
 #[async_trait]
 impl SkillResource for McpServerCap {
     async fn list_skills(&self) -> Result<Vec<SkillEntry>, ExtensionError> {
+        if self.is_dormant() {
+            return Ok(Vec::new());
+        }
         let (_, index) = self.skill_index().await.map_err(|e| self.err(e))?;
         Ok(index.iter().map(|s| s.entry.clone()).collect())
     }
@@ -89,7 +98,7 @@ impl SkillResource for McpServerCap {
     }
 
     async fn skill_exists(&self, uri: &str) -> Result<bool, ExtensionError> {
-        if !uri.starts_with("skill://") {
+        if !uri.starts_with("skill://") || self.is_dormant() {
             return Ok(false);
         }
         let (_, index) = self.skill_index().await.map_err(|e| self.err(e))?;
@@ -103,6 +112,9 @@ impl SkillResource for McpServerCap {
 #[async_trait]
 impl CommandResource for McpServerCap {
     async fn list_commands(&self) -> Result<Vec<CommandEntry>, ExtensionError> {
+        if self.is_dormant() {
+            return Ok(Vec::new());
+        }
         self.prompts()
             .await
             .map(|p| p.as_ref().clone())

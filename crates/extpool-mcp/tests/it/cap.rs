@@ -330,6 +330,13 @@ async fn non_lazy_connects_at_start_lazy_on_first_call() {
         "a lazy server is not started by compilation"
     );
     assert!(lazy.client().is_none());
+    // Listing its resources, prompts and skills does not start it either.
+    assert!(lazy.list_resources().await.unwrap().is_empty());
+    assert!(lazy.list_commands().await.unwrap().is_empty());
+    assert!(lazy.list_skills().await.unwrap().is_empty());
+    assert!(!lazy.resource_exists("testkit://info").await.unwrap());
+    assert_eq!(lazy_state.starts(), 0);
+    let mut events = lazy.on_change().unwrap();
 
     let r = lazy
         .call_tool("echo", obj(json!({"message": "woke"})))
@@ -337,6 +344,32 @@ async fn non_lazy_connects_at_start_lazy_on_first_call() {
         .unwrap();
     assert_eq!(r.joined_text(), "woke");
     assert_eq!(lazy_state.starts(), 1);
+    // Started: its resources, prompts and skills are there, and its change
+    // stream says every list may differ (so a catalog re-lists them).
+    let mut kinds = Vec::new();
+    while kinds.len() < 5 {
+        let event = tokio::time::timeout(Duration::from_secs(30), events.next())
+            .await
+            .expect("change events after the first call")
+            .unwrap()
+            .unwrap();
+        kinds.push(event.kind);
+    }
+    for kind in [
+        ChangeKind::ToolsChanged,
+        ChangeKind::ResourcesChanged,
+        ChangeKind::PromptsChanged,
+    ] {
+        assert!(kinds.contains(&kind), "{kinds:?}");
+    }
+    let resources = lazy.list_resources().await.unwrap();
+    assert!(
+        resources.iter().any(|r| r.uri == "testkit://info"),
+        "{resources:?}"
+    );
+    let prompts = lazy.list_commands().await.unwrap();
+    assert!(prompts.iter().any(|p| p.name == "greet"), "{prompts:?}");
+    assert!(lazy.resource_exists("testkit://info").await.unwrap());
     pool.shutdown().await;
 }
 

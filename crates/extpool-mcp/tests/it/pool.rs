@@ -46,6 +46,32 @@ async fn pool_and_session_caps_share_one_process() {
     pool.shutdown().await;
 }
 
+#[tokio::test]
+async fn configs_differing_only_in_catalog_fields_share_one_connection() {
+    // The prefix, laziness and declared tools shape how tools are
+    // published, not how the server is reached.
+    let pool = pool();
+    let state = StateDir::new();
+    let plain = stdio_cfg(&state.args());
+    let mut prefixed = plain.clone();
+    prefixed.prefix = Some("kit2".into());
+    let a = McpServerCap::new("kit", plain.clone(), pool.clone()).unwrap();
+    let b = McpServerCap::new("kit", prefixed, pool.clone()).unwrap();
+    a.start().await.unwrap();
+    b.start().await.unwrap();
+    assert_eq!(a.client().unwrap().pid(), b.client().unwrap().pid());
+    assert_eq!(state.starts(), 1);
+    assert_eq!(pool.live_clients(), 1);
+    // A config that reaches the server differently is another connection.
+    let mut other = plain.clone();
+    other.env.insert("EXTRA".into(), "1".into());
+    let c = McpServerCap::new("kit", other, pool.clone()).unwrap();
+    c.start().await.unwrap();
+    assert_eq!(pool.live_clients(), 2);
+    assert_eq!(state.starts(), 2);
+    pool.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_first_requests_create_one_connection() {
     let pool = pool();

@@ -26,11 +26,13 @@ use crate::skill::Skill;
 /// connects when its tools are first listed. The factory chooses the
 /// child's id, which must be unique among the manager's children.
 pub trait EmbeddedServerFactory: Send + Sync {
-    /// The capability for server `server` of skill `skill`, configured by
-    /// `config` (the frontmatter's value; `null` when the skill only names it).
+    /// The capability for server `server` of `skill`, configured by
+    /// `config` (the frontmatter's value; `null` when the skill only names
+    /// it). The skill gives its name and its directory (relative paths in
+    /// `config` are the skill's own).
     fn build(
         &self,
-        skill: &str,
+        skill: &Skill,
         server: &str,
         config: &Value,
     ) -> Result<Arc<dyn Capability>, BoxError>;
@@ -226,6 +228,7 @@ pub(crate) fn check_subtree(
 pub(crate) fn build_embedded(
     factory: Option<&dyn EmbeddedServerFactory>,
     chain: &ParentChain,
+    max_depth: usize,
     taken_ids: &[String],
     skills: &[Arc<Skill>],
     previous: &[Embedded],
@@ -261,7 +264,7 @@ pub(crate) fn build_embedded(
                 );
                 continue;
             };
-            let built = match factory.build(&skill.meta.name, &spec.name, &spec.config) {
+            let built = match factory.build(skill, &spec.name, &spec.config) {
                 Ok(cap) => cap,
                 Err(e) => {
                     tracing::warn!(skill = %skill.meta.name, server = %spec.name, error = %e, "embedded MCP server not built");
@@ -281,8 +284,15 @@ pub(crate) fn build_embedded(
                 continue;
             }
             match check_subtree(chain, &built) {
-                Ok(depth) if depth > 3 => {
-                    tracing::warn!(child = %id, depth, "composition deeper than 3 levels");
+                Ok(depth) if depth > max_depth => {
+                    tracing::warn!(child = %id, depth, max_depth, "composition deeper than allowed");
+                    diagnostics.push(
+                        problem(format!(
+                            "MCP server '{}' nests {depth} levels deep, beyond extensions.max_composition_depth ({max_depth}); it is added, but deep composition can hide what runs",
+                            spec.name
+                        ))
+                        .with_severity(crate::Severity::Warning),
+                    );
                 }
                 Ok(_) => {}
                 Err(e) => {

@@ -42,7 +42,7 @@ async fn model_visible(inner: &Inner) -> Vec<SkillEntry> {
             .collect()
     };
     entries.sort_by(|a, b| a.name.cmp(&b.name));
-    for child in inner.all_children() {
+    for child in inner.skill_sources() {
         let Some(skills) = child.skills() else {
             continue;
         };
@@ -90,7 +90,7 @@ fn inject_local(inner: &Inner, skill: &Skill, ctx: &mut TurnContext) {
 }
 
 async fn inject_remote(inner: &Inner, entry: &SkillEntry, ctx: &mut TurnContext) {
-    for child in inner.all_children() {
+    for child in inner.skill_sources() {
         let Some(skills) = child.skills() else {
             continue;
         };

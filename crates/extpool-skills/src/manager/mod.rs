@@ -26,9 +26,9 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use extpool_core::{
-    Capability, ChangeEvent, ChangeKind, ChangeObservable, ChangeStream, CircularCompositionError,
-    CommandResource, ExtensionError, McpResource, ParentChain, SkillResource, ToolEntry,
-    TurnContext,
+    Capability, CapabilityKind, ChangeEvent, ChangeKind, ChangeObservable, ChangeStream,
+    CircularCompositionError, CommandResource, ExtensionError, McpResource, ParentChain,
+    SkillResource, ToolEntry, TurnContext,
 };
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::broadcast;
@@ -99,6 +99,12 @@ pub(crate) struct Inner {
     pub chain: ParentChain,
     pub state: ArcSwap<State>,
     pub children: Vec<Arc<dyn Capability>>,
+    /// MCP servers whose hosted skills are offered after the local ones
+    /// (not children: their tools, prompts and lifecycle are their own).
+    pub hosted: Vec<Arc<dyn Capability>>,
+    /// Root-inclusive nesting depth beyond which an embedded server is
+    /// reported (RFC: 3; `extensions.max_composition_depth`).
+    pub max_depth: usize,
     pub matcher: Option<Arc<dyn SkillMatcher>>,
     pub factory: Option<Arc<dyn EmbeddedServerFactory>>,
     pub events: broadcast::Sender<ChangeEvent>,
@@ -130,6 +136,14 @@ impl Inner {
             .cloned()
             .chain(state.embedded.iter().map(|e| e.cap.clone()))
             .collect()
+    }
+
+    /// Everything that may serve skills: the children, then the hosted
+    /// skill sources.
+    pub fn skill_sources(&self) -> Vec<Arc<dyn Capability>> {
+        let mut out = self.all_children();
+        out.extend(self.hosted.iter().cloned());
+        out
     }
 
     /// The skill that embeds child `id`, if any.
@@ -230,6 +244,8 @@ pub struct SkillManagerBuilder {
     discovery: DiscoveryConfig,
     preloaded: Option<Discovery>,
     children: Vec<Arc<dyn Capability>>,
+    hosted: Vec<Arc<dyn Capability>>,
+    max_depth: usize,
     matcher: Option<Arc<dyn SkillMatcher>>,
     factory: Option<Arc<dyn EmbeddedServerFactory>>,
     watch: bool,
@@ -256,6 +272,23 @@ impl SkillManagerBuilder {
     /// Adds a child capability (an MCP-hosted skill provider, typically).
     pub fn child(mut self, cap: Arc<dyn Capability>) -> Self {
         self.children.push(cap);
+        self
+    }
+
+    /// Adds an MCP server whose hosted skills (SEP-2640, or `skill://`
+    /// resources) this manager lists, reads and offers after the local
+    /// ones. Unlike a child it is not part of the manager's composition:
+    /// its tools, resources and prompts stay its own, and its lifecycle
+    /// belongs to whoever registered it.
+    pub fn hosted_skills(mut self, cap: Arc<dyn Capability>) -> Self {
+        self.hosted.push(cap);
+        self
+    }
+
+    /// Root-inclusive nesting depth beyond which an embedded server is
+    /// reported as a warning (RFC: 3; it is still added).
+    pub fn max_composition_depth(mut self, depth: usize) -> Self {
+        self.max_depth = depth;
         self
     }
 
@@ -333,6 +366,8 @@ impl SkillManagerBuilder {
                 embedded_diagnostics: Vec::new(),
             }),
             children: self.children,
+            hosted: self.hosted,
+            max_depth: self.max_depth,
             matcher: self.matcher,
             factory: self.factory,
             events,
@@ -368,6 +403,8 @@ impl SkillManagerCap {
             discovery: DiscoveryConfig::default(),
             preloaded: None,
             children: Vec::new(),
+            hosted: Vec::new(),
+            max_depth: 3,
             matcher: None,
             factory: None,
             watch: true,
@@ -376,6 +413,11 @@ impl SkillManagerCap {
             retry_after: DEFAULT_RETRY_AFTER,
             parent: None,
         }
+    }
+
+    /// The skill whose `mcp_servers` declares child `id`, if any.
+    pub fn embedding_skill(&self, id: &str) -> Option<String> {
+        self.inner.embedding_skill(id)
     }
 
     /// The local skills now published, highest precedence first.
@@ -477,6 +519,10 @@ impl Capability for SkillManagerCap {
             }
         }
         Ok(())
+    }
+
+    fn kind(&self) -> CapabilityKind {
+        CapabilityKind::SkillManager
     }
 
     fn children(&self) -> Vec<Arc<dyn Capability>> {

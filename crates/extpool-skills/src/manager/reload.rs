@@ -90,6 +90,7 @@ pub(crate) fn publish(inner: &Inner, discovery: Discovery, previous: &[Embedded]
     let (embedded, embedded_diagnostics) = build_embedded(
         inner.factory.as_deref(),
         &inner.chain,
+        inner.max_depth,
         &taken,
         &discovery.skills,
         previous,

@@ -1,8 +1,10 @@
 //! The resource protocols of [`SkillManagerCap`]: skills (local first, then
-//! the children's), commands (user-invocable skills, then the children's),
-//! and the children's tools and resources behind one facade.
+//! the children's and the hosted skill sources'), commands (the
+//! user-invocable local skills — a child's prompts are its own commands,
+//! published under its name), and the children's tools and resources
+//! behind one facade.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -126,7 +128,7 @@ impl SkillResource for SkillManagerCap {
     /// Local skills (by name), then each child's.
     async fn list_skills(&self) -> Result<Vec<SkillEntry>, ExtensionError> {
         let mut entries = local_entries(&self.inner);
-        for child in self.inner.all_children() {
+        for child in self.inner.skill_sources() {
             let Some(skills) = child.skills() else {
                 continue;
             };
@@ -152,7 +154,7 @@ impl SkillResource for SkillManagerCap {
         }
         // Not a local file: a child may serve a skill under the same first
         // segment (`skill://acme/billing/refunds/SKILL.md`).
-        for child in self.inner.all_children() {
+        for child in self.inner.skill_sources() {
             let Some(skills) = child.skills() else {
                 continue;
             };
@@ -175,7 +177,7 @@ impl SkillResource for SkillManagerCap {
         if self.inner.state.load().skill(parsed.authority).is_some() {
             return Ok(true);
         }
-        for child in self.inner.all_children() {
+        for child in self.inner.skill_sources() {
             if let Some(skills) = child.skills()
                 && skills.skill_exists(uri).await.unwrap_or(false)
             {
@@ -197,8 +199,7 @@ pub(crate) fn render_command(skill: &Skill, body: &str, args: &[String]) -> Stri
 
 #[async_trait]
 impl CommandResource for SkillManagerCap {
-    /// Every user-invocable local skill (by name), then the children's
-    /// commands whose names are not taken.
+    /// Every user-invocable local skill, by name.
     async fn list_commands(&self) -> Result<Vec<CommandEntry>, ExtensionError> {
         let mut out: Vec<CommandEntry> = {
             let state = self.inner.state.load();
@@ -225,22 +226,6 @@ impl CommandResource for SkillManagerCap {
                 .collect()
         };
         out.sort_by(|a, b| a.name.cmp(&b.name));
-        let mut names: HashSet<String> = out.iter().map(|c| c.name.clone()).collect();
-        for child in self.inner.all_children() {
-            let Some(commands) = child.commands() else {
-                continue;
-            };
-            match commands.list_commands().await {
-                Ok(more) => {
-                    for c in more {
-                        if names.insert(c.name.clone()) {
-                            out.push(c);
-                        }
-                    }
-                }
-                Err(e) => self.inner.record_failure(child.id(), &e),
-            }
-        }
         Ok(out)
     }
 
@@ -256,18 +241,7 @@ impl CommandResource for SkillManagerCap {
                 .map_err(|e| ExtensionError::source(&self.inner.id, e))?;
             return Ok(render_command(&skill, &body, args));
         }
-        let mut last_error = None;
-        for child in self.inner.all_children() {
-            let Some(commands) = child.commands() else {
-                continue;
-            };
-            match commands.get_command(name, args).await {
-                Ok(text) => return Ok(text),
-                Err(e) if e.is_not_found() => {}
-                Err(e) => last_error = Some(e),
-            }
-        }
-        Err(last_error.unwrap_or_else(|| ExtensionError::not_found("command", name)))
+        Err(ExtensionError::not_found("command", name))
     }
 }
 

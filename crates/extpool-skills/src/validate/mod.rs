@@ -25,16 +25,31 @@ use crate::frontmatter::{self, Located, SplitError};
 use crate::skill::SkillMeta;
 use crate::yaml::{self, Doc, Node};
 
-/// How strictly SKILL.md files are judged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+/// How strictly SKILL.md files are judged (`skills.validation` in
+/// `extpool.yaml` is this type).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum ValidationMode {
-    /// The specification's rules, with the reference validator's messages.
-    Strict,
-    /// How hosts load skills: skip only what cannot be used, warn about the rest.
+    /// How hosts load skills: skip only what cannot be used (a missing
+    /// description, broken YAML), warn about the rest.
     #[default]
     Lenient,
+    /// The specification's rules, with the reference validator's messages;
+    /// any problem skips the skill.
+    Strict,
+}
+
+impl ValidationMode {
+    /// `"lenient"` or `"strict"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Lenient => "lenient",
+            Self::Strict => "strict",
+        }
+    }
 }
 
 /// Maps YAML-relative lines to file lines.

@@ -28,12 +28,12 @@ struct PoolFactory {
 impl EmbeddedServerFactory for PoolFactory {
     fn build(
         &self,
-        skill: &str,
+        skill: &extpool_skills::Skill,
         server: &str,
         config: &Value,
     ) -> Result<Arc<dyn Capability>, BoxError> {
         let config: McpServerConfig = serde_json::from_value(config.clone())?;
-        let name = format!("{skill}_{server}").replace('-', "_");
+        let name = format!("{}_{server}", skill.meta.name).replace('-', "_");
         Ok(Arc::new(McpServerCap::new(
             &name,
             config,
@@ -42,9 +42,7 @@ impl EmbeddedServerFactory for PoolFactory {
     }
 
     fn is_server_down(&self, error: &ExtensionError) -> bool {
-        error
-            .downcast_source::<ClientError>()
-            .is_some_and(|e| e.is_unavailable() || e.is_connect() || e.is_timeout())
+        extpool_mcp::is_server_down(error)
     }
 }
 

@@ -189,7 +189,7 @@ async fn injection_always_active_then_matched() {
 }
 
 #[tokio::test]
-async fn commands_merge_local_and_children() {
+async fn commands_are_the_local_skills_not_the_childrens_prompts() {
     let tmp = tempfile::tempdir().unwrap();
     local_skills(tmp.path());
     let cap = manager(
@@ -203,11 +203,14 @@ async fn commands_merge_local_and_children() {
         .into_iter()
         .map(|c| c.name)
         .collect();
-    // `always` is not user-invocable; the child's `alpha` is shadowed.
-    assert_eq!(names, ["alpha", "beta", "quiet", "summarize"]);
-    assert_eq!(
-        cap.get_command("summarize", &["x".into()]).await.unwrap(),
-        "hub prompt summarize x"
+    // `always` is not user-invocable; the child's prompts are the child's
+    // own commands (a catalog publishes them under its name), not ours.
+    assert_eq!(names, ["alpha", "beta", "quiet"]);
+    assert!(
+        cap.get_command("summarize", &["x".into()])
+            .await
+            .unwrap_err()
+            .is_not_found()
     );
     assert!(
         cap.get_command("alpha", &[])
@@ -215,6 +218,7 @@ async fn commands_merge_local_and_children() {
             .unwrap()
             .ends_with("Alpha body.")
     );
+    assert_eq!(cap.kind(), extpool_core::CapabilityKind::SkillManager);
 }
 
 #[tokio::test]
@@ -288,13 +292,13 @@ struct Factory {
 impl EmbeddedServerFactory for Factory {
     fn build(
         &self,
-        skill: &str,
+        skill: &extpool_skills::Skill,
         server: &str,
         config: &Value,
     ) -> Result<Arc<dyn Capability>, BoxError> {
         self.built
             .lock()
-            .push((skill.to_owned(), server.to_owned(), config.clone()));
+            .push((skill.meta.name.clone(), server.to_owned(), config.clone()));
         if config.get("broken").is_some() {
             return Err(format!("cannot start {server}: bad command").into());
         }
@@ -303,7 +307,7 @@ impl EmbeddedServerFactory for Factory {
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        let fake = FakeServer::new(&format!("{skill}.{server}"), &tools);
+        let fake = FakeServer::new(&format!("{}.{server}", skill.meta.name), &tools);
         self.servers.lock().push(fake.clone());
         Ok(fake)
     }

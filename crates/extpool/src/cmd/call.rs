@@ -4,10 +4,10 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use extpool_core::{ContentPart, ResourceBody, ToolResult};
+use extpool_host::core::{ContentPart, ResourceBody, ToolResult};
 use serde_json::{Map, Value};
 
-use super::open_host;
+use super::{Need, open_host};
 use crate::UsageError;
 use crate::cli::CallArgs;
 use crate::context::Ctx;
@@ -96,9 +96,9 @@ pub fn render_result(result: &ToolResult) -> String {
 /// Calls the tool and prints its result; a tool error exits 1.
 pub async fn run(ctx: &mut Ctx, args: CallArgs) -> Result<ExitCode> {
     let arguments = parse_arguments(args.args.as_deref(), &args.pairs)?;
-    let host = open_host(ctx, true).await?;
-    let result = host.call(&args.tool, arguments).await;
-    host.shutdown().await;
+    let opened = open_host(ctx, Need::Named(args.tool.clone())).await?;
+    let result = opened.view.call(&args.tool, arguments).await;
+    opened.shutdown().await;
     let result = result?;
     if ctx.global.json {
         ctx.out.json_value(&result)?;

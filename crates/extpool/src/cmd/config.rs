@@ -4,8 +4,10 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result, bail};
-use extpool_config::diagnostics::display_path;
-use extpool_config::{ConfigError, Loaded, RenderMode, Severity, process_env, render, secrets};
+use extpool_host::config::diagnostics::display_path;
+use extpool_host::config::{
+    ConfigError, Loaded, RenderMode, Severity, process_env, render, secrets,
+};
 use serde::Serialize;
 
 use crate::Reported;
@@ -26,7 +28,7 @@ pub fn run(ctx: &mut Ctx, cmd: ConfigCommand) -> Result<ExitCode> {
 struct CheckReport<'a> {
     ok: bool,
     sources: Vec<SourceJson<'a>>,
-    diagnostics: Vec<&'a extpool_config::Diagnostic>,
+    diagnostics: Vec<&'a extpool_host::config::Diagnostic>,
 }
 
 #[derive(Serialize)]
@@ -86,7 +88,7 @@ fn check(ctx: &mut Ctx) -> Result<ExitCode> {
             Err(e) => return Err(e),
         },
     };
-    let mut diagnostics: Vec<extpool_config::Diagnostic> = loaded.diagnostics.clone();
+    let mut diagnostics: Vec<extpool_host::config::Diagnostic> = loaded.diagnostics.clone();
     diagnostics.extend(loaded.unresolved_variables(&process_env));
     if ctx.global.json {
         let report = CheckReport {
@@ -136,7 +138,7 @@ fn check(ctx: &mut Ctx) -> Result<ExitCode> {
 #[derive(Serialize)]
 struct ShowJson<'a> {
     sources: Vec<SourceJson<'a>>,
-    config: extpool_config::ExtpoolConfig,
+    config: extpool_host::config::ExtpoolConfig,
 }
 
 fn show(ctx: &mut Ctx) -> Result<ExitCode> {

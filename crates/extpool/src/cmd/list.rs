@@ -3,20 +3,21 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use extpool_config::secrets;
+use extpool_host::config::secrets;
 use serde::Serialize;
 
-use super::open_host;
+use super::{Need, Opened, open_host};
 use crate::cli::{ListArgs, ListKind};
 use crate::context::Ctx;
-use crate::host::{CommandRow, Host, ResourceRow, SkillRow, ToolRow, transport};
+use extpool_host::servers::transport;
+use extpool_host::{CommandInfo, ResourceInfo, SkillInfo, ToolInfo};
 
 #[derive(Serialize)]
 struct Everything {
-    tools: Vec<ToolRow>,
-    skills: Vec<SkillRow>,
-    commands: Vec<CommandRow>,
-    resources: Vec<ResourceRow>,
+    tools: Vec<ToolInfo>,
+    skills: Vec<SkillInfo>,
+    commands: Vec<CommandInfo>,
+    resources: Vec<ResourceInfo>,
 }
 
 #[derive(Serialize)]
@@ -33,21 +34,23 @@ pub async fn run(ctx: &mut Ctx, args: ListArgs) -> Result<ExitCode> {
     if args.kind == Some(ListKind::Servers) {
         return servers(ctx);
     }
-    let host = open_host(ctx, true).await?;
-    let result = print(ctx, &host, args.kind);
-    host.shutdown().await;
+    let opened = open_host(ctx, Need::Servers).await?;
+    let skills = ctx.shown_skills(opened.view.skills().await);
+    let result = print(ctx, &opened, &skills, args.kind);
+    opened.shutdown().await;
     result?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn print(ctx: &mut Ctx, host: &Host, kind: Option<ListKind>) -> Result<()> {
+fn print(ctx: &mut Ctx, host: &Opened, skills: &[SkillInfo], kind: Option<ListKind>) -> Result<()> {
     let json = ctx.global.json;
+    let view = &host.view;
     match kind {
         None if json => ctx.out.json_value(&Everything {
-            tools: host.tools(),
-            skills: host.skill_rows(),
-            commands: host.commands(),
-            resources: host.resources(),
+            tools: view.tools(),
+            skills: skills.to_vec(),
+            commands: view.commands(),
+            resources: view.resources(),
         })?,
         None => {
             for k in [
@@ -58,28 +61,29 @@ fn print(ctx: &mut Ctx, host: &Host, kind: Option<ListKind>) -> Result<()> {
             ] {
                 let title = format!("{k:?}").to_ascii_uppercase();
                 ctx.out.line(ctx.out.style.bold(&title))?;
-                table(ctx, host, k)?;
+                table(ctx, host, skills, k)?;
                 ctx.out.line("")?;
             }
         }
         Some(k) if json => match k {
-            ListKind::Tools => ctx.out.json_value(&host.tools())?,
-            ListKind::Skills => ctx.out.json_value(&host.skill_rows())?,
-            ListKind::Commands => ctx.out.json_value(&host.commands())?,
-            ListKind::Resources => ctx.out.json_value(&host.resources())?,
-            ListKind::Sources => ctx.out.json_value(&host.sources())?,
+            ListKind::Tools => ctx.out.json_value(&view.tools())?,
+            ListKind::Skills => ctx.out.json_value(&skills)?,
+            ListKind::Commands => ctx.out.json_value(&view.commands())?,
+            ListKind::Resources => ctx.out.json_value(&view.resources())?,
+            ListKind::Sources => ctx.out.json_value(&host.host.sources())?,
             ListKind::Servers => {}
         },
-        Some(k) => table(ctx, host, k)?,
+        Some(k) => table(ctx, host, skills, k)?,
     }
     Ok(())
 }
 
-fn table(ctx: &mut Ctx, host: &Host, kind: ListKind) -> Result<()> {
+fn table(ctx: &mut Ctx, host: &Opened, skills: &[SkillInfo], kind: ListKind) -> Result<()> {
+    let view = &host.view;
     let (headers, rows, empty): (&[&str], Vec<Vec<String>>, &str) = match kind {
         ListKind::Tools => (
             &["TOOL", "DESCRIPTION"],
-            host.tools()
+            view.tools()
                 .into_iter()
                 .map(|t| vec![t.name, t.description])
                 .collect(),
@@ -87,15 +91,21 @@ fn table(ctx: &mut Ctx, host: &Host, kind: ListKind) -> Result<()> {
         ),
         ListKind::Skills => (
             &["SKILL", "SOURCE", "DESCRIPTION"],
-            host.skill_rows()
-                .into_iter()
-                .map(|s| vec![s.name, s.path.unwrap_or(s.source), s.description])
+            skills
+                .iter()
+                .map(|s| {
+                    let source = match &s.path {
+                        Some(p) => p.display().to_string(),
+                        None => s.source.clone(),
+                    };
+                    vec![s.name.clone(), source, s.description.clone()]
+                })
                 .collect(),
             "no skills (looked in skills.paths, .agents/skills and .claude/skills)",
         ),
         ListKind::Commands => (
             &["COMMAND", "ARGUMENTS", "DESCRIPTION"],
-            host.commands()
+            view.commands()
                 .into_iter()
                 .map(|c| {
                     let args: Vec<String> = c
@@ -116,7 +126,7 @@ fn table(ctx: &mut Ctx, host: &Host, kind: ListKind) -> Result<()> {
         ),
         ListKind::Resources => (
             &["URI", "SERVER", "DESCRIPTION"],
-            host.resources()
+            view.resources()
                 .into_iter()
                 .map(|r| {
                     let d = if r.description.is_empty() {
@@ -131,6 +141,7 @@ fn table(ctx: &mut Ctx, host: &Host, kind: ListKind) -> Result<()> {
         ),
         ListKind::Sources => {
             let (catalog, sources): (Vec<_>, Vec<_>) = host
+                .host
                 .sources()
                 .into_iter()
                 .partition(|s| s.kind == "catalog");

@@ -14,7 +14,7 @@ use extpool_auth::{
     AuthContext, CredentialStore, DcrAction, GrantState, LoginOptions, LoginPrompt, LoginTarget,
     LoopbackAuthorizer, OAuthProfile,
 };
-use extpool_config::{LoadRequest, Loaded, process_env};
+use extpool_host::config::{LoadRequest, Loaded, process_env};
 
 use crate::UsageError;
 use crate::context::Ctx;
@@ -85,7 +85,7 @@ pub async fn run(ctx: &mut Ctx, command: McpCommand) -> Result<ExitCode> {
 fn load(ctx: &Ctx, file: &Option<PathBuf>) -> Result<Loaded> {
     match file {
         Some(path) => {
-            let loaded = extpool_config::load(&LoadRequest {
+            let loaded = extpool_host::config::load(&LoadRequest {
                 files: vec![path.clone()],
                 places: ctx.places.clone(),
             })?;

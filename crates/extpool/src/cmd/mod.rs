@@ -17,7 +17,8 @@ use anyhow::Result;
 
 use crate::cli::{Cli, Command, SkillsCommand};
 use crate::context::Ctx;
-use crate::host::{ConnectOptions, Host};
+use extpool_host::{Host, HostOptions, ServerEvent, ServerSelection, View};
+
 use crate::progress::Progress;
 
 /// Runs the parsed command line.
@@ -37,27 +38,81 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-/// Loads the configuration and opens the host; with `connect`, starts the
-/// servers with the live status on stderr (silent with `--json`).
-pub async fn open_host(ctx: &Ctx, connect: bool) -> Result<Host> {
-    let loaded = ctx.load_reporting()?;
-    let places = ctx.places.clone();
-    if !connect {
-        return Host::open(loaded, places, None, ConnectOptions::default()).await;
+/// A started host and the view a command works in.
+pub struct Opened {
+    /// The host.
+    pub host: Host,
+    /// The command's session (one per invocation).
+    pub view: View,
+}
+
+impl Opened {
+    /// Shuts the host down (servers closed, process groups ended).
+    pub async fn shutdown(self) {
+        self.host.shutdown().await;
     }
+}
+
+/// What a command needs of the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Need {
+    /// Every server started (listings, the overview).
+    Servers,
+    /// What calling or running `name` needs: only its own server when the
+    /// name is one of a configured server's (`mcp__<server>__…`), so an
+    /// unrelated server that hangs never delays it; every server otherwise.
+    Named(String),
+}
+
+/// Loads the configuration and starts the host on it, drawing each
+/// server's start-up on stderr (silent with `--json`).
+pub async fn open_host(ctx: &Ctx, need: Need) -> Result<Opened> {
+    open_with(ctx, need, false).await
+}
+
+/// [`open_host`], watching skill roots when `watch` (and the configuration
+/// allows it).
+pub async fn open_with(ctx: &Ctx, need: Need, watch: bool) -> Result<Opened> {
+    let loaded = ctx.load_reporting()?;
+    let selection = match &need {
+        Need::Named(name) => match extpool_host::servers::server_of(&loaded, name) {
+            Some(server) => ServerSelection::Only([server].into()),
+            None => ServerSelection::All,
+        },
+        Need::Servers => ServerSelection::All,
+    };
     let names: Vec<String> = loaded
         .config
         .mcp_servers
         .iter()
-        .filter(|(_, c)| c.enabled)
+        .filter(|(n, c)| c.enabled && selection.includes(n))
         .map(|(n, _)| n.clone())
         .collect();
+    let watch = watch && loaded.config.skills.watch;
+    let (tx, mut events) = tokio::sync::mpsc::unbounded_channel::<ServerEvent>();
+    let options = HostOptions {
+        places: ctx.places.clone(),
+        servers: selection,
+        watch_skills: Some(watch),
+        events: Some(tx),
+        ..HostOptions::loaded(loaded)
+    };
     let mut progress = Progress::new(&names, ctx.err_style, ctx.global.json);
-    Host::open(
-        loaded,
-        places,
-        Some(&mut progress),
-        ConnectOptions::default(),
-    )
-    .await
+    let start = Host::start(options);
+    tokio::pin!(start);
+    let mut ticker = tokio::time::interval(std::time::Duration::from_millis(100));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let host = loop {
+        tokio::select! {
+            host = &mut start => break host?,
+            Some(event) = events.recv() => progress.server(&event),
+            _ = ticker.tick() => progress.tick(),
+        }
+    };
+    while let Ok(event) = events.try_recv() {
+        progress.server(&event);
+    }
+    progress.finish();
+    let view = host.session("cli")?;
+    Ok(Opened { host, view })
 }

@@ -7,17 +7,18 @@ use anyhow::Result;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::open_host;
+use extpool_host::{SkillInfo, SourceInfo, ToolInfo};
+
+use super::{Need, Opened, open_host};
 use crate::context::Ctx;
-use crate::host::{Host, SkillRow, SourceRow, ToolRow};
 
 #[derive(Serialize)]
 struct Overview<'a> {
     version: &'static str,
     configs: Vec<ConfigJson<'a>>,
-    servers: Vec<SourceRow>,
+    servers: Vec<SourceInfo>,
     tools: usize,
-    skills: Vec<SkillRow>,
+    skills: Vec<SkillInfo>,
     commands: Vec<String>,
     next: Vec<String>,
 }
@@ -41,7 +42,7 @@ fn example_value(schema: &Value) -> String {
 }
 
 /// `extpool call <tool> k=v …` for a tool, with its required arguments filled.
-fn call_example(tool: &ToolRow) -> String {
+fn call_example(tool: &ToolInfo) -> String {
     let mut s = format!("extpool call {}", tool.name);
     let required: Vec<&str> = tool
         .input_schema
@@ -62,18 +63,20 @@ fn call_example(tool: &ToolRow) -> String {
 }
 
 fn next_steps(
-    host: &Host,
-    tools: &[ToolRow],
-    skills: &[SkillRow],
+    ctx: &Ctx,
+    host: &Opened,
+    tools: &[ToolInfo],
+    skills: &[SkillInfo],
     commands: &[String],
 ) -> Vec<String> {
     let mut next = Vec::new();
-    if host.loaded.sources.is_empty() {
+    let loaded = host.host.config();
+    if loaded.sources.is_empty() {
         next.push(
             "extpool config paths            where extpool looks for .mcp.json, ~/.claude.json, …"
                 .into(),
         );
-        if host
+        if ctx
             .places
             .cwd
             .join("examples/quickstart/extpool.yaml")
@@ -103,13 +106,12 @@ fn next_steps(
     } else if let Some(cmd) = commands.first() {
         next.push(format!("extpool run {cmd}"));
     }
-    if !host.loaded.sources.is_empty() {
+    if !loaded.sources.is_empty() {
         next.push("extpool config show".into());
-        if host
-            .loaded
+        if loaded
             .sources
             .iter()
-            .any(|s| s.format != extpool_config::ConfigFormat::Extpool)
+            .any(|s| s.format != extpool_host::config::ConfigFormat::Extpool)
         {
             next.push("extpool config import -o extpool.yaml".into());
         }
@@ -120,16 +122,17 @@ fn next_steps(
 
 /// Prints the overview.
 pub async fn run(ctx: &mut Ctx) -> Result<ExitCode> {
-    let host = open_host(ctx, true).await?;
-    let tools = host.tools();
-    let skills = host.skill_rows();
-    let commands: Vec<String> = host.commands().into_iter().map(|c| c.name).collect();
-    let servers: Vec<SourceRow> = host
+    let host = open_host(ctx, Need::Servers).await?;
+    let tools = host.view.tools();
+    let skills = ctx.shown_skills(host.view.skills().await);
+    let commands: Vec<String> = host.view.commands().into_iter().map(|c| c.name).collect();
+    let servers: Vec<SourceInfo> = host
+        .host
         .sources()
         .into_iter()
         .filter(|s| s.kind == "server")
         .collect();
-    let next = next_steps(&host, &tools, &skills, &commands);
+    let next = next_steps(ctx, &host, &tools, &skills, &commands);
     let result = print(ctx, &host, &servers, &tools, &skills, &commands, &next);
     host.shutdown().await;
     result?;
@@ -139,10 +142,10 @@ pub async fn run(ctx: &mut Ctx) -> Result<ExitCode> {
 #[allow(clippy::too_many_arguments)]
 fn print(
     ctx: &mut Ctx,
-    host: &Host,
-    servers: &[SourceRow],
-    tools: &[ToolRow],
-    skills: &[SkillRow],
+    host: &Opened,
+    servers: &[SourceInfo],
+    tools: &[ToolInfo],
+    skills: &[SkillInfo],
     commands: &[String],
     next: &[String],
 ) -> Result<()> {
@@ -150,7 +153,8 @@ fn print(
         ctx.out.json_value(&Overview {
             version: env!("CARGO_PKG_VERSION"),
             configs: host
-                .loaded
+                .host
+                .config()
                 .sources
                 .iter()
                 .map(|s| ConfigJson {
@@ -176,7 +180,7 @@ fn print(
     ))?;
     out.line("")?;
     out.line(s.bold("Configuration"))?;
-    if host.loaded.sources.is_empty() {
+    if host.host.config().sources.is_empty() {
         out.line(
             "  no configuration file found (extpool reads extpool.yaml, .mcp.json, ~/.claude.json,",
         )?;
@@ -185,7 +189,8 @@ fn print(
         )?;
     } else {
         let rows: Vec<Vec<String>> = host
-            .loaded
+            .host
+            .config()
             .sources
             .iter()
             .map(|src| {

@@ -4,17 +4,17 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
-use extpool_core::ResourceBody;
+use extpool_host::core::ResourceBody;
 
-use super::open_host;
+use super::{Need, open_host};
 use crate::cli::ReadArgs;
 use crate::context::Ctx;
 
 /// Reads a skill or resource and prints it.
 pub async fn run(ctx: &mut Ctx, args: ReadArgs) -> Result<ExitCode> {
-    let host = open_host(ctx, true).await?;
-    let content = host.read(&args.uri).await;
-    host.shutdown().await;
+    let opened = open_host(ctx, Need::Servers).await?;
+    let content = opened.view.read(&args.uri).await;
+    opened.shutdown().await;
     let content = content?;
     if ctx.global.json {
         ctx.out.json_value(&content)?;

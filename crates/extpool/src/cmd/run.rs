@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::open_host;
+use super::{Need, open_host};
 use crate::cli::RunArgs;
 use crate::context::Ctx;
 
@@ -20,9 +20,9 @@ struct RunJson<'a> {
 /// Renders the command and prints the prompt.
 pub async fn run(ctx: &mut Ctx, args: RunArgs) -> Result<ExitCode> {
     let name = args.command.trim_start_matches('/').to_owned();
-    let host = open_host(ctx, true).await?;
-    let text = host.run(&name, &args.args).await;
-    host.shutdown().await;
+    let opened = open_host(ctx, Need::Named(name.clone())).await?;
+    let text = opened.view.run(&name, &args.args).await;
+    opened.shutdown().await;
     let text = text?;
     if ctx.global.json {
         ctx.out.json_value(&RunJson {

@@ -4,8 +4,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use extpool_config::diagnostics::display_path;
-use extpool_skills::{Severity, ValidationMode};
+use extpool_host::config::diagnostics::display_path;
+use extpool_host::skills::{Severity, ValidationMode};
 use serde::Serialize;
 
 use crate::cli::ValidateArgs;
@@ -40,7 +40,7 @@ pub fn validate(ctx: &mut Ctx, args: ValidateArgs) -> Result<ExitCode> {
     let mut valid = 0;
     let mut problems = Vec::new();
     for path in &args.paths {
-        for report in extpool_skills::validate_path(path, mode) {
+        for report in extpool_host::skills::validate_path(path, mode) {
             skills += 1;
             if report.is_valid() {
                 valid += 1;

@@ -157,6 +157,8 @@ fn permissions_hide_and_refuse_denied_tools() {
     let sb = Sandbox::new();
     sb.testkit_config("permissions:\n  deny: [\"mcp__testkit__ad*\"]\n");
     let r = sb.run(&["list", "tools", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("\"mcp__testkit__echo\""), "{}", r.stdout);
     assert!(!r.stdout.contains("mcp__testkit__add\""), "{}", r.stdout);
     let r = sb.run(&["call", "mcp__testkit__add", "a=1", "b=2"]);
     assert_eq!(r.code, 1);

@@ -89,7 +89,7 @@ fn invalid_and_colliding_server_names() {
         "extpool.yaml",
         "mcp_servers:\n  my-server:\n    command: x\n  GitHub:\n    command: y\n  github:\n    command: z\n",
         &[
-            "extpool.yaml:2:3: error: mcp_servers.my-server: invalid server name \"my-server\": expected letters, digits and `_` only (for example \"my_server\")",
+            "extpool.yaml:2:3: error: mcp_servers.my-server: server name \"my-server\" has '-' at byte 2; only ASCII letters, digits and '_' are allowed (for example \"my_server\")",
             "extpool.yaml:6:3: error: mcp_servers.github: server name \"github\" collides with \"GitHub\" (line 4): names must be unique ignoring case",
         ],
     );

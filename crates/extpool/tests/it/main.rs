@@ -7,6 +7,7 @@ mod catalog;
 mod commands;
 mod config_errors;
 mod foreign_import;
+mod host;
 mod mcp_auth;
 mod quickstart;
 mod support;

@@ -60,9 +60,12 @@ fn the_quickstart_command_line_runs() {
     let r = q(&["read", "skill://release-notes/references/format.md"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let r = q(&["list", "tools", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("\"mcp__testkit__echo\""), "{}", r.stdout);
     assert!(
         !r.stdout.contains("mcp__testkit__crash"),
-        "denied by the quickstart's permissions"
+        "denied by the quickstart's permissions: {}",
+        r.stdout
     );
 }
 

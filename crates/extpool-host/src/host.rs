@@ -1,0 +1,324 @@
+//! [`Host`]: a configuration turned into running extensions.
+//!
+//! Start-up, in order: load the configuration; discover skills (on a
+//! blocking thread) while every selected server starts in parallel through
+//! the shared [`SessionConnectionPool`]; build the [`SkillManagerCap`]
+//! (local skills, the servers' hosted skills, skill-embedded servers built
+//! through the pool); register the manager, then each usable server, at
+//! pool scope of one [`ExtensionRegistry`]; start the pool [`Catalog`] over
+//! that scope and wait for its first cycle. Every front end and agent
+//! runtime stands on this one assembly.
+//!
+//! Shutdown follows the RFC: the catalogs stop first (nothing re-lists a
+//! closing server), then the registry shuts capabilities down turn → agent
+//! → session → pool, each within its timeout, and last the pool closes
+//! every connection (stdio servers' whole process groups).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+
+use extpool_catalog::{Catalog, CatalogConfig, ReconcileState};
+use extpool_config::{ConfigError, LoadRequest, Loaded, Places};
+use extpool_core::registry::ShutdownReport;
+use extpool_core::{Capability, ExtensionRegistry, Scope, ScopeLevel};
+use extpool_mcp::{McpServerCap, McpServerConfig, SessionConnectionPool};
+use extpool_skills::{DiscoveryConfig, SkillManagerCap};
+use parking_lot::Mutex;
+
+use crate::embedded::PoolFactory;
+use crate::error::HostError;
+use crate::info::SourceInfo;
+use crate::options::{ConfigSource, HostOptions};
+use crate::servers::{self, ServerEntry};
+use crate::status::{HostStatus, ServerInfo, ServerState};
+use crate::view::{View, ViewInner, Views, child_view};
+
+/// The id of the skill manager in the registry and the catalog.
+pub const SKILLS_ID: &str = "skills";
+
+/// What every view of one host shares.
+pub(crate) struct HostInner {
+    pub loaded: Loaded,
+    pub places: Places,
+    pub registry: Arc<ExtensionRegistry>,
+    pub pool: SessionConnectionPool,
+    pub catalog: Arc<Catalog>,
+    pub catalog_config: CatalogConfig,
+    pub manager: Arc<SkillManagerCap>,
+    pub pool_scope: Scope,
+    discovery: DiscoveryConfig,
+    servers: Vec<ServerEntry>,
+    shut: AtomicBool,
+}
+
+impl HostInner {
+    pub(crate) fn is_shut_down(&self) -> bool {
+        self.shut.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn failed_servers(&self) -> Vec<String> {
+        self.servers
+            .iter()
+            .filter(|s| matches!(s.info.state, ServerState::Failed { .. }))
+            .map(|s| s.info.name.clone())
+            .collect()
+    }
+}
+
+/// The extension host: configured MCP servers, skills and commands,
+/// running, behind scoped [`View`]s. Cheap to clone.
+#[derive(Clone)]
+pub struct Host {
+    inner: Arc<HostInner>,
+    /// Open sessions, kept until closed (views hold no reference back here).
+    sessions: Arc<Views>,
+    pool_view: Arc<Mutex<Weak<ViewInner>>>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("pool", &self.inner.pool_scope.pool_id)
+            .field("revision", &self.inner.catalog.current().number())
+            .finish()
+    }
+}
+
+fn load(source: ConfigSource, places: &Places) -> Result<Loaded, ConfigError> {
+    match source {
+        ConfigSource::Files(files) => extpool_config::load(&LoadRequest {
+            files,
+            places: places.clone(),
+        }),
+        ConfigSource::Loaded(loaded) => Ok(*loaded),
+        ConfigSource::Value { config, base_dir } => {
+            extpool_config::load_value(&config, &base_dir, "configuration")
+        }
+    }
+}
+
+impl Host {
+    /// Loads the configuration, starts the selected servers in parallel
+    /// (reporting each step to `options.events`), loads skills, and returns
+    /// once the catalog's first cycle is done. A server that fails is
+    /// reported and left out; the host works without it.
+    pub async fn start(options: HostOptions) -> Result<Host, HostError> {
+        let HostOptions {
+            config,
+            places,
+            servers: selection,
+            watch_skills,
+            events,
+            pool_id,
+        } = options;
+        let loaded = load(config, &places)?;
+        let ext = &loaded.config.extensions;
+        let registry = Arc::new(ExtensionRegistry::new(ext.into()));
+        let pool = SessionConnectionPool::new(ext.into());
+        let catalog_config = CatalogConfig::from(&loaded.config);
+        let catalog = Arc::new(Catalog::new(catalog_config.clone())?);
+
+        let discovery = loaded.discovery_config(&places);
+        let scan = {
+            let config = discovery.clone();
+            tokio::task::spawn_blocking(move || extpool_skills::discover(&config))
+        };
+        let servers = servers::start(&loaded, &selection, &pool, &events).await;
+        let discovered = scan.await.unwrap_or_else(|e| {
+            tracing::error!("skill discovery failed: {e}");
+            extpool_skills::Discovery::default()
+        });
+
+        let mut builder = SkillManagerCap::builder(SKILLS_ID)
+            .discovery(discovery.clone())
+            .discovered(discovered)
+            .watch(watch_skills.unwrap_or(loaded.config.skills.watch))
+            .max_composition_depth(ext.max_composition_depth)
+            .embedded_servers(Arc::new(PoolFactory { pool: pool.clone() }));
+        for entry in &servers {
+            if let (Some(cap), ServerState::Ready { .. }) = (&entry.cap, &entry.info.state) {
+                builder = builder.hosted_skills(cap.clone());
+            }
+        }
+        let manager = Arc::new(builder.build()?);
+
+        let pool_scope = Scope::pool(pool_id);
+        // The manager first: its local skills win `skill://` name clashes.
+        registry.register(manager.clone(), ScopeLevel::Pool, &pool_scope, None)?;
+        for entry in &servers {
+            if let Some(cap) = &entry.cap {
+                registry.register(cap.clone(), ScopeLevel::Pool, &pool_scope, None)?;
+            }
+        }
+        // Watcher and embedded servers' start in the background: the
+        // catalog connects embedded servers as it lists them.
+        {
+            let manager = manager.clone();
+            tokio::spawn(async move {
+                if let Err(e) = manager.start().await {
+                    tracing::warn!("skill manager did not start: {e}");
+                }
+            });
+        }
+        catalog.start(registry.clone(), pool_scope.clone())?;
+        catalog.settled().await;
+        Ok(Host {
+            inner: Arc::new(HostInner {
+                loaded,
+                places,
+                registry,
+                pool,
+                catalog,
+                catalog_config,
+                manager,
+                pool_scope,
+                discovery,
+                servers,
+                shut: AtomicBool::new(false),
+            }),
+            sessions: Arc::new(Mutex::new(HashMap::new())),
+            pool_view: Arc::new(Mutex::new(Weak::new())),
+        })
+    }
+
+    /// The view of session `id` (the same view while it is open). Its
+    /// agents and turns are opened from it.
+    pub fn session(&self, id: &str) -> Result<View, HostError> {
+        if self.inner.is_shut_down() {
+            return Err(HostError::ShutDown);
+        }
+        if id.is_empty() || id.len() > 256 || id.chars().any(char::is_control) {
+            return Err(HostError::Scope(format!(
+                "invalid session id {id:?}: 1 to 256 characters, no control characters"
+            )));
+        }
+        let scope = self.inner.pool_scope.clone().session(id);
+        Ok(child_view(&self.sessions, id, |siblings| {
+            ViewInner::new(self.inner.clone(), scope, Weak::new(), siblings)
+        }))
+    }
+
+    /// The pool-level view: what every session sees. Capabilities
+    /// registered here (an embedding program's own tools) are shared by all.
+    pub fn pool(&self) -> View {
+        let mut slot = self.pool_view.lock();
+        if let Some(inner) = slot.upgrade() {
+            return View { inner };
+        }
+        let inner = Arc::new(ViewInner::new(
+            self.inner.clone(),
+            self.inner.pool_scope.clone(),
+            Weak::new(),
+            Weak::new(),
+        ));
+        *slot = Arc::downgrade(&inner);
+        View { inner }
+    }
+
+    /// The configuration as loaded (files read, servers, diagnostics).
+    pub fn config(&self) -> &Loaded {
+        &self.inner.loaded
+    }
+
+    /// The places configs and project skills were found from.
+    pub fn places(&self) -> &Places {
+        &self.inner.places
+    }
+
+    /// The pool catalog (its revision is shared by every session).
+    pub fn catalog(&self) -> &Catalog {
+        &self.inner.catalog
+    }
+
+    /// The skill manager (local skills, hosted skills, embedded servers).
+    pub fn skills(&self) -> &Arc<SkillManagerCap> {
+        &self.inner.manager
+    }
+
+    /// The skill roots searched, highest precedence first.
+    pub fn skill_roots(&self) -> Vec<PathBuf> {
+        self.inner
+            .discovery
+            .roots()
+            .into_iter()
+            .map(|r| r.path)
+            .collect()
+    }
+
+    /// Every configured server and its state.
+    pub fn servers(&self) -> Vec<ServerInfo> {
+        self.inner.servers.iter().map(|s| s.info.clone()).collect()
+    }
+
+    /// The host's state, from caches only (never contacts a server).
+    pub fn status(&self) -> HostStatus {
+        let diagnostics = self
+            .inner
+            .manager
+            .diagnostics()
+            .iter()
+            .map(|d| d.to_string())
+            .collect();
+        HostStatus {
+            servers: self.servers(),
+            catalog: self.inner.catalog.status(),
+            skills: self.inner.manager.local_skills().len(),
+            diagnostics,
+        }
+    }
+
+    /// Every source with its state: servers, skill-embedded servers, skill
+    /// roots and the catalog (what `extpool list sources` shows).
+    pub fn sources(&self) -> Vec<SourceInfo> {
+        crate::sources::rows(self, &self.inner.catalog.status())
+    }
+
+    /// Shuts everything down in the RFC's order and reports each capability.
+    /// Views stop working; later calls return [`HostError::ShutDown`].
+    pub async fn shutdown(&self) -> ShutdownReport {
+        if self.inner.shut.swap(true, Ordering::AcqRel) {
+            return ShutdownReport::default();
+        }
+        let views: Vec<Arc<ViewInner>> = self.sessions.lock().drain().map(|(_, v)| v).collect();
+        for view in views {
+            view.close_tree().await;
+        }
+        self.inner.catalog.shutdown().await;
+        let report = self.inner.registry.shutdown().await;
+        self.inner.pool.shutdown().await;
+        report
+    }
+
+    /// A capability for an MCP server of the caller's own (a per-session
+    /// server, say) whose connection comes from this host's pool: shared
+    /// with every other capability for the same server, and closed by
+    /// [`Host::shutdown`]. Register it on a view to make it visible there.
+    pub fn mcp_server(
+        &self,
+        name: &str,
+        config: McpServerConfig,
+    ) -> Result<Arc<McpServerCap>, HostError> {
+        let cap = McpServerCap::new(name, config, self.inner.pool.clone())?;
+        Ok(Arc::new(cap))
+    }
+
+    /// Registers `cap` at pool scope (see [`View::register`]).
+    pub async fn register(&self, cap: Arc<dyn Capability>) -> Result<(), HostError> {
+        self.pool().register(cap).await
+    }
+}
+
+/// The loop state as one word.
+pub(crate) fn reconcile_state(state: &ReconcileState) -> String {
+    match state {
+        ReconcileState::NotStarted => "not started".into(),
+        ReconcileState::Idle => "idle".into(),
+        ReconcileState::Pending => "pending".into(),
+        ReconcileState::Reconciling => "reconciling".into(),
+        ReconcileState::RetryScheduled { in_ms } => format!("retry in {in_ms} ms"),
+        ReconcileState::Stopped => "stopped".into(),
+        _ => "unknown".into(),
+    }
+}

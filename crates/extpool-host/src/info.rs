@@ -1,0 +1,118 @@
+//! What a view lists, as plain serializable rows: the model-facing tools
+//! (canonical name, provider-safe alias, schema; built-ins included),
+//! skills, commands, resources and instructions. Front ends render these;
+//! they never reach into a revision or a capability themselves.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// The `server` of the catalog's built-in tools.
+pub const BUILTIN: &str = "builtin";
+
+/// One tool as the model sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolInfo {
+    /// Catalog name, `mcp__<server>__<tool>` (or a built-in's name).
+    pub name: String,
+    /// Provider-safe alias (`[A-Za-z0-9_-]`, at most 64): the name itself
+    /// when it already is one.
+    pub alias: String,
+    /// The server (or [`BUILTIN`]).
+    pub server: String,
+    /// The tool's own name on its server.
+    pub tool: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub input_schema: Value,
+    /// True for the catalog's own tools (`ListMcpResources`, `CallMcpWithQuery`, …).
+    pub builtin: bool,
+}
+
+/// One skill.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkillInfo {
+    /// Its name.
+    pub name: String,
+    /// What it does and when to use it.
+    pub description: String,
+    /// `skill://<name>/SKILL.md`.
+    pub uri: String,
+    /// `local`, or the MCP server that hosts it.
+    pub source: String,
+    /// Its directory, for local skills.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<std::path::PathBuf>,
+}
+
+/// One argument of a command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ArgInfo {
+    /// Its name.
+    pub name: String,
+    /// Whether it must be given.
+    pub required: bool,
+}
+
+/// One command (`/name`): a skill's slash command or an MCP prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CommandInfo {
+    /// The name with its leading `/`.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// Its arguments.
+    pub arguments: Vec<ArgInfo>,
+    /// `skill`, or `prompt:<server>`.
+    pub source: String,
+}
+
+/// One resource of an MCP server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResourceInfo {
+    /// Its URI.
+    pub uri: String,
+    /// Its name.
+    pub name: String,
+    /// The server.
+    pub server: String,
+    /// Its MIME type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// What it is.
+    pub description: String,
+}
+
+/// One capability's contribution to the system prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InstructionInfo {
+    /// The capability (`skills`, a server's name).
+    pub source: String,
+    /// The text.
+    pub text: String,
+}
+
+/// A configured source and its state, for `extpool list sources` and
+/// `ListMcpSources`: servers, skill-embedded servers, skill roots, the catalog.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SourceInfo {
+    /// `server`, `embedded`, `skills` or `catalog`.
+    pub kind: &'static str,
+    /// The server's name, the skill root, or `catalog`.
+    pub name: String,
+    /// `ready`, `failed`, `stale`, `lazy`, `disabled`, `configured`,
+    /// `unavailable`, `found`, `missing`, or the reconciliation state.
+    pub state: String,
+    /// Counts, the failure reason, or what the loop did.
+    pub detail: String,
+    /// Where it is configured.
+    pub origin: String,
+    /// The catalog revision built from its last good listing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<u64>,
+    /// True when its last listing failed and the catalog keeps the previous one.
+    pub stale: bool,
+    /// The error of its last failed listing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}

@@ -1,0 +1,72 @@
+//! extpool-host: one library that turns a configuration into running
+//! extensions — MCP servers, Agent Skills and commands — behind scoped views.
+//!
+//! The `extpool` command line, the gateway (`extpool serve`) and Rust agent
+//! runtimes all stand on this crate; none of them assembles the library
+//! crates itself. One dependency is enough: what an embedding program needs
+//! is re-exported here.
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), extpool_host::HostError> {
+//! use extpool_host::{Host, HostOptions};
+//!
+//! let host = Host::start(HostOptions::files(["extpool.yaml"])).await?;
+//! let session = host.session("s1")?;
+//! for tool in session.tools() {
+//!     println!("{} — {}", tool.name, tool.description);
+//! }
+//! let args = serde_json::json!({"message": "hi"});
+//! let result = session.call("mcp__testkit__echo", args.as_object().cloned().unwrap_or_default()).await?;
+//! println!("{}", result.joined_text());
+//! let skill = session.read("skill://release-notes/SKILL.md").await?;
+//! println!("{}", skill.as_text().unwrap_or_default());
+//! host.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
+//! # What it owns
+//! - the [`ExtensionRegistry`] (pool → session → agent → turn visibility),
+//! - the [`SessionConnectionPool`] (one connection per distinct server,
+//!   shared by every scope),
+//! - the pool [`Catalog`] (namespaced tools, permissions, revisions) and an
+//!   overlay per view that registers capabilities of its own,
+//! - the [`SkillManagerCap`] with its watcher and the skill-embedded servers,
+//!   built through the pool (RFC lifecycle diagram 3),
+//! - one [`Host::shutdown`] in the RFC's order.
+//!
+//! # Modules
+//! - [`host`]: start-up, status and shutdown;
+//! - [`view`]: what one scope sees and does;
+//! - [`servers`]: configured servers started in parallel, with events;
+//! - [`embedded`]: the skill-embedded server factory;
+//! - [`info`], [`status`]: the rows front ends render.
+
+pub mod embedded;
+pub mod error;
+pub mod host;
+pub mod info;
+pub mod options;
+pub mod servers;
+mod sources;
+pub mod status;
+pub mod view;
+
+pub use error::HostError;
+pub use host::{Host, SKILLS_ID};
+pub use info::{
+    ArgInfo, BUILTIN, CommandInfo, InstructionInfo, ResourceInfo, SkillInfo, SourceInfo, ToolInfo,
+};
+pub use options::{ConfigSource, HostOptions, ServerSelection};
+pub use status::{HostStatus, ServerEvent, ServerInfo, ServerState};
+pub use view::{HostEvent, View};
+
+pub use extpool_catalog::{self as catalog, Catalog, CatalogRevision, CatalogStatus};
+pub use extpool_config::{self as config, ExtpoolConfig, Loaded, McpServerConfig, Places};
+pub use extpool_core::registry::ShutdownReport;
+pub use extpool_core::{
+    self as core, Capability, CapabilityKind, ChangeEvent, ChangeKind, CommandEntry, ContentPart,
+    ExtensionError, ExtensionRegistry, McpResource, ResourceBody, ResourceContent, Scope,
+    ScopeLevel, SkillEntry, ToolEntry, ToolResult,
+};
+pub use extpool_mcp::{self as mcp, McpServerCap, SessionConnectionPool};
+pub use extpool_skills::{self as skills, SkillManagerCap};

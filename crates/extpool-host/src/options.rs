@@ -1,0 +1,115 @@
+//! [`HostOptions`]: where the configuration comes from, which servers to
+//! start, and where to report their start-up.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use extpool_config::{ExtpoolConfig, Loaded, Places};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::status::ServerEvent;
+
+/// Where the host's configuration comes from.
+#[derive(Debug, Clone)]
+pub enum ConfigSource {
+    /// These files (extpool.yaml, `.mcp.json`, Codex, VS Code … told from
+    /// the name); none means discovering configs from [`Places`] exactly as
+    /// the `extpool` command does.
+    Files(Vec<PathBuf>),
+    /// A configuration already loaded.
+    Loaded(Box<Loaded>),
+    /// A configuration value, checked like an `extpool.yaml`; relative
+    /// paths resolve against `base_dir`.
+    Value {
+        /// The configuration.
+        config: Box<ExtpoolConfig>,
+        /// The directory relative paths are resolved against.
+        base_dir: PathBuf,
+    },
+}
+
+/// Which configured servers the host starts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ServerSelection {
+    /// Every enabled server (serving, listing tools).
+    #[default]
+    All,
+    /// None: skills and configuration only (`list skills`, `list servers`).
+    None,
+    /// Only these (a call needs only its own server).
+    Only(BTreeSet<String>),
+}
+
+impl ServerSelection {
+    /// Whether server `name` is selected.
+    pub fn includes(&self, name: &str) -> bool {
+        match self {
+            Self::All => true,
+            Self::None => false,
+            Self::Only(names) => names.contains(name),
+        }
+    }
+}
+
+/// How to start a [`crate::Host`]: make one with [`HostOptions::files`],
+/// [`HostOptions::loaded`] or [`HostOptions::value`], and change the rest
+/// with struct update syntax:
+///
+/// ```
+/// # use extpool_host::{HostOptions, ServerSelection};
+/// let options = HostOptions {
+///     servers: ServerSelection::None,
+///     ..HostOptions::files(["extpool.yaml"])
+/// };
+/// ```
+#[derive(Debug, Clone)]
+pub struct HostOptions {
+    /// The configuration.
+    pub config: ConfigSource,
+    /// The working directory and home that configs, project skills and
+    /// relative paths are found from.
+    pub places: Places,
+    /// Which servers to start.
+    pub servers: ServerSelection,
+    /// Whether to watch skill roots for changes; `None` follows
+    /// `skills.watch` in the configuration.
+    pub watch_skills: Option<bool>,
+    /// Receives one event per step of each server's start-up.
+    pub events: Option<UnboundedSender<ServerEvent>>,
+    /// The registry's pool id (the outermost scope).
+    pub pool_id: String,
+}
+
+impl HostOptions {
+    /// Options for configs discovered from `places`, or read from `files`
+    /// when there are any (the `--config` flag).
+    pub fn files(files: impl IntoIterator<Item = impl Into<PathBuf>>) -> Self {
+        Self::with_source(ConfigSource::Files(
+            files.into_iter().map(Into::into).collect(),
+        ))
+    }
+
+    /// Options for an already loaded configuration.
+    pub fn loaded(loaded: Loaded) -> Self {
+        Self::with_source(ConfigSource::Loaded(Box::new(loaded)))
+    }
+
+    /// Options for a configuration value; relative paths resolve against `base_dir`.
+    pub fn value(config: ExtpoolConfig, base_dir: impl Into<PathBuf>) -> Self {
+        Self::with_source(ConfigSource::Value {
+            config: Box::new(config),
+            base_dir: base_dir.into(),
+        })
+    }
+
+    fn with_source(config: ConfigSource) -> Self {
+        Self {
+            config,
+            places: Places::from_env(),
+            servers: ServerSelection::All,
+            watch_skills: None,
+            events: None,
+            pool_id: "extpool".into(),
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! Starting the configured servers: each is resolved (`${VAR}`, relative
+//! paths), then all start in parallel through `extpool_mcp::start_servers`
+//! with one event per step. Partial failure is normal: a server that cannot
+//! be resolved or started is recorded with its reason and left out; the
+//! others are unaffected.
+
+use std::sync::Arc;
+
+use extpool_config::{Loaded, McpServerConfig, process_env};
+use extpool_mcp::{McpServerCap, ServerStatus, SessionConnectionPool, StatusEvent, start_servers};
+use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+
+use crate::options::ServerSelection;
+use crate::status::{ServerEvent, ServerInfo, ServerState};
+
+/// One configured server and what became of it.
+pub(crate) struct ServerEntry {
+    pub info: ServerInfo,
+    /// The capability, when the server is ready or lazy.
+    pub cap: Option<Arc<McpServerCap>>,
+}
+
+/// How a server is reached, for listings: no env, no headers, no secrets.
+pub fn transport(config: &McpServerConfig) -> String {
+    match (&config.command, &config.url) {
+        (Some(cmd), _) => {
+            let mut s = format!("stdio: {cmd}");
+            for a in config.args.iter().take(4) {
+                s.push(' ');
+                s.push_str(a);
+            }
+            if config.args.len() > 4 {
+                s.push_str(" …");
+            }
+            s
+        }
+        (None, Some(url)) => format!("http: {url}"),
+        (None, None) => "no transport".into(),
+    }
+}
+
+/// The enabled server whose tools (or prompts) are named `name`: the one
+/// whose namespace — its `prefix`, else its name — begins `name` as
+/// `mcp__<namespace>__`. Namespaces never hold `__`, so at most one matches.
+/// A call needs only that server started.
+pub fn server_of(loaded: &Loaded, name: &str) -> Option<String> {
+    use extpool_catalog::names::{MCP_PREFIX, SEPARATOR};
+    let rest = name.strip_prefix(MCP_PREFIX)?;
+    loaded
+        .enabled_servers()
+        .find(|(server, config)| {
+            let namespace = config.prefix.as_deref().unwrap_or(server.as_str());
+            rest.strip_prefix(namespace)
+                .is_some_and(|tail| tail.starts_with(SEPARATOR) && tail.len() > SEPARATOR.len())
+        })
+        .map(|(server, _)| server.clone())
+}
+
+fn send(events: &Option<UnboundedSender<ServerEvent>>, server: &str, state: &ServerState) {
+    if let Some(tx) = events {
+        let _ = tx.send(ServerEvent {
+            server: server.to_owned(),
+            state: state.clone(),
+        });
+    }
+}
+
+fn state_of(status: &ServerStatus) -> ServerState {
+    match status {
+        ServerStatus::Connecting => ServerState::Connecting,
+        ServerStatus::Ready { elapsed, tools } => ServerState::ready(*elapsed, *tools),
+        ServerStatus::Lazy { tools } => ServerState::Lazy { tools: *tools },
+        ServerStatus::Disabled => ServerState::Disabled,
+        ServerStatus::Failed { error, .. } => ServerState::Failed {
+            reason: error.to_string(),
+        },
+        _ => ServerState::Failed {
+            reason: "unknown start-up state".into(),
+        },
+    }
+}
+
+/// Resolves and starts the selected servers of `loaded`; returns every
+/// configured server in configuration order.
+pub(crate) async fn start(
+    loaded: &Loaded,
+    selection: &ServerSelection,
+    pool: &SessionConnectionPool,
+    events: &Option<UnboundedSender<ServerEvent>>,
+) -> Vec<ServerEntry> {
+    let mut entries = Vec::with_capacity(loaded.config.mcp_servers.len());
+    let mut to_start = Vec::new();
+    for (name, config) in &loaded.config.mcp_servers {
+        let origin = loaded
+            .server_sources
+            .get(name)
+            .map(|s| format!("{}:{}", s.file, s.pos.line))
+            .unwrap_or_default();
+        let state = if !config.enabled {
+            ServerState::Disabled
+        } else if !selection.includes(name) {
+            ServerState::Configured
+        } else {
+            match loaded.resolve_server(name, &process_env) {
+                Some(Ok(resolved)) => {
+                    to_start.push((name.clone(), resolved));
+                    ServerState::Connecting
+                }
+                Some(Err(e)) => ServerState::Failed {
+                    reason: e.to_string(),
+                },
+                None => ServerState::Failed {
+                    reason: "not configured".into(),
+                },
+            }
+        };
+        if matches!(state, ServerState::Failed { .. }) {
+            send(events, name, &state);
+        }
+        entries.push(ServerEntry {
+            info: ServerInfo {
+                name: name.clone(),
+                origin,
+                transport: transport(config),
+                state,
+            },
+            cap: None,
+        });
+    }
+    let (tx, mut rx) = unbounded_channel::<StatusEvent>();
+    let forward = {
+        let events = events.clone();
+        tokio::spawn(async move {
+            while let Some(event) = rx.recv().await {
+                send(&events, &event.server, &state_of(&event.status));
+            }
+        })
+    };
+    let started = start_servers(pool, to_start, Some(tx)).await;
+    let _ = forward.await;
+    for outcome in started {
+        if let Some(entry) = entries.iter_mut().find(|e| e.info.name == outcome.server) {
+            entry.info.state = state_of(&outcome.status);
+            entry.cap = outcome.cap;
+        }
+    }
+    entries
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_server_of_a_name_is_found_by_its_namespace() {
+        let root = extpool_config::tree::parse_yaml(
+            "mcp_servers:\n  git:\n    command: a\n  github:\n    command: b\n    prefix: gh\n  off:\n    command: c\n    enabled: false\n",
+        )
+        .unwrap();
+        let loaded = Loaded {
+            config: extpool_config::de::from_node(&root).unwrap(),
+            ..Loaded::default()
+        };
+        assert_eq!(server_of(&loaded, "mcp__git__log").as_deref(), Some("git"));
+        assert_eq!(
+            server_of(&loaded, "mcp__gh__issue").as_deref(),
+            Some("github")
+        );
+        assert_eq!(server_of(&loaded, "mcp__github__issue"), None);
+        assert_eq!(server_of(&loaded, "mcp__off__x"), None);
+        assert_eq!(server_of(&loaded, "mcp__git__"), None);
+        assert_eq!(server_of(&loaded, "CallMcpWithQuery"), None);
+    }
+
+    #[test]
+    fn transport_shows_no_secrets() {
+        let mut c = McpServerConfig::stdio("npx", ["-y", "a", "b", "c", "d"]);
+        c.env.insert("TOKEN".into(), "secret".into());
+        assert_eq!(transport(&c), "stdio: npx -y a b c …");
+        let mut h = McpServerConfig::http("https://x.example/mcp");
+        h.headers
+            .insert("Authorization".into(), "Bearer secret".into());
+        assert_eq!(transport(&h), "http: https://x.example/mcp");
+    }
+}

@@ -1,0 +1,119 @@
+//! What the host reports about itself: each server's start-up state (also
+//! sent as [`ServerEvent`]s while starting), and [`HostStatus`], read from
+//! caches only — asking for it never contacts a server.
+
+use std::time::Duration;
+
+use extpool_catalog::CatalogStatus;
+use serde::Serialize;
+
+/// The state of one configured server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ServerState {
+    /// Configured but not selected for this host (not started).
+    Configured,
+    /// `enabled: false`.
+    Disabled,
+    /// Spawning or dialing, and initializing.
+    Connecting,
+    /// Connected, and its tools listed.
+    Ready {
+        /// Time from the start of this server's start-up, in milliseconds.
+        elapsed_ms: u64,
+        /// How many tools it offers.
+        tools: usize,
+    },
+    /// Lazy: its declared tools are listed; the first call connects.
+    Lazy {
+        /// Declared tools.
+        tools: usize,
+    },
+    /// Did not start; its tools are unavailable, everything else works.
+    Failed {
+        /// Why, in words for people (the cause once, outermost first).
+        reason: String,
+    },
+}
+
+impl ServerState {
+    /// The state as one word (`ready`, `failed`, …).
+    pub fn word(&self) -> &'static str {
+        match self {
+            Self::Configured => "configured",
+            Self::Disabled => "disabled",
+            Self::Connecting => "connecting",
+            Self::Ready { .. } => "ready",
+            Self::Lazy { .. } => "lazy",
+            Self::Failed { .. } => "failed",
+        }
+    }
+
+    /// True when the server's tools are in the catalog (ready or lazy).
+    pub fn is_usable(&self) -> bool {
+        matches!(self, Self::Ready { .. } | Self::Lazy { .. })
+    }
+
+    pub(crate) fn ready(elapsed: Duration, tools: usize) -> Self {
+        Self::Ready {
+            elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+            tools,
+        }
+    }
+}
+
+/// One step of one server's start-up, for a live display.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServerEvent {
+    /// The server.
+    pub server: String,
+    /// Its new state.
+    pub state: ServerState,
+}
+
+/// A configured server as the host sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerInfo {
+    /// Its name.
+    pub name: String,
+    /// Where it is configured (`file:line`), empty for a configuration value.
+    pub origin: String,
+    /// How it is reached, without secrets (`stdio: cmd args…`, `http: URL`).
+    pub transport: String,
+    /// Its state.
+    #[serde(flatten)]
+    pub state: ServerState,
+}
+
+/// The host's cached state.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostStatus {
+    /// Every configured server.
+    pub servers: Vec<ServerInfo>,
+    /// The pool catalog: revision, reconciliation state, every source.
+    pub catalog: CatalogStatus,
+    /// Local skills loaded.
+    pub skills: usize,
+    /// Problems found while assembling (skills skipped, embedded servers
+    /// that could not be set up, composition deeper than allowed), one line
+    /// each, located where possible.
+    pub diagnostics: Vec<String>,
+}
+
+impl HostStatus {
+    /// Names of the servers that failed to start.
+    pub fn failed_servers(&self) -> Vec<String> {
+        self.servers
+            .iter()
+            .filter(|s| matches!(s.state, ServerState::Failed { .. }))
+            .map(|s| s.name.clone())
+            .collect()
+    }
+
+    /// True once a reconciliation cycle has succeeded (the first revision
+    /// is published, or there was nothing to publish).
+    pub fn is_ready(&self) -> bool {
+        self.catalog.revision > 0 || self.catalog.reconciliations > self.catalog.failures
+    }
+}

@@ -1,0 +1,11 @@
+//! Integration tests of the host: real testkit servers started as child
+//! processes, real skill folders in temporary directories, everything
+//! through the public API.
+#![allow(clippy::unwrap_used)]
+
+mod embed;
+mod embedded;
+mod lazy;
+mod shutdown;
+mod support;
+mod visibility;

@@ -1,0 +1,126 @@
+//! What the command line gets from the host: skill-embedded servers,
+//! calls that start only their own server, the one server-name rule.
+
+use crate::support::{Sandbox, testkit};
+
+/// A skill that embeds the testkit server (with a state directory).
+fn embedding_skill(sb: &Sandbox, state: &extpool_testkit::StateDir) {
+    sb.write(
+        "skills/code-review/SKILL.md",
+        &format!(
+            "---\nname: code-review\ndescription: Review code with the test server\nmcp_servers:\n  testkit:\n    command: {}\n    args: {}\n---\nReview, then call echo.\n",
+            testkit().display(),
+            serde_json::to_string(&state.args()).unwrap()
+        ),
+    );
+    sb.write(
+        "extpool.yaml",
+        "skills:\n  paths: [./skills]\n  default_roots: false\n",
+    );
+}
+
+#[test]
+fn a_skill_embedded_server_contributes_tools_to_list_and_call() {
+    let sb = Sandbox::new();
+    let state = extpool_testkit::StateDir::new();
+    embedding_skill(&sb, &state);
+    let r = sb.run(&["list", "tools"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("mcp__code_review_testkit__echo"),
+        "{}",
+        r.stdout
+    );
+    let r = sb.run(&["call", "mcp__code_review_testkit__echo", "message=hi"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.trim(), "hi");
+    let r = sb.run(&["list", "sources"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let row = r
+        .stdout
+        .lines()
+        .find(|l| l.contains("code_review_testkit"))
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    assert!(row.contains("embedded") && row.contains("ready"), "{row}");
+}
+
+#[test]
+fn a_skill_whose_server_fails_is_still_readable_and_the_failure_listed() {
+    let sb = Sandbox::new();
+    sb.write(
+        "skills/broken/SKILL.md",
+        "---\nname: broken\ndescription: Needs a missing server\nmcp_servers:\n  nowhere:\n    command: /nonexistent/mcp-server\n---\nBroken body.\n",
+    );
+    sb.write(
+        "extpool.yaml",
+        "skills:\n  paths: [./skills]\n  default_roots: false\n",
+    );
+    let r = sb.run(&["read", "skill://broken/SKILL.md"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("Broken body."), "{}", r.stdout);
+    let r = sb.run(&["list", "sources", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let rows: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "broken_nowhere")
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    assert_eq!(row["kind"], "embedded");
+    assert_eq!(row["state"], "unavailable");
+    assert!(
+        row["detail"]
+            .as_str()
+            .unwrap()
+            .contains("/nonexistent/mcp-server"),
+        "{row}"
+    );
+}
+
+#[test]
+fn a_call_starts_only_its_own_server() {
+    // `hung` never answers initialize; calling a tool of `ok` must not
+    // start it at all (and so never wait for it).
+    let sb = Sandbox::new();
+    let ok = extpool_testkit::StateDir::new();
+    let hung = extpool_testkit::StateDir::new();
+    let args = |state: &extpool_testkit::StateDir, extra: &[&str]| {
+        let mut a = state.args();
+        a.extend(extra.iter().map(|s| (*s).to_owned()));
+        serde_json::to_string(&a).unwrap()
+    };
+    sb.write(
+        "extpool.yaml",
+        &format!(
+            "mcp_servers:\n  ok:\n    command: {bin}\n    args: {}\n  hung:\n    command: {bin}\n    args: {}\nskills:\n  default_roots: false\n",
+            args(&ok, &[]),
+            args(&hung, &["--hang-on-initialize"]),
+            bin = testkit().display()
+        ),
+    );
+    let r = sb.run(&["call", "mcp__ok__add", "a=2", "b=3"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.trim(), "5");
+    assert_eq!(ok.starts(), 1);
+    assert_eq!(hung.starts(), 0, "the unrelated server was started");
+    assert!(!r.stderr.contains("hung"), "{}", r.stderr);
+}
+
+#[test]
+fn a_name_the_catalog_would_refuse_is_refused_by_config_check() {
+    let sb = Sandbox::new();
+    sb.write(
+        "extpool.yaml",
+        "mcp_servers:\n  ok:\n    command: x\n  a__b:\n    command: y\n",
+    );
+    let r = sb.run(&["config", "check"]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains(
+            "extpool.yaml:4:3: error: mcp_servers.a__b: server name \"a__b\" contains '__', the separator of catalog names"
+        ),
+        "{}",
+        r.stderr
+    );
+}
