@@ -28,6 +28,7 @@ impl From<&ExtpoolConfig> for CatalogConfig {
             resource_tools: ext.resource_tools,
             prompts: ext.prompt_commands,
             limits: ext.result_limits,
+            jq: ext.jq,
             ..CatalogConfig::default()
         }
     }
@@ -78,7 +79,7 @@ mod tests {
     #[test]
     fn one_mapping_per_setting() {
         let root = parse_yaml(
-            "mcp_servers:\n  a:\n    command: x\n    prefix: aa\n  b:\n    command: y\npermissions:\n  deny: [mcp__aa__x]\nextensions:\n  max_composition_depth: 1\n  max_clients: 7\n  prompt_commands: false\n",
+            "mcp_servers:\n  a:\n    command: x\n    prefix: aa\n  b:\n    command: y\npermissions:\n  deny: [mcp__aa__x]\nextensions:\n  max_composition_depth: 1\n  max_clients: 7\n  prompt_commands: false\n  jq:\n    max_steps: 99\n",
         )
         .unwrap();
         let config: ExtpoolConfig = crate::de::from_node(&root).unwrap();
@@ -87,6 +88,7 @@ mod tests {
         assert!(!catalog.namespaces.contains_key("b"));
         assert_eq!(catalog.permissions.deny, ["mcp__aa__x"]);
         assert!(!catalog.prompts && catalog.resource_tools);
+        assert_eq!(catalog.jq.max_steps, 99);
         assert_eq!(
             RegistryConfig::from(&config.extensions).max_composition_depth,
             1

@@ -157,10 +157,8 @@ mod tests {
             "mcp_servers:\n  git:\n    command: a\n  github:\n    command: b\n    prefix: gh\n  off:\n    command: c\n    enabled: false\n",
         )
         .unwrap();
-        let loaded = Loaded {
-            config: extpool_config::de::from_node(&root).unwrap(),
-            ..Loaded::default()
-        };
+        let mut loaded = Loaded::default();
+        loaded.config = extpool_config::de::from_node(&root).unwrap();
         assert_eq!(server_of(&loaded, "mcp__git__log").as_deref(), Some("git"));
         assert_eq!(
             server_of(&loaded, "mcp__gh__issue").as_deref(),

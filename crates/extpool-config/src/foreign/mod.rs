@@ -69,7 +69,12 @@ impl Names {
         }
         let n = self.next_suffix.entry(lower).or_insert(2);
         loop {
-            let candidate = format!("{name}_{n}");
+            // The suffix keeps the name within the length limit.
+            let suffix = format!("_{n}");
+            let keep = name
+                .len()
+                .min(extpool_core::name::MAX_SERVER_NAME_BYTES.saturating_sub(suffix.len()));
+            let candidate = format!("{}{suffix}", name[..keep].trim_end_matches('_'));
             *n += 1;
             if self.taken.insert(candidate.to_ascii_lowercase()) {
                 return candidate;
@@ -317,8 +322,8 @@ mod tests {
     fn colliding_names_get_suffixes_in_linear_time() {
         let c = ctx(Origin::ClaudeCode);
         let mut out = ForeignConfig::default();
-        // 4,000 names that all sanitize to `x_`, and one already `x__2`.
-        out.push_server(&c, "x__2", Pos::new(1, 1), "p", McpServerConfig::default());
+        // 4,000 names that all sanitize to `x`, and one already `x_2`.
+        out.push_server(&c, "x_2", Pos::new(1, 1), "p", McpServerConfig::default());
         for i in 0..4000u32 {
             let original = format!("x{}", char::from_u32(0x100 + i).unwrap());
             out.push_server(
@@ -335,9 +340,28 @@ mod tests {
             .map(|s| s.name.to_ascii_lowercase())
             .collect();
         assert_eq!(names.len(), 4001, "every name is unique");
-        assert_eq!(out.servers[1].name, "x_");
-        assert_eq!(out.servers[2].name, "x__3");
-        assert_eq!(out.servers[4000].name, "x__4001");
+        assert_eq!(out.servers[1].name, "x");
+        assert_eq!(out.servers[2].name, "x_3");
+        assert_eq!(out.servers[4000].name, "x_4001");
+        for s in &out.servers {
+            assert!(
+                extpool_core::name::check_server_name(&s.name).is_ok(),
+                "{}",
+                s.name
+            );
+        }
+    }
+
+    #[test]
+    fn a_suffix_keeps_a_long_name_within_the_limit() {
+        let c = ctx(Origin::ClaudeCode);
+        let mut out = ForeignConfig::default();
+        let long = "a".repeat(70);
+        for _ in 0..2 {
+            out.push_server(&c, &long, Pos::new(1, 1), "p", McpServerConfig::default());
+        }
+        assert_eq!(out.servers[0].name, "a".repeat(64));
+        assert_eq!(out.servers[1].name, format!("{}_2", "a".repeat(62)));
     }
 
     #[test]

@@ -47,6 +47,6 @@ fn four_thousand_colliding_names_load() {
     })
     .unwrap();
     assert_eq!(loaded.config.mcp_servers.len(), 4000);
-    assert!(loaded.config.mcp_servers.contains_key("x_"));
-    assert!(loaded.config.mcp_servers.contains_key("x__4000"));
+    assert!(loaded.config.mcp_servers.contains_key("x"));
+    assert!(loaded.config.mcp_servers.contains_key("x_4000"));
 }
