@@ -1,4 +1,5 @@
-//! Pushing `list_changed` notifications to every connected client.
+//! Pushing `list_changed` notifications to every connected client, and
+//! log and progress floods to the caller of `notify`.
 //!
 //! Legacy-session clients (those that sent `initialize`) are reached through
 //! the peers kept from `initialize`; 2026-07-28 clients only through
@@ -7,7 +8,13 @@
 
 use std::sync::PoisonError;
 
-use rmcp::service::SubscriptionSendError;
+use rmcp::RoleServer;
+#[allow(deprecated)] // logging (SEP-2577) is deprecated, but servers still send it
+use rmcp::model::{
+    CallToolResult, ContentBlock, ErrorData, LoggingLevel, LoggingMessageNotificationParam,
+    ProgressNotificationParam,
+};
+use rmcp::service::{RequestContext, SubscriptionSendError};
 
 use super::TestServer;
 
@@ -79,5 +86,53 @@ impl TestServer {
             .unwrap_or_else(PoisonError::into_inner)
             .extend(live_sinks);
         tracing::info!(?kind, peers = sent_to, subscribers, "sent list_changed");
+    }
+}
+
+impl TestServer {
+    /// Sends `count` `notifications/message` (level info) to the caller.
+    #[allow(deprecated)] // logging notifications are deprecated (SEP-2577) but still sent by servers
+    pub(crate) async fn flood_log(
+        &self,
+        count: u64,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        for i in 0..count {
+            let param = LoggingMessageNotificationParam::new(
+                LoggingLevel::Info,
+                serde_json::Value::String(format!("log line {i}")),
+            );
+            if context.peer.notify_logging_message(param).await.is_err() {
+                break;
+            }
+        }
+        Ok(CallToolResult::success(vec![ContentBlock::text(format!(
+            "sent {count}"
+        ))]))
+    }
+
+    /// Sends `count` progress notifications for this call (its progress
+    /// token), progress 1..=count of total count.
+    pub(crate) async fn flood_progress(
+        &self,
+        count: u64,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let Some(token) = context.meta.get_progress_token() else {
+            return Err(ErrorData::invalid_params(
+                "notify {kind: progress} needs a progress token in the request's _meta",
+                None,
+            ));
+        };
+        for i in 1..=count {
+            let mut param = ProgressNotificationParam::new(token.clone(), i as f64);
+            param.total = Some(count as f64);
+            if context.peer.notify_progress(param).await.is_err() {
+                break;
+            }
+        }
+        Ok(CallToolResult::success(vec![ContentBlock::text(format!(
+            "sent {count}"
+        ))]))
     }
 }

@@ -194,15 +194,22 @@ impl TestServer {
             "add_resource" => self.add_resource(args.str("uri")?, args.str("text")?).await,
             "add_prompt" => self.add_prompt(args.str("name")?).await,
             "notify" => {
+                let count = match args.get("count") {
+                    None => 1,
+                    Some(_) => args.u64_at_most("count", MAX_NOTIFICATIONS)?,
+                };
                 let kind = match args.opt_str("kind")?.unwrap_or("tools") {
                     "tools" => ListKind::Tools,
                     "resources" => ListKind::Resources,
                     "prompts" => ListKind::Prompts,
-                    _ => return Err(Args::wrong("kind", "tools, resources or prompts")),
-                };
-                let count = match args.get("count") {
-                    None => 1,
-                    Some(_) => args.u64_at_most("count", MAX_NOTIFICATIONS)?,
+                    "log" => return self.flood_log(count, &context).await,
+                    "progress" => return self.flood_progress(count, &context).await,
+                    _ => {
+                        return Err(Args::wrong(
+                            "kind",
+                            "tools, resources, prompts, log or progress",
+                        ));
+                    }
                 };
                 for _ in 0..count {
                     self.broadcast(kind).await;

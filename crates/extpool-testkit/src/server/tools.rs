@@ -177,10 +177,11 @@ fn unannotated_builtin() -> Vec<Tool> {
         Tool::new(
             "notify",
             "Sends `count` (default 1) notifications/<kind>/list_changed without changing \
-             anything; kind is tools (default), resources or prompts",
+             anything; kind is tools (default), resources or prompts. Kind log sends \
+             notifications/message, kind progress progress notifications for this call",
             schema(
                 json!({
-                    "kind": {"type": "string", "enum": ["tools", "resources", "prompts"]},
+                    "kind": {"type": "string", "enum": ["tools", "resources", "prompts", "log", "progress"]},
                     "count": {"type": "integer", "minimum": 0, "description": "How many (default 1)"},
                 }),
                 &[],

@@ -9,9 +9,13 @@ use std::{
 };
 
 use extpool_testkit::StdioCommand;
+#[allow(deprecated)] // logging (SEP-2577) is deprecated, but servers still send it
 use rmcp::{
     ClientHandler, RoleClient, ServiceExt,
-    model::{CallToolRequestParams, CallToolResult, JsonObject},
+    model::{
+        CallToolRequestParams, CallToolResult, JsonObject, LoggingMessageNotificationParam,
+        ProgressNotificationParam,
+    },
     service::{NotificationContext, RunningService, ServiceError},
     transport::{
         StreamableHttpClientTransport, TokioChildProcess,
@@ -61,8 +65,8 @@ impl Recorder {
         self.arrived.notify_waiters();
     }
 
-    /// How many notifications of `kind` ("tools", "resources", "prompts")
-    /// arrived so far.
+    /// How many notifications of `kind` ("tools", "resources", "prompts",
+    /// "log", "progress") arrived so far.
     pub fn count(&self, kind: &str) -> usize {
         self.events
             .lock()
@@ -100,6 +104,19 @@ impl ClientHandler for Recorder {
 
     async fn on_prompt_list_changed(&self, _: NotificationContext<RoleClient>) {
         self.record("prompts");
+    }
+
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        _: LoggingMessageNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        self.record("log");
+    }
+
+    async fn on_progress(&self, _: ProgressNotificationParam, _: NotificationContext<RoleClient>) {
+        self.record("progress");
     }
 }
 

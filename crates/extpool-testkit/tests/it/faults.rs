@@ -1,5 +1,6 @@
 //! Fault injection for client tests: HTTP statuses on a live session
-//! (`http_status`) and bursts of `list_changed` (`notify`).
+//! (`http_status`) and bursts of `list_changed`, log messages and progress
+//! (`notify`).
 
 use extpool_testkit::{HttpServer, StateDir};
 use serde_json::json;
@@ -52,5 +53,26 @@ async fn notify_sends_a_burst_of_list_changed() {
         call(&client, "notify", json!({"kind": "bogus"}))
             .await
             .is_err()
+    );
+}
+
+#[tokio::test]
+async fn notify_floods_log_messages_and_progress_to_the_caller() {
+    let (client, recorder) = connect_stdio(&[]).await;
+    assert_eq!(
+        call_text(&client, "notify", json!({"kind": "log", "count": 500})).await,
+        "sent 500"
+    );
+    recorder.wait_for("log", 500).await;
+    // rmcp gives every request a progress token, so the call gets progress.
+    assert_eq!(
+        call_text(&client, "notify", json!({"kind": "progress", "count": 300})).await,
+        "sent 300"
+    );
+    recorder.wait_for("progress", 300).await;
+    assert_eq!(
+        recorder.count("tools"),
+        0,
+        "log and progress are no list_changed"
     );
 }
