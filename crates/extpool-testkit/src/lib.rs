@@ -42,6 +42,7 @@
 //! | `fail` | `message?` | increments `fail`, answers JSON-RPC error -32603 `message` |
 //! | `tool_error` | `message?` | result with `isError: true` |
 //! | `sleep` | `ms` | sleeps; when cancelled increments `cancelled` |
+//! | `barrier` | `key`, `parties` | increments `barrier-<key>`, then waits until `parties` calls with `key` have arrived in this process (proves calls overlapped); when cancelled increments `cancelled` |
 //! | `crash` | `once?` | exits with code 3 before answering; `once: true` crashes only while `DIR/crashed` is absent (creates it), else increments `crash` and returns `"survived"` |
 //! | `add_tool` / `add_resource` / `add_prompt` | `name` / `uri`, `text` / `name` | adds one, then sends the matching `list_changed` to every client |
 //! | `notify` | `kind?` = `tools` \| `resources` \| `prompts` \| `log` \| `progress`, `count?` = 1 | sends `count` `list_changed` notifications, changes nothing; `log`: `notifications/message`, `progress`: progress for this call (needs a progress token) |
@@ -55,7 +56,7 @@
 //! | `stderr` | `message` | writes `message` to stderr, returns `"ok"` |
 //! | `tool_0000`… | `message?` | (`--extra-tools`) returns `message` or its name |
 //!
-//! `echo`, `add`, `count`, `tool_error`, `sleep`, `large_text`, `structured`,
+//! `echo`, `add`, `count`, `tool_error`, `sleep`, `barrier`, `large_text`, `structured`,
 //! `nested`, `json_block`, `mixed_content` and `env` are annotated `readOnlyHint: true`;
 //! the others are mutations as far as a client can tell.
 //!

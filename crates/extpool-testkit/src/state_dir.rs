@@ -54,6 +54,16 @@ impl StateDir {
             .unwrap_or_else(|e| panic!("reading counter {key:?}: {e}"))
     }
 
+    /// How many calls arrived at `barrier` `key` (over every process that
+    /// used this state directory).
+    ///
+    /// # Panics
+    ///
+    /// As [`StateDir::counter`].
+    pub fn arrivals(&self, key: &str) -> u64 {
+        self.counter(&crate::server::arrivals_counter(key))
+    }
+
     /// How many times a server process started with this state directory.
     ///
     /// # Panics

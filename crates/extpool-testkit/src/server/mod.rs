@@ -10,6 +10,7 @@
 //! This module must never write to stdout: in stdio mode stdout is the MCP
 //! channel.
 
+mod barrier;
 mod content;
 pub mod http;
 mod notify;
@@ -20,6 +21,8 @@ mod skills;
 pub mod stdio;
 mod tool_calls;
 mod tools;
+
+pub use barrier::arrivals_counter;
 
 use std::{
     collections::BTreeMap,
@@ -98,6 +101,8 @@ pub struct TestServer {
 struct Shared {
     options: ServerOptions,
     counters: Counters,
+    /// Calls waiting at `barrier`s.
+    barriers: barrier::Barriers,
     dynamic: RwLock<Dynamic>,
     /// Legacy-session peers, kept from `initialize` to push
     /// `list_changed` notifications; closed ones are pruned on send.
@@ -123,6 +128,7 @@ impl TestServer {
             shared: Arc::new(Shared {
                 options,
                 counters,
+                barriers: barrier::Barriers::default(),
                 dynamic: RwLock::new(Dynamic::default()),
                 peers: Mutex::new(Vec::new()),
                 sinks: Mutex::new(Vec::new()),

@@ -189,6 +189,17 @@ impl TestServer {
                     }
                 }
             }
+            "barrier" => {
+                let parties = args
+                    .u64_at_most("parties", super::barrier::MAX_PARTIES)?
+                    .max(1);
+                let released = self
+                    .shared
+                    .barriers
+                    .wait(counters, args.str("key")?, parties, &context.ct)
+                    .await?;
+                Ok(text(format!("released {released}")))
+            }
             "crash" => self.crash(args.opt_bool("once")?.unwrap_or(false)),
             "add_tool" => self.add_tool(args.str("name")?).await,
             "add_resource" => self.add_resource(args.str("uri")?, args.str("text")?).await,

@@ -85,6 +85,7 @@ const READ_ONLY: &[&str] = &[
     "count",
     "tool_error",
     "sleep",
+    "barrier",
     "large_text",
     "structured",
     "nested",
@@ -144,6 +145,19 @@ fn unannotated_builtin() -> Vec<Tool> {
             schema(
                 json!({"ms": {"type": "integer", "minimum": 0, "description": "Milliseconds"}}),
                 &["ms"],
+            ),
+        ),
+        Tool::new(
+            "barrier",
+            "Records an arrival at barrier `key` (counter \"barrier-<key>\"), then waits until \
+             `parties` calls with that key have arrived in this process; when cancelled, \
+             increments counter \"cancelled\" and stops",
+            schema(
+                json!({
+                    "key": string("Barrier name"),
+                    "parties": {"type": "integer", "minimum": 1, "maximum": super::barrier::MAX_PARTIES, "description": "Calls to wait for"},
+                }),
+                &["key", "parties"],
             ),
         ),
         Tool::new(

@@ -9,7 +9,7 @@ use rmcp::{
 };
 use serde_json::json;
 
-use crate::common::{args, call_text, connect_stdio, eventually, within};
+use crate::common::{args, call_text, connect_stdio, eventually, text_of, within};
 
 #[tokio::test]
 async fn a_short_sleep_answers() {
@@ -48,4 +48,39 @@ async fn a_cancelled_sleep_increments_the_cancelled_counter() {
         call_text(&client, "echo", json!({"message": "still here"})).await,
         "still here"
     );
+}
+
+#[tokio::test]
+async fn barrier_calls_return_only_together_and_a_cancelled_one_is_counted() {
+    let state = StateDir::new();
+    let dir = state.path().to_string_lossy().into_owned();
+    let (client, _) = connect_stdio(&["--state-dir", &dir]).await;
+    let barrier = |key: &str| {
+        let peer = client.peer().clone();
+        let params = CallToolRequestParams::new("barrier")
+            .with_arguments(args(json!({"key": key, "parties": 2})));
+        async move { text_of(&peer.call_tool(params).await.unwrap()) }
+    };
+    // The first call waits for the second: both answer only when both are in flight.
+    let first = tokio::spawn(barrier("pair"));
+    eventually(|| state.arrivals("pair") == 1, "the first call arrives").await;
+    assert!(!first.is_finished());
+    assert_eq!(within(barrier("pair")).await, "released 2");
+    assert_eq!(within(first).await.unwrap(), "released 2");
+
+    // A waiting call cancelled by the client stops on the server.
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+        CallToolRequestParams::new("barrier")
+            .with_arguments(args(json!({"key": "alone", "parties": 2}))),
+    ));
+    let handle = within(client.send_request_with_option(request, PeerRequestOptions::no_options()))
+        .await
+        .unwrap();
+    eventually(|| state.arrivals("alone") == 1, "the call arrives").await;
+    within(handle.cancel(Some("test".into()))).await.unwrap();
+    eventually(
+        || state.counter("cancelled") == 1,
+        "the server counts the cancellation",
+    )
+    .await;
 }

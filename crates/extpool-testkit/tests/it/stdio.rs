@@ -24,6 +24,7 @@ const BUILTIN_TOOLS: [&str; BUILTIN_TOOL_COUNT] = [
     "fail",
     "tool_error",
     "sleep",
+    "barrier",
     "crash",
     "add_tool",
     "add_resource",
