@@ -48,6 +48,7 @@ pub(crate) struct HostInner {
     pub catalog_config: CatalogConfig,
     pub manager: Arc<SkillManagerCap>,
     pub pool_scope: Scope,
+    pub health: crate::health::Health,
     discovery: DiscoveryConfig,
     servers: Vec<ServerEntry>,
     shut: AtomicBool,
@@ -174,6 +175,7 @@ impl Host {
                 catalog_config,
                 manager,
                 pool_scope,
+                health: crate::health::Health::default(),
                 discovery,
                 servers,
                 shut: AtomicBool::new(false),
@@ -230,6 +232,12 @@ impl Host {
     /// The pool catalog (its revision is shared by every session).
     pub fn catalog(&self) -> &Catalog {
         &self.inner.catalog
+    }
+
+    /// Which capabilities are degraded (their server down after a
+    /// reconnect), shared by every view of this host.
+    pub fn health(&self) -> &crate::health::Health {
+        &self.inner.health
     }
 
     /// The skill manager (local skills, hosted skills, embedded servers).

@@ -39,24 +39,30 @@
 //! - [`view`]: what one scope sees and does;
 //! - [`servers`]: configured servers started in parallel, with events;
 //! - [`embedded`]: the skill-embedded server factory;
+//! - [`health`]: degraded capabilities (server down after a reconnect);
+//! - [`search`]: tool search, deferred loading of tool schemas;
 //! - [`info`], [`status`]: the rows front ends render.
 
 pub mod embedded;
 pub mod error;
+pub mod health;
 pub mod host;
 pub mod info;
 pub mod options;
+pub mod search;
 pub mod servers;
 mod sources;
 pub mod status;
 pub mod view;
 
 pub use error::HostError;
+pub use health::{Degraded, Health, HealthEvent};
 pub use host::{Host, SKILLS_ID};
 pub use info::{
     ArgInfo, BUILTIN, CommandInfo, InstructionInfo, ResourceInfo, SkillInfo, SourceInfo, ToolInfo,
 };
 pub use options::{ConfigSource, HostOptions, ServerSelection};
+pub use search::{DeferralConfig, SearchableTool, ToolIndex};
 pub use status::{HostStatus, ServerEvent, ServerInfo, ServerState};
 pub use view::{HostEvent, View};
 

@@ -18,10 +18,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
-use extpool_catalog::{Catalog, CatalogRevision, CommandKind};
+use extpool_catalog::{CallError, Catalog, CatalogRevision, CommandKind, SourceStatus, ToolRef};
+use extpool_core::registry::ShutdownReport;
 use extpool_core::{
     Capability, CapabilityKind, ChangeEvent, ExtUri, ResolveError, ResourceContent, Scope,
-    ScopeLevel, ToolResult,
+    ScopeLevel, ToolResult, TurnContext,
 };
 use futures::{Stream, StreamExt};
 use parking_lot::Mutex;
@@ -29,6 +30,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::error::HostError;
+use crate::health::{Degraded, HealthEvent, instance};
 use crate::host::HostInner;
 use crate::info::{
     ArgInfo, BUILTIN, CommandInfo, InstructionInfo, ResourceInfo, SkillInfo, ToolInfo,
@@ -51,6 +53,19 @@ pub enum HostEvent {
         commands: usize,
         /// Resources in it.
         resources: usize,
+    },
+    /// A capability's server stayed unreachable after a reconnect: its
+    /// tools leave the next compiled toolsets until it recovers.
+    Degraded {
+        /// The capability (server) id.
+        capability: String,
+        /// The failure, as the caller saw it.
+        reason: String,
+    },
+    /// A degraded capability is usable again.
+    Recovered {
+        /// The capability id.
+        capability: String,
     },
 }
 
@@ -100,6 +115,24 @@ impl ViewInner {
             Some(parent) => parent.catalog(),
             None => self.host.catalog.clone(),
         }
+    }
+
+    /// The catalogs this view reads through, innermost first: its own
+    /// overlay, its parents' overlays, the pool catalog.
+    fn catalogs(&self) -> Vec<Arc<Catalog>> {
+        let mut out = Vec::new();
+        if let Some(own) = self.overlay.lock().clone() {
+            out.push(own);
+        }
+        let mut next = self.parent.upgrade();
+        while let Some(view) = next {
+            if let Some(own) = view.overlay.lock().clone() {
+                out.push(own);
+            }
+            next = view.parent.upgrade();
+        }
+        out.push(self.host.catalog.clone());
+        out
     }
 
     /// Marks this view and every view inside it closed and stops their
@@ -231,7 +264,20 @@ impl View {
     ) -> Result<ToolResult, HostError> {
         self.check_open()?;
         let rev = self.revision();
-        match rev.call(name, args).await {
+        let target = remote_capability(&rev, name);
+        let outcome = rev.call(name, args).await;
+        if let Some(cap) = &target {
+            match &outcome {
+                Ok(_) => {
+                    self.inner.host.health.record(cap, Ok(()));
+                }
+                Err(CallError::Source { error, .. }) => {
+                    self.inner.host.health.record(cap, Err(error));
+                }
+                Err(_) => {}
+            }
+        }
+        match outcome {
             Ok(result) => Ok(result),
             Err(e) if e.is_unknown_tool() => Err(HostError::UnknownTool {
                 name: name.to_owned(),
@@ -460,7 +506,98 @@ impl View {
             Some(merged) => merged.map(HostEvent::Change).boxed(),
             None => futures::stream::empty().boxed(),
         };
-        futures::stream::select(changes, revisions)
+        let health =
+            tokio_stream::wrappers::BroadcastStream::new(self.inner.host.health.subscribe())
+                .filter_map(|event| async move {
+                    match event.ok()? {
+                        HealthEvent::Degraded(d) => Some(HostEvent::Degraded {
+                            capability: d.capability,
+                            reason: d.reason,
+                        }),
+                        HealthEvent::Recovered { capability } => {
+                            Some(HostEvent::Recovered { capability })
+                        }
+                    }
+                });
+        futures::stream::select(futures::stream::select(changes, revisions), health)
+    }
+
+    /// Runs every visible capability's `before_model_request` hook (pool →
+    /// session → agent → turn) on `ctx`: what a runtime calls before each
+    /// model request of a turn (dynamic skill injection: always-active
+    /// skills, matched skills). A hook that fails is logged and skipped.
+    pub async fn before_model_request(&self, ctx: &mut TurnContext) -> Result<(), HostError> {
+        self.check_open()?;
+        let visible = self
+            .inner
+            .host
+            .registry
+            .get_visible_capabilities(&self.inner.scope);
+        for cap in visible.iter() {
+            if let Err(e) = cap.before_model_request(ctx).await {
+                tracing::warn!(capability = cap.id(), "before_model_request failed: {e}");
+            }
+        }
+        Ok(())
+    }
+
+    /// The catalog's cached status of source `id` as this view sees it (its
+    /// own overlay first, then its parents', then the pool's); never
+    /// contacts a server.
+    pub fn source_status(&self, id: &str) -> Option<SourceStatus> {
+        self.inner
+            .catalogs()
+            .iter()
+            .find_map(|c| c.status().source(id).cloned())
+    }
+
+    /// The degraded capabilities visible here (see [`crate::health`]).
+    /// Asking first recovers those a catalog has listed successfully since
+    /// they were marked; it never contacts a server.
+    pub fn degraded(&self) -> Vec<Degraded> {
+        let health = &self.inner.host.health;
+        let entries = health.entries();
+        if entries.is_empty() {
+            return Vec::new();
+        }
+        let visible = self.visible_instances();
+        let catalogs = self.inner.catalogs();
+        let statuses: Vec<_> = catalogs.iter().map(|c| c.status()).collect();
+        let mut out = Vec::new();
+        for (cap, info) in entries {
+            if !visible.contains(&instance(&cap)) {
+                continue;
+            }
+            let status = statuses.iter().find_map(|s| s.source(cap.id()));
+            if status.is_some_and(|s| health.recover_if_listed(&cap, s)) {
+                continue;
+            }
+            out.push(info);
+        }
+        out.sort_by(|a, b| a.capability.cmp(&b.capability));
+        out
+    }
+
+    /// Identities of every capability visible here and of their children.
+    fn visible_instances(&self) -> Vec<usize> {
+        fn walk(cap: &Arc<dyn Capability>, out: &mut Vec<usize>, depth: usize) {
+            out.push(instance(cap));
+            if depth < 8 {
+                for child in cap.children() {
+                    walk(&child, out, depth + 1);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        let visible = self
+            .inner
+            .host
+            .registry
+            .get_visible_capabilities(&self.inner.scope);
+        for cap in visible.iter() {
+            walk(cap, &mut out, 0);
+        }
+        out
     }
 
     /// Registers `cap` at this view's level: it is visible here and in the
@@ -524,10 +661,17 @@ impl View {
     /// The pool view never closes (its capabilities are everyone's): use
     /// [`crate::Host::shutdown`].
     pub async fn close(&self) {
+        self.close_with_report().await;
+    }
+
+    /// [`View::close`], reporting each capability it shut down (innermost
+    /// first); empty when the view was already closed or is the pool view.
+    pub async fn close_with_report(&self) -> ShutdownReport {
         if self.level() == ScopeLevel::Pool || self.inner.closed.swap(true, Ordering::AcqRel) {
-            return;
+            return ShutdownReport::default();
         }
-        self.inner
+        let report = self
+            .inner
             .host
             .registry
             .shutdown_within(&self.inner.scope)
@@ -544,6 +688,18 @@ impl View {
                 map.remove(key);
             }
         }
+        report
+    }
+}
+
+/// The capability a remote tool of `rev` dispatches to.
+fn remote_capability(rev: &CatalogRevision, name: &str) -> Option<Arc<dyn Capability>> {
+    match rev.tool(name)? {
+        ToolRef::Remote(tool) => rev
+            .chain()
+            .find_map(|r| r.source(&tool.server))
+            .map(|s| s.capability.clone()),
+        _ => None,
     }
 }
 

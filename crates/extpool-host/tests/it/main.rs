@@ -5,6 +5,7 @@
 
 mod embed;
 mod embedded;
+mod health;
 mod lazy;
 mod shutdown;
 mod support;

@@ -126,3 +126,61 @@ pub async fn wait_until_gone(marker: &str) {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
+
+/// A symbolic link to the testkit server binary, so a test can make the
+/// server impossible to start again (remove the link) and possible again
+/// (restore it) while extpool runs.
+pub struct Link {
+    pub path: PathBuf,
+    target: PathBuf,
+}
+
+impl Link {
+    /// A link named `name` in `dir` to the testkit server.
+    pub fn testkit(dir: &Path, name: &str) -> Self {
+        let (program, _) = stdio_command(Vec::<String>::new()).into_parts();
+        let path = dir.join(name);
+        std::os::unix::fs::symlink(&program, &path).unwrap();
+        Self {
+            path,
+            target: program,
+        }
+    }
+
+    /// The server entry (YAML lines indented by `indent`) starting the
+    /// server through this link with `state`.
+    pub fn yaml(&self, state: &StateDir, indent: usize) -> String {
+        let (_, args) = stdio_command(state.args()).into_parts();
+        let pad = " ".repeat(indent);
+        let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+        format!(
+            "{pad}command: {:?}\n{pad}args: [{}]\n",
+            self.path.display().to_string(),
+            args.join(", ")
+        )
+    }
+
+    /// Removes the link: the server cannot start again.
+    pub fn break_it(&self) {
+        std::fs::remove_file(&self.path).unwrap();
+    }
+
+    /// Restores the link.
+    pub fn restore(&self) {
+        std::os::unix::fs::symlink(&self.target, &self.path).unwrap();
+    }
+}
+
+/// Kills (SIGKILL) the one live process carrying `marker` and waits until
+/// it is gone; returns its pid.
+pub async fn kill_server(marker: &str) -> u32 {
+    let pids = pids_with(marker);
+    assert_eq!(pids.len(), 1, "one server process for {marker}: {pids:?}");
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &pids[0].to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    wait_until_gone(marker).await;
+    pids[0]
+}
