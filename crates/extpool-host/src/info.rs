@@ -3,6 +3,8 @@
 //! skills, commands, resources and instructions. Front ends render these;
 //! they never reach into a revision or a capability themselves.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -27,6 +29,42 @@ pub struct ToolInfo {
     pub input_schema: Value,
     /// True for the catalog's own tools (`ListMcpResources`, `CallMcpWithQuery`, …).
     pub builtin: bool,
+}
+
+/// One tool as the model sees it, sharing its schema with the catalog
+/// revision (cheap to build for thousands of tools: nothing is copied but
+/// names). Agent runtimes compile these; [`ToolInfo`] is the same row with
+/// an owned schema, for front ends that serialize it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelTool {
+    /// Catalog name, `mcp__<server>__<tool>` (or a built-in's name).
+    pub name: String,
+    /// Provider-safe alias: the name the model calls it by.
+    pub alias: String,
+    /// The server (or [`BUILTIN`]).
+    pub server: String,
+    /// The tool's own name on its server.
+    pub tool: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of its arguments, shared with the revision.
+    pub input_schema: Arc<Value>,
+    /// True for the catalog's own tools.
+    pub builtin: bool,
+}
+
+impl From<ModelTool> for ToolInfo {
+    fn from(t: ModelTool) -> Self {
+        Self {
+            name: t.name,
+            alias: t.alias,
+            server: t.server,
+            tool: t.tool,
+            description: t.description,
+            input_schema: Arc::unwrap_or_clone(t.input_schema),
+            builtin: t.builtin,
+        }
+    }
 }
 
 /// One skill.

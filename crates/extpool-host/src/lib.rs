@@ -59,12 +59,13 @@ pub use error::HostError;
 pub use health::{Degraded, Health, HealthEvent};
 pub use host::{Host, SKILLS_ID};
 pub use info::{
-    ArgInfo, BUILTIN, CommandInfo, InstructionInfo, ResourceInfo, SkillInfo, SourceInfo, ToolInfo,
+    ArgInfo, BUILTIN, CommandInfo, InstructionInfo, ModelTool, ResourceInfo, SkillInfo, SourceInfo,
+    ToolInfo,
 };
 pub use options::{ConfigSource, HostOptions, ServerSelection};
 pub use search::{DeferralConfig, SearchableTool, ToolIndex};
 pub use status::{HostStatus, ServerEvent, ServerInfo, ServerState};
-pub use view::{HostEvent, View};
+pub use view::{HostEvent, View, model_tools};
 
 pub use extpool_catalog::{self as catalog, Catalog, CatalogRevision, CatalogStatus};
 pub use extpool_config::{self as config, ExtpoolConfig, Loaded, McpServerConfig, Places};

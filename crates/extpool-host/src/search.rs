@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::info::ToolInfo;
+use crate::info::{ModelTool, ToolInfo};
 
 /// The name of the search tool the model is given when tools are deferred.
 pub const SEARCH_TOOL: &str = "ToolSearch";
@@ -48,6 +48,24 @@ pub trait SearchableTool {
 }
 
 impl SearchableTool for ToolInfo {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn model_name(&self) -> &str {
+        &self.alias
+    }
+    fn description(&self) -> &str {
+        &self.description
+    }
+    fn input_schema(&self) -> &Value {
+        &self.input_schema
+    }
+    fn is_builtin(&self) -> bool {
+        self.builtin
+    }
+}
+
+impl SearchableTool for ModelTool {
     fn name(&self) -> &str {
         &self.name
     }

@@ -33,7 +33,7 @@ use crate::error::HostError;
 use crate::health::{Degraded, HealthEvent, instance};
 use crate::host::HostInner;
 use crate::info::{
-    ArgInfo, BUILTIN, CommandInfo, InstructionInfo, ResourceInfo, SkillInfo, ToolInfo,
+    ArgInfo, BUILTIN, CommandInfo, InstructionInfo, ModelTool, ResourceInfo, SkillInfo, ToolInfo,
 };
 
 /// A change a view's consumer may act on.
@@ -262,8 +262,20 @@ impl View {
         name: &str,
         args: Map<String, Value>,
     ) -> Result<ToolResult, HostError> {
+        self.call_on(&self.revision(), name, args).await
+    }
+
+    /// Calls a tool on `rev`, a revision pinned earlier (a turn's): its
+    /// names, schemas, permissions and dispatch targets, even when a newer
+    /// revision has been published since. Outcomes feed [`crate::health`].
+    pub async fn call_on(
+        &self,
+        rev: &Arc<CatalogRevision>,
+        name: &str,
+        args: Map<String, Value>,
+    ) -> Result<ToolResult, HostError> {
         self.check_open()?;
-        let rev = self.revision();
+        let rev = rev.clone();
         let target = remote_capability(&rev, name);
         let outcome = rev.call(name, args).await;
         if let Some(cap) = &target {
@@ -703,34 +715,40 @@ fn remote_capability(rev: &CatalogRevision, name: &str) -> Option<Arc<dyn Capabi
     }
 }
 
-/// The model-facing tools of a revision: remote tools by name, then built-ins.
-pub(crate) fn tools_of(rev: &CatalogRevision) -> Vec<ToolInfo> {
-    let mut rows: Vec<ToolInfo> = rev
+/// The model-facing tools of a revision: remote tools by name, then
+/// built-ins (the one ordering every front end and agent runtime shows).
+pub fn model_tools(rev: &CatalogRevision) -> Vec<ModelTool> {
+    let mut rows: Vec<ModelTool> = rev
         .all_tools()
-        .map(|t| ToolInfo {
+        .map(|t| ModelTool {
             name: t.name.clone(),
             alias: t.alias.clone(),
             server: t.server.to_string(),
             tool: t.original().to_owned(),
             description: t.entry.description.clone(),
-            input_schema: t.entry.input_schema.as_ref().clone(),
+            input_schema: t.entry.input_schema.clone(),
             builtin: false,
         })
         .collect();
     rows.sort_by(|a, b| a.name.cmp(&b.name));
     rows.extend(rev.all_builtins().into_iter().map(|b| {
         let entry = b.entry();
-        ToolInfo {
+        ModelTool {
             name: b.name().to_owned(),
             alias: b.name().to_owned(),
             server: BUILTIN.to_owned(),
             tool: b.name().to_owned(),
             description: entry.description.clone(),
-            input_schema: entry.input_schema.as_ref().clone(),
+            input_schema: entry.input_schema.clone(),
             builtin: true,
         }
     }));
     rows
+}
+
+/// The model-facing tools of a revision as [`ToolInfo`] rows.
+pub(crate) fn tools_of(rev: &CatalogRevision) -> Vec<ToolInfo> {
+    model_tools(rev).into_iter().map(ToolInfo::from).collect()
 }
 
 /// A suggestion for an unknown tool: the one tool whose own name it is

@@ -32,7 +32,7 @@ pub use error::SkillError;
 pub use files::{FileContent, FileError, SkillFile};
 pub use manager::{
     AllowedTools, ChildFailure, EmbeddedServerFactory, ManagerError, ReloadSummary,
-    SkillManagerBuilder, SkillManagerCap, SkillMatcher, is_server_down_default,
+    SkillManagerBuilder, SkillManagerCap, SkillMatcher, is_server_down_default, skill_content,
 };
 pub use skill::{EmbeddedServerSpec, Fingerprint, RootKind, Skill, SkillMeta};
 pub use validate::{

@@ -19,6 +19,8 @@
 //!   server) installed by `scripts/peers.sh`.
 //!
 //! - [`client`]: plain rmcp clients, the baseline for benchmarks.
+//! - [`procs`]: live processes by command-line marker, killing one like a
+//!   crash, and a server link a test can break and restore.
 //! - [`oauth`]: a local OAuth authorization server guarding the test server.
 //! - [`LocalSource`]: an in-process capability (tools, resources, prompts,
 //!   change events) for catalog and host tests that need no process.
@@ -73,6 +75,7 @@ pub mod client;
 pub mod local_source;
 pub mod oauth;
 pub mod peers;
+pub mod procs;
 pub mod server;
 pub mod state;
 mod state_dir;

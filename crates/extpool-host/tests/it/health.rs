@@ -9,16 +9,18 @@ use extpool_testkit::StateDir;
 use futures::StreamExt;
 use serde_json::json;
 
-use crate::support::{Link, Project, args, kill_server};
+use extpool_testkit::procs::{ServerLink, kill_one};
+
+use crate::support::{Project, args, linked_yaml};
 
 #[tokio::test]
 async fn a_server_down_after_reconnect_is_degraded_until_listed_again() {
     let project = Project::new();
     let state = StateDir::new();
-    let link = Link::testkit(project.path(), "kit-server");
+    let link = ServerLink::new(project.path(), "kit-server");
     project.config(&format!(
         "mcp_servers:\n  kit:\n{}  other:\n{}skills:\n  default_roots: false\n",
-        link.yaml(&state, 4),
+        linked_yaml(&link, &state, 4),
         crate::support::testkit_yaml(&StateDir::new(), 4),
     ));
     let host = project.start().await;
@@ -36,7 +38,7 @@ async fn a_server_down_after_reconnect_is_degraded_until_listed_again() {
     assert!(session.degraded().is_empty());
 
     link.break_it();
-    kill_server(&state.path().display().to_string()).await;
+    kill_one(&state.path().display().to_string()).await;
     let err = session.call("mcp__kit__echo", echo("x")).await.unwrap_err();
     assert!(matches!(err, HostError::Call(_)), "{err}");
     assert!(

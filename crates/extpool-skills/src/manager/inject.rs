@@ -72,7 +72,11 @@ pub(crate) async fn instructions(inner: &Inner) -> Result<Option<String>, Extens
     Ok(Some(out))
 }
 
-fn wrap(name: &str, uri: &str, body: &str) -> String {
+/// A skill's full instructions as injected into a request: its body in a
+/// `<skill_content>` block that says how its files are read. Every
+/// injection of a skill's instructions (matched, always active, activated
+/// for one turn) uses this one form.
+pub fn skill_content(name: &str, uri: &str, body: &str) -> String {
     let root = uri.strip_suffix("SKILL.md").unwrap_or(uri);
     format!(
         "<skill_content name=\"{name}\">\n{body}\n\nThis skill's files are read as {root}<path>.\n</skill_content>"
@@ -82,7 +86,7 @@ fn wrap(name: &str, uri: &str, body: &str) -> String {
 fn inject_local(inner: &Inner, skill: &Skill, ctx: &mut TurnContext) {
     inner.count_body_read();
     match skill.read_body() {
-        Ok(body) => ctx.inject_system(wrap(skill.name(), &skill.uri(), &body)),
+        Ok(body) => ctx.inject_system(skill_content(skill.name(), &skill.uri(), &body)),
         Err(e) => {
             tracing::warn!(skill = %skill.name(), error = %e, "skill instructions not injected")
         }
@@ -104,7 +108,7 @@ async fn inject_remote(inner: &Inner, entry: &SkillEntry, ctx: &mut TurnContext)
                     extpool_core::ResourceBody::Blob(b) => b,
                 };
                 match body_from_bytes(std::path::Path::new(&entry.uri), bytes) {
-                    Ok(body) => ctx.inject_system(wrap(&entry.name, &entry.uri, &body)),
+                    Ok(body) => ctx.inject_system(skill_content(&entry.name, &entry.uri, &body)),
                     Err(e) => {
                         tracing::warn!(uri = %entry.uri, error = %e, "skill instructions not injected")
                     }

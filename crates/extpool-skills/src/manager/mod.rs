@@ -40,7 +40,7 @@ use crate::skill::Skill;
 use crate::watch::{DEFAULT_DEBOUNCE, SkillWatcher};
 
 pub use children::{AllowedTools, EmbeddedServerFactory, is_server_down_default};
-pub use inject::SkillMatcher;
+pub use inject::{SkillMatcher, skill_content};
 pub use reload::ReloadSummary;
 
 use children::Embedded;
