@@ -12,6 +12,7 @@
 pub mod capability;
 pub mod change;
 pub mod composition;
+pub mod dirs;
 pub mod entry;
 pub mod error;
 pub mod name;

@@ -112,20 +112,7 @@ pub fn default_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os(STORE_DIR_ENV).filter(|d| !d.is_empty()) {
         return PathBuf::from(dir);
     }
-    let home = || std::env::var_os("HOME").map(PathBuf::from);
-    let base = if cfg!(target_os = "windows") {
-        std::env::var_os("APPDATA").map(PathBuf::from)
-    } else if cfg!(target_os = "macos") {
-        home().map(|h| h.join("Library/Application Support"))
-    } else {
-        std::env::var_os("XDG_DATA_HOME")
-            .filter(|d| !d.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| home().map(|h| h.join(".local/share")))
-    };
-    base.unwrap_or_else(|| PathBuf::from("."))
-        .join("extpool")
-        .join("credentials")
+    extpool_core::dirs::data_dir().join("credentials")
 }
 
 fn check_profile(profile: &str) -> Result<(), StoreError> {
