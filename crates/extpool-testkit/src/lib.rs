@@ -21,6 +21,8 @@
 //! - [`client`]: plain rmcp clients, the baseline for benchmarks.
 //! - [`procs`]: live processes by command-line marker, killing one like a
 //!   crash, and a server link a test can break and restore.
+//! - [`postgres`]: a private PostgreSQL server (Unix socket only) for the
+//!   state store's tests.
 //! - [`oauth`]: a local OAuth authorization server guarding the test server.
 //! - [`LocalSource`]: an in-process capability (tools, resources, prompts,
 //!   change events) for catalog and host tests that need no process.
@@ -75,6 +77,8 @@ pub mod client;
 pub mod local_source;
 pub mod oauth;
 pub mod peers;
+#[cfg(unix)]
+pub mod postgres;
 pub mod procs;
 pub mod server;
 pub mod state;

@@ -1,0 +1,37 @@
+//! extpool-state: the gateway's durable state.
+//!
+//! Sessions, their per-session MCP server configs and their *name
+//! authority* — the set of catalog names a session has been granted — live
+//! in one [`StateStore`], chosen by URL ([`StoreUrl`]): an embedded SQLite
+//! file by default (nothing to install), or PostgreSQL when several
+//! gateway replicas serve one address and must share it.
+//!
+//! The authority follows the behaviour doc's session model: reconciliation
+//! changes what is *available*; only [`StateStore::refresh`] *grants*, by
+//! adding the currently active names to the session's set — a union that
+//! never removes a name, is idempotent (a retry confirms or completes it)
+//! and works whatever the session's status. A name that vanishes stays
+//! granted and applies again when it returns ([`NameAuthority::visible`]).
+//!
+//! The schema is versioned and migrated forward when a store is opened,
+//! under a lock, so replicas starting together migrate once.
+
+mod authority;
+pub mod error;
+pub mod limits;
+pub mod location;
+mod migrate;
+pub mod model;
+mod sessions;
+mod sql;
+pub mod store;
+
+pub use error::StateError;
+pub use limits::Limits;
+pub use location::{Backend, StoreUrl};
+pub use migrate::SCHEMA_VERSION;
+pub use model::{
+    NameAuthority, NewSession, RefreshOutcome, Session, SessionCursor, SessionId, SessionPage,
+    SessionStatus, SessionSummary,
+};
+pub use store::{OpenOptions, StateStore};

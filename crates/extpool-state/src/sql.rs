@@ -1,0 +1,114 @@
+//! The SQL both backends share, and the few statements where they differ.
+//!
+//! Every statement uses `$N` parameters, which SQLite and PostgreSQL both
+//! understand, and types both accept (`BIGINT`, `TEXT`, `BOOLEAN`). What
+//! differs is how a writer excludes other writers: SQLite takes the
+//! database's write lock at `BEGIN IMMEDIATE`; PostgreSQL locks the one
+//! session row (`FOR UPDATE`), so writers of different sessions never wait
+//! on each other.
+
+/// How one backend opens transactions and locks.
+pub(crate) struct Dialect {
+    /// Starts a transaction that will write.
+    pub begin_write: &'static str,
+    /// Starts a read-only transaction with one snapshot for every statement.
+    pub begin_read: &'static str,
+    /// Reads a session's status, locking the session against other writers
+    /// until the transaction ends.
+    pub lock_session: &'static str,
+    /// Serializes schema migrations across processes (after `begin_write`).
+    pub lock_migrations: Option<&'static str>,
+}
+
+/// SQLite: the write lock is database-wide and taken at `BEGIN IMMEDIATE`
+/// (waiting up to the busy timeout), so a read-then-write transaction can
+/// never fail to upgrade.
+pub(crate) const SQLITE: Dialect = Dialect {
+    begin_write: "BEGIN IMMEDIATE",
+    begin_read: "BEGIN",
+    lock_session: "SELECT status FROM sessions WHERE id = $1",
+    lock_migrations: None,
+};
+
+/// PostgreSQL: row locks for sessions, a transaction-scoped advisory lock
+/// for migrations (released at commit or rollback, even if the process dies).
+pub(crate) const POSTGRES: Dialect = Dialect {
+    begin_write: "BEGIN",
+    begin_read: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+    lock_session: "SELECT status FROM sessions WHERE id = $1 FOR UPDATE",
+    lock_migrations: Some("SELECT pg_advisory_xact_lock(7310011615834633268)"),
+};
+
+/// The table that records applied schema versions.
+pub(crate) const SCHEMA_TABLE: &str = "CREATE TABLE IF NOT EXISTS extpool_schema (
+    version BIGINT PRIMARY KEY,
+    description TEXT NOT NULL,
+    applied_at_ms BIGINT NOT NULL
+)";
+
+/// Schema version 1: sessions, their per-session servers, their grants.
+pub(crate) const V1: &str = "
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    created_at_ms BIGINT NOT NULL,
+    last_seen_ms BIGINT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('active', 'idle', 'completed')),
+    auto_grant BOOLEAN NOT NULL,
+    revision BIGINT NOT NULL,
+    refreshed_at_ms BIGINT
+);
+CREATE INDEX sessions_by_creation ON sessions (created_at_ms, id);
+CREATE TABLE session_servers (
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    config TEXT NOT NULL,
+    PRIMARY KEY (session_id, name)
+);
+CREATE TABLE session_grants (
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    revision BIGINT NOT NULL,
+    granted_at_ms BIGINT NOT NULL,
+    PRIMARY KEY (session_id, name)
+);
+";
+
+/// The columns of a [`crate::SessionSummary`], from `sessions s`.
+pub(crate) const SUMMARY_COLUMNS: &str = "s.id, s.created_at_ms, s.last_seen_ms, s.status, \
+    s.auto_grant, s.revision, s.refreshed_at_ms, \
+    (SELECT COUNT(*) FROM session_grants g WHERE g.session_id = s.id) AS granted_count, \
+    (SELECT COUNT(*) FROM session_servers v WHERE v.session_id = s.id) AS server_count";
+
+/// How many names one `INSERT` grants at most (keeps every statement far
+/// below both backends' parameter limits).
+pub(crate) const GRANT_CHUNK: usize = 200;
+
+/// `INSERT` of `n` grants: `$1` session, `$2` revision, `$3` time, then
+/// one name parameter per row from `$4`.
+pub(crate) fn insert_grants(n: usize) -> String {
+    let mut sql = String::from(
+        "INSERT INTO session_grants (session_id, name, revision, granted_at_ms) VALUES ",
+    );
+    for i in 0..n {
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&format!("($1, ${}, $2, $3)", i + 4));
+    }
+    sql.push_str(" ON CONFLICT DO NOTHING");
+    sql
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grant_insert_numbers_its_parameters() {
+        assert_eq!(
+            insert_grants(2),
+            "INSERT INTO session_grants (session_id, name, revision, granted_at_ms) VALUES \
+             ($1, $4, $2, $3), ($1, $5, $2, $3) ON CONFLICT DO NOTHING"
+        );
+    }
+}

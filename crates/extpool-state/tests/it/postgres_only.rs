@@ -1,0 +1,63 @@
+//! What only the PostgreSQL backend has: a password in the URL.
+
+use extpool_state::{StateError, StateStore};
+use extpool_testkit::postgres::{PASSWORD, PgServer};
+
+/// Every error shows the URL masked and never the password, whatever
+/// failed: the password itself, the database name, the address, the URL.
+#[tokio::test]
+async fn a_password_never_appears_in_an_error() {
+    let pg = PgServer::shared();
+    let wrong = "Wrong-Pass-7731";
+    let cases = [
+        (
+            pg.url_with("postgres", wrong),
+            wrong,
+            "password authentication failed",
+        ),
+        (
+            pg.url_with("no_such_db", PASSWORD),
+            PASSWORD,
+            "database \"no_such_db\" does not exist",
+        ),
+        (
+            "postgres://app:Hunter2-Secret@127.0.0.1:1/db".to_owned(),
+            "Hunter2-Secret",
+            "cannot open state store postgres://app:********@127.0.0.1:1/db",
+        ),
+        (
+            "postgres://app:Hunter2-Secret@host:notaport/db".to_owned(),
+            "Hunter2-Secret",
+            "postgres://app:********@host:notaport/db",
+        ),
+    ];
+    for (url, secret, says) in cases {
+        let e = StateStore::open_url(&url).await.expect_err(&url);
+        let shown = format!("{e} / {e:?}");
+        assert!(!shown.contains(secret), "{shown}");
+        assert!(shown.contains("********"), "{shown}");
+        assert!(shown.contains(says), "{shown}");
+        assert!(
+            matches!(e, StateError::Open { .. } | StateError::BadUrl { .. }),
+            "{e:?}"
+        );
+    }
+    // An open store shows itself masked too.
+    let store = StateStore::open_url(&pg.url()).await.expect("open");
+    let shown = format!("{store:?} {}", store.url());
+    assert!(!shown.contains(PASSWORD), "{shown}");
+    assert!(shown.contains("extpool:********@localhost"), "{shown}");
+}
+
+/// This build has no TLS for PostgreSQL: asking for it is an error that
+/// says so, never a silent plain-text connection.
+#[tokio::test]
+async fn tls_asked_for_is_refused_clearly() {
+    let pg = PgServer::shared();
+    let url = format!("{}&sslmode=require", pg.url());
+    let e = StateStore::open_url(&url).await.expect_err("no TLS");
+    assert!(matches!(e, StateError::Open { .. }), "{e:?}");
+    let shown = e.to_string();
+    assert!(shown.contains("TLS"), "{shown}");
+    assert!(!shown.contains(PASSWORD), "{shown}");
+}
