@@ -45,3 +45,24 @@ if ! command -v tmux >/dev/null 2>&1; then
     exit 1
   fi
 fi
+
+# PostgreSQL server binaries (initdb, postgres) for the state store's tests,
+# which start a private server of their own (Unix socket only). Debian
+# installs them under /usr/lib/postgresql/<version>/bin, where the tests
+# look (or set EXTPOOL_PG_BIN); running as root, the tests run the server
+# as the package's `postgres` user.
+pg_found() {
+  { [ -n "${EXTPOOL_PG_BIN:-}" ] && [ -x "$EXTPOOL_PG_BIN/initdb" ]; } \
+    || command -v initdb >/dev/null 2>&1 \
+    || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null
+}
+if ! pg_found; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "peers: installing postgresql (apt-get)" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    (apt-get install -y -qq postgresql >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq postgresql >/dev/null; }) >&2
+  else
+    echo "peers: PostgreSQL (initdb, postgres) is missing; install Debian's postgresql package or set EXTPOOL_PG_BIN" >&2
+    exit 1
+  fi
+fi
