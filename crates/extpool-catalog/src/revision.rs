@@ -244,6 +244,12 @@ impl CatalogRevision {
         self.number
     }
 
+    /// What the permission rules of this revision say about `name`, and
+    /// which rule decided (for audit logs).
+    pub fn permission(&self, name: &str) -> crate::permissions::Decision {
+        self.services.permissions().decide(name)
+    }
+
     /// Remote tools of this revision, in visibility order, then each
     /// server's listing order.
     pub fn tools(&self) -> &[CatalogTool] {

@@ -442,6 +442,57 @@ fn add_server(
 }
 
 impl Loaded {
+    /// Adds a server given on the command line (`--mcp-server NAME=URL`):
+    /// the name is checked by the one server-name rule, and the flag wins
+    /// over a server of the same name (ignoring case) from a file, with a
+    /// note saying so. `flag` names it in messages; relative paths resolve
+    /// against `cwd`.
+    pub fn add_flag_server(
+        &mut self,
+        name: &str,
+        config: McpServerConfig,
+        flag: &str,
+        cwd: &Path,
+    ) -> Result<(), ConfigError> {
+        if let Err(e) = extpool_core::check_server_name(name) {
+            return Err(ConfigError::Invalid {
+                diagnostics: vec![Diagnostic::new(
+                    Severity::Error,
+                    flag,
+                    None,
+                    "",
+                    e.to_string(),
+                )],
+            });
+        }
+        if let Some(existing) = self.names_ignoring_case.remove(&name.to_ascii_lowercase()) {
+            let first = self.server_sources.remove(&existing);
+            self.config.mcp_servers.remove(&existing);
+            let from = first.map_or_else(String::new, |f| format!(" from {}:{}", f.file, f.pos));
+            self.diagnostics.push(Diagnostic::new(
+                Severity::Note,
+                flag,
+                None,
+                "",
+                format!("server {name:?} replaces {existing:?}{from}"),
+            ));
+        }
+        self.names_ignoring_case
+            .insert(name.to_ascii_lowercase(), name.to_owned());
+        self.server_sources.insert(
+            name.to_owned(),
+            ServerSource {
+                file: flag.to_owned(),
+                dir: cwd.to_path_buf(),
+                pos: Pos::new(1, 1),
+                original_name: name.to_owned(),
+                origin: Origin::Extpool,
+            },
+        );
+        self.config.mcp_servers.insert(name.to_owned(), config);
+        Ok(())
+    }
+
     /// The errors of a load that still succeeded: discovered files of other
     /// programs that were skipped (unreadable, not UTF-8, bad syntax).
     /// `config check` fails when there is one; other commands show them.

@@ -9,6 +9,7 @@
 //! This crate knows nothing about MCP wire formats, SKILL.md files or front
 //! ends; it must never depend on another extpool crate.
 
+pub mod call;
 pub mod capability;
 pub mod change;
 pub mod composition;
@@ -21,6 +22,7 @@ pub mod registry;
 pub mod scope;
 pub mod uri;
 
+pub use call::{CallClient, CallContext, ProgressUpdate};
 pub use capability::{Capability, CapabilityKind, TurnContext};
 pub use change::{ChangeEvent, ChangeKind, ChangeStream};
 pub use composition::{CircularCompositionError, ParentChain};

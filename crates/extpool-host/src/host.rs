@@ -113,11 +113,14 @@ impl Host {
             watch_skills,
             events,
             pool_id,
+            relay,
         } = options;
         let loaded = load(config, &places)?;
         let ext = &loaded.config.extensions;
         let registry = Arc::new(ExtensionRegistry::new(ext.into()));
-        let pool = SessionConnectionPool::new(ext.into());
+        let mut pool_config = extpool_mcp::PoolConfig::from(ext);
+        pool_config.client.relay = relay;
+        let pool = SessionConnectionPool::new(pool_config);
         let catalog_config = CatalogConfig::from(&loaded.config);
         let catalog = Arc::new(Catalog::new(catalog_config.clone())?);
 

@@ -29,6 +29,32 @@ pub struct ToolInfo {
     pub input_schema: Value,
     /// True for the catalog's own tools (`ListMcpResources`, `CallMcpWithQuery`, …).
     pub builtin: bool,
+    /// The tool's title, output schema and annotations as its server sent
+    /// them, for front ends that pass tools on whole (the gateway).
+    #[serde(skip)]
+    pub details: ToolDetails,
+}
+
+/// What a server said about a tool beyond its name, description and arguments.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolDetails {
+    /// Human-readable title.
+    pub title: Option<String>,
+    /// JSON Schema of `structuredContent`.
+    pub output_schema: Option<Value>,
+    /// Annotations (read-only hint, …).
+    pub annotations: Option<Value>,
+}
+
+impl ToolDetails {
+    /// The details of `entry`.
+    pub fn of(entry: &extpool_core::ToolEntry) -> Self {
+        Self {
+            title: entry.title.clone(),
+            output_schema: entry.output_schema.as_deref().cloned(),
+            annotations: entry.annotations.clone(),
+        }
+    }
 }
 
 /// One tool as the model sees it, sharing its schema with the catalog

@@ -60,7 +60,7 @@ pub use health::{Degraded, Health, HealthEvent};
 pub use host::{Host, SKILLS_ID};
 pub use info::{
     ArgInfo, BUILTIN, CommandInfo, InstructionInfo, ModelTool, ResourceInfo, SkillInfo, SourceInfo,
-    ToolInfo,
+    ToolDetails, ToolInfo,
 };
 pub use options::{ConfigSource, HostOptions, ServerSelection};
 pub use search::{DeferralConfig, SearchableTool, ToolIndex};
@@ -71,8 +71,8 @@ pub use extpool_catalog::{self as catalog, Catalog, CatalogRevision, CatalogStat
 pub use extpool_config::{self as config, ExtpoolConfig, Loaded, McpServerConfig, Places};
 pub use extpool_core::registry::ShutdownReport;
 pub use extpool_core::{
-    self as core, Capability, CapabilityKind, ChangeEvent, ChangeKind, CommandEntry, ContentPart,
-    ExtensionError, ExtensionRegistry, McpResource, ResourceBody, ResourceContent, Scope,
+    self as core, CallClient, CallContext, Capability, CapabilityKind, ChangeEvent, ChangeKind, CommandEntry, ContentPart,
+    ExtensionError, ExtensionRegistry, McpResource, ProgressUpdate, ResourceBody, ResourceContent, Scope,
     ScopeLevel, SkillEntry, ToolEntry, ToolResult,
 };
 pub use extpool_mcp::{self as mcp, McpServerCap, SessionConnectionPool};

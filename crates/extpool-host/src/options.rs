@@ -78,6 +78,11 @@ pub struct HostOptions {
     pub events: Option<UnboundedSender<ServerEvent>>,
     /// The registry's pool id (the outermost scope).
     pub pool_id: String,
+    /// Relay what servers ask during a call (sampling, elicitation) and
+    /// their log messages to the client behind the call (its
+    /// [`CallContext`](extpool_core::CallContext)); servers are told the
+    /// host can sample and elicit. For gateways.
+    pub relay: bool,
 }
 
 impl HostOptions {
@@ -110,6 +115,7 @@ impl HostOptions {
             watch_skills: None,
             events: None,
             pool_id: "extpool".into(),
+            relay: false,
         }
     }
 }

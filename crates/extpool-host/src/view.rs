@@ -33,7 +33,8 @@ use crate::error::HostError;
 use crate::health::{Degraded, HealthEvent, instance};
 use crate::host::HostInner;
 use crate::info::{
-    ArgInfo, BUILTIN, CommandInfo, InstructionInfo, ModelTool, ResourceInfo, SkillInfo, ToolInfo,
+    ArgInfo, BUILTIN, CommandInfo, InstructionInfo, ModelTool, ResourceInfo, SkillInfo, ToolDetails,
+    ToolInfo,
 };
 
 /// A change a view's consumer may act on.
@@ -247,6 +248,12 @@ impl View {
     /// whole operation to pin it: later publications do not change it.
     pub fn revision(&self) -> Arc<CatalogRevision> {
         self.inner.catalog().current()
+    }
+
+    /// What the permission rules say about calling `name` here, and the
+    /// rule that decided.
+    pub fn permission(&self, name: &str) -> extpool_catalog::Decision {
+        self.revision().permission(name)
     }
 
     /// Every tool the model may call here: remote tools by catalog name,
@@ -728,6 +735,7 @@ pub fn model_tools(rev: &CatalogRevision) -> Vec<ModelTool> {
             description: t.entry.description.clone(),
             input_schema: t.entry.input_schema.clone(),
             builtin: false,
+            details: ToolDetails::of(&t.entry),
         })
         .collect();
     rows.sort_by(|a, b| a.name.cmp(&b.name));
@@ -741,6 +749,7 @@ pub fn model_tools(rev: &CatalogRevision) -> Vec<ModelTool> {
             description: entry.description.clone(),
             input_schema: entry.input_schema.clone(),
             builtin: true,
+            details: ToolDetails::of(entry),
         }
     }));
     rows

@@ -118,6 +118,8 @@ pub(crate) struct Attempt<'a> {
     pub(crate) options: &'a ClientOptions,
     pub(crate) signals: &'a Arc<ChangeSignals>,
     pub(crate) progress: &'a Arc<ProgressRoutes>,
+    /// The clients behind the calls in flight (sampling, elicitation, logs).
+    pub(crate) callers: &'a Arc<crate::callers::Callers>,
     pub(crate) generation: u64,
     pub(crate) startup: Duration,
     /// Largest message accepted from the server.
@@ -148,7 +150,8 @@ pub(crate) async fn connect(
     a: Attempt<'_>,
 ) -> Result<Arc<Connection>, (ConnectFailure, Vec<String>)> {
     let handler = Handler::new(a.name.clone(), a.signals.clone(), a.progress.clone())
-        .with_elicitation(a.options.elicitation.clone());
+        .with_elicitation(a.options.elicitation.clone())
+        .with_relay(a.options.relay, a.callers.clone());
     let timeout_ms = a.startup.as_millis() as u64;
     let (service, stderr, pid) = match a.plan {
         Plan::Stdio(plan) => {

@@ -351,3 +351,103 @@ mod tests {
         assert_eq!(prompt_text(&r), "one\n\ntwo");
     }
 }
+
+/// The way back: extpool-core's entry types → rmcp's wire types, for
+/// front ends that serve MCP (the gateway). Each is the inverse of the
+/// function of the same subject above.
+pub mod wire {
+    use base64::Engine as _;
+    use extpool_core::{ContentPart, ResourceBody, ResourceContent, ToolResult};
+    use rmcp::model::{CallToolResult, ContentBlock, Resource, ResourceContents};
+
+    /// A resource's contents (text as text, bytes as base64 `blob`).
+    pub fn resource_contents(content: &ResourceContent) -> ResourceContents {
+        match &content.body {
+            ResourceBody::Text(text) => ResourceContents::TextResourceContents {
+                uri: content.uri.clone(),
+                mime_type: content.mime_type.clone(),
+                text: text.clone(),
+                meta: None,
+            },
+            ResourceBody::Blob(bytes) => ResourceContents::BlobResourceContents {
+                uri: content.uri.clone(),
+                mime_type: content.mime_type.clone(),
+                blob: base64::engine::general_purpose::STANDARD.encode(bytes),
+                meta: None,
+            },
+        }
+    }
+
+    /// One content block.
+    pub fn content_block(part: &ContentPart) -> ContentBlock {
+        match part {
+            ContentPart::Text { text } => ContentBlock::text(text.clone()),
+            ContentPart::Image { data, mime_type } => {
+                ContentBlock::image(data.clone(), mime_type.clone())
+            }
+            ContentPart::Audio { data, mime_type } => {
+                ContentBlock::audio(data.clone(), mime_type.clone())
+            }
+            ContentPart::Resource { resource } => {
+                ContentBlock::resource(resource_contents(resource))
+            }
+            ContentPart::ResourceLink {
+                uri,
+                name,
+                description,
+                mime_type,
+            } => {
+                let mut link = Resource::new(uri.clone(), name.clone());
+                link.description = description.clone();
+                link.mime_type = mime_type.clone();
+                ContentBlock::resource_link(link)
+            }
+        }
+    }
+
+    /// A `tools/call` result.
+    pub fn call_tool_result(result: &ToolResult) -> CallToolResult {
+        let content = result.parts.iter().map(content_block).collect();
+        let mut out = if result.is_error {
+            CallToolResult::error(content)
+        } else {
+            CallToolResult::success(content)
+        };
+        out.structured_content = result.structured.clone();
+        out
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn a_result_survives_the_round_trip() {
+            let result = ToolResult {
+                parts: vec![
+                    ContentPart::Text { text: "t".into() },
+                    ContentPart::Image {
+                        data: "aGk=".into(),
+                        mime_type: "image/png".into(),
+                    },
+                    ContentPart::Resource {
+                        resource: ResourceContent {
+                            uri: "x://b".into(),
+                            mime_type: None,
+                            body: ResourceBody::Blob(vec![0, 1, 2]),
+                        },
+                    },
+                    ContentPart::ResourceLink {
+                        uri: "x://l".into(),
+                        name: "l".into(),
+                        description: Some("d".into()),
+                        mime_type: None,
+                    },
+                ],
+                structured: Some(serde_json::json!({"a": 1})),
+                is_error: true,
+            };
+            assert_eq!(super::super::tool_result(call_tool_result(&result)), result);
+        }
+    }
+}

@@ -18,7 +18,13 @@ use rmcp::service::{NotificationContext, RoleClient};
 use tokio::sync::broadcast;
 
 use crate::name::ServerName;
+use crate::callers::Callers;
 use crate::progress::ProgressRoutes;
+
+/// The method of a sampling request.
+pub const SAMPLING: &str = "sampling/createMessage";
+/// The method of an elicitation request.
+pub const ELICITATION: &str = "elicitation/create";
 
 /// Change counters and the broadcast of one client; shared by its connections.
 #[derive(Debug)]
@@ -89,6 +95,8 @@ pub struct Handler {
     progress: Arc<ProgressRoutes>,
     info: ClientConfig,
     elicitation: Option<crate::elicitation::Elicitation>,
+    /// Callers of the calls in flight, asked when relaying.
+    callers: Option<Arc<Callers>>,
 }
 
 impl Handler {
@@ -111,6 +119,7 @@ impl Handler {
             progress,
             info,
             elicitation: None,
+            callers: None,
         }
     }
 
@@ -129,6 +138,45 @@ impl Handler {
         self.elicitation = elicitation;
         self
     }
+
+    /// With `relay`, declares sampling and form elicitation and passes the
+    /// server's requests and log messages to the latest of `callers`.
+    pub(crate) fn with_relay(mut self, relay: bool, callers: Arc<Callers>) -> Self {
+        if relay {
+            self.info.capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
+            if self.info.capabilities.elicitation.is_none() {
+                self.info.capabilities.elicitation = Some(
+                    rmcp::model::ElicitationCapability::new()
+                        .with_form(rmcp::model::FormElicitationCapability::new()),
+                );
+            }
+            self.callers = Some(callers);
+        }
+        self
+    }
+
+    /// Relays request `method` to the latest caller that accepts it.
+    async fn relay<P: serde::Serialize, R: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Option<Result<R, rmcp::ErrorData>> {
+        let client = self.callers.as_ref()?.latest(method)?;
+        let params = match serde_json::to_value(params) {
+            Ok(p) => p,
+            Err(e) => return Some(Err(rmcp::ErrorData::internal_error(e.to_string(), None))),
+        };
+        tracing::debug!(server = %self.server, method, "relaying a server request to its caller");
+        Some(match client.request(method, params).await {
+            Ok(value) => serde_json::from_value(value).map_err(|e| {
+                rmcp::ErrorData::internal_error(
+                    format!("the client's answer to {method} is not valid: {e}"),
+                    None,
+                )
+            }),
+            Err(message) => Err(rmcp::ErrorData::internal_error(message, None)),
+        })
+    }
 }
 
 impl ClientHandler for Handler {
@@ -144,16 +192,47 @@ impl ClientHandler for Handler {
         self.progress.route(params);
     }
 
+    #[allow(deprecated)] // sampling (SEP-2577) is deprecated but servers still ask
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        match self.relay(SAMPLING, &params).await {
+            Some(answer) => answer,
+            None => Err(rmcp::ErrorData::method_not_found::<
+                rmcp::model::CreateMessageRequestMethod,
+            >()),
+        }
+    }
+
     async fn create_elicitation(
         &self,
         request: rmcp::model::ElicitRequestParams,
         _: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        if let Some(answer) = self.relay(ELICITATION, &request).await {
+            return answer;
+        }
         match &self.elicitation {
             Some(handler) => handler.0.elicit(&self.server, request).await,
             None => Ok(rmcp::model::ElicitResult::new(
                 rmcp::model::ElicitationAction::Decline,
             )),
+        }
+    }
+
+    #[allow(deprecated)] // logging (SEP-2577) is deprecated but servers still send it
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        let Some(client) = self.callers.as_ref().and_then(|c| c.latest_any()) else {
+            return;
+        };
+        if let Ok(params) = serde_json::to_value(&params) {
+            client.log(params);
         }
     }
 

@@ -39,6 +39,7 @@
 //! (SEP-2640), `cap` (`McpServerCap`), `startup`, `error` + `describe`
 //! (messages: each cause once).
 
+pub mod callers;
 pub mod cap;
 pub mod classify;
 pub mod client;

@@ -146,6 +146,64 @@ Examples:
     /// OAuth for remote MCP servers: login, logout, auth-status.
     #[command(subcommand)]
     Mcp(crate::cmd::mcp::McpCommand),
+
+    /// Serve every MCP server, skill and command as one MCP server (the gateway).
+    #[command(after_help = "\
+Examples:
+  extpool serve                                  streamable HTTP on 127.0.0.1:8520/mcp
+  extpool serve --stdio                          one client on stdin/stdout (add this to an agent)
+  extpool serve --listen 0.0.0.0:8520 --token-file gw.token
+  extpool serve --mcp-server docs=https://docs.example/mcp --mcp-prompts=false
+
+Every client session shares one connection per upstream server. On an address
+other than loopback, clients must send the gateway's bearer token
+(EXTPOOL_GATEWAY_TOKEN or --token-file).")]
+    Serve(ServeArgs),
+}
+
+/// `extpool serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to serve streamable HTTP on (`/mcp`, `/healthz`, `/readyz`, `/metrics`).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8520", conflicts_with = "stdio")]
+    pub listen: std::net::SocketAddr,
+
+    /// Serve one client over stdin and stdout instead of HTTP.
+    #[arg(long)]
+    pub stdio: bool,
+
+    /// File holding the bearer token clients must send (required off loopback).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+
+    /// An upstream streamable-HTTP server, NAME=URL (repeatable; wins over a
+    /// configured server of the same name).
+    #[arg(long = "mcp-server", value_name = "NAME=URL")]
+    pub mcp_servers: Vec<String>,
+
+    /// Allow plain http:// to a non-loopback host for server NAME (repeatable).
+    #[arg(long = "mcp-server-insecure-http", value_name = "NAME")]
+    pub insecure_http: Vec<String>,
+
+    /// Offer ListMcpResources / ReadMcpResource tools (default: the configuration's).
+    #[arg(long, value_name = "BOOL")]
+    pub mcp_resource_tools: Option<bool>,
+
+    /// Offer MCP prompts as commands / prompts (default: the configuration's).
+    #[arg(long, value_name = "BOOL")]
+    pub mcp_prompts: Option<bool>,
+
+    /// Accept this Host header too (repeatable; loopback and the listen address always are).
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
+
+    /// Accept browser requests from this origin, e.g. https://app.example:443 (repeatable).
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    pub allowed_origins: Vec<String>,
+
+    /// Append one JSON line per tool call to this file (no arguments, only their hash).
+    #[arg(long, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
 }
 
 /// What `list` lists.

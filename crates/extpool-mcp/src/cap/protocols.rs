@@ -32,7 +32,7 @@ impl McpResource for McpServerCap {
     ) -> Result<ToolResult, ExtensionError> {
         let client = self.ensure_client().await.map_err(|e| self.err(e))?;
         let result = client
-            .call_tool(name, Some(args))
+            .call_tool_in_context(name, Some(args))
             .await
             .map_err(|e| self.err(e))?;
         Ok(convert::tool_result(result))

@@ -87,6 +87,10 @@ pub struct ClientOptions {
     pub auth: extpool_auth::AuthContext,
     /// Who answers servers' elicitation requests (none: not declared).
     pub elicitation: Option<crate::elicitation::Elicitation>,
+    /// Declare sampling and elicitation and pass servers' requests and log
+    /// messages to the client behind the call in flight (a gateway's
+    /// clients; see [`extpool_core::CallContext`]).
+    pub relay: bool,
 }
 
 impl Default for ClientOptions {
@@ -102,6 +106,7 @@ impl Default for ClientOptions {
             http_client: SharedHttpClient::default(),
             auth: extpool_auth::AuthContext::default(),
             elicitation: None,
+            relay: false,
         }
     }
 }
@@ -137,6 +142,7 @@ struct Inner {
     connects: AtomicU64,
     signals: Arc<ChangeSignals>,
     progress: Arc<ProgressRoutes>,
+    callers: Arc<crate::callers::Callers>,
     /// Which tools the server marks safe to repeat (see [`Repeat`]).
     hints: ToolHints,
     /// Values passed to the server, masked in its stderr.
@@ -209,6 +215,7 @@ impl McpClient {
                 connects: AtomicU64::new(0),
                 signals: Arc::new(ChangeSignals::default()),
                 progress: Arc::new(ProgressRoutes::default()),
+                callers: Arc::new(crate::callers::Callers::default()),
                 hints: ToolHints::default(),
                 redactor,
                 closed: AtomicBool::new(false),
@@ -534,6 +541,7 @@ impl McpClient {
                 options: &inner.options,
                 signals: &inner.signals,
                 progress: &inner.progress,
+                callers: &inner.callers,
                 generation,
                 startup: inner.startup_timeout,
                 max_message_bytes: inner.max_message_bytes,

@@ -89,6 +89,39 @@ impl McpClient {
         .await
     }
 
+    /// Calls a tool on behalf of the call running on this task: its
+    /// [`CallContext`](extpool_core::CallContext) gets the call's progress,
+    /// and its client answers what the server asks while the call runs.
+    /// Without a context, the same as [`McpClient::call_tool`].
+    pub async fn call_tool_in_context(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<CallToolResult, ClientError> {
+        let Some(ctx) = extpool_core::CallContext::current() else {
+            return self.call_tool(name, arguments).await;
+        };
+        let _caller = ctx
+            .client()
+            .map(|client| self.inner.callers.enter(client.clone()));
+        if !ctx.wants_progress() {
+            return self.call_tool(name, arguments).await;
+        }
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let call = self.call_tool_with_progress(name, arguments, None, tx);
+        tokio::pin!(call);
+        loop {
+            tokio::select! {
+                result = &mut call => return result,
+                Some(p) = rx.recv() => ctx.progress(extpool_core::ProgressUpdate {
+                    progress: p.progress,
+                    total: p.total,
+                    message: p.message,
+                }),
+            }
+        }
+    }
+
     /// Every resource (all pages); empty when the server has no resources.
     pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
         if !self.has(|c| c.resources.is_some()).await? {

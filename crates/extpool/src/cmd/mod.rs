@@ -8,6 +8,7 @@ pub mod mcp;
 mod overview;
 mod read;
 mod run;
+mod serve;
 mod skills;
 mod watch;
 
@@ -35,6 +36,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Config(cmd)) => config::run(&mut ctx, cmd),
         Some(Command::Completions(args)) => completions::run(&mut ctx, args),
         Some(Command::Mcp(cmd)) => mcp::run(&mut ctx, cmd).await,
+        Some(Command::Serve(args)) => serve::run(&mut ctx, args).await,
     }
 }
 
@@ -74,6 +76,21 @@ pub async fn open_host(ctx: &Ctx, need: Need) -> Result<Opened> {
 /// allows it).
 pub async fn open_with(ctx: &Ctx, need: Need, watch: bool) -> Result<Opened> {
     let loaded = ctx.load_reporting()?;
+    let host = start_host(ctx, loaded, need, watch, false).await?;
+    let view = host.session("cli")?;
+    Ok(Opened { host, view })
+}
+
+/// Starts the host on `loaded`, drawing each server's start-up on stderr
+/// (silent with `--json`). `relay`: servers' requests go to the clients
+/// behind calls (the gateway).
+pub async fn start_host(
+    ctx: &Ctx,
+    loaded: extpool_host::Loaded,
+    need: Need,
+    watch: bool,
+    relay: bool,
+) -> Result<Host> {
     let selection = match &need {
         Need::Named(name) => match extpool_host::servers::server_of(&loaded, name) {
             Some(server) => ServerSelection::Only([server].into()),
@@ -95,6 +112,7 @@ pub async fn open_with(ctx: &Ctx, need: Need, watch: bool) -> Result<Opened> {
         servers: selection,
         watch_skills: Some(watch),
         events: Some(tx),
+        relay,
         ..HostOptions::loaded(loaded)
     };
     let mut progress = Progress::new(&names, ctx.err_style, ctx.global.json);
@@ -113,6 +131,5 @@ pub async fn open_with(ctx: &Ctx, need: Need, watch: bool) -> Result<Opened> {
         progress.server(&event);
     }
     progress.finish();
-    let view = host.session("cli")?;
-    Ok(Opened { host, view })
+    Ok(host)
 }

@@ -1,0 +1,141 @@
+//! The context of one tool call as it travels from a front end (the
+//! gateway, an agent runtime) through the catalog to the capability that
+//! serves it: where progress goes, and which client answers the requests a
+//! server makes while the call runs (sampling, elicitation) and receives
+//! its log messages.
+//!
+//! The context rides in a task-local ([`CallContext::scope`]), so the
+//! catalog and the registry, which only route the call, need not know
+//! about it; an MCP capability reads [`CallContext::current`] when it sends
+//! the call upstream. Outside a scope there is no context and calls behave
+//! as before (no progress, requests declined).
+
+use std::future::Future;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+/// One progress update of a call in flight.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProgressUpdate {
+    /// Progress so far (increases with every update).
+    pub progress: f64,
+    /// Total, when the server knows it.
+    pub total: Option<f64>,
+    /// A human-readable message, if any.
+    pub message: Option<String>,
+}
+
+/// The client behind a call: answers what a server asks while the call
+/// runs, and receives its log messages. Methods and params are MCP's own
+/// JSON (`sampling/createMessage`, `elicitation/create`), so this crate
+/// stays free of any protocol library.
+#[async_trait::async_trait]
+pub trait CallClient: Send + Sync {
+    /// Sends request `method` with `params` to the client and returns its
+    /// result, or a message saying why it could not.
+    async fn request(&self, method: &str, params: Value) -> Result<Value, String>;
+
+    /// Whether the client accepts `method` (it declared the capability).
+    fn accepts(&self, method: &str) -> bool;
+
+    /// Forwards a `notifications/message` (its params) to the client.
+    fn log(&self, params: Value);
+}
+
+/// Where a call's progress and server requests go.
+#[derive(Clone, Default)]
+pub struct CallContext {
+    progress: Option<mpsc::Sender<ProgressUpdate>>,
+    client: Option<Arc<dyn CallClient>>,
+}
+
+impl std::fmt::Debug for CallContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallContext")
+            .field("progress", &self.progress.is_some())
+            .field("client", &self.client.is_some())
+            .finish()
+    }
+}
+
+tokio::task_local! {
+    static CURRENT: CallContext;
+}
+
+impl CallContext {
+    /// An empty context.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Progress of the call goes to `tx`; updates that do not fit (the
+    /// receiver is slow) are dropped, never queued without bound.
+    pub fn with_progress(mut self, tx: mpsc::Sender<ProgressUpdate>) -> Self {
+        self.progress = Some(tx);
+        self
+    }
+
+    /// Requests and logs of servers during the call go to `client`.
+    pub fn with_client(mut self, client: Arc<dyn CallClient>) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    /// Runs `fut` with this context as the current one.
+    pub async fn scope<F: Future>(self, fut: F) -> F::Output {
+        CURRENT.scope(self, fut).await
+    }
+
+    /// The context of the call running on this task, if any.
+    pub fn current() -> Option<CallContext> {
+        CURRENT.try_with(Clone::clone).ok()
+    }
+
+    /// Whether anyone listens to progress.
+    pub fn wants_progress(&self) -> bool {
+        self.progress.as_ref().is_some_and(|tx| !tx.is_closed())
+    }
+
+    /// Reports progress (dropped when the receiver is full or gone).
+    pub fn progress(&self, update: ProgressUpdate) {
+        if let Some(tx) = &self.progress {
+            let _ = tx.try_send(update);
+        }
+    }
+
+    /// The client behind the call, if it can be asked things.
+    pub fn client(&self) -> Option<&Arc<dyn CallClient>> {
+        self.client.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_context_is_current_inside_its_scope_only() {
+        assert!(CallContext::current().is_none());
+        let (tx, mut rx) = mpsc::channel(1);
+        CallContext::new()
+            .with_progress(tx)
+            .scope(async {
+                let ctx = CallContext::current().expect("inside the scope");
+                assert!(ctx.wants_progress());
+                for progress in [1.0, 2.0] {
+                    ctx.progress(ProgressUpdate {
+                        progress,
+                        total: None,
+                        message: None,
+                    });
+                }
+            })
+            .await;
+        // The second update did not fit and was dropped, not queued.
+        assert_eq!(rx.recv().await.map(|u| u.progress), Some(1.0));
+        assert!(rx.recv().await.is_none());
+        assert!(CallContext::current().is_none());
+    }
+}

@@ -1,0 +1,90 @@
+//! The audit log: one JSON line per tool call through the gateway — time,
+//! session, catalog name, the permission decision with the rule that
+//! decided, outcome and duration. Arguments are never written, only the
+//! SHA-256 of their JSON (so equal calls can be matched without keeping
+//! what they carried).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+/// One audited call.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditRecord<'a> {
+    /// Milliseconds since the Unix epoch.
+    pub time_ms: u64,
+    /// The client session (the gateway's id).
+    pub session: &'a str,
+    /// The catalog name called (as the client gave it).
+    pub name: &'a str,
+    /// `allow` or `deny`.
+    pub decision: &'static str,
+    /// What decided (`deny rule "mcp__x__*"`, `the default policy (allow)`).
+    pub rule: String,
+    /// `ok`, `tool_error`, `error` or `cancelled`.
+    pub outcome: &'static str,
+    /// How long the call took, in milliseconds.
+    pub duration_ms: u64,
+    /// `sha256:<hex>` of the arguments' JSON.
+    pub args_sha256: String,
+}
+
+/// Where audit records go.
+pub struct AuditLog {
+    path: PathBuf,
+    file: Mutex<std::fs::File>,
+}
+
+impl std::fmt::Debug for AuditLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditLog").field("path", &self.path).finish()
+    }
+}
+
+impl AuditLog {
+    /// Appends to `path` (created 0600 when missing).
+    pub fn open(path: &Path) -> std::io::Result<Self> {
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).append(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options.open(path)?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            file: Mutex::new(file),
+        })
+    }
+
+    /// Writes one record (a failure to write is logged, never fatal).
+    pub fn write(&self, record: &AuditRecord<'_>) {
+        let Ok(mut line) = serde_json::to_vec(record) else {
+            return;
+        };
+        line.push(b'\n');
+        if let Err(e) = self.file.lock().write_all(&line) {
+            tracing::warn!(path = %self.path.display(), "cannot write the audit log: {e}");
+        }
+    }
+}
+
+/// `sha256:<hex>` of `args` as JSON.
+pub fn args_digest(args: &serde_json::Map<String, serde_json::Value>) -> String {
+    let bytes = serde_json::to_vec(args).unwrap_or_default();
+    format!("sha256:{}", hex::encode(Sha256::digest(&bytes)))
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A duration in whole milliseconds.
+pub fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,218 @@
+//! The [`Gateway`]: a started [`Host`] served to MCP clients, with what
+//! every client session shares (the notifier, metrics, the audit log, the
+//! view of clients without a session).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use extpool_host::{Host, HostError, View};
+use tokio_util::sync::CancellationToken;
+
+use crate::audit::AuditLog;
+use crate::auth::BearerToken;
+use crate::handler::GatewayHandler;
+use crate::metrics::Metrics;
+use crate::notify::Notifier;
+
+/// Default largest request body, in bytes (4 MiB).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+/// Default most client sessions open at once.
+pub const DEFAULT_MAX_SESSIONS: usize = 1024;
+/// How long an idle session-era client session is kept (one hour: an
+/// agent often idles between turns).
+pub const DEFAULT_SESSION_KEEP_ALIVE: Duration = Duration::from_secs(3600);
+
+/// How the gateway serves.
+#[derive(Debug, Clone)]
+pub struct GatewayOptions {
+    /// The token clients must present; required when listening on a
+    /// non-loopback address.
+    pub bearer: Option<String>,
+    /// `Host` header values accepted besides loopback names and the listen
+    /// address itself (DNS-rebinding protection).
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins accepted (`https://app.example:443`); a request with
+    /// any other `Origin` is refused. Empty: only loopback origins.
+    pub allowed_origins: Vec<String>,
+    /// Largest request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Most client sessions open at once.
+    pub max_sessions: usize,
+    /// How long an idle session-era client session is kept.
+    pub session_keep_alive: Duration,
+    /// Where the audit log (JSON lines) is appended, if anywhere.
+    pub audit_log: Option<PathBuf>,
+}
+
+impl Default for GatewayOptions {
+    fn default() -> Self {
+        Self {
+            bearer: None,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            session_keep_alive: DEFAULT_SESSION_KEEP_ALIVE,
+            audit_log: None,
+        }
+    }
+}
+
+/// Why the gateway could not start or serve.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GatewayError {
+    /// A non-loopback address without a bearer token.
+    #[error(
+        "refusing to serve on {addr} without a bearer token: a gateway reachable from other machines needs one (set EXTPOOL_GATEWAY_TOKEN or --token-file), or listen on 127.0.0.1"
+    )]
+    NeedsToken {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
+    /// The audit log cannot be opened.
+    #[error("cannot open the audit log {path}: {source}")]
+    Audit {
+        /// Its path.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The host refused to open a view.
+    #[error(transparent)]
+    Host(#[from] HostError),
+    /// Serving failed (binding, accepting, stdio).
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// Why it failed.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What every client session shares.
+pub(crate) struct Shared {
+    pub host: Host,
+    pub options: GatewayOptions,
+    pub bearer: Option<BearerToken>,
+    pub metrics: Metrics,
+    pub audit: Option<AuditLog>,
+    pub notifier: Notifier,
+    /// The view of clients without a session (2026-07-28 requests).
+    pub stateless: View,
+    pub instructions: String,
+    next_session: AtomicU64,
+    pub stop: CancellationToken,
+}
+
+impl Shared {
+    /// A new session id, unique within this process.
+    pub(crate) fn session_id(&self) -> String {
+        let n = self.next_session.fetch_add(1, Ordering::Relaxed);
+        format!("gw-{}-{n}", std::process::id())
+    }
+}
+
+/// The gateway: a host served to MCP clients. Cheap to clone.
+#[derive(Clone)]
+pub struct Gateway {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway").finish_non_exhaustive()
+    }
+}
+
+impl Gateway {
+    /// Serves `host` (started with `relay: true` so that servers' requests
+    /// reach clients). Starts following the host's changes to send
+    /// `list_changed` to clients.
+    pub async fn new(host: Host, options: GatewayOptions) -> Result<Gateway, GatewayError> {
+        let audit = match &options.audit_log {
+            Some(path) => Some(AuditLog::open(path).map_err(|source| GatewayError::Audit {
+                path: path.clone(),
+                source,
+            })?),
+            None => None,
+        };
+        let stateless = host.session("gateway")?;
+        let instructions = stateless
+            .instructions()
+            .await
+            .into_iter()
+            .map(|i| format!("## {}\n\n{}", i.source, i.text))
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        let shared = Arc::new(Shared {
+            bearer: options.bearer.as_deref().map(BearerToken::new),
+            host,
+            options,
+            metrics: Metrics::default(),
+            audit,
+            notifier: Notifier::default(),
+            stateless: stateless.clone(),
+            instructions,
+            next_session: AtomicU64::new(1),
+            stop: CancellationToken::new(),
+        });
+        let follower = shared.clone();
+        tokio::spawn(async move {
+            let stop = follower.stop.clone();
+            tokio::select! {
+                () = follower.notifier.follow(stateless) => {}
+                () = stop.cancelled() => {}
+            }
+        });
+        Ok(Gateway { shared })
+    }
+
+    /// The host being served.
+    pub fn host(&self) -> &Host {
+        &self.shared.host
+    }
+
+    /// A handler for one client connection (stdio, or a test's transport).
+    pub fn handler(&self) -> GatewayHandler {
+        GatewayHandler::new(self.shared.clone())
+    }
+
+    /// The Prometheus text of `/metrics`.
+    pub fn metrics(&self) -> String {
+        self.shared.metrics.render(&self.shared.host.status())
+    }
+
+    /// Serves one client over this process's stdin and stdout until it
+    /// disconnects.
+    pub async fn serve_stdio(&self) -> Result<(), GatewayError> {
+        use rmcp::ServiceExt;
+        let transport =
+            extpool_host::mcp::transport::stdio_server().map_err(|source| GatewayError::Io {
+                what: "opening stdin and stdout".into(),
+                source,
+            })?;
+        let service = self
+            .handler()
+            .serve(transport)
+            .await
+            .map_err(|e| GatewayError::Io {
+                what: "serving stdio".into(),
+                source: std::io::Error::other(e.to_string()),
+            })?;
+        let _ = service.waiting().await;
+        Ok(())
+    }
+
+    /// Stops following changes and closes the host (every upstream server).
+    pub async fn shutdown(&self) {
+        self.shared.stop.cancel();
+        self.shared.host.shutdown().await;
+    }
+}

@@ -1,0 +1,337 @@
+//! The MCP server a client talks to: one [`GatewayHandler`] per client
+//! connection (per session for session-era clients, per request for
+//! 2026-07-28 clients), answering from its host view.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use extpool_host::{HostError, View};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetSkillRequestParams,
+    GetSkillResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams,
+    PromptMessage, Role, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ServerCapabilities, ServerConfig, SubscriptionFilter,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+
+use crate::audit::{AuditRecord, args_digest, millis, now_ms};
+use crate::convert;
+use crate::gateway::Shared;
+use crate::relay;
+use crate::skills;
+
+/// Name the gateway reports in `serverInfo`.
+pub const SERVER_NAME: &str = "extpool";
+
+/// One client session's view; closed when the last handler of the session
+/// is dropped (the client went away or its session expired).
+struct Session {
+    id: String,
+    view: View,
+    shared: Arc<Shared>,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.shared.metrics.sessions(-1);
+        let view = self.view.clone();
+        tracing::debug!(session = %self.id, "client session closed");
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move { view.close().await });
+        }
+    }
+}
+
+/// The MCP server of one client connection.
+#[derive(Clone)]
+pub struct GatewayHandler {
+    shared: Arc<Shared>,
+    session: Arc<OnceLock<Arc<Session>>>,
+}
+
+impl GatewayHandler {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Self {
+            shared,
+            session: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// The view this connection sees: its session's, else the stateless one.
+    fn view(&self) -> &View {
+        self.session
+            .get()
+            .map_or(&self.shared.stateless, |s| &s.view)
+    }
+
+    fn session_id(&self) -> &str {
+        self.session.get().map_or("stateless", |s| s.id.as_str())
+    }
+
+    /// Opens this connection's session (on `initialize`).
+    fn open_session(&self) -> Result<(), ErrorData> {
+        if self.session.get().is_some() {
+            return Ok(());
+        }
+        let max = self.shared.options.max_sessions;
+        if usize::try_from(self.shared.metrics.open_sessions()).unwrap_or(0) >= max {
+            return Err(ErrorData::internal_error(
+                format!("the gateway serves at most {max} sessions at once; try again later"),
+                None,
+            ));
+        }
+        let id = self.shared.session_id();
+        let view = self.shared.host.session(&id).map_err(internal)?;
+        self.shared.metrics.sessions(1);
+        tracing::debug!(session = %id, "client session opened");
+        let _ = self.session.set(Arc::new(Session {
+            id,
+            view,
+            shared: self.shared.clone(),
+        }));
+        Ok(())
+    }
+
+    fn audit(&self, name: &str, args: &serde_json::Map<String, serde_json::Value>, outcome: &'static str, started: Instant) {
+        let Some(log) = &self.shared.audit else {
+            return;
+        };
+        let decision = self.view().permission(name);
+        log.write(&AuditRecord {
+            time_ms: now_ms(),
+            session: self.session_id(),
+            name,
+            decision: if decision.is_allowed() { "allow" } else { "deny" },
+            rule: decision.reason(),
+            outcome,
+            duration_ms: millis(started.elapsed()),
+            args_sha256: args_digest(args),
+        });
+    }
+}
+
+fn internal(e: HostError) -> ErrorData {
+    ErrorData::internal_error(e.to_string(), None)
+}
+
+/// A host error as the client sees it: a name it got wrong is invalid
+/// params; anything else a server did is a tool error the model can read.
+fn call_error(e: HostError) -> Result<CallToolResult, ErrorData> {
+    match &e {
+        HostError::UnknownTool { .. } => Err(ErrorData::invalid_params(e.to_string(), None)),
+        _ if e.is_denied() => Err(ErrorData::invalid_params(e.to_string(), None)),
+        _ => Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())])),
+    }
+}
+
+impl ServerHandler for GatewayHandler {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_skills()
+            .build();
+        let mut config = ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")));
+        if !self.shared.instructions.is_empty() {
+            config = config.with_instructions(self.shared.instructions.clone());
+        }
+        config
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        self.open_session()?;
+        context.peer.set_peer_info(request.clone());
+        // Kept now, not in `on_initialized`: notifications run in their own
+        // tasks, and a change right after `initialized` must reach it.
+        self.shared.notifier.add_peer(context.peer.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
+    async fn on_initialized(&self, _context: NotificationContext<RoleServer>) {
+        tracing::debug!(session = %self.session_id(), "client initialized");
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        self.shared.notifier.add_sink(context.sink().clone());
+        context.cancelled().await;
+        Ok(())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = self.view().tools().iter().map(convert::tool).collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        let args = request.arguments.unwrap_or_default();
+        let started = Instant::now();
+        let digest_args = self.shared.audit.is_some().then(|| args.clone());
+        let call = relay::call_context(&context).scope(self.view().call(&name, args));
+        let outcome = tokio::select! {
+            result = call => Some(result),
+            () = context.ct.cancelled() => None,
+        };
+        let (result, word) = match outcome {
+            Some(Ok(result)) => {
+                let word = if result.is_error { "tool_error" } else { "ok" };
+                (Ok(extpool_host::mcp::convert::wire::call_tool_result(&result)), word)
+            }
+            Some(Err(e)) => {
+                let word = if e.is_denied() { "denied" } else { "error" };
+                (call_error(e), word)
+            }
+            None => (
+                Err(ErrorData::internal_error("the client cancelled the call", None)),
+                "cancelled",
+            ),
+        };
+        let failed = !matches!(&result, Ok(r) if r.is_error != Some(true));
+        let server = extpool_host::servers::server_of(self.shared.host.config(), &name)
+            .unwrap_or_else(|| extpool_host::BUILTIN.to_owned());
+        self.shared
+            .metrics
+            .record_call(&server, &name, started.elapsed(), failed);
+        if let Some(args) = &digest_args {
+            self.audit(&name, args, word, started);
+        }
+        result.map(Into::into)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let view = self.view();
+        let mut resources: Vec<_> = view.resources().iter().map(convert::resource).collect();
+        resources.extend(view.skills().await.iter().map(convert::skill_resource));
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        match self.view().read(&request.uri).await {
+            Ok(content) => Ok(ReadResourceResult::new(vec![
+                extpool_host::mcp::convert::wire::resource_contents(&content),
+            ])
+            .into()),
+            Err(e) if e.is_not_found() => Err(ErrorData::resource_not_found(e.to_string(), None)),
+            Err(e) => Err(ErrorData::internal_error(e.to_string(), None)),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let prompts = self.view().commands().iter().map(convert::prompt).collect();
+        Ok(ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let view = self.view();
+        let slash = format!("/{}", request.name);
+        let is_skill = view
+            .commands()
+            .iter()
+            .any(|c| c.name == slash && c.source == "skill");
+        let arguments = request.arguments.unwrap_or_default();
+        let args: Vec<String> = if is_skill {
+            arguments
+                .get(convert::SKILL_ARGUMENTS)
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                .into_iter()
+                .collect()
+        } else {
+            arguments
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().map_or_else(|| v.to_string(), str::to_owned)))
+                .collect()
+        };
+        match view.run(&request.name, &args).await {
+            Ok(text) => Ok(GetPromptResult::new(vec![PromptMessage::new_text(
+                Role::User,
+                text,
+            )])
+            .into()),
+            Err(e @ HostError::UnknownCommand { .. }) => {
+                Err(ErrorData::invalid_params(e.to_string(), None))
+            }
+            Err(e) => Err(ErrorData::internal_error(e.to_string(), None)),
+        }
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        let view = self.view();
+        let mut out = Vec::new();
+        for info in view.skills().await {
+            out.push(skills::manifest(view, &info).await);
+        }
+        Ok(ListSkillsResult::with_all_items(out))
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        let view = self.view();
+        let Some(info) = view.skills().await.into_iter().find(|s| s.uri == request.uri) else {
+            return Err(ErrorData::invalid_params(
+                format!("no skill at {}", request.uri),
+                None,
+            ));
+        };
+        Ok(GetSkillResult::new(skills::manifest(view, &info).await))
+    }
+}

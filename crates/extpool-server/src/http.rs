@@ -1,0 +1,145 @@
+//! The gateway over HTTP: `/mcp` (streamable HTTP, both protocol eras),
+//! `/healthz` (the process answers), `/readyz` (the first catalog revision
+//! is published), `/metrics` (Prometheus). With a bearer token set, `/mcp`
+//! and `/metrics` require it; the health endpoints never do (load
+//! balancers and Kubernetes probe them). `Host` is checked against
+//! loopback names, the listen address and the configured hosts (DNS
+//! rebinding); `Origin`, when a browser sends one, against the configured
+//! origins and loopback.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::serve::ListenerExt;
+use rmcp::transport::streamable_http_server::{
+    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+};
+use tokio::net::TcpListener;
+
+use crate::gateway::{Gateway, GatewayError, Shared};
+
+/// Path of the MCP endpoint.
+pub const MCP_PATH: &str = "/mcp";
+
+/// Whether `addr` can only be reached from this machine.
+pub fn is_loopback(addr: &SocketAddr) -> bool {
+    addr.ip().is_loopback()
+}
+
+async fn check_bearer(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
+    let Some(token) = &shared.bearer else {
+        return next.run(request).await;
+    };
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    if token.accepts(presented) {
+        return next.run(request).await;
+    }
+    tracing::info!(
+        with_header = presented.is_some(),
+        path = %request.uri().path(),
+        "refused a request without the gateway's bearer token"
+    );
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, "Bearer")],
+        "this extpool gateway requires its bearer token (Authorization: Bearer <token>)\n",
+    )
+        .into_response()
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
+    let status = shared.host.status();
+    if status.is_ready() {
+        (StatusCode::OK, format!("ready: catalog revision {}\n", status.catalog.revision)).into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "not ready: no catalog revision published yet\n").into_response()
+    }
+}
+
+async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        shared.metrics.render(&shared.host.status()),
+    )
+        .into_response()
+}
+
+impl Gateway {
+    /// The router serving this gateway for a server listening on `addr`.
+    pub fn router(&self, addr: SocketAddr) -> Router {
+        let shared = self.shared.clone();
+        let options = &shared.options;
+        let mut sessions = LocalSessionManager::default();
+        sessions.session_config.keep_alive = Some(options.session_keep_alive);
+        let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1", "[::1]"]
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        hosts.push(addr.to_string());
+        hosts.push(addr.ip().to_string());
+        hosts.extend(options.allowed_hosts.iter().cloned());
+        let mut origins: Vec<String> = vec![
+            "http://localhost:*".into(),
+            "http://127.0.0.1:*".into(),
+            "http://[::1]:*".into(),
+        ];
+        origins.extend(options.allowed_origins.iter().cloned());
+        let config = StreamableHttpServerConfig::default()
+            .with_cancellation_token(shared.stop.child_token())
+            .with_allowed_hosts(hosts)
+            .with_allowed_origins(origins)
+            .with_max_request_body_bytes(options.max_body_bytes);
+        let factory = {
+            let gateway = self.clone();
+            move || Ok(gateway.handler())
+        };
+        let mcp = StreamableHttpService::new(factory, Arc::new(sessions), config);
+        let protected = Router::new()
+            .nest_service(MCP_PATH, mcp)
+            .route("/metrics", get(metrics))
+            .layer(middleware::from_fn_with_state(shared.clone(), check_bearer));
+        Router::new()
+            .route("/healthz", get(healthz))
+            .route("/readyz", get(readyz))
+            .with_state(shared.clone())
+            .merge(protected.with_state(shared))
+    }
+
+    /// Serves HTTP on `listener` until [`Gateway::shutdown`] (or `stop`).
+    /// A non-loopback address needs a bearer token.
+    pub async fn serve_http(&self, listener: TcpListener) -> Result<(), GatewayError> {
+        let addr = listener.local_addr().map_err(|source| GatewayError::Io {
+            what: "reading the listen address".into(),
+            source,
+        })?;
+        if !is_loopback(&addr) && self.shared.bearer.is_none() {
+            return Err(GatewayError::NeedsToken { addr });
+        }
+        let app = self.router(addr);
+        let listener = listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!("set_nodelay failed: {e}");
+            }
+        });
+        axum::serve(listener, app)
+            .with_graceful_shutdown(self.shared.stop.clone().cancelled_owned())
+            .await
+            .map_err(|source| GatewayError::Io {
+                what: format!("serving HTTP on {addr}"),
+                source,
+            })
+    }
+}

@@ -1,0 +1,34 @@
+//! extpool-server: the gateway. Every MCP server, skill and command of an
+//! [`extpool_host::Host`] behind one MCP endpoint, served over streamable
+//! HTTP (both protocol eras: sessions with `initialize`, and the stateless
+//! 2026-07-28 era) and over stdio, shared by every client session.
+//!
+//! Upstream servers start once, with the host, and every client reaches
+//! them through the host's pool: N client sessions use one connection per
+//! server. A client's view is a host [`View`](extpool_host::View) (one per
+//! session), so what a client sees is the catalog: namespaced tools,
+//! permission-filtered, built-ins included; resources; commands as prompts;
+//! skills through the SEP-2640 skills extension and as plain resources.
+//!
+//! - [`gateway`]: the [`Gateway`] and its options;
+//! - [`handler`]: the MCP server a client talks to;
+//! - [`convert`]: host rows → MCP wire types;
+//! - [`relay`]: progress, logs, sampling and elicitation back to the caller;
+//! - [`notify`]: `list_changed` to every client whose view changed;
+//! - [`http`]: the axum router (`/mcp`, `/healthz`, `/readyz`, `/metrics`),
+//!   bearer auth, `Host`/`Origin` checks;
+//! - [`metrics`], [`audit`]: what operators watch and keep.
+
+pub mod audit;
+pub mod auth;
+pub mod convert;
+pub mod gateway;
+pub mod handler;
+pub mod http;
+pub mod metrics;
+pub mod notify;
+pub mod relay;
+pub mod skills;
+
+pub use gateway::{Gateway, GatewayError, GatewayOptions};
+pub use handler::GatewayHandler;

@@ -1,0 +1,152 @@
+//! `list_changed` to every client whose view changed.
+//!
+//! Session-era clients are reached through the peer kept from their
+//! `initialize`; 2026-07-28 clients only through `subscriptions/listen`
+//! sinks. One task follows the pool view's changes; on each new catalog
+//! revision it compares what clients can list (tools, resources, prompts)
+//! with the revision before and notifies only the kinds that changed.
+//! Closed peers and sinks are pruned when a send fails.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+
+use extpool_host::{HostEvent, View};
+use futures::StreamExt;
+use parking_lot::Mutex;
+use rmcp::service::{Peer, RoleServer, SubscriptionSendError, SubscriptionSink};
+
+/// Most clients kept for notifications; past it the oldest are dropped
+/// (they still work; they re-list on their own).
+pub const MAX_SUBSCRIBERS: usize = 10_000;
+
+/// Which lists a client can see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListKind {
+    /// `tools/list`.
+    Tools,
+    /// `resources/list`.
+    Resources,
+    /// `prompts/list`.
+    Prompts,
+}
+
+/// The clients to notify.
+#[derive(Default)]
+pub struct Notifier {
+    peers: Mutex<Vec<Peer<RoleServer>>>,
+    sinks: Mutex<Vec<SubscriptionSink>>,
+}
+
+impl Notifier {
+    /// Keeps a session-era client's peer.
+    pub fn add_peer(&self, peer: Peer<RoleServer>) {
+        let mut peers = self.peers.lock();
+        peers.retain(|p| !p.is_transport_closed());
+        if peers.len() >= MAX_SUBSCRIBERS {
+            peers.remove(0);
+        }
+        peers.push(peer);
+    }
+
+    /// Keeps a 2026-era client's `subscriptions/listen` sink.
+    pub fn add_sink(&self, sink: SubscriptionSink) {
+        let mut sinks = self.sinks.lock();
+        if sinks.len() >= MAX_SUBSCRIBERS {
+            sinks.remove(0);
+        }
+        sinks.push(sink);
+    }
+
+    /// Sends `kind`'s `list_changed` to every client; clients whose
+    /// transport or subscription closed are dropped.
+    pub async fn notify(&self, kind: ListKind) {
+        let peers: Vec<Peer<RoleServer>> = std::mem::take(&mut *self.peers.lock());
+        let mut live = Vec::with_capacity(peers.len());
+        for peer in peers {
+            let sent = match kind {
+                ListKind::Tools => peer.notify_tool_list_changed().await,
+                ListKind::Resources => peer.notify_resource_list_changed().await,
+                ListKind::Prompts => peer.notify_prompt_list_changed().await,
+            };
+            if sent.is_ok() || !peer.is_transport_closed() {
+                live.push(peer);
+            }
+        }
+        let reached = live.len();
+        self.peers.lock().extend(live);
+        let sinks: Vec<SubscriptionSink> = std::mem::take(&mut *self.sinks.lock());
+        let mut live = Vec::with_capacity(sinks.len());
+        for sink in sinks {
+            let sent = match kind {
+                ListKind::Tools => sink.notify_tool_list_changed().await,
+                ListKind::Resources => sink.notify_resource_list_changed().await,
+                ListKind::Prompts => sink.notify_prompt_list_changed().await,
+            };
+            match sent {
+                Ok(()) | Err(SubscriptionSendError::NotificationNotAccepted(_)) => live.push(sink),
+                Err(e) => tracing::debug!("dropping a closed subscription: {e}"),
+            }
+        }
+        let subscribers = live.len();
+        self.sinks.lock().extend(live);
+        tracing::debug!(?kind, peers = reached, subscribers, "sent list_changed");
+    }
+
+    /// Follows `view` until its change stream ends, notifying clients of
+    /// every list that changed between revisions.
+    pub async fn follow(&self, view: View) {
+        let mut last = Fingerprints::of(&view);
+        let mut changes = Box::pin(view.changes());
+        while let Some(event) = changes.next().await {
+            if !matches!(event, HostEvent::Revision { .. }) {
+                continue;
+            }
+            let now = Fingerprints::of(&view);
+            for (kind, changed) in [
+                (ListKind::Tools, now.tools != last.tools),
+                (ListKind::Resources, now.resources != last.resources),
+                (ListKind::Prompts, now.prompts != last.prompts),
+            ] {
+                if changed {
+                    self.notify(kind).await;
+                }
+            }
+            last = now;
+        }
+    }
+}
+
+/// A hash of each list a client sees.
+#[derive(Debug, PartialEq, Eq)]
+struct Fingerprints {
+    tools: u64,
+    resources: u64,
+    prompts: u64,
+}
+
+impl Fingerprints {
+    fn of(view: &View) -> Self {
+        let hash = |f: &dyn Fn(&mut DefaultHasher)| {
+            let mut h = DefaultHasher::new();
+            f(&mut h);
+            h.finish()
+        };
+        Self {
+            tools: hash(&|h| {
+                for t in view.tools() {
+                    (&t.name, &t.description, t.input_schema.to_string()).hash(h);
+                }
+            }),
+            resources: hash(&|h| {
+                for r in view.resources() {
+                    (&r.uri, &r.name).hash(h);
+                }
+            }),
+            prompts: hash(&|h| {
+                for c in view.commands() {
+                    (&c.name, &c.description).hash(h);
+                }
+            }),
+        }
+    }
+}

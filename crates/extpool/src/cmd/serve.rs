@@ -1,0 +1,151 @@
+//! `extpool serve`: the gateway. Starts the host (every configured server
+//! once, shared by every client), then serves it over streamable HTTP or
+//! stdio until interrupted, and shuts everything down as on a normal exit.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use extpool_host::{Loaded, McpServerConfig};
+use extpool_server::{Gateway, GatewayOptions};
+
+use super::{Need, start_host};
+use crate::cli::ServeArgs;
+use crate::context::Ctx;
+
+/// The environment variable holding the gateway's bearer token.
+const TOKEN_VAR: &str = "EXTPOOL_GATEWAY_TOKEN";
+
+/// Runs `extpool serve`.
+pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
+    let mut loaded = ctx.load_reporting()?;
+    apply_flags(ctx, &mut loaded, &args)?;
+    let bearer = token(&args)?;
+    if !args.stdio && !args.listen.ip().is_loopback() && bearer.is_none() {
+        bail!(
+            "refusing to serve on {} without a bearer token: a gateway reachable from other machines needs one (set {TOKEN_VAR} or --token-file), or listen on 127.0.0.1",
+            args.listen
+        );
+    }
+    // Bind before starting servers, so a busy port fails at once.
+    let listener = if args.stdio {
+        None
+    } else {
+        Some(
+            tokio::net::TcpListener::bind(args.listen)
+                .await
+                .with_context(|| format!("cannot listen on {}", args.listen))?,
+        )
+    };
+    let watch = loaded.config.skills.watch;
+    let host = start_host(ctx, loaded, Need::Servers, watch, true).await?;
+    let options = GatewayOptions {
+        bearer,
+        allowed_hosts: args.allowed_hosts.clone(),
+        allowed_origins: args.allowed_origins.clone(),
+        audit_log: args.audit_log.clone(),
+        ..GatewayOptions::default()
+    };
+    let gateway = Gateway::new(host, options).await?;
+    let served = match listener {
+        None => {
+            tokio::select! {
+                r = gateway.serve_stdio() => r.map_err(anyhow::Error::from),
+                () = interrupted() => Ok(()),
+            }
+        }
+        Some(listener) => {
+            let addr = listener.local_addr().context("reading the listen address")?;
+            announce(ctx, &gateway, addr)?;
+            tokio::select! {
+                r = gateway.serve_http(listener) => r.map_err(anyhow::Error::from),
+                () = interrupted() => Ok(()),
+            }
+        }
+    };
+    gateway.shutdown().await;
+    served.map(|()| ExitCode::SUCCESS)
+}
+
+/// `--mcp-server`, `--mcp-server-insecure-http`, `--mcp-resource-tools`
+/// and `--mcp-prompts` applied to the loaded configuration.
+fn apply_flags(ctx: &Ctx, loaded: &mut Loaded, args: &ServeArgs) -> Result<()> {
+    for spec in &args.mcp_servers {
+        let Some((name, url)) = spec.split_once('=') else {
+            bail!("--mcp-server {spec:?}: expected NAME=URL, e.g. docs=https://docs.example/mcp");
+        };
+        loaded
+            .add_flag_server(
+                name,
+                McpServerConfig::http(url),
+                &format!("--mcp-server {name}"),
+                &ctx.places.cwd,
+            )
+            .map_err(anyhow::Error::from)?;
+    }
+    for name in &args.insecure_http {
+        let Some(server) = loaded.config.mcp_servers.get_mut(name) else {
+            bail!("--mcp-server-insecure-http {name}: no server named {name:?} is configured");
+        };
+        server.insecure_http = true;
+    }
+    if let Some(on) = args.mcp_resource_tools {
+        loaded.config.extensions.resource_tools = on;
+    }
+    if let Some(on) = args.mcp_prompts {
+        loaded.config.extensions.prompt_commands = on;
+    }
+    Ok(())
+}
+
+/// The bearer token from `--token-file` or the environment, if any.
+fn token(args: &ServeArgs) -> Result<Option<String>> {
+    if let Some(path) = &args.token_file {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the token file {}", path.display()))?;
+        let token = text.trim().to_owned();
+        if token.is_empty() {
+            bail!("the token file {} is empty", path.display());
+        }
+        return Ok(Some(token));
+    }
+    Ok(std::env::var(TOKEN_VAR).ok().filter(|t| !t.trim().is_empty()))
+}
+
+/// Prints the endpoint and how to add it to the usual agents.
+fn announce(ctx: &mut Ctx, gateway: &Gateway, addr: std::net::SocketAddr) -> Result<()> {
+    let url = format!("http://{addr}/mcp");
+    let view = gateway.host().pool();
+    let tools = view.tools().len();
+    let servers = gateway.host().servers().len();
+    if ctx.global.json {
+        let line = serde_json::json!({"url": url, "servers": servers, "tools": tools});
+        ctx.out.json_line(&line)?;
+        return Ok(());
+    }
+    ctx.out.text(&format!(
+        "extpool serves {servers} server(s) and {tools} tool(s) on {url}\n"
+    ))?;
+    ctx.out.text(&format!(
+        "\nAdd it to your agent:\n  Claude Code  claude mcp add --transport http extpool {url}\n  Codex        ~/.codex/config.toml: [mcp_servers.extpool] url = \"{url}\"\n  Cursor       .cursor/mcp.json: {{\"mcpServers\": {{\"extpool\": {{\"url\": \"{url}\"}}}}}}\n  VS Code      code --add-mcp '{{\"name\":\"extpool\",\"type\":\"http\",\"url\":\"{url}\"}}'\n  (or run `extpool serve --stdio` as the agent's one stdio server)\n\nStop with Ctrl-C.\n"
+    ))?;
+    Ok(())
+}
+
+/// Resolves on Ctrl-C, SIGTERM or SIGHUP.
+async fn interrupted() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).ok();
+        let mut hup = signal(SignalKind::hangup()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            Some(()) = async { match term.as_mut() { Some(s) => s.recv().await, None => None } } => {}
+            Some(()) = async { match hup.as_mut() { Some(s) => s.recv().await, None => None } } => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
