@@ -242,7 +242,17 @@ impl ServerHandler for GatewayHandler {
     ) -> Result<ListResourcesResult, ErrorData> {
         let view = self.view();
         let mut resources: Vec<_> = view.resources().iter().map(convert::resource).collect();
-        resources.extend(view.skills().await.iter().map(convert::skill_resource));
+        // Skills as plain resources, for clients without the extension
+        // (a server that hosts a skill may list its SKILL.md already).
+        let listed: std::collections::HashSet<String> =
+            resources.iter().map(|r| r.uri.clone()).collect();
+        resources.extend(
+            view.skills()
+                .await
+                .iter()
+                .filter(|s| !listed.contains(&s.uri))
+                .map(convert::skill_resource),
+        );
         Ok(ListResourcesResult::with_all_items(resources))
     }
 

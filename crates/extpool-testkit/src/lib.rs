@@ -58,6 +58,7 @@
 //! | `mixed_content` | — | text, image (PNG), audio (WAV), embedded resource, resource link |
 //! | `env` | `name` | the variable's value or `<unset>` |
 //! | `stderr` | `message` | writes `message` to stderr, returns `"ok"` |
+//! | `sample` | `prompt` | asks the client to sample (`sampling/createMessage`), returns the answer's text |
 //! | `tool_0000`… | `message?` | (`--extra-tools`) returns `message` or its name |
 //!
 //! `echo`, `add`, `count`, `tool_error`, `sleep`, `barrier`, `large_text`, `structured`,

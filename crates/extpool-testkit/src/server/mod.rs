@@ -342,3 +342,32 @@ impl ServerHandler for TestServer {
         }
     }
 }
+
+impl TestServer {
+    /// `sample`: asks the client for a completion of `prompt`.
+    #[allow(deprecated)] // sampling (SEP-2577) is deprecated but clients still answer it
+    async fn sample(
+        &self,
+        prompt: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResult, ErrorData> {
+        use rmcp::model::{CreateMessageRequestParams, SamplingMessage};
+        let params = CreateMessageRequestParams::new(vec![SamplingMessage::user_text(prompt)], 100);
+        match context.peer.create_message(params).await {
+            Ok(answer) => {
+                let text = answer
+                    .message
+                    .content
+                    .iter()
+                    .find_map(|c| c.as_text().map(|t| t.text.clone()))
+                    .unwrap_or_default();
+                Ok(rmcp::model::CallToolResult::success(vec![
+                    rmcp::model::ContentBlock::text(text),
+                ]))
+            }
+            Err(e) => Ok(rmcp::model::CallToolResult::error(vec![
+                rmcp::model::ContentBlock::text(format!("sampling failed: {e}")),
+            ])),
+        }
+    }
+}

@@ -269,6 +269,7 @@ impl TestServer {
                     .unwrap_or_else(|| "<unset>".to_owned());
                 Ok(text(value))
             }
+            "sample" => self.sample(args.str("prompt")?, &context).await,
             "stderr" => {
                 let message = args.str("message")?;
                 let mut err = std::io::stderr().lock();

@@ -252,6 +252,12 @@ fn unannotated_builtin() -> Vec<Tool> {
             "Writes `message` to the server's stderr, then returns \"ok\"",
             schema(json!({"message": string("Line to write")}), &["message"]),
         ),
+        Tool::new(
+            "sample",
+            "Asks the client to sample (`sampling/createMessage` with `prompt` as the user \
+             message) and returns the text of its answer",
+            schema(json!({"prompt": string("What to ask the model")}), &["prompt"]),
+        ),
     ]
 }
 

@@ -1,0 +1,116 @@
+"""A real MCP client (the Python `mcp` SDK) that runs a list of steps
+against a server and prints one JSON object per step on stdout.
+
+    python mcp_client.py (--url URL | --stdio CMD ARG...) STEPS_JSON
+
+STEPS_JSON is a JSON list; each step is one of
+  {"op": "list_tools"} | {"op": "call", "name": N, "args": {...}, "progress": true?}
+  {"op": "list_prompts"} | {"op": "get_prompt", "name": N, "args": {...}}
+  {"op": "list_resources"} | {"op": "read", "uri": U}
+  {"op": "wait_tools_changed"}   waits for notifications/tools/list_changed
+Sampling requests are answered with the text "sampled by the python client";
+elicitation requests are accepted with content {"answer": "yes"}.
+Used by extpool's tests and benchmarks; it never skips a step silently.
+"""
+
+import asyncio
+import json
+import sys
+
+import anyio
+from mcp import ClientSession, types
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+
+def emit(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+async def sampling(context, params):
+    return types.CreateMessageResult(
+        role="assistant",
+        content=types.TextContent(type="text", text="sampled by the python client"),
+        model="test-model",
+    )
+
+
+async def elicitation(context, params):
+    return types.ElicitResult(action="accept", content={"answer": "yes"})
+
+
+async def run(read, write, steps):
+    changed = anyio.Event()
+
+    async def on_message(message):
+        if isinstance(message, types.ServerNotification) and isinstance(
+            message.root if hasattr(message, "root") else message, types.ToolListChangedNotification
+        ):
+            changed.set()
+        elif isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    async with ClientSession(
+        read,
+        write,
+        sampling_callback=sampling,
+        elicitation_callback=elicitation,
+        message_handler=on_message,
+    ) as session:
+        init = await session.initialize()
+        emit({"op": "initialize", "server": init.server_info.name, "protocol": init.protocol_version})
+        for step in steps:
+            op = step["op"]
+            if op == "list_tools":
+                r = await session.list_tools()
+                emit({"op": op, "tools": [t.name for t in r.tools]})
+            elif op == "call":
+                progress = []
+
+                async def on_progress(p, total, message):
+                    progress.append(p)
+
+                r = await session.call_tool(
+                    step["name"],
+                    step.get("args", {}),
+                    progress_callback=on_progress if step.get("progress") else None,
+                )
+                texts = [c.text for c in r.content if getattr(c, "type", "") == "text"]
+                emit({"op": op, "is_error": bool(r.is_error), "text": texts, "progress": progress})
+            elif op == "list_prompts":
+                r = await session.list_prompts()
+                emit({"op": op, "prompts": [p.name for p in r.prompts]})
+            elif op == "get_prompt":
+                r = await session.get_prompt(step["name"], step.get("args", {}))
+                emit({"op": op, "text": [m.content.text for m in r.messages]})
+            elif op == "list_resources":
+                r = await session.list_resources()
+                emit({"op": op, "resources": [str(x.uri) for x in r.resources]})
+            elif op == "read":
+                r = await session.read_resource(step["uri"])
+                emit({"op": op, "text": [getattr(c, "text", None) for c in r.contents]})
+            elif op == "wait_tools_changed":
+                with anyio.fail_after(60):
+                    await changed.wait()
+                changed = anyio.Event()
+                emit({"op": op})
+            else:
+                raise SystemExit(f"unknown step {op!r}")
+
+
+async def main():
+    args = sys.argv[1:]
+    steps = json.loads(args[-1])
+    if args[0] == "--url":
+        async with streamable_http_client(args[1]) as streams:
+            await run(streams[0], streams[1], steps)
+    elif args[0] == "--stdio":
+        params = StdioServerParameters(command=args[1], args=args[2:-1])
+        async with stdio_client(params) as (read, write):
+            await run(read, write, steps)
+    else:
+        raise SystemExit("usage: mcp_client.py (--url URL | --stdio CMD ARG...) STEPS_JSON")
+
+
+asyncio.run(main())
