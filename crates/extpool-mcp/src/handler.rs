@@ -17,8 +17,8 @@ use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProgressNoti
 use rmcp::service::{NotificationContext, RoleClient};
 use tokio::sync::broadcast;
 
-use crate::name::ServerName;
 use crate::callers::Callers;
+use crate::name::ServerName;
 use crate::progress::ProgressRoutes;
 
 /// The method of a sampling request.

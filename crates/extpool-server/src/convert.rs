@@ -143,6 +143,9 @@ mod tests {
         assert_eq!(tool_name(&info("mcp__s__t", "mcp__s__t")), "mcp__s__t");
         let long = format!("mcp__s__{}", "x".repeat(200));
         assert_eq!(tool_name(&info(&long, "mcp__s__x_1a2b")), "mcp__s__x_1a2b");
-        assert_eq!(tool_name(&info("mcp__s__a/b", "mcp__s__a_b")), "mcp__s__a_b");
+        assert_eq!(
+            tool_name(&info("mcp__s__a/b", "mcp__s__a_b")),
+            "mcp__s__a_b"
+        );
     }
 }

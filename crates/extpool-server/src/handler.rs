@@ -10,9 +10,9 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult,
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetSkillRequestParams,
     GetSkillResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
-    ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams,
-    PromptMessage, Role, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams, PromptMessage,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Role, ServerCapabilities,
+    ServerConfig, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -95,7 +95,13 @@ impl GatewayHandler {
         Ok(())
     }
 
-    fn audit(&self, name: &str, args: &serde_json::Map<String, serde_json::Value>, outcome: &'static str, started: Instant) {
+    fn audit(
+        &self,
+        name: &str,
+        args: &serde_json::Map<String, serde_json::Value>,
+        outcome: &'static str,
+        started: Instant,
+    ) {
         let Some(log) = &self.shared.audit else {
             return;
         };
@@ -104,7 +110,11 @@ impl GatewayHandler {
             time_ms: now_ms(),
             session: self.session_id(),
             name,
-            decision: if decision.is_allowed() { "allow" } else { "deny" },
+            decision: if decision.is_allowed() {
+                "allow"
+            } else {
+                "deny"
+            },
             rule: decision.reason(),
             outcome,
             duration_ms: millis(started.elapsed()),
@@ -123,7 +133,9 @@ fn call_error(e: HostError) -> Result<CallToolResult, ErrorData> {
     match &e {
         HostError::UnknownTool { .. } => Err(ErrorData::invalid_params(e.to_string(), None)),
         _ if e.is_denied() => Err(ErrorData::invalid_params(e.to_string(), None)),
-        _ => Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())])),
+        _ => Ok(CallToolResult::error(vec![ContentBlock::text(
+            e.to_string(),
+        )])),
     }
 }
 
@@ -204,22 +216,34 @@ impl ServerHandler for GatewayHandler {
         let args = request.arguments.unwrap_or_default();
         let started = Instant::now();
         let digest_args = self.shared.audit.is_some().then(|| args.clone());
-        let call = relay::call_context(&context).scope(self.view().call(&name, args));
+        let (call_context, forwarder) = relay::call_context(&context);
+        let call = call_context.scope(self.view().call(&name, args));
         let outcome = tokio::select! {
             result = call => Some(result),
             () = context.ct.cancelled() => None,
         };
+        if let Some(forwarder) = forwarder {
+            // Every copy of the context is gone with the call: the task
+            // sends what is queued, then ends.
+            let _ = forwarder.await;
+        }
         let (result, word) = match outcome {
             Some(Ok(result)) => {
                 let word = if result.is_error { "tool_error" } else { "ok" };
-                (Ok(extpool_host::mcp::convert::wire::call_tool_result(&result)), word)
+                (
+                    Ok(extpool_host::mcp::convert::wire::call_tool_result(&result)),
+                    word,
+                )
             }
             Some(Err(e)) => {
                 let word = if e.is_denied() { "denied" } else { "error" };
                 (call_error(e), word)
             }
             None => (
-                Err(ErrorData::internal_error("the client cancelled the call", None)),
+                Err(ErrorData::internal_error(
+                    "the client cancelled the call",
+                    None,
+                )),
                 "cancelled",
             ),
         };
@@ -301,15 +325,18 @@ impl ServerHandler for GatewayHandler {
         } else {
             arguments
                 .iter()
-                .map(|(k, v)| format!("{k}={}", v.as_str().map_or_else(|| v.to_string(), str::to_owned)))
+                .map(|(k, v)| {
+                    format!(
+                        "{k}={}",
+                        v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+                    )
+                })
                 .collect()
         };
         match view.run(&request.name, &args).await {
-            Ok(text) => Ok(GetPromptResult::new(vec![PromptMessage::new_text(
-                Role::User,
-                text,
-            )])
-            .into()),
+            Ok(text) => {
+                Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]).into())
+            }
             Err(e @ HostError::UnknownCommand { .. }) => {
                 Err(ErrorData::invalid_params(e.to_string(), None))
             }
@@ -336,7 +363,12 @@ impl ServerHandler for GatewayHandler {
         _context: RequestContext<RoleServer>,
     ) -> Result<GetSkillResult, ErrorData> {
         let view = self.view();
-        let Some(info) = view.skills().await.into_iter().find(|s| s.uri == request.uri) else {
+        let Some(info) = view
+            .skills()
+            .await
+            .into_iter()
+            .find(|s| s.uri == request.uri)
+        else {
             return Err(ErrorData::invalid_params(
                 format!("no skill at {}", request.uri),
                 None,

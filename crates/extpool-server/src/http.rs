@@ -63,9 +63,17 @@ async fn healthz() -> &'static str {
 async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
     let status = shared.host.status();
     if status.is_ready() {
-        (StatusCode::OK, format!("ready: catalog revision {}\n", status.catalog.revision)).into_response()
+        (
+            StatusCode::OK,
+            format!("ready: catalog revision {}\n", status.catalog.revision),
+        )
+            .into_response()
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "not ready: no catalog revision published yet\n").into_response()
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: no catalog revision published yet\n",
+        )
+            .into_response()
     }
 }
 

@@ -72,7 +72,11 @@ impl Metrics {
     pub fn render(&self, status: &HostStatus) -> String {
         let mut out = String::new();
         let calls = self.calls.lock().clone();
-        let label = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
+        let label = |s: &str| {
+            s.replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('\n', "\\n")
+        };
         out.push_str("# HELP extpool_tool_calls_total Tool calls through the gateway.\n");
         out.push_str("# TYPE extpool_tool_calls_total counter\n");
         for ((server, tool), s) in &calls {
@@ -84,7 +88,9 @@ impl Metrics {
                 s.calls
             );
         }
-        out.push_str("# HELP extpool_tool_errors_total Tool calls that failed (an error or a tool error).\n");
+        out.push_str(
+            "# HELP extpool_tool_errors_total Tool calls that failed (an error or a tool error).\n",
+        );
         out.push_str("# TYPE extpool_tool_errors_total counter\n");
         for ((server, tool), s) in &calls {
             let _ = writeln!(
@@ -124,7 +130,9 @@ impl Metrics {
         out.push_str("# HELP extpool_sessions Open client sessions.\n");
         out.push_str("# TYPE extpool_sessions gauge\n");
         let _ = writeln!(out, "extpool_sessions {}", self.open_sessions());
-        out.push_str("# HELP extpool_upstream_up Whether an upstream server is usable (1) or not (0).\n");
+        out.push_str(
+            "# HELP extpool_upstream_up Whether an upstream server is usable (1) or not (0).\n",
+        );
         out.push_str("# TYPE extpool_upstream_up gauge\n");
         for server in &status.servers {
             let _ = writeln!(

@@ -40,7 +40,8 @@ impl CallClient for PeerClient {
             .send_request(request)
             .await
             .map_err(|e| format!("the client did not answer {method}: {e}"))?;
-        serde_json::to_value(result).map_err(|e| format!("cannot relay the answer to {method}: {e}"))
+        serde_json::to_value(result)
+            .map_err(|e| format!("cannot relay the answer to {method}: {e}"))
     }
 
     fn accepts(&self, method: &str) -> bool {
@@ -68,15 +69,19 @@ impl CallClient for PeerClient {
 
 /// The call context of a request: progress to the client's token (when it
 /// sent one), requests and logs to the client. The returned task forwards
-/// progress until the context is dropped.
-pub fn call_context(ctx: &RequestContext<RoleServer>) -> CallContext {
+/// progress until every copy of the context is dropped; await it before
+/// answering, so that no progress notification follows the result.
+pub fn call_context(
+    ctx: &RequestContext<RoleServer>,
+) -> (CallContext, Option<tokio::task::JoinHandle<()>>) {
     let mut call = CallContext::new().with_client(Arc::new(PeerClient::new(ctx.peer.clone())));
+    let mut forwarder = None;
     if let Some(token) = ctx.meta.get_progress_token() {
         let (tx, rx) = mpsc::channel(PROGRESS_QUEUE);
-        tokio::spawn(forward_progress(ctx.peer.clone(), token, rx));
+        forwarder = Some(tokio::spawn(forward_progress(ctx.peer.clone(), token, rx)));
         call = call.with_progress(tx);
     }
-    call
+    (call, forwarder)
 }
 
 async fn forward_progress(

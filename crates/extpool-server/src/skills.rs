@@ -64,7 +64,12 @@ fn relative_files(dir: &Path) -> Option<Vec<String>> {
             if kind.is_dir() && depth + 1 < MAX_SKILL_DEPTH {
                 stack.push((entry.path(), depth + 1));
             } else if kind.is_file() {
-                let rel = entry.path().strip_prefix(dir).ok()?.to_str()?.replace('\\', "/");
+                let rel = entry
+                    .path()
+                    .strip_prefix(dir)
+                    .ok()?
+                    .to_str()?
+                    .replace('\\', "/");
                 if rel != "SKILL.md" {
                     out.push(rel);
                 }
@@ -92,7 +97,10 @@ mod tests {
         std::fs::write(dir.path().join(".hidden"), "h").expect("write");
         assert_eq!(
             relative_files(dir.path()),
-            Some(vec!["references/b.md".to_owned(), "references/deep/a.md".to_owned()])
+            Some(vec![
+                "references/b.md".to_owned(),
+                "references/deep/a.md".to_owned()
+            ])
         );
         for i in 0..MAX_SKILL_FILES {
             std::fs::write(dir.path().join(format!("f{i}")), "f").expect("write");

@@ -67,11 +67,18 @@ for (const step of steps) {
     }
     case "call": {
       const progress = [];
-      const r = await client.callTool(
-        { name: step.name, arguments: step.args ?? {} },
-        undefined,
-        step.progress ? { onprogress: (p) => progress.push(p.progress) } : undefined,
-      );
+      let r;
+      try {
+        r = await client.callTool(
+          { name: step.name, arguments: step.args ?? {} },
+          undefined,
+          step.progress ? { onprogress: (p) => progress.push(p.progress) } : undefined,
+        );
+      } catch (e) {
+        if (!step.expect_error) throw e;
+        emit({ op: step.op, error: String(e.message ?? e) });
+        break;
+      }
       const text = r.content.filter((c) => c.type === "text").map((c) => c.text);
       emit({ op: step.op, is_error: !!r.isError, text, progress });
       break;

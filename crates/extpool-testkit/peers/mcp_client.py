@@ -4,7 +4,9 @@ against a server and prints one JSON object per step on stdout.
     python mcp_client.py (--url URL | --stdio CMD ARG...) STEPS_JSON
 
 STEPS_JSON is a JSON list; each step is one of
-  {"op": "list_tools"} | {"op": "call", "name": N, "args": {...}, "progress": true?}
+  {"op": "list_tools"}
+  {"op": "call", "name": N, "args": {...}, "progress": true?, "expect_error": true?}
+      (with expect_error, a JSON-RPC error is printed as {"op": "call", "error": MESSAGE})
   {"op": "list_prompts"} | {"op": "get_prompt", "name": N, "args": {...}}
   {"op": "list_resources"} | {"op": "read", "uri": U}
   {"op": "wait_tools_changed"}   waits for notifications/tools/list_changed
@@ -71,11 +73,17 @@ async def run(read, write, steps):
                 async def on_progress(p, total, message):
                     progress.append(p)
 
-                r = await session.call_tool(
-                    step["name"],
-                    step.get("args", {}),
-                    progress_callback=on_progress if step.get("progress") else None,
-                )
+                try:
+                    r = await session.call_tool(
+                        step["name"],
+                        step.get("args", {}),
+                        progress_callback=on_progress if step.get("progress") else None,
+                    )
+                except Exception as e:  # a JSON-RPC error answer
+                    if not step.get("expect_error"):
+                        raise
+                    emit({"op": op, "error": str(e)})
+                    continue
                 texts = [c.text for c in r.content if getattr(c, "type", "") == "text"]
                 emit({"op": op, "is_error": bool(r.is_error), "text": texts, "progress": progress})
             elif op == "list_prompts":

@@ -45,7 +45,7 @@
 //! | `count` | `key` | returns counter `key` without incrementing |
 //! | `fail` | `message?` | increments `fail`, answers JSON-RPC error -32603 `message` |
 //! | `tool_error` | `message?` | result with `isError: true` |
-//! | `sleep` | `ms` | sleeps; when cancelled increments `cancelled` |
+//! | `sleep` | `ms` | increments `sleep`, then sleeps; when cancelled increments `cancelled` |
 //! | `barrier` | `key`, `parties` | increments `barrier-<key>`, then waits until `parties` calls with `key` have arrived in this process (proves calls overlapped); when cancelled increments `cancelled` |
 //! | `crash` | `once?` | exits with code 3 before answering; `once: true` crashes only while `DIR/crashed` is absent (creates it), else increments `crash` and returns `"survived"` |
 //! | `add_tool` / `add_resource` / `add_prompt` | `name` / `uri`, `text` / `name` | adds one, then sends the matching `list_changed` to every client |

@@ -250,3 +250,30 @@ pub fn conformance_script() -> PathBuf {
         "@modelcontextprotocol/conformance",
     )
 }
+
+/// This crate's `peers/mcp_client.py`: the Python `mcp` SDK client that
+/// runs a JSON list of steps (see the script) and prints one JSON line per
+/// step. Append `--url URL` or `--stdio CMD ARGS…`, then the steps.
+///
+/// # Panics
+///
+/// When the venv is missing.
+pub fn python_client() -> Command {
+    let mut command = Command::new(python());
+    command.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/mcp_client.py"));
+    command
+}
+
+/// This crate's `peers/mcp_client.mjs`: the TypeScript SDK client with the
+/// same steps as [`python_client`].
+///
+/// # Panics
+///
+/// When Node.js or the SDK is missing.
+pub fn typescript_client() -> Command {
+    let mut command = Command::new(node());
+    command
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/mcp_client.mjs"))
+        .env("EXTPOOL_NODE_MODULES", node_modules());
+    command
+}

@@ -165,7 +165,12 @@ other than loopback, clients must send the gateway's bearer token
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Address to serve streamable HTTP on (`/mcp`, `/healthz`, `/readyz`, `/metrics`).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8520", conflicts_with = "stdio")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = "127.0.0.1:8520",
+        conflicts_with = "stdio"
+    )]
     pub listen: std::net::SocketAddr,
 
     /// Serve one client over stdin and stdout instead of HTTP.

@@ -1,1 +1,12 @@
-//! Integration tests of the gateway.
+//! Gateway tests: a real host (the testkit server, server-everything,
+//! skills) served over HTTP by the gateway, and real clients talking to
+//! it — the Python and TypeScript MCP SDKs as child processes, and rmcp
+//! clients of both protocol eras.
+#![allow(clippy::unwrap_used)]
+
+mod clients;
+mod eras;
+mod ops;
+mod relay;
+mod sharing;
+mod support;

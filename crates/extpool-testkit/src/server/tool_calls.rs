@@ -178,6 +178,7 @@ impl TestServer {
             }
             "sleep" => {
                 let ms = args.u64_at_most("ms", MAX_SLEEP_MS)?;
+                counters.increment("sleep").map_err(state_error)?;
                 tokio::select! {
                     () = tokio::time::sleep(Duration::from_millis(ms)) => {
                         Ok(text(format!("slept {ms} ms")))

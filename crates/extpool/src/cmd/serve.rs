@@ -54,7 +54,9 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
             }
         }
         Some(listener) => {
-            let addr = listener.local_addr().context("reading the listen address")?;
+            let addr = listener
+                .local_addr()
+                .context("reading the listen address")?;
             announce(ctx, &gateway, addr)?;
             tokio::select! {
                 r = gateway.serve_http(listener) => r.map_err(anyhow::Error::from),
@@ -108,7 +110,9 @@ fn token(args: &ServeArgs) -> Result<Option<String>> {
         }
         return Ok(Some(token));
     }
-    Ok(std::env::var(TOKEN_VAR).ok().filter(|t| !t.trim().is_empty()))
+    Ok(std::env::var(TOKEN_VAR)
+        .ok()
+        .filter(|t| !t.trim().is_empty()))
 }
 
 /// Prints the endpoint and how to add it to the usual agents.

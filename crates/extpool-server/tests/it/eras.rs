@@ -1,0 +1,168 @@
+//! Both protocol eras side by side on one gateway: a session-era client
+//! (`initialize`, `Mcp-Session-Id`) and a 2026-07-28 client
+//! (`server/discover`, stateless requests, `subscriptions/listen`), both
+//! rmcp clients; skills through the SEP-2640 extension with digests that
+//! verify.
+
+use extpool_server::GatewayOptions;
+use extpool_testkit::StateDir;
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, GetSkillRequestParams, Implementation,
+    ProtocolVersion, ReadResourceRequestParams, ResourceContents, ServerNotification,
+    SkillResources, SubscriptionFilter,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::json;
+
+use crate::support::{PATIENCE, Project, Served, testkit_yaml};
+
+/// A client that speaks the session era.
+#[derive(Clone)]
+struct SessionEra;
+
+impl ClientHandler for SessionEra {
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("session-era-test", "1"),
+        );
+        info.protocol_version = ProtocolVersion::V_2025_11_25;
+        info
+    }
+}
+
+async fn within<F: std::future::Future>(f: F) -> F::Output {
+    tokio::time::timeout(PATIENCE, f).await.expect("timed out")
+}
+
+async fn modern(url: &str) -> RunningService<RoleClient, ()> {
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    within(().serve_with_lifecycle(
+        StreamableHttpClientTransport::from_uri(url.to_owned()),
+        lifecycle,
+    ))
+    .await
+    .expect("server/discover")
+}
+
+async fn echo<S: rmcp::service::Service<RoleClient>>(
+    client: &RunningService<RoleClient, S>,
+    text: &str,
+) -> String {
+    let mut params = CallToolRequestParams::new("mcp__testkit__echo");
+    params.arguments = json!({"message": text}).as_object().cloned();
+    let result = within(client.call_tool(params)).await.unwrap();
+    result.content[0].as_text().unwrap().text.clone()
+}
+
+async fn served(state: &StateDir) -> Served {
+    let project = Project::new();
+    project.config(&testkit_yaml("testkit", state));
+    project.skill("review", "Review the change.");
+    Served::start(project, GatewayOptions::default()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_era_and_2026_era_clients_are_served_side_by_side() {
+    let state = StateDir::new();
+    let served = served(&state).await;
+    let old = within(SessionEra.serve(StreamableHttpClientTransport::from_uri(served.url.clone())))
+        .await
+        .unwrap();
+    let new = modern(&served.url).await;
+    assert_eq!(
+        old.peer_info().unwrap().protocol_version,
+        ProtocolVersion::V_2025_11_25
+    );
+    assert_eq!(
+        new.peer_info().unwrap().protocol_version,
+        ProtocolVersion::V_2026_07_28
+    );
+    assert_eq!(echo(&old, "old").await, "old");
+    assert_eq!(echo(&new, "new").await, "new");
+    let old_tools = within(old.list_all_tools()).await.unwrap();
+    let new_tools = within(new.list_all_tools()).await.unwrap();
+    let names = |t: &[rmcp::model::Tool]| t.iter().map(|t| t.name.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        names(&old_tools),
+        names(&new_tools),
+        "the same catalog in a deterministic order"
+    );
+    assert_eq!(state.starts(), 1, "one upstream process for both clients");
+    old.cancel().await.unwrap();
+    new.cancel().await.unwrap();
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_client_listening_hears_an_upstream_tool_list_change() {
+    let state = StateDir::new();
+    let served = served(&state).await;
+    let client = modern(&served.url).await;
+    let mut subscription =
+        within(client.listen(SubscriptionFilter::builder().tools_list_changed().build()))
+            .await
+            .expect("subscriptions/listen");
+    let mut params = CallToolRequestParams::new("mcp__testkit__add_tool");
+    params.arguments = json!({"name": "heard"}).as_object().cloned();
+    within(client.call_tool(params)).await.unwrap();
+    let notification = within(subscription.next()).await.unwrap();
+    assert!(
+        matches!(
+            notification,
+            Some(ServerNotification::ToolListChangedNotification(_))
+        ),
+        "{notification:?}"
+    );
+    let tools = within(client.list_all_tools()).await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "mcp__testkit__heard"));
+    client.cancel().await.unwrap();
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skills_local_and_mcp_hosted_come_through_the_skills_extension_with_digests_that_verify() {
+    let state = StateDir::new();
+    let served = served(&state).await;
+    let client = modern(&served.url).await;
+    assert!(client.peer_info().unwrap().capabilities.supports_skills());
+    let listed = within(client.list_skills(None)).await.unwrap();
+    let uris: Vec<&str> = listed.skills.iter().map(|s| s.uri.as_str()).collect();
+    assert!(uris.contains(&"skill://review/SKILL.md"), "{uris:?}");
+    assert!(
+        uris.contains(&"skill://testkit-skill/SKILL.md"),
+        "MCP-hosted: {uris:?}"
+    );
+    let review = within(client.get_skill(GetSkillRequestParams::new("skill://review/SKILL.md")))
+        .await
+        .unwrap()
+        .skill;
+    assert_eq!(review.name(), "review");
+    let SkillResources::Files(files) = &review.resources else {
+        panic!("a static manifest: {:?}", review.resources);
+    };
+    let file_uris: Vec<&str> = files.iter().map(|f| f.uri.as_str()).collect();
+    assert_eq!(
+        file_uris,
+        [
+            "skill://review/SKILL.md",
+            "skill://review/references/notes.md"
+        ]
+    );
+    for file in files {
+        let read = within(client.read_resource(ReadResourceRequestParams::new(file.uri.clone())))
+            .await
+            .unwrap();
+        let bytes = match &read.contents[0] {
+            ResourceContents::TextResourceContents { text, .. } => text.clone().into_bytes(),
+            other => panic!("{other:?}"),
+        };
+        file.verify(&bytes).unwrap();
+    }
+    client.cancel().await.unwrap();
+    served.stop().await;
+}

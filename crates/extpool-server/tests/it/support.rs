@@ -1,0 +1,191 @@
+//! A gateway on a temporary project, served on 127.0.0.1:0, and the real
+//! SDK clients that talk to it.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use extpool_host::{Host, HostOptions, Places};
+use extpool_server::{Gateway, GatewayOptions};
+use extpool_testkit::{StateDir, stdio_command};
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// Upper bound of anything a test waits for; only reached when broken.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+/// A project directory with an empty home.
+pub struct Project {
+    pub dir: TempDir,
+}
+
+impl Project {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        Self { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes `extpool.yaml` (with `skills.paths: [./skills]`, no default roots).
+    pub fn config(&self, servers_yaml: &str) -> PathBuf {
+        let path = self.path().join("extpool.yaml");
+        std::fs::write(
+            &path,
+            format!(
+                "mcp_servers:\n{servers_yaml}skills:\n  paths: [./skills]\n  default_roots: false\n  watch: false\n"
+            ),
+        )
+        .unwrap();
+        path
+    }
+
+    /// Writes `skills/<name>/SKILL.md` and one reference file.
+    pub fn skill(&self, name: &str, body: &str) {
+        let dir = self.path().join("skills").join(name);
+        std::fs::create_dir_all(dir.join("references")).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: The {name} skill, for tests\n---\n{body}\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("references/notes.md"),
+            format!("Notes of {name}.\n"),
+        )
+        .unwrap();
+    }
+}
+
+/// A testkit server entry named `name` with `state`, as YAML.
+pub fn testkit_yaml(name: &str, state: &StateDir) -> String {
+    let (program, args) = stdio_command(state.args()).into_parts();
+    let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+    format!(
+        "  {name}:\n    command: {:?}\n    args: [{}]\n",
+        program.display().to_string(),
+        args.join(", ")
+    )
+}
+
+/// A gateway serving a project, and where to reach it.
+pub struct Served {
+    pub url: String,
+    pub base: String,
+    pub gateway: Gateway,
+    /// Kept alive (its directory) while served.
+    _project: Project,
+}
+
+impl Served {
+    /// Starts a host on `project` (relaying servers' requests) and serves it.
+    pub async fn start(project: Project, options: GatewayOptions) -> Served {
+        let host = Host::start(HostOptions {
+            places: Places {
+                cwd: project.path().to_path_buf(),
+                home: Some(project.path().join("home")),
+                ..Places::default()
+            },
+            watch_skills: Some(false),
+            relay: true,
+            ..HostOptions::files([project.path().join("extpool.yaml")])
+        })
+        .await
+        .unwrap();
+        let gateway = Gateway::new(host, options).await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let serving = gateway.clone();
+        tokio::spawn(async move { serving.serve_http(listener).await });
+        Served {
+            url: format!("http://{addr}/mcp"),
+            base: format!("http://{addr}"),
+            gateway,
+            _project: project,
+        }
+    }
+
+    /// Stops serving and shuts the host down.
+    pub async fn stop(self) {
+        self.gateway.shutdown().await;
+    }
+}
+
+/// Which SDK client.
+#[derive(Debug, Clone, Copy)]
+pub enum Sdk {
+    Python,
+    TypeScript,
+}
+
+/// Runs `steps` with an SDK client against `url`; returns its JSON lines
+/// (the first is `initialize`). Fails the test when the client fails.
+pub async fn sdk_client(sdk: Sdk, url: &str, steps: Value) -> Vec<Value> {
+    sdk_client_with(sdk, &["--url", url], steps).await
+}
+
+/// [`sdk_client`] with the connection arguments given (`--url URL` or
+/// `--stdio CMD ARGS…`).
+pub async fn sdk_client_with(sdk: Sdk, connect: &[&str], steps: Value) -> Vec<Value> {
+    let std_command = match sdk {
+        Sdk::Python => extpool_testkit::peers::python_client(),
+        Sdk::TypeScript => extpool_testkit::peers::typescript_client(),
+    };
+    let mut command = tokio::process::Command::from(std_command);
+    command
+        .args(connect)
+        .arg(steps.to_string())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(PATIENCE, command.output())
+        .await
+        .unwrap_or_else(|_| panic!("the {sdk:?} client did not finish"))
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the {sdk:?} client failed: {}\nstdout: {stdout}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// Polls `check` until it holds, failing after [`PATIENCE`].
+pub async fn eventually(mut check: impl FnMut() -> bool, what: &str) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !check() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never happened: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Pids of live processes whose command line contains `marker`.
+pub fn pids_with(marker: &str) -> Vec<u32> {
+    let mut pids = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return pids;
+    };
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let alive = std::fs::read_to_string(entry.path().join("stat"))
+            .map(|s| !s.contains(") Z "))
+            .unwrap_or(false);
+        if alive && String::from_utf8_lossy(&cmdline).contains(marker) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
