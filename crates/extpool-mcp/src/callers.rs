@@ -93,9 +93,9 @@ mod tests {
         let _a = callers.enter(Arc::new(Named("a", true)));
         let b = callers.enter(Arc::new(Named("b", true)));
         let _c = callers.enter(Arc::new(Named("c", false)));
-        let ask = |c: &Callers| async move {
+        let ask = |c: &Callers| {
             let client = c.latest("sampling/createMessage").expect("a caller");
-            client.request("m", Value::Null).await
+            async move { client.request("m", Value::Null).await }
         };
         assert_eq!(ask(&callers).await, Ok(Value::String("b".into())));
         drop(b);

@@ -57,7 +57,11 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
             let addr = listener
                 .local_addr()
                 .context("reading the listen address")?;
-            announce(ctx, &gateway, addr)?;
+            // Best effort: a closed stdout (a supervisor that stopped
+            // reading) must not stop the gateway.
+            if let Err(e) = announce(ctx, &gateway, addr) {
+                tracing::debug!("cannot print the endpoint: {e}");
+            }
             tokio::select! {
                 r = gateway.serve_http(listener) => r.map_err(anyhow::Error::from),
                 () = interrupted() => Ok(()),

@@ -10,5 +10,6 @@ mod foreign_import;
 mod host;
 mod mcp_auth;
 mod quickstart;
+mod serve;
 mod support;
 mod tty;
