@@ -1,4 +1,5 @@
-//! Embedding extpool in a Rust program: load the quickstart configuration,
+//! Embedding extpool in a Rust program: load the example configuration
+//! (the repository's `extpool.yaml`; run this from the repository root),
 //! start it, open a session, list the model-facing tools, call one, read a
 //! skill and an MCP resource, and shut down.
 //!
@@ -9,7 +10,7 @@ use extpool_host::{Host, HostOptions};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    run(HostOptions::files(["examples/quickstart/extpool.yaml"])).await
+    run(HostOptions::files(["extpool.yaml"])).await
 }
 
 /// The example itself (the tests run it too).

@@ -20,9 +20,7 @@ async fn the_embedding_example_runs_on_the_quickstart_configuration() {
         home: Some(project.path().join("home")),
         ..Places::default()
     };
-    let mut loaded =
-        extpool_host::config::load_file(&root.join("examples/quickstart/extpool.yaml"), &places)
-            .unwrap();
+    let mut loaded = extpool_host::config::load_file(&root.join("extpool.yaml"), &places).unwrap();
     // The quickstart starts its server through `cargo run --release`; the
     // tests have the same server built already, so only its launch changes.
     let state = StateDir::new();

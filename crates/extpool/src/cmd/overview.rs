@@ -63,7 +63,6 @@ fn call_example(tool: &ToolInfo) -> String {
 }
 
 fn next_steps(
-    ctx: &Ctx,
     host: &Opened,
     tools: &[ToolInfo],
     skills: &[SkillInfo],
@@ -76,14 +75,6 @@ fn next_steps(
             "extpool config paths            where extpool looks for .mcp.json, ~/.claude.json, …"
                 .into(),
         );
-        if ctx
-            .places
-            .cwd
-            .join("examples/quickstart/extpool.yaml")
-            .is_file()
-        {
-            next.push("extpool --config examples/quickstart/extpool.yaml   the quickstart (from the repository root)".into());
-        }
     }
     if !tools.is_empty() {
         next.push("extpool list tools".into());
@@ -132,7 +123,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<ExitCode> {
         .into_iter()
         .filter(|s| s.kind == "server")
         .collect();
-    let next = next_steps(ctx, &host, &tools, &skills, &commands);
+    let next = next_steps(&host, &tools, &skills, &commands);
     let result = print(ctx, &host, &servers, &tools, &skills, &commands, &next);
     host.shutdown().await;
     result?;

@@ -10,6 +10,6 @@ mod foreign_import;
 mod host;
 mod mcp_auth;
 mod quickstart;
-mod serve;
+pub mod serve;
 mod support;
 mod tty;

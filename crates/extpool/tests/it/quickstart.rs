@@ -1,39 +1,58 @@
-//! The README's commands, run literally from the repository root.
+//! The README's first command, run literally from the repository root:
+//! `cargo run --release -p extpool -- serve` serves the example
+//! configuration (the repository's `extpool.yaml`) to a real client, and
+//! the commands the example suggests work on it.
 
 use std::process::Command;
 
+use serde_json::json;
+
+use crate::serve::{Served, python, sigterm};
 use crate::support::{Sandbox, repo_root, run};
 
-/// `cargo run --release -p extpool -- --config examples/quickstart/extpool.yaml`
-#[test]
-fn the_quickstart_command_line_runs() {
-    let sb = Sandbox::new();
+/// `cargo run --release -p extpool -- serve` from `dir` (the repository
+/// root, or elsewhere with `--manifest-path`), home in the sandbox.
+fn first_command(sb: &Sandbox, dir: &std::path::Path) -> Served {
     let mut cmd = Command::new(env!("CARGO"));
-    cmd.current_dir(repo_root())
-        .args([
-            "run",
-            "--release",
-            "-p",
-            "extpool",
-            "--",
-            "--config",
-            "examples/quickstart/extpool.yaml",
-        ])
+    cmd.current_dir(dir)
+        .args(["run", "--release", "--manifest-path"])
+        .arg(repo_root().join("Cargo.toml"))
+        .args(["-p", "extpool", "--", "serve", "--listen", "127.0.0.1:0"])
         .env("HOME", sb.home())
         .env("NO_COLOR", "1");
-    let r = run(cmd);
-    assert_eq!(r.code, 0, "stdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("✓ testkit"), "{}", r.stdout);
-    for skill in ["release-notes", "code-review", "commit-message"] {
-        assert!(r.stdout.contains(skill), "{skill}: {}", r.stdout);
-    }
-    assert!(
-        r.stdout.contains("extpool run /release-notes v1.2.0"),
-        "{}",
-        r.stdout
-    );
+    Served::spawn(cmd)
+}
 
-    // The commands it suggests work on the same config.
+#[test]
+fn the_first_readme_command_serves_the_example_configuration() {
+    let sb = Sandbox::new();
+    let mut served = first_command(&sb, &repo_root());
+    let out = python(
+        &["--url", &served.url],
+        json!([
+            {"op": "list_tools"},
+            {"op": "call", "name": "mcp__testkit__add", "args": {"a": 2, "b": 3}},
+            {"op": "get_prompt", "name": "release-notes", "args": {"arguments": "v1.2.0"}},
+            {"op": "read", "uri": "skill://release-notes/references/format.md"},
+        ]),
+    );
+    let tools = out[1]["tools"].as_array().unwrap();
+    assert!(tools.iter().any(|t| t == "mcp__testkit__echo"), "{tools:?}");
+    assert!(
+        !tools.iter().any(|t| t == "mcp__testkit__crash"),
+        "denied by the example's permissions: {tools:?}"
+    );
+    assert_eq!(out[2]["text"], json!(["5"]));
+    assert!(
+        out[3]["text"][0]
+            .as_str()
+            .unwrap()
+            .contains("# Release notes for v1.2.0")
+    );
+    assert!(out[4]["text"][0].is_string());
+    assert_eq!(sigterm(&mut served), 0);
+
+    // The commands the example configuration suggests work from the root.
     let exe = repo_root().join("target/release/extpool");
     let exe = if exe.is_file() {
         exe
@@ -42,10 +61,7 @@ fn the_quickstart_command_line_runs() {
     };
     let q = |args: &[&str]| {
         let mut c = Command::new(&exe);
-        c.current_dir(repo_root())
-            .env("HOME", sb.home())
-            .args(["--config", "examples/quickstart/extpool.yaml"])
-            .args(args);
+        c.current_dir(repo_root()).env("HOME", sb.home()).args(args);
         run(c)
     };
     let r = q(&["run", "/release-notes", "v1.2.0"]);
@@ -57,28 +73,24 @@ fn the_quickstart_command_line_runs() {
     );
     let r = q(&["call", "mcp__testkit__add", "a=2", "b=3"]);
     assert_eq!((r.code, r.stdout.as_str()), (0, "5\n"), "{}", r.stderr);
-    let r = q(&["read", "skill://release-notes/references/format.md"]);
+    let r = q(&[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let r = q(&["list", "tools", "--json"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.contains("\"mcp__testkit__echo\""), "{}", r.stdout);
-    assert!(
-        !r.stdout.contains("mcp__testkit__crash"),
-        "denied by the quickstart's permissions: {}",
-        r.stdout
-    );
+    assert!(r.stdout.contains("✓ testkit"), "{}", r.stdout);
 }
 
-/// `cargo run --release -p extpool` on a machine with no configuration.
+/// The same command elsewhere, on a machine with no configuration at all:
+/// it serves what it finds (nothing but the built-in tools).
 #[test]
-fn the_first_readme_command_runs_without_configuration() {
+fn the_first_readme_command_serves_an_empty_machine() {
     let sb = Sandbox::new();
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.current_dir(repo_root())
-        .args(["run", "--release", "-p", "extpool"])
-        .env("HOME", sb.home())
-        .env("NO_COLOR", "1");
-    let r = run(cmd);
-    assert_eq!(r.code, 0, "stdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("Try next"), "{}", r.stdout);
+    let mut served = first_command(&sb, &sb.work());
+    let out = python(&["--url", &served.url], json!([{"op": "list_tools"}]));
+    let tools = out[1]["tools"].as_array().unwrap();
+    assert!(
+        tools
+            .iter()
+            .all(|t| !t.as_str().unwrap().starts_with("mcp__")),
+        "{tools:?}"
+    );
+    assert_eq!(sigterm(&mut served), 0);
 }

@@ -25,34 +25,65 @@ fn testkit_config(sb: &Sandbox, state: &StateDir) {
     );
 }
 
-/// `extpool serve ARGS` started; returns the child and the URL it printed.
-fn serve(sb: &Sandbox, args: &[&str]) -> (Child, String) {
-    let mut child = sb
-        .command()
-        .arg("serve")
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(stdout).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .unwrap_or_else(|| panic!("extpool serve ended before printing its endpoint"))
+/// A running `extpool serve` and the endpoint it printed.
+pub struct Served {
+    child: Child,
+    /// The MCP endpoint it printed.
+    pub url: String,
+}
+
+impl Served {
+    /// Spawns `command` (an `extpool serve` command line) and waits for the
+    /// endpoint line on its stdout.
+    pub fn spawn(mut command: std::process::Command) -> Served {
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
             .unwrap();
-        if let Some(at) = line.find("http://") {
-            break line[at..].trim().to_owned();
-        }
-    };
-    // Keep reading, as a terminal would, until extpool exits.
-    std::thread::spawn(move || lines.for_each(drop));
-    (child, url)
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let url = loop {
+            let line = lines
+                .next()
+                .unwrap_or_else(|| panic!("extpool serve ended before printing its endpoint"))
+                .unwrap();
+            if let Some(at) = line.find("http://") {
+                break line[at..].trim().to_owned();
+            }
+        };
+        // Keep reading, as a terminal would, until extpool exits.
+        std::thread::spawn(move || lines.for_each(drop));
+        Served { child, url }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `extpool serve ARGS` in the sandbox.
+fn serve(sb: &Sandbox, args: &[&str]) -> Served {
+    let mut command = sb.command();
+    command.arg("serve").args(args);
+    Served::spawn(command)
+}
+
+/// Sends SIGTERM and waits for the exit code.
+pub fn sigterm(served: &mut Served) -> i32 {
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &served.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    wait_exit(&mut served.child)
 }
 
 /// Runs the Python SDK client with `connect` arguments and `steps`.
-fn python(connect: &[&str], steps: Value) -> Vec<Value> {
+pub fn python(connect: &[&str], steps: Value) -> Vec<Value> {
     let output = extpool_testkit::peers::python_client()
         .args(connect)
         .arg(steps.to_string())
@@ -64,7 +95,10 @@ fn python(connect: &[&str], steps: Value) -> Vec<Value> {
         "client failed: {stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 /// Waits (up to a minute) for `child` to exit; returns its code.
@@ -101,8 +135,12 @@ fn serve_prints_its_endpoint_serves_a_client_and_stops_cleanly_on_sigterm() {
     let sb = Sandbox::new();
     let state = StateDir::new();
     testkit_config(&sb, &state);
-    let (mut child, url) = serve(&sb, &["--listen", "127.0.0.1:0"]);
-    assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{url}");
+    let mut served = serve(&sb, &["--listen", "127.0.0.1:0"]);
+    let url = served.url.clone();
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{url}"
+    );
     let out = python(
         &["--url", &url],
         json!([{"op": "call", "name": "mcp__testkit__echo", "args": {"message": "served"}}]),
@@ -110,13 +148,12 @@ fn serve_prints_its_endpoint_serves_a_client_and_stops_cleanly_on_sigterm() {
     assert_eq!(out[1]["text"], json!(["served"]));
     let marker = state.path().display().to_string();
     assert_eq!(live(&marker), 1);
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    assert_eq!(wait_exit(&mut child), 0);
-    assert_eq!(live(&marker), 0, "an upstream server outlived extpool serve");
+    assert_eq!(sigterm(&mut served), 0);
+    assert_eq!(
+        live(&marker),
+        0,
+        "an upstream server outlived extpool serve"
+    );
 }
 
 #[test]
@@ -135,7 +172,13 @@ fn serve_stdio_serves_one_client_on_stdin_and_stdout() {
         ]),
     );
     assert_eq!(out[0]["server"], "extpool");
-    assert!(out[1]["tools"].as_array().unwrap().iter().any(|t| t == "mcp__testkit__add"));
+    assert!(
+        out[1]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "mcp__testkit__add")
+    );
     assert_eq!(out[2]["text"], json!(["42"]));
 }
 
@@ -146,7 +189,8 @@ fn a_non_loopback_address_without_a_token_is_refused() {
     let r = sb.run(&["serve", "--listen", "0.0.0.0:0"]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
-        r.stderr.contains("refusing to serve on 0.0.0.0:0 without a bearer token"),
+        r.stderr
+            .contains("refusing to serve on 0.0.0.0:0 without a bearer token"),
         "{}",
         r.stderr
     );
@@ -158,19 +202,20 @@ fn mcp_server_flags_add_an_upstream_and_bad_ones_are_named() {
     sb.write("extpool.yaml", "mcp_servers: {}\n");
     let remote = HttpServer::spawn(StateDir::new().args());
     let flag = format!("kit={}", remote.url());
-    let (mut child, url) = serve(&sb, &["--listen", "127.0.0.1:0", "--mcp-server", &flag]);
+    let mut served = serve(&sb, &["--listen", "127.0.0.1:0", "--mcp-server", &flag]);
     let out = python(
-        &["--url", &url],
+        &["--url", &served.url],
         json!([{"op": "call", "name": "mcp__kit__echo", "args": {"message": "flagged"}}]),
     );
     assert_eq!(out[1]["text"], json!(["flagged"]));
-    let _ = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    assert_eq!(wait_exit(&mut child), 0);
+    assert_eq!(sigterm(&mut served), 0);
     let r = sb.run(&["serve", "--mcp-server", "a__b=http://127.0.0.1:1/mcp"]);
     assert_eq!(r.code, 1);
-    assert!(r.stderr.contains("--mcp-server a__b") && r.stderr.contains("'__'"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--mcp-server a__b") && r.stderr.contains("'__'"),
+        "{}",
+        r.stderr
+    );
     let r = sb.run(&["serve", "--mcp-server", "nourl"]);
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("expected NAME=URL"), "{}", r.stderr);
