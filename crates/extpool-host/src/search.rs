@@ -531,6 +531,7 @@ mod tests {
             description: description.into(),
             input_schema: json!({"type": "object", "properties": props}),
             builtin: false,
+            details: crate::info::ToolDetails::default(),
         }
     }
 
