@@ -38,6 +38,7 @@ const BUILTIN_TOOLS: [&str; BUILTIN_TOOL_COUNT] = [
     "mixed_content",
     "env",
     "stderr",
+    "sample",
 ];
 
 #[tokio::test]
