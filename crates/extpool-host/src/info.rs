@@ -77,6 +77,9 @@ pub struct ModelTool {
     pub input_schema: Arc<Value>,
     /// True for the catalog's own tools.
     pub builtin: bool,
+    /// Title, output schema and annotations as the server sent them.
+    #[serde(skip)]
+    pub details: ToolDetails,
 }
 
 impl From<ModelTool> for ToolInfo {
@@ -89,6 +92,7 @@ impl From<ModelTool> for ToolInfo {
             description: t.description,
             input_schema: Arc::unwrap_or_clone(t.input_schema),
             builtin: t.builtin,
+            details: t.details,
         }
     }
 }

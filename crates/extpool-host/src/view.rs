@@ -33,8 +33,8 @@ use crate::error::HostError;
 use crate::health::{Degraded, HealthEvent, instance};
 use crate::host::HostInner;
 use crate::info::{
-    ArgInfo, BUILTIN, CommandInfo, InstructionInfo, ModelTool, ResourceInfo, SkillInfo, ToolDetails,
-    ToolInfo,
+    ArgInfo, BUILTIN, CommandInfo, InstructionInfo, ModelTool, ResourceInfo, SkillInfo,
+    ToolDetails, ToolInfo,
 };
 
 /// A change a view's consumer may act on.
