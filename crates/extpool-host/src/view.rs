@@ -636,6 +636,23 @@ impl View {
         Ok(())
     }
 
+    /// Runs a reconciliation cycle of the pool catalog and, when this view
+    /// has capabilities of its own, of its catalog; returns the outcome of
+    /// this view's catalog (whether it published a new revision).
+    pub async fn reconcile_now(&self) -> extpool_catalog::CycleOutcome {
+        let host = &self.inner.host;
+        let pool = host.catalog.reconcile_now().await;
+        let own = self.inner.overlay.lock().clone();
+        match own {
+            Some(overlay) => {
+                let mut mine = overlay.reconcile_now().await;
+                mine.changed |= pool.changed;
+                mine
+            }
+            None => pool,
+        }
+    }
+
     /// Unregisters capability `id` from this view's level and shuts it down.
     pub async fn unregister(&self, id: &str) -> Result<(), HostError> {
         self.check_open()?;

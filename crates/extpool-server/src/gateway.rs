@@ -45,6 +45,14 @@ pub struct GatewayOptions {
     pub session_keep_alive: Duration,
     /// Where the audit log (JSON lines) is appended, if anywhere.
     pub audit_log: Option<PathBuf>,
+    /// The durable store of sessions (`/v1/sessions`); without one, only
+    /// the implicit sessions of `/mcp` exist.
+    pub state: Option<extpool_state::StateStore>,
+    /// Whether clients may bring per-session MCP servers when they create a
+    /// session (advertised as `mcp_servers_on_create`).
+    pub session_servers: bool,
+    /// Most per-session servers open at once, across sessions.
+    pub max_session_servers: usize,
 }
 
 impl Default for GatewayOptions {
@@ -57,6 +65,9 @@ impl Default for GatewayOptions {
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_keep_alive: DEFAULT_SESSION_KEEP_ALIVE,
             audit_log: None,
+            state: None,
+            session_servers: true,
+            max_session_servers: crate::sessions::DEFAULT_MAX_SESSION_SERVERS,
         }
     }
 }
@@ -107,6 +118,8 @@ pub(crate) struct Shared {
     /// The view of clients without a session (2026-07-28 requests).
     pub stateless: View,
     pub instructions: String,
+    /// Durable sessions, when a store is configured.
+    pub sessions: Option<crate::sessions::Sessions>,
     next_session: AtomicU64,
     pub stop: CancellationToken,
 }
@@ -151,7 +164,15 @@ impl Gateway {
             .map(|i| format!("## {}\n\n{}", i.source, i.text))
             .collect::<Vec<_>>()
             .join("\n\n");
+        let sessions = options.state.clone().map(|store| {
+            crate::sessions::Sessions::new(
+                store,
+                options.session_servers,
+                options.max_session_servers,
+            )
+        });
         let shared = Arc::new(Shared {
+            sessions,
             bearer: options.bearer.as_deref().map(BearerToken::new),
             host,
             options,
@@ -213,6 +234,9 @@ impl Gateway {
     /// Stops following changes and closes the host (every upstream server).
     pub async fn shutdown(&self) {
         self.shared.stop.cancel();
+        if let Some(sessions) = &self.shared.sessions {
+            sessions.close_all().await;
+        }
         self.shared.host.shutdown().await;
     }
 }

@@ -21,6 +21,7 @@ use crate::audit::{AuditRecord, args_digest, millis, now_ms};
 use crate::convert;
 use crate::gateway::Shared;
 use crate::relay;
+use crate::sessions::OpenSession;
 use crate::skills;
 
 /// Name the gateway reports in `serverInfo`.
@@ -50,6 +51,8 @@ impl Drop for Session {
 pub struct GatewayHandler {
     shared: Arc<Shared>,
     session: Arc<OnceLock<Arc<Session>>>,
+    /// The durable session this endpoint belongs to (`/sessions/{id}/mcp`).
+    durable: Option<Arc<OpenSession>>,
 }
 
 impl GatewayHandler {
@@ -57,23 +60,63 @@ impl GatewayHandler {
         Self {
             shared,
             session: Arc::new(OnceLock::new()),
+            durable: None,
         }
     }
 
-    /// The view this connection sees: its session's, else the stateless one.
+    /// A handler for a durable session's endpoint.
+    pub(crate) fn for_session(shared: Arc<Shared>, open: Arc<OpenSession>) -> Self {
+        Self {
+            shared,
+            session: Arc::new(OnceLock::new()),
+            durable: Some(open),
+        }
+    }
+
+    /// The view this connection sees: its durable session's, its implicit
+    /// session's, else the stateless one.
     fn view(&self) -> &View {
+        if let Some(open) = &self.durable {
+            return &open.view;
+        }
         self.session
             .get()
             .map_or(&self.shared.stateless, |s| &s.view)
     }
 
     fn session_id(&self) -> &str {
+        if let Some(open) = &self.durable {
+            return open.id.as_str();
+        }
         self.session.get().map_or("stateless", |s| s.id.as_str())
     }
 
-    /// Opens this connection's session (on `initialize`).
+    /// Whether this connection may see and call `name`.
+    fn granted(&self, name: &str, builtin: bool) -> bool {
+        self.durable
+            .as_ref()
+            .is_none_or(|open| open.allows(name, builtin))
+    }
+
+    /// Whether a call of `name` (catalog name or alias) may go ahead: always
+    /// outside a durable session; inside one, when the tool is granted (or
+    /// a built-in). A name the catalog does not know goes ahead, so that
+    /// the catalog's own "unknown tool" answer (with its suggestion) is
+    /// given.
+    fn may_call(&self, name: &str) -> bool {
+        let Some(open) = &self.durable else {
+            return true;
+        };
+        open.view
+            .tools()
+            .iter()
+            .find(|t| t.name == name || t.alias == name)
+            .is_none_or(|t| open.allows(&t.name, t.builtin))
+    }
+
+    /// Opens this connection's implicit session (on `initialize`).
     fn open_session(&self) -> Result<(), ErrorData> {
-        if self.session.get().is_some() {
+        if self.session.get().is_some() || self.durable.is_some() {
             return Ok(());
         }
         let max = self.shared.options.max_sessions;
@@ -167,7 +210,10 @@ impl ServerHandler for GatewayHandler {
         context.peer.set_peer_info(request.clone());
         // Kept now, not in `on_initialized`: notifications run in their own
         // tasks, and a change right after `initialized` must reach it.
-        self.shared.notifier.add_peer(context.peer.clone());
+        match &self.durable {
+            Some(open) => open.notifier.add_peer(context.peer.clone()),
+            None => self.shared.notifier.add_peer(context.peer.clone()),
+        }
         self.negotiate_initialize(&request)
     }
 
@@ -193,7 +239,10 @@ impl ServerHandler for GatewayHandler {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        self.shared.notifier.add_sink(context.sink().clone());
+        match &self.durable {
+            Some(open) => open.notifier.add_sink(context.sink().clone()),
+            None => self.shared.notifier.add_sink(context.sink().clone()),
+        }
         context.cancelled().await;
         Ok(())
     }
@@ -203,7 +252,14 @@ impl ServerHandler for GatewayHandler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self.view().tools().iter().map(convert::tool).collect();
+        let mut tools: Vec<_> = self
+            .view()
+            .tools()
+            .iter()
+            .filter(|t| self.granted(&t.name, t.builtin))
+            .map(convert::tool)
+            .collect();
+        tools.extend(crate::source_tools::tools());
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -213,6 +269,20 @@ impl ServerHandler for GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
+        if let Some(result) =
+            crate::source_tools::call(&self.shared, self.durable.as_ref(), &name).await
+        {
+            return result.map(Into::into);
+        }
+        if !self.may_call(&name) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "{name} is not granted to this session; RefreshMcpSources (or POST /v1/sessions/{}/mcp-refresh) grants the names active now",
+                    self.session_id()
+                ),
+                None,
+            ));
+        }
         let args = request.arguments.unwrap_or_default();
         let started = Instant::now();
         let digest_args = self.shared.audit.is_some().then(|| args.clone());

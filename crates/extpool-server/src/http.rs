@@ -114,16 +114,23 @@ impl Gateway {
             let gateway = self.clone();
             move || Ok(gateway.handler())
         };
-        let mcp = StreamableHttpService::new(factory, Arc::new(sessions), config);
+        let mcp = StreamableHttpService::new(factory, Arc::new(sessions), config.clone());
+        let api = crate::api::routes(crate::api::Api {
+            shared: shared.clone(),
+            services: Arc::default(),
+            config,
+        });
         let protected = Router::new()
             .nest_service(MCP_PATH, mcp)
             .route("/metrics", get(metrics))
+            .with_state(shared.clone())
+            .merge(api)
             .layer(middleware::from_fn_with_state(shared.clone(), check_bearer));
         Router::new()
             .route("/healthz", get(healthz))
             .route("/readyz", get(readyz))
-            .with_state(shared.clone())
-            .merge(protected.with_state(shared))
+            .with_state(shared)
+            .merge(protected)
     }
 
     /// Serves HTTP on `listener` until [`Gateway::shutdown`] (or `stop`).

@@ -19,6 +19,7 @@
 //!   bearer auth, `Host`/`Origin` checks;
 //! - [`metrics`], [`audit`]: what operators watch and keep.
 
+pub mod api;
 pub mod audit;
 pub mod auth;
 pub mod convert;
@@ -28,7 +29,9 @@ pub mod http;
 pub mod metrics;
 pub mod notify;
 pub mod relay;
+pub mod sessions;
 pub mod skills;
+pub mod source_tools;
 
 pub use gateway::{Gateway, GatewayError, GatewayOptions};
 pub use handler::GatewayHandler;

@@ -159,6 +159,15 @@ Every client session shares one connection per upstream server. On an address
 other than loopback, clients must send the gateway's bearer token
 (EXTPOOL_GATEWAY_TOKEN or --token-file).")]
     Serve(ServeArgs),
+
+    /// Sessions of a running gateway: list, create, get, refresh, delete, sources.
+    #[command(after_help = "\
+Examples:
+  extpool sessions list
+  extpool sessions create --id alice
+  extpool sessions refresh alice
+  extpool sessions --gateway http://gw.internal:8520 sources")]
+    Sessions(SessionsArgs),
 }
 
 /// `extpool serve`.
@@ -209,6 +218,64 @@ pub struct ServeArgs {
     /// Append one JSON line per tool call to this file (no arguments, only their hash).
     #[arg(long, value_name = "FILE")]
     pub audit_log: Option<PathBuf>,
+
+    /// Where sessions and their grants are kept: a SQLite path (`sqlite:PATH`)
+    /// or `postgres://…` (default: state.db in the user's data directory).
+    #[arg(long, value_name = "URL", env = "EXTPOOL_STATE")]
+    pub state: Option<String>,
+
+    /// Refuse per-session MCP servers in session creation requests.
+    #[arg(long)]
+    pub no_session_servers: bool,
+}
+
+/// `extpool sessions …`: the operator API of a running gateway.
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// The gateway's address.
+    #[arg(
+        long,
+        value_name = "URL",
+        default_value = "http://127.0.0.1:8520",
+        env = "EXTPOOL_GATEWAY"
+    )]
+    pub gateway: String,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: SessionsCommand,
+}
+
+/// The operations on sessions.
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// List sessions.
+    List,
+    /// Create a session (optionally with an id; auto-granted with --auto-grant).
+    Create {
+        /// Its id (generated when absent).
+        #[arg(long)]
+        id: Option<String>,
+        /// Grant every active name as it appears.
+        #[arg(long)]
+        auto_grant: bool,
+    },
+    /// Show a session: status, grants, per-session servers.
+    Get {
+        /// The session.
+        id: String,
+    },
+    /// Grant a session the names active now (idempotent; never removes one).
+    Refresh {
+        /// The session.
+        id: String,
+    },
+    /// Close a session's servers and forget it.
+    Delete {
+        /// The session.
+        id: String,
+    },
+    /// Every source's cached state (ListMcpSources).
+    Sources,
 }
 
 /// What `list` lists.

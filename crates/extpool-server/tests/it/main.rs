@@ -8,5 +8,6 @@ mod clients;
 mod eras;
 mod ops;
 mod relay;
+mod sessions;
 mod sharing;
 mod support;

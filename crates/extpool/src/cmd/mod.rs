@@ -9,6 +9,7 @@ mod overview;
 mod read;
 mod run;
 mod serve;
+mod sessions;
 mod skills;
 mod watch;
 
@@ -37,6 +38,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Completions(args)) => completions::run(&mut ctx, args),
         Some(Command::Mcp(cmd)) => mcp::run(&mut ctx, cmd).await,
         Some(Command::Serve(args)) => serve::run(&mut ctx, args).await,
+        Some(Command::Sessions(args)) => sessions::run(&mut ctx, args).await,
     }
 }
 

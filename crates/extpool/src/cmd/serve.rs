@@ -36,9 +36,12 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
                 .with_context(|| format!("cannot listen on {}", args.listen))?,
         )
     };
+    let state = open_state(args.state.as_deref()).await?;
     let watch = loaded.config.skills.watch;
     let host = start_host(ctx, loaded, Need::Servers, watch, true).await?;
     let options = GatewayOptions {
+        state: Some(state),
+        session_servers: !args.no_session_servers,
         bearer,
         allowed_hosts: args.allowed_hosts.clone(),
         allowed_origins: args.allowed_origins.clone(),
@@ -101,6 +104,24 @@ fn apply_flags(ctx: &Ctx, loaded: &mut Loaded, args: &ServeArgs) -> Result<()> {
         loaded.config.extensions.prompt_commands = on;
     }
     Ok(())
+}
+
+/// Opens the state store (`--state`, else the default SQLite file), saying
+/// where it is on stderr.
+async fn open_state(url: Option<&str>) -> Result<extpool_state::StateStore> {
+    let url = match url {
+        Some(url) => url.parse::<extpool_state::StoreUrl>()?,
+        None => extpool_state::StoreUrl::default_sqlite(),
+    };
+    let store = extpool_state::StateStore::open(&url, extpool_state::OpenOptions::default())
+        .await
+        .with_context(|| format!("cannot open the state store {url}"))?;
+    tracing::info!(state = %url, "state store open");
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("sessions are kept in {url}");
+    }
+    Ok(store)
 }
 
 /// The bearer token from `--token-file` or the environment, if any.

@@ -220,3 +220,54 @@ fn mcp_server_flags_add_an_upstream_and_bad_ones_are_named() {
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("expected NAME=URL"), "{}", r.stderr);
 }
+
+#[test]
+fn the_sessions_command_drives_a_running_gateway() {
+    let sb = Sandbox::new();
+    let state = StateDir::new();
+    testkit_config(&sb, &state);
+    let db = format!("sqlite:{}", sb.dir.path().join("gw.db").display());
+    let mut served = serve(&sb, &["--listen", "127.0.0.1:0", "--state", &db]);
+    let gateway = served.url.trim_end_matches("/mcp").to_owned();
+    let sessions = |args: &[&str]| {
+        let mut all = vec!["sessions", "--gateway", gateway.as_str()];
+        all.extend_from_slice(args);
+        sb.run(&all)
+    };
+    let r = sessions(&["create", "--id", "cli1"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let created: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(created["session"]["id"], "cli1");
+    assert!(
+        created["granted"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "mcp__testkit__echo")
+    );
+    let r = sessions(&["list"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.starts_with("SESSION"), "{}", r.stdout);
+    assert!(
+        r.stdout.lines().any(|l| l.starts_with("cli1 ")),
+        "{}",
+        r.stdout
+    );
+    let r = sessions(&["refresh", "cli1"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let refreshed: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(refreshed["authority_changed"], false, "{refreshed}");
+    let r = sessions(&["sources"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("testkit"), "{}", r.stdout);
+    let r = sessions(&["delete", "cli1"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = sessions(&["get", "cli1"]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("404") && r.stderr.contains("cli1"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(sigterm(&mut served), 0);
+}

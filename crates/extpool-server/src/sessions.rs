@@ -1,0 +1,398 @@
+//! Gateway sessions: the behaviour doc's session model on the durable
+//! store ([`extpool_state::StateStore`]).
+//!
+//! A session has its own MCP endpoint (`/sessions/{id}/mcp`), optional
+//! per-session servers (started with it, visible only to it, closed with
+//! it) and a *name authority*: the catalog names it was granted. Automatic
+//! reconciliation changes what is available; only a refresh grants new
+//! names, and never takes one away. An open session is a host view with
+//! its per-session servers registered in it; a session in the store but not
+//! open (after a restart) is opened again on first use.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use extpool_host::{McpServerConfig, View};
+use extpool_state::{
+    NameAuthority, NewSession, RefreshOutcome, Session, SessionId, StateError, StateStore,
+};
+use parking_lot::{Mutex, RwLock};
+use serde::Serialize;
+
+use crate::gateway::Shared;
+use crate::notify::{ListKind, Notifier};
+
+/// Default most per-session servers open at once, across sessions.
+pub const DEFAULT_MAX_SESSION_SERVERS: usize = 64;
+
+/// Why a session operation failed. Messages are for the client: they name
+/// what to change, never a secret or an internal detail.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// The store refused or failed.
+    #[error(transparent)]
+    State(#[from] StateError),
+    /// A per-session server that cannot be accepted.
+    #[error("per-session server {name:?}: {reason}")]
+    BadServer {
+        /// Its name.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Per-session servers are not accepted by this deployment.
+    #[error(
+        "this gateway does not accept per-session MCP servers (it does not advertise mcp_servers_on_create)"
+    )]
+    ServersNotAccepted,
+    /// Too many per-session servers open.
+    #[error(
+        "too many per-session MCP servers open ({open} of at most {max}); close sessions you no longer need (DELETE /v1/sessions/{{id}})"
+    )]
+    TooManyServers {
+        /// Open now.
+        open: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The host refused to open the session's view.
+    #[error("cannot open the session: {0}")]
+    Host(#[from] extpool_host::HostError),
+}
+
+impl SessionError {
+    /// The HTTP status this error answers with.
+    pub fn status(&self) -> u16 {
+        match self {
+            SessionError::State(StateError::NotFound { .. }) => 404,
+            SessionError::State(StateError::AlreadyExists { .. }) => 409,
+            SessionError::State(
+                StateError::InvalidId { .. }
+                | StateError::InvalidName { .. }
+                | StateError::TooManyNames { .. }
+                | StateError::TooManyServers { .. }
+                | StateError::InvalidServerName { .. }
+                | StateError::ConfigTooLarge { .. }
+                | StateError::ResolvedSecrets { .. },
+            ) => 400,
+            SessionError::BadServer { .. } | SessionError::ServersNotAccepted => 400,
+            SessionError::TooManyServers { .. } => 429,
+            _ => 500,
+        }
+    }
+}
+
+/// What a client asks for when it creates a session.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateRequest {
+    /// The session id; generated when absent.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// Per-session MCP servers by name (streamable HTTP: `url`, `headers`).
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// Grant every active name as it appears (interactive clients that
+    /// expect `list_changed` to just work).
+    #[serde(default)]
+    pub auto_grant: bool,
+}
+
+/// The answer to a refresh.
+#[derive(Debug, Clone, Serialize)]
+pub struct RefreshResponse {
+    /// The session.
+    pub session: String,
+    /// The catalog revision this refresh pinned (a newer one may be
+    /// published by the time the answer arrives).
+    pub revision: u64,
+    /// Whether the reconciliation cycle it ran published anything new.
+    pub cycle_changed: bool,
+    /// Whether the union added a name to the authority.
+    pub authority_changed: bool,
+    /// The names it added.
+    pub added: Vec<String>,
+    /// Names granted now, in all.
+    pub granted: u64,
+}
+
+/// One open session.
+pub struct OpenSession {
+    /// Its id.
+    pub id: SessionId,
+    /// Its host view (per-session servers registered in it).
+    pub view: View,
+    /// Its authority, as last read from or written to the store.
+    pub authority: RwLock<NameAuthority>,
+    /// Names of its per-session servers.
+    pub servers: Vec<String>,
+    /// Its MCP clients, for `list_changed`.
+    pub notifier: Notifier,
+}
+
+impl OpenSession {
+    /// Whether the session may see and call `name` (built-ins always).
+    pub fn allows(&self, name: &str, builtin: bool) -> bool {
+        builtin || self.authority.read().allows(name)
+    }
+
+    /// The catalog names active in this session's view now (built-ins
+    /// excluded: they are not granted, they are always there).
+    fn active(&self) -> Vec<String> {
+        self.view
+            .tools()
+            .into_iter()
+            .filter(|t| !t.builtin)
+            .map(|t| t.name)
+            .collect()
+    }
+}
+
+/// Every session of the gateway.
+pub struct Sessions {
+    store: StateStore,
+    open: Mutex<HashMap<String, Arc<OpenSession>>>,
+    /// Serializes opening, so one session is never opened twice.
+    opening: tokio::sync::Mutex<()>,
+    accept_servers: bool,
+    max_servers: usize,
+}
+
+impl Sessions {
+    /// Sessions kept in `store`; `accept_servers`: whether clients may
+    /// bring per-session servers, at most `max_servers` open at once.
+    pub fn new(store: StateStore, accept_servers: bool, max_servers: usize) -> Self {
+        Self {
+            store,
+            open: Mutex::new(HashMap::new()),
+            opening: tokio::sync::Mutex::new(()),
+            accept_servers,
+            max_servers,
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &StateStore {
+        &self.store
+    }
+
+    /// Whether clients may bring per-session servers.
+    pub fn accepts_servers(&self) -> bool {
+        self.accept_servers
+    }
+
+    fn open_servers(&self) -> usize {
+        self.open.lock().values().map(|s| s.servers.len()).sum()
+    }
+
+    /// Creates a session: its per-session servers started in its view, and
+    /// every name active in it now granted.
+    pub(crate) async fn create(
+        &self,
+        shared: &Shared,
+        request: CreateRequest,
+    ) -> Result<(Session, Arc<OpenSession>), SessionError> {
+        if !request.mcp_servers.is_empty() && !self.accept_servers {
+            return Err(SessionError::ServersNotAccepted);
+        }
+        for (name, config) in &request.mcp_servers {
+            check_server(shared, name, config)?;
+        }
+        let id = match request.id {
+            Some(id) => SessionId::new(id)?,
+            None => SessionId::new(shared.session_id())?,
+        };
+        let _guard = self.opening.lock().await;
+        let open = self.open_view(shared, &id, &request.mcp_servers).await?;
+        let mut new = NewSession::new(id.clone())
+            .auto_grant(request.auto_grant)
+            .granting(open.active(), open.view.revision().number());
+        for (name, config) in request.mcp_servers {
+            new = new.server(name, config);
+        }
+        let session = match self.store.create(&new).await {
+            Ok(session) => session,
+            Err(e) => {
+                open.view.close().await;
+                return Err(e.into());
+            }
+        };
+        *open.authority.write() = session.authority.clone();
+        let open = Arc::new(open);
+        self.open
+            .lock()
+            .insert(id.as_str().to_owned(), open.clone());
+        follow(shared, &open);
+        Ok((session, open))
+    }
+
+    /// The open session `id`, opening it from the store when it is not
+    /// (after a restart: its per-session servers start again).
+    pub(crate) async fn get(
+        &self,
+        shared: &Shared,
+        id: &str,
+    ) -> Result<Arc<OpenSession>, SessionError> {
+        if let Some(open) = self.open.lock().get(id).cloned() {
+            return Ok(open);
+        }
+        let _guard = self.opening.lock().await;
+        if let Some(open) = self.open.lock().get(id).cloned() {
+            return Ok(open);
+        }
+        let id = SessionId::new(id)?;
+        let stored = self.store.get(&id).await?;
+        let open = self.open_view(shared, &id, &stored.servers).await?;
+        *open.authority.write() = stored.authority;
+        let open = Arc::new(open);
+        self.open
+            .lock()
+            .insert(id.as_str().to_owned(), open.clone());
+        follow(shared, &open);
+        Ok(open)
+    }
+
+    async fn open_view(
+        &self,
+        shared: &Shared,
+        id: &SessionId,
+        servers: &BTreeMap<String, McpServerConfig>,
+    ) -> Result<OpenSession, SessionError> {
+        let open_now = self.open_servers();
+        if open_now + servers.len() > self.max_servers {
+            return Err(SessionError::TooManyServers {
+                open: open_now,
+                max: self.max_servers,
+            });
+        }
+        let view = shared.host.session(id.as_str())?;
+        for (name, config) in servers {
+            let registered = match shared.host.mcp_server(name, config.clone()) {
+                Ok(cap) => view.register(cap).await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = registered {
+                view.close().await;
+                return Err(SessionError::BadServer {
+                    name: name.clone(),
+                    reason: e.to_string(),
+                });
+            }
+        }
+        Ok(OpenSession {
+            id: id.clone(),
+            view,
+            authority: RwLock::new(NameAuthority::default()),
+            servers: servers.keys().cloned().collect(),
+            notifier: Notifier::default(),
+        })
+    }
+
+    /// Refreshes session `id`: one reconciliation cycle, then the names
+    /// active now added to its authority. Idempotent; never removes a name.
+    pub(crate) async fn refresh(
+        &self,
+        shared: &Shared,
+        id: &str,
+    ) -> Result<RefreshResponse, SessionError> {
+        let open = self.get(shared, id).await?;
+        let cycle = open.view.reconcile_now().await;
+        let revision = open.view.revision().number();
+        let outcome: RefreshOutcome = self
+            .store
+            .refresh(&open.id, open.active(), revision)
+            .await?;
+        let authority = self.store.authority(&open.id).await?;
+        *open.authority.write() = authority;
+        if outcome.changed {
+            open.notifier.notify(ListKind::Tools).await;
+        }
+        Ok(RefreshResponse {
+            session: open.id.as_str().to_owned(),
+            revision: outcome.revision,
+            cycle_changed: cycle.changed,
+            authority_changed: outcome.changed,
+            added: outcome.added,
+            granted: outcome.granted_count,
+        })
+    }
+
+    /// Deletes session `id`: closes its view (its per-session servers
+    /// stop) and removes it from the store. Returns the servers' names.
+    pub async fn delete(&self, id: &str) -> Result<Vec<String>, SessionError> {
+        let session_id = SessionId::new(id)?;
+        let servers = self.store.delete(&session_id).await?;
+        let open = self.open.lock().remove(id);
+        if let Some(open) = open {
+            open.view.close().await;
+        }
+        Ok(servers.into_keys().collect())
+    }
+
+    /// Closes every open session's view (the store keeps them).
+    pub async fn close_all(&self) {
+        let open: Vec<Arc<OpenSession>> = self.open.lock().drain().map(|(_, s)| s).collect();
+        for session in open {
+            session.view.close().await;
+        }
+    }
+}
+
+/// A per-session server must be a remote one: a client of the gateway may
+/// not make it start a local command.
+fn check_server(shared: &Shared, name: &str, config: &McpServerConfig) -> Result<(), SessionError> {
+    let bad = |reason: String| SessionError::BadServer {
+        name: name.to_owned(),
+        reason,
+    };
+    extpool_host::core::check_server_name(name).map_err(|e| bad(e.to_string()))?;
+    if config.command.is_some() || config.url.is_none() {
+        return Err(bad(
+            "a per-session server is a remote one (`url`, optional `headers`); a local `command` is accepted only in the gateway's configuration".into(),
+        ));
+    }
+    if shared.host.config().config.mcp_servers.contains_key(name) {
+        return Err(bad("a configured server already has this name".into()));
+    }
+    Ok(())
+}
+
+/// Notifies the session's clients whenever what it may see changes (a
+/// granted name vanishing or returning); a name that is only available is
+/// not announced until a refresh grants it.
+fn follow(shared: &Shared, open: &Arc<OpenSession>) {
+    let weak = Arc::downgrade(open);
+    let stop = shared.stop.clone();
+    let changes = open.view.changes();
+    tokio::spawn(async move {
+        use futures::StreamExt;
+        let mut changes = Box::pin(changes);
+        let mut last = weak.upgrade().map(|o| visible(&o));
+        loop {
+            let event = tokio::select! {
+                e = changes.next() => e,
+                () = stop.cancelled() => None,
+            };
+            if event.is_none() {
+                return;
+            }
+            let Some(open) = weak.upgrade() else { return };
+            let now = visible(&open);
+            if last.as_ref() != Some(&now) {
+                open.notifier.notify(ListKind::Tools).await;
+                last = Some(now);
+            }
+        }
+    });
+}
+
+/// The tool names a session's clients see now.
+fn visible(open: &OpenSession) -> Vec<String> {
+    open.view
+        .tools()
+        .into_iter()
+        .filter(|t| open.allows(&t.name, t.builtin))
+        .map(|t| t.name)
+        .collect()
+}

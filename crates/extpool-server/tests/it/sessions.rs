@@ -1,0 +1,289 @@
+//! Durable sessions through the HTTP API and real MCP clients: what a
+//! session is granted, refresh (by the model-facing tool and by the API),
+//! per-session servers isolated per session, the limit on them, a restart
+//! that restores every session and its grants.
+
+use extpool_server::GatewayOptions;
+use extpool_state::StateStore;
+use extpool_testkit::{HttpServer, StateDir};
+use serde_json::{Value, json};
+
+use crate::support::{Project, Sdk, Served, eventually, sdk_client, testkit_yaml};
+
+async fn store(dir: &std::path::Path) -> StateStore {
+    StateStore::open_url(&format!("sqlite:{}", dir.join("state.db").display()))
+        .await
+        .unwrap()
+}
+
+async fn api(method: reqwest::Method, url: &str, body: Option<Value>) -> (u16, Value) {
+    let mut request = reqwest::Client::new().request(method, url);
+    if let Some(body) = body {
+        request = request
+            .header("content-type", "application/json")
+            .body(body.to_string());
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+fn names(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn served_with_store(project: Project, options: GatewayOptions) -> Served {
+    let state = store(project.path()).await;
+    Served::start(
+        project,
+        GatewayOptions {
+            state: Some(state),
+            ..options
+        },
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_keeps_its_grants_until_a_refresh_adds_what_arrived() {
+    let kit = StateDir::new();
+    let project = Project::new();
+    project.config(&testkit_yaml("testkit", &kit));
+    let served = served_with_store(project, GatewayOptions::default()).await;
+    let (status, created) = api(
+        reqwest::Method::POST,
+        &format!("{}/v1/sessions", served.base),
+        Some(json!({"id": "s1"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    assert!(names(&created["granted"]).contains(&"mcp__testkit__echo".to_owned()));
+    let endpoint = format!("{}/sessions/s1/mcp", served.base);
+    let out = sdk_client(
+        Sdk::Python,
+        &endpoint,
+        json!([{"op": "call", "name": "mcp__testkit__add_tool", "args": {"name": "later"}}]),
+    )
+    .await;
+    assert_eq!(out[1]["is_error"], false, "{out:?}");
+    // Reconciliation makes it available (the pool sees it) ...
+    let pool = served.gateway.host().pool();
+    eventually(
+        || pool.tools().iter().any(|t| t.name == "mcp__testkit__later"),
+        "the new tool is available after reconciliation",
+    )
+    .await;
+    let out = sdk_client(
+        Sdk::Python,
+        &endpoint,
+        json!([
+            {"op": "list_tools"},
+            {"op": "call", "name": "mcp__testkit__later", "expect_error": true},
+            {"op": "call", "name": "RefreshMcpSources"},
+            {"op": "wait_tools_changed"},
+            {"op": "list_tools"},
+            {"op": "call", "name": "mcp__testkit__later"},
+        ]),
+    )
+    .await;
+    // ... but not granted: not listed, not callable.
+    let before = names(&out[1]["tools"]);
+    assert!(
+        before.contains(&"RefreshMcpSources".to_owned()),
+        "{before:?}"
+    );
+    assert!(before.contains(&"ListMcpSources".to_owned()), "{before:?}");
+    assert!(
+        !before.contains(&"mcp__testkit__later".to_owned()),
+        "{before:?}"
+    );
+    let refused = out[2]["error"].as_str().unwrap();
+    assert!(refused.contains("not granted to this session"), "{refused}");
+    // The model refreshes: the name is granted, the client told.
+    let refresh: Value = serde_json::from_str(out[3]["text"][0].as_str().unwrap()).unwrap();
+    assert_eq!(refresh["authority_changed"], true, "{refresh}");
+    assert_eq!(
+        refresh["added"],
+        json!(["mcp__testkit__later"]),
+        "{refresh}"
+    );
+    assert!(refresh["revision"].as_u64().unwrap() >= 1);
+    assert_eq!(out[4]["op"], "wait_tools_changed");
+    assert!(names(&out[5]["tools"]).contains(&"mcp__testkit__later".to_owned()));
+    assert_eq!(out[6]["is_error"], false, "{out:?}");
+    // A retry through the API confirms: nothing added, nothing removed.
+    let (status, again) = api(
+        reqwest::Method::POST,
+        &format!("{}/v1/sessions/s1/mcp-refresh", served.base),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["authority_changed"], false, "{again}");
+    assert_eq!(again["granted"], refresh["granted"]);
+    let (_, got) = api(
+        reqwest::Method::GET,
+        &format!("{}/v1/sessions/s1", served.base),
+        None,
+    )
+    .await;
+    assert!(names(&got["granted"]).contains(&"mcp__testkit__later".to_owned()));
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_with_their_own_servers_are_isolated_and_delete_closes_them() {
+    let project = Project::new();
+    project.config("");
+    let served = served_with_store(project, GatewayOptions::default()).await;
+    let a = HttpServer::spawn(StateDir::new().args());
+    let b = HttpServer::spawn(StateDir::new().args());
+    for (id, name, url) in [("sa", "alpha", a.url()), ("sb", "beta", b.url())] {
+        let (status, created) = api(
+            reqwest::Method::POST,
+            &format!("{}/v1/sessions", served.base),
+            Some(json!({"id": id, "mcp_servers": {name: {"url": url}}})),
+        )
+        .await;
+        assert_eq!(status, 201, "{created}");
+        assert_eq!(created["servers"], json!([name]));
+    }
+    let out = sdk_client(
+        Sdk::TypeScript,
+        &format!("{}/sessions/sa/mcp", served.base),
+        json!([
+            {"op": "list_tools"},
+            {"op": "call", "name": "mcp__alpha__echo", "args": {"message": "mine"}},
+            {"op": "call", "name": "mcp__beta__echo", "args": {"message": "theirs"}, "expect_error": true},
+        ]),
+    )
+    .await;
+    let tools = names(&out[1]["tools"]);
+    assert!(tools.contains(&"mcp__alpha__echo".to_owned()), "{tools:?}");
+    assert!(
+        !tools.iter().any(|t| t.starts_with("mcp__beta__")),
+        "{tools:?}"
+    );
+    assert_eq!(out[2]["text"], json!(["mine"]));
+    assert!(
+        out[3]["error"].as_str().unwrap().contains("unknown tool"),
+        "{out:?}"
+    );
+    let (status, deleted) = api(
+        reqwest::Method::DELETE,
+        &format!("{}/v1/sessions/sa", served.base),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{deleted}");
+    assert_eq!(deleted["closed_servers"], json!(["alpha"]));
+    let (status, _) = api(
+        reqwest::Method::GET,
+        &format!("{}/v1/sessions/sa", served.base),
+        None,
+    )
+    .await;
+    assert_eq!(status, 404);
+    let (status, _) = api(
+        reqwest::Method::GET,
+        &format!("{}/v1/sessions/sb", served.base),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "the other session is untouched");
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_session_servers_are_bounded_and_must_be_remote() {
+    let project = Project::new();
+    project.config("");
+    let options = GatewayOptions {
+        max_session_servers: 1,
+        ..GatewayOptions::default()
+    };
+    let served = served_with_store(project, options).await;
+    let a = HttpServer::spawn(StateDir::new().args());
+    let url = format!("{}/v1/sessions", served.base);
+    let create = |id: &str, servers: Value| {
+        api(
+            reqwest::Method::POST,
+            &url,
+            Some(json!({"id": id, "mcp_servers": servers})),
+        )
+    };
+    let (status, _) = create("one", json!({"first": {"url": a.url()}})).await;
+    assert_eq!(status, 201);
+    let (status, body) = create("two", json!({"second": {"url": a.url()}})).await;
+    assert_eq!(status, 429, "{body}");
+    let message = body["error"].as_str().unwrap();
+    assert!(
+        message.contains("at most 1") && message.contains("DELETE /v1/sessions"),
+        "{message}"
+    );
+    let (status, body) = create("three", json!({"local": {"command": "/bin/sh"}})).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("remote"), "{body}");
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_gateway_restores_every_session_and_its_grants() {
+    let kit = StateDir::new();
+    let db = tempfile::tempdir().unwrap();
+    let first = {
+        let project = Project::new();
+        project.config(&testkit_yaml("testkit", &kit));
+        let served = Served::start(
+            project,
+            GatewayOptions {
+                state: Some(store(db.path()).await),
+                ..GatewayOptions::default()
+            },
+        )
+        .await;
+        let (status, created) = api(
+            reqwest::Method::POST,
+            &format!("{}/v1/sessions", served.base),
+            Some(json!({"id": "kept"})),
+        )
+        .await;
+        assert_eq!(status, 201);
+        served.stop().await;
+        names(&created["granted"])
+    };
+    let project = Project::new();
+    project.config(&testkit_yaml("testkit", &kit));
+    let served = Served::start(
+        project,
+        GatewayOptions {
+            state: Some(store(db.path()).await),
+            ..GatewayOptions::default()
+        },
+    )
+    .await;
+    let (status, got) = api(
+        reqwest::Method::GET,
+        &format!("{}/v1/sessions/kept", served.base),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{got}");
+    assert_eq!(names(&got["granted"]), first);
+    let out = sdk_client(
+        Sdk::Python,
+        &format!("{}/sessions/kept/mcp", served.base),
+        json!([{"op": "call", "name": "mcp__testkit__echo", "args": {"message": "back"}}]),
+    )
+    .await;
+    assert_eq!(out[1]["text"], json!(["back"]));
+    served.stop().await;
+}
