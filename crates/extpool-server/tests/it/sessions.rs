@@ -287,3 +287,36 @@ async fn a_restarted_gateway_restores_every_session_and_its_grants() {
     assert_eq!(out[1]["text"], json!(["back"]));
     served.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_auto_grant_session_sees_what_arrives_without_a_refresh() {
+    let kit = StateDir::new();
+    let project = Project::new();
+    project.config(&testkit_yaml("testkit", &kit));
+    let served = served_with_store(project, GatewayOptions::default()).await;
+    let (status, created) = api(
+        reqwest::Method::POST,
+        &format!("{}/v1/sessions", served.base),
+        Some(json!({"id": "auto", "auto_grant": true})),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let endpoint = format!("{}/sessions/auto/mcp", served.base);
+    let out = sdk_client(
+        Sdk::TypeScript,
+        &endpoint,
+        json!([
+            {"op": "call", "name": "mcp__testkit__add_tool", "args": {"name": "arrived"}},
+            {"op": "wait_tools_changed"},
+            {"op": "list_tools"},
+            {"op": "call", "name": "mcp__testkit__arrived"},
+        ]),
+    )
+    .await;
+    assert!(
+        names(&out[3]["tools"]).contains(&"mcp__testkit__arrived".to_owned()),
+        "{out:?}"
+    );
+    assert_eq!(out[4]["is_error"], false, "{out:?}");
+    served.stop().await;
+}
