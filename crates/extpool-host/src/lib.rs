@@ -65,7 +65,7 @@ pub use info::{
 pub use options::{ConfigSource, HostOptions, ServerSelection};
 pub use search::{DeferralConfig, SearchableTool, ToolIndex};
 pub use status::{HostStatus, ServerEvent, ServerInfo, ServerState};
-pub use view::{HostEvent, View, model_tools};
+pub use view::{HostEvent, View, describe, model_tools};
 
 pub use extpool_catalog::{self as catalog, Catalog, CatalogRevision, CatalogStatus};
 pub use extpool_config::{self as config, ExtpoolConfig, Loaded, McpServerConfig, Places};

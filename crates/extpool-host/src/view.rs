@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
-use extpool_catalog::{CallError, Catalog, CatalogRevision, CommandKind, SourceStatus, ToolRef};
+use extpool_catalog::{CallError, Catalog, CatalogRevision, CommandKind, ToolRef};
 use extpool_core::registry::ShutdownReport;
 use extpool_core::{
     Capability, CapabilityKind, ChangeEvent, ExtUri, ResolveError, ResourceContent, Scope,
@@ -30,7 +30,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::error::HostError;
-use crate::health::{Degraded, HealthEvent, instance};
+use crate::health::HealthEvent;
 use crate::host::HostInner;
 use crate::info::{
     ArgInfo, BUILTIN, CommandInfo, InstructionInfo, ModelTool, ResourceInfo, SkillInfo,
@@ -120,7 +120,7 @@ impl ViewInner {
 
     /// The catalogs this view reads through, innermost first: its own
     /// overlay, its parents' overlays, the pool catalog.
-    fn catalogs(&self) -> Vec<Arc<Catalog>> {
+    pub(crate) fn catalogs(&self) -> Vec<Arc<Catalog>> {
         let mut out = Vec::new();
         if let Some(own) = self.overlay.lock().clone() {
             out.push(own);
@@ -560,65 +560,6 @@ impl View {
         Ok(())
     }
 
-    /// The catalog's cached status of source `id` as this view sees it (its
-    /// own overlay first, then its parents', then the pool's); never
-    /// contacts a server.
-    pub fn source_status(&self, id: &str) -> Option<SourceStatus> {
-        self.inner
-            .catalogs()
-            .iter()
-            .find_map(|c| c.status().source(id).cloned())
-    }
-
-    /// The degraded capabilities visible here (see [`crate::health`]).
-    /// Asking first recovers those a catalog has listed successfully since
-    /// they were marked; it never contacts a server.
-    pub fn degraded(&self) -> Vec<Degraded> {
-        let health = &self.inner.host.health;
-        let entries = health.entries();
-        if entries.is_empty() {
-            return Vec::new();
-        }
-        let visible = self.visible_instances();
-        let catalogs = self.inner.catalogs();
-        let statuses: Vec<_> = catalogs.iter().map(|c| c.status()).collect();
-        let mut out = Vec::new();
-        for (cap, info) in entries {
-            if !visible.contains(&instance(&cap)) {
-                continue;
-            }
-            let status = statuses.iter().find_map(|s| s.source(cap.id()));
-            if status.is_some_and(|s| health.recover_if_listed(&cap, s)) {
-                continue;
-            }
-            out.push(info);
-        }
-        out.sort_by(|a, b| a.capability.cmp(&b.capability));
-        out
-    }
-
-    /// Identities of every capability visible here and of their children.
-    fn visible_instances(&self) -> Vec<usize> {
-        fn walk(cap: &Arc<dyn Capability>, out: &mut Vec<usize>, depth: usize) {
-            out.push(instance(cap));
-            if depth < 8 {
-                for child in cap.children() {
-                    walk(&child, out, depth + 1);
-                }
-            }
-        }
-        let mut out = Vec::new();
-        let visible = self
-            .inner
-            .host
-            .registry
-            .get_visible_capabilities(&self.inner.scope);
-        for cap in visible.iter() {
-            walk(cap, &mut out, 0);
-        }
-        out
-    }
-
     /// Registers `cap` at this view's level: it is visible here and in the
     /// views inside this one, its tools join this view's catalog (published
     /// before this returns), and it is shut down when the view closes.
@@ -797,8 +738,8 @@ fn listed_owner(rev: &CatalogRevision, uri: &str) -> Option<Arc<dyn Capability>>
         .map(|s| s.capability.clone())
 }
 
-/// A scope as `session A / agent coder / turn t1`.
-pub(crate) fn describe(scope: &Scope) -> String {
+/// A scope as `pool p / session A / agent coder / turn t1`, for messages.
+pub fn describe(scope: &Scope) -> String {
     let mut parts = vec![format!("pool {}", scope.pool_id)];
     for (word, id) in [
         ("session", &scope.session_id),

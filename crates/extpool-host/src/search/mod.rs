@@ -15,12 +15,14 @@
 //! [`deferred_listing`] and [`search_result`] (what the model reads), and
 //! [`SearchQuery`] (the search tool's arguments, bounded).
 
-use std::collections::HashMap;
-
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::info::{ModelTool, ToolInfo};
+
+mod index;
+
+pub use index::{ToolIndex, terms};
 
 /// The name of the search tool the model is given when tools are deferred.
 pub const SEARCH_TOOL: &str = "ToolSearch";
@@ -31,7 +33,7 @@ pub const MAX_QUERY_TERMS: usize = 32;
 /// Most results one search returns.
 pub const MAX_RESULTS: usize = 20;
 /// Longest one-line description in a deferred listing, in characters.
-pub const ONE_LINE_CHARS: usize = 120;
+pub const ONE_LINE_CHARS: usize = 80;
 
 /// A tool as tool search sees it.
 pub trait SearchableTool {
@@ -47,41 +49,30 @@ pub trait SearchableTool {
     fn is_builtin(&self) -> bool;
 }
 
-impl SearchableTool for ToolInfo {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn model_name(&self) -> &str {
-        &self.alias
-    }
-    fn description(&self) -> &str {
-        &self.description
-    }
-    fn input_schema(&self) -> &Value {
-        &self.input_schema
-    }
-    fn is_builtin(&self) -> bool {
-        self.builtin
-    }
+/// Both row types front ends and agents hold are searchable.
+macro_rules! searchable {
+    ($($row:ty),+) => {$(
+        impl SearchableTool for $row {
+            fn name(&self) -> &str {
+                &self.name
+            }
+            fn model_name(&self) -> &str {
+                &self.alias
+            }
+            fn description(&self) -> &str {
+                &self.description
+            }
+            fn input_schema(&self) -> &Value {
+                &self.input_schema
+            }
+            fn is_builtin(&self) -> bool {
+                self.builtin
+            }
+        }
+    )+};
 }
 
-impl SearchableTool for ModelTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn model_name(&self) -> &str {
-        &self.alias
-    }
-    fn description(&self) -> &str {
-        &self.description
-    }
-    fn input_schema(&self) -> &Value {
-        &self.input_schema
-    }
-    fn is_builtin(&self) -> bool {
-        self.builtin
-    }
-}
+searchable!(ToolInfo, ModelTool);
 
 /// When and how tools are deferred.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -140,9 +131,50 @@ pub fn definition(tool: &impl SearchableTool) -> Value {
     })
 }
 
-/// What `tool` costs in the context: the bytes of its [`definition`].
+/// [`definition`], borrowed: serialized without copying the schema.
+#[derive(Serialize)]
+struct Definition<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: Function<'a>,
+}
+
+#[derive(Serialize)]
+struct Function<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+/// Counts the bytes written to it.
+struct Count(usize);
+
+impl std::io::Write for Count {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What `tool` costs in the context: the bytes of its [`definition`]
+/// (counted while serializing; nothing is copied).
 pub fn schema_cost(tool: &impl SearchableTool) -> usize {
-    serde_json::to_vec(&definition(tool)).map_or(0, |v| v.len())
+    let definition = Definition {
+        kind: "function",
+        function: Function {
+            name: tool.model_name(),
+            description: tool.description(),
+            parameters: tool.input_schema(),
+        },
+    };
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, &definition) {
+        Ok(()) => count.0,
+        Err(_) => 0,
+    }
 }
 
 /// Which tools are offered with their schemas and which are deferred.
@@ -310,210 +342,6 @@ pub fn search_result<T: SearchableTool>(tools: &[T], hits: &[usize]) -> String {
     serde_json::to_string_pretty(&json!({ "tools": found })).unwrap_or_default()
 }
 
-/// Words too common to rank by.
-const STOPWORDS: &[&str] = &[
-    "a", "an", "and", "any", "are", "as", "at", "be", "by", "can", "could", "do", "does", "for",
-    "from", "how", "i", "in", "into", "is", "it", "its", "let", "me", "my", "of", "on", "or",
-    "our", "please", "should", "so", "some", "that", "the", "their", "them", "then", "this", "to",
-    "tool", "us", "via", "want", "we", "what", "when", "where", "which", "with", "would", "you",
-    "your",
-];
-
-/// Reduces a lower-case word to a stem shared by its usual inflections
-/// (`issues` → `issu`, `creating` / `created` / `create` → `creat`).
-fn stem(word: &str) -> String {
-    let mut w = word.to_owned();
-    let n = w.len();
-    if n > 4 && w.ends_with("ies") {
-        w.truncate(n - 3);
-        w.push('y');
-    } else if n > 4 && w.ends_with("sses") {
-        w.truncate(n - 2);
-    } else if n > 3
-        && w.ends_with('s')
-        && !w.ends_with("ss")
-        && !w.ends_with("us")
-        && !w.ends_with("is")
-    {
-        w.truncate(n - 1);
-    }
-    let n = w.len();
-    if n > 6 && w.ends_with("ing") {
-        w.truncate(n - 3);
-    } else if n > 4 && w.ends_with("ed") {
-        w.truncate(n - 2);
-    }
-    let n = w.len();
-    if n > 4 && w.ends_with('e') {
-        w.truncate(n - 1);
-    }
-    w
-}
-
-/// The terms of `text`: split on anything but letters and digits and at
-/// lower-to-upper case changes (`ListMcpResources`), lower-cased, stop
-/// words dropped, stemmed.
-pub fn terms(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut word = String::new();
-    let mut prev_lower = false;
-    let flush = |word: &mut String, out: &mut Vec<String>| {
-        if !word.is_empty() {
-            let lower = word.to_lowercase();
-            if !STOPWORDS.contains(&lower.as_str()) {
-                out.push(stem(&lower));
-            }
-            word.clear();
-        }
-    };
-    for c in text.chars() {
-        if c.is_alphanumeric() {
-            if c.is_uppercase() && prev_lower {
-                flush(&mut word, &mut out);
-            }
-            prev_lower = c.is_lowercase() || c.is_ascii_digit();
-            word.push(c);
-        } else {
-            flush(&mut word, &mut out);
-            prev_lower = false;
-        }
-    }
-    flush(&mut word, &mut out);
-    out
-}
-
-/// Weights of the fields of a tool (BM25F): its name counts most, then
-/// its argument names, then its description, then argument descriptions.
-const NAME_WEIGHT: f32 = 3.0;
-const ARG_NAME_WEIGHT: f32 = 1.5;
-const DESCRIPTION_WEIGHT: f32 = 1.0;
-const ARG_DESCRIPTION_WEIGHT: f32 = 0.5;
-/// BM25 saturation and length normalisation.
-const K1: f32 = 1.2;
-const B: f32 = 0.75;
-/// Most argument properties read per tool (a schema is outside input).
-const MAX_ARGS: usize = 64;
-
-/// The name's words: `mcp__github__create_issue` → `github create issue`.
-fn name_text(name: &str) -> &str {
-    name.strip_prefix("mcp__").unwrap_or(name)
-}
-
-/// Argument names and descriptions of a schema's top-level properties.
-fn arguments(schema: &Value) -> (String, String) {
-    let mut names = String::new();
-    let mut descriptions = String::new();
-    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-        for (name, prop) in props.iter().take(MAX_ARGS) {
-            names.push_str(name);
-            names.push(' ');
-            if let Some(d) = prop.get("description").and_then(Value::as_str) {
-                descriptions.push_str(d);
-                descriptions.push(' ');
-            }
-        }
-    }
-    (names, descriptions)
-}
-
-/// A ranked keyword index over tools (BM25F over name, description and
-/// arguments). Built once per toolset; searching never allocates per tool.
-#[derive(Debug, Clone, Default)]
-pub struct ToolIndex {
-    /// Term → (document, weighted term frequency).
-    postings: HashMap<String, Vec<(u32, f32)>>,
-    /// Weighted length of each document.
-    lengths: Vec<f32>,
-    avg_len: f32,
-    /// The tool index of each document.
-    docs: Vec<usize>,
-}
-
-impl ToolIndex {
-    /// Indexes `tools[i]` for each `i` in `subset` (the deferred ones).
-    pub fn build<T: SearchableTool>(tools: &[T], subset: &[usize]) -> Self {
-        let mut index = Self::default();
-        let mut weighted: HashMap<String, f32> = HashMap::new();
-        for &i in subset {
-            let Some(tool) = tools.get(i) else { continue };
-            let doc = index.docs.len() as u32;
-            weighted.clear();
-            let (arg_names, arg_descriptions) = arguments(tool.input_schema());
-            let mut length = 0.0;
-            for (text, weight) in [
-                (name_text(tool.name()), NAME_WEIGHT),
-                (tool.description(), DESCRIPTION_WEIGHT),
-                (arg_names.as_str(), ARG_NAME_WEIGHT),
-                (arg_descriptions.as_str(), ARG_DESCRIPTION_WEIGHT),
-            ] {
-                for term in terms(text) {
-                    *weighted.entry(term).or_default() += weight;
-                    length += weight;
-                }
-            }
-            for (term, tf) in weighted.drain() {
-                index.postings.entry(term).or_default().push((doc, tf));
-            }
-            index.lengths.push(length);
-            index.docs.push(i);
-        }
-        let total: f32 = index.lengths.iter().sum();
-        index.avg_len = if index.docs.is_empty() {
-            1.0
-        } else {
-            (total / index.docs.len() as f32).max(1.0)
-        };
-        index
-    }
-
-    /// Number of tools indexed.
-    pub fn len(&self) -> usize {
-        self.docs.len()
-    }
-
-    /// True when nothing is indexed.
-    pub fn is_empty(&self) -> bool {
-        self.docs.is_empty()
-    }
-
-    /// The tools best matching `query`, best first (indices into the slice
-    /// the index was built from); at most `limit`, only tools that match
-    /// at least one term. Ties go to the earlier tool.
-    pub fn search(&self, query: &str, limit: usize) -> Vec<usize> {
-        let mut end = query.len().min(MAX_QUERY_BYTES);
-        while !query.is_char_boundary(end) {
-            end -= 1;
-        }
-        let mut seen: Vec<String> = Vec::new();
-        for term in terms(&query[..end]) {
-            if !seen.contains(&term) && seen.len() < MAX_QUERY_TERMS {
-                seen.push(term);
-            }
-        }
-        let n = self.docs.len() as f32;
-        let mut scores: HashMap<u32, f32> = HashMap::new();
-        for term in &seen {
-            let Some(postings) = self.postings.get(term) else {
-                continue;
-            };
-            let df = postings.len() as f32;
-            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-            for &(doc, tf) in postings {
-                let len = self.lengths[doc as usize];
-                let norm = K1 * (1.0 - B + B * len / self.avg_len);
-                *scores.entry(doc).or_default() += idf * tf * (K1 + 1.0) / (tf + norm);
-            }
-        }
-        let mut ranked: Vec<(u32, f32)> = scores.into_iter().collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        ranked
-            .into_iter()
-            .take(limit.min(MAX_RESULTS))
-            .map(|(doc, _)| self.docs[doc as usize])
-            .collect()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -584,6 +412,10 @@ mod tests {
             ..tool("CallMcpWithQuery", "Query", &[])
         });
         let costs: Vec<usize> = tools.iter().map(schema_cost).collect();
+        assert_eq!(
+            costs[0],
+            serde_json::to_vec(&definition(&tools[0])).unwrap().len()
+        );
         let total: usize = costs.iter().sum();
         let roomy = DeferralConfig {
             budget_bytes: total,
