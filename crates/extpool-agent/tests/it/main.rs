@@ -1,0 +1,14 @@
+//! Integration tests of the agent library: real testkit servers started as
+//! child processes, real skill folders, everything through the public API.
+//! The RFC's lifecycle diagrams 5–9 are tests named after them in
+//! `scenarios`.
+#![allow(clippy::unwrap_used)]
+
+mod example;
+mod extension;
+#[cfg(feature = "rig")]
+mod rig;
+mod scenarios;
+mod search;
+mod support;
+mod turns;
