@@ -6,7 +6,9 @@
 #     server, the testkit server on extpool's stdio transport and on rmcp's;
 #     contenders interleaved per round; calls/s vs calls in flight 1…256);
 #   - skills discovery of 10,000 skills vs a Python walker (extpool-skills);
-#   - registry and catalog figures (extpool-core, extpool-catalog).
+#   - registry and catalog figures (extpool-core, extpool-catalog);
+#   - compiling an agent over 50 servers × 40 tools, cold and warm, and the
+#     tool payload with and without deferral (extpool-agent).
 # Writes everything to target/bench/ (or $EXTPOOL_BENCH_OUT): every sample
 # as JSON, each benchmark's output, the SVG charts and report.md, which it
 # also prints. Benchmarks never run in CI's tests; CI only builds them.
@@ -26,6 +28,7 @@ cargo bench --locked -p extpool-mcp --bench throughput
 cargo bench --locked -p extpool-skills --bench discovery | tee "$out/skills-discovery.txt"
 cargo bench --locked -p extpool-core --bench registry | tee "$out/registry.txt"
 cargo bench --locked -p extpool-catalog --bench catalog | tee "$out/catalog.txt"
+cargo bench --locked -p extpool-agent --bench compile | tee "$out/agent-compile.txt"
 {
   echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GB", $2/1048576}' /proc/meminfo) RAM, $(uname -srm)"
   echo "cpu: $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
