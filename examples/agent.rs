@@ -12,7 +12,7 @@ use extpool_host::{Host, HostOptions};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    run(HostOptions::files(["examples/quickstart/extpool.yaml"])).await
+    run(HostOptions::files(["extpool.yaml"])).await
 }
 
 /// The example itself.

@@ -7,8 +7,8 @@
 //! Environment: `OPENAI_BASE_URL` (default `https://api.openai.com/v1`; any
 //! OpenAI-compatible server: vLLM, llama.cpp, Ollama, a gateway),
 //! `OPENAI_API_KEY` (sent as a bearer token, never printed), `OPENAI_MODEL`
-//! (default `gpt-4o-mini`), `EXTPOOL_CONFIG` (default the quickstart's
-//! `examples/quickstart/extpool.yaml`).
+//! (default `gpt-4o-mini`), `EXTPOOL_CONFIG` (default the example
+//! `extpool.yaml` at the repository root).
 #![allow(clippy::print_stdout)]
 
 use extpool_agent::{AgentFactory, Turn};
@@ -48,8 +48,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         prompt
     };
-    let config = std::env::var("EXTPOOL_CONFIG")
-        .unwrap_or_else(|_| "examples/quickstart/extpool.yaml".into());
+    let config = std::env::var("EXTPOOL_CONFIG").unwrap_or_else(|_| "extpool.yaml".into());
     let answer = run(HostOptions::files([config]), Endpoint::from_env(), &prompt).await?;
     println!("{answer}");
     Ok(())

@@ -17,7 +17,7 @@ use rig_core::providers::openai::OpenAIConfig;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     let prompt = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
-    let config = var("EXTPOOL_CONFIG").unwrap_or_else(|| "examples/quickstart/extpool.yaml".into());
+    let config = var("EXTPOOL_CONFIG").unwrap_or_else(|| "extpool.yaml".into());
     let answer = run(
         HostOptions::files([config]),
         &var("OPENAI_BASE_URL").unwrap_or_else(|| "https://api.openai.com/v1".into()),

@@ -76,9 +76,7 @@ pub fn quickstart(state: &StateDir, home: &Path) -> HostOptions {
         home: Some(home.to_path_buf()),
         ..Places::default()
     };
-    let mut loaded =
-        extpool_host::config::load_file(&root.join("examples/quickstart/extpool.yaml"), &places)
-            .unwrap();
+    let mut loaded = extpool_host::config::load_file(&root.join("extpool.yaml"), &places).unwrap();
     let (program, args) = stdio_command(state.args()).into_parts();
     let server = loaded.config.mcp_servers.get_mut("testkit").unwrap();
     server.command = Some(program.display().to_string());

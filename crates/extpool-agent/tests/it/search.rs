@@ -1,6 +1,6 @@
 //! Tool search: 24 services of the kind agents use (20 tools each, with
 //! the descriptions and arguments such servers have) and the real testkit
-//! server — 25 servers, 501 tools. The compiled context carries names only;
+//! server — 25 servers, over 500 tools. The compiled context carries names only;
 //! realistic queries rank the right tool first; a deferred tool found by
 //! search, or called by name, works and stays loaded across revisions.
 
@@ -206,11 +206,17 @@ async fn five_hundred_tools_from_25_servers_are_deferred_searched_and_called() {
     let agent = factory.open_agent(&session, "main").unwrap();
     let compiled = agent.compile().await.unwrap();
     let deferred: Vec<&str> = compiled.deferred().map(|t| t.name.as_str()).collect();
+    let testkit = compiled
+        .deferred()
+        .filter(|t| t.server == "testkit")
+        .count();
+    assert!(testkit >= 20, "the testkit server's tools: {testkit}");
     assert_eq!(
         deferred.len(),
-        24 * 20 + 21,
+        24 * 20 + testkit,
         "every server tool is deferred"
     );
+    assert!(deferred.len() >= 500);
     // The model gets the catalog's built-ins and the search tool, with
     // schemas, and every other tool by name and one line, without schema.
     let definitions: Vec<String> = compiled.definitions().into_iter().map(|d| d.name).collect();
