@@ -5,6 +5,10 @@
 #     rmcp, the TypeScript and Python SDK clients; against the raw echo
 #     server, the testkit server on extpool's stdio transport and on rmcp's;
 #     contenders interleaved per round; calls/s vs calls in flight 1…256);
+#   - the gateway (extpool serve) vs supergateway, mcp-proxy (npm and
+#     PyPI), a TypeScript SDK proxy, FastMCP's proxy and ContextForge's
+#     bridge, in front of the same stdio server, against the floor of one
+#     rmcp HTTP hop (extpool-server, benches/gateway.rs);
 #   - skills discovery of 10,000 skills vs a Python walker (extpool-skills);
 #   - registry and catalog figures (extpool-core, extpool-catalog);
 #   - compiling an agent over 50 servers × 40 tools, cold and warm, and the
@@ -16,8 +20,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-"$root/scripts/peers.sh"
-export EXTPOOL_PEERS_DIR="$root/.peers"
+export EXTPOOL_PEERS_DIR="${EXTPOOL_PEERS_DIR:-$root/.peers}"
+"$root/scripts/peers.sh" --bench
 out="${EXTPOOL_BENCH_OUT:-$root/target/bench}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
@@ -25,6 +29,7 @@ export EXTPOOL_BENCH_OUT="$out"
 rm -f "$out"/*.txt
 
 cargo bench --locked -p extpool-mcp --bench throughput
+cargo bench --locked -p extpool-server --bench gateway | tee "$out/gateway.txt"
 cargo bench --locked -p extpool-skills --bench discovery | tee "$out/skills-discovery.txt"
 cargo bench --locked -p extpool-core --bench registry | tee "$out/registry.txt"
 cargo bench --locked -p extpool-catalog --bench catalog | tee "$out/catalog.txt"

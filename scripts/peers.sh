@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Installs the real MCP peers the tests and benchmarks talk to, into .peers/
-# (ignored by git). Idempotent: does nothing when the pinned versions are there.
+# (ignored by git; or into $EXTPOOL_PEERS_DIR). Idempotent: does nothing when
+# the pinned versions are there.
+#   scripts/peers.sh           the peers of the tests (what CI installs)
+#   scripts/peers.sh --bench   also the gateways the benchmarks compare with
+#                              (never installed by the test command)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-peers="$root/.peers"
+peers="${EXTPOOL_PEERS_DIR:-$root/.peers}"
+bench=false
+[ "${1:-}" = "--bench" ] && bench=true
 mkdir -p "$peers"
 
 NPM_PACKAGES=(
@@ -65,4 +71,39 @@ if ! pg_found; then
     echo "peers: PostgreSQL (initdb, postgres) is missing; install Debian's postgresql package or set EXTPOOL_PG_BIN" >&2
     exit 1
   fi
+fi
+
+# Benchmark-only peers: the MCP gateways and proxies the gateway benchmark
+# (`cargo bench -p extpool-server --bench gateway`) measures extpool serve
+# against. Each in its own prefix or venv under .peers/bench/, since their
+# pins conflict with the tests' (mcp-proxy needs the Python `mcp` < 2).
+if $bench; then
+  BENCH_NPM_PACKAGES=(
+    "supergateway@4.0.0"
+    "mcp-proxy@6.7.19"
+  )
+  BENCH_PIP_VENVS=(
+    "mcp-proxy=mcp-proxy==0.13.0"
+    "fastmcp=fastmcp==4.2.3"
+    "contextforge=mcp-contextforge-gateway==1.0.7.post20260921"
+  )
+  mkdir -p "$peers/bench/npm"
+  stamp="$peers/bench/.npm-$(printf '%s\n' "${BENCH_NPM_PACKAGES[@]}" | sha256sum | cut -c1-16)"
+  if [ ! -f "$stamp" ]; then
+    echo "peers: installing benchmark npm packages into .peers/bench/npm" >&2
+    [ -f "$peers/bench/npm/package.json" ] || echo '{"name":"extpool-bench-peers","private":true}' > "$peers/bench/npm/package.json"
+    npm install --prefix "$peers/bench/npm" --no-audit --no-fund --loglevel=error "${BENCH_NPM_PACKAGES[@]}" >&2
+    touch "$stamp"
+  fi
+  for entry in "${BENCH_PIP_VENVS[@]}"; do
+    name="${entry%%=*}"
+    spec="${entry#*=}"
+    stamp="$peers/bench/.pip-$name-$(printf '%s' "$spec" | sha256sum | cut -c1-16)"
+    if [ ! -f "$stamp" ]; then
+      echo "peers: installing $spec into .peers/bench/$name-venv" >&2
+      python3 -m venv "$peers/bench/$name-venv"
+      "$peers/bench/$name-venv/bin/pip" install --quiet --disable-pip-version-check "$spec" >&2
+      touch "$stamp"
+    fi
+  done
 fi
