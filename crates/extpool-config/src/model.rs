@@ -20,6 +20,8 @@
 //!   result_limits: {max_text_bytes: 100000, max_structured_bytes: 100000}
 //!   resource_tools: true  # ListMcpResources / ReadMcpResource
 //!   prompt_commands: true # MCP prompts as /mcp__<server>__<prompt>
+//!   notifications: {log_per_second: 100, progress_per_second: 100,
+//!                   list_changed_ms: 100, requests_in_flight: 16}
 //! ```
 //!
 //! Every struct refuses unknown keys so a typo is reported (with a "did you
@@ -31,6 +33,7 @@ use std::collections::BTreeMap;
 pub use extpool_catalog::JqLimits;
 pub use extpool_catalog::permissions::{DefaultPolicy, PermissionsConfig};
 pub use extpool_catalog::shaping::ResultLimits;
+pub use extpool_mcp::NotificationLimits;
 use extpool_mcp::config::McpServerConfig;
 use serde::{Deserialize, Serialize};
 
@@ -114,6 +117,11 @@ pub struct ExtensionsConfig {
     /// the largest value a filter may build or walk, and the total built.
     #[serde(default)]
     pub jq: JqLimits,
+    /// What each server connection may send on its own: log messages and
+    /// progress a second, how often a `list_changed` of a kind passes, how
+    /// many of its requests may wait for an answer.
+    #[serde(default)]
+    pub notifications: NotificationLimits,
 }
 
 impl Default for ExtensionsConfig {
@@ -125,6 +133,7 @@ impl Default for ExtensionsConfig {
             resource_tools: true,
             prompt_commands: true,
             jq: JqLimits::default(),
+            notifications: NotificationLimits::default(),
         }
     }
 }

@@ -45,12 +45,15 @@ impl From<&ExtensionsConfig> for RegistryConfig {
 }
 
 impl From<&ExtensionsConfig> for PoolConfig {
-    /// `max_clients`; default waiting and client settings.
+    /// `max_clients` and `notifications`; default waiting and other client
+    /// settings.
     fn from(ext: &ExtensionsConfig) -> Self {
-        PoolConfig {
+        let mut pool = PoolConfig {
             max_clients: ext.max_clients,
             ..PoolConfig::default()
-        }
+        };
+        pool.client.notifications = ext.notifications;
+        pool
     }
 }
 
@@ -79,7 +82,7 @@ mod tests {
     #[test]
     fn one_mapping_per_setting() {
         let root = parse_yaml(
-            "mcp_servers:\n  a:\n    command: x\n    prefix: aa\n  b:\n    command: y\npermissions:\n  deny: [mcp__aa__x]\nextensions:\n  max_composition_depth: 1\n  max_clients: 7\n  prompt_commands: false\n  jq:\n    max_steps: 99\n",
+            "mcp_servers:\n  a:\n    command: x\n    prefix: aa\n  b:\n    command: y\npermissions:\n  deny: [mcp__aa__x]\nextensions:\n  max_composition_depth: 1\n  max_clients: 7\n  prompt_commands: false\n  jq:\n    max_steps: 99\n  notifications:\n    log_per_second: 5\n",
         )
         .unwrap();
         let config: ExtpoolConfig = crate::de::from_node(&root).unwrap();
@@ -93,6 +96,9 @@ mod tests {
             RegistryConfig::from(&config.extensions).max_composition_depth,
             1
         );
-        assert_eq!(PoolConfig::from(&config.extensions).max_clients, 7);
+        let pool = PoolConfig::from(&config.extensions);
+        assert_eq!(pool.max_clients, 7);
+        assert_eq!(pool.client.notifications.log_per_second, 5);
+        assert_eq!(pool.client.notifications.progress_per_second, 100);
     }
 }

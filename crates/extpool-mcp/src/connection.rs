@@ -14,6 +14,7 @@ use rmcp::{Peer, ServiceExt};
 use crate::client::ClientOptions;
 use crate::config::McpServerConfig;
 use crate::error::{ConfigError, ConnectFailure};
+use crate::flood::{FloodGate, FloodStats};
 use crate::handler::{ChangeSignals, Handler};
 use crate::http::HttpPlan;
 use crate::name::ServerName;
@@ -126,6 +127,20 @@ pub(crate) struct Attempt<'a> {
     pub(crate) max_message_bytes: u64,
     /// Masks what the server was given in what it writes to stderr.
     pub(crate) redactor: &'a Redactor,
+    /// Counts what the connection's flood gate let through.
+    pub(crate) flood: &'a Arc<parking_lot::Mutex<FloodStats>>,
+}
+
+impl Attempt<'_> {
+    /// `transport` behind this connection's flood gate.
+    fn gate<T>(&self, transport: T) -> FloodGate<T> {
+        FloodGate::new(
+            transport,
+            self.name.clone(),
+            self.options.notifications,
+            self.flood.clone(),
+        )
+    }
 }
 
 /// How long the rest of a process group gets between SIGTERM and SIGKILL.
@@ -166,7 +181,7 @@ pub(crate) async fn connect(
                 )
             })?;
             let max = usize::try_from(a.max_message_bytes).unwrap_or(usize::MAX);
-            let transport = transport.with_max_message_bytes(max);
+            let transport = a.gate(transport.with_max_message_bytes(max));
             match tokio::time::timeout(a.startup, handler.serve(transport)).await {
                 Ok(Ok(service)) => (service, Some(tail), pid),
                 Ok(Err(source)) => {
@@ -188,6 +203,7 @@ pub(crate) async fn connect(
                 &a.options.http,
                 a.max_message_bytes,
             );
+            let transport = a.gate(transport);
             match tokio::time::timeout(a.startup, handler.serve(transport)).await {
                 Ok(Ok(service)) => (service, None, None),
                 Ok(Err(source)) => {

@@ -35,7 +35,8 @@
 //! `redact` (values passed to a server masked in its stderr),
 //! `client` (one connection, timeouts, reconnect, what is re-sent),
 //! `classify` (which failures are retried), `handler` + `progress`
-//! (notifications), `pool`, `convert` (rmcp → core entries), `skills`
+//! (notifications), `flood` (what a server sends on its own, bounded per
+//! connection), `pool`, `convert` (rmcp → core entries), `skills`
 //! (SEP-2640), `cap` (`McpServerCap`), `startup`, `error` + `describe`
 //! (messages: each cause once).
 
@@ -49,6 +50,7 @@ pub mod convert;
 mod describe;
 pub mod elicitation;
 pub mod error;
+pub mod flood;
 pub mod handler;
 pub mod http;
 pub mod limits;
@@ -70,6 +72,7 @@ pub use config::{
 };
 pub use elicitation::{Elicitation, ElicitationHandler};
 pub use error::{ClientError, ConfigError, ConnectFailure, is_server_down};
+pub use flood::{FloodStats, NotificationLimits};
 pub use http::{BearerToken, HttpSettings, TokenSource};
 pub use name::{ServerName, check_names};
 pub use pool::{PoolConfig, PoolEntryInfo, PooledClient, SessionConnectionPool};

@@ -6,7 +6,9 @@
 //! for the duration of the call and the client handler forwards matching
 //! `notifications/progress` to the caller's channel. A gateway maps them
 //! back to its own upstream token. Progress that arrives after the result
-//! (rmcp handles each notification in its own task) is dropped.
+//! (rmcp handles each notification in its own task) is dropped, and so is
+//! progress that does not fit in the caller's channel (bounded: a caller
+//! that reads slowly sees fewer updates, never a growing queue).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,7 +19,12 @@ use rmcp::model::{
     CancelledNotificationParam, ProgressNotificationParam, ProgressToken, RequestId,
 };
 use rmcp::service::RoleClient;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::Sender;
+use tokio::sync::mpsc::error::TrySendError;
+
+/// Updates queued for a caller that forwards progress elsewhere (the
+/// gateway); more are dropped until it catches up.
+pub const PROGRESS_BUFFER: usize = 64;
 
 /// One progress update of a call.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,19 +40,23 @@ pub struct Progress {
 /// Progress tokens of calls in flight → their callers' channels.
 #[derive(Debug, Default)]
 pub struct ProgressRoutes {
-    routes: Mutex<HashMap<ProgressToken, UnboundedSender<Progress>>>,
+    routes: Mutex<HashMap<ProgressToken, Sender<Progress>>>,
 }
 
 impl ProgressRoutes {
-    /// Forwards a notification to the caller that owns its token, if any.
+    /// Forwards a notification to the caller that owns its token, if any
+    /// and if its channel has room; never waits.
     pub fn route(&self, param: ProgressNotificationParam) {
         let routes = self.routes.lock();
         if let Some(tx) = routes.get(&param.progress_token) {
-            let _ = tx.send(Progress {
+            let update = Progress {
                 progress: param.progress,
                 total: param.total,
                 message: param.message,
-            });
+            };
+            if let Err(TrySendError::Full(_)) = tx.try_send(update) {
+                tracing::trace!("a progress update did not fit its caller's channel; dropped");
+            }
         }
     }
 
@@ -53,7 +64,7 @@ impl ProgressRoutes {
     pub(crate) fn register(
         self: &Arc<Self>,
         token: ProgressToken,
-        tx: UnboundedSender<Progress>,
+        tx: Sender<Progress>,
     ) -> RouteGuard {
         self.routes.lock().insert(token.clone(), tx);
         RouteGuard {

@@ -49,7 +49,7 @@
 //! | `barrier` | `key`, `parties` | increments `barrier-<key>`, then waits until `parties` calls with `key` have arrived in this process (proves calls overlapped); when cancelled increments `cancelled` |
 //! | `crash` | `once?` | exits with code 3 before answering; `once: true` crashes only while `DIR/crashed` is absent (creates it), else increments `crash` and returns `"survived"` |
 //! | `add_tool` / `add_resource` / `add_prompt` | `name` / `uri`, `text` / `name` | adds one, then sends the matching `list_changed` to every client |
-//! | `notify` | `kind?` = `tools` \| `resources` \| `prompts` \| `log` \| `progress`, `count?` = 1 | sends `count` `list_changed` notifications, changes nothing; `log`: `notifications/message`, `progress`: progress for this call (needs a progress token) |
+//! | `notify` | `kind?` = `tools` \| `resources` \| `prompts` \| `log` \| `progress` \| `elicit`, `count?` = 1 | sends `count` `list_changed` notifications, changes nothing; `log`: `notifications/message`, `progress`: progress for this call (needs a progress token), `elicit`: `count` `elicitation/create` at once, answered `accepted A, declined D, cancelled C, failed F` |
 //! | `http_status` | `code` | over HTTP: counts `http_status`, then the HTTP request gets status `code` (no JSON-RPC answer); over stdio a tool error |
 //! | `large_text` | `bytes` | one text block of exactly `bytes` bytes |
 //! | `structured` | `count` | `structuredContent` `{"items":[{"id":0,"name":"item-0"},…]}` (declared `outputSchema`) plus the same JSON as text |

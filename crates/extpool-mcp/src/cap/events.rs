@@ -16,12 +16,19 @@ struct EventState {
     source_uri: String,
 }
 
+/// Queues `kind` and the kinds derived from it, each unless already
+/// queued: a burst the subscriber has not read yet is one event per kind
+/// (the queue never holds more than the five kinds).
 fn expand(kind: ChangeKind, out: &mut VecDeque<ChangeKind>) {
-    out.push_back(kind);
-    match kind {
-        ChangeKind::ResourcesChanged => out.push_back(ChangeKind::SkillsChanged),
-        ChangeKind::PromptsChanged => out.push_back(ChangeKind::CommandsChanged),
-        _ => {}
+    let derived = match kind {
+        ChangeKind::ResourcesChanged => Some(ChangeKind::SkillsChanged),
+        ChangeKind::PromptsChanged => Some(ChangeKind::CommandsChanged),
+        _ => None,
+    };
+    for kind in std::iter::once(kind).chain(derived) {
+        if !out.contains(&kind) {
+            out.push_back(kind);
+        }
     }
 }
 
@@ -45,6 +52,24 @@ impl ChangeObservable for McpServerCap {
                 if let Some(kind) = st.pending.pop_front() {
                     let event = ChangeEvent::new(st.id.clone(), kind, st.source_uri.clone());
                     return Some((Ok(event), st));
+                }
+                if let Some(rx) = &mut st.signals {
+                    // Everything already signalled joins the queue first,
+                    // so a burst read late is merged, not replayed.
+                    loop {
+                        match rx.try_recv() {
+                            Ok(kind) => expand(kind, &mut st.pending),
+                            Err(broadcast::error::TryRecvError::Lagged(_)) => {
+                                for kind in SIGNALLED {
+                                    expand(kind, &mut st.pending);
+                                }
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                    if !st.pending.is_empty() {
+                        continue;
+                    }
                 }
                 match &mut st.signals {
                     None => {
@@ -100,6 +125,23 @@ impl ChangeObservable for McpServerCap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_burst_is_one_event_per_kind() {
+        let mut q = VecDeque::new();
+        for _ in 0..1000 {
+            expand(ChangeKind::ToolsChanged, &mut q);
+            expand(ChangeKind::ResourcesChanged, &mut q);
+        }
+        assert_eq!(
+            Vec::from(q),
+            [
+                ChangeKind::ToolsChanged,
+                ChangeKind::ResourcesChanged,
+                ChangeKind::SkillsChanged
+            ]
+        );
+    }
 
     #[test]
     fn events_expand_to_derived_kinds() {

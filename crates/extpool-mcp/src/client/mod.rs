@@ -78,6 +78,9 @@ pub struct ClientOptions {
     /// Largest message accepted from a server whose config sets none
     /// (`max_message_bytes`), in bytes.
     pub max_message_bytes: u64,
+    /// How much each server may send on its own (log messages, progress,
+    /// `list_changed`, requests), per connection.
+    pub notifications: crate::flood::NotificationLimits,
     /// Where bearer tokens for HTTP servers come from.
     pub tokens: TokenSource,
     /// The HTTP client, shared by every clone of these options.
@@ -102,6 +105,7 @@ impl Default for ClientOptions {
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             close_timeout: Duration::from_secs(5),
             max_message_bytes: crate::limits::DEFAULT_MAX_MESSAGE_BYTES,
+            notifications: crate::flood::NotificationLimits::default(),
             tokens: TokenSource::default(),
             http_client: SharedHttpClient::default(),
             auth: extpool_auth::AuthContext::default(),
@@ -147,6 +151,8 @@ struct Inner {
     hints: ToolHints,
     /// Values passed to the server, masked in its stderr.
     redactor: Redactor,
+    /// What the flood gates of this client's connections let through.
+    flood: Arc<parking_lot::Mutex<crate::flood::FloodStats>>,
     closed: AtomicBool,
 }
 
@@ -218,6 +224,7 @@ impl McpClient {
                 callers: Arc::new(crate::callers::Callers::default()),
                 hints: ToolHints::default(),
                 redactor,
+                flood: Arc::default(),
                 closed: AtomicBool::new(false),
             }),
         })
@@ -308,6 +315,12 @@ impl McpClient {
     /// notifications (and by reconnects).
     pub fn signals(&self) -> &Arc<ChangeSignals> {
         &self.inner.signals
+    }
+
+    /// What the flood gates of this client's connections let through and
+    /// dropped so far (see [`crate::flood`]).
+    pub fn flood_stats(&self) -> crate::flood::FloodStats {
+        *self.inner.flood.lock()
     }
 
     /// Closes the connection (the child and its process group exit or are
@@ -546,6 +559,7 @@ impl McpClient {
                 startup: inner.startup_timeout,
                 max_message_bytes: inner.max_message_bytes,
                 redactor: &inner.redactor,
+                flood: &inner.flood,
             })
             .await;
             match outcome {

@@ -12,7 +12,7 @@ use rmcp::model::{
     ServerResult, Skill, Tool,
 };
 use rmcp::service::PeerRequestOptions;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::Sender;
 
 use super::{McpClient, Repeat};
 use crate::error::ClientError;
@@ -58,12 +58,14 @@ impl McpClient {
 
     /// Calls a tool and forwards its `notifications/progress` to `progress`
     /// while it runs (dropping the future cancels the call on the server).
+    /// An update that does not fit in `progress` is dropped: its capacity
+    /// bounds what a slow reader queues.
     pub async fn call_tool_with_progress(
         &self,
         name: &str,
         arguments: Option<JsonObject>,
         timeout: Option<Duration>,
-        progress: UnboundedSender<Progress>,
+        progress: Sender<Progress>,
     ) -> Result<CallToolResult, ClientError> {
         let mut params = CallToolRequestParams::new(name.to_owned());
         params.arguments = arguments;
@@ -107,7 +109,7 @@ impl McpClient {
         if !ctx.wants_progress() {
             return self.call_tool(name, arguments).await;
         }
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, mut rx) = tokio::sync::mpsc::channel(crate::progress::PROGRESS_BUFFER);
         let call = self.call_tool_with_progress(name, arguments, None, tx);
         tokio::pin!(call);
         loop {

@@ -6,6 +6,7 @@
 mod cap;
 mod client;
 mod fake_http;
+mod flood;
 mod limits;
 mod messages;
 mod oauth;

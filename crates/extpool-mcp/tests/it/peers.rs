@@ -147,7 +147,7 @@ async fn progress_reaches_the_caller_that_asked() {
     let run = |steps: u64| {
         let client = client.client().clone();
         async move {
-            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let (tx, mut rx) = tokio::sync::mpsc::channel(64);
             let result = client
                 .call_tool_with_progress(
                     "trigger-long-running-operation",

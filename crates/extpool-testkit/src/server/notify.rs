@@ -1,5 +1,6 @@
 //! Pushing `list_changed` notifications to every connected client, and
-//! log and progress floods to the caller of `notify`.
+//! floods of log messages, progress and elicitation requests to the caller
+//! of `notify`.
 //!
 //! Legacy-session clients (those that sent `initialize`) are reached through
 //! the peers kept from `initialize`; 2026-07-28 clients only through
@@ -11,8 +12,9 @@ use std::sync::PoisonError;
 use rmcp::RoleServer;
 #[allow(deprecated)] // logging (SEP-2577) is deprecated, but servers still send it
 use rmcp::model::{
-    CallToolResult, ContentBlock, ErrorData, LoggingLevel, LoggingMessageNotificationParam,
-    ProgressNotificationParam,
+    CallToolResult, ClientResult, ContentBlock, ElicitRequest, ElicitRequestParams,
+    ElicitationAction, ElicitationSchema, ErrorData, LoggingLevel, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ServerRequest,
 };
 use rmcp::service::{RequestContext, SubscriptionSendError};
 
@@ -133,6 +135,44 @@ impl TestServer {
         }
         Ok(CallToolResult::success(vec![ContentBlock::text(format!(
             "sent {count}"
+        ))]))
+    }
+}
+
+impl TestServer {
+    /// Sends `count` `elicitation/create` requests to the caller at once,
+    /// waits for every answer and says how they ended:
+    /// `accepted A, declined D, cancelled C, failed F`.
+    pub(crate) async fn flood_elicitation(
+        &self,
+        count: u64,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let asks = (0..count).map(|i| {
+            let params = ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: format!("question {i}"),
+                requested_schema: ElicitationSchema::builder().build_unchecked(),
+            };
+            let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+            async move {
+                match context.peer.send_request(request).await {
+                    Ok(ClientResult::ElicitResult(result)) => Some(result.action),
+                    _ => None,
+                }
+            }
+        });
+        let (mut accepted, mut declined, mut cancelled, mut failed) = (0, 0, 0, 0);
+        for answer in futures::future::join_all(asks).await {
+            match answer {
+                Some(ElicitationAction::Accept) => accepted += 1,
+                Some(ElicitationAction::Decline) => declined += 1,
+                Some(ElicitationAction::Cancel) => cancelled += 1,
+                Some(_) | None => failed += 1,
+            }
+        }
+        Ok(CallToolResult::success(vec![ContentBlock::text(format!(
+            "accepted {accepted}, declined {declined}, cancelled {cancelled}, failed {failed}"
         ))]))
     }
 }

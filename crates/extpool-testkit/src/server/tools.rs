@@ -192,10 +192,11 @@ fn unannotated_builtin() -> Vec<Tool> {
             "notify",
             "Sends `count` (default 1) notifications/<kind>/list_changed without changing \
              anything; kind is tools (default), resources or prompts. Kind log sends \
-             notifications/message, kind progress progress notifications for this call",
+             notifications/message, kind progress progress notifications for this call, \
+             kind elicit that many elicitation requests at once (answers counted)",
             schema(
                 json!({
-                    "kind": {"type": "string", "enum": ["tools", "resources", "prompts", "log", "progress"]},
+                    "kind": {"type": "string", "enum": ["tools", "resources", "prompts", "log", "progress", "elicit"]},
                     "count": {"type": "integer", "minimum": 0, "description": "How many (default 1)"},
                 }),
                 &[],
