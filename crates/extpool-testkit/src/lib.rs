@@ -35,7 +35,13 @@
 //! `extpool-testkit-server [--transport stdio|http] [--bind ADDR]
 //! [--state-dir DIR] [--die-on-start] [--hang-on-initialize]
 //! [--extra-tools N] [--page-size K] [--no-skills-extension] [--bad-digest]
-//! [--require-bearer TOKEN]`
+//! [--require-bearer TOKEN] [--ignore-eof] [--ignore-sigterm]`
+//!
+//! `--ignore-eof` keeps a stdio server running after its stdin closed and
+//! `--ignore-sigterm` ignores SIGTERM, SIGINT and SIGHUP: together, a
+//! server only SIGKILL ends (for tests of how clients end their servers).
+//! With `--state-dir`, every start appends `pid=<pid>` to `DIR/starts`
+//! ([`StateDir::pids`]).
 //!
 //! | tool | arguments | does |
 //! |---|---|---|

@@ -115,6 +115,19 @@ pub fn read_starts(dir: &Path) -> Result<u64, StateError> {
     }
 }
 
+/// The process ids of the starts recorded in `dir`, oldest first.
+pub fn read_pids(dir: &Path) -> Result<Vec<u32>, StateError> {
+    let path = dir.join(STARTS_FILE);
+    match fs::read_to_string(&path) {
+        Ok(content) => Ok(content
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("pid=")?.parse().ok())
+            .collect()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(io_error(&path)(e)),
+    }
+}
+
 /// Appends one line for this process start to `dir/starts` and returns the
 /// number of starts recorded so far (this one included).
 ///

@@ -73,6 +73,15 @@ impl StateDir {
         state::read_starts(self.path()).unwrap_or_else(|e| panic!("reading the start log: {e}"))
     }
 
+    /// The process ids of every start recorded, oldest first.
+    ///
+    /// # Panics
+    ///
+    /// When the start log is unreadable.
+    pub fn pids(&self) -> Vec<u32> {
+        state::read_pids(self.path()).unwrap_or_else(|e| panic!("reading the start log: {e}"))
+    }
+
     /// Whether `crash {once: true}` has crashed the server already.
     pub fn crashed(&self) -> bool {
         self.path().join(CRASH_MARKER).exists()

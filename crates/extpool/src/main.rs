@@ -9,6 +9,7 @@ mod cmd;
 mod context;
 mod output;
 mod progress;
+mod signals;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -97,6 +98,10 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) if e.downcast_ref::<Reported>().is_some() => ExitCode::from(1),
+        Err(e) if e.downcast_ref::<signals::Interrupted>().is_some() => {
+            let signal = e.downcast_ref::<signals::Interrupted>().map(|i| i.0);
+            ExitCode::from(signal.map_or(1, signals::Signal::exit_code))
+        }
         Err(e) => {
             let usage = e.downcast_ref::<UsageError>().is_some();
             eprintln!("{}: {e:#}", err_style.red("error"));

@@ -63,15 +63,26 @@ struct Cli {
     /// HTTP mode: answer 401 unless requests carry `Authorization: Bearer TOKEN`.
     #[arg(long, value_name = "TOKEN")]
     require_bearer: Option<String>,
+    /// Keep running after the stdio session ends (stdin closed): a server
+    /// its client must end with a signal.
+    #[arg(long)]
+    ignore_eof: bool,
+    /// Ignore SIGTERM (and SIGINT, SIGHUP): only SIGKILL ends the process.
+    #[arg(long)]
+    ignore_sigterm: bool,
 }
 
-fn init_tracing() {
+/// Logs to stderr. With `quiet_failures`, a log line that cannot be
+/// written (the client closed our stderr) is dropped instead of reported
+/// with `eprintln!`, which would panic and end the process.
+fn init_tracing(quiet_failures: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(false)
+        .log_internal_errors(!quiet_failures)
         .init();
 }
 
@@ -90,6 +101,20 @@ async fn shutdown_signal(ct: CancellationToken) {
         _ = term.recv() => {}
     }
     ct.cancel();
+}
+
+/// Listeners for SIGTERM, SIGINT and SIGHUP that do nothing, so those
+/// signals no longer end the process while they are held.
+fn ignore_termination_signals() -> anyhow::Result<Vec<tokio::signal::unix::Signal>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    [
+        SignalKind::terminate(),
+        SignalKind::interrupt(),
+        SignalKind::hangup(),
+    ]
+    .into_iter()
+    .map(|kind| signal(kind).context("listening for a termination signal"))
+    .collect()
 }
 
 async fn serve_http(cli: &Cli, server: TestServer) -> anyhow::Result<()> {
@@ -133,7 +158,7 @@ fn main() -> anyhow::Result<()> {
 
 async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    init_tracing();
+    init_tracing(cli.ignore_eof);
 
     if let Some(dir) = &cli.state_dir {
         let starts = state::record_start(dir)
@@ -144,6 +169,13 @@ async fn run() -> anyhow::Result<()> {
         tracing::warn!("--die-on-start: exiting with code {DIE_ON_START_EXIT_CODE}");
         std::process::exit(DIE_ON_START_EXIT_CODE);
     }
+
+    // Registering a handler replaces the default action (exit) for good.
+    let _ignored = if cli.ignore_sigterm {
+        Some(ignore_termination_signals()?)
+    } else {
+        None
+    };
 
     let mut options = ServerOptions::default();
     options.state_dir = cli.state_dir.clone();
@@ -165,6 +197,10 @@ async fn run() -> anyhow::Result<()> {
     };
     if let Err(e) = &result {
         tracing::error!("{e:#}");
+    }
+    if cli.ignore_eof && cli.transport == Transport::Stdio {
+        tracing::warn!("--ignore-eof: the session ended; running on until killed");
+        std::future::pending::<()>().await;
     }
     // Exit right away: nothing else may keep the process alive once the
     // client is gone (a stdio server must exit when stdin closes).

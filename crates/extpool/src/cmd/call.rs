@@ -97,9 +97,11 @@ pub fn render_result(result: &ToolResult) -> String {
 pub async fn run(ctx: &mut Ctx, args: CallArgs) -> Result<ExitCode> {
     let arguments = parse_arguments(args.args.as_deref(), &args.pairs)?;
     let opened = open_host(ctx, Need::Named(args.tool.clone())).await?;
-    let result = opened.view.call(&args.tool, arguments).await;
+    let result = opened
+        .until_signal(opened.view.call(&args.tool, arguments))
+        .await;
     opened.shutdown().await;
-    let result = result?;
+    let result = result??;
     if ctx.global.json {
         ctx.out.json_value(&result)?;
     } else if result.is_error {

@@ -22,6 +22,7 @@ use crate::context::Ctx;
 use extpool_host::{Host, HostOptions, ServerEvent, ServerSelection, View};
 
 use crate::progress::Progress;
+use crate::signals::{Interrupted, Signals};
 
 /// Runs the parsed command line.
 pub async fn run(cli: Cli) -> Result<ExitCode> {
@@ -48,9 +49,21 @@ pub struct Opened {
     pub host: Host,
     /// The command's session (one per invocation).
     pub view: View,
+    /// SIGINT, SIGTERM and SIGHUP, left to the command while it is open.
+    pub signals: Signals,
 }
 
 impl Opened {
+    /// Runs `work` unless a termination signal comes first; the caller
+    /// then shuts down as usual and the command ends with [`Interrupted`].
+    pub async fn until_signal<T>(&self, work: impl Future<Output = T>) -> Result<T, Interrupted> {
+        let mut signals = self.signals.clone();
+        tokio::select! {
+            value = work => Ok(value),
+            signal = signals.received() => Err(Interrupted(signal)),
+        }
+    }
+
     /// Shuts the host down (servers closed, process groups ended).
     pub async fn shutdown(self) {
         self.host.shutdown().await;
@@ -78,9 +91,14 @@ pub async fn open_host(ctx: &Ctx, need: Need) -> Result<Opened> {
 /// allows it).
 pub async fn open_with(ctx: &Ctx, need: Need, watch: bool) -> Result<Opened> {
     let loaded = ctx.load_reporting()?;
+    let signals = crate::signals::subscribe()?;
     let host = start_host(ctx, loaded, need, watch, false).await?;
     let view = host.session("cli")?;
-    Ok(Opened { host, view })
+    Ok(Opened {
+        host,
+        view,
+        signals,
+    })
 }
 
 /// Starts the host on `loaded`, drawing each server's start-up on stderr
@@ -117,6 +135,8 @@ pub async fn start_host(
         relay,
         ..HostOptions::loaded(loaded)
     };
+    // A signal during start-up ends it (see `crate::signals`).
+    let mut signals = crate::signals::subscribe()?;
     let mut progress = Progress::new(&names, ctx.err_style, ctx.global.json);
     let start = Host::start(options);
     tokio::pin!(start);
@@ -125,6 +145,8 @@ pub async fn start_host(
     let host = loop {
         tokio::select! {
             host = &mut start => break host?,
+            // Dropping the start kills the servers started so far.
+            signal = signals.received() => return Err(Interrupted(signal).into()),
             Some(event) = events.recv() => progress.server(&event),
             _ = ticker.tick() => progress.tick(),
         }

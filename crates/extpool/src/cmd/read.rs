@@ -13,9 +13,9 @@ use crate::context::Ctx;
 /// Reads a skill or resource and prints it.
 pub async fn run(ctx: &mut Ctx, args: ReadArgs) -> Result<ExitCode> {
     let opened = open_host(ctx, Need::Servers).await?;
-    let content = opened.view.read(&args.uri).await;
+    let content = opened.until_signal(opened.view.read(&args.uri)).await;
     opened.shutdown().await;
-    let content = content?;
+    let content = content??;
     if ctx.global.json {
         ctx.out.json_value(&content)?;
         return Ok(ExitCode::SUCCESS);

@@ -21,9 +21,11 @@ struct RunJson<'a> {
 pub async fn run(ctx: &mut Ctx, args: RunArgs) -> Result<ExitCode> {
     let name = args.command.trim_start_matches('/').to_owned();
     let opened = open_host(ctx, Need::Named(name.clone())).await?;
-    let text = opened.view.run(&name, &args.args).await;
+    let text = opened
+        .until_signal(opened.view.run(&name, &args.args))
+        .await;
     opened.shutdown().await;
-    let text = text?;
+    let text = text??;
     if ctx.global.json {
         ctx.out.json_value(&RunJson {
             command: format!("/{name}"),

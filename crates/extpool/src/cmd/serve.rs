@@ -36,6 +36,8 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
                 .with_context(|| format!("cannot listen on {}", args.listen))?,
         )
     };
+    // SIGINT, SIGTERM and SIGHUP stop serving; a second one exits at once.
+    let mut signals = crate::signals::subscribe()?;
     let state = open_state(args.state.as_deref()).await?;
     let watch = loaded.config.skills.watch;
     let host = start_host(ctx, loaded, Need::Servers, watch, true).await?;
@@ -53,7 +55,7 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
         None => {
             tokio::select! {
                 r = gateway.serve_stdio() => r.map_err(anyhow::Error::from),
-                () = interrupted() => Ok(()),
+                _ = signals.received() => Ok(()),
             }
         }
         Some(listener) => {
@@ -67,7 +69,7 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
             }
             tokio::select! {
                 r = gateway.serve_http(listener) => r.map_err(anyhow::Error::from),
-                () = interrupted() => Ok(()),
+                _ = signals.received() => Ok(()),
             }
         }
     };
@@ -158,23 +160,4 @@ fn announce(ctx: &mut Ctx, gateway: &Gateway, addr: std::net::SocketAddr) -> Res
         "\nAdd it to your agent:\n  Claude Code  claude mcp add --transport http extpool {url}\n  Codex        ~/.codex/config.toml: [mcp_servers.extpool] url = \"{url}\"\n  Cursor       .cursor/mcp.json: {{\"mcpServers\": {{\"extpool\": {{\"url\": \"{url}\"}}}}}}\n  VS Code      code --add-mcp '{{\"name\":\"extpool\",\"type\":\"http\",\"url\":\"{url}\"}}'\n  (or run `extpool serve --stdio` as the agent's one stdio server)\n\nStop with Ctrl-C.\n"
     ))?;
     Ok(())
-}
-
-/// Resolves on Ctrl-C, SIGTERM or SIGHUP.
-async fn interrupted() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate()).ok();
-        let mut hup = signal(SignalKind::hangup()).ok();
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            Some(()) = async { match term.as_mut() { Some(s) => s.recv().await, None => None } } => {}
-            Some(()) = async { match hup.as_mut() { Some(s) => s.recv().await, None => None } } => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }

@@ -13,7 +13,7 @@ use super::{Need, open_with};
 use crate::cli::WatchArgs;
 use crate::context::Ctx;
 
-/// Streams change events until Ctrl-C.
+/// Streams change events until Ctrl-C (or SIGTERM, SIGHUP).
 pub async fn run(ctx: &mut Ctx, _args: WatchArgs) -> Result<ExitCode> {
     let opened = open_with(ctx, Need::Servers, true).await?;
     let mut changes = Box::pin(opened.view.changes());
@@ -30,12 +30,12 @@ pub async fn run(ctx: &mut Ctx, _args: WatchArgs) -> Result<ExitCode> {
         if servers == 1 { "" } else { "s" },
         if roots == 1 { "" } else { "s" },
     );
-    let ctrl_c = tokio::signal::ctrl_c();
-    tokio::pin!(ctrl_c);
+    let mut signals = opened.signals.clone();
     let result: Result<()> = async {
         loop {
+            // Any of SIGINT, SIGTERM, SIGHUP is how watch ends (exit 0).
             let event = tokio::select! {
-                _ = &mut ctrl_c => break,
+                _ = signals.received() => break,
                 Some(event) = changes.next() => event,
             };
             if ctx.global.json {

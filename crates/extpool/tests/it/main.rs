@@ -12,5 +12,6 @@ mod host;
 mod mcp_auth;
 mod quickstart;
 pub mod serve;
+mod signals;
 mod support;
 mod tty;
