@@ -30,15 +30,20 @@ impl Tmux {
     }
 
     fn wait_for(&self, needle: &str) -> String {
+        self.wait_until(needle, |screen| screen.contains(needle))
+    }
+
+    /// Polls the screen until `done` holds for it; returns that screen.
+    fn wait_until(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
         loop {
             let screen = self.capture();
-            if screen.contains(needle) {
+            if done(&screen) {
                 return screen;
             }
             assert!(
                 start.elapsed() < Duration::from_secs(120),
-                "{needle:?} never appeared; screen:\n{screen}"
+                "never happened: {what}; screen:\n{screen}"
             );
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -51,9 +56,12 @@ impl Drop for Tmux {
     }
 }
 
-fn shell_line(sb: &Sandbox, args: &str) -> String {
+/// The shell line running extpool with `args`, then printing
+/// `DONE-<tag>-<exit code>`: each run waits for its own tag, so a screen
+/// still showing an earlier run never counts.
+fn shell_line(sb: &Sandbox, tag: &str, args: &str) -> String {
     format!(
-        "cd '{}' && HOME='{}' NO_COLOR=1 '{}' {args}; echo DONE-$?",
+        "cd '{}' && HOME='{}' NO_COLOR=1 '{}' {args}; echo DONE-{tag}-$?",
         sb.work().display(),
         sb.home().display(),
         env!("CARGO_BIN_EXE_extpool"),
@@ -87,10 +95,10 @@ fn live_status_on_a_terminal_and_plain_lines_when_piped() {
         "send-keys",
         "-t",
         "t",
-        &shell_line(&sb, "list tools >/dev/null"),
+        &shell_line(&sb, "live", "list tools >/dev/null"),
         "Enter",
     ]);
-    let screen = tmux.wait_for("DONE-0");
+    let screen = tmux.wait_for("DONE-live-0");
     assert!(screen.contains("✓ testkit  ready in "), "{screen}");
     assert!(
         screen.contains("· 17 tools") || screen.contains(" tools"),
@@ -106,16 +114,22 @@ fn live_status_on_a_terminal_and_plain_lines_when_piped() {
         "live mode draws in place:\n{screen}"
     );
 
-    // Piped: one plain line per change, no marks, no escape codes.
-    tmux.cmd(&["send-keys", "-t", "t", "clear", "Enter"]);
+    // Piped: one plain line per change, no marks, no escape codes. The
+    // screen is cleared first, and read only once this run's tag shows
+    // with no trace of the first run left.
     tmux.cmd(&[
         "send-keys",
         "-t",
         "t",
-        &shell_line(&sb, "list tools 2>&1 >/dev/null | cat"),
+        &format!(
+            "clear; {}",
+            shell_line(&sb, "piped", "list tools 2>&1 >/dev/null | cat")
+        ),
         "Enter",
     ]);
-    let screen = tmux.wait_for("DONE-0");
+    let screen = tmux.wait_until("the piped run, on a cleared screen", |screen| {
+        screen.contains("DONE-piped-0") && !screen.contains("DONE-live")
+    });
     assert!(screen.contains("testkit: connecting"), "{screen}");
     assert!(screen.contains("testkit: ready in "), "{screen}");
     assert!(screen.contains("broken: failed: "), "{screen}");
