@@ -18,6 +18,7 @@ use crate::flood::{FloodGate, FloodStats};
 use crate::handler::{ChangeSignals, Handler};
 use crate::http::HttpPlan;
 use crate::name::ServerName;
+use crate::ordered::{Order, OrderedHandler, OrderedTransport};
 use crate::progress::ProgressRoutes;
 use crate::redact::Redactor;
 use crate::stderr::StderrTail;
@@ -61,7 +62,7 @@ impl Plan {
 pub(crate) struct Connection {
     pub(crate) generation: u64,
     pub(crate) peer: Peer<RoleClient>,
-    service: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
+    service: tokio::sync::Mutex<Option<RunningService<RoleClient, OrderedHandler<Handler>>>>,
     stderr: Option<StderrTail>,
     pub(crate) pid: Option<u32>,
     /// The stdio child's process group (its pid: the child leads it).
@@ -167,6 +168,8 @@ pub(crate) async fn connect(
     let handler = Handler::new(a.name.clone(), a.signals.clone(), a.progress.clone())
         .with_elicitation(a.options.elicitation.clone())
         .with_relay(a.options.relay, a.callers.clone());
+    let order = Arc::new(Order::default());
+    let handler = OrderedHandler::new(handler, order.clone());
     let timeout_ms = a.startup.as_millis() as u64;
     let (service, stderr, pid) = match a.plan {
         Plan::Stdio(plan) => {
@@ -181,7 +184,8 @@ pub(crate) async fn connect(
                 )
             })?;
             let max = usize::try_from(a.max_message_bytes).unwrap_or(usize::MAX);
-            let transport = a.gate(transport.with_max_message_bytes(max));
+            let transport =
+                OrderedTransport::new(a.gate(transport.with_max_message_bytes(max)), order);
             match tokio::time::timeout(a.startup, handler.serve(transport)).await {
                 Ok(Ok(service)) => (service, Some(tail), pid),
                 Ok(Err(source)) => {
@@ -198,12 +202,14 @@ pub(crate) async fn connect(
             }
         }
         Plan::Http(plan) => {
-            let transport = plan.transport(
-                a.options.http_client(),
-                &a.options.http,
-                a.max_message_bytes,
+            let transport = OrderedTransport::new(
+                a.gate(plan.transport(
+                    a.options.http_client(),
+                    &a.options.http,
+                    a.max_message_bytes,
+                )),
+                order,
             );
-            let transport = a.gate(transport);
             match tokio::time::timeout(a.startup, handler.serve(transport)).await {
                 Ok(Ok(service)) => (service, None, None),
                 Ok(Err(source)) => {

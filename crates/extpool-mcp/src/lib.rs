@@ -36,7 +36,8 @@
 //! `client` (one connection, timeouts, reconnect, what is re-sent),
 //! `classify` (which failures are retried), `handler` + `progress`
 //! (notifications), `flood` (what a server sends on its own, bounded per
-//! connection), `pool`, `convert` (rmcp → core entries), `skills`
+//! connection), `ordered` (notifications handled before the response that
+//! follows them), `pool`, `convert` (rmcp → core entries), `skills`
 //! (SEP-2640), `cap` (`McpServerCap`), `startup`, `error` + `describe`
 //! (messages: each cause once).
 
@@ -55,6 +56,7 @@ pub mod handler;
 pub mod http;
 pub mod limits;
 pub mod name;
+pub mod ordered;
 pub mod pool;
 pub mod progress;
 pub mod redact;

@@ -5,10 +5,11 @@
 //! token rmcp assigned (`RequestHandle::progress_token`) is registered here
 //! for the duration of the call and the client handler forwards matching
 //! `notifications/progress` to the caller's channel. A gateway maps them
-//! back to its own upstream token. Progress that arrives after the result
-//! (rmcp handles each notification in its own task) is dropped, and so is
-//! progress that does not fit in the caller's channel (bounded: a caller
-//! that reads slowly sees fewer updates, never a growing queue).
+//! back to its own upstream token. Progress the server sent before its
+//! result is routed before the result is delivered ([`crate::ordered`]);
+//! progress that arrives after the result is dropped, and so is progress
+//! that does not fit in the caller's channel (bounded: a caller that reads
+//! slowly sees fewer updates, never a growing queue).
 
 use std::collections::HashMap;
 use std::sync::Arc;
