@@ -159,17 +159,7 @@ impl CatalogRevision {
         name: &str,
         words: &[String],
     ) -> Result<String, CommandError> {
-        let Some(command) = self.command(name) else {
-            return Err(match self.denied(name) {
-                Some(d) => CommandError::Denied {
-                    name: name.to_owned(),
-                    reason: d.reason(),
-                },
-                None => CommandError::UnknownCommand {
-                    name: name.to_owned(),
-                },
-            });
-        };
+        let command = self.published_command(name)?;
         let capability = Arc::clone(&command.capability);
         let commands = capability
             .commands()
@@ -184,6 +174,48 @@ impl CatalogRevision {
                 server: command.server.to_string(),
                 error,
             })
+    }
+
+    /// Gets MCP prompt `name` whole (every message, as MCP's
+    /// `GetPromptResult` JSON) with `arguments` by name; `Ok(None)` when
+    /// its source has no whole form (a skill's command: render it with
+    /// [`CatalogRevision::render_command`]). The same permission rules as
+    /// rendering apply.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Option<serde_json::Value>, CommandError> {
+        let command = self.published_command(name)?;
+        let capability = Arc::clone(&command.capability);
+        let Some(commands) = capability.commands() else {
+            return Ok(None);
+        };
+        commands
+            .get_prompt(&command.original, arguments)
+            .await
+            .map_err(|error| CommandError::Source {
+                command: name.to_owned(),
+                server: command.server.to_string(),
+                error,
+            })
+    }
+
+    /// Command `name` of this revision, or why there is none (unknown, or
+    /// denied by a permission rule).
+    fn published_command(
+        &self,
+        name: &str,
+    ) -> Result<&crate::revision::CatalogCommand, CommandError> {
+        self.command(name).ok_or_else(|| match self.denied(name) {
+            Some(d) => CommandError::Denied {
+                name: name.to_owned(),
+                reason: d.reason(),
+            },
+            None => CommandError::UnknownCommand {
+                name: name.to_owned(),
+            },
+        })
     }
 }
 

@@ -51,6 +51,20 @@ pub struct ResourceEntry {
     pub mime_type: Option<String>,
 }
 
+/// A resource template (RFC 6570 URI template) listed by a
+/// [`crate::McpResource`] (MCP `resources/templates/list`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceTemplateEntry {
+    /// The URI template, e.g. `file:///{path}`.
+    pub uri_template: String,
+    /// Its name.
+    pub name: String,
+    /// Its description (may be empty).
+    pub description: String,
+    /// The MIME type of what it names, when the source said.
+    pub mime_type: Option<String>,
+}
+
 /// A tool a capability contributes: name, description and JSON Schemas.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolEntry {

@@ -28,7 +28,7 @@ pub use change::{ChangeEvent, ChangeKind, ChangeStream};
 pub use composition::{CircularCompositionError, ParentChain};
 pub use entry::{
     CommandArgument, CommandEntry, ContentPart, ResourceBody, ResourceContent, ResourceEntry,
-    SkillEntry, ToolEntry, ToolResult,
+    ResourceTemplateEntry, SkillEntry, ToolEntry, ToolResult,
 };
 pub use error::{BoxError, Causes, ExtensionError};
 pub use name::{

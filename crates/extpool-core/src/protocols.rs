@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use crate::{
-    ChangeStream, CommandEntry, ExtensionError, ResourceContent, ResourceEntry, SkillEntry,
-    ToolEntry, ToolResult,
+    ChangeStream, CommandEntry, ExtensionError, ResourceContent, ResourceEntry,
+    ResourceTemplateEntry, SkillEntry, ToolEntry, ToolResult,
 };
 
 /// Provides skills: SKILL.md bodies and their supporting files.
@@ -47,6 +47,40 @@ pub trait McpResource: Send + Sync {
 
     /// Cheap check whether `uri` belongs to this source.
     async fn resource_exists(&self, uri: &str) -> Result<bool, ExtensionError>;
+
+    /// Every resource template (MCP `resources/templates/list`); none by default.
+    async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplateEntry>, ExtensionError> {
+        Ok(Vec::new())
+    }
+
+    /// Asks for completions: `request` is MCP's `completion/complete`
+    /// params (its `ref` names a prompt by its source-local name, or a
+    /// template), the answer MCP's result. `Ok(None)` when this source
+    /// does not complete. MCP's own JSON, so this crate stays free of any
+    /// protocol library.
+    async fn complete(&self, _request: Value) -> Result<Option<Value>, ExtensionError> {
+        Ok(None)
+    }
+
+    /// Subscribes to (`on`) or unsubscribes from updates of resource
+    /// `uri`; `Ok(false)` when this source offers no subscriptions.
+    async fn subscribe(&self, _uri: &str, _on: bool) -> Result<bool, ExtensionError> {
+        Ok(false)
+    }
+
+    /// URIs of resources this source reports updated (MCP
+    /// `notifications/resources/updated`), from now on; `None` when it
+    /// never reports any.
+    fn resource_updates(&self) -> Option<futures::stream::BoxStream<'static, String>> {
+        None
+    }
+
+    /// Asks the source to send log messages of `level` (an MCP logging
+    /// level: `debug` … `emergency`) and above; `Ok(false)` when it does
+    /// not log.
+    async fn set_log_level(&self, _level: &str) -> Result<bool, ExtensionError> {
+        Ok(false)
+    }
 }
 
 /// Provides user-triggered commands (slash commands, MCP prompts).
@@ -58,6 +92,18 @@ pub trait CommandResource: Send + Sync {
     /// Renders a command with the user's arguments into prompt content.
     /// An unknown name is [`ExtensionError::NotFound`].
     async fn get_command(&self, name: &str, args: &[String]) -> Result<String, ExtensionError>;
+
+    /// Gets an MCP prompt whole: `arguments` by name, the answer MCP's
+    /// `GetPromptResult` JSON (every message, with images and embedded
+    /// resources). `Ok(None)` when this source has no such form (then
+    /// [`CommandResource::get_command`] renders it as text).
+    async fn get_prompt(
+        &self,
+        _name: &str,
+        _arguments: Map<String, Value>,
+    ) -> Result<Option<Value>, ExtensionError> {
+        Ok(None)
+    }
 }
 
 /// Provides change notifications for hot reload.

@@ -72,6 +72,25 @@ pub enum HostError {
     /// A server configuration given to the host is unusable.
     #[error(transparent)]
     Server(#[from] extpool_mcp::CapError),
+    /// A server failed or refused an MCP operation relayed to it (a
+    /// completion, a subscription).
+    #[error("{operation} on {server}: {error}")]
+    Relay {
+        /// The MCP method.
+        operation: &'static str,
+        /// The server.
+        server: String,
+        /// What it said (shown in this message, so not a `source()`).
+        error: extpool_core::ExtensionError,
+    },
+    /// The server that owns what was asked does not offer the operation.
+    #[error("{server} does not offer {what}")]
+    Unsupported {
+        /// The operation, in words.
+        what: String,
+        /// The server.
+        server: String,
+    },
     /// A view cannot be opened or used (a turn outside an agent, a closed view).
     #[error("{0}")]
     Scope(String),

@@ -37,6 +37,8 @@
 //! # Modules
 //! - [`host`]: start-up, status and shutdown;
 //! - [`view`]: what one scope sees and does;
+//! - [`passthrough`]: prompts whole, resource templates, completions,
+//!   subscriptions and log levels, relayed to the server that owns them;
 //! - [`servers`]: configured servers started in parallel, with events;
 //! - [`embedded`]: the skill-embedded server factory;
 //! - [`health`]: degraded capabilities (server down after a reconnect);
@@ -49,6 +51,7 @@ pub mod health;
 pub mod host;
 pub mod info;
 pub mod options;
+pub mod passthrough;
 pub mod search;
 pub mod servers;
 mod sources;
@@ -63,6 +66,7 @@ pub use info::{
     ToolDetails, ToolInfo,
 };
 pub use options::{ConfigSource, HostOptions, ServerSelection};
+pub use passthrough::{ResourceUpdate, TemplateInfo};
 pub use search::{DeferralConfig, SearchableTool, ToolIndex};
 pub use status::{HostStatus, ServerEvent, ServerInfo, ServerState};
 pub use view::{HostEvent, View, describe, model_tools};

@@ -231,7 +231,7 @@ impl View {
         }))
     }
 
-    fn check_open(&self) -> Result<(), HostError> {
+    pub(crate) fn check_open(&self) -> Result<(), HostError> {
         if self.inner.host.is_shut_down() {
             return Err(HostError::ShutDown);
         }
@@ -358,18 +358,30 @@ impl View {
         self.check_open()?;
         let name = name.trim_start_matches('/');
         let rev = self.revision();
-        match rev.render_command(name, args).await {
-            Ok(text) => Ok(text),
-            Err(e) if e.is_unknown() => Err(HostError::UnknownCommand {
+        rev.render_command(name, args)
+            .await
+            .map_err(|e| self.command_error(&rev, name, e))
+    }
+
+    /// A command's error as the host reports it: an unknown name with the
+    /// closest known command.
+    pub(crate) fn command_error(
+        &self,
+        rev: &CatalogRevision,
+        name: &str,
+        e: extpool_catalog::CommandError,
+    ) -> HostError {
+        if e.is_unknown() {
+            return HostError::UnknownCommand {
                 name: name.to_owned(),
                 suggestion: extpool_config::diagnostics::did_you_mean(
                     name,
                     rev.all_commands().map(|c| c.name.as_str()),
                 )
                 .map(|s| format!("/{s}")),
-            }),
-            Err(e) => Err(HostError::Command(e)),
+            };
         }
+        HostError::Command(e)
     }
 
     /// Every skill visible here: local skills first (by name), then those

@@ -7,11 +7,11 @@
 use base64::Engine as _;
 use extpool_core::{
     CommandArgument, CommandEntry, ContentPart, ResourceBody, ResourceContent, ResourceEntry,
-    ToolEntry, ToolResult,
+    ResourceTemplateEntry, ToolEntry, ToolResult,
 };
 use rmcp::model::{
     CallToolResult, ContentBlock, GetPromptResult, JsonObject, Prompt, Resource, ResourceContents,
-    Tool,
+    ResourceTemplate, Tool,
 };
 use serde_json::Value;
 
@@ -128,6 +128,16 @@ pub fn resource_entry(resource: &Resource) -> ResourceEntry {
         name: resource.name.clone(),
         description: resource.description.clone().unwrap_or_default(),
         mime_type: resource.mime_type.clone(),
+    }
+}
+
+/// A resource template as listed by `resources/templates/list`.
+pub fn template_entry(template: &ResourceTemplate) -> ResourceTemplateEntry {
+    ResourceTemplateEntry {
+        uri_template: template.uri_template.clone(),
+        name: template.name.clone(),
+        description: template.description.clone().unwrap_or_default(),
+        mime_type: template.mime_type.clone(),
     }
 }
 

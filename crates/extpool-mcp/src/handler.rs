@@ -26,6 +26,10 @@ pub const SAMPLING: &str = "sampling/createMessage";
 /// The method of an elicitation request.
 pub const ELICITATION: &str = "elicitation/create";
 
+/// How many resource updates may wait for a slow subscriber before it
+/// misses some.
+const UPDATES_QUEUE: usize = 256;
+
 /// Change counters and the broadcast of one client; shared by its connections.
 #[derive(Debug)]
 pub struct ChangeSignals {
@@ -33,6 +37,8 @@ pub struct ChangeSignals {
     resources: AtomicU64,
     prompts: AtomicU64,
     tx: broadcast::Sender<ChangeKind>,
+    /// URIs of `notifications/resources/updated`.
+    updated: broadcast::Sender<String>,
 }
 
 impl Default for ChangeSignals {
@@ -42,11 +48,22 @@ impl Default for ChangeSignals {
             resources: AtomicU64::new(0),
             prompts: AtomicU64::new(0),
             tx: broadcast::channel(64).0,
+            updated: broadcast::channel(UPDATES_QUEUE).0,
         }
     }
 }
 
 impl ChangeSignals {
+    /// Tells subscribers that the server updated resource `uri`.
+    pub fn resource_updated(&self, uri: String) {
+        let _ = self.updated.send(uri);
+    }
+
+    /// A new subscription to resource updates.
+    pub fn subscribe_updates(&self) -> broadcast::Receiver<String> {
+        self.updated.subscribe()
+    }
+
     /// Records a change of `kind` and tells subscribers.
     pub fn bump(&self, kind: ChangeKind) {
         if let Some(counter) = self.counter(kind) {
@@ -234,6 +251,15 @@ impl ClientHandler for Handler {
         if let Ok(params) = serde_json::to_value(&params) {
             client.log(params);
         }
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        tracing::debug!(server = %self.server, uri = %params.uri, "resources/updated");
+        self.signals.resource_updated(params.uri);
     }
 
     async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use extpool_core::{CommandEntry, ResourceEntry, ToolEntry};
+use extpool_core::{CommandEntry, ResourceEntry, ResourceTemplateEntry, ToolEntry};
 use parking_lot::Mutex;
 
 use crate::skills::HostedSkill;
@@ -17,7 +17,7 @@ pub(super) struct Cached<T> {
 #[derive(Default)]
 pub(super) struct ResourceIndex {
     pub(super) resources: Vec<ResourceEntry>,
-    pub(super) templates: Vec<String>,
+    pub(super) templates: Vec<ResourceTemplateEntry>,
 }
 
 #[derive(Default)]

@@ -122,6 +122,58 @@ impl ChangeObservable for McpServerCap {
     }
 }
 
+impl McpServerCap {
+    /// The server's `notifications/resources/updated` URIs from now on,
+    /// following the client the capability uses (a replacement client too);
+    /// updates a slow reader misses are skipped.
+    pub(super) fn updates(&self) -> futures::stream::BoxStream<'static, String> {
+        struct State {
+            attached: watch::Receiver<Option<Attached>>,
+            rx: Option<broadcast::Receiver<String>>,
+        }
+        let mut attached = self.attached.subscribe();
+        let rx = attached
+            .borrow_and_update()
+            .as_ref()
+            .map(|a| a.client.signals().subscribe_updates());
+        let stream = futures::stream::unfold(State { attached, rx }, |mut st| async move {
+            loop {
+                let Some(rx) = &mut st.rx else {
+                    if st.attached.changed().await.is_err() {
+                        return None;
+                    }
+                    st.rx = st
+                        .attached
+                        .borrow_and_update()
+                        .as_ref()
+                        .map(|a| a.client.signals().subscribe_updates());
+                    continue;
+                };
+                tokio::select! {
+                    received = rx.recv() => match received {
+                        Ok(uri) => return Some((uri, st)),
+                        Err(broadcast::error::RecvError::Lagged(missed)) => {
+                            tracing::debug!(missed, "resource updates skipped for a slow reader");
+                        }
+                        Err(broadcast::error::RecvError::Closed) => st.rx = None,
+                    },
+                    changed = st.attached.changed() => {
+                        if changed.is_err() {
+                            return None;
+                        }
+                        st.rx = st
+                            .attached
+                            .borrow_and_update()
+                            .as_ref()
+                            .map(|a| a.client.signals().subscribe_updates());
+                    }
+                }
+            }
+        });
+        Box::pin(stream)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -310,7 +310,7 @@ impl McpServerCap {
         let templates = client.list_resource_templates().await?;
         let index = ResourceIndex {
             resources: resources.iter().map(convert::resource_entry).collect(),
-            templates: templates.into_iter().map(|t| t.uri_template).collect(),
+            templates: templates.iter().map(convert::template_entry).collect(),
         };
         Ok(store(&self.caches.resources, epoch, index))
     }

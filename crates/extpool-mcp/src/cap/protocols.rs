@@ -5,9 +5,11 @@
 use async_trait::async_trait;
 use extpool_core::{
     CommandEntry, CommandResource, ExtensionError, McpResource, ResourceContent, ResourceEntry,
-    SkillEntry, SkillResource, ToolEntry, ToolResult,
+    ResourceTemplateEntry, SkillEntry, SkillResource, ToolEntry, ToolResult,
 };
-use rmcp::model::ErrorCode;
+#[allow(deprecated)] // logging (SEP-2577) is deprecated but servers still offer it
+use rmcp::model::LoggingLevel;
+use rmcp::model::{CompleteRequestParams, ErrorCode};
 use serde_json::{Map, Value};
 
 use super::McpServerCap;
@@ -65,7 +67,61 @@ impl McpResource for McpServerCap {
         }
         let index = self.resource_index().await.map_err(|e| self.err(e))?;
         Ok(index.resources.iter().any(|r| r.uri == uri)
-            || index.templates.iter().any(|t| template_matches(t, uri)))
+            || index
+                .templates
+                .iter()
+                .any(|t| template_matches(&t.uri_template, uri)))
+    }
+
+    async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplateEntry>, ExtensionError> {
+        if self.is_dormant() {
+            return Ok(Vec::new());
+        }
+        self.resource_index()
+            .await
+            .map(|i| i.templates.clone())
+            .map_err(|e| self.err(e))
+    }
+
+    async fn complete(&self, request: Value) -> Result<Option<Value>, ExtensionError> {
+        let params: CompleteRequestParams = serde_json::from_value(request)
+            .map_err(|e| ExtensionError::InvalidArgument(format!("completion request: {e}")))?;
+        let client = self.ensure_client().await.map_err(|e| self.err(e))?;
+        let result = client.complete(params).await.map_err(|e| self.err(e))?;
+        serde_json::to_value(result)
+            .map(Some)
+            .map_err(|e| ExtensionError::InvalidArgument(format!("completion result: {e}")))
+    }
+
+    async fn subscribe(&self, uri: &str, on: bool) -> Result<bool, ExtensionError> {
+        let client = self.ensure_client().await.map_err(|e| self.err(e))?;
+        if !client
+            .supports_subscriptions()
+            .await
+            .map_err(|e| self.err(e))?
+        {
+            return Ok(false);
+        }
+        client.subscribe(uri, on).await.map_err(|e| self.err(e))?;
+        Ok(true)
+    }
+
+    fn resource_updates(&self) -> Option<futures::stream::BoxStream<'static, String>> {
+        Some(self.updates())
+    }
+
+    #[allow(deprecated)] // logging (SEP-2577) is deprecated but servers still offer it
+    async fn set_log_level(&self, level: &str) -> Result<bool, ExtensionError> {
+        let level: LoggingLevel =
+            serde_json::from_value(Value::String(level.to_owned())).map_err(|_| {
+                ExtensionError::InvalidArgument(format!("{level:?} is not an MCP logging level"))
+            })?;
+        let client = self.ensure_client().await.map_err(|e| self.err(e))?;
+        if !client.supports_logging().await.map_err(|e| self.err(e))? {
+            return Ok(false);
+        }
+        client.set_level(level).await.map_err(|e| self.err(e))?;
+        Ok(true)
     }
 }
 
@@ -134,5 +190,24 @@ impl CommandResource for McpServerCap {
             .await
             .map_err(|e| self.err(e))?;
         Ok(convert::prompt_text(&rendered))
+    }
+
+    async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Option<Value>, ExtensionError> {
+        let prompts = self.prompts().await.map_err(|e| self.err(e))?;
+        if !prompts.iter().any(|c| c.name == name) {
+            return Err(ExtensionError::not_found("command", name));
+        }
+        let client = self.ensure_client().await.map_err(|e| self.err(e))?;
+        let result = client
+            .get_prompt(name, Some(arguments))
+            .await
+            .map_err(|e| self.err(e))?;
+        serde_json::to_value(result)
+            .map(Some)
+            .map_err(|e| ExtensionError::InvalidArgument(format!("prompt result: {e}")))
     }
 }

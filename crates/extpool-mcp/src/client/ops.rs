@@ -5,11 +5,13 @@
 use std::time::Duration;
 
 use rmcp::ServiceError;
+#[allow(deprecated)] // resources/subscribe and logging are the session era's
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, GetPromptRequestParams,
-    GetPromptResult, GetSkillRequestParams, JsonObject, PingRequest, Prompt,
-    ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities,
-    ServerResult, Skill, Tool,
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, CompleteRequestParams,
+    CompleteResult, GetPromptRequestParams, GetPromptResult, GetSkillRequestParams, JsonObject,
+    LoggingLevel, PingRequest, Prompt, ReadResourceRequestParams, ReadResourceResult, Resource,
+    ResourceTemplate, ServerCapabilities, ServerResult, SetLevelRequestParams, Skill,
+    SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::PeerRequestOptions;
 use tokio::sync::mpsc::Sender;
@@ -112,14 +114,23 @@ impl McpClient {
         let (tx, mut rx) = tokio::sync::mpsc::channel(crate::progress::PROGRESS_BUFFER);
         let call = self.call_tool_with_progress(name, arguments, None, tx);
         tokio::pin!(call);
+        let forward = |p: Progress| {
+            ctx.progress(extpool_core::ProgressUpdate {
+                progress: p.progress,
+                total: p.total,
+                message: p.message,
+            });
+        };
         loop {
             tokio::select! {
-                result = &mut call => return result,
-                Some(p) = rx.recv() => ctx.progress(extpool_core::ProgressUpdate {
-                    progress: p.progress,
-                    total: p.total,
-                    message: p.message,
-                }),
+                result = &mut call => {
+                    // What arrived before the result is still the caller's.
+                    while let Ok(p) = rx.try_recv() {
+                        forward(p);
+                    }
+                    return result;
+                }
+                Some(p) = rx.recv() => forward(p),
             }
         }
     }
@@ -207,6 +218,69 @@ impl McpClient {
         self.run("skills/get", Repeat::Always, None, |p| {
             let params = params.clone();
             async move { p.get_skill(params).await.map(|r| r.skill) }
+        })
+        .await
+    }
+
+    /// `completion/complete`; an empty completion when the server did
+    /// not declare completions.
+    pub async fn complete(
+        &self,
+        params: CompleteRequestParams,
+    ) -> Result<CompleteResult, ClientError> {
+        if !self.has(|c| c.completions.is_some()).await? {
+            return Ok(CompleteResult::default());
+        }
+        self.run("completion/complete", Repeat::Always, None, |p| {
+            let params = params.clone();
+            async move { p.complete(params).await }
+        })
+        .await
+    }
+
+    /// True when the server declared resource subscriptions.
+    pub async fn supports_subscriptions(&self) -> Result<bool, ClientError> {
+        self.has(|c| {
+            c.resources
+                .as_ref()
+                .is_some_and(|r| r.subscribe == Some(true))
+        })
+        .await
+    }
+
+    /// `resources/subscribe` (`on`) or `resources/unsubscribe` of `uri`.
+    #[allow(deprecated)] // resources/subscribe is the session era's; 2026-07-28 servers use subscriptions/listen
+    pub async fn subscribe(&self, uri: &str, on: bool) -> Result<(), ClientError> {
+        let operation = if on {
+            "resources/subscribe"
+        } else {
+            "resources/unsubscribe"
+        };
+        self.run(operation, Repeat::Always, None, |p| {
+            let uri = uri.to_owned();
+            async move {
+                if on {
+                    p.subscribe(SubscribeRequestParams::new(uri)).await
+                } else {
+                    p.unsubscribe(UnsubscribeRequestParams::new(uri)).await
+                }
+            }
+        })
+        .await
+    }
+
+    /// True when the server declared logging.
+    pub async fn supports_logging(&self) -> Result<bool, ClientError> {
+        self.has(|c| c.logging.is_some()).await
+    }
+
+    /// `logging/setLevel`.
+    #[allow(deprecated)] // logging (SEP-2577) is deprecated but servers still offer it
+    pub async fn set_level(&self, level: LoggingLevel) -> Result<(), ClientError> {
+        let params = SetLevelRequestParams::new(level);
+        self.run("logging/setLevel", Repeat::Always, None, |p| {
+            let params = params.clone();
+            async move { p.set_level(params).await }
         })
         .await
     }
