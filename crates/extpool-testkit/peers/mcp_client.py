@@ -10,6 +10,9 @@ STEPS_JSON is a JSON list; each step is one of
   {"op": "list_prompts"} | {"op": "get_prompt", "name": N, "args": {...}}
   {"op": "list_resources"} | {"op": "read", "uri": U}
   {"op": "wait_tools_changed"}   waits for notifications/tools/list_changed
+  {"op": "set_level", "level": L}   logging/setLevel
+  {"op": "wait_logs", "count": N}   waits until N log messages (notifications/message)
+      arrived since the last wait_logs, and prints their data in arrival order
 Sampling requests are answered with the text "sampled by the python client";
 elicitation requests are accepted with content {"answer": "yes"}.
 Used by extpool's tests and benchmarks; it never skips a step silently.
@@ -44,6 +47,12 @@ async def elicitation(context, params):
 
 async def run(read, write, steps):
     changed = anyio.Event()
+    logs = []
+    logged = anyio.Event()
+
+    async def on_log(params):
+        logs.append(params.data)
+        logged.set()
 
     async def on_message(message):
         if isinstance(message, types.ServerNotification) and isinstance(
@@ -58,6 +67,7 @@ async def run(read, write, steps):
         write,
         sampling_callback=sampling,
         elicitation_callback=elicitation,
+        logging_callback=on_log,
         message_handler=on_message,
     ) as session:
         init = await session.initialize()
@@ -98,6 +108,17 @@ async def run(read, write, steps):
             elif op == "read":
                 r = await session.read_resource(step["uri"])
                 emit({"op": op, "text": [getattr(c, "text", None) for c in r.contents]})
+            elif op == "set_level":
+                await session.set_logging_level(step["level"])
+                emit({"op": op})
+            elif op == "wait_logs":
+                with anyio.fail_after(60):
+                    while len(logs) < step["count"]:
+                        await logged.wait()
+                        logged = anyio.Event()
+                got = logs[: step["count"]]
+                del logs[: step["count"]]
+                emit({"op": op, "logs": got})
             elif op == "wait_tools_changed":
                 with anyio.fail_after(60):
                     await changed.wait()

@@ -23,6 +23,7 @@
 //!   crash, and a server link a test can break and restore.
 //! - [`postgres`]: a private PostgreSQL server (Unix socket only) for the
 //!   state store's tests.
+//! - [`conformance`]: the official conformance suite, run and tallied.
 //! - [`oauth`]: a local OAuth authorization server guarding the test server.
 //! - [`LocalSource`]: an in-process capability (tools, resources, prompts,
 //!   change events) for catalog and host tests that need no process.
@@ -35,7 +36,7 @@
 //! `extpool-testkit-server [--transport stdio|http] [--bind ADDR]
 //! [--state-dir DIR] [--die-on-start] [--hang-on-initialize]
 //! [--extra-tools N] [--page-size K] [--no-skills-extension] [--bad-digest]
-//! [--require-bearer TOKEN] [--ignore-eof] [--ignore-sigterm]`
+//! [--require-bearer TOKEN] [--ignore-eof] [--ignore-sigterm] [--conformance]`
 //!
 //! `--ignore-eof` keeps a stdio server running after its stdin closed and
 //! `--ignore-sigterm` ignores SIGTERM, SIGINT and SIGHUP: together, a
@@ -65,6 +66,7 @@
 //! | `env` | `name` | the variable's value or `<unset>` |
 //! | `stderr` | `message` | writes `message` to stderr, returns `"ok"` |
 //! | `sample` | `prompt` | asks the client to sample (`sampling/createMessage`), returns the answer's text |
+//! | `elicit` | `message` | asks the user (`elicitation/create`, a form with one string `answer`), returns `action=<accept\|decline\|cancel>, content=<JSON>` |
 //! | `tool_0000`… | `message?` | (`--extra-tools`) returns `message` or its name |
 //!
 //! `echo`, `add`, `count`, `tool_error`, `sleep`, `barrier`, `large_text`, `structured`,
@@ -77,10 +79,17 @@
 //! through SEP-2640 `skills/list` / `skills/get`. Prompts: `greet {name,
 //! style?}` → `"Hello, <name>!"` (+ `" (style: <style>)"`), `summarize {topic}` →
 //! `"Please summarize <topic>."`.
+//!
+//! `--conformance` adds the fixtures the official conformance suite's
+//! server scenarios expect (tools `test_*`, resources `test://…` and the
+//! template `test://template/{id}/data`, prompts `test_*`, completions,
+//! `logging/setLevel`, resource subscriptions): see
+//! `server::conformance` (private) for the list.
 
 mod binary;
 mod child;
 pub mod client;
+pub mod conformance;
 pub mod local_source;
 pub mod oauth;
 pub mod peers;

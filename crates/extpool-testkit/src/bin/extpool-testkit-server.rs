@@ -60,6 +60,11 @@ struct Cli {
     /// Serve stdio through rmcp's own stdio transport (for benchmarks).
     #[arg(long)]
     rmcp_stdio: bool,
+    /// Also serve the official conformance suite's server fixtures (tools
+    /// `test_*`, resources `test://…`, prompts `test_*`, completions,
+    /// logging levels, resource subscriptions).
+    #[arg(long)]
+    conformance: bool,
     /// HTTP mode: answer 401 unless requests carry `Authorization: Bearer TOKEN`.
     #[arg(long, value_name = "TOKEN")]
     require_bearer: Option<String>,
@@ -189,6 +194,7 @@ async fn run() -> anyhow::Result<()> {
     options.skills_extension = !cli.no_skills_extension;
     options.bad_digest = cli.bad_digest;
     options.rmcp_stdio = cli.rmcp_stdio;
+    options.conformance = cli.conformance;
     let server = TestServer::new(options);
 
     let result = match cli.transport {

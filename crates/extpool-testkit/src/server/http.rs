@@ -113,8 +113,11 @@ pub fn router(server: TestServer, bearer: Option<String>, ct: &CancellationToken
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_KEEP_ALIVE);
     let config = StreamableHttpServerConfig::default().with_cancellation_token(ct.child_token());
-    let service =
-        StreamableHttpService::new(move || Ok(server.clone()), Arc::new(sessions), config);
+    let service = StreamableHttpService::new(
+        move || Ok(server.for_new_session()),
+        Arc::new(sessions),
+        config,
+    );
     let router = Router::new()
         .nest_service(MCP_PATH, service)
         .layer(middleware::from_fn_with_state(fault_server, inject_status));

@@ -10,7 +10,9 @@
 //! This module must never write to stdout: in stdio mode stdout is the MCP
 //! channel.
 
+mod asking;
 mod barrier;
+mod conformance;
 mod content;
 pub mod http;
 mod notify;
@@ -30,15 +32,18 @@ use std::{
     sync::{Arc, Mutex, PoisonError, RwLock},
 };
 
+#[allow(deprecated)]
+// logging and resources/subscribe are the session era's; the suite tests them
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, DiscoverResult, GetPromptRequestParams,
-        GetPromptResponse, GetSkillRequestParams, GetSkillResult, Implementation,
-        InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourcesResult,
-        ListSkillsResult, ListToolsResult, PaginatedRequestParams, Prompt,
-        ReadResourceRequestParams, ReadResourceResponse, Resource, ServerCapabilities,
-        ServerConfig, SubscriptionFilter, Tool,
+        CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+        DiscoverResult, GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams,
+        GetSkillResult, Implementation, InitializeRequestParams, InitializeResult,
+        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult,
+        ListToolsResult, PaginatedRequestParams, Prompt, ReadResourceRequestParams,
+        ReadResourceResponse, Resource, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+        SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
     },
     service::{NotificationContext, Peer, RequestContext, SubscriptionContext, SubscriptionSink},
 };
@@ -73,6 +78,10 @@ pub struct ServerOptions {
     /// stdout) instead of extpool's (`--rmcp-stdio`), so benchmarks can
     /// measure the server before and after in one run.
     pub rmcp_stdio: bool,
+    /// Also serve the fixtures of the official conformance suite's server
+    /// scenarios (`--conformance`; see the `conformance` module), and
+    /// declare logging, completions and resource subscriptions.
+    pub conformance: bool,
 }
 
 impl Default for ServerOptions {
@@ -85,15 +94,19 @@ impl Default for ServerOptions {
             skills_extension: true,
             bad_digest: false,
             rmcp_stdio: false,
+            conformance: false,
         }
     }
 }
 
-/// The test MCP server. Cheap to clone: every clone (one per HTTP session)
-/// shares counters, dynamic tools and the list of connected peers.
+/// The test MCP server. Cheap to clone: every clone shares counters,
+/// dynamic tools and the list of connected peers; each HTTP session gets
+/// its own clone ([`TestServer::for_new_session`]).
 #[derive(Debug, Clone)]
 pub struct TestServer {
     shared: Arc<Shared>,
+    /// Which session this clone serves (resource subscriptions are per session).
+    session: u64,
 }
 
 /// State shared by every session of one server process.
@@ -109,6 +122,10 @@ struct Shared {
     peers: Mutex<Vec<Peer<RoleServer>>>,
     /// 2026-07-28 `subscriptions/listen` sinks, pruned the same way.
     sinks: Mutex<Vec<SubscriptionSink>>,
+    /// State of the conformance fixtures (level, subscriptions).
+    conformance: conformance::State,
+    /// The last session number handed out.
+    sessions: std::sync::atomic::AtomicU64,
 }
 
 /// Tools, resources and prompts added at run time by `add_tool`,
@@ -132,7 +149,23 @@ impl TestServer {
                 dynamic: RwLock::new(Dynamic::default()),
                 peers: Mutex::new(Vec::new()),
                 sinks: Mutex::new(Vec::new()),
+                conformance: conformance::State::default(),
+                sessions: std::sync::atomic::AtomicU64::new(0),
             }),
+            session: 0,
+        }
+    }
+
+    /// A clone serving a new session (its own resource subscriptions).
+    pub fn for_new_session(&self) -> Self {
+        let session = self
+            .shared
+            .sessions
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        Self {
+            shared: self.shared.clone(),
+            session,
         }
     }
 
@@ -174,11 +207,18 @@ impl ServerHandler for TestServer {
             .enable_resources_list_changed()
             .enable_tools()
             .enable_tool_list_changed();
-        let capabilities = if self.shared.options.skills_extension {
+        let mut capabilities = if self.shared.options.skills_extension {
             builder.enable_skills().build()
         } else {
             builder.build()
         };
+        if self.shared.options.conformance {
+            capabilities.logging = Some(rmcp::model::JsonObject::new());
+            capabilities.completions = Some(rmcp::model::JsonObject::new());
+            if let Some(resources) = capabilities.resources.as_mut() {
+                resources.subscribe = Some(true);
+            }
+        }
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -290,6 +330,76 @@ impl ServerHandler for TestServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         self.read(&request.uri).map(Into::into)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let templates = if self.shared.options.conformance {
+            self.conformance_templates()
+        } else {
+            Vec::new()
+        };
+        Ok(ListResourceTemplatesResult::with_all_items(templates))
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        if !self.shared.options.conformance {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::CompleteRequestMethod,
+            >());
+        }
+        self.conformance_complete(&request)
+    }
+
+    #[allow(deprecated)] // logging (SEP-2577) is deprecated but the suite tests it
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if !self.shared.options.conformance {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::SetLevelRequestMethod,
+            >());
+        }
+        self.set_level_to(request.level);
+        Ok(())
+    }
+
+    #[allow(deprecated)] // resources/subscribe is legacy-only but the suite tests it
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if !self.shared.options.conformance {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::SubscribeRequestMethod,
+            >());
+        }
+        self.subscribe_to(&request.uri, context.peer)
+    }
+
+    #[allow(deprecated)] // resources/unsubscribe is legacy-only but the suite tests it
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if !self.shared.options.conformance {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::UnsubscribeRequestMethod,
+            >());
+        }
+        self.unsubscribe_from(&request.uri);
+        Ok(())
     }
 
     async fn list_prompts(

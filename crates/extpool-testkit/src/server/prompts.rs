@@ -60,6 +60,9 @@ impl TestServer {
     /// Every prompt, built-in first, then the dynamic ones by name.
     pub(crate) fn all_prompts(&self) -> Vec<Prompt> {
         let mut all = builtin();
+        if self.shared.options.conformance {
+            all.extend(self.conformance_prompts());
+        }
         all.extend(self.read_dynamic().prompts.values().cloned());
         all
     }
@@ -70,6 +73,11 @@ impl TestServer {
         name: &str,
         args: Option<&JsonObject>,
     ) -> Result<GetPromptResult, ErrorData> {
+        if self.shared.options.conformance
+            && let Some(result) = self.conformance_prompt(name, args)
+        {
+            return result;
+        }
         match name {
             "greet" => {
                 let who = required(args, "name")?;

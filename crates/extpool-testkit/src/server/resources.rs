@@ -44,6 +44,9 @@ impl TestServer {
     /// Every resource, built-in first, then the dynamic ones by URI.
     pub(crate) fn all_resources(&self) -> Vec<Resource> {
         let mut all = builtin();
+        if self.shared.options.conformance {
+            all.extend(self.conformance_resources());
+        }
         all.extend(
             self.read_dynamic()
                 .resources
@@ -64,6 +67,11 @@ impl TestServer {
                 skills::GUIDE_URI => ResourceContents::text(skills::GUIDE_MD, uri)
                     .with_mime_type(skills::MARKDOWN_MIME),
                 _ => {
+                    if self.shared.options.conformance
+                        && let Some(contents) = self.conformance_read(uri)
+                    {
+                        return Ok(ReadResourceResult::new(vec![contents]));
+                    }
                     let dynamic = self.read_dynamic();
                     let Some((_, text)) = dynamic.resources.get(uri) else {
                         return Err(ErrorData::resource_not_found(

@@ -155,6 +155,11 @@ impl TestServer {
         let counters = &self.shared.counters;
         let name = request.name.as_ref();
         tracing::debug!(tool = name, "call");
+        if self.shared.options.conformance && super::conformance::is_tool(name) {
+            return self
+                .conformance_call(name, request.arguments.as_ref(), &context)
+                .await;
+        }
         match name {
             "echo" => Ok(text(args.str("message")?)),
             "add" => Ok(text(sum(args.number("a")?, args.number("b")?))),
@@ -272,6 +277,19 @@ impl TestServer {
                 Ok(text(value))
             }
             "sample" => self.sample(args.str("prompt")?, &context).await,
+            "elicit" => {
+                let form = json!({
+                    "type": "object",
+                    "properties": {"answer": {"type": "string", "description": "Your answer"}},
+                    "required": ["answer"],
+                });
+                match super::asking::elicit(args.str("message")?, form, &context).await {
+                    Ok(said) => Ok(text(said)),
+                    Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                        "elicitation failed: {e}"
+                    ))])),
+                }
+            }
             "stderr" => {
                 let message = args.str("message")?;
                 let mut err = std::io::stderr().lock();

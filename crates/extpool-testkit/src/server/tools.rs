@@ -259,6 +259,12 @@ fn unannotated_builtin() -> Vec<Tool> {
              message) and returns the text of its answer",
             schema(json!({"prompt": string("What to ask the model")}), &["prompt"]),
         ),
+        Tool::new(
+            "elicit",
+            "Asks the user (`elicitation/create`, a form with one string field `answer`) \
+             with `message`, and returns `action=<accept|decline|cancel>, content=<JSON>`",
+            schema(json!({"message": string("What to ask the user")}), &["message"]),
+        ),
     ]
 }
 
@@ -273,6 +279,9 @@ impl TestServer {
     /// Every tool: built-in, then `tool_0000`…, then the dynamic ones by name.
     pub(crate) fn all_tools(&self) -> Vec<Tool> {
         let mut all = builtin().to_vec();
+        if self.shared.options.conformance {
+            all.extend_from_slice(super::conformance::tools());
+        }
         all.extend((0..self.shared.options.extra_tools).map(extra));
         all.extend(self.read_dynamic().tools.values().cloned());
         all
@@ -291,6 +300,11 @@ impl TestServer {
     /// Looks one tool up without building the whole list.
     pub(crate) fn find_tool(&self, name: &str) -> Option<Tool> {
         if let Some(tool) = builtin().iter().find(|t| t.name == name) {
+            return Some(tool.clone());
+        }
+        if self.shared.options.conformance
+            && let Some(tool) = super::conformance::tools().iter().find(|t| t.name == name)
+        {
             return Some(tool.clone());
         }
         if let Some(index) = self.extra_index(name) {

@@ -25,7 +25,7 @@ use rmcp::{
 use tokio::sync::Notify;
 
 /// Number of built-in tools of the test server.
-pub const BUILTIN_TOOL_COUNT: usize = 22;
+pub const BUILTIN_TOOL_COUNT: usize = 23;
 
 /// No extra server arguments.
 pub const NO_ARGS: &[&str] = &[];

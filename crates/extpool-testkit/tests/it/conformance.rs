@@ -8,11 +8,7 @@
 //! `sse-retry` measures the reconnect delay and a machine loaded by 18
 //! parallel scenarios can stretch it past the suite's tolerance.
 
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::Command;
-
-use extpool_testkit::peers;
+use extpool_testkit::conformance;
 
 const AUTH: [&str; 14] = [
     "auth/metadata-default",
@@ -38,44 +34,6 @@ const CORE_WITHOUT_AUTH: [&str; 4] = [
     "sse-retry",
 ];
 
-fn suite(client: &str, selection: &[&str], out: &Path) -> String {
-    let output = Command::new(peers::node22())
-        .arg(peers::conformance_script())
-        .args(["client", "--command", client])
-        .args(selection)
-        .arg("-o")
-        .arg(out)
-        .output()
-        .expect("run the conformance suite");
-    // Exit 1 on any failure; the verdict comes from checks.json below.
-    String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr)
-}
-
-/// `(passed, failed, warnings)` per scenario, from every `checks.json` under `dir`.
-fn results(dir: &Path, prefix: &str, into: &mut BTreeMap<String, (u32, u32, u32)>) {
-    for entry in std::fs::read_dir(dir).expect("results dir").flatten() {
-        let path = entry.path();
-        let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
-        if path.join("checks.json").is_file() {
-            // `<scenario>-<ISO timestamp>`: the timestamp is 25 characters with its dash.
-            let scenario = name[..name.len().saturating_sub(25)].to_owned();
-            let checks: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(path.join("checks.json")).unwrap()).unwrap();
-            let counts = into.entry(scenario).or_default();
-            for check in checks.as_array().unwrap() {
-                match check["status"].as_str() {
-                    Some("SUCCESS") => counts.0 += 1,
-                    Some("FAILURE") => counts.1 += 1,
-                    Some("WARNING") => counts.2 += 1,
-                    _ => {}
-                }
-            }
-        } else if path.is_dir() {
-            results(&path, &format!("{name}/"), into);
-        }
-    }
-}
-
 #[test]
 fn the_official_suite_passes_every_core_and_auth_scenario() {
     let client = env!("CARGO_BIN_EXE_extpool-conformance-client");
@@ -84,29 +42,32 @@ fn the_official_suite_passes_every_core_and_auth_scenario() {
         "the suite splits --command on spaces; the client path has one: {client}"
     );
     let out = tempfile::tempdir().unwrap();
-    let mut log = suite(client, &["--suite", "auth"], &out.path().join("auth-suite"));
+    let suite = |selection: &[&str], dir: &std::path::Path| {
+        let mut args = vec!["client", "--command", client];
+        args.extend_from_slice(selection);
+        conformance::run(&args, dir)
+    };
+    let mut log = suite(&["--suite", "auth"], &out.path().join("auth-suite"));
     for scenario in CORE_WITHOUT_AUTH {
         let dir = out.path().join(scenario);
-        log += &suite(client, &["--scenario", scenario], &dir);
+        log += &suite(&["--scenario", scenario], &dir);
     }
-    let mut found = BTreeMap::new();
+    // One `-o` directory per run: their scenarios, merged.
+    let mut found = std::collections::BTreeMap::new();
     for entry in std::fs::read_dir(out.path()).unwrap().flatten() {
-        results(&entry.path(), "", &mut found);
+        found.extend(conformance::results(&entry.path()));
     }
-    let mut report = String::new();
-    for (scenario, (passed, failed, warnings)) in &found {
-        report += &format!("{scenario}: {passed} passed, {failed} failed, {warnings} warnings\n");
-    }
+    let report = conformance::report(&found);
     println!("{report}");
     for scenario in AUTH.iter().chain(&CORE_WITHOUT_AUTH) {
-        let Some(&(passed, failed, warnings)) = found.get(*scenario) else {
+        let Some(tally) = found.get(*scenario) else {
             panic!("scenario {scenario} did not run\n{report}\n{log}");
         };
         assert!(
-            passed > 0 && failed == 0 && warnings == 0,
+            tally.client_passes(),
             "scenario {scenario} did not pass\n{report}\n{log}"
         );
     }
-    let total: u32 = found.values().map(|c| c.0).sum();
+    let total: u32 = found.values().map(|c| c.passed).sum();
     println!("{} scenarios, {total} checks passed", found.len());
 }

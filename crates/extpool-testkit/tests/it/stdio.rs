@@ -39,6 +39,7 @@ const BUILTIN_TOOLS: [&str; BUILTIN_TOOL_COUNT] = [
     "env",
     "stderr",
     "sample",
+    "elicit",
 ];
 
 #[tokio::test]

@@ -1,0 +1,145 @@
+//! Running the official MCP conformance suite (`@modelcontextprotocol/
+//! conformance`, on Node 22 from the peers) and reading its verdicts.
+//!
+//! The suite writes one `checks.json` per scenario under `-o DIR`
+//! (`DIR/<scenario>-<ISO timestamp>/`, servers `DIR/server-<scenario>-…`;
+//! a `/` in a scenario name makes subdirectories). [`results`] tallies
+//! them per scenario.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::peers;
+
+/// The checks of one scenario.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// `SUCCESS` checks.
+    pub passed: u32,
+    /// `FAILURE` checks.
+    pub failed: u32,
+    /// `WARNING` checks.
+    pub warnings: u32,
+}
+
+impl Tally {
+    /// How the suite judges a server scenario: no failure (warnings allowed).
+    pub fn server_passes(&self) -> bool {
+        self.failed == 0
+    }
+
+    /// How the suite judges a client scenario: checks passed, no failure,
+    /// no warning.
+    pub fn client_passes(&self) -> bool {
+        self.passed > 0 && self.failed == 0 && self.warnings == 0
+    }
+}
+
+/// Length of the `-<ISO timestamp>` suffix of a result directory.
+const TIMESTAMP_SUFFIX: usize = 25;
+
+/// Runs `conformance <args…> -o <out>` to its end and returns what it
+/// printed (stdout, then stderr). Its exit code is not a verdict (it is 1
+/// on any failure): read [`results`].
+///
+/// # Panics
+///
+/// When Node 22 or the suite is not installed, or cannot be started.
+pub fn run(args: &[&str], out: &Path) -> String {
+    let output = std::process::Command::new(peers::node22())
+        .arg(peers::conformance_script())
+        .args(args)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .expect("run the conformance suite");
+    String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr)
+}
+
+/// The tally of every scenario with a `checks.json` under `dir`, by
+/// scenario name (`server-` prefixes kept as the suite wrote them).
+pub fn results(dir: &Path) -> BTreeMap<String, Tally> {
+    let mut found = BTreeMap::new();
+    collect(dir, "", &mut found);
+    found
+}
+
+fn collect(dir: &Path, prefix: &str, into: &mut BTreeMap<String, Tally>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
+        let checks = path.join("checks.json");
+        if checks.is_file() {
+            let scenario = name[..name.len().saturating_sub(TIMESTAMP_SUFFIX)].to_owned();
+            let text = std::fs::read(&checks).unwrap_or_default();
+            let checks: serde_json::Value = serde_json::from_slice(&text).unwrap_or_default();
+            let tally = into.entry(scenario).or_default();
+            for check in checks.as_array().into_iter().flatten() {
+                match check["status"].as_str() {
+                    Some("SUCCESS") => tally.passed += 1,
+                    Some("FAILURE") => tally.failed += 1,
+                    Some("WARNING") => tally.warnings += 1,
+                    _ => {}
+                }
+            }
+        } else if path.is_dir() {
+            collect(&path, &format!("{name}/"), into);
+        }
+    }
+}
+
+/// One line per scenario: `name: P passed, F failed, W warnings`.
+pub fn report(tallies: &BTreeMap<String, Tally>) -> String {
+    tallies
+        .iter()
+        .map(|(scenario, t)| {
+            format!(
+                "{scenario}: {} passed, {} failed, {} warnings\n",
+                t.passed, t.failed, t.warnings
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_are_tallied_per_scenario_directory() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let write = |rel: &str, statuses: &[&str]| {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(&path).expect("mkdir");
+            let checks: Vec<serde_json::Value> = statuses
+                .iter()
+                .map(|s| serde_json::json!({"status": s}))
+                .collect();
+            std::fs::write(
+                path.join("checks.json"),
+                serde_json::to_vec(&checks).unwrap(),
+            )
+            .expect("write");
+        };
+        write("server-ping-2026-11-30T11-29-52-228Z", &["SUCCESS", "INFO"]);
+        write(
+            "auth/metadata-var1-2026-11-30T11-29-52-228Z",
+            &["SUCCESS", "FAILURE", "WARNING"],
+        );
+        let found = results(dir.path());
+        assert_eq!(
+            found["server-ping"],
+            Tally {
+                passed: 1,
+                failed: 0,
+                warnings: 0
+            }
+        );
+        let auth = found["auth/metadata-var1"];
+        assert_eq!((auth.passed, auth.failed, auth.warnings), (1, 1, 1));
+        assert!(!auth.client_passes() && !auth.server_passes());
+    }
+}
