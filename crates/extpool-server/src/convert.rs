@@ -4,27 +4,12 @@
 
 use std::sync::Arc;
 
-use extpool_host::{CommandInfo, ResourceInfo, SkillInfo, ToolInfo};
+use extpool_host::{CommandInfo, ResourceInfo, SkillInfo, TemplateInfo, ToolInfo};
 use rmcp::model::{
-    JsonObject, Prompt, PromptArgument, Resource, Skill, SkillFrontmatter, SkillResource,
-    SkillResources, Tool, ToolAnnotations,
+    JsonObject, Prompt, PromptArgument, Resource, ResourceTemplate, Skill, SkillFrontmatter,
+    SkillResource, SkillResources, Tool, ToolAnnotations,
 };
 use serde_json::Value;
-
-/// Longest tool name MCP clients accept (the specification's 128).
-pub const MAX_TOOL_NAME: usize = 128;
-
-/// The name a client sees for a tool: its catalog name when MCP clients
-/// accept it (`[A-Za-z0-9_.-]`, at most [`MAX_TOOL_NAME`]), else its
-/// provider-safe alias. Calls accept either.
-pub fn tool_name(info: &ToolInfo) -> &str {
-    let valid = info.name.len() <= MAX_TOOL_NAME
-        && info
-            .name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    if valid { &info.name } else { &info.alias }
-}
 
 fn object(value: &Value) -> JsonObject {
     match value {
@@ -37,11 +22,12 @@ fn object(value: &Value) -> JsonObject {
     }
 }
 
-/// A tool as `tools/list` shows it: name, description, schemas, title and
+/// A tool as `tools/list` shows it, under the name the client sees
+/// (`listed`, see [`crate::names`]): description, schemas, title and
 /// annotations as its server sent them.
-pub fn tool(info: &ToolInfo) -> Tool {
+pub fn tool(info: &ToolInfo, listed: &str) -> Tool {
     let mut tool = Tool::new(
-        tool_name(info).to_owned(),
+        listed.to_owned(),
         info.description.clone(),
         Arc::new(object(&info.input_schema)),
     );
@@ -69,6 +55,16 @@ pub fn resource(info: &ResourceInfo) -> Resource {
     r
 }
 
+/// A resource template as `resources/templates/list` shows it.
+pub fn template(info: &TemplateInfo) -> ResourceTemplate {
+    let mut t = ResourceTemplate::new(info.uri_template.clone(), info.name.clone());
+    t.mime_type = info.mime_type.clone();
+    if !info.description.is_empty() {
+        t.description = Some(info.description.clone());
+    }
+    t
+}
+
 /// A skill's `SKILL.md` as a plain resource, for clients without the
 /// skills extension.
 pub fn skill_resource(info: &SkillInfo) -> Resource {
@@ -81,10 +77,11 @@ pub fn skill_resource(info: &SkillInfo) -> Resource {
 /// The argument a skill command's text goes in (its `$ARGUMENTS`).
 pub const SKILL_ARGUMENTS: &str = "arguments";
 
-/// A command as `prompts/list` shows it: an MCP prompt with its arguments,
-/// or a skill's slash command with one optional `arguments` argument.
-pub fn prompt(info: &CommandInfo) -> Prompt {
-    let name = info.name.trim_start_matches('/').to_owned();
+/// A command as `prompts/list` shows it, under the name the client sees
+/// (`listed`): an MCP prompt with its arguments, or a skill's slash
+/// command with one optional `arguments` argument.
+pub fn prompt(info: &CommandInfo, listed: &str) -> Prompt {
+    let name = listed.to_owned();
     let arguments: Vec<PromptArgument> = if info.source == "skill" {
         let mut a = PromptArgument::new(SKILL_ARGUMENTS);
         a.description = Some("The text after the command ($ARGUMENTS)".into());
@@ -118,34 +115,4 @@ pub fn skill(info: &SkillInfo, files: Option<&[(String, Vec<u8>)]>) -> Skill {
         None => SkillResources::Dynamic,
     };
     Skill::new(info.uri.clone(), frontmatter, resources)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use extpool_host::ToolDetails;
-
-    fn info(name: &str, alias: &str) -> ToolInfo {
-        ToolInfo {
-            name: name.into(),
-            alias: alias.into(),
-            server: "s".into(),
-            tool: "t".into(),
-            description: "d".into(),
-            input_schema: serde_json::json!({"type": "object"}),
-            builtin: false,
-            details: ToolDetails::default(),
-        }
-    }
-
-    #[test]
-    fn a_name_clients_would_refuse_is_replaced_by_its_alias() {
-        assert_eq!(tool_name(&info("mcp__s__t", "mcp__s__t")), "mcp__s__t");
-        let long = format!("mcp__s__{}", "x".repeat(200));
-        assert_eq!(tool_name(&info(&long, "mcp__s__x_1a2b")), "mcp__s__x_1a2b");
-        assert_eq!(
-            tool_name(&info("mcp__s__a/b", "mcp__s__a_b")),
-            "mcp__s__a_b"
-        );
-    }
 }

@@ -2,10 +2,11 @@
 //! every client session shares (the notifier, metrics, the audit log, the
 //! view of clients without a session).
 
+use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use extpool_host::{Host, HostError, View};
@@ -15,7 +16,9 @@ use crate::audit::AuditLog;
 use crate::auth::BearerToken;
 use crate::handler::GatewayHandler;
 use crate::metrics::Metrics;
+use crate::names::NamesCache;
 use crate::notify::Notifier;
+use crate::subscriptions::Subscriptions;
 
 /// Default largest request body, in bytes (4 MiB).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -53,6 +56,10 @@ pub struct GatewayOptions {
     pub session_servers: bool,
     /// Most per-session servers open at once, across sessions.
     pub max_session_servers: usize,
+    /// Servers whose tools and prompts are listed under their own names
+    /// (without `mcp__<server>__`) where that collides with nothing (see
+    /// [`crate::names`]).
+    pub unprefixed: Vec<String>,
 }
 
 impl Default for GatewayOptions {
@@ -68,6 +75,7 @@ impl Default for GatewayOptions {
             state: None,
             session_servers: true,
             max_session_servers: crate::sessions::DEFAULT_MAX_SESSION_SERVERS,
+            unprefixed: Vec::new(),
         }
     }
 }
@@ -117,6 +125,15 @@ pub(crate) struct Shared {
     pub notifier: Notifier,
     /// The view of clients without a session (2026-07-28 requests).
     pub stateless: View,
+    /// The listed names of the stateless view's revision.
+    pub stateless_names: NamesCache,
+    /// The servers of [`GatewayOptions::unprefixed`].
+    pub unprefixed: HashSet<String>,
+    /// Resource subscriptions of every session.
+    pub subscriptions: Subscriptions,
+    /// The most verbose log level any client asked for and upstream
+    /// servers were told (a rank of `LOG_LEVELS`; `usize::MAX`: none yet).
+    pub upstream_log_level: AtomicUsize,
     pub instructions: String,
     /// Durable sessions, when a store is configured.
     pub sessions: Option<crate::sessions::Sessions>,
@@ -175,20 +192,33 @@ impl Gateway {
             sessions,
             bearer: options.bearer.as_deref().map(BearerToken::new),
             host,
+            unprefixed: options.unprefixed.iter().cloned().collect(),
             options,
             metrics: Metrics::default(),
             audit,
             notifier: Notifier::default(),
             stateless: stateless.clone(),
+            stateless_names: NamesCache::default(),
+            subscriptions: Subscriptions::default(),
+            upstream_log_level: AtomicUsize::new(usize::MAX),
             instructions,
             next_session: AtomicU64::new(1),
             stop: CancellationToken::new(),
         });
         let follower = shared.clone();
+        let view = stateless.clone();
         tokio::spawn(async move {
             let stop = follower.stop.clone();
             tokio::select! {
-                () = follower.notifier.follow(stateless) => {}
+                () = follower.notifier.follow(view) => {}
+                () = stop.cancelled() => {}
+            }
+        });
+        let follower = shared.clone();
+        tokio::spawn(async move {
+            let stop = follower.stop.clone();
+            tokio::select! {
+                () = follower.subscriptions.follow(stateless) => {}
                 () = stop.cancelled() => {}
             }
         });

@@ -2,17 +2,20 @@
 //! connection (per session for session-era clients, per request for
 //! 2026-07-28 clients), answering from its host view.
 
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use extpool_host::{HostError, View};
+#[allow(deprecated)] // logging and resources/subscribe are the session era's
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult,
-    GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetSkillRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, DiscoverResult, GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams,
     GetSkillResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
-    ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams, PromptMessage,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Role, ServerCapabilities,
-    ServerConfig, SubscriptionFilter,
+    ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -20,6 +23,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use crate::audit::{AuditRecord, args_digest, millis, now_ms};
 use crate::convert;
 use crate::gateway::Shared;
+use crate::names::{Names, NamesCache};
+use crate::passthrough;
 use crate::relay;
 use crate::sessions::OpenSession;
 use crate::skills;
@@ -46,6 +51,48 @@ impl Drop for Session {
     }
 }
 
+/// What one client connection keeps while it lasts: the names of its
+/// view's revision, the log level it set, and its resource subscriptions
+/// (dropped with the connection).
+struct Connection {
+    /// Its key among resource subscriptions.
+    key: String,
+    names: NamesCache,
+    /// The least severe log level the client wants (`logging/setLevel`).
+    log_level: Arc<AtomicUsize>,
+    /// Whether it ever subscribed to a resource.
+    subscribed: AtomicBool,
+    shared: Arc<Shared>,
+}
+
+/// Numbers connections, for their subscription keys.
+static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
+
+impl Connection {
+    fn new(shared: Arc<Shared>) -> Arc<Self> {
+        let n = CONNECTIONS.fetch_add(1, Ordering::Relaxed);
+        Arc::new(Self {
+            key: format!("connection-{n}"),
+            names: NamesCache::default(),
+            log_level: Arc::new(AtomicUsize::new(0)),
+            subscribed: AtomicBool::new(false),
+            shared,
+        })
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if !self.subscribed.load(Ordering::Acquire) {
+            return;
+        }
+        let (shared, key) = (self.shared.clone(), self.key.clone());
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move { shared.subscriptions.close_session(&key).await });
+        }
+    }
+}
+
 /// The MCP server of one client connection.
 #[derive(Clone)]
 pub struct GatewayHandler {
@@ -53,11 +100,13 @@ pub struct GatewayHandler {
     session: Arc<OnceLock<Arc<Session>>>,
     /// The durable session this endpoint belongs to (`/sessions/{id}/mcp`).
     durable: Option<Arc<OpenSession>>,
+    connection: Arc<Connection>,
 }
 
 impl GatewayHandler {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         Self {
+            connection: Connection::new(shared.clone()),
             shared,
             session: Arc::new(OnceLock::new()),
             durable: None,
@@ -67,6 +116,7 @@ impl GatewayHandler {
     /// A handler for a durable session's endpoint.
     pub(crate) fn for_session(shared: Arc<Shared>, open: Arc<OpenSession>) -> Self {
         Self {
+            connection: Connection::new(shared.clone()),
             shared,
             session: Arc::new(OnceLock::new()),
             durable: Some(open),
@@ -89,6 +139,53 @@ impl GatewayHandler {
             return open.id.as_str();
         }
         self.session.get().map_or("stateless", |s| s.id.as_str())
+    }
+
+    /// Whether this connection belongs to a session (implicit or durable);
+    /// 2026-07-28 requests do not.
+    fn has_session(&self) -> bool {
+        self.durable.is_some() || self.session.get().is_some()
+    }
+
+    /// The names this connection's client sees (see [`crate::names`]).
+    pub(crate) fn names(&self) -> Arc<Names> {
+        let cache = if self.has_session() {
+            &self.connection.names
+        } else {
+            &self.shared.stateless_names
+        };
+        let view = self.view();
+        cache.get(&view.revision(), || view.tools(), &self.shared.unprefixed)
+    }
+
+    /// The catalog name a call of tool `name` means.
+    fn catalog_tool(&self, name: &str) -> String {
+        if self.shared.unprefixed.is_empty() {
+            // Listed names are catalog names or aliases: the catalog takes both.
+            return name.to_owned();
+        }
+        self.names().catalog_tool(name).to_owned()
+    }
+
+    /// The session parts the passthrough needs: the connection's key among
+    /// subscriptions, its view and its log level; `None` without a session.
+    pub(crate) fn session_parts(&self) -> Option<(&str, &View, &Arc<AtomicUsize>)> {
+        self.has_session().then(|| {
+            (
+                self.connection.key.as_str(),
+                self.view(),
+                &self.connection.log_level,
+            )
+        })
+    }
+
+    /// Marks this connection as holding subscriptions (dropped with it).
+    pub(crate) fn note_subscription(&self) {
+        self.connection.subscribed.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 
     /// Whether this connection may see and call `name`.
@@ -184,7 +281,7 @@ fn call_error(e: HostError) -> Result<CallToolResult, ErrorData> {
 
 impl ServerHandler for GatewayHandler {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
+        let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
             .enable_resources()
@@ -193,6 +290,11 @@ impl ServerHandler for GatewayHandler {
             .enable_prompts_list_changed()
             .enable_skills()
             .build();
+        capabilities.logging = Some(rmcp::model::JsonObject::new());
+        capabilities.completions = Some(rmcp::model::JsonObject::new());
+        if let Some(resources) = capabilities.resources.as_mut() {
+            resources.subscribe = Some(true);
+        }
         let mut config = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")));
         if !self.shared.instructions.is_empty() {
@@ -252,12 +354,13 @@ impl ServerHandler for GatewayHandler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let names = self.names();
         let mut tools: Vec<_> = self
             .view()
             .tools()
             .iter()
             .filter(|t| self.granted(&t.name, t.builtin))
-            .map(convert::tool)
+            .map(|info| convert::tool(info, names.listed_tool(&info.name)))
             .collect();
         tools.extend(crate::source_tools::tools());
         Ok(ListToolsResult::with_all_items(tools))
@@ -268,7 +371,7 @@ impl ServerHandler for GatewayHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let name = request.name.to_string();
+        let name = self.catalog_tool(&request.name);
         if let Some(result) =
             crate::source_tools::call(&self.shared, self.durable.as_ref(), &name).await
         {
@@ -286,14 +389,15 @@ impl ServerHandler for GatewayHandler {
         let args = request.arguments.unwrap_or_default();
         let started = Instant::now();
         let digest_args = self.shared.audit.is_some().then(|| args.clone());
-        let (call_context, forwarder) = relay::call_context(&context);
+        let (call_context, forwarders) =
+            relay::call_context(&context, self.connection.log_level.clone());
         let call = call_context.scope(self.view().call(&name, args));
         let outcome = tokio::select! {
             result = call => Some(result),
             () = context.ct.cancelled() => None,
         };
-        if let Some(forwarder) = forwarder {
-            // Every copy of the context is gone with the call: the task
+        for forwarder in forwarders {
+            // Every copy of the context is gone with the call: each task
             // sends what is queued, then ends.
             let _ = forwarder.await;
         }
@@ -370,7 +474,15 @@ impl ServerHandler for GatewayHandler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let prompts = self.view().commands().iter().map(convert::prompt).collect();
+        let names = self.names();
+        let prompts = self
+            .view()
+            .commands()
+            .iter()
+            .map(|info| {
+                convert::prompt(info, names.listed_prompt(info.name.trim_start_matches('/')))
+            })
+            .collect();
         Ok(ListPromptsResult::with_all_items(prompts))
     }
 
@@ -379,39 +491,53 @@ impl ServerHandler for GatewayHandler {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let view = self.view();
-        let slash = format!("/{}", request.name);
-        let is_skill = view
-            .commands()
-            .iter()
-            .any(|c| c.name == slash && c.source == "skill");
-        let arguments = request.arguments.unwrap_or_default();
-        let args: Vec<String> = if is_skill {
-            arguments
-                .get(convert::SKILL_ARGUMENTS)
-                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
-                .into_iter()
-                .collect()
-        } else {
-            arguments
-                .iter()
-                .map(|(k, v)| {
-                    format!(
-                        "{k}={}",
-                        v.as_str().map_or_else(|| v.to_string(), str::to_owned)
-                    )
-                })
-                .collect()
-        };
-        match view.run(&request.name, &args).await {
-            Ok(text) => {
-                Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]).into())
-            }
-            Err(e @ HostError::UnknownCommand { .. }) => {
-                Err(ErrorData::invalid_params(e.to_string(), None))
-            }
-            Err(e) => Err(ErrorData::internal_error(e.to_string(), None)),
-        }
+        let name = self.names().catalog_prompt(&request.name).to_owned();
+        passthrough::get_prompt(self.view(), &name, request.arguments.unwrap_or_default())
+            .await
+            .map(Into::into)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(passthrough::templates(self.view()).await)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        passthrough::complete(self.view(), &self.names(), request).await
+    }
+
+    #[allow(deprecated)] // logging (SEP-2577) is deprecated but clients still set it
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        passthrough::set_level(self, request.level).await
+    }
+
+    #[allow(deprecated)] // resources/subscribe is the session era's
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        passthrough::subscribe(self, &request.uri, Some(context.peer)).await
+    }
+
+    #[allow(deprecated)] // resources/unsubscribe is the session era's
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        passthrough::subscribe(self, &request.uri, None).await
     }
 
     async fn list_skills(

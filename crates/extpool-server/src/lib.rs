@@ -13,6 +13,11 @@
 //! - [`gateway`]: the [`Gateway`] and its options;
 //! - [`handler`]: the MCP server a client talks to;
 //! - [`convert`]: host rows → MCP wire types;
+//! - [`names`]: the names a client sees (prefixes, aliases, unprefixed
+//!   servers) and back;
+//! - [`passthrough`]: prompts whole, resource templates, completions,
+//!   subscriptions and log levels;
+//! - [`subscriptions`]: resource subscriptions over shared upstreams;
 //! - [`relay`]: progress, logs, sampling and elicitation back to the caller;
 //! - [`notify`]: `list_changed` to every client whose view changed;
 //! - [`http`]: the axum router (`/mcp`, `/healthz`, `/readyz`, `/metrics`),
@@ -27,11 +32,14 @@ pub mod gateway;
 pub mod handler;
 pub mod http;
 pub mod metrics;
+pub mod names;
 pub mod notify;
+pub mod passthrough;
 pub mod relay;
 pub mod sessions;
 pub mod skills;
 pub mod source_tools;
+pub mod subscriptions;
 
 pub use gateway::{Gateway, GatewayError, GatewayOptions};
 pub use handler::GatewayHandler;

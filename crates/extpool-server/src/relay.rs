@@ -3,10 +3,13 @@
 //! a server asks while the call runs (sampling, elicitation) and its log
 //! messages go to the client whose call caused them
 //! ([`extpool_host::CallContext`]; the host picks the latest caller of the
-//! connection the request came on).
+//! connection the request came on). Log messages below the level the
+//! client set (`logging/setLevel`) are not sent.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
+use extpool_host::passthrough::log_level_rank;
 use extpool_host::{CallClient, CallContext, ProgressUpdate};
 use rmcp::model::{ProgressNotificationParam, ProgressToken, ServerRequest};
 use rmcp::service::{Peer, RequestContext, RoleServer};
@@ -16,16 +19,29 @@ use tokio::sync::mpsc;
 /// How many progress updates may wait for a slow client before new ones
 /// are dropped (the last one always reflects the latest state it saw).
 const PROGRESS_QUEUE: usize = 64;
+/// How many log messages may wait for a slow client before new ones are
+/// dropped.
+const LOG_QUEUE: usize = 256;
 
-/// A client session, answering requests for the calls it makes.
+/// A client session, answering requests for the calls it makes and
+/// receiving their log messages.
 pub struct PeerClient {
     peer: Peer<RoleServer>,
+    /// Log messages of the call, forwarded in order.
+    logs: Option<mpsc::Sender<Value>>,
+    /// The least severe level the client wants (a rank of
+    /// [`extpool_host::passthrough::LOG_LEVELS`]).
+    level: Arc<AtomicUsize>,
 }
 
 impl PeerClient {
-    /// The client behind `peer`.
+    /// The client behind `peer`; log messages are dropped.
     pub fn new(peer: Peer<RoleServer>) -> Self {
-        Self { peer }
+        Self {
+            peer,
+            logs: None,
+            level: Arc::new(AtomicUsize::new(0)),
+        }
     }
 }
 
@@ -55,33 +71,56 @@ impl CallClient for PeerClient {
         }
     }
 
-    #[allow(deprecated)] // logging (SEP-2577) is deprecated but clients still show it
     fn log(&self, params: Value) {
-        let Ok(params) = serde_json::from_value(params) else {
+        let Some(logs) = &self.logs else { return };
+        let rank = params["level"]
+            .as_str()
+            .and_then(log_level_rank)
+            .unwrap_or(0);
+        if rank < self.level.load(Ordering::Relaxed) {
             return;
-        };
-        let peer = self.peer.clone();
-        tokio::spawn(async move {
-            let _ = peer.notify_logging_message(params).await;
-        });
+        }
+        if logs.try_send(params).is_err() {
+            tracing::debug!("a log message was dropped: the client reads too slowly");
+        }
     }
 }
 
 /// The call context of a request: progress to the client's token (when it
-/// sent one), requests and logs to the client. The returned task forwards
-/// progress until every copy of the context is dropped; await it before
-/// answering, so that no progress notification follows the result.
+/// sent one), requests and logs (of `level` and above) to the client. The
+/// returned tasks forward progress and logs until every copy of the
+/// context is dropped; await them before answering, so that nothing the
+/// server sent before its result follows the result.
 pub fn call_context(
     ctx: &RequestContext<RoleServer>,
-) -> (CallContext, Option<tokio::task::JoinHandle<()>>) {
-    let mut call = CallContext::new().with_client(Arc::new(PeerClient::new(ctx.peer.clone())));
-    let mut forwarder = None;
+    level: Arc<AtomicUsize>,
+) -> (CallContext, Vec<tokio::task::JoinHandle<()>>) {
+    let (log_tx, log_rx) = mpsc::channel(LOG_QUEUE);
+    let mut forwarders = vec![tokio::spawn(forward_logs(ctx.peer.clone(), log_rx))];
+    let client = PeerClient {
+        peer: ctx.peer.clone(),
+        logs: Some(log_tx),
+        level,
+    };
+    let mut call = CallContext::new().with_client(Arc::new(client));
     if let Some(token) = ctx.meta.get_progress_token() {
         let (tx, rx) = mpsc::channel(PROGRESS_QUEUE);
-        forwarder = Some(tokio::spawn(forward_progress(ctx.peer.clone(), token, rx)));
+        forwarders.push(tokio::spawn(forward_progress(ctx.peer.clone(), token, rx)));
         call = call.with_progress(tx);
     }
-    (call, forwarder)
+    (call, forwarders)
+}
+
+#[allow(deprecated)] // logging (SEP-2577) is deprecated but clients still show it
+async fn forward_logs(peer: Peer<RoleServer>, mut rx: mpsc::Receiver<Value>) {
+    while let Some(params) = rx.recv().await {
+        let Ok(params) = serde_json::from_value(params) else {
+            continue;
+        };
+        if peer.notify_logging_message(params).await.is_err() {
+            break;
+        }
+    }
 }
 
 async fn forward_progress(

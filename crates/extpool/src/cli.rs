@@ -199,6 +199,11 @@ pub struct ServeArgs {
     #[arg(long = "mcp-server-insecure-http", value_name = "NAME")]
     pub insecure_http: Vec<String>,
 
+    /// List server NAME's tools and prompts under their own names, without
+    /// mcp__NAME__, where that collides with nothing (repeatable).
+    #[arg(long = "unprefixed", value_name = "NAME")]
+    pub unprefixed: Vec<String>,
+
     /// Offer ListMcpResources / ReadMcpResource tools (default: the configuration's).
     #[arg(long, value_name = "BOOL")]
     pub mcp_resource_tools: Option<bool>,

@@ -5,8 +5,11 @@
 #![allow(clippy::unwrap_used)]
 
 mod clients;
+mod conformance;
 mod eras;
+mod names;
 mod ops;
+mod passthrough;
 mod relay;
 mod sessions;
 mod sharing;

@@ -61,7 +61,20 @@ impl Project {
 
 /// A testkit server entry named `name` with `state`, as YAML.
 pub fn testkit_yaml(name: &str, state: &StateDir) -> String {
-    let (program, args) = stdio_command(state.args()).into_parts();
+    server_yaml(name, stdio_command(state.args()))
+}
+
+/// A testkit server entry named `name` with `state` and the conformance
+/// suite's fixtures (`--conformance`), as YAML.
+pub fn conformance_testkit_yaml(name: &str, state: &StateDir) -> String {
+    let mut args = state.args();
+    args.push("--conformance".into());
+    server_yaml(name, stdio_command(args))
+}
+
+/// A server entry named `name` running `command`, as YAML.
+pub fn server_yaml(name: &str, command: extpool_testkit::StdioCommand) -> String {
+    let (program, args) = command.into_parts();
     let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
     format!(
         "  {name}:\n    command: {:?}\n    args: [{}]\n",

@@ -48,6 +48,7 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
         allowed_hosts: args.allowed_hosts.clone(),
         allowed_origins: args.allowed_origins.clone(),
         audit_log: args.audit_log.clone(),
+        unprefixed: args.unprefixed.clone(),
         ..GatewayOptions::default()
     };
     let gateway = Gateway::new(host, options).await?;
@@ -78,7 +79,8 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
 }
 
 /// `--mcp-server`, `--mcp-server-insecure-http`, `--mcp-resource-tools`
-/// and `--mcp-prompts` applied to the loaded configuration.
+/// and `--mcp-prompts` applied to the loaded configuration; `--unprefixed`
+/// checked against it.
 fn apply_flags(ctx: &Ctx, loaded: &mut Loaded, args: &ServeArgs) -> Result<()> {
     for spec in &args.mcp_servers {
         let Some((name, url)) = spec.split_once('=') else {
@@ -98,6 +100,11 @@ fn apply_flags(ctx: &Ctx, loaded: &mut Loaded, args: &ServeArgs) -> Result<()> {
             bail!("--mcp-server-insecure-http {name}: no server named {name:?} is configured");
         };
         server.insecure_http = true;
+    }
+    for name in &args.unprefixed {
+        if !loaded.config.mcp_servers.contains_key(name) {
+            bail!("--unprefixed {name}: no server named {name:?} is configured");
+        }
     }
     if let Some(on) = args.mcp_resource_tools {
         loaded.config.extensions.resource_tools = on;

@@ -271,3 +271,39 @@ fn the_sessions_command_drives_a_running_gateway() {
     );
     assert_eq!(sigterm(&mut served), 0);
 }
+
+#[test]
+fn unprefixed_lists_a_server_by_its_own_names_and_an_unknown_one_is_named() {
+    let sb = Sandbox::new();
+    let state = StateDir::new();
+    testkit_config(&sb, &state);
+    let mut served = serve(&sb, &["--listen", "127.0.0.1:0", "--unprefixed", "testkit"]);
+    let out = python(
+        &["--url", &served.url],
+        json!([
+            {"op": "list_tools"},
+            {"op": "call", "name": "echo", "args": {"message": "bare"}},
+            {"op": "list_prompts"},
+        ]),
+    );
+    let tools = out[1]["tools"].as_array().unwrap();
+    assert!(tools.contains(&json!("echo")), "{tools:?}");
+    assert!(!tools.contains(&json!("mcp__testkit__echo")), "{tools:?}");
+    assert_eq!(out[2]["text"], json!(["bare"]));
+    assert!(
+        out[3]["prompts"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("greet")),
+        "{out:?}"
+    );
+    assert_eq!(sigterm(&mut served), 0);
+    let r = sb.run(&["serve", "--unprefixed", "nosuch"]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr
+            .contains("--unprefixed nosuch: no server named \"nosuch\" is configured"),
+        "{}",
+        r.stderr
+    );
+}

@@ -1,0 +1,113 @@
+//! The official MCP conformance suite's server scenarios (`--suite all`,
+//! Node 22 from the peers) against the testkit server's fixtures
+//! (`--conformance`): once directly over streamable HTTP, once through the
+//! gateway, with the testkit behind it over stdio and listed without its
+//! `mcp__conf__` prefix. The gateway must pass every scenario the direct
+//! run passes; both tallies are printed.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use extpool_server::GatewayOptions;
+use extpool_testkit::conformance::{self, Tally};
+use extpool_testkit::{HttpServer, StateDir};
+
+use crate::support::{Project, Served, conformance_testkit_yaml};
+
+/// The server scenarios of the suite (0.1.16): `--suite all` runs them all.
+const SCENARIOS: usize = 32;
+
+/// Runs the server suite against `url` (off the runtime's threads: the
+/// gateway under test serves on them), tallied by scenario.
+async fn suite(url: &str, out: &Path) -> (BTreeMap<String, Tally>, String) {
+    let (url, out) = (url.to_owned(), out.to_owned());
+    tokio::task::spawn_blocking(move || {
+        let log = conformance::run(&["server", "--url", &url, "--suite", "all"], &out);
+        let tallies = conformance::results(&out)
+            .into_iter()
+            .map(|(name, t)| (name.trim_start_matches("server-").to_owned(), t))
+            .collect();
+        (tallies, log)
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_passes_every_server_scenario_the_testkit_passes_directly() {
+    let out = tempfile::tempdir().unwrap();
+
+    let direct_server = tokio::task::spawn_blocking(|| HttpServer::spawn(["--conformance"]))
+        .await
+        .unwrap();
+    let (direct, direct_log) = suite(direct_server.url(), &out.path().join("direct")).await;
+    drop(direct_server);
+
+    let state = StateDir::new();
+    let project = Project::new();
+    project.config(&conformance_testkit_yaml("conf", &state));
+    let options = GatewayOptions {
+        unprefixed: vec!["conf".into()],
+        ..GatewayOptions::default()
+    };
+    let served = Served::start(project, options).await;
+    let (gateway, gateway_log) = suite(&served.url, &out.path().join("gateway")).await;
+    served.stop().await;
+
+    let verdict = |t: Option<&Tally>| match t {
+        Some(t) if t.server_passes() => "pass",
+        Some(_) => "FAIL",
+        None => "did not run",
+    };
+    println!("scenario: direct | gateway");
+    for (scenario, tally) in &direct {
+        println!(
+            "{scenario}: {} ({}/{}/{}) | {} ({})",
+            verdict(Some(tally)),
+            tally.passed,
+            tally.failed,
+            tally.warnings,
+            verdict(gateway.get(scenario)),
+            gateway.get(scenario).map_or_else(
+                || "-".to_owned(),
+                |g| format!("{}/{}/{}", g.passed, g.failed, g.warnings)
+            ),
+        );
+    }
+    let sum = |t: &BTreeMap<String, Tally>| {
+        let passing = t.values().filter(|t| t.server_passes()).count();
+        let checks: u32 = t.values().map(|t| t.passed).sum();
+        let failed: u32 = t.values().map(|t| t.failed).sum();
+        format!(
+            "{passing}/{} scenarios, {checks} checks passed, {failed} failed",
+            t.len()
+        )
+    };
+    println!("direct: {}\ngateway: {}", sum(&direct), sum(&gateway));
+
+    assert_eq!(
+        direct.len(),
+        SCENARIOS,
+        "the direct run did not run every scenario\n{direct_log}"
+    );
+    // The fixtures are the suite's: the direct run passes every scenario,
+    // so the comparison below covers all of them.
+    for (scenario, tally) in &direct {
+        assert!(
+            tally.server_passes() && tally.passed > 0,
+            "the testkit fails {scenario} directly\n{}\n{direct_log}",
+            conformance::report(&direct)
+        );
+    }
+    for (scenario, tally) in &direct {
+        if !tally.server_passes() {
+            continue;
+        }
+        let through = gateway.get(scenario);
+        assert!(
+            through.is_some_and(|g| g.server_passes() && g.passed >= tally.passed),
+            "{scenario} passes directly but not through the gateway: {through:?}\n{}\n{gateway_log}",
+            conformance::report(&gateway)
+        );
+    }
+}

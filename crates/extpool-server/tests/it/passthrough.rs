@@ -1,0 +1,192 @@
+//! What the gateway passes to the upstream that owns it, with rmcp
+//! clients: prompts whole (images, embedded resources), resource
+//! templates, completions, and resource subscriptions with their updates.
+
+#![allow(deprecated)] // resources/subscribe is the session era's; the gateway serves that era
+
+use std::sync::{Arc, Mutex};
+
+use extpool_server::GatewayOptions;
+use extpool_testkit::StateDir;
+use rmcp::model::{
+    ArgumentInfo, CallToolRequestParams, CompleteRequestParams, ContentBlock,
+    GetPromptRequestParams, Reference, ResourceUpdatedNotificationParam, SubscribeRequestParams,
+    UnsubscribeRequestParams,
+};
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::json;
+
+use crate::support::{Project, Served, conformance_testkit_yaml, eventually};
+
+async fn serve_conformance_testkit(state: &StateDir) -> Served {
+    let project = Project::new();
+    project.config(&conformance_testkit_yaml("conf", state));
+    Served::start(project, GatewayOptions::default()).await
+}
+
+/// An rmcp client that keeps the resource updates it receives.
+#[derive(Clone, Default)]
+struct Updates(Arc<Mutex<Vec<String>>>);
+
+impl ClientHandler for Updates {
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        self.0.lock().unwrap().push(params.uri);
+    }
+}
+
+async fn connect(served: &Served, handler: Updates) -> RunningService<RoleClient, Updates> {
+    handler
+        .serve(StreamableHttpClientTransport::from_uri(served.url.clone()))
+        .await
+        .unwrap()
+}
+
+async fn call_text(client: &RunningService<RoleClient, Updates>, name: &str) -> String {
+    let result = client
+        .peer()
+        .call_tool(CallToolRequestParams::new(name.to_owned()))
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    result.content[0].as_text().unwrap().text.clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompts_come_whole_with_their_images_and_embedded_resources() {
+    let state = StateDir::new();
+    let served = serve_conformance_testkit(&state).await;
+    let client = connect(&served, Updates::default()).await;
+
+    let image = client
+        .peer()
+        .get_prompt(GetPromptRequestParams::new(
+            "mcp__conf__test_prompt_with_image",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(image.messages.len(), 2, "{image:?}");
+    let Some(png) = image.messages[0].content.as_image() else {
+        panic!("the first message is not the image: {image:?}");
+    };
+    assert_eq!(png.mime_type, "image/png");
+    assert!(!png.data.is_empty());
+
+    let mut params = GetPromptRequestParams::new("mcp__conf__test_prompt_with_embedded_resource");
+    params.arguments = json!({"resourceUri": "test://example"})
+        .as_object()
+        .cloned();
+    let embedded = client.peer().get_prompt(params).await.unwrap();
+    let Some(resource) = embedded.messages[0].content.as_resource() else {
+        panic!("the first message is not the resource: {embedded:?}");
+    };
+    assert_eq!(
+        serde_json::to_value(&resource.resource).unwrap()["uri"],
+        "test://example"
+    );
+    assert!(matches!(
+        &embedded.messages[1].content,
+        ContentBlock::Text(t) if t.text == "Please process the embedded resource above."
+    ));
+
+    client.cancel().await.unwrap();
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn templates_are_listed_and_completions_reach_the_server_that_owns_them() {
+    let state = StateDir::new();
+    let served = serve_conformance_testkit(&state).await;
+    let client = connect(&served, Updates::default()).await;
+
+    let templates = client.peer().list_all_resource_templates().await.unwrap();
+    let template = templates
+        .iter()
+        .find(|t| t.uri_template == "test://template/{id}/data")
+        .unwrap_or_else(|| panic!("the template is not listed: {templates:?}"));
+    assert_eq!(template.mime_type.as_deref(), Some("application/json"));
+
+    // A prompt as the client knows it, completed by its server under its own name.
+    let prompt = client
+        .peer()
+        .complete(CompleteRequestParams::new(
+            Reference::for_prompt("mcp__conf__test_prompt_with_arguments"),
+            ArgumentInfo::new("arg1", "pa"),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        prompt.completion.values,
+        ["paris", "park", "party"],
+        "{prompt:?}"
+    );
+    let template = client
+        .peer()
+        .complete(CompleteRequestParams::new(
+            Reference::for_resource("test://template/{id}/data"),
+            ArgumentInfo::new("id", "1"),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(template.completion.values, ["1", "123"], "{template:?}");
+
+    client.cancel().await.unwrap();
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resource_updates_reach_the_subscribed_sessions_through_one_upstream_subscription() {
+    let state = StateDir::new();
+    let served = serve_conformance_testkit(&state).await;
+    let (first, second, bystander) = (Updates::default(), Updates::default(), Updates::default());
+    let a = connect(&served, first.clone()).await;
+    let b = connect(&served, second.clone()).await;
+    let c = connect(&served, bystander.clone()).await;
+    const URI: &str = "test://watched-resource";
+    for client in [&a, &b] {
+        client
+            .peer()
+            .subscribe(SubscribeRequestParams::new(URI))
+            .await
+            .unwrap();
+    }
+
+    // The upstream has one subscriber: the gateway, for both sessions.
+    let told = call_text(&c, "mcp__conf__update_watched_resource").await;
+    assert_eq!(told, "updated; 1 subscriber(s) told");
+    eventually(
+        || first.0.lock().unwrap().len() == 1 && second.0.lock().unwrap().len() == 1,
+        "both subscribed sessions got notifications/resources/updated",
+    )
+    .await;
+    assert_eq!(first.0.lock().unwrap()[0], URI);
+    assert!(bystander.0.lock().unwrap().is_empty());
+
+    // The last session to leave unsubscribes the gateway upstream.
+    a.peer()
+        .unsubscribe(UnsubscribeRequestParams::new(URI))
+        .await
+        .unwrap();
+    assert_eq!(
+        call_text(&c, "mcp__conf__update_watched_resource").await,
+        "updated; 1 subscriber(s) told"
+    );
+    b.peer()
+        .unsubscribe(UnsubscribeRequestParams::new(URI))
+        .await
+        .unwrap();
+    assert_eq!(
+        call_text(&c, "mcp__conf__update_watched_resource").await,
+        "updated; 0 subscriber(s) told"
+    );
+
+    for client in [a, b, c] {
+        client.cancel().await.unwrap();
+    }
+    served.stop().await;
+}
