@@ -131,22 +131,28 @@ impl McpServerCap {
             attached: watch::Receiver<Option<Attached>>,
             rx: Option<broadcast::Receiver<String>>,
         }
-        let mut attached = self.attached.subscribe();
-        let rx = attached
-            .borrow_and_update()
-            .as_ref()
-            .map(|a| a.client.signals().subscribe_updates());
-        let stream = futures::stream::unfold(State { attached, rx }, |mut st| async move {
+        impl State {
+            /// Listens to the client attached now, if any.
+            fn follow(&mut self) {
+                self.rx = self
+                    .attached
+                    .borrow_and_update()
+                    .as_ref()
+                    .map(|a| a.client.signals().subscribe_updates());
+            }
+        }
+        let mut state = State {
+            attached: self.attached.subscribe(),
+            rx: None,
+        };
+        state.follow();
+        let stream = futures::stream::unfold(state, |mut st| async move {
             loop {
                 let Some(rx) = &mut st.rx else {
                     if st.attached.changed().await.is_err() {
                         return None;
                     }
-                    st.rx = st
-                        .attached
-                        .borrow_and_update()
-                        .as_ref()
-                        .map(|a| a.client.signals().subscribe_updates());
+                    st.follow();
                     continue;
                 };
                 tokio::select! {
@@ -161,11 +167,7 @@ impl McpServerCap {
                         if changed.is_err() {
                             return None;
                         }
-                        st.rx = st
-                            .attached
-                            .borrow_and_update()
-                            .as_ref()
-                            .map(|a| a.client.signals().subscribe_updates());
+                        st.follow();
                     }
                 }
             }

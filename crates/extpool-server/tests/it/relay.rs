@@ -54,7 +54,10 @@ async fn progress_of_an_upstream_reaches_the_calling_client() {
     served.stop().await;
 }
 
-async fn sampling_reaches(sdk: Sdk, answer: &str) {
+/// Calls testkit `tool` with `args` from `sdk`'s client through the
+/// gateway; the tool asks the client something, and its text (what the
+/// client answered, as the upstream got it) must be `answer`.
+async fn asks_the_client(sdk: Sdk, tool: &str, args: Value, answer: &str) {
     let state = StateDir::new();
     let project = Project::new();
     project.config(&testkit_yaml("testkit", &state));
@@ -62,12 +65,16 @@ async fn sampling_reaches(sdk: Sdk, answer: &str) {
     let out = sdk_client(
         sdk,
         &served.url,
-        json!([{"op": "call", "name": "mcp__testkit__sample", "args": {"prompt": "say hi"}}]),
+        json!([{"op": "call", "name": format!("mcp__testkit__{tool}"), "args": args}]),
     )
     .await;
     assert_eq!(out[1]["is_error"], false, "{out:?}");
     assert_eq!(out[1]["text"], json!([answer]), "{out:?}");
     served.stop().await;
+}
+
+async fn sampling_reaches(sdk: Sdk, answer: &str) {
+    asks_the_client(sdk, "sample", json!({"prompt": "say hi"}), answer).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -80,25 +87,10 @@ async fn a_sampling_request_reaches_the_typescript_client_and_its_answer_the_ser
     sampling_reaches(Sdk::TypeScript, "sampled by the typescript client").await;
 }
 
+/// The clients accept an elicitation with {"answer": "yes"}.
 async fn elicitation_reaches(sdk: Sdk) {
-    let state = StateDir::new();
-    let project = Project::new();
-    project.config(&testkit_yaml("testkit", &state));
-    let served = Served::start(project, GatewayOptions::default()).await;
-    let out = sdk_client(
-        sdk,
-        &served.url,
-        json!([{"op": "call", "name": "mcp__testkit__elicit", "args": {"message": "Proceed?"}}]),
-    )
-    .await;
-    // The clients accept with {"answer": "yes"}; the upstream returns what it got.
-    assert_eq!(out[1]["is_error"], false, "{out:?}");
-    assert_eq!(
-        out[1]["text"],
-        json!([r#"action=accept, content={"answer":"yes"}"#]),
-        "{out:?}"
-    );
-    served.stop().await;
+    let accepted = r#"action=accept, content={"answer":"yes"}"#;
+    asks_the_client(sdk, "elicit", json!({"message": "Proceed?"}), accepted).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
