@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use extpool_catalog::CatalogRevision;
-use extpool_core::{Capability, ExtensionError, ResolveError};
+use extpool_core::{Capability, CapabilityKind, ExtensionError, ResolveError};
 use futures::{Stream, StreamExt};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -57,12 +57,15 @@ pub fn log_level_rank(level: &str) -> Option<usize> {
     LOG_LEVELS.iter().position(|l| *l == level)
 }
 
-/// Every MCP source the revision dispatches to (its own and its parents').
+/// Every MCP server the revision dispatches to (its own and its
+/// parents'), skill-embedded ones included (they are sources themselves;
+/// the skill manager that aggregates them is not asked again).
 fn sources(rev: &CatalogRevision) -> Vec<(String, Arc<dyn Capability>)> {
     let mut out: Vec<(String, Arc<dyn Capability>)> = Vec::new();
     for r in rev.chain() {
         for s in r.sources() {
-            if s.capability.mcp().is_some() && !out.iter().any(|(id, _)| **id == *s.id) {
+            let server = s.capability.kind() == CapabilityKind::McpServer;
+            if server && !out.iter().any(|(id, _)| **id == *s.id) {
                 out.push((s.id.to_string(), s.capability.clone()));
             }
         }

@@ -190,3 +190,49 @@ async fn resource_updates_reach_the_subscribed_sessions_through_one_upstream_sub
     }
     served.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_embedded_server_passes_its_templates_and_updates_once() {
+    let state = StateDir::new();
+    let project = Project::new();
+    // The skill's allowed-tools wrap the embedded server in a filter.
+    let server = conformance_testkit_yaml("conf", &state).replace("\n  ", "\n    ");
+    let dir = project.path().join("skills/kit");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        format!(
+            "---\nname: kit\ndescription: Brings the conformance fixtures\nallowed-tools: [update_watched_resource]\nmcp_servers:\n  {}---\nUse the fixtures.\n",
+            server.trim_start()
+        ),
+    )
+    .unwrap();
+    project.config("");
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let updates = Updates::default();
+    let client = connect(&served, updates.clone()).await;
+
+    let templates = client.peer().list_all_resource_templates().await.unwrap();
+    let listed = templates
+        .iter()
+        .filter(|t| t.uri_template == "test://template/{id}/data")
+        .count();
+    assert_eq!(listed, 1, "{templates:?}");
+
+    const URI: &str = "test://watched-resource";
+    client
+        .peer()
+        .subscribe(SubscribeRequestParams::new(URI))
+        .await
+        .unwrap();
+    let told = call_text(&client, "mcp__kit_conf__update_watched_resource").await;
+    assert_eq!(told, "updated; 1 subscriber(s) told");
+    eventually(
+        || updates.0.lock().unwrap().len() == 1,
+        "the subscribed session got notifications/resources/updated",
+    )
+    .await;
+
+    client.cancel().await.unwrap();
+    served.stop().await;
+}

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use extpool_core::{
     BoxError, Capability, ChangeObservable, CircularCompositionError, CommandResource,
-    ExtensionError, McpResource, ParentChain, ResourceContent, ResourceEntry, SkillResource,
-    ToolEntry, ToolResult, TurnContext,
+    ExtensionError, McpResource, ParentChain, ResourceContent, ResourceEntry,
+    ResourceTemplateEntry, SkillResource, ToolEntry, ToolResult, TurnContext,
 };
 use serde_json::{Map, Value};
 
@@ -194,6 +194,38 @@ impl McpResource for FilteredCap {
     async fn resource_exists(&self, uri: &str) -> Result<bool, ExtensionError> {
         match self.inner.mcp() {
             Some(m) => m.resource_exists(uri).await,
+            None => Ok(false),
+        }
+    }
+
+    async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplateEntry>, ExtensionError> {
+        match self.inner.mcp() {
+            Some(m) => m.list_resource_templates().await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    async fn complete(&self, request: Value) -> Result<Option<Value>, ExtensionError> {
+        match self.inner.mcp() {
+            Some(m) => m.complete(request).await,
+            None => Ok(None),
+        }
+    }
+
+    async fn subscribe(&self, uri: &str, on: bool) -> Result<bool, ExtensionError> {
+        match self.inner.mcp() {
+            Some(m) => m.subscribe(uri, on).await,
+            None => Ok(false),
+        }
+    }
+
+    fn resource_updates(&self) -> Option<futures::stream::BoxStream<'static, String>> {
+        self.inner.mcp()?.resource_updates()
+    }
+
+    async fn set_log_level(&self, level: &str) -> Result<bool, ExtensionError> {
+        match self.inner.mcp() {
+            Some(m) => m.set_log_level(level).await,
             None => Ok(false),
         }
     }
