@@ -5,11 +5,12 @@
 //! provider-safe alias when MCP clients would refuse the catalog name. The
 //! servers named in [`GatewayOptions::unprefixed`](crate::GatewayOptions)
 //! have their tools and prompts listed under their own names instead, when
-//! that collides with nothing: no built-in, no catalog name or alias, no
-//! tool (or prompt) of another unprefixed server with the same own name
-//! (then both keep the prefix, whatever the order). Calls accept the listed name, the catalog
-//! name and the alias; permission rules, audit and metrics always speak
-//! catalog names.
+//! that collides with nothing: no built-in (the catalog's, or the
+//! gateway's own `ListMcpSources` and `RefreshMcpSources`), no catalog
+//! name or alias, no tool (or prompt) of another unprefixed server with the
+//! same own name (then both keep the prefix, whatever the order). Calls
+//! accept the listed name, the catalog name and the alias; permission
+//! rules, session grants, audit and metrics always speak catalog names.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -63,7 +64,7 @@ impl Names {
             return names;
         }
         // Tools: every name a call resolves already is taken.
-        let mut taken: HashSet<&str> = HashSet::new();
+        let mut taken: HashSet<&str> = crate::source_tools::NAMES.into_iter().collect();
         for info in tools {
             taken.insert(&info.name);
             taken.insert(&info.alias);

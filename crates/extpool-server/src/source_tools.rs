@@ -16,6 +16,8 @@ use crate::sessions::OpenSession;
 pub const LIST_SOURCES: &str = "ListMcpSources";
 /// Name of the refresh tool.
 pub const REFRESH_SOURCES: &str = "RefreshMcpSources";
+/// The names of the gateway's own tools (no server's tool may be listed under them).
+pub const NAMES: [&str; 2] = [LIST_SOURCES, REFRESH_SOURCES];
 
 fn empty_schema() -> Arc<serde_json::Map<String, serde_json::Value>> {
     let mut schema = serde_json::Map::new();
