@@ -38,36 +38,73 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
+/// Most progress notifications kept for tokens no call has claimed yet.
+const UNCLAIMED: usize = 64;
+
 /// Progress tokens of calls in flight → their callers' channels.
+///
+/// rmcp picks a call's token when it sends the call, so a fast server's
+/// first progress can be handled before the caller has registered the
+/// token: such notifications wait here (the last [`UNCLAIMED`]) and are
+/// handed over when the token is registered. Tokens are never reused on a
+/// connection, so a waiting notification can only be its own call's.
 #[derive(Debug, Default)]
 pub struct ProgressRoutes {
-    routes: Mutex<HashMap<ProgressToken, Sender<Progress>>>,
+    state: Mutex<Routes>,
+}
+
+#[derive(Debug, Default)]
+struct Routes {
+    routes: HashMap<ProgressToken, Sender<Progress>>,
+    unclaimed: std::collections::VecDeque<ProgressNotificationParam>,
+}
+
+/// Hands an update to its caller if the caller's channel has room; never
+/// waits (a caller that reads slowly sees fewer updates).
+fn deliver(tx: &Sender<Progress>, param: ProgressNotificationParam) {
+    let update = Progress {
+        progress: param.progress,
+        total: param.total,
+        message: param.message,
+    };
+    if let Err(TrySendError::Full(_)) = tx.try_send(update) {
+        tracing::trace!("a progress update did not fit its caller's channel; dropped");
+    }
 }
 
 impl ProgressRoutes {
-    /// Forwards a notification to the caller that owns its token, if any
-    /// and if its channel has room; never waits.
+    /// Forwards a notification to the caller that owns its token, or keeps
+    /// it until one registers the token.
     pub fn route(&self, param: ProgressNotificationParam) {
-        let routes = self.routes.lock();
-        if let Some(tx) = routes.get(&param.progress_token) {
-            let update = Progress {
-                progress: param.progress,
-                total: param.total,
-                message: param.message,
-            };
-            if let Err(TrySendError::Full(_)) = tx.try_send(update) {
-                tracing::trace!("a progress update did not fit its caller's channel; dropped");
-            }
+        let mut state = self.state.lock();
+        if let Some(tx) = state.routes.get(&param.progress_token) {
+            deliver(tx, param);
+            return;
         }
+        if state.unclaimed.len() >= UNCLAIMED {
+            state.unclaimed.pop_front();
+        }
+        state.unclaimed.push_back(param);
     }
 
-    /// Routes `token` to `tx` until the returned guard is dropped.
+    /// Routes `token` to `tx` until the returned guard is dropped (with
+    /// what arrived for it before).
     pub(crate) fn register(
         self: &Arc<Self>,
         token: ProgressToken,
         tx: Sender<Progress>,
     ) -> RouteGuard {
-        self.routes.lock().insert(token.clone(), tx);
+        let mut state = self.state.lock();
+        let mut kept = std::collections::VecDeque::with_capacity(state.unclaimed.len());
+        for param in state.unclaimed.drain(..) {
+            if param.progress_token == token {
+                deliver(&tx, param);
+            } else {
+                kept.push_back(param);
+            }
+        }
+        state.unclaimed = kept;
+        state.routes.insert(token.clone(), tx);
         RouteGuard {
             routes: self.clone(),
             token,
@@ -83,7 +120,7 @@ pub(crate) struct RouteGuard {
 
 impl Drop for RouteGuard {
     fn drop(&mut self) {
-        self.routes.routes.lock().remove(&self.token);
+        self.routes.state.lock().routes.remove(&self.token);
     }
 }
 
@@ -118,5 +155,37 @@ impl Drop for CancelOnDrop {
             );
             let _ = peer.notify_cancelled(param).await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn param(token: &str, progress: f64) -> ProgressNotificationParam {
+        ProgressNotificationParam::new(
+            ProgressToken(rmcp::model::NumberOrString::String(token.into())),
+            progress,
+        )
+    }
+
+    #[test]
+    fn progress_before_its_token_is_registered_is_handed_over() {
+        let routes = Arc::new(ProgressRoutes::default());
+        routes.route(param("other", 9.0));
+        routes.route(param("t", 0.0));
+        let (tx, mut rx) = tokio::sync::mpsc::channel(PROGRESS_BUFFER);
+        let token = param("t", 0.0).progress_token;
+        let guard = routes.register(token, tx);
+        routes.route(param("t", 50.0));
+        assert_eq!(rx.try_recv().map(|p| p.progress), Ok(0.0));
+        assert_eq!(rx.try_recv().map(|p| p.progress), Ok(50.0));
+        assert!(rx.try_recv().is_err());
+        drop(guard);
+        // After the call, its token's progress waits unclaimed (bounded).
+        for i in 0..2 * UNCLAIMED {
+            routes.route(param("late", i as f64));
+        }
+        assert_eq!(routes.state.lock().unclaimed.len(), UNCLAIMED);
     }
 }

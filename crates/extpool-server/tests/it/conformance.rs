@@ -25,7 +25,11 @@ async fn suite(url: &str, out: &Path) -> (BTreeMap<String, Tally>, String) {
         let log = conformance::run(&["server", "--url", &url, "--suite", "all"], &out);
         let tallies = conformance::results(&out)
             .into_iter()
-            .map(|(name, t)| (name.trim_start_matches("server-").to_owned(), t))
+            .map(|(name, t)| {
+                // The suite names each result directory `server-<scenario>-…`.
+                let scenario = name.strip_prefix("server-").unwrap_or(&name).to_owned();
+                (scenario, t)
+            })
             .collect();
         (tallies, log)
     })
