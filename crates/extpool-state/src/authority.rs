@@ -13,11 +13,12 @@
 use std::collections::{BTreeSet, HashSet};
 
 use crate::error::StateError;
+use crate::events::StoreEvent;
 use crate::limits::distinct;
-use crate::model::{NameAuthority, RefreshOutcome, SessionId};
+use crate::model::{NameAuthority, RefreshOutcome, ReplicaId, SessionId};
 use crate::sessions::revision_i64;
 use crate::store::{
-    StateStore, TxError, granted_names, lock_session, now_ms, transaction, with_pool,
+    StateStore, TxError, granted_names, lock_session, notify_others, now_ms, transaction, with_pool,
 };
 
 /// Inserts grants of `$names` (`&[&String]`) for session `$id` at
@@ -67,9 +68,13 @@ impl StateStore {
         .await?;
         let granted_count = (held + added.len()) as u64;
         tracing::debug!(session = %id, revision, added = added.len(), granted_count, "session refreshed");
+        if !added.is_empty() {
+            self.bus.publish(StoreEvent::Granted(id.clone()));
+        }
         Ok(RefreshOutcome {
             session: id.clone(),
             revision,
+            replica: self.replica.as_ref().map(|r| r.as_str().to_owned()),
             changed: !added.is_empty(),
             added,
             granted_count,
@@ -104,12 +109,19 @@ impl StateStore {
             self.limits
                 .check_name_count(id, existing.len(), missing.len())?;
             insert_grants!(&mut *tx, id, &missing, revision, now);
-            sqlx::query("UPDATE sessions SET revision = $2, refreshed_at_ms = $3 WHERE id = $1")
-                .bind(id.as_str())
-                .bind(revision)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(
+                "UPDATE sessions SET revision = $2, refreshed_at_ms = $3, revision_by = $4 \
+                 WHERE id = $1",
+            )
+            .bind(id.as_str())
+            .bind(revision)
+            .bind(now)
+            .bind(self.replica.as_ref().map(ReplicaId::as_str))
+            .execute(&mut *tx)
+            .await?;
+            if !missing.is_empty() {
+                notify_others!(self, tx, d, &StoreEvent::Granted(id.clone()));
+            }
             tx.commit().await?;
             Ok((missing.into_iter().cloned().collect(), existing.len()))
         })

@@ -74,6 +74,23 @@ pub enum StateError {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// A replica id is empty, too long or holds characters outside the allowed set.
+    #[error("invalid replica id {id:?}: {reason}")]
+    InvalidReplicaId {
+        /// The id (at most its first 64 characters).
+        id: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A session-era MCP session record cannot be accepted (its id or
+    /// endpoint is malformed, or its `initialize` parameters too large).
+    #[error("MCP session {id:?}: {reason}")]
+    BadMcpSession {
+        /// The MCP session id (at most its first 64 characters).
+        id: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A catalog name given for a grant is invalid.
     #[error("session {session}: invalid name {name:?}: {reason}")]
     InvalidName {

@@ -13,25 +13,36 @@
 //! and works whatever the session's status. A name that vanishes stays
 //! granted and applies again when it returns ([`NameAuthority::visible`]).
 //!
+//! Replicas sharing a store (PostgreSQL) also share what lets any of them
+//! serve any session: which replicas are alive and which sessions each
+//! holds open (heartbeats under a lease; a silent replica is swept), the
+//! session-era MCP sessions any replica can resume, and [`StoreEvent`]s —
+//! names granted, sessions deleted, MCP sessions ended — that reach every
+//! replica (`NOTIFY`), so none serves from a stale copy.
+//!
 //! The schema is versioned and migrated forward when a store is opened,
 //! under a lock, so replicas starting together migrate once.
 
 mod authority;
 pub mod error;
+mod events;
 pub mod limits;
 pub mod location;
+mod mcp_sessions;
 mod migrate;
 pub mod model;
+mod replicas;
 mod sessions;
 mod sql;
 pub mod store;
 
 pub use error::StateError;
+pub use events::StoreEvent;
 pub use limits::Limits;
 pub use location::{Backend, StoreUrl};
 pub use migrate::SCHEMA_VERSION;
 pub use model::{
-    NameAuthority, NewSession, RefreshOutcome, Session, SessionCursor, SessionId, SessionPage,
-    SessionStatus, SessionSummary,
+    NameAuthority, NewSession, RefreshOutcome, ReplicaId, ReplicaInfo, Session, SessionCursor,
+    SessionId, SessionPage, SessionStatus, SessionSummary,
 };
 pub use store::{OpenOptions, StateStore};

@@ -24,6 +24,9 @@ pub struct Limits {
     /// Most sessions one list page returns; a larger page asked for is
     /// served at this size (default 500).
     pub max_page: usize,
+    /// Largest `initialize` parameters kept for a resumable MCP session,
+    /// as JSON (default 64 KiB).
+    pub max_init_bytes: usize,
 }
 
 impl Default for Limits {
@@ -34,6 +37,7 @@ impl Default for Limits {
             max_servers_per_session: 32,
             max_config_bytes: 64 * 1024,
             max_page: 500,
+            max_init_bytes: 64 * 1024,
         }
     }
 }

@@ -13,7 +13,7 @@ use crate::location::StoreUrl;
 use crate::sql::{self, Dialect};
 
 /// The schema version this build writes and understands.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// One step of the schema.
 struct Migration {
@@ -23,11 +23,18 @@ struct Migration {
 }
 
 /// Every migration, in order; append, never edit.
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    description: "sessions, per-session servers, name authority",
-    sql: sql::V1,
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        description: "sessions, per-session servers, name authority",
+        sql: sql::V1,
+    },
+    Migration {
+        version: 2,
+        description: "replicas, session holders, resumable MCP sessions",
+        sql: sql::V2,
+    },
+];
 
 /// Brings the store to [`SCHEMA_VERSION`]; returns the versions applied.
 macro_rules! migrate_body {

@@ -12,6 +12,68 @@ use crate::error::{StateError, quote_prefix};
 /// Longest session id, in bytes.
 pub const MAX_ID_BYTES: usize = 128;
 
+/// The rule of session and replica ids: 1–128 bytes of
+/// `A-Z a-z 0-9 - _ . : ~`; the reason when `id` breaks it.
+fn check_id(id: &str) -> Result<(), &'static str> {
+    if id.is_empty() {
+        return Err("empty");
+    }
+    if id.len() > MAX_ID_BYTES {
+        return Err("longer than 128 bytes");
+    }
+    if !id
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':' | b'~'))
+    {
+        return Err("only A-Z, a-z, 0-9 and - _ . : ~ are allowed");
+    }
+    Ok(())
+}
+
+/// A replica's id: the same characters as a [`SessionId`] (1–128 of
+/// `A-Z a-z 0-9 - _ . : ~`), unique among the replicas sharing a store.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct ReplicaId(String);
+
+impl ReplicaId {
+    /// Checks and wraps `id`.
+    pub fn new(id: impl Into<String>) -> Result<ReplicaId, StateError> {
+        let id = id.into();
+        match check_id(&id) {
+            Ok(()) => Ok(ReplicaId(id)),
+            Err(reason) => Err(StateError::InvalidReplicaId {
+                id: quote_prefix(&id),
+                reason,
+            }),
+        }
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ReplicaId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A replica sharing the store, as its heartbeats show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReplicaInfo {
+    /// Its id.
+    pub id: ReplicaId,
+    /// When it registered (Unix milliseconds).
+    pub started_at_ms: i64,
+    /// Its last heartbeat (Unix milliseconds).
+    pub heartbeat_ms: i64,
+    /// How many sessions it holds open.
+    pub sessions: u64,
+}
+
 /// A session's id: 1–128 characters of `A-Z a-z 0-9 - _ . : ~`, so it is
 /// safe in a URL path (`/sessions/{id}/mcp`), a header and a log line.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -22,23 +84,13 @@ impl SessionId {
     /// Checks and wraps `id`.
     pub fn new(id: impl Into<String>) -> Result<SessionId, StateError> {
         let id = id.into();
-        let bad = |reason| StateError::InvalidId {
-            id: quote_prefix(&id),
-            reason,
-        };
-        if id.is_empty() {
-            return Err(bad("empty"));
+        match check_id(&id) {
+            Ok(()) => Ok(SessionId(id)),
+            Err(reason) => Err(StateError::InvalidId {
+                id: quote_prefix(&id),
+                reason,
+            }),
         }
-        if id.len() > MAX_ID_BYTES {
-            return Err(bad("longer than 128 bytes"));
-        }
-        if !id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':' | b'~'))
-        {
-            return Err(bad("only A-Z, a-z, 0-9 and - _ . : ~ are allowed"));
-        }
-        Ok(SessionId(id))
     }
 
     /// The id as text.
@@ -223,6 +275,9 @@ pub struct SessionSummary {
     pub server_count: u64,
     /// The catalog revision its last refresh (or creation) pinned.
     pub revision: u64,
+    /// The replica whose catalog numbered [`SessionSummary::revision`]
+    /// (each replica numbers its own revisions), when one was named.
+    pub revision_by: Option<String>,
     /// When its last refresh ran (Unix milliseconds), if one did.
     pub refreshed_at_ms: Option<i64>,
 }
@@ -267,6 +322,8 @@ pub struct RefreshOutcome {
     /// The catalog revision this refresh pinned (as the caller saw it; a
     /// newer one may be published by the time the answer arrives).
     pub revision: u64,
+    /// The replica that saw that revision (the store handle's, if named).
+    pub replica: Option<String>,
     /// True when the union granted at least one name.
     pub changed: bool,
     /// The names this refresh granted, sorted (empty on a confirming retry).

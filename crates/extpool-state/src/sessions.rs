@@ -4,14 +4,15 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::authority::insert_grants;
 use crate::error::{StateError, db_error};
+use crate::events::StoreEvent;
 use crate::model::{
-    NameAuthority, NewSession, Session, SessionCursor, SessionId, SessionPage, SessionStatus,
-    SessionSummary,
+    NameAuthority, NewSession, ReplicaId, Session, SessionCursor, SessionId, SessionPage,
+    SessionStatus, SessionSummary,
 };
 use crate::sql::SUMMARY_COLUMNS;
 use crate::store::{
-    StateStore, TxError, granted_names, lock_session, now_ms, server_rows, summary_from_row,
-    transaction, with_pool,
+    StateStore, TxError, granted_names, lock_session, notify_others, now_ms, server_rows,
+    summary_from_row, transaction, with_pool,
 };
 use extpool_mcp::config::McpServerConfig;
 
@@ -168,6 +169,7 @@ impl StateStore {
     ) -> Result<BTreeMap<String, McpServerConfig>, StateError> {
         let servers = transaction("delete session", Some(id), || self.delete_once(id)).await?;
         tracing::debug!(session = %id, servers = servers.len(), "session deleted");
+        self.bus.publish(StoreEvent::Deleted(id.clone()));
         Ok(servers
             .into_iter()
             .filter_map(|(name, json)| match decode_config(&json) {
@@ -196,14 +198,15 @@ impl StateStore {
             let mut tx = pool.begin_with(d.begin_write).await?;
             let inserted = sqlx::query(
                 "INSERT INTO sessions (id, created_at_ms, last_seen_ms, status, auto_grant, \
-                 revision, refreshed_at_ms) VALUES ($1, $2, $2, $3, $4, $5, NULL) \
-                 ON CONFLICT DO NOTHING",
+                 revision, revision_by, refreshed_at_ms) \
+                 VALUES ($1, $2, $2, $3, $4, $5, $6, NULL) ON CONFLICT DO NOTHING",
             )
             .bind(id.as_str())
             .bind(now)
             .bind(new.status.as_str())
             .bind(new.auto_grant)
             .bind(revision)
+            .bind(self.replica.as_ref().map(ReplicaId::as_str))
             .execute(&mut *tx)
             .await?;
             if inserted.rows_affected() == 0 {
@@ -274,10 +277,13 @@ impl StateStore {
             for sql in [
                 "DELETE FROM session_grants WHERE session_id = $1",
                 "DELETE FROM session_servers WHERE session_id = $1",
+                "DELETE FROM session_holders WHERE session_id = $1",
+                "DELETE FROM mcp_sessions WHERE endpoint = $1",
                 "DELETE FROM sessions WHERE id = $1",
             ] {
                 sqlx::query(sql).bind(id.as_str()).execute(&mut *tx).await?;
             }
+            notify_others!(self, tx, d, &StoreEvent::Deleted(id.clone()));
             tx.commit().await?;
             Ok(servers)
         })

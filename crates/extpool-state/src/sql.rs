@@ -18,6 +18,10 @@ pub(crate) struct Dialect {
     pub lock_session: &'static str,
     /// Serializes schema migrations across processes (after `begin_write`).
     pub lock_migrations: Option<&'static str>,
+    /// Tells every other replica, when the transaction commits, what
+    /// changed (`$1`: the event's payload); `None` where no other process
+    /// listens (SQLite).
+    pub notify: Option<&'static str>,
 }
 
 /// SQLite: the write lock is database-wide and taken at `BEGIN IMMEDIATE`
@@ -28,6 +32,7 @@ pub(crate) const SQLITE: Dialect = Dialect {
     begin_read: "BEGIN",
     lock_session: "SELECT status FROM sessions WHERE id = $1",
     lock_migrations: None,
+    notify: None,
 };
 
 /// PostgreSQL: row locks for sessions, a transaction-scoped advisory lock
@@ -37,7 +42,11 @@ pub(crate) const POSTGRES: Dialect = Dialect {
     begin_read: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
     lock_session: "SELECT status FROM sessions WHERE id = $1 FOR UPDATE",
     lock_migrations: Some("SELECT pg_advisory_xact_lock(7310011615834633268)"),
+    notify: Some("SELECT pg_notify('extpool_sessions', $1)"),
 };
+
+/// The PostgreSQL channel store events travel on between replicas.
+pub(crate) const EVENTS_CHANNEL: &str = "extpool_sessions";
 
 /// The table that records applied schema versions.
 pub(crate) const SCHEMA_TABLE: &str = "CREATE TABLE IF NOT EXISTS extpool_schema (
@@ -73,9 +82,38 @@ CREATE TABLE session_grants (
 );
 ";
 
+/// Schema version 2, for replicas sharing one store: which replica's
+/// catalog numbered a session's pinned revision; the replicas alive (by
+/// heartbeat) and the sessions each holds open (its connections to their
+/// per-session servers); session-era MCP sessions any replica can resume.
+pub(crate) const V2: &str = "
+ALTER TABLE sessions ADD COLUMN revision_by TEXT;
+CREATE TABLE replicas (
+    id TEXT PRIMARY KEY,
+    started_at_ms BIGINT NOT NULL,
+    heartbeat_ms BIGINT NOT NULL
+);
+CREATE TABLE session_holders (
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    replica_id TEXT NOT NULL REFERENCES replicas (id) ON DELETE CASCADE,
+    opened_at_ms BIGINT NOT NULL,
+    PRIMARY KEY (session_id, replica_id)
+);
+CREATE INDEX session_holders_by_replica ON session_holders (replica_id);
+CREATE TABLE mcp_sessions (
+    id TEXT PRIMARY KEY,
+    endpoint TEXT NOT NULL,
+    init TEXT NOT NULL,
+    created_at_ms BIGINT NOT NULL,
+    seen_ms BIGINT NOT NULL
+);
+CREATE INDEX mcp_sessions_by_endpoint ON mcp_sessions (endpoint);
+CREATE INDEX mcp_sessions_by_seen ON mcp_sessions (seen_ms);
+";
+
 /// The columns of a [`crate::SessionSummary`], from `sessions s`.
 pub(crate) const SUMMARY_COLUMNS: &str = "s.id, s.created_at_ms, s.last_seen_ms, s.status, \
-    s.auto_grant, s.revision, s.refreshed_at_ms, \
+    s.auto_grant, s.revision, s.revision_by, s.refreshed_at_ms, \
     (SELECT COUNT(*) FROM session_grants g WHERE g.session_id = s.id) AS granted_count, \
     (SELECT COUNT(*) FROM session_servers v WHERE v.session_id = s.id) AS server_count";
 

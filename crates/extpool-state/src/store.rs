@@ -14,10 +14,11 @@ use sqlx::sqlite::{
 use sqlx::{ConnectOptions, Connection, PgConnection, Row, SqliteConnection};
 
 use crate::error::{StateError, db_error, is_conflict, masked_detail};
+use crate::events::{Bus, StoreEvent};
 use crate::limits::Limits;
 use crate::location::{Backend, StoreUrl};
 use crate::migrate;
-use crate::model::{SessionId, SessionStatus, SessionSummary};
+use crate::model::{ReplicaId, SessionId, SessionStatus, SessionSummary};
 
 /// How a store is opened.
 #[derive(Debug, Clone)]
@@ -109,6 +110,17 @@ macro_rules! server_rows {
 }
 pub(crate) use server_rows;
 
+/// Tells the other replicas, in transaction `$tx` of dialect `$d`, about
+/// `$event` (delivered when the transaction commits; nothing on SQLite).
+macro_rules! notify_others {
+    ($store:expr, $tx:ident, $d:ident, $event:expr) => {
+        if let (Some(sql), Some(payload)) = ($d.notify, $store.bus.payload($event)) {
+            sqlx::query(sql).bind(payload).execute(&mut *$tx).await?;
+        }
+    };
+}
+pub(crate) use notify_others;
+
 /// The durable state of a gateway: sessions, their per-session server
 /// configs and their name authority, in SQLite or PostgreSQL.
 ///
@@ -119,6 +131,10 @@ pub struct StateStore {
     pub(crate) pools: Pools,
     pub(crate) url: StoreUrl,
     pub(crate) limits: Limits,
+    /// The replica this handle writes for (recorded with the revisions it
+    /// pins), if named.
+    pub(crate) replica: Option<ReplicaId>,
+    pub(crate) bus: std::sync::Arc<Bus>,
 }
 
 impl fmt::Debug for StateStore {
@@ -126,6 +142,7 @@ impl fmt::Debug for StateStore {
         f.debug_struct("StateStore")
             .field("url", &self.url)
             .field("limits", &self.limits)
+            .field("replica", &self.replica)
             .finish()
     }
 }
@@ -202,7 +219,33 @@ impl StateStore {
             pools,
             url: url.clone(),
             limits: options.limits,
+            replica: None,
+            bus: Bus::new(),
         })
+    }
+
+    /// This handle (sharing its pool and events) writing for replica `id`:
+    /// the revisions it pins are recorded as that replica's.
+    pub fn for_replica(&self, id: ReplicaId) -> StateStore {
+        StateStore {
+            replica: Some(id),
+            ..self.clone()
+        }
+    }
+
+    /// The replica this handle writes for, if named.
+    pub fn replica(&self) -> Option<&ReplicaId> {
+        self.replica.as_ref()
+    }
+
+    /// What changes from now on: this handle's own writes, and on
+    /// PostgreSQL every other replica's (see [`StoreEvent`]).
+    pub fn events(&self) -> tokio::sync::broadcast::Receiver<StoreEvent> {
+        let events = self.bus.subscribe();
+        if let Pools::Postgres(pool) = &self.pools {
+            self.bus.listen_once(pool);
+        }
+        events
     }
 
     /// The store's URL (shown masked).
@@ -345,6 +388,9 @@ where
         granted_count: unsigned("granted_count")?,
         server_count: unsigned("server_count")?,
         revision: unsigned("revision")?,
+        revision_by: row
+            .try_get("revision_by")
+            .map_err(|e| format!("revision_by: {e}"))?,
         refreshed_at_ms,
     })
 }
@@ -370,5 +416,18 @@ mod tests {
         send(s.delete(id));
         send(s.schema_version());
         send(s.close());
+        let r = ReplicaId::new("r").expect("id");
+        send(s.heartbeat(&r));
+        send(s.sweep_replicas(Duration::from_secs(1)));
+        send(s.unregister_replica(&r));
+        send(s.replicas());
+        send(s.hold(id, &r));
+        send(s.release(id, &r));
+        send(s.holders(id));
+        send(s.put_mcp_session("", "m", "{}"));
+        send(s.mcp_session("", "m"));
+        send(s.delete_mcp_session("", "m"));
+        send(s.touch_mcp_sessions(&[]));
+        send(s.expire_mcp_sessions(Duration::from_secs(1)));
     }
 }

@@ -4,9 +4,16 @@
 //! (extpool-testkit's `postgres`), plus what only one backend has.
 
 mod postgres_only;
+mod replicas;
 mod sqlite_only;
 mod suite;
 mod support;
+
+/// Every suite function, whichever file holds it.
+mod all {
+    pub use crate::replicas::*;
+    pub use crate::suite::*;
+}
 
 /// Runs each suite function as a test on both backends:
 /// `sqlite::NAME` and `postgres::NAME`.
@@ -17,7 +24,7 @@ macro_rules! on_both_backends {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
                     let f = crate::support::Fixture::new("sqlite").await;
-                    crate::suite::$name(&f).await;
+                    crate::all::$name(&f).await;
                 }
             )*
         }
@@ -26,7 +33,7 @@ macro_rules! on_both_backends {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
                     let f = crate::support::Fixture::new("postgres").await;
-                    crate::suite::$name(&f).await;
+                    crate::all::$name(&f).await;
                 }
             )*
         }
@@ -50,4 +57,10 @@ on_both_backends!(
     limits_are_enforced_naming_the_session_and_writing_nothing,
     list_pages_through_every_session_once,
     a_reopened_store_restores_every_session_and_authority,
+    replicas_hold_sessions_and_the_silent_ones_are_swept,
+    an_mcp_session_resumes_through_another_handle_on_its_endpoint_only,
+    mcp_sessions_nobody_holds_expire,
+    a_handle_hears_its_own_writes,
+    a_pinned_revision_names_the_replica_that_saw_it,
+    an_older_store_is_migrated_forward_keeping_its_sessions,
 );

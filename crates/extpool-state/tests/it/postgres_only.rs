@@ -61,3 +61,46 @@ async fn tls_asked_for_is_refused_clearly() {
     assert!(shown.contains("TLS"), "{shown}");
     assert!(!shown.contains(PASSWORD), "{shown}");
 }
+
+/// Another replica's writes reach this one through PostgreSQL; when the
+/// listening connection is cut, the handle says `Resync` once it listens
+/// again, and later events still arrive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_replicas_writes_arrive_and_a_lost_listener_resyncs() {
+    use extpool_state::{NewSession, SessionId, StoreEvent};
+
+    use crate::replicas::next_event;
+
+    let f = crate::support::Fixture::new("postgres").await;
+    let here = f.open().await;
+    let there = f.open().await;
+    let mut events = here.events();
+    assert_eq!(
+        next_event(&mut events).await,
+        StoreEvent::Resync,
+        "listening"
+    );
+    let id = SessionId::new("far").expect("id");
+    there
+        .create(&NewSession::new(id.clone()))
+        .await
+        .expect("create");
+    there.refresh(&id, ["mcp__a__x"], 1).await.expect("refresh");
+    assert_eq!(
+        next_event(&mut events).await,
+        StoreEvent::Granted(id.clone())
+    );
+    // Cut the listening connection, as a network failure would.
+    f.exec(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()",
+    )
+    .await;
+    assert_eq!(
+        next_event(&mut events).await,
+        StoreEvent::Resync,
+        "listening again"
+    );
+    there.delete(&id).await.expect("delete");
+    assert_eq!(next_event(&mut events).await, StoreEvent::Deleted(id));
+}

@@ -469,6 +469,7 @@ pub async fn limits_are_enforced_naming_the_session_and_writing_nothing(f: &Fixt
         max_servers_per_session: 1,
         max_config_bytes: 256,
         max_page: 500,
+        max_init_bytes: 1024,
     };
     let s = f.open_with(limits).await;
     let e = s
