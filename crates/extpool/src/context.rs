@@ -87,7 +87,7 @@ impl Ctx {
     /// A diagnostic as one (or two) coloured lines.
     pub fn diagnostic_line(&self, d: &Diagnostic) -> String {
         let s = self.err_style;
-        let text = d.to_string();
+        let text = crate::output::shown(&d.to_string()).into_owned();
         let word = d.severity.as_str();
         let coloured = match d.severity {
             Severity::Error => s.red(word),

@@ -104,7 +104,8 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             let usage = e.downcast_ref::<UsageError>().is_some();
-            eprintln!("{}: {e:#}", err_style.red("error"));
+            let text = format!("{e:#}");
+            eprintln!("{}: {}", err_style.red("error"), output::shown(&text));
             if usage {
                 eprintln!("\nFor more information, try '--help'.");
                 ExitCode::from(2)

@@ -5,8 +5,14 @@
 //!
 //! All standard output goes through [`Out`] so that a closed pipe surfaces
 //! as an `io::Error` the caller turns into a quiet exit.
+//!
+//! Text that comes from outside — servers, skills, configuration files,
+//! file names — passes through [`shown`] before it reaches a person, so no
+//! server can move the cursor, clear the screen, retitle the window or
+//! reorder a line with control characters.
 
-use std::fmt::Display;
+use std::borrow::Cow;
+use std::fmt::{Display, Write as _};
 use std::io::{self, IsTerminal, Write};
 
 use serde::Serialize;
@@ -66,6 +72,37 @@ impl Style {
     }
 }
 
+/// True for a character that must not reach a terminal as is: control
+/// characters other than newline and tab (C0, DEL, C1 — ESC among them)
+/// and the invisible bidirectional controls that reorder what is shown.
+fn unsafe_to_show(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(
+            c,
+            '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        )
+}
+
+/// `text` as it may be shown to a person: each unsafe character (see the
+/// module docs) written as an escape, `\x1b` or `\u{202e}`; newlines and
+/// tabs kept. The one rule every front-end output applies to outside text.
+pub fn shown(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(unsafe_to_show) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if !unsafe_to_show(c) {
+            out.push(c);
+        } else if (c as u32) < 0x100 {
+            let _ = write!(out, "\\x{:02x}", c as u32);
+        } else {
+            let _ = write!(out, "\\u{{{:04x}}}", c as u32);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// Standard output.
 pub struct Out {
     /// Colours for stdout.
@@ -89,6 +126,17 @@ impl Out {
     /// Prints one line.
     pub fn line(&mut self, s: impl Display) -> io::Result<()> {
         writeln!(self.stdout.lock(), "{s}")
+    }
+
+    /// Prints what a server or skill sent (a tool result, a resource, a
+    /// rendered prompt): escaped with [`shown`] on a terminal, byte for
+    /// byte when piped, so `> file` keeps it exact.
+    pub fn payload(&mut self, s: &str) -> io::Result<()> {
+        if self.terminal {
+            self.text(&shown(s))
+        } else {
+            self.text(s)
+        }
     }
 
     /// Prints text as is.
@@ -145,7 +193,11 @@ pub fn render_table(
 ) -> String {
     let cols = headers.len();
     let mut widths: Vec<usize> = headers.iter().map(|h| display_len(h)).collect();
-    for row in rows {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|cell| shown(cell).into_owned()).collect())
+        .collect();
+    for row in &rows {
         for (i, cell) in row.iter().enumerate().take(cols) {
             let first_line = cell.lines().next().unwrap_or("");
             widths[i] = widths[i].max(display_len(first_line));
@@ -189,7 +241,7 @@ pub fn render_table(
     };
     emit(headers.iter().map(|h| (*h).to_owned()).collect(), true);
     for row in rows {
-        emit(row.clone(), false);
+        emit(row, false);
     }
     out
 }
@@ -212,6 +264,18 @@ mod tests {
         );
         let t = render_table(&["NAME", "DESCRIPTION"], &rows, Some(16), style);
         assert!(t.contains("a     long desc…"), "{t}");
+    }
+
+    #[test]
+    fn control_characters_are_shown_escaped() {
+        assert!(matches!(shown("plain\ttext\n"), Cow::Borrowed(_)));
+        assert_eq!(
+            shown("a\x1b[2Jb\x07\u{9b}c\u{202e}d\r"),
+            "a\\x1b[2Jb\\x07\\x9bc\\u{202e}d\\x0d"
+        );
+        let rows = vec![vec!["x\x1b]0;title\x07".to_owned()]];
+        let t = render_table(&["NAME"], &rows, None, Style { on: false });
+        assert_eq!(t, "NAME\nx\\x1b]0;title\\x07\n");
     }
 
     #[test]

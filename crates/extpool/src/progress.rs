@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use extpool_host::ServerState;
 
-use crate::output::Style;
+use crate::output::{Style, shown};
 
 /// The state of one server: the host's own, `Configured` meaning "not
 /// started yet".
@@ -67,7 +67,11 @@ impl Progress {
             live,
             quiet: quiet || names.is_empty(),
             style,
-            width: names.iter().map(|n| n.chars().count()).max().unwrap_or(0),
+            width: names
+                .iter()
+                .map(|n| shown(n).chars().count())
+                .max()
+                .unwrap_or(0),
             rows: names
                 .iter()
                 .map(|n| (n.clone(), Status::Configured, now))
@@ -93,7 +97,11 @@ impl Progress {
         if self.live {
             self.draw();
         } else {
-            let line = format!("{name}: {}", self.describe(&status, row_elapsed(&status)));
+            let line = format!(
+                "{}: {}",
+                shown(name),
+                self.describe(&status, row_elapsed(&status))
+            );
             let _ = writeln!(io::stderr().lock(), "{line}");
         }
     }
@@ -136,7 +144,9 @@ impl Progress {
                 "lazy: {tools} declared tool{}, connects on first call",
                 if *tools == 1 { "" } else { "s" }
             ),
-            Status::Failed { reason } => s.red(&format!("failed: {}", one_line(reason, 160))),
+            Status::Failed { reason } => {
+                s.red(&format!("failed: {}", shown(&one_line(reason, 160))))
+            }
             _ => String::new(),
         }
     }
@@ -155,7 +165,8 @@ impl Progress {
             };
             let elapsed = matches!(status, Status::Connecting).then(|| since.elapsed());
             text.push_str(&format!(
-                "\x1b[2K  {mark} {name:<w$}  {}\n",
+                "\x1b[2K  {mark} {:<w$}  {}\n",
+                shown(name),
                 self.describe(status, elapsed),
                 w = self.width
             ));

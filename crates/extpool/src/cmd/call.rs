@@ -11,6 +11,7 @@ use super::{Need, open_host};
 use crate::UsageError;
 use crate::cli::CallArgs;
 use crate::context::Ctx;
+use crate::output::shown;
 
 /// Builds the argument object from `--args` and `key=value` pairs.
 pub fn parse_arguments(
@@ -109,11 +110,11 @@ pub async fn run(ctx: &mut Ctx, args: CallArgs) -> Result<ExitCode> {
             std::io::stderr().lock(),
             "{}: {} reported an error:\n{}",
             ctx.err_style.red("error"),
-            args.tool,
-            render_result(&result)
+            shown(&args.tool),
+            shown(&render_result(&result))
         );
     } else {
-        ctx.out.line(render_result(&result))?;
+        ctx.out.payload(&(render_result(&result) + "\n"))?;
     }
     Ok(if result.is_error {
         ExitCode::from(1)

@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::Reported;
 use crate::cli::{ConfigCommand, ImportArgs};
 use crate::context::Ctx;
+use crate::output::shown;
 
 /// Runs a `config` subcommand.
 pub fn run(ctx: &mut Ctx, cmd: ConfigCommand) -> Result<ExitCode> {
@@ -117,7 +118,7 @@ fn check(ctx: &mut Ctx) -> Result<ExitCode> {
         ctx.out.line(format!(
             "{} {}  {} ({n} server{})",
             style.green("✓"),
-            s.file,
+            shown(&s.file),
             s.origin.label(),
             if n == 1 { "" } else { "s" }
         ))?;

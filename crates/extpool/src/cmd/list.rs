@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::{Need, Opened, open_host};
 use crate::cli::{ListArgs, ListKind};
 use crate::context::Ctx;
+use crate::output::shown;
 use extpool_host::servers::transport;
 use extpool_host::{CommandInfo, ResourceInfo, SkillInfo, ToolInfo};
 
@@ -158,7 +159,7 @@ fn table(ctx: &mut Ctx, host: &Opened, skills: &[SkillInfo], kind: ListKind) -> 
                 ctx.out.line(
                     ctx.out
                         .style
-                        .dim(&format!("catalog: {}, {}", c.state, c.detail)),
+                        .dim(&shown(&format!("catalog: {}, {}", c.state, c.detail))),
                 )?;
             }
             return Ok(());

@@ -11,6 +11,7 @@ use extpool_host::{SkillInfo, SourceInfo, ToolInfo};
 
 use super::{Need, Opened, open_host};
 use crate::context::Ctx;
+use crate::output::shown;
 
 #[derive(Serialize)]
 struct Overview<'a> {
@@ -187,7 +188,7 @@ fn print(
             .map(|src| {
                 let n = src.servers.len();
                 vec![
-                    format!("  {}", src.file),
+                    format!("  {}", shown(&src.file)),
                     src.origin.label().into(),
                     format!("{n} server{}", if n == 1 { "" } else { "s" }),
                 ]
@@ -208,7 +209,7 @@ fn print(
     }
     let w = servers
         .iter()
-        .map(|x| x.name.chars().count())
+        .map(|x| shown(&x.name).chars().count())
         .max()
         .unwrap_or(0);
     for srv in servers {
@@ -226,20 +227,22 @@ fn print(
             .take(110)
             .collect();
         out.line(format!(
-            "  {mark} {:<w$}  {}: {detail}",
-            srv.name, srv.state
+            "  {mark} {:<w$}  {}: {}",
+            shown(&srv.name),
+            shown(&srv.state),
+            shown(&detail)
         ))?;
     }
     out.line("")?;
     out.line(s.bold(&format!("Tools ({})", tools.len())))?;
-    let shown: Vec<&str> = tools.iter().take(6).map(|t| t.name.as_str()).collect();
-    if !shown.is_empty() {
-        let more = if tools.len() > shown.len() {
+    let first: Vec<&str> = tools.iter().take(6).map(|t| t.name.as_str()).collect();
+    if !first.is_empty() {
+        let more = if tools.len() > first.len() {
             ", …"
         } else {
             ""
         };
-        out.line(format!("  {}{more}", shown.join(", ")))?;
+        out.line(format!("  {}{more}", shown(&first.join(", "))))?;
     }
     out.line("")?;
     out.line(s.bold(&format!("Skills ({})", skills.len())))?;
@@ -249,15 +252,16 @@ fn print(
     let w = skills
         .iter()
         .take(8)
-        .map(|x| x.name.chars().count())
+        .map(|x| shown(&x.name).chars().count())
         .max()
         .unwrap_or(0);
     for sk in skills.iter().take(8) {
-        let mut desc: String = sk.description.chars().take(70).collect();
-        if sk.description.chars().count() > 70 {
+        let description = shown(&sk.description);
+        let mut desc: String = description.chars().take(70).collect();
+        if description.chars().count() > 70 {
             desc.push('…');
         }
-        out.line(format!("  {:<w$}  {}", sk.name, s.dim(&desc)))?;
+        out.line(format!("  {:<w$}  {}", shown(&sk.name), s.dim(&desc)))?;
     }
     if skills.len() > 8 {
         out.line(format!(
@@ -268,18 +272,18 @@ fn print(
     out.line("")?;
     out.line(s.bold(&format!("Commands ({})", commands.len())))?;
     if !commands.is_empty() {
-        let shown: Vec<&str> = commands.iter().take(6).map(String::as_str).collect();
-        let more = if commands.len() > shown.len() {
+        let first: Vec<&str> = commands.iter().take(6).map(String::as_str).collect();
+        let more = if commands.len() > first.len() {
             ", …"
         } else {
             ""
         };
-        out.line(format!("  {}{more}", shown.join(", ")))?;
+        out.line(format!("  {}{more}", shown(&first.join(", "))))?;
     }
     out.line("")?;
     out.line(s.bold("Try next"))?;
     for n in next {
-        out.line(format!("  {n}"))?;
+        out.line(format!("  {}", shown(n)))?;
     }
     Ok(())
 }

@@ -22,7 +22,7 @@ pub async fn run(ctx: &mut Ctx, args: ReadArgs) -> Result<ExitCode> {
     }
     match &content.body {
         ResourceBody::Text(text) => {
-            ctx.out.text(text)?;
+            ctx.out.payload(text)?;
             if !text.ends_with('\n') {
                 ctx.out.line("")?;
             }

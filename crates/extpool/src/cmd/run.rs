@@ -33,7 +33,7 @@ pub async fn run(ctx: &mut Ctx, args: RunArgs) -> Result<ExitCode> {
             prompt: text,
         })?;
     } else {
-        ctx.out.text(&text)?;
+        ctx.out.payload(&text)?;
         if !text.ends_with('\n') {
             ctx.out.line("")?;
         }

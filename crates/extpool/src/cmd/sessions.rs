@@ -99,7 +99,8 @@ fn print_table(ctx: &mut Ctx, page: &Value) -> Result<()> {
     };
     ctx.out.line(line(header))?;
     for r in &rows {
-        ctx.out.line(line([&r[0], &r[1], &r[2], &r[3]]))?;
+        ctx.out
+            .line(crate::output::shown(&line([&r[0], &r[1], &r[2], &r[3]])))?;
     }
     if rows.is_empty() {
         ctx.out.line("(no sessions)")?;

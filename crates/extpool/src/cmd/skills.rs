@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::cli::ValidateArgs;
 use crate::context::Ctx;
+use crate::output::shown;
 
 #[derive(Serialize)]
 struct Problem {
@@ -78,7 +79,8 @@ pub fn validate(ctx: &mut Ctx, args: ValidateArgs) -> Result<ExitCode> {
             } else {
                 ctx.out.style.yellow("warning")
             };
-            ctx.out.line(format!("{loc}: {word}: {}", p.message))?;
+            ctx.out
+                .line(format!("{}: {word}: {}", shown(&loc), shown(&p.message)))?;
         }
         let summary = format!(
             "{skills} skill{} checked ({} mode): {valid} valid, {errors} with errors",

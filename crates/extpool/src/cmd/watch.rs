@@ -61,7 +61,7 @@ pub async fn run(ctx: &mut Ctx, _args: WatchArgs) -> Result<ExitCode> {
                 ),
                 _ => continue,
             };
-            ctx.out.line(line)?;
+            ctx.out.line(crate::output::shown(&line))?;
         }
         Ok(())
     }

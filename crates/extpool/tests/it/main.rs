@@ -6,6 +6,7 @@
 mod catalog;
 mod commands;
 mod config_errors;
+mod display;
 mod floods;
 mod foreign_import;
 mod host;

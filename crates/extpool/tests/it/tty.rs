@@ -134,4 +134,25 @@ fn live_status_on_a_terminal_and_plain_lines_when_piped() {
     assert!(screen.contains("testkit: ready in "), "{screen}");
     assert!(screen.contains("broken: failed: "), "{screen}");
     assert!(!screen.contains("✓ testkit"), "{screen}");
+
+    // A tool's result on a terminal: control characters shown escaped, so
+    // a server cannot clear the screen.
+    tmux.cmd(&[
+        "send-keys",
+        "-t",
+        "t",
+        &format!(
+            "clear; {}",
+            shell_line(
+                &sb,
+                "payload",
+                r#"call mcp__testkit__echo "message=$(printf 'A\033[2JB')""#
+            )
+        ),
+        "Enter",
+    ]);
+    let screen = tmux.wait_until("the payload run, on a cleared screen", |screen| {
+        screen.contains("DONE-payload-0") && !screen.contains("DONE-piped")
+    });
+    assert!(screen.contains(r"A\x1b[2JB"), "{screen}");
 }
