@@ -262,6 +262,20 @@ impl View {
         tools_of(&self.revision())
     }
 
+    /// One tool by catalog name or alias, or the same error a call of
+    /// that name gets (with its suggestion).
+    pub fn tool(&self, name: &str) -> Result<ToolInfo, HostError> {
+        let rev = self.revision();
+        tools_of(&rev)
+            .into_iter()
+            .find(|t| t.name == name || t.alias == name)
+            .ok_or_else(|| HostError::UnknownTool {
+                name: name.to_owned(),
+                suggestion: suggest_tool(&rev, name),
+                failed: self.inner.host.failed_servers(),
+            })
+    }
+
     /// Calls a tool by catalog name, alias or built-in name, on the
     /// revision published now (pinned for the call).
     pub async fn call(

@@ -7,12 +7,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 const ROOT_AFTER: &str = "\
 Examples:
-  extpool                                   what extpool finds here, and what to try next
-  extpool list tools                        every tool of every server, as mcp__<server>__<tool>
-  extpool call mcp__testkit__echo text=hi   call a tool with key=value arguments
+  extpool                                      what extpool finds here, and what to try next
+  extpool list tools                           every tool of every server, as mcp__<server>__<tool>
+  extpool describe mcp__testkit__add           a tool's description and arguments
+  extpool call mcp__testkit__echo message=hi   call a tool with key=value arguments
   extpool read skill://release-notes/SKILL.md
   extpool run /release-notes v1.2.0
-  extpool --config .mcp.json list servers   use one file instead of discovering
+  extpool --config .mcp.json list servers      use one file instead of discovering
 
 Configuration:
   Without --config, extpool reads extpool.yaml, .mcp.json, .cursor/mcp.json,
@@ -97,12 +98,19 @@ Examples:
     #[command(after_help = "\
 Examples:
   extpool call mcp__testkit__add --args '{\"a\": 2, \"b\": 3}'
-  extpool call mcp__testkit__echo text='hello world'
+  extpool call mcp__testkit__echo message='hello world'
   extpool call mcp__testkit__add a=2 b=3 --json
 
 Values of key=value arguments are parsed as JSON when they are valid JSON
 (numbers, true/false, null, arrays, objects), otherwise taken as strings.")]
     Call(CallArgs),
+
+    /// Show one tool: what it does, its arguments and a call to try.
+    #[command(after_help = "\
+Examples:
+  extpool describe mcp__testkit__add          description, arguments, annotations
+  extpool describe mcp__testkit__add --json   the same with the full JSON schemas")]
+    Describe(DescribeArgs),
 
     /// Read a skill:// URI or an MCP resource URI.
     #[command(after_help = "\
@@ -319,6 +327,13 @@ pub struct CallArgs {
     /// Arguments as key=value pairs (merged over --args).
     #[arg(value_name = "KEY=VALUE")]
     pub pairs: Vec<String>,
+}
+
+/// `extpool describe`.
+#[derive(Debug, Args)]
+pub struct DescribeArgs {
+    /// The tool's catalog name or alias (see `extpool list tools`).
+    pub tool: String,
 }
 
 /// `extpool read`.

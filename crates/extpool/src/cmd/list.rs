@@ -38,9 +38,10 @@ pub async fn run(ctx: &mut Ctx, args: ListArgs) -> Result<ExitCode> {
     let opened = open_host(ctx, Need::Servers).await?;
     let skills = ctx.shown_skills(opened.view.skills().await);
     let result = print(ctx, &opened, &skills, args.kind);
+    let code = opened.listing_code();
     opened.shutdown().await;
     result?;
-    Ok(ExitCode::SUCCESS)
+    Ok(code)
 }
 
 fn print(ctx: &mut Ctx, host: &Opened, skills: &[SkillInfo], kind: Option<ListKind>) -> Result<()> {

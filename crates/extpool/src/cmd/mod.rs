@@ -3,6 +3,7 @@
 mod call;
 mod completions;
 mod config;
+mod describe;
 mod list;
 pub mod mcp;
 mod overview;
@@ -31,6 +32,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         None => overview::run(&mut ctx).await,
         Some(Command::List(args)) => list::run(&mut ctx, args).await,
         Some(Command::Call(args)) => call::run(&mut ctx, args).await,
+        Some(Command::Describe(args)) => describe::run(&mut ctx, args).await,
         Some(Command::Read(args)) => read::run(&mut ctx, args).await,
         Some(Command::Run(args)) => run::run(&mut ctx, args).await,
         Some(Command::Skills(SkillsCommand::Validate(args))) => skills::validate(&mut ctx, args),
@@ -61,6 +63,17 @@ impl Opened {
         tokio::select! {
             value = work => Ok(value),
             signal = signals.received() => Err(Interrupted(signal)),
+        }
+    }
+
+    /// The exit code of a listing (the overview, `list`): 1 when a
+    /// configured server failed to start — everything that works is still
+    /// shown, and the failure with it — else 0.
+    pub fn listing_code(&self) -> ExitCode {
+        if self.host.status().failed_servers().is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
         }
     }
 

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use serde::Serialize;
-use serde_json::Value;
 
 use extpool_host::{SkillInfo, SourceInfo, ToolInfo};
 
@@ -31,38 +30,6 @@ struct ConfigJson<'a> {
     servers: usize,
 }
 
-/// An example value for a JSON Schema property.
-fn example_value(schema: &Value) -> String {
-    match schema.get("type").and_then(Value::as_str) {
-        Some("number" | "integer") => "2".into(),
-        Some("boolean") => "true".into(),
-        Some("array") => "'[]'".into(),
-        Some("object") => "'{}'".into(),
-        _ => "hello".into(),
-    }
-}
-
-/// `extpool call <tool> k=v …` for a tool, with its required arguments filled.
-fn call_example(tool: &ToolInfo) -> String {
-    let mut s = format!("extpool call {}", tool.name);
-    let required: Vec<&str> = tool
-        .input_schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    for name in required {
-        let schema = tool
-            .input_schema
-            .get("properties")
-            .and_then(|p| p.get(name))
-            .cloned()
-            .unwrap_or(Value::Null);
-        s.push_str(&format!(" {name}={}", example_value(&schema)));
-    }
-    s
-}
-
 fn next_steps(
     host: &Opened,
     tools: &[ToolInfo],
@@ -84,7 +51,7 @@ fn next_steps(
             .iter()
             .find(|t| t.name.ends_with("__echo"))
             .unwrap_or(&tools[0]);
-        next.push(call_example(tool));
+        next.push(super::describe::call_example(tool));
     }
     if let Some(skill) = skills
         .iter()
@@ -126,9 +93,10 @@ pub async fn run(ctx: &mut Ctx) -> Result<ExitCode> {
         .collect();
     let next = next_steps(&host, &tools, &skills, &commands);
     let result = print(ctx, &host, &servers, &tools, &skills, &commands, &next);
+    let code = host.listing_code();
     host.shutdown().await;
     result?;
-    Ok(ExitCode::SUCCESS)
+    Ok(code)
 }
 
 #[allow(clippy::too_many_arguments)]

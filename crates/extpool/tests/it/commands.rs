@@ -260,7 +260,15 @@ fn help_documents_exit_codes_and_examples() {
     let r = sb.run(&["--help"]);
     assert_eq!(r.code, 0);
     assert!(r.stdout.contains("2  usage error"), "{}", r.stdout);
-    for cmd in ["list", "call", "read", "run", "watch", "completions"] {
+    for cmd in [
+        "list",
+        "call",
+        "describe",
+        "read",
+        "run",
+        "watch",
+        "completions",
+    ] {
         let r = sb.run(&[cmd, "--help"]);
         assert!(r.stdout.contains("Examples:"), "{cmd}: {}", r.stdout);
     }
@@ -321,4 +329,89 @@ fn watch_streams_skill_changes_until_interrupted() {
     assert!(status.success());
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn listings_exit_1_when_a_configured_server_failed_and_still_show_the_rest() {
+    let sb = Sandbox::new();
+    sb.testkit_config(
+        "  broken:\n    command: ./does-not-exist\nskills:\n  default_roots: false\n",
+    );
+    for args in [&[][..], &["list", "tools"], &["list", "sources", "--json"]] {
+        let r = sb.run(args);
+        assert_eq!(r.code, 1, "{args:?}: {}", r.stderr);
+        assert!(r.stdout.contains("testkit"), "{args:?}: {}", r.stdout);
+    }
+    let r = sb.run(&["list", "servers"]);
+    assert_eq!(r.code, 0, "list servers starts nothing: {}", r.stderr);
+    let healthy = sandbox();
+    assert_eq!(healthy.run(&["list", "tools"]).code, 0);
+}
+
+#[test]
+fn the_examples_of_help_run_as_written() {
+    let sb = sandbox();
+    let mut examples = Vec::new();
+    for help in [sb.run(&["--help"]), sb.run(&["call", "--help"])] {
+        for line in help.stdout.lines() {
+            let line = line.trim();
+            if line.starts_with("extpool call mcp__testkit__")
+                || line.starts_with("extpool describe mcp__testkit__")
+            {
+                examples.push(line.to_owned());
+            }
+        }
+    }
+    assert!(examples.len() >= 4, "{examples:?}");
+    for example in examples {
+        // The example's words, up to the two-space gap before its comment.
+        let command = example.split("  ").next().unwrap();
+        let mut shell = std::process::Command::new("sh");
+        shell
+            .arg("-c")
+            .arg(command.replacen("extpool", "\"$EXTPOOL\"", 1))
+            .current_dir(sb.work())
+            .env("EXTPOOL", env!("CARGO_BIN_EXE_extpool"))
+            .env("HOME", sb.home())
+            .env("XDG_CONFIG_HOME", sb.home().join(".config"))
+            .env_remove("EXTPOOL_CONFIG");
+        let r = crate::support::run(shell);
+        assert_eq!(r.code, 0, "{command}: {}", r.stderr);
+    }
+}
+
+#[test]
+fn describe_shows_a_tools_arguments_and_a_call_to_try() {
+    let sb = sandbox();
+    let r = sb.run(&["describe", "mcp__testkit__add"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("tool add of server testkit"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("read-only"), "{}", r.stdout);
+    let arg_a = r
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("a "))
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    assert!(arg_a.contains("number") && arg_a.contains("yes"), "{arg_a}");
+    assert!(
+        r.stdout.contains("extpool call mcp__testkit__add a=2 b=2"),
+        "{}",
+        r.stdout
+    );
+    let r = sb.run(&["describe", "mcp__testkit__add", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["input_schema"]["required"], serde_json::json!(["a", "b"]));
+    assert_eq!(v["annotations"]["readOnlyHint"], true);
+    let r = sb.run(&["describe", "add"]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr
+            .contains("unknown tool add; did you mean mcp__testkit__add?"),
+        "{}",
+        r.stderr
+    );
 }

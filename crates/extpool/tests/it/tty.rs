@@ -98,7 +98,8 @@ fn live_status_on_a_terminal_and_plain_lines_when_piped() {
         &shell_line(&sb, "live", "list tools >/dev/null"),
         "Enter",
     ]);
-    let screen = tmux.wait_for("DONE-live-0");
+    // A configured server failed: the listing says so with exit code 1.
+    let screen = tmux.wait_for("DONE-live-1");
     assert!(screen.contains("✓ testkit  ready in "), "{screen}");
     assert!(
         screen.contains("· 17 tools") || screen.contains(" tools"),
