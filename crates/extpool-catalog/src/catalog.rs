@@ -10,6 +10,7 @@ use tokio::sync::watch;
 
 use crate::config::CatalogConfig;
 use crate::dispatch::CallError;
+use crate::membership::Membership;
 use crate::permissions::PermissionError;
 use crate::prompts::CommandError;
 use std::sync::atomic::Ordering;
@@ -86,13 +87,32 @@ impl Catalog {
         registry: Arc<ExtensionRegistry>,
         scope: Scope,
     ) -> Result<(), CatalogError> {
+        self.start_with_membership(registry, scope, None)
+    }
+
+    /// [`Catalog::start`] with a membership provider (discovery): each
+    /// cycle first asks it which capabilities to add and remove, and
+    /// publishes the change together with the revision built with it (see
+    /// [`crate::membership`]). The loop also wakes when the provider is due.
+    pub fn start_with_membership(
+        &self,
+        registry: Arc<ExtensionRegistry>,
+        scope: Scope,
+        membership: Option<Arc<dyn Membership>>,
+    ) -> Result<(), CatalogError> {
         let handle = tokio::runtime::Handle::try_current().map_err(|_| CatalogError::NoRuntime)?;
         let mut task = self.task.lock();
         if task.is_some() {
             return Err(CatalogError::AlreadyStarted);
         }
         self.shared.mark_started();
-        *task = Some(handle.spawn(reconcile::run(self.shared.clone(), registry, scope, None)));
+        *task = Some(handle.spawn(reconcile::run(
+            self.shared.clone(),
+            registry,
+            scope,
+            None,
+            membership,
+        )));
         Ok(())
     }
 
@@ -126,6 +146,7 @@ impl Catalog {
             registry,
             scope,
             Some(base.shared.clone()),
+            None,
         )));
         Ok(())
     }

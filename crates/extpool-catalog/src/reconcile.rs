@@ -29,6 +29,7 @@ use tokio::sync::{Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ReconcileConfig;
+use crate::membership::{ChangeOutcome, Commit, Membership, MembershipChange, with_change};
 use crate::revision::{self, CatalogRevision, SourceListing, same_capability};
 use crate::services::Services;
 use crate::status::{CatalogStatus, ReconcileState, SourceError, SourceStatus};
@@ -248,12 +249,15 @@ fn same_members(a: &[Source], b: &[Source]) -> bool {
 
 /// The loop. Runs until the catalog is shut down or dropped. With a
 /// `base`, the catalog is an overlay: it lists only the sources its base
-/// does not have, and republishes over each new base revision.
+/// does not have, and republishes over each new base revision. With a
+/// `membership` provider, each cycle starts by asking it for a change of
+/// the sources (see [`crate::membership`]).
 pub(crate) async fn run(
     shared: Arc<Shared>,
     registry: Arc<ExtensionRegistry>,
     scope: Scope,
     base: Option<Arc<Shared>>,
+    membership: Option<Arc<dyn Membership>>,
 ) {
     let mut base_rx = base.as_ref().map(|b| b.revisions.subscribe());
     let cfg = shared.config;
@@ -289,16 +293,35 @@ pub(crate) async fn run(
             dirty = false;
             let serving = shared.requested.load(Ordering::Acquire);
             shared.set_state(LoopState::Reconciling);
-            let visible = own_sources(&registry, &scope, base.as_deref());
+            let change = match &membership {
+                Some(m) => tokio::select! {
+                    change = m.prepare() => change,
+                    _ = shared.cancel.cancelled() => return stop(&shared),
+                },
+                None => MembershipChange::default(),
+            };
+            let registered = own_sources(&registry, &scope, base.as_deref());
+            let visible = with_change(registered.clone(), &change);
             let parent = base.as_ref().map(|b| b.current.load_full());
             // Subscribe before listing, so a change during the listing
             // triggers another cycle instead of being lost.
             resubscribe(&visible, &mut subs, &mut next_generation, &tx, &shared);
-            members = visible.clone();
-            let outcome = tokio::select! {
-                outcome = cycle(&shared, &visible, parent) => outcome,
+            let commit = Commit {
+                registry: &registry,
+                scope: &scope,
+                change: &change,
+            };
+            let (outcome, told) = tokio::select! {
+                done = cycle(&shared, &visible, parent, &commit) => done,
                 _ = shared.cancel.cancelled() => return stop(&shared),
             };
+            // What the registry holds now: the change's sources when it was
+            // published, the ones before it otherwise (a failed change must
+            // not look like a membership change to the poll below).
+            members = if told.published { visible } else { registered };
+            if let Some(m) = &membership {
+                m.finished(change, told).await;
+            }
             shared.served.send_replace(CycleOutcome {
                 ticket: serving,
                 ..outcome
@@ -336,9 +359,16 @@ pub(crate) async fn run(
                 None => std::future::pending().await,
             }
         };
+        let due = async {
+            match membership.as_ref().and_then(|m| m.next_due()) {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = shared.cancel.cancelled() => return stop(&shared),
             _ = base_changed => dirty = true,
+            _ = due => dirty = true,
             Some(generation) = rx.recv() => {
                 let current = is_current(&subs, generation);
                 count_event(&shared, current);
@@ -480,12 +510,15 @@ fn status_row<'a>(table: &'a mut Table, id: &str, services: &Services) -> &'a mu
 }
 
 /// One cycle: list everything, publish all-or-nothing over the required
-/// sources; optional sources that fail are left out and reported.
+/// sources; optional sources that fail are left out and reported. The
+/// membership change of `commit` is applied right before the revision
+/// built with it is published, and only then.
 async fn cycle(
     shared: &Shared,
     visible: &[Source],
     parent: Option<Arc<CatalogRevision>>,
-) -> CycleOutcome {
+    commit: &Commit<'_>,
+) -> (CycleOutcome, ChangeOutcome) {
     let cfg = shared.config;
     let timeout = Duration::from_millis(cfg.source_timeout_ms);
     let work: Vec<_> = visible
@@ -508,8 +541,15 @@ async fn cycle(
         .iter()
         .zip(&results)
         .any(|(src, r)| !src.optional && r.is_err());
+    let not_published = |failed, refused| ChangeOutcome {
+        published: false,
+        revision: current.number(),
+        failed,
+        refused,
+    };
     if failed_required {
         shared.failures.fetch_add(1, Ordering::Relaxed);
+        let mut failed = Vec::new();
         let mut table = shared.table.lock();
         table.last_reconcile = Some(now);
         table.members = visible.iter().map(|s| s.cap.clone()).collect();
@@ -519,13 +559,29 @@ async fn cycle(
                 source = src.cap.id(),
                 "catalog: source failed, keeping the published revision: {error}"
             );
+            let error = Arc::new(error);
+            if commit
+                .change
+                .add
+                .iter()
+                .any(|c| same_capability(c, &src.cap))
+            {
+                failed.push((src.cap.id().to_owned(), error.clone()));
+            }
             let status = status_row(&mut table, src.cap.id(), &shared.services);
             status.stale = !src.optional;
             status.optional = src.optional;
-            status.last_error = Some(Arc::new(error));
+            status.last_error = Some(error);
             status.last_attempt = Some(now);
         }
-        return unchanged;
+        return (unchanged, not_published(failed, None));
+    }
+    if let Err(refused) = commit.apply(&shared.services) {
+        tracing::warn!(
+            "catalog: membership change refused, keeping the published revision: {refused}"
+        );
+        shared.failures.fetch_add(1, Ordering::Relaxed);
+        return (unchanged, not_published(Vec::new(), Some(refused)));
     }
 
     let mut listings: Vec<SourceListing> = Vec::with_capacity(results.len());
@@ -604,19 +660,26 @@ async fn cycle(
         });
     }
     table.sources = rows;
-    CycleOutcome {
+    let told = ChangeOutcome {
+        published: true,
+        revision: published,
+        failed: Vec::new(),
+        refused: None,
+    };
+    let outcome = CycleOutcome {
         ticket: 0,
         revision: published,
         changed,
         ok: true,
         degraded,
-    }
+    };
+    (outcome, told)
 }
 
 fn new_status(id: &str, services: &Services) -> SourceStatus {
     SourceStatus {
         id: id.to_owned(),
-        namespace: services.namespace_of(id).to_owned(),
+        namespace: services.namespace_of(id),
         revision: None,
         stale: false,
         last_error: None,

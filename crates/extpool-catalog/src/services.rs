@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use parking_lot::RwLock;
+
 use crate::builtins::BuiltinTool;
 use crate::config::CatalogConfig;
 use crate::fetch::Fetcher;
@@ -14,7 +16,9 @@ use crate::shaping::ResultLimits;
 #[derive(Debug)]
 pub struct Services {
     pub(crate) permissions: Permissions,
-    pub(crate) namespaces: BTreeMap<String, String>,
+    /// Namespace per server id; changed only by a reconciliation cycle
+    /// that publishes servers added with a prefix (see [`crate::Membership`]).
+    pub(crate) namespaces: RwLock<BTreeMap<String, String>>,
     pub(crate) resource_tools: bool,
     pub(crate) prompts: bool,
     pub(crate) fetch_tool: bool,
@@ -29,7 +33,7 @@ impl Services {
     pub fn new(config: &CatalogConfig) -> Result<Self, PermissionError> {
         Ok(Self {
             permissions: Permissions::new(config.permissions.clone())?,
-            namespaces: config.namespaces.clone(),
+            namespaces: RwLock::new(config.namespaces.clone()),
             resource_tools: config.resource_tools,
             prompts: config.prompts,
             fetch_tool: config.fetch_tool,
@@ -51,8 +55,25 @@ impl Services {
     }
 
     /// The namespace of a server: its configured prefix, or its id.
-    pub fn namespace_of<'a>(&'a self, id: &'a str) -> &'a str {
-        self.namespaces.get(id).map_or(id, String::as_str)
+    pub fn namespace_of(&self, id: &str) -> String {
+        self.namespaces
+            .read()
+            .get(id)
+            .map_or_else(|| id.to_owned(), String::clone)
+    }
+
+    /// Sets (or, with `None`, clears) the prefix of server `id`. Called by the
+    /// loop right before it builds a revision with that server.
+    pub(crate) fn set_namespace(&self, id: &str, prefix: Option<&str>) {
+        let mut map = self.namespaces.write();
+        match prefix {
+            Some(p) => {
+                map.insert(id.to_owned(), p.to_owned());
+            }
+            None => {
+                map.remove(id);
+            }
+        }
     }
 
     /// Whether a revision with (or without) tools and resources advertises `b`.

@@ -374,6 +374,33 @@ impl SessionConnectionPool {
         }
     }
 
+    /// Closes the client for `(name, config)` when nobody holds a lease on
+    /// it (its server was replaced or removed and every capability using it
+    /// let go); a client still leased — shared with another capability of
+    /// the same server — stays. True when it was closed.
+    pub async fn close_if_idle(&self, name: &ServerName, config: &McpServerConfig) -> bool {
+        let key = PoolKey::new(name, config);
+        let removed = {
+            let mut st = self.inner.state.lock();
+            match st.entries.get(&key) {
+                Some(entry) if entry.is_idle() => match st.entries.remove(&key) {
+                    Some(Entry::Ready { client, .. }) => {
+                        st.live -= 1;
+                        Some(client)
+                    }
+                    _ => None,
+                },
+                _ => None,
+            }
+        };
+        let Some(client) = removed else {
+            return false;
+        };
+        self.inner.freed.notify_waiters();
+        client.close().await;
+        true
+    }
+
     /// Live clients (connecting or connected).
     pub fn live_clients(&self) -> usize {
         self.inner.state.lock().live

@@ -83,7 +83,7 @@ impl Build {
         let mut namespaces: HashMap<String, Arc<str>> = HashMap::with_capacity(listings.len());
         for listing in listings {
             let id: Arc<str> = Arc::from(listing.capability.id());
-            let namespace = self.services.namespace_of(&id).to_owned();
+            let namespace = self.services.namespace_of(&id);
             if listing.is_mcp()
                 && let Err(e) = names::validate_namespace(&namespace)
             {

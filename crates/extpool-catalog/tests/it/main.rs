@@ -7,6 +7,7 @@
 
 mod everything;
 mod fetch;
+mod membership;
 mod props;
 mod support;
 mod testkit;

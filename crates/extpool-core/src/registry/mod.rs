@@ -283,6 +283,93 @@ impl ExtensionRegistry {
         Ok(removed)
     }
 
+    /// Replaces capabilities of one slot in a single step: removes the ids of
+    /// `remove` (those not registered are skipped), then registers `add`. A
+    /// reader sees the slot before or after, never in between — what lets a
+    /// reconciliation publish additions and removals together. Refused as a
+    /// whole (nothing changes) when an added id would be a duplicate or a
+    /// composition is circular. Returns the removed capabilities, not shut
+    /// down.
+    pub fn replace(
+        &self,
+        level: ScopeLevel,
+        scope: &Scope,
+        remove: &[&str],
+        add: Vec<Arc<dyn Capability>>,
+    ) -> Result<Vec<Arc<dyn Capability>>, RegistryError> {
+        let key = scope.key_at(level)?;
+        for cap in &add {
+            let id = cap.id();
+            if id.is_empty() || id.chars().any(char::is_control) {
+                return Err(RegistryError::InvalidId(id.to_owned()));
+            }
+            composition::check(cap)?;
+        }
+        let removed = {
+            let mut inner = self.inner.write();
+            let before: Vec<Registered> = inner
+                .slots
+                .get(&key)
+                .map(|slot| slot.ordered.to_vec())
+                .unwrap_or_default();
+            let kept = |id: &str| before.iter().any(|r| r.cap.id() == id) && !remove.contains(&id);
+            for (i, cap) in add.iter().enumerate() {
+                let id = cap.id();
+                if kept(id) || add[..i].iter().any(|c| c.id() == id) {
+                    return Err(RegistryError::Duplicate {
+                        id: id.to_owned(),
+                        slot: key.to_string(),
+                    });
+                }
+            }
+            let slot = inner.slots.entry(key.clone()).or_default();
+            let mut removed = Vec::new();
+            for id in remove {
+                if let Some(cap) = slot.by_id.remove(*id) {
+                    removed.push(cap);
+                }
+            }
+            // A replacement takes the place of the capability it replaces;
+            // anything new goes last, as with `register`.
+            let mut add: Vec<Option<Arc<dyn Capability>>> = add.into_iter().map(Some).collect();
+            let mut take = |id: &str| {
+                add.iter_mut()
+                    .find(|c| c.as_ref().is_some_and(|c| c.id() == id))
+                    .and_then(Option::take)
+            };
+            let mut ordered: Vec<Registered> = Vec::with_capacity(before.len());
+            for r in before {
+                if !remove.contains(&r.cap.id()) {
+                    ordered.push(r);
+                } else if let Some(cap) = take(r.cap.id()) {
+                    ordered.push(Registered { cap });
+                }
+            }
+            ordered.extend(add.into_iter().flatten().map(|cap| Registered { cap }));
+            for r in &ordered {
+                slot.by_id.insert(r.cap.id().to_owned(), r.cap.clone());
+            }
+            slot.ordered = ordered.into();
+            if slot.by_id.is_empty() {
+                inner.slots.remove(&key);
+            }
+            for routes in inner.schemes.values_mut() {
+                routes.retain(|(k, id)| !(k == &key && remove.contains(&id.as_str())));
+            }
+            inner.schemes.retain(|_, routes| !routes.is_empty());
+            removed
+        };
+        if level == ScopeLevel::Turn {
+            for cap in &removed {
+                self.owners.forget(&key, cap.id());
+            }
+        } else {
+            self.owners.clear();
+        }
+        tracing::debug!(slot = %key, removed = removed.len(), "replaced capabilities");
+        Ok(removed)
+    }
+
     /// Unregisters a capability and shuts it down within the configured timeout.
     pub async fn unregister_and_shutdown(
         &self,

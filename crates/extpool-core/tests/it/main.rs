@@ -5,6 +5,7 @@ mod composition;
 mod concurrency;
 mod merge;
 mod props;
+mod replace;
 mod resolve;
 mod shutdown;
 mod support;

@@ -20,7 +20,7 @@
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
@@ -154,6 +154,28 @@ struct Inner {
     /// What the flood gates of this client's connections let through.
     flood: Arc<parking_lot::Mutex<crate::flood::FloodStats>>,
     closed: AtomicBool,
+    /// Requests running now (see [`McpClient::drained`]).
+    in_flight: AtomicUsize,
+    /// Woken when `in_flight` drops to zero.
+    idle: tokio::sync::Notify,
+}
+
+/// Counts one request as running while alive.
+struct InFlight<'a>(&'a Inner);
+
+impl<'a> InFlight<'a> {
+    fn enter(inner: &'a Inner) -> Self {
+        inner.in_flight.fetch_add(1, Ordering::AcqRel);
+        Self(inner)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.0.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
 }
 
 /// A client for one MCP server; cheap to clone (all clones share one connection).
@@ -226,6 +248,8 @@ impl McpClient {
                 redactor,
                 flood: Arc::default(),
                 closed: AtomicBool::new(false),
+                in_flight: AtomicUsize::new(0),
+                idle: tokio::sync::Notify::new(),
             }),
         })
     }
@@ -323,6 +347,27 @@ impl McpClient {
         *self.inner.flood.lock()
     }
 
+    /// Requests running on this client now (calls, listings, reads), the
+    /// retries of a reconnect included.
+    pub fn in_flight(&self) -> usize {
+        self.inner.in_flight.load(Ordering::Acquire)
+    }
+
+    /// Waits until no request is running on this client: a connection being
+    /// retired (its server replaced) drains its calls before it closes.
+    /// Returns at once when none is running.
+    pub async fn drained(&self) {
+        loop {
+            let idle = self.inner.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            if self.in_flight() == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+
     /// Closes the connection (the child and its process group exit or are
     /// killed) and refuses further calls.
     pub async fn close(&self) {
@@ -349,6 +394,7 @@ impl McpClient {
         F: Fn(Peer<RoleClient>) -> Fut,
         Fut: Future<Output = Result<T, ServiceError>>,
     {
+        let _flight = InFlight::enter(&self.inner);
         let timeout = timeout.unwrap_or(self.inner.request_timeout);
         let conn = self.live().await?;
         let server = || self.inner.name.clone();

@@ -260,3 +260,44 @@ async fn shutdown_closes_every_process() {
         .unwrap_err();
     assert!(matches!(err, extpool_mcp::ClientError::Closed { .. }));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retired_connection_drains_its_calls_and_closes_once_nobody_holds_it() {
+    let pool = pool();
+    let state = StateDir::new();
+    let cfg = stdio_cfg(&state.args());
+    let retired = Arc::new(McpServerCap::new("kit", cfg.clone(), pool.clone()).unwrap());
+    let sharer = McpServerCap::new("kit", cfg.clone(), pool.clone()).unwrap();
+    retired.start().await.unwrap();
+    sharer.start().await.unwrap();
+    let client = retired.client().unwrap();
+    let pid = client.pid().unwrap();
+    assert_eq!(client.in_flight(), 0);
+    client.drained().await;
+    let call = {
+        let cap = retired.clone();
+        tokio::spawn(async move {
+            cap.call_tool("sleep", json!({"ms": 300}).as_object().unwrap().clone())
+                .await
+        })
+    };
+    eventually("the call reached the server", || {
+        state.counter("sleep") == 1
+    })
+    .await;
+    assert_eq!(client.in_flight(), 1);
+    retired.shutdown().await.unwrap();
+    // Another capability still holds the connection: it stays.
+    assert!(!pool.close_if_idle(&name("kit"), &cfg).await);
+    sharer.shutdown().await.unwrap();
+    // The call in flight finishes on it before it closes.
+    client.drained().await;
+    assert_eq!(client.in_flight(), 0);
+    let result = call.await.unwrap().unwrap();
+    assert!(!result.is_error, "{result:?}");
+    assert!(pool.close_if_idle(&name("kit"), &cfg).await);
+    eventually("the retired server exited", || process_gone(pid)).await;
+    assert_eq!(pool.live_clients(), 0);
+    assert!(!pool.close_if_idle(&name("kit"), &cfg).await);
+    pool.shutdown().await;
+}
