@@ -23,6 +23,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use crate::audit::{AuditRecord, args_digest, millis, now_ms};
 use crate::convert;
 use crate::gateway::Shared;
+use crate::lists;
 use crate::names::{Names, NamesCache};
 use crate::passthrough;
 use crate::relay;
@@ -363,7 +364,21 @@ impl ServerHandler for GatewayHandler {
             .map(|info| convert::tool(info, names.listed_tool(&info.name)))
             .collect();
         tools.extend(crate::source_tools::tools());
-        Ok(ListToolsResult::with_all_items(tools))
+        Ok(lists::tools(tools))
+    }
+
+    /// Only tools whose schema promotes arguments to `Mcp-Param-*` headers
+    /// are returned: rmcp's HTTP layer asks for the schema of every
+    /// 2026-07-28 `tools/call` to check those headers against the body,
+    /// and a tool without annotations has none to check.
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        let names = self.names();
+        let schema = names.header_schema(names.catalog_tool(name))?;
+        Some(rmcp::model::Tool::new(
+            name.to_owned(),
+            String::new(),
+            schema.clone(),
+        ))
     }
 
     async fn call_tool(
@@ -451,7 +466,7 @@ impl ServerHandler for GatewayHandler {
                 .filter(|s| !listed.contains(&s.uri))
                 .map(convert::skill_resource),
         );
-        Ok(ListResourcesResult::with_all_items(resources))
+        Ok(lists::resources(resources))
     }
 
     async fn read_resource(
@@ -460,9 +475,9 @@ impl ServerHandler for GatewayHandler {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         match self.view().read(&request.uri).await {
-            Ok(content) => Ok(ReadResourceResult::new(vec![
+            Ok(content) => Ok(lists::read(ReadResourceResult::new(vec![
                 extpool_host::mcp::convert::wire::resource_contents(&content),
-            ])
+            ]))
             .into()),
             Err(e) if e.is_not_found() => Err(ErrorData::resource_not_found(e.to_string(), None)),
             Err(e) => Err(ErrorData::internal_error(e.to_string(), None)),
@@ -483,7 +498,7 @@ impl ServerHandler for GatewayHandler {
                 convert::prompt(info, names.listed_prompt(info.name.trim_start_matches('/')))
             })
             .collect();
-        Ok(ListPromptsResult::with_all_items(prompts))
+        Ok(lists::prompts(prompts))
     }
 
     async fn get_prompt(
@@ -502,7 +517,7 @@ impl ServerHandler for GatewayHandler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(passthrough::templates(self.view()).await)
+        Ok(lists::templates(passthrough::templates(self.view()).await))
     }
 
     async fn complete(
@@ -550,7 +565,7 @@ impl ServerHandler for GatewayHandler {
         for info in view.skills().await {
             out.push(skills::manifest(view, &info).await);
         }
-        Ok(ListSkillsResult::with_all_items(out))
+        Ok(lists::skills(out))
     }
 
     async fn get_skill(
@@ -570,6 +585,8 @@ impl ServerHandler for GatewayHandler {
                 None,
             ));
         };
-        Ok(GetSkillResult::new(skills::manifest(view, &info).await))
+        Ok(lists::skill(GetSkillResult::new(
+            skills::manifest(view, &info).await,
+        )))
     }
 }

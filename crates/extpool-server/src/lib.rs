@@ -15,6 +15,7 @@
 //! - [`convert`]: host rows → MCP wire types;
 //! - [`names`]: the names a client sees (prefixes, aliases, unprefixed
 //!   servers) and back;
+//! - [`lists`]: the order and cache policy of lists and reads;
 //! - [`passthrough`]: prompts whole, resource templates, completions,
 //!   subscriptions and log levels;
 //! - [`subscriptions`]: resource subscriptions over shared upstreams;
@@ -31,6 +32,7 @@ pub mod convert;
 pub mod gateway;
 pub mod handler;
 pub mod http;
+pub mod lists;
 pub mod metrics;
 pub mod names;
 pub mod notify;

@@ -42,6 +42,9 @@ pub struct Names {
     prompt_listed: HashMap<String, String>,
     /// Listed prompt name → catalog name, where they differ.
     prompt_catalog: HashMap<String, String>,
+    /// Input schemas that promote arguments to `Mcp-Param-*` headers
+    /// (`x-mcp-header`), by catalog name and by alias.
+    header_schemas: HashMap<String, Arc<rmcp::model::JsonObject>>,
 }
 
 impl Names {
@@ -51,6 +54,15 @@ impl Names {
     pub fn of(tools: &[ToolInfo], rev: &CatalogRevision, unprefixed: &HashSet<String>) -> Self {
         let mut names = Names::default();
         for info in tools {
+            if let serde_json::Value::Object(schema) = &info.input_schema
+                && has_header_annotation(&info.input_schema)
+            {
+                let schema = Arc::new(schema.clone());
+                names
+                    .header_schemas
+                    .insert(info.alias.clone(), schema.clone());
+                names.header_schemas.insert(info.name.clone(), schema);
+            }
             let listed = if is_client_safe(&info.name) {
                 &info.name
             } else {
@@ -123,6 +135,13 @@ impl Names {
         self.tool_catalog.get(name).map_or(name, String::as_str)
     }
 
+    /// The input schema of tool `name` (catalog name or alias) when it
+    /// promotes arguments to `Mcp-Param-*` headers: what the HTTP layer
+    /// checks those headers of a 2026-07-28 `tools/call` against.
+    pub fn header_schema(&self, name: &str) -> Option<&Arc<rmcp::model::JsonObject>> {
+        self.header_schemas.get(name)
+    }
+
     /// The name `prompts/list` shows for catalog command `catalog` (without `/`).
     pub fn listed_prompt<'a>(&'a self, catalog: &'a str) -> &'a str {
         self.prompt_listed
@@ -152,6 +171,17 @@ fn unique_bare<'a>(
         .into_iter()
         .filter(|(own, _)| count.get(own) == Some(&1) && free(own))
         .collect()
+}
+
+/// Whether `schema` has an `x-mcp-header` annotation anywhere.
+fn has_header_annotation(schema: &serde_json::Value) -> bool {
+    match schema {
+        serde_json::Value::Object(map) => map
+            .iter()
+            .any(|(k, v)| k == "x-mcp-header" || has_header_annotation(v)),
+        serde_json::Value::Array(items) => items.iter().any(has_header_annotation),
+        _ => false,
+    }
 }
 
 /// The names of the revision a view last published, kept while that

@@ -17,8 +17,8 @@ use rmcp::ErrorData;
 #[allow(deprecated)] // logging (SEP-2577) is deprecated but clients still set it
 use rmcp::model::LoggingLevel;
 use rmcp::model::{
-    CompleteRequestParams, CompleteResult, GetPromptResult, JsonObject,
-    ListResourceTemplatesResult, PromptMessage, Reference, Role,
+    CompleteRequestParams, CompleteResult, GetPromptResult, JsonObject, PromptMessage, Reference,
+    ResourceTemplate, Role,
 };
 use rmcp::service::{Peer, RoleServer};
 
@@ -95,14 +95,12 @@ pub async fn get_prompt(
 }
 
 /// `resources/templates/list`: every visible server's templates.
-pub async fn templates(view: &View) -> ListResourceTemplatesResult {
-    let templates = view
-        .resource_templates()
+pub async fn templates(view: &View) -> Vec<ResourceTemplate> {
+    view.resource_templates()
         .await
         .iter()
         .map(convert::template)
-        .collect();
-    ListResourceTemplatesResult::with_all_items(templates)
+        .collect()
 }
 
 /// `completion/complete`: a prompt reference names a prompt as the client

@@ -8,7 +8,9 @@
 //!
 //! - `starts`: one line appended per process start;
 //! - `counters/<key>`: the decimal value of counter `key`;
-//! - `crashed`: marker written by the `crash {once: true}` tool.
+//! - `crashed`: marker written by the `crash {once: true}` tool;
+//! - `requests.jsonl`: over HTTP, one JSON line per POST (see
+//!   [`append_request`]).
 //!
 //! Without a state directory the counters live in memory and die with the
 //! process.
@@ -25,6 +27,9 @@ use std::{
 pub const STARTS_FILE: &str = "starts";
 /// Marker file (under the state directory) created by `crash {once: true}`.
 pub const CRASH_MARKER: &str = "crashed";
+/// File (under the state directory) with one JSON line per HTTP POST.
+pub const REQUESTS_FILE: &str = "requests.jsonl";
+
 /// Directory (under the state directory) holding one file per counter.
 pub const COUNTERS_DIR: &str = "counters";
 
@@ -144,6 +149,36 @@ pub fn record_start(dir: &Path) -> Result<u64, StateError> {
         .and_then(|mut f| f.write_all(line.as_bytes()))
         .map_err(io_error(&path))?;
     read_starts(dir)
+}
+
+/// Appends `record` (one HTTP request, as JSON) to `dir/requests.jsonl`:
+/// one `write` of one line to a file opened with `O_APPEND`, so concurrent
+/// requests never interleave.
+pub fn append_request(dir: &Path, record: &serde_json::Value) -> Result<(), StateError> {
+    fs::create_dir_all(dir).map_err(io_error(dir))?;
+    let path = dir.join(REQUESTS_FILE);
+    let mut line = record.to_string();
+    line.push('\n');
+    fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(line.as_bytes()))
+        .map_err(io_error(&path))
+}
+
+/// The HTTP requests recorded in `dir`, oldest first (lines that do not
+/// parse, such as one being written, are skipped).
+pub fn read_requests(dir: &Path) -> Result<Vec<serde_json::Value>, StateError> {
+    let path = dir.join(REQUESTS_FILE);
+    match fs::read_to_string(&path) {
+        Ok(content) => Ok(content
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(io_error(&path)(e)),
+    }
 }
 
 /// Named counters of one server process: files under a state directory, or

@@ -82,6 +82,18 @@ impl StateDir {
         state::read_pids(self.path()).unwrap_or_else(|e| panic!("reading the start log: {e}"))
     }
 
+    /// The HTTP requests the server received (HTTP mode), oldest first:
+    /// each `{"method", "headers": {name: value}, "authorization_sha256"}`
+    /// with the `mcp-*` headers, and the SHA-256 (hex) of the
+    /// `Authorization` header instead of its value.
+    ///
+    /// # Panics
+    ///
+    /// When the request log is unreadable.
+    pub fn requests(&self) -> Vec<serde_json::Value> {
+        state::read_requests(self.path()).unwrap_or_else(|e| panic!("reading the request log: {e}"))
+    }
+
     /// Whether `crash {once: true}` has crashed the server already.
     pub fn crashed(&self) -> bool {
         self.path().join(CRASH_MARKER).exists()

@@ -6,48 +6,16 @@
 
 use extpool_server::GatewayOptions;
 use extpool_testkit::StateDir;
+use rmcp::ServiceExt;
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, GetSkillRequestParams, Implementation,
-    ProtocolVersion, ReadResourceRequestParams, ResourceContents, ServerNotification,
-    SkillResources, SubscriptionFilter,
+    CallToolRequestParams, GetSkillRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ResourceContents, ServerNotification, SkillResources, SubscriptionFilter,
 };
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
+use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{ClientHandler, ServiceExt};
 use serde_json::json;
 
-use crate::support::{PATIENCE, Project, Served, testkit_yaml};
-
-/// A client that speaks the session era.
-#[derive(Clone)]
-struct SessionEra;
-
-impl ClientHandler for SessionEra {
-    fn get_info(&self) -> ClientConfig {
-        let mut info = ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("session-era-test", "1"),
-        );
-        info.protocol_version = ProtocolVersion::V_2025_11_25;
-        info
-    }
-}
-
-async fn within<F: std::future::Future>(f: F) -> F::Output {
-    tokio::time::timeout(PATIENCE, f).await.expect("timed out")
-}
-
-async fn modern(url: &str) -> RunningService<RoleClient, ()> {
-    let lifecycle = ClientLifecycleMode::Discover {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-    };
-    within(().serve_with_lifecycle(
-        StreamableHttpClientTransport::from_uri(url.to_owned()),
-        lifecycle,
-    ))
-    .await
-    .expect("server/discover")
-}
+use crate::support::{Project, Served, SessionEra, modern, testkit_yaml, within};
 
 async fn echo<S: rmcp::service::Service<RoleClient>>(
     client: &RunningService<RoleClient, S>,

@@ -7,6 +7,8 @@
 mod clients;
 mod conformance;
 mod eras;
+mod headers;
+mod lists;
 mod names;
 mod ops;
 mod passthrough;

@@ -202,3 +202,90 @@ pub fn pids_with(marker: &str) -> Vec<u32> {
     }
     pids
 }
+
+/// A 2026-07-28 request sent by hand: `method` with `params` (the per-request
+/// `_meta` added), the `MCP-Protocol-Version` header, and `headers` as given
+/// (the test decides `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*`). Returns
+/// the HTTP status and the JSON-RPC message answering it (from a JSON body
+/// or the SSE stream).
+pub async fn raw_2026(
+    url: &str,
+    method: &str,
+    mut params: Value,
+    headers: &[(&str, &str)],
+) -> (u16, Value) {
+    params["_meta"] = serde_json::json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "1"},
+    });
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .body(body.to_string());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = tokio::time::timeout(PATIENCE, request.send())
+        .await
+        .expect("no answer")
+        .unwrap();
+    let status = response.status().as_u16();
+    let text = tokio::time::timeout(PATIENCE, response.text())
+        .await
+        .expect("no body")
+        .unwrap();
+    let message = serde_json::from_str(&text).unwrap_or_else(|_| {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|m| m.get("id").is_some())
+            .unwrap_or_else(|| panic!("no JSON-RPC answer in: {text}"))
+    });
+    (status, message)
+}
+
+/// A client that speaks the session era (`initialize`, 2025-11-25).
+#[derive(Clone)]
+pub struct SessionEra;
+
+impl rmcp::ClientHandler for SessionEra {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut info = rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::default(),
+            rmcp::model::Implementation::new("session-era-test", "1"),
+        );
+        info.protocol_version = rmcp::model::ProtocolVersion::V_2025_11_25;
+        info
+    }
+}
+
+/// `f`, failing the test after [`PATIENCE`].
+pub async fn within<F: std::future::Future>(f: F) -> F::Output {
+    tokio::time::timeout(PATIENCE, f).await.expect("timed out")
+}
+
+/// A 2026-07-28 rmcp client (`server/discover`) of `url`.
+pub async fn modern(url: &str) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    modern_with(url, ()).await
+}
+
+/// A 2026-07-28 rmcp client of `url` with `handler`.
+pub async fn modern_with<H: rmcp::ClientHandler>(
+    url: &str,
+    handler: H,
+) -> rmcp::service::RunningService<rmcp::RoleClient, H> {
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+    };
+    within(handler.serve_with_lifecycle(
+        rmcp::transport::StreamableHttpClientTransport::from_uri(url.to_owned()),
+        lifecycle,
+    ))
+    .await
+    .expect("server/discover")
+}

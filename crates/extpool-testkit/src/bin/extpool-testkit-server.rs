@@ -65,6 +65,11 @@ struct Cli {
     /// logging levels, resource subscriptions).
     #[arg(long)]
     conformance: bool,
+    /// Also serve the 2026-07-28 era's tools: `confirm` (answers
+    /// input_required, then completes on the retry) and `regional` (its
+    /// `region` argument promoted to the Mcp-Param-Region header).
+    #[arg(long)]
+    modern: bool,
     /// HTTP mode: answer 401 unless requests carry `Authorization: Bearer TOKEN`.
     #[arg(long, value_name = "TOKEN")]
     require_bearer: Option<String>,
@@ -195,6 +200,7 @@ async fn run() -> anyhow::Result<()> {
     options.bad_digest = cli.bad_digest;
     options.rmcp_stdio = cli.rmcp_stdio;
     options.conformance = cli.conformance;
+    options.modern = cli.modern;
     let server = TestServer::new(options);
 
     let result = match cli.transport {

@@ -5,7 +5,10 @@
 //! client stalls ~40 ms per call on delayed ACKs). With a bearer token set,
 //! every request without `Authorization: Bearer <token>` gets 401; the token
 //! itself is never logged. A `tools/call` of the `http_status` tool is
-//! answered by this layer with the HTTP status it names.
+//! answered by this layer with the HTTP status it names. With a state
+//! directory, every POST is recorded in its request log (the JSON-RPC
+//! method, the `mcp-*` headers, a digest of `Authorization`), so tests can
+//! see what a client really sent.
 
 use std::{sync::Arc, time::Duration};
 
@@ -80,7 +83,34 @@ fn requested_status(body: &[u8]) -> Option<StatusCode> {
     StatusCode::from_u16(u16::try_from(code).ok()?).ok()
 }
 
-/// Answers a `tools/call` of `http_status {code}` with HTTP status `code`
+/// What the request log keeps of one POST: its JSON-RPC method, its
+/// `mcp-*` headers, and the SHA-256 of its `Authorization` header (never
+/// the value).
+fn request_record(headers: &axum::http::HeaderMap, body: &[u8]) -> serde_json::Value {
+    use sha2::Digest;
+    let method = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|m| m.get("method").and_then(|m| m.as_str()).map(str::to_owned));
+    let mcp: serde_json::Map<String, serde_json::Value> = headers
+        .iter()
+        .filter(|(name, _)| name.as_str().starts_with("mcp-"))
+        .map(|(name, value)| {
+            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+            (name.as_str().to_owned(), serde_json::Value::String(value))
+        })
+        .collect();
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .map(|v| hex::encode(sha2::Sha256::digest(v.as_bytes())));
+    serde_json::json!({
+        "method": method,
+        "headers": mcp,
+        "authorization_sha256": authorization,
+    })
+}
+
+/// Records every POST in the request log (with a state directory), and
+/// answers a `tools/call` of `http_status {code}` with HTTP status `code`
 /// (after counting it), so clients can be tested against HTTP-level
 /// failures (400, 404, 429, 502, 503, 504, …) on a live session.
 async fn inject_status(State(server): State<TestServer>, request: Request, next: Next) -> Response {
@@ -95,6 +125,11 @@ async fn inject_status(State(server): State<TestServer>, request: Request, next:
             return StatusCode::PAYLOAD_TOO_LARGE.into_response();
         }
     };
+    if let Some(dir) = server.counters().dir()
+        && let Err(e) = crate::state::append_request(dir, &request_record(&parts.headers, &bytes))
+    {
+        tracing::warn!("recording a request: {e}");
+    }
     if let Some(status) = requested_status(&bytes) {
         if let Err(e) = server.counters().increment("http_status") {
             tracing::warn!("counting http_status: {e}");

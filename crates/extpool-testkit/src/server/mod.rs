@@ -15,6 +15,7 @@ mod barrier;
 mod conformance;
 mod content;
 pub mod http;
+pub mod modern;
 mod notify;
 mod paging;
 mod prompts;
@@ -82,6 +83,10 @@ pub struct ServerOptions {
     /// scenarios (`--conformance`; see the `conformance` module), and
     /// declare logging, completions and resource subscriptions.
     pub conformance: bool,
+    /// Also serve the tools of the 2026-07-28 era (`--modern`; see the
+    /// `modern` module): `confirm` (input_required) and `regional` (an
+    /// argument promoted to an `Mcp-Param-*` header).
+    pub modern: bool,
 }
 
 impl Default for ServerOptions {
@@ -95,6 +100,7 @@ impl Default for ServerOptions {
             bad_digest: false,
             rmcp_stdio: false,
             conformance: false,
+            modern: false,
         }
     }
 }
@@ -306,6 +312,9 @@ impl ServerHandler for TestServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(response) = self.call_modern(&request) {
+            return response;
+        }
         self.dispatch_tool(request, context).await.map(Into::into)
     }
 

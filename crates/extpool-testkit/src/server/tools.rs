@@ -282,6 +282,9 @@ impl TestServer {
         if self.shared.options.conformance {
             all.extend_from_slice(super::conformance::tools());
         }
+        if self.shared.options.modern {
+            all.extend_from_slice(super::modern::tools());
+        }
         all.extend((0..self.shared.options.extra_tools).map(extra));
         all.extend(self.read_dynamic().tools.values().cloned());
         all
@@ -304,6 +307,11 @@ impl TestServer {
         }
         if self.shared.options.conformance
             && let Some(tool) = super::conformance::tools().iter().find(|t| t.name == name)
+        {
+            return Some(tool.clone());
+        }
+        if self.shared.options.modern
+            && let Some(tool) = super::modern::tools().iter().find(|t| t.name == name)
         {
             return Some(tool.clone());
         }

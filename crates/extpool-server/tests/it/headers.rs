@@ -1,0 +1,106 @@
+//! The 2026-07-28 era's standard headers (SEP-2243): `Mcp-Method`,
+//! `Mcp-Name` and `Mcp-Param-*` are checked against the body on the way
+//! in, against the names and schemas the gateway lists; on the way out
+//! they are computed again for the upstream, from the upstream's own names.
+
+use extpool_server::GatewayOptions;
+use extpool_testkit::{StateDir, stdio_command};
+use serde_json::json;
+
+use crate::support::{Project, Served, raw_2026, server_yaml};
+
+fn modern_stdio_yaml(state: &StateDir) -> String {
+    let mut args = state.args();
+    args.push("--modern".into());
+    server_yaml("testkit", stdio_command(args))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_that_contradict_the_body_are_refused_with_the_mismatch_named() {
+    let state = StateDir::new();
+    let project = Project::new();
+    project.config(&modern_stdio_yaml(&state));
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let url = served.url.as_str();
+    let echo = json!({"name": "mcp__testkit__echo", "arguments": {"message": "hi"}});
+
+    let (status, answer) = raw_2026(
+        url,
+        "tools/call",
+        echo.clone(),
+        &[
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "mcp__testkit__add"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 400, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(
+            "Mcp-Name header `mcp__testkit__add` does not match body value `mcp__testkit__echo`"
+        ),
+        "{message}"
+    );
+
+    let (status, answer) = raw_2026(
+        url,
+        "tools/call",
+        echo.clone(),
+        &[
+            ("mcp-method", "tools/list"),
+            ("mcp-name", "mcp__testkit__echo"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Mcp-Method header `tools/list` does not match body method `tools/call`"),
+        "{answer}"
+    );
+
+    // The gateway's listed schema is what `Mcp-Param-*` is checked against.
+    let regional = json!({"name": "mcp__testkit__regional", "arguments": {"region": "eu"}});
+    let named = [
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "mcp__testkit__regional"),
+    ];
+    let (status, answer) = raw_2026(url, "tools/call", regional.clone(), &named).await;
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("missing Mcp-Param-Region header for `region`"),
+        "{answer}"
+    );
+    let wrong = [named[0], named[1], ("mcp-param-region", "us")];
+    let (status, answer) = raw_2026(url, "tools/call", regional.clone(), &wrong).await;
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Mcp-Param-Region header `us` does not match body value `eu`"),
+        "{answer}"
+    );
+
+    let right = [named[0], named[1], ("mcp-param-region", "eu")];
+    let (status, answer) = raw_2026(url, "tools/call", regional, &right).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "region=eu",
+        "{answer}"
+    );
+    let right = [
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "mcp__testkit__echo"),
+    ];
+    let (status, answer) = raw_2026(url, "tools/call", echo, &right).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "hi", "{answer}");
+    served.stop().await;
+}
