@@ -315,6 +315,20 @@ impl Host {
         Ok(Arc::new(cap))
     }
 
+    /// An MCP server capability that owns its connection: when it shuts
+    /// down (its view closes, or it is unregistered) the server's
+    /// connection closes and its process ends, unless another capability
+    /// of the same server still uses it. For servers that belong to one
+    /// session, such as a gateway session's own servers.
+    pub fn owned_mcp_server(
+        &self,
+        name: &str,
+        config: McpServerConfig,
+    ) -> Result<Arc<McpServerCap>, HostError> {
+        let cap = McpServerCap::new(name, config, self.inner.pool.clone())?;
+        Ok(Arc::new(cap.closing_when_released()))
+    }
+
     /// Registers `cap` at pool scope (see [`View::register`]).
     pub async fn register(&self, cap: Arc<dyn Capability>) -> Result<(), HostError> {
         self.pool().register(cap).await

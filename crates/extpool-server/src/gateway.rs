@@ -56,6 +56,11 @@ pub struct GatewayOptions {
     pub session_servers: bool,
     /// Most per-session servers open at once, across sessions.
     pub max_session_servers: usize,
+    /// Whether a per-session server may be a local command (stdio), not
+    /// only a remote URL. Off by default: whoever may create a session
+    /// could then run programs as the gateway's user, so only a gateway
+    /// whose session API is as trusted as its configuration turns it on.
+    pub session_commands: bool,
     /// Servers whose tools and prompts are listed under their own names
     /// (without `mcp__<server>__`) where that collides with nothing (see
     /// [`crate::names`]).
@@ -75,6 +80,7 @@ impl Default for GatewayOptions {
             state: None,
             session_servers: true,
             max_session_servers: crate::sessions::DEFAULT_MAX_SESSION_SERVERS,
+            session_commands: false,
             unprefixed: Vec::new(),
         }
     }

@@ -268,7 +268,7 @@ impl Sessions {
         }
         let view = shared.host.session(id.as_str())?;
         for (name, config) in servers {
-            let registered = match shared.host.mcp_server(name, config.clone()) {
+            let registered = match shared.host.owned_mcp_server(name, config.clone()) {
                 Ok(cap) => view.register(cap).await,
                 Err(e) => Err(e),
             };
@@ -339,17 +339,19 @@ impl Sessions {
     }
 }
 
-/// A per-session server must be a remote one: a client of the gateway may
-/// not make it start a local command.
+/// A per-session server must be a remote one unless the gateway accepts
+/// session commands ([`crate::GatewayOptions::session_commands`]): a
+/// client of the gateway may not otherwise make it start a local command.
 fn check_server(shared: &Shared, name: &str, config: &McpServerConfig) -> Result<(), SessionError> {
     let bad = |reason: String| SessionError::BadServer {
         name: name.to_owned(),
         reason,
     };
     extpool_host::core::check_server_name(name).map_err(|e| bad(e.to_string()))?;
-    if config.command.is_some() || config.url.is_none() {
+    let local = config.command.is_some() || config.url.is_none();
+    if local && !shared.options.session_commands {
         return Err(bad(
-            "a per-session server is a remote one (`url`, optional `headers`); a local `command` is accepted only in the gateway's configuration".into(),
+            "a per-session server is a remote one (`url`, optional `headers`); a local `command` is accepted only in the gateway's configuration, or when the gateway runs with --session-commands".into(),
         ));
     }
     if shared.host.config().config.mcp_servers.contains_key(name) {

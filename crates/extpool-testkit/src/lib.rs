@@ -42,7 +42,10 @@
 //! `--ignore-sigterm` ignores SIGTERM, SIGINT and SIGHUP: together, a
 //! server only SIGKILL ends (for tests of how clients end their servers).
 //! With `--state-dir`, every start appends `pid=<pid>` to `DIR/starts`
-//! ([`StateDir::pids`]).
+//! ([`StateDir::pids`]). Every `tools/list`, `resources/list`,
+//! `resources/templates/list`, `prompts/list` and `ping` it answers
+//! increments counter `lists`, so a test can tell whether a client
+//! contacted it.
 //!
 //! | tool | arguments | does |
 //! |---|---|---|

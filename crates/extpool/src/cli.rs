@@ -240,6 +240,13 @@ pub struct ServeArgs {
     /// Refuse per-session MCP servers in session creation requests.
     #[arg(long)]
     pub no_session_servers: bool,
+
+    /// Accept local commands (stdio) as per-session MCP servers, not only
+    /// remote URLs: whoever may create a session may then run programs as
+    /// this user. For a gateway whose session API is as trusted as its
+    /// configuration.
+    #[arg(long, conflicts_with = "no_session_servers")]
+    pub session_commands: bool,
 }
 
 /// `extpool sessions …`: the operator API of a running gateway.

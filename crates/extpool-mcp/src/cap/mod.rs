@@ -111,6 +111,9 @@ pub struct McpServerCap {
     static_tools: Option<Arc<Vec<ToolEntry>>>,
     caches: Caches,
     shut: AtomicBool,
+    /// Whether shutting down closes the pooled connection when no other
+    /// capability leases it ([`McpServerCap::closing_when_released`]).
+    close_when_released: bool,
 }
 
 impl std::fmt::Debug for McpServerCap {
@@ -181,7 +184,19 @@ impl McpServerCap {
             static_tools,
             caches: Caches::default(),
             shut: AtomicBool::new(false),
+            close_when_released: false,
         })
+    }
+
+    /// This capability owns its connection: when it shuts down, the pooled
+    /// client closes (its process ends) unless another capability of the
+    /// same server still leases it. For servers that belong to one session
+    /// and must not outlive it; pool-level servers keep the default, where
+    /// an idle connection stays open for the next user (RFC diagram 5).
+    #[must_use]
+    pub fn closing_when_released(mut self) -> Self {
+        self.close_when_released = true;
+        self
     }
 
     /// A capability whose client is taken from `pool` on first need.
@@ -210,6 +225,7 @@ impl McpServerCap {
             static_tools,
             caches: Caches::default(),
             shut: AtomicBool::new(false),
+            close_when_released: false,
         }
     }
 
@@ -407,8 +423,14 @@ impl Capability for McpServerCap {
 
     async fn shutdown(&self) -> Result<(), ExtensionError> {
         self.shut.store(true, Ordering::Release);
-        // Returns the lease: the pool owns the connection and decides when it closes.
-        self.held.store(None);
+        // Returns the lease: the pool owns the connection and decides when
+        // it closes, unless this capability owns it.
+        drop(self.held.swap(None));
+        if self.close_when_released
+            && let Some(pool) = &self.pool
+        {
+            pool.close_if_idle(&self.name, &self.config).await;
+        }
         Ok(())
     }
 

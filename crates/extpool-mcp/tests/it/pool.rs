@@ -299,5 +299,42 @@ async fn a_retired_connection_drains_its_calls_and_closes_once_nobody_holds_it()
     eventually("the retired server exited", || process_gone(pid)).await;
     assert_eq!(pool.live_clients(), 0);
     assert!(!pool.close_if_idle(&name("kit"), &cfg).await);
+}
+
+#[tokio::test]
+async fn an_owned_capability_closes_its_connection_unless_another_still_uses_it() {
+    let pool = pool();
+    let state = StateDir::new();
+    let cfg = stdio_cfg(&state.args());
+    let shared = McpServerCap::new("kit", cfg.clone(), pool.clone()).unwrap();
+    let owned = McpServerCap::new("kit", cfg.clone(), pool.clone())
+        .unwrap()
+        .closing_when_released();
+    shared.start().await.unwrap();
+    owned.start().await.unwrap();
+    assert_eq!(pool.snapshot()[0].leases, 2);
+    // Another capability still leases the connection: it stays.
+    owned.shutdown().await.unwrap();
+    assert_eq!(pool.live_clients(), 1);
+    shared
+        .call_tool("counter", json!({"key": "k"}).as_object().unwrap().clone())
+        .await
+        .unwrap();
+    // The last user owns it: shutting down closes it and its process.
+    let owned = McpServerCap::new("kit", cfg, pool.clone())
+        .unwrap()
+        .closing_when_released();
+    owned.start().await.unwrap();
+    shared.shutdown().await.unwrap();
+    assert_eq!(
+        pool.live_clients(),
+        1,
+        "a plain capability leaves it pooled"
+    );
+    owned.shutdown().await.unwrap();
+    assert_eq!(pool.live_clients(), 0);
+    assert_eq!(state.starts(), 1);
+    let pid = state.pids()[0];
+    eventually("the server process ends", || process_gone(pid)).await;
     pool.shutdown().await;
 }

@@ -320,3 +320,116 @@ async fn an_auto_grant_session_sees_what_arrives_without_a_refresh() {
     assert_eq!(out[4]["is_error"], false, "{out:?}");
     served.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_mcp_sources_never_contacts_an_upstream() {
+    let kit = StateDir::new();
+    let project = Project::new();
+    project.config(&testkit_yaml("testkit", &kit));
+    let served = served_with_store(project, GatewayOptions::default()).await;
+    let (status, created) = api(
+        reqwest::Method::POST,
+        &format!("{}/v1/sessions", served.base),
+        Some(json!({"id": "quiet"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let before = kit.counter("lists");
+    assert!(before > 0, "the gateway listed the upstream at start");
+    let endpoint = format!("{}/sessions/quiet/mcp", served.base);
+    let out = sdk_client(
+        Sdk::Python,
+        &endpoint,
+        json!([
+            {"op": "call", "name": "ListMcpSources"},
+            {"op": "call", "name": "ListMcpSources"},
+            {"op": "call", "name": "ListMcpSources"},
+        ]),
+    )
+    .await;
+    let sources: Value = serde_json::from_str(out[1]["text"][0].as_str().unwrap()).unwrap();
+    assert!(sources.to_string().contains("testkit"), "{sources}");
+    let (status, body) = api(
+        reqwest::Method::GET,
+        &format!("{}/v1/sources", served.base),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        kit.counter("lists"),
+        before,
+        "ListMcpSources and /v1/sources answered from the cache"
+    );
+    // The count does move when the gateway asks the upstream: a tool added
+    // there makes it list again.
+    let out = sdk_client(
+        Sdk::Python,
+        &endpoint,
+        json!([{"op": "call", "name": "mcp__testkit__add_tool", "args": {"name": "probe"}}]),
+    )
+    .await;
+    assert_eq!(out[1]["is_error"], false, "{out:?}");
+    eventually(
+        || kit.counter("lists") > before,
+        "the upstream is listed again after its list changed",
+    )
+    .await;
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_stops_a_session_command_server_checked_by_pid() {
+    let project = Project::new();
+    project.config("");
+    let options = GatewayOptions {
+        session_commands: true,
+        ..GatewayOptions::default()
+    };
+    let served = served_with_store(project, options).await;
+    let kit = StateDir::new();
+    let (program, args) = extpool_testkit::stdio_command(kit.args()).into_parts();
+    let (status, created) = api(
+        reqwest::Method::POST,
+        &format!("{}/v1/sessions", served.base),
+        Some(json!({"id": "local", "mcp_servers": {"mine": {
+            "command": program.display().to_string(),
+            "args": args,
+        }}})),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    assert!(
+        names(&created["granted"]).contains(&"mcp__mine__echo".to_owned()),
+        "{created}"
+    );
+    let marker = kit.path().display().to_string();
+    let pids = crate::support::pids_with(&marker);
+    assert_eq!(pids.len(), 1, "one process for the session's server");
+    assert_eq!(
+        kit.pids(),
+        pids,
+        "the process that started is the one alive"
+    );
+    let out = sdk_client(
+        Sdk::Python,
+        &format!("{}/sessions/local/mcp", served.base),
+        json!([{"op": "call", "name": "mcp__mine__echo", "args": {"message": "here"}}]),
+    )
+    .await;
+    assert_eq!(out[1]["text"], json!(["here"]), "{out:?}");
+    let (status, deleted) = api(
+        reqwest::Method::DELETE,
+        &format!("{}/v1/sessions/local", served.base),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{deleted}");
+    assert_eq!(deleted["closed_servers"], json!(["mine"]));
+    eventually(
+        || crate::support::pids_with(&marker).is_empty(),
+        "the session's server process is gone after DELETE",
+    )
+    .await;
+    served.stop().await;
+}

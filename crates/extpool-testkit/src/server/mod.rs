@@ -199,6 +199,14 @@ impl TestServer {
         &self.shared.counters
     }
 
+    /// Counts a request that only tells the client what exists (counter
+    /// `lists`): lists and pings.
+    fn count_contact(&self) {
+        if let Err(error) = self.shared.counters.increment("lists") {
+            tracing::warn!("cannot count a list request: {error}");
+        }
+    }
+
     fn cursor(request: Option<&PaginatedRequestParams>) -> Option<&str> {
         request.and_then(|r| r.cursor.as_deref())
     }
@@ -267,6 +275,11 @@ impl ServerHandler for TestServer {
         ))
     }
 
+    async fn ping(&self, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.count_contact();
+        Ok(())
+    }
+
     async fn on_initialized(&self, _context: NotificationContext<RoleServer>) {
         tracing::info!("client initialized");
     }
@@ -293,6 +306,7 @@ impl ServerHandler for TestServer {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        self.count_contact();
         let (items, next) = paging::page(
             self.all_tools(),
             Self::cursor(request.as_ref()),
@@ -323,6 +337,7 @@ impl ServerHandler for TestServer {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        self.count_contact();
         let (items, next) = paging::page(
             self.all_resources(),
             Self::cursor(request.as_ref()),
@@ -346,6 +361,7 @@ impl ServerHandler for TestServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.count_contact();
         let templates = if self.shared.options.conformance {
             self.conformance_templates()
         } else {
@@ -416,6 +432,7 @@ impl ServerHandler for TestServer {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
+        self.count_contact();
         let (items, next) = paging::page(
             self.all_prompts(),
             Self::cursor(request.as_ref()),

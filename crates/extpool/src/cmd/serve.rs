@@ -44,6 +44,7 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
     let options = GatewayOptions {
         state: Some(state),
         session_servers: !args.no_session_servers,
+        session_commands: args.session_commands,
         bearer,
         allowed_hosts: args.allowed_hosts.clone(),
         allowed_origins: args.allowed_origins.clone(),

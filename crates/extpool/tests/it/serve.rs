@@ -307,3 +307,121 @@ fn unprefixed_lists_a_server_by_its_own_names_and_an_unknown_one_is_named() {
         r.stderr
     );
 }
+
+/// Names in a JSON array of strings.
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not a list: {v}"))
+        .iter()
+        .map(|s| s.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Refreshes session `id` over the API until `stop` is set; returns the
+/// names every acknowledged refresh added.
+fn refresh_until(
+    gateway: String,
+    id: &'static str,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<Vec<String>> {
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let client = reqwest::Client::new();
+            let url = format!("{gateway}/v1/sessions/{id}/mcp-refresh");
+            let mut added = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let Ok(response) = client.post(&url).send().await else {
+                    continue;
+                };
+                if response.status() != 200 {
+                    continue;
+                }
+                // Acknowledged only once the whole answer arrived.
+                let Ok(body) = response.json::<Value>().await else {
+                    continue;
+                };
+                added.extend(strings(&body["added"]));
+            }
+            added
+        })
+    })
+}
+
+#[test]
+fn a_kill_9_in_a_loop_of_refreshes_loses_no_acknowledged_grant() {
+    let sb = Sandbox::new();
+    let state = StateDir::new();
+    testkit_config(&sb, &state);
+    let db = format!("sqlite:{}", sb.dir.path().join("gw.db").display());
+    let mut served = serve(&sb, &["--listen", "127.0.0.1:0", "--state", &db]);
+    let gateway = served.url.trim_end_matches("/mcp").to_owned();
+    let r = sb.run(&["sessions", "--gateway", &gateway, "create", "--id", "dur"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let created: Value = serde_json::from_str(&r.stdout).unwrap();
+    let mut acknowledged = strings(&created["granted"]);
+    // The model adds a tool upstream and refreshes, again and again, while
+    // the operator API refreshes the same session in a loop.
+    let steps: Vec<Value> = (0..200)
+        .flat_map(|i| {
+            [
+                json!({"op": "call", "name": "mcp__testkit__add_tool", "args": {"name": format!("t{i}")}}),
+                json!({"op": "call", "name": "RefreshMcpSources"}),
+            ]
+        })
+        .collect();
+    let mut model = extpool_testkit::peers::python_client()
+        .args(["--url", &format!("{gateway}/sessions/dur/mcp")])
+        .arg(Value::from(steps).to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let operator = refresh_until(gateway.clone(), "dur", stop.clone());
+    let mut lines = BufReader::new(model.stdout.take().unwrap()).lines();
+    let mut refreshes = 0;
+    while refreshes < 5 {
+        let line = lines
+            .next()
+            .expect("the model's client ended early")
+            .unwrap();
+        let step: Value = serde_json::from_str(&line).unwrap();
+        let Some(text) = step["text"][0].as_str() else {
+            continue;
+        };
+        if let Ok(refresh) = serde_json::from_str::<Value>(text)
+            && refresh.get("added").is_some()
+        {
+            acknowledged.extend(strings(&refresh["added"]));
+            refreshes += 1;
+        }
+    }
+    // Refreshes are in flight from both clients now: kill -9.
+    served.child.kill().unwrap();
+    served.child.wait().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    acknowledged.extend(operator.join().unwrap());
+    let _ = model.kill();
+    let _ = model.wait();
+    assert!(
+        acknowledged.iter().any(|n| n == "mcp__testkit__t4"),
+        "the model's refreshes granted its tools: {acknowledged:?}"
+    );
+    // A restart on the same store has every acknowledged grant.
+    let mut again = serve(&sb, &["--listen", "127.0.0.1:0", "--state", &db]);
+    let gateway = again.url.trim_end_matches("/mcp").to_owned();
+    let r = sb.run(&["sessions", "--gateway", &gateway, "get", "dur"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let restored: Value = serde_json::from_str(&r.stdout).unwrap();
+    let granted = strings(&restored["granted"]);
+    let lost: Vec<&String> = acknowledged
+        .iter()
+        .filter(|n| !granted.contains(n))
+        .collect();
+    assert!(lost.is_empty(), "acknowledged grants lost: {lost:?}");
+    assert_eq!(sigterm(&mut again), 0);
+}
