@@ -73,13 +73,12 @@ impl Ctx {
             .collect()
     }
 
-    /// Prints warnings (not notes) to stderr.
+    /// Prints warnings and errors (not notes) to stderr: an error of a
+    /// loaded configuration is a file or entry that was skipped while the
+    /// rest loaded, so the command goes on.
     pub fn warn(&self, diagnostics: &[Diagnostic]) {
         let mut err = std::io::stderr().lock();
-        for d in diagnostics
-            .iter()
-            .filter(|d| d.severity == Severity::Warning)
-        {
+        for d in diagnostics.iter().filter(|d| d.severity != Severity::Note) {
             let _ = writeln!(err, "{}", self.diagnostic_line(d));
         }
     }

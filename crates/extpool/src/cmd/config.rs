@@ -91,14 +91,23 @@ fn check(ctx: &mut Ctx) -> Result<ExitCode> {
     };
     let mut diagnostics: Vec<extpool_host::config::Diagnostic> = loaded.diagnostics.clone();
     diagnostics.extend(loaded.unresolved_variables(&process_env));
+    // A discovered file skipped for its syntax or encoding, or an entry
+    // skipped for its shape, is an error: what runs is not what the files
+    // say, so the check fails although the rest still loads.
+    let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+    let code = if errors > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    };
     if ctx.global.json {
         let report = CheckReport {
-            ok: true,
+            ok: errors == 0,
             sources: sources_json(&loaded),
             diagnostics: diagnostics.iter().collect(),
         };
         ctx.out.json_value(&report)?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(code);
     }
     {
         let mut err = std::io::stderr().lock();
@@ -106,11 +115,11 @@ fn check(ctx: &mut Ctx) -> Result<ExitCode> {
             let _ = writeln!(err, "{}", ctx.diagnostic_line(d));
         }
     }
-    if loaded.sources.is_empty() {
+    if loaded.sources.is_empty() && errors == 0 {
         ctx.out.line(
             "ok: no configuration file found (see `extpool config paths`); skills are still discovered",
         )?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(code);
     }
     let style = ctx.out.style;
     for s in &loaded.sources {
@@ -123,17 +132,39 @@ fn check(ctx: &mut Ctx) -> Result<ExitCode> {
             if n == 1 { "" } else { "s" }
         ))?;
     }
+    let mut skipped: Vec<&str> = Vec::new();
+    for d in diagnostics.iter().filter(|d| d.is_error()) {
+        if !loaded.sources.iter().any(|s| s.file == d.file) && !skipped.contains(&d.file.as_str()) {
+            skipped.push(&d.file);
+        }
+    }
+    for file in &skipped {
+        ctx.out.line(format!(
+            "{} {}  skipped (see the error above)",
+            style.red("✗"),
+            shown(file)
+        ))?;
+    }
     let warnings = diagnostics
         .iter()
         .filter(|d| d.severity == Severity::Warning)
         .count();
     let servers = loaded.config.mcp_servers.len();
-    ctx.out.line(format!(
-        "ok: {servers} server{}, {warnings} warning{}",
+    let counts = format!(
+        "{servers} server{}, {warnings} warning{}",
         if servers == 1 { "" } else { "s" },
         if warnings == 1 { "" } else { "s" }
-    ))?;
-    Ok(ExitCode::SUCCESS)
+    );
+    if errors == 0 {
+        ctx.out.line(format!("ok: {counts}"))?;
+    } else {
+        ctx.out.line(format!(
+            "{}: {errors} error{}: the files or entries named are skipped; the rest loads ({counts})",
+            style.red("error"),
+            if errors == 1 { "" } else { "s" },
+        ))?;
+    }
+    Ok(code)
 }
 
 #[derive(Serialize)]

@@ -187,3 +187,85 @@ fn errors_as_json() {
     }
     "#);
 }
+
+#[test]
+fn a_skipped_foreign_file_fails_check_and_the_project_still_runs() {
+    let sb = Sandbox::new();
+    sb.testkit_config("skills:\n  default_roots: false\n");
+    // One bad byte in the user's Claude Code file, a TOML syntax error in
+    // Codex's, and a trailing comma Claude Code itself would refuse.
+    std::fs::write(
+        sb.home().join(".claude.json"),
+        b"{\"mcpServers\": {\"u\": {\"command\": \"caf\xe9\"}}}",
+    )
+    .unwrap();
+    std::fs::create_dir_all(sb.home().join(".codex")).unwrap();
+    std::fs::write(
+        sb.home().join(".codex/config.toml"),
+        "[mcp_servers.x]\ncommand = \n",
+    )
+    .unwrap();
+    sb.write(
+        ".mcp.json",
+        "{\"mcpServers\": {\"t\": {\"command\": \"x\", \"lazy\": true, \"args\": [\"y\",]}}}",
+    );
+
+    let r = sb.run(&["config", "check"]);
+    assert_eq!(r.code, 1, "stdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+    for line in [
+        "~/.claude.json:1:38: error: invalid UTF-8 (byte 37 of the file); the file is skipped",
+        "~/.codex/config.toml:2:11: error: invalid TOML: ",
+        ".mcp.json:1:",
+        "warning: trailing comma: extpool accepts it, but Claude Code reads this file as strict JSON and rejects it",
+    ] {
+        assert!(r.stderr.contains(line), "{line:?} in:\n{}", r.stderr);
+    }
+    assert!(r.stdout.contains("✓ extpool.yaml"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("✗ ~/.claude.json  skipped")
+            && r.stdout.contains("✗ ~/.codex/config.toml  skipped"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("error: 2 errors: the files or entries named are skipped"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("ok:"), "{}", r.stdout);
+
+    let r = sb.run(&["config", "check", "--json"]);
+    assert_eq!(r.code, 1);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["ok"], false);
+
+    // The project's healthy server still runs, and the skipped files are
+    // said once, located, on stderr.
+    let r = sb.run(&["call", "mcp__testkit__add", "a=2", "b=3"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.trim(), "5");
+    assert_eq!(
+        r.stderr
+            .matches("~/.claude.json:1:38: error: invalid UTF-8")
+            .count(),
+        1,
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn check_reports_every_wrong_type_and_unknown_key() {
+    check_fails(
+        "extpool.yaml",
+        "mcp_servers:\n  a:\n    command: x\n    argz: [1]\n  b:\n    command: y\n    args: oops\n    request_timeout_ms: soon\nskillz: {}\n",
+        &[
+            "extpool.yaml:4:5: error: mcp_servers.a: unknown key \"argz\"",
+            "extpool.yaml:7:11: error: mcp_servers.b.args: expected a list, found a string",
+            "extpool.yaml:8:25: error: mcp_servers.b.request_timeout_ms: expected a non-negative integer, found a string",
+            "extpool.yaml:9:1: error: unknown key \"skillz\"",
+            "the configuration has 4 errors",
+        ],
+    );
+}
