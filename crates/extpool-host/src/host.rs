@@ -280,6 +280,17 @@ impl Host {
         }
     }
 
+    /// Each skill root: skills loaded, skills skipped for errors, bounds hit.
+    pub fn skill_root_reports(&self) -> Vec<crate::SkillRootReport> {
+        crate::skill_roots::reports(self)
+    }
+
+    /// What the catalog refused to publish (malformed or duplicate names),
+    /// by source: tools a server advertised that no caller can see.
+    pub fn dropped(&self) -> Vec<extpool_catalog::Diagnostic> {
+        self.inner.catalog.current().diagnostics().to_vec()
+    }
+
     /// Every source with its state: servers, skill-embedded servers, skill
     /// roots and the catalog (what `extpool list sources` shows).
     pub fn sources(&self) -> Vec<SourceInfo> {

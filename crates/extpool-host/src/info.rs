@@ -183,4 +183,9 @@ pub struct SourceInfo {
     /// The error of its last failed listing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// What this source offers that is not loaded, and why, one line each:
+    /// tools the catalog refused (a malformed or duplicate name), skills
+    /// whose SKILL.md has errors, a scan bound that was hit.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<String>,
 }

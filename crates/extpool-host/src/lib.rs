@@ -43,7 +43,7 @@
 //! - [`embedded`]: the skill-embedded server factory;
 //! - [`health`]: degraded capabilities (server down after a reconnect);
 //! - [`search`]: tool search, deferred loading of tool schemas;
-//! - [`info`], [`status`]: the rows front ends render.
+//! - [`info`], [`status`], [`skill_roots`]: the rows front ends render.
 
 pub mod embedded;
 pub mod error;
@@ -54,7 +54,8 @@ pub mod options;
 pub mod passthrough;
 pub mod search;
 pub mod servers;
-mod sources;
+pub mod skill_roots;
+pub mod sources;
 pub mod status;
 pub mod view;
 
@@ -68,6 +69,7 @@ pub use info::{
 pub use options::{ConfigSource, HostOptions, ServerSelection};
 pub use passthrough::{ResourceUpdate, TemplateInfo};
 pub use search::{DeferralConfig, SearchableTool, ToolIndex};
+pub use skill_roots::SkillRootReport;
 pub use status::{HostStatus, ServerEvent, ServerInfo, ServerState};
 pub use view::{HostEvent, View, describe, model_tools};
 

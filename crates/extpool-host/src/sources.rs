@@ -3,7 +3,6 @@
 //! skill-embedded servers the catalog lists, the skill roots, and the
 //! catalog itself. Built from caches; never contacts a server.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use extpool_catalog::{CatalogStatus, SourceStatus};
@@ -36,6 +35,7 @@ fn server_row(server: &ServerInfo, status: &CatalogStatus) -> SourceInfo {
         revision: None,
         stale: false,
         last_error: None,
+        dropped: Vec::new(),
     };
     match &server.state {
         ServerState::Failed { reason } => row.detail = reason.clone(),
@@ -69,12 +69,42 @@ fn server_row(server: &ServerInfo, status: &CatalogStatus) -> SourceInfo {
     row
 }
 
+/// Why the catalog did not publish something, as one line (the problem
+/// names the name; a collision already says it is not published).
+pub fn dropped_line(problem: &extpool_catalog::Problem) -> String {
+    if problem.is_collision() {
+        problem.to_string()
+    } else {
+        format!("not published: {problem}")
+    }
+}
+
+/// What the catalog refused of `source`, one line each.
+fn dropped_of(dropped: &[extpool_catalog::Diagnostic], source: &str) -> Vec<String> {
+    dropped
+        .iter()
+        .filter(|d| d.source == source)
+        .map(|d| dropped_line(&d.problem))
+        .collect()
+}
+
 /// Every source of `host`, with `status` as the catalog's cached state.
 pub(crate) fn rows(host: &Host, status: &CatalogStatus) -> Vec<SourceInfo> {
+    let dropped = host.dropped();
     let mut rows: Vec<SourceInfo> = host
         .servers()
         .iter()
-        .map(|s| server_row(s, status))
+        .map(|s| {
+            let mut row = server_row(s, status);
+            row.dropped = dropped_of(&dropped, &s.name);
+            if !row.dropped.is_empty() {
+                row.detail.push_str(&format!(
+                    "; {} not published",
+                    plural(row.dropped.len(), "advertised name")
+                ));
+            }
+            row
+        })
         .collect();
     // Skill-embedded servers: children the catalog lists on its own.
     for s in status.sources.iter().filter(|s| s.optional) {
@@ -91,27 +121,38 @@ pub(crate) fn rows(host: &Host, status: &CatalogStatus) -> Vec<SourceInfo> {
             revision: s.revision,
             stale: false,
             last_error: s.last_error.as_ref().map(|e| e.to_string()),
+            dropped: dropped_of(&dropped, &s.id),
         });
     }
     let places = host.places();
     let show = |p: &PathBuf| display_path(p, Some(&places.cwd), places.home.as_deref());
-    let configured = &host.config().skill_paths;
-    let mut per_root: BTreeMap<PathBuf, usize> = BTreeMap::new();
-    for skill in host.skills().local_skills() {
-        *per_root.entry(skill.root.clone()).or_default() += 1;
-    }
-    for root in host.skill_roots() {
-        let exists = root.is_dir();
-        let is_configured = configured.contains(&root);
-        if !exists && !is_configured {
+    for root in host.skill_root_reports() {
+        if !root.exists && !root.configured {
             continue;
         }
+        let mut detail = plural(root.loaded, "skill");
+        if !root.skipped.is_empty() {
+            detail.push_str(&format!(
+                ", {} not loaded (see `extpool skills validate {}`)",
+                root.skipped.len(),
+                show(&root.root)
+            ));
+        }
+        if !root.truncated.is_empty() {
+            detail.push_str("; scan stopped at a bound");
+        }
+        let mut dropped: Vec<String> = root
+            .skipped
+            .iter()
+            .map(|dir| format!("skill {}: not loaded (errors in its SKILL.md)", show(dir)))
+            .collect();
+        dropped.extend(root.truncated.iter().cloned());
         rows.push(SourceInfo {
             kind: "skills",
-            name: show(&root),
-            state: if exists { "found" } else { "missing" }.into(),
-            detail: plural(per_root.get(&root).copied().unwrap_or(0), "skill"),
-            origin: if is_configured {
+            name: show(&root.root),
+            state: if root.exists { "found" } else { "missing" }.into(),
+            detail,
+            origin: if root.configured {
                 "skills.paths".into()
             } else {
                 "default root".into()
@@ -119,6 +160,7 @@ pub(crate) fn rows(host: &Host, status: &CatalogStatus) -> Vec<SourceInfo> {
             revision: None,
             stale: false,
             last_error: None,
+            dropped,
         });
     }
     let skills_stale = status.source(SKILLS_ID).is_some_and(|s| s.stale);
@@ -136,6 +178,7 @@ pub(crate) fn rows(host: &Host, status: &CatalogStatus) -> Vec<SourceInfo> {
         revision: Some(status.revision),
         stale: status.any_stale() || skills_stale,
         last_error: None,
+        dropped: Vec::new(),
     });
     rows
 }

@@ -70,6 +70,10 @@ struct Cli {
     /// `region` argument promoted to the Mcp-Param-Region header).
     #[arg(long)]
     modern: bool,
+    /// Also advertise tools no catalog may publish: a name with an ESC
+    /// byte, a 300-byte name, and a second `echo`.
+    #[arg(long)]
+    bad_tool_names: bool,
     /// HTTP mode: answer 401 unless requests carry `Authorization: Bearer TOKEN`.
     #[arg(long, value_name = "TOKEN")]
     require_bearer: Option<String>,
@@ -201,6 +205,7 @@ async fn run() -> anyhow::Result<()> {
     options.rmcp_stdio = cli.rmcp_stdio;
     options.conformance = cli.conformance;
     options.modern = cli.modern;
+    options.bad_tool_names = cli.bad_tool_names;
     let server = TestServer::new(options);
 
     let result = match cli.transport {

@@ -87,6 +87,9 @@ pub struct ServerOptions {
     /// `modern` module): `confirm` (input_required) and `regional` (an
     /// argument promoted to an `Mcp-Param-*` header).
     pub modern: bool,
+    /// Also advertise tools no catalog may publish (`--bad-tool-names`):
+    /// a name with an ESC byte, a name of 300 bytes, and `echo` twice.
+    pub bad_tool_names: bool,
 }
 
 impl Default for ServerOptions {
@@ -101,6 +104,7 @@ impl Default for ServerOptions {
             rmcp_stdio: false,
             conformance: false,
             modern: false,
+            bad_tool_names: false,
         }
     }
 }

@@ -268,6 +268,17 @@ fn unannotated_builtin() -> Vec<Tool> {
     ]
 }
 
+/// Tools whose names no catalog may publish: an ESC byte, 300 bytes, and
+/// a second `echo`.
+fn bad_names() -> [Tool; 3] {
+    let tool = |name: String| echo_like(name, "A tool with a name to refuse".into());
+    [
+        tool("bad\u{1b}[31mname".into()),
+        tool(format!("long_{}", "x".repeat(295))),
+        tool("echo".into()),
+    ]
+}
+
 /// Dummy tool number `index`.
 fn extra(index: usize) -> Tool {
     let name = extra_name(index);
@@ -287,6 +298,9 @@ impl TestServer {
         }
         all.extend((0..self.shared.options.extra_tools).map(extra));
         all.extend(self.read_dynamic().tools.values().cloned());
+        if self.shared.options.bad_tool_names {
+            all.extend(bad_names());
+        }
         all
     }
 

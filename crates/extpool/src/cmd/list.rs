@@ -147,6 +147,14 @@ fn table(ctx: &mut Ctx, host: &Opened, skills: &[SkillInfo], kind: ListKind) -> 
                 .sources()
                 .into_iter()
                 .partition(|s| s.kind == "catalog");
+            let dropped: Vec<Vec<String>> = sources
+                .iter()
+                .flat_map(|s| {
+                    s.dropped
+                        .iter()
+                        .map(|d| vec![format!("  {}", s.name), d.clone()])
+                })
+                .collect();
             let rows: Vec<Vec<String>> = sources
                 .into_iter()
                 .map(|s| vec![s.kind.into(), s.name, s.state, s.detail])
@@ -155,6 +163,11 @@ fn table(ctx: &mut Ctx, host: &Opened, skills: &[SkillInfo], kind: ListKind) -> 
                 ctx.out.line(ctx.out.style.dim("no sources configured"))?;
             } else {
                 ctx.out.table(&["KIND", "NAME", "STATE", "DETAIL"], &rows)?;
+            }
+            if !dropped.is_empty() {
+                ctx.out.line("")?;
+                ctx.out.line(ctx.out.style.bold("Not loaded"))?;
+                ctx.out.table(&["  SOURCE", "WHY"], &dropped)?;
             }
             for c in catalog {
                 ctx.out.line(

@@ -106,12 +106,49 @@ pub async fn open_with(ctx: &Ctx, need: Need, watch: bool) -> Result<Opened> {
     let loaded = ctx.load_reporting()?;
     let signals = crate::signals::subscribe()?;
     let host = start_host(ctx, loaded, need, watch, false).await?;
+    report_unloaded(ctx, &host);
     let view = host.session("cli")?;
     Ok(Opened {
         host,
         view,
         signals,
     })
+}
+
+/// Says once, on stderr, what was found but not loaded: skills whose
+/// SKILL.md has errors (how many, and the command that shows why), a skill
+/// root whose scan stopped at a bound, and names a server advertised that
+/// the catalog refused. Without this they would just be missing.
+fn report_unloaded(ctx: &Ctx, host: &Host) {
+    use std::io::Write;
+    let s = ctx.err_style;
+    let warning = s.yellow("warning");
+    let mut lines = Vec::new();
+    for root in host.skill_root_reports() {
+        let shown_root = ctx.show_path(&root.root);
+        let n = root.skipped.len();
+        if n > 0 {
+            lines.push(format!(
+                "{warning}: {n} skill{} in {shown_root} not loaded (errors in {} SKILL.md); see `extpool skills validate {shown_root}`",
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "its" } else { "their" },
+            ));
+        }
+        for bound in &root.truncated {
+            lines.push(format!("{shown_root}: {warning}: {bound}"));
+        }
+    }
+    for d in host.dropped() {
+        lines.push(format!(
+            "{warning}: MCP server {:?}: {}",
+            d.source,
+            extpool_host::sources::dropped_line(&d.problem)
+        ));
+    }
+    let mut err = std::io::stderr().lock();
+    for line in lines {
+        let _ = writeln!(err, "{}", crate::output::shown(&line));
+    }
 }
 
 /// Starts the host on `loaded`, drawing each server's start-up on stderr

@@ -26,6 +26,7 @@ struct Report {
     mode: &'static str,
     skills: usize,
     valid: usize,
+    with_errors: usize,
     problems: Vec<Problem>,
 }
 
@@ -37,35 +38,33 @@ pub fn validate(ctx: &mut Ctx, args: ValidateArgs) -> Result<ExitCode> {
     } else {
         ValidationMode::Lenient
     };
-    let mut skills = 0;
-    let mut valid = 0;
-    let mut problems = Vec::new();
+    let mut reports = Vec::new();
     for path in &args.paths {
-        for report in extpool_host::skills::validate_path(path, mode) {
-            skills += 1;
-            if report.is_valid() {
-                valid += 1;
-            }
-            for d in report.diagnostics {
-                problems.push(Problem {
-                    severity: if d.severity == Severity::Error {
-                        "error"
-                    } else {
-                        "warning"
-                    },
-                    path: display_path(&d.path, Some(&ctx.places.cwd), ctx.places.home.as_deref()),
-                    line: d.line,
-                    message: d.message,
-                });
-            }
-        }
+        reports.extend(extpool_host::skills::validate_path(path, mode));
     }
-    let errors = problems.iter().filter(|p| p.severity == "error").count();
+    // Counts are of skills, not of messages (one skill may have several).
+    let summary = extpool_host::skills::summarize(&reports);
+    let (skills, valid) = (summary.checked, summary.valid);
+    let mut problems = Vec::new();
+    for d in reports.into_iter().flat_map(|r| r.diagnostics) {
+        problems.push(Problem {
+            severity: if d.severity == Severity::Error {
+                "error"
+            } else {
+                "warning"
+            },
+            path: display_path(&d.path, Some(&ctx.places.cwd), ctx.places.home.as_deref()),
+            line: d.line,
+            message: d.message,
+        });
+    }
+    let errors = summary.errors;
     if ctx.global.json {
         ctx.out.json_value(&Report {
             mode: if args.strict { "strict" } else { "lenient" },
             skills,
             valid,
+            with_errors: summary.with_errors,
             problems,
         })?;
     } else {
@@ -83,9 +82,10 @@ pub fn validate(ctx: &mut Ctx, args: ValidateArgs) -> Result<ExitCode> {
                 .line(format!("{}: {word}: {}", shown(&loc), shown(&p.message)))?;
         }
         let summary = format!(
-            "{skills} skill{} checked ({} mode): {valid} valid, {errors} with errors",
+            "{skills} skill{} checked ({} mode): {valid} valid, {} with errors",
             if skills == 1 { "" } else { "s" },
             if args.strict { "strict" } else { "lenient" },
+            summary.with_errors,
         );
         let _ = writeln!(std::io::stderr().lock(), "{summary}");
     }

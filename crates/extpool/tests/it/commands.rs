@@ -239,7 +239,8 @@ fn skills_validate_strict_and_lenient() {
       "mode": "strict",
       "problems": [],
       "skills": 1,
-      "valid": 1
+      "valid": 1,
+      "with_errors": 0
     }
     "#);
 }

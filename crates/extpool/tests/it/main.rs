@@ -16,3 +16,4 @@ pub mod serve;
 mod signals;
 mod support;
 mod tty;
+mod unloaded;
