@@ -61,6 +61,11 @@ pub struct GatewayOptions {
     /// could then run programs as the gateway's user, so only a gateway
     /// whose session API is as trusted as its configuration turns it on.
     pub session_commands: bool,
+    /// Tool search: above this configuration's schema budget, a session's
+    /// `tools/list` shows names and one-line descriptions in a search
+    /// tool instead of every schema ([`crate::tool_search`]). Off when
+    /// `None`.
+    pub tool_search: Option<extpool_host::DeferralConfig>,
     /// Servers whose tools and prompts are listed under their own names
     /// (without `mcp__<server>__`) where that collides with nothing (see
     /// [`crate::names`]).
@@ -81,6 +86,7 @@ impl Default for GatewayOptions {
             session_servers: true,
             max_session_servers: crate::sessions::DEFAULT_MAX_SESSION_SERVERS,
             session_commands: false,
+            tool_search: None,
             unprefixed: Vec::new(),
         }
     }

@@ -63,6 +63,8 @@ struct Connection {
     log_level: Arc<AtomicUsize>,
     /// Whether it ever subscribed to a resource.
     subscribed: AtomicBool,
+    /// The tools its searches loaded (`--tool-search`).
+    loaded: crate::tool_search::Loaded,
     shared: Arc<Shared>,
 }
 
@@ -77,6 +79,7 @@ impl Connection {
             names: NamesCache::default(),
             log_level: Arc::new(AtomicUsize::new(0)),
             subscribed: AtomicBool::new(false),
+            loaded: crate::tool_search::Loaded::default(),
             shared,
         })
     }
@@ -187,6 +190,13 @@ impl GatewayHandler {
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.shared
+    }
+
+    /// The tools this connection may see, in catalog order.
+    fn visible_tools(&self) -> Vec<extpool_host::ToolInfo> {
+        let mut tools = self.view().tools();
+        tools.retain(|t| self.granted(&t.name, t.builtin));
+        tools
     }
 
     /// Whether this connection may see and call `name`.
@@ -356,13 +366,19 @@ impl ServerHandler for GatewayHandler {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let names = self.names();
-        let mut tools: Vec<_> = self
-            .view()
-            .tools()
+        let visible = self.visible_tools();
+        let shown = crate::tool_search::shown(
+            self.shared.options.tool_search.as_ref(),
+            &visible,
+            &names,
+            &self.connection.loaded,
+        );
+        let mut tools: Vec<_> = shown
+            .loaded
             .iter()
-            .filter(|t| self.granted(&t.name, t.builtin))
-            .map(|info| convert::tool(info, names.listed_tool(&info.name)))
+            .map(|&i| convert::tool(&visible[i], names.listed_tool(&visible[i].name)))
             .collect();
+        tools.extend(shown.search_tool);
         tools.extend(crate::source_tools::tools());
         Ok(lists::tools(tools))
     }
@@ -391,6 +407,22 @@ impl ServerHandler for GatewayHandler {
             crate::source_tools::call(&self.shared, self.durable.as_ref(), &name).await
         {
             return result.map(Into::into);
+        }
+        if let Some(config) = &self.shared.options.tool_search
+            && name == crate::tool_search::SEARCH_TOOL
+        {
+            let args = request.arguments.unwrap_or_default();
+            let (result, loaded) = crate::tool_search::search(
+                config,
+                &self.visible_tools(),
+                &self.names(),
+                &self.connection.loaded,
+                &args,
+            )?;
+            if loaded && self.has_session() {
+                let _ = context.peer.notify_tool_list_changed().await;
+            }
+            return Ok(result.into());
         }
         if !self.may_call(&name) {
             return Err(ErrorData::invalid_params(

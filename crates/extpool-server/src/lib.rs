@@ -42,6 +42,7 @@ pub mod sessions;
 pub mod skills;
 pub mod source_tools;
 pub mod subscriptions;
+pub mod tool_search;
 
 pub use gateway::{Gateway, GatewayError, GatewayOptions};
 pub use handler::GatewayHandler;

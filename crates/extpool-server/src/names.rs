@@ -77,6 +77,7 @@ impl Names {
         }
         // Tools: every name a call resolves already is taken.
         let mut taken: HashSet<&str> = crate::source_tools::NAMES.into_iter().collect();
+        taken.insert(crate::tool_search::SEARCH_TOOL);
         for info in tools {
             taken.insert(&info.name);
             taken.insert(&info.alias);

@@ -4,7 +4,7 @@ against a server and prints one JSON object per step on stdout.
     python mcp_client.py (--url URL | --stdio CMD ARG...) STEPS_JSON
 
 STEPS_JSON is a JSON list; each step is one of
-  {"op": "list_tools"}
+  {"op": "list_tools", "describe": true?}   (describe: also {"descriptions": {name: text}})
   {"op": "call", "name": N, "args": {...}, "progress": true?, "expect_error": true?}
       (with expect_error, a JSON-RPC error is printed as {"op": "call", "error": MESSAGE})
   {"op": "list_prompts"} | {"op": "get_prompt", "name": N, "args": {...}}
@@ -76,7 +76,10 @@ async def run(read, write, steps):
             op = step["op"]
             if op == "list_tools":
                 r = await session.list_tools()
-                emit({"op": op, "tools": [t.name for t in r.tools]})
+                out = {"op": op, "tools": [t.name for t in r.tools]}
+                if step.get("describe"):
+                    out["descriptions"] = {t.name: t.description for t in r.tools}
+                emit(out)
             elif op == "call":
                 progress = []
 

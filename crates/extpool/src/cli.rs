@@ -247,6 +247,17 @@ pub struct ServeArgs {
     /// configuration.
     #[arg(long, conflicts_with = "no_session_servers")]
     pub session_commands: bool,
+
+    /// Defer tool schemas above a budget: clients get the tools' names and
+    /// one-line descriptions in a ToolSearch tool, and load the schemas they
+    /// need by searching (a deferred tool can also be called by name).
+    #[arg(long)]
+    pub tool_search: bool,
+
+    /// The schema budget of --tool-search, in bytes of tool definitions
+    /// (default 40000, about 10,000 tokens).
+    #[arg(long, value_name = "BYTES", requires = "tool_search")]
+    pub tool_search_budget: Option<usize>,
 }
 
 /// `extpool sessions …`: the operator API of a running gateway.

@@ -16,3 +16,4 @@ mod relay;
 mod sessions;
 mod sharing;
 mod support;
+mod tool_search;

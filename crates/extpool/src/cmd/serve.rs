@@ -45,6 +45,13 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
         state: Some(state),
         session_servers: !args.no_session_servers,
         session_commands: args.session_commands,
+        tool_search: args.tool_search.then(|| {
+            let mut deferral = extpool_host::DeferralConfig::default();
+            if let Some(budget) = args.tool_search_budget {
+                deferral.budget_bytes = budget;
+            }
+            deferral
+        }),
         bearer,
         allowed_hosts: args.allowed_hosts.clone(),
         allowed_origins: args.allowed_origins.clone(),

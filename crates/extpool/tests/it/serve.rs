@@ -425,3 +425,36 @@ fn a_kill_9_in_a_loop_of_refreshes_loses_no_acknowledged_grant() {
     assert!(lost.is_empty(), "acknowledged grants lost: {lost:?}");
     assert_eq!(sigterm(&mut again), 0);
 }
+
+#[test]
+fn tool_search_flags_defer_schemas_behind_a_search_tool() {
+    let sb = Sandbox::new();
+    let state = StateDir::new();
+    testkit_config(&sb, &state);
+    let mut served = serve(
+        &sb,
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--tool-search",
+            "--tool-search-budget",
+            "1",
+        ],
+    );
+    let out = python(
+        &["--url", &served.url],
+        json!([
+            {"op": "list_tools"},
+            {"op": "call", "name": "ToolSearch", "args": {"query": "echo message"}},
+        ]),
+    );
+    let listed = strings(&out[1]["tools"]);
+    assert!(listed.contains(&"ToolSearch".to_owned()), "{listed:?}");
+    assert!(
+        !listed.contains(&"mcp__testkit__echo".to_owned()),
+        "{listed:?}"
+    );
+    let found: Value = serde_json::from_str(out[2]["text"][0].as_str().unwrap()).unwrap();
+    assert_eq!(found["tools"][0]["name"], "mcp__testkit__echo", "{found}");
+    assert_eq!(sigterm(&mut served), 0);
+}
