@@ -51,8 +51,10 @@ pub enum CallError {
         /// The URI.
         uri: String,
     },
-    /// The source failed (transport, protocol, timeout, unavailable).
-    #[error("{tool} on {server}: {error}")]
+    /// The source failed (transport, protocol, timeout, unavailable). The
+    /// message is the tool's name and the source's error, which names its
+    /// server (the tool's name does too), so the server is said once.
+    #[error("{tool}: {error}")]
     Source {
         /// The tool (catalog name) or built-in.
         tool: String,

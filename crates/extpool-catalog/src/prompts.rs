@@ -44,7 +44,7 @@ pub enum CommandError {
         reason: String,
     },
     /// The source failed or refused the arguments.
-    #[error("/{command} on {server}: {error}")]
+    #[error("/{command}: {error}")]
     Source {
         /// The command.
         command: String,

@@ -30,6 +30,18 @@ pub enum HostError {
         /// Servers that failed to start (their tools are missing).
         failed: Vec<String>,
     },
+    /// The tool's server failed to start, so none of its tools exist here.
+    #[error(
+        "{tool} is unavailable: MCP server \"{server}\" failed to start: {reason}; see `extpool list sources`"
+    )]
+    ServerFailed {
+        /// The name asked for.
+        tool: String,
+        /// The server it belongs to.
+        server: String,
+        /// Why the server failed to start.
+        reason: String,
+    },
     /// The tool exists but the call failed before or at dispatch.
     #[error(transparent)]
     Call(CallError),
@@ -118,6 +130,7 @@ impl HostError {
     pub fn is_not_found(&self) -> bool {
         match self {
             Self::UnknownTool { .. }
+            | Self::ServerFailed { .. }
             | Self::UnknownCommand { .. }
             | Self::UnknownSkill { .. }
             | Self::NoSkillFile { .. } => true,

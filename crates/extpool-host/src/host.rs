@@ -59,6 +59,14 @@ impl HostInner {
         self.shut.load(Ordering::Acquire)
     }
 
+    /// Why `server` failed to start, when it did.
+    pub(crate) fn failure_of(&self, server: &str) -> Option<String> {
+        self.servers.iter().find_map(|s| match &s.info.state {
+            ServerState::Failed { reason } if s.info.name == server => Some(reason.clone()),
+            _ => None,
+        })
+    }
+
     pub(crate) fn failed_servers(&self) -> Vec<String> {
         self.servers
             .iter()

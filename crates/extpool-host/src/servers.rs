@@ -72,7 +72,7 @@ fn state_of(status: &ServerStatus) -> ServerState {
         ServerStatus::Lazy { tools } => ServerState::Lazy { tools: *tools },
         ServerStatus::Disabled => ServerState::Disabled,
         ServerStatus::Failed { error, .. } => ServerState::Failed {
-            reason: error.to_string(),
+            reason: error.reason(),
         },
         _ => ServerState::Failed {
             reason: "unknown start-up state".into(),

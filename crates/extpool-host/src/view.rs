@@ -269,11 +269,29 @@ impl View {
         tools_of(&rev)
             .into_iter()
             .find(|t| t.name == name || t.alias == name)
-            .ok_or_else(|| HostError::UnknownTool {
-                name: name.to_owned(),
-                suggestion: suggest_tool(&rev, name),
-                failed: self.inner.host.failed_servers(),
-            })
+            .ok_or_else(|| self.unknown_tool(&rev, name))
+    }
+
+    /// The error for a tool name `rev` does not have: the start failure of
+    /// the server the name belongs to, when that server failed (not a
+    /// suggestion of some other server's tool), else "unknown tool" with
+    /// the closest name.
+    fn unknown_tool(&self, rev: &CatalogRevision, name: &str) -> HostError {
+        let host = &self.inner.host;
+        if let Some(server) = crate::servers::server_of(&host.loaded, name)
+            && let Some(reason) = host.failure_of(&server)
+        {
+            return HostError::ServerFailed {
+                tool: name.to_owned(),
+                server,
+                reason,
+            };
+        }
+        HostError::UnknownTool {
+            name: name.to_owned(),
+            suggestion: suggest_tool(rev, name),
+            failed: host.failed_servers(),
+        }
     }
 
     /// Calls a tool by catalog name, alias or built-in name, on the
@@ -312,11 +330,7 @@ impl View {
         }
         match outcome {
             Ok(result) => Ok(result),
-            Err(e) if e.is_unknown_tool() => Err(HostError::UnknownTool {
-                name: name.to_owned(),
-                suggestion: suggest_tool(&rev, name),
-                failed: self.inner.host.failed_servers(),
-            }),
+            Err(e) if e.is_unknown_tool() => Err(self.unknown_tool(&rev, name)),
             Err(e) => Err(HostError::Call(e)),
         }
     }
@@ -457,11 +471,11 @@ impl View {
             match mcp.read_resource(uri).await {
                 Ok(Some(content)) => return Ok(content),
                 Ok(None) => {}
-                Err(source) => {
+                Err(error) => {
                     return Err(HostError::Read(ResolveError::Capability {
                         capability: cap.id().to_owned(),
                         uri: uri.to_owned(),
-                        source,
+                        error,
                     }));
                 }
             }

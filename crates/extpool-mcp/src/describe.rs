@@ -53,6 +53,41 @@ pub(crate) fn describe(error: &(dyn Error + 'static)) -> String {
     Causes(error).to_string()
 }
 
+/// A failed handshake in words: `cannot connect to URL: cause` when the
+/// server could not be reached at all, else `initialize failed: …`.
+pub(crate) fn initialize_failure(error: &ClientInitializeError) -> String {
+    match unreachable(error) {
+        Some(text) => text,
+        None => format!("initialize failed: {}", describe_initialize(error)),
+    }
+}
+
+/// `cannot connect to URL: cause` when `error` is a connection that could
+/// not be made (refused, no route, a name that does not resolve); the
+/// cause is the innermost one, which is what a person can act on.
+fn unreachable(error: &ClientInitializeError) -> Option<String> {
+    let init = match error {
+        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => fallback.as_ref(),
+        other => other,
+    };
+    let ClientInitializeError::TransportError { error, .. } = init else {
+        return None;
+    };
+    let request = match error.error.downcast_ref::<HttpError>() {
+        Some(StreamableHttpError::Client(request)) => request,
+        _ => error.error.downcast_ref::<reqwest::Error>()?,
+    };
+    if !request.is_connect() {
+        return None;
+    }
+    let url = request.url().map(redacted_url).unwrap_or_default();
+    let mut cause: &(dyn Error + 'static) = request;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    Some(format!("cannot connect to {url}: {cause}"))
+}
+
 fn describe_initialize(error: &ClientInitializeError) -> String {
     match error {
         ClientInitializeError::TransportError { error, context } => {

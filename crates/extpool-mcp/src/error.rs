@@ -119,8 +119,10 @@ pub enum ConnectFailure {
         /// The OS error (shown in the message, so not a `source()`).
         error: Arc<std::io::Error>,
     },
-    /// The MCP handshake failed (the child exited, the server refused, …).
-    #[error("initialize failed: {}", describe(error.as_ref()))]
+    /// The MCP handshake failed (the child exited, the server refused, …);
+    /// a server that cannot be reached at all reads `cannot connect to URL:
+    /// cause`.
+    #[error("{}", crate::describe::initialize_failure(error.as_ref()))]
     Initialize {
         /// rmcp's error (shown in the message, so not a `source()`).
         error: Arc<rmcp::service::ClientInitializeError>,
@@ -471,6 +473,18 @@ impl ClientError {
     pub fn rpc_error(&self) -> Option<&ErrorData> {
         match self {
             Self::Rpc { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+
+    /// For a first connection that failed: what failed, and the server's
+    /// last stderr lines, without the server's name — for a place that
+    /// names the server and says it failed to start already (a status row).
+    pub fn start_failure(&self) -> Option<String> {
+        match self {
+            Self::Connect {
+                failure, stderr, ..
+            } => Some(format!("{failure}{}", stderr_suffix(stderr))),
             _ => None,
         }
     }

@@ -28,6 +28,17 @@ pub enum StartError {
     Client(#[from] ClientError),
 }
 
+impl StartError {
+    /// Why the server did not start, for a row that names the server and
+    /// says it failed already (no "MCP server \"x\" failed to start:").
+    pub fn reason(&self) -> String {
+        match self {
+            Self::Client(e) => e.start_failure().unwrap_or_else(|| e.to_string()),
+            Self::Cap(e) => e.to_string(),
+        }
+    }
+}
+
 /// One step of one server's startup.
 #[derive(Debug, Clone)]
 #[non_exhaustive]

@@ -323,14 +323,14 @@ async fn a_server_failure_is_shown_once() {
         .call("mcp__kit__sleep", args(json!({"ms": 10_000})))
         .await
         .unwrap_err();
-    let expected = "mcp__kit__sleep on kit: MCP server \"kit\": tools/call timed out after 200 ms";
+    let expected = "mcp__kit__sleep: MCP server \"kit\": tools/call timed out after 200 ms";
     assert_eq!(err.to_string(), expected);
     assert_eq!(format!("{:#}", anyhow::Error::new(err)), expected);
     let err = catalog
         .call("mcp__kit__fail", args(json!({"message": "no"})))
         .await
         .unwrap_err();
-    let expected = "mcp__kit__fail on kit: MCP server \"kit\" returned error -32603: no";
+    let expected = "mcp__kit__fail: MCP server \"kit\" returned error -32603: no";
     assert_eq!(err.to_string(), expected);
     assert_eq!(format!("{:#}", anyhow::Error::new(err)), expected);
     shutdown(catalog, registry).await;

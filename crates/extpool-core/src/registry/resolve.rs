@@ -39,16 +39,17 @@ pub enum ResolveError {
         /// The URI as given.
         uri: String,
     },
-    /// The owning capability failed.
-    #[error("capability {capability:?} failed to read {uri:?}: {source}")]
+    /// The owning capability failed. Its error is in the message and not
+    /// a `source()`, so a chain printer shows it once; it names what failed
+    /// (an MCP server, a skill file), the capability's id would not.
+    #[error("cannot read {uri}: {error}")]
     Capability {
         /// The owner's id.
         capability: String,
         /// The URI.
         uri: String,
         /// What it reported.
-        #[source]
-        source: ExtensionError,
+        error: ExtensionError,
     },
 }
 
@@ -222,10 +223,10 @@ impl ExtensionRegistry {
         cap: &Arc<dyn Capability>,
         uri: &str,
     ) -> Result<Option<ResourceContent>, ResolveError> {
-        let fail = |source| ResolveError::Capability {
+        let fail = |error| ResolveError::Capability {
             capability: cap.id().to_owned(),
             uri: uri.to_owned(),
-            source,
+            error,
         };
         if !facet.exists(cap.as_ref(), uri).await.map_err(fail)? {
             return Ok(None);

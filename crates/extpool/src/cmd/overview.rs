@@ -99,6 +99,10 @@ pub async fn run(ctx: &mut Ctx) -> Result<ExitCode> {
     Ok(code)
 }
 
+/// The characters of a server's detail shown in the overview (the whole
+/// text is in `extpool list sources`).
+const DETAIL_CHARS: usize = 110;
+
 #[allow(clippy::too_many_arguments)]
 fn print(
     ctx: &mut Ctx,
@@ -186,20 +190,20 @@ fn print(
             "failed" => s.red("✗"),
             _ => s.dim("·"),
         };
-        let detail: String = srv
-            .detail
-            .lines()
-            .next()
-            .unwrap_or("")
-            .chars()
-            .take(110)
-            .collect();
+        let first = srv.detail.lines().next().unwrap_or("");
+        let mut detail: String = first.chars().take(DETAIL_CHARS).collect();
+        if detail.len() < srv.detail.len() {
+            detail.push('…');
+        }
         out.line(format!(
             "  {mark} {:<w$}  {}: {}",
             shown(&srv.name),
             shown(&srv.state),
             shown(&detail)
         ))?;
+    }
+    if servers.iter().any(|x| x.state == "failed") {
+        out.line(s.dim("  the whole errors: extpool list sources"))?;
     }
     out.line("")?;
     out.line(s.bold(&format!("Tools ({})", tools.len())))?;

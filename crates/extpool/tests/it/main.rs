@@ -11,6 +11,7 @@ mod floods;
 mod foreign_import;
 mod host;
 mod mcp_auth;
+mod messages;
 mod quickstart;
 pub mod serve;
 mod signals;

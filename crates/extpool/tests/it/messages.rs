@@ -1,0 +1,114 @@
+//! Error messages as a user reads them: each cause once, outermost first,
+//! the server named once, no internal names, and the cause of a start
+//! failure shown (with where to read the whole of it).
+
+use crate::support::Sandbox;
+
+/// A loopback port nothing listens on (bound, then released).
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+fn error_line(stderr: &str) -> &str {
+    stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("no error line in:\n{stderr}"))
+}
+
+#[test]
+fn a_start_failure_shows_its_cause_once_and_where_to_read_it_whole() {
+    let sb = Sandbox::new();
+    let port = closed_port();
+    sb.write(
+        "extpool.yaml",
+        &format!(
+            "mcp_servers:\n  bad:\n    command: ./does-not-exist\n  remote:\n    url: http://127.0.0.1:{port}/mcp?api_key=s3cr3t\nskills:\n  default_roots: false\n"
+        ),
+    );
+    let refused = format!(
+        "failed: cannot connect to http://127.0.0.1:{port}/mcp: Connection refused (os error 111)"
+    );
+    let r = sb.run(&[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stdout.contains(&refused), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("failed: could not start \"")
+            && r.stdout
+                .contains("does-not-exist\": No such file or directory (os error 2)"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("the whole errors: extpool list sources"),
+        "{}",
+        r.stdout
+    );
+    // The live status (plain lines here) says the same, naming each server once.
+    assert!(
+        r.stderr.contains(&format!("remote: {refused}")),
+        "{}",
+        r.stderr
+    );
+    for text in [&r.stdout, &r.stderr] {
+        assert!(!text.contains("failed to start"), "{text}");
+        assert!(!text.contains("MCP server \""), "{text}");
+        assert!(!text.contains("s3cr3t"), "{text}");
+        assert!(!text.contains("client error (Connect)"), "{text}");
+    }
+
+    let r = sb.run(&["list", "sources", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v[1]["detail"],
+        format!("cannot connect to http://127.0.0.1:{port}/mcp: Connection refused (os error 111)")
+    );
+}
+
+#[test]
+fn a_tool_of_a_server_that_failed_gets_that_servers_failure() {
+    let sb = Sandbox::new();
+    sb.testkit_config("  bad:\n    command: ./does-not-exist\nskills:\n  default_roots: false\n");
+    for args in [
+        &["call", "mcp__bad__add", "a=1", "b=2"][..],
+        &["describe", "mcp__bad__add"],
+    ] {
+        let r = sb.run(args);
+        assert_eq!(r.code, 1, "{args:?}");
+        let line = error_line(&r.stderr);
+        assert!(
+            line.starts_with(
+                "error: mcp__bad__add is unavailable: MCP server \"bad\" failed to start: could not start \""
+            ) && line.ends_with(
+                "does-not-exist\": No such file or directory (os error 2); see `extpool list sources`"
+            ),
+            "{args:?}: {line}"
+        );
+        assert!(!line.contains("did you mean"), "{line}");
+    }
+}
+
+#[test]
+fn a_failed_call_or_read_names_its_server_once() {
+    let sb = Sandbox::new();
+    sb.testkit_config("    request_timeout_ms: 300\nskills:\n  default_roots: false\n");
+    let r = sb.run(&["call", "mcp__testkit__sleep", "ms=10000"]);
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        error_line(&r.stderr),
+        "error: mcp__testkit__sleep: MCP server \"testkit\": tools/call timed out after 300 ms"
+    );
+    let r = sb.run(&["call", "mcp__testkit__fail", "message=no"]);
+    assert_eq!(
+        error_line(&r.stderr),
+        "error: mcp__testkit__fail: MCP server \"testkit\" returned error -32603: no"
+    );
+    // A file an MCP-hosted skill does not have.
+    let r = sb.run(&["read", "skill://testkit-skill/nope.md"]);
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        error_line(&r.stderr),
+        "error: cannot read skill://testkit-skill/nope.md: MCP server \"testkit\" returned error -32002: no resource skill://testkit-skill/nope.md"
+    );
+}
