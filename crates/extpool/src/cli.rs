@@ -318,8 +318,10 @@ pub enum ListKind {
     Skills,
     /// Slash commands from skills and MCP prompts.
     Commands,
-    /// MCP resources.
+    /// MCP resources (and, in the table, resource templates).
     Resources,
+    /// MCP resource templates (URI templates a server can fill in).
+    Templates,
     /// Configured servers and skill roots with their state.
     Sources,
     /// Configured MCP servers (without connecting).

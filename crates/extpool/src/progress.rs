@@ -38,17 +38,42 @@ pub struct Progress {
     started: Instant,
 }
 
-fn one_line(s: &str, max: usize) -> String {
-    let line = s
-        .lines()
+/// The colour of a piece of the display.
+#[derive(Clone, Copy)]
+enum Tone {
+    Plain,
+    Dim,
+    Good,
+    Bad,
+}
+
+/// `text` cut to `max` characters, ending with `…` when cut.
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// The width of the terminal on stderr: asked each time (it may be
+/// resized), else `COLUMNS`, else 80.
+fn terminal_columns() -> usize {
+    rustix::termios::tcgetwinsize(io::stderr())
+        .ok()
+        .map(|w| usize::from(w.ws_col))
+        .filter(|&c| c > 0)
+        .or_else(|| std::env::var("COLUMNS").ok()?.parse().ok())
+        .unwrap_or(80)
+}
+
+/// The first line of `s` with text, trimmed.
+fn one_line(s: &str) -> &str {
+    s.lines()
         .find(|l| !l.trim().is_empty())
         .unwrap_or("")
-        .trim();
-    if line.chars().count() > max {
-        line.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
-    } else {
-        line.to_owned()
-    }
+        .trim()
 }
 
 impl Progress {
@@ -123,53 +148,95 @@ impl Progress {
     }
 
     fn describe(&self, status: &Status, since: Option<Duration>) -> String {
+        let (text, tone) = self.words(status, since);
+        self.paint(tone, &text)
+    }
+
+    fn paint(&self, tone: Tone, text: &str) -> String {
         let s = self.style;
-        match status {
-            Status::Configured | Status::Disabled => s.dim("waiting"),
-            Status::Connecting => match since {
-                Some(d) if self.live && d >= Duration::from_millis(500) => {
-                    format!("connecting… {:.1} s", d.as_secs_f64())
-                }
-                _ if self.live => "connecting…".into(),
-                _ => "connecting".into(),
-            },
-            Status::Ready { elapsed_ms, tools } => {
-                let sep = if self.live { " · " } else { " with " };
-                s.green(&format!(
-                    "ready in {elapsed_ms} ms{sep}{tools} tool{}",
-                    if *tools == 1 { "" } else { "s" }
-                ))
-            }
-            Status::Lazy { tools } => format!(
-                "lazy: {tools} declared tool{}, connects on first call",
-                if *tools == 1 { "" } else { "s" }
-            ),
-            Status::Failed { reason } => {
-                s.red(&format!("failed: {}", shown(&one_line(reason, 160))))
-            }
-            _ => String::new(),
+        match tone {
+            Tone::Plain => text.to_owned(),
+            Tone::Dim => s.dim(text),
+            Tone::Good => s.green(text),
+            Tone::Bad => s.red(text),
         }
     }
 
+    /// A status in words (escaped, one line; a failure is whole when not
+    /// live: it is the only place a plain log shows it) and its colour.
+    fn words(&self, status: &Status, since: Option<Duration>) -> (String, Tone) {
+        match status {
+            Status::Configured | Status::Disabled => ("waiting".into(), Tone::Dim),
+            Status::Connecting => (
+                match since {
+                    Some(d) if self.live && d >= Duration::from_millis(500) => {
+                        format!("connecting… {:.1} s", d.as_secs_f64())
+                    }
+                    _ if self.live => "connecting…".into(),
+                    _ => "connecting".into(),
+                },
+                Tone::Plain,
+            ),
+            Status::Ready { elapsed_ms, tools } => {
+                let sep = if self.live { " · " } else { " with " };
+                (
+                    format!(
+                        "ready in {elapsed_ms} ms{sep}{tools} tool{}",
+                        if *tools == 1 { "" } else { "s" }
+                    ),
+                    Tone::Good,
+                )
+            }
+            Status::Lazy { tools } => (
+                format!(
+                    "lazy: {tools} declared tool{}, connects on first call",
+                    if *tools == 1 { "" } else { "s" }
+                ),
+                Tone::Plain,
+            ),
+            Status::Failed { reason } => {
+                (format!("failed: {}", shown(one_line(reason))), Tone::Bad)
+            }
+            _ => (String::new(), Tone::Plain),
+        }
+    }
+
+    /// Redraws the block in place. Every row is cut to the terminal's
+    /// width: a row that wrapped would take two lines, and moving the
+    /// cursor up by the number of rows would then leave stale lines above.
     fn draw(&mut self) {
+        let columns = terminal_columns();
         let mut text = String::new();
         if self.drawn > 0 {
             text.push_str(&format!("\x1b[{}A", self.drawn));
         }
         for (name, status, since) in &self.rows {
-            let mark = match status {
-                Status::Connecting => self.style.cyan(SPINNER[self.frame]),
-                Status::Ready { .. } | Status::Lazy { .. } => self.style.green("✓"),
-                Status::Failed { .. } => self.style.red("✗"),
-                _ => self.style.dim("·"),
+            let (mark, mark_tone) = match status {
+                Status::Connecting => (SPINNER[self.frame], Tone::Plain),
+                Status::Ready { .. } | Status::Lazy { .. } => ("✓", Tone::Good),
+                Status::Failed { .. } => ("✗", Tone::Bad),
+                _ => ("·", Tone::Dim),
             };
             let elapsed = matches!(status, Status::Connecting).then(|| since.elapsed());
-            text.push_str(&format!(
-                "\x1b[2K  {mark} {:<w$}  {}\n",
-                shown(name),
-                self.describe(status, elapsed),
-                w = self.width
-            ));
+            let head = format!("  {mark} {:<w$}  ", shown(name), w = self.width);
+            let (words, tone) = self.words(status, elapsed);
+            // One column is left free: some terminals wrap on the last one.
+            let room = columns.saturating_sub(1);
+            let head_len = head.chars().count();
+            let (head, words) = if head_len >= room {
+                (cut(&head, room), String::new())
+            } else {
+                (head, cut(&words, room - head_len))
+            };
+            let mark_painted = if matches!(status, Status::Connecting) {
+                self.style.cyan(mark)
+            } else {
+                self.paint(mark_tone, mark)
+            };
+            text.push_str("\x1b[2K");
+            text.push_str(&head.replacen(mark, &mark_painted, 1));
+            text.push_str(&self.paint(tone, &words));
+            text.push('\n');
         }
         self.drawn = self.rows.len();
         let mut err = io::stderr().lock();
@@ -193,7 +260,15 @@ impl Progress {
         if failed > 0 {
             s.push_str(&format!(", {failed} failed"));
         }
-        s.push_str(&format!(" ({:.1} s)", self.started.elapsed().as_secs_f64()));
+        let detail = if failed > 0 && self.live {
+            " — whole errors: extpool list sources"
+        } else {
+            ""
+        };
+        s.push_str(&format!(
+            " ({:.1} s){detail}",
+            self.started.elapsed().as_secs_f64()
+        ));
         s
     }
 

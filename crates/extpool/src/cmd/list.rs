@@ -11,7 +11,7 @@ use crate::cli::{ListArgs, ListKind};
 use crate::context::Ctx;
 use crate::output::shown;
 use extpool_host::servers::transport;
-use extpool_host::{CommandInfo, ResourceInfo, SkillInfo, ToolInfo};
+use extpool_host::{CommandInfo, ResourceInfo, SkillInfo, TemplateInfo, ToolInfo};
 
 #[derive(Serialize)]
 struct Everything {
@@ -19,6 +19,7 @@ struct Everything {
     skills: Vec<SkillInfo>,
     commands: Vec<CommandInfo>,
     resources: Vec<ResourceInfo>,
+    templates: Vec<TemplateInfo>,
 }
 
 #[derive(Serialize)]
@@ -37,22 +38,40 @@ pub async fn run(ctx: &mut Ctx, args: ListArgs) -> Result<ExitCode> {
     }
     let opened = open_host(ctx, Need::Servers).await?;
     let skills = ctx.shown_skills(opened.view.skills().await);
-    let result = print(ctx, &opened, &skills, args.kind);
+    let templates = match args.kind {
+        None | Some(ListKind::Resources | ListKind::Templates) => {
+            opened.view.resource_templates().await
+        }
+        _ => Vec::new(),
+    };
+    let listed = Listed {
+        skills: &skills,
+        templates: &templates,
+    };
+    let result = print(ctx, &opened, &listed, args.kind);
     let code = opened.listing_code();
     opened.shutdown().await;
     result?;
     Ok(code)
 }
 
-fn print(ctx: &mut Ctx, host: &Opened, skills: &[SkillInfo], kind: Option<ListKind>) -> Result<()> {
+/// What the listing asked the host for beyond its view's cached lists.
+struct Listed<'a> {
+    skills: &'a [SkillInfo],
+    templates: &'a [TemplateInfo],
+}
+
+fn print(ctx: &mut Ctx, host: &Opened, listed: &Listed, kind: Option<ListKind>) -> Result<()> {
     let json = ctx.global.json;
     let view = &host.view;
+    let skills = listed.skills;
     match kind {
         None if json => ctx.out.json_value(&Everything {
             tools: view.tools(),
             skills: skills.to_vec(),
             commands: view.commands(),
             resources: view.resources(),
+            templates: listed.templates.to_vec(),
         })?,
         None => {
             for k in [
@@ -63,7 +82,7 @@ fn print(ctx: &mut Ctx, host: &Opened, skills: &[SkillInfo], kind: Option<ListKi
             ] {
                 let title = format!("{k:?}").to_ascii_uppercase();
                 ctx.out.line(ctx.out.style.bold(&title))?;
-                table(ctx, host, skills, k)?;
+                table(ctx, host, listed, k)?;
                 ctx.out.line("")?;
             }
         }
@@ -72,16 +91,18 @@ fn print(ctx: &mut Ctx, host: &Opened, skills: &[SkillInfo], kind: Option<ListKi
             ListKind::Skills => ctx.out.json_value(&skills)?,
             ListKind::Commands => ctx.out.json_value(&view.commands())?,
             ListKind::Resources => ctx.out.json_value(&view.resources())?,
+            ListKind::Templates => ctx.out.json_value(&listed.templates)?,
             ListKind::Sources => ctx.out.json_value(&host.host.sources())?,
             ListKind::Servers => {}
         },
-        Some(k) => table(ctx, host, skills, k)?,
+        Some(k) => table(ctx, host, listed, k)?,
     }
     Ok(())
 }
 
-fn table(ctx: &mut Ctx, host: &Opened, skills: &[SkillInfo], kind: ListKind) -> Result<()> {
+fn table(ctx: &mut Ctx, host: &Opened, listed: &Listed, kind: ListKind) -> Result<()> {
     let view = &host.view;
+    let skills = listed.skills;
     let (headers, rows, empty): (&[&str], Vec<Vec<String>>, &str) = match kind {
         ListKind::Tools => (
             &["TOOL", "DESCRIPTION"],
@@ -141,6 +162,11 @@ fn table(ctx: &mut Ctx, host: &Opened, skills: &[SkillInfo], kind: ListKind) -> 
                 .collect(),
             "no resources",
         ),
+        ListKind::Templates => (
+            &["URI TEMPLATE", "SERVER", "DESCRIPTION"],
+            template_rows(listed.templates),
+            "no resource templates",
+        ),
         ListKind::Sources => {
             let (catalog, sources): (Vec<_>, Vec<_>) = host
                 .host
@@ -185,7 +211,29 @@ fn table(ctx: &mut Ctx, host: &Opened, skills: &[SkillInfo], kind: ListKind) -> 
     } else {
         ctx.out.table(headers, &rows)?;
     }
+    // Templates are resources a server makes on demand: shown with them.
+    if kind == ListKind::Resources && !listed.templates.is_empty() {
+        ctx.out.line("")?;
+        ctx.out.table(
+            &["URI TEMPLATE", "SERVER", "DESCRIPTION"],
+            &template_rows(listed.templates),
+        )?;
+    }
     Ok(())
+}
+
+fn template_rows(templates: &[TemplateInfo]) -> Vec<Vec<String>> {
+    templates
+        .iter()
+        .map(|t| {
+            let d = if t.description.is_empty() {
+                &t.name
+            } else {
+                &t.description
+            };
+            vec![t.uri_template.clone(), t.server.clone(), d.clone()]
+        })
+        .collect()
 }
 
 /// `list servers`: the configuration only, no connection.

@@ -416,3 +416,32 @@ fn describe_shows_a_tools_arguments_and_a_call_to_try() {
         r.stderr
     );
 }
+
+#[test]
+fn list_resources_shows_resource_templates() {
+    let sb = Sandbox::new();
+    sb.testkit_config("    args: [--conformance]\nskills:\n  default_roots: false\n");
+    let r = sb.run(&["list", "resources"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let row = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("test://template/{id}/data"))
+        .unwrap_or_else(|| panic!("no template row:\n{}", r.stdout));
+    assert!(
+        row.contains("testkit") && row.contains("JSON data for any id"),
+        "{row}"
+    );
+    assert!(r.stdout.contains("URI TEMPLATE"), "{}", r.stdout);
+    let r = sb.run(&["list", "templates", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v[0]["uri_template"], "test://template/{id}/data");
+    assert_eq!(v[0]["server"], "testkit");
+    let r = sb.run(&["list", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v["templates"][0]["uri_template"],
+        "test://template/{id}/data"
+    );
+}

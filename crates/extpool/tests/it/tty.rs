@@ -157,3 +157,58 @@ fn live_status_on_a_terminal_and_plain_lines_when_piped() {
     });
     assert!(screen.contains(r"A\x1b[2JB"), "{screen}");
 }
+
+/// Issue 17 item 21: a failure line longer than the terminal is wide must
+/// not wrap — a wrapped row takes two lines, and redrawing the block by its
+/// number of rows then leaves stale "connecting" lines above it.
+#[test]
+fn a_narrow_terminal_keeps_one_line_per_server() {
+    let sb = Sandbox::new();
+    let bin = crate::support::testkit().display().to_string();
+    let long = format!("./does-not-exist-{}", "x".repeat(120));
+    let mut config = String::from("mcp_servers:\n");
+    for i in 0..4 {
+        config.push_str(&format!("  kit{i}:\n    command: {bin}\n"));
+    }
+    for i in 0..2 {
+        config.push_str(&format!("  broken{i}:\n    command: {long}\n"));
+    }
+    config.push_str("skills:\n  default_roots: false\n");
+    sb.write("extpool.yaml", &config);
+    let tmux = Tmux::new(&sb);
+    let out = tmux.cmd(&["new-session", "-d", "-s", "t", "-x", "60", "-y", "40", "sh"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    tmux.cmd(&[
+        "send-keys",
+        "-t",
+        "t",
+        &format!(
+            "clear; {}",
+            shell_line(&sb, "narrow", "list tools >/dev/null")
+        ),
+        "Enter",
+    ]);
+    let screen = tmux.wait_until("the narrow run, on a cleared screen", |screen| {
+        screen.contains("DONE-narrow-1")
+    });
+    assert!(
+        screen.contains("4 of 6 servers ready, 2 failed"),
+        "{screen}"
+    );
+    assert!(!screen.contains("connecting"), "stale lines:\n{screen}");
+    for name in ["kit0", "kit1", "kit2", "kit3", "broken0", "broken1"] {
+        let rows = screen
+            .lines()
+            .filter(|l| l.split_whitespace().nth(1) == Some(name))
+            .count();
+        assert_eq!(rows, 1, "{name}:\n{screen}");
+    }
+    for line in screen.lines().filter(|l| l.contains("✗ broken")) {
+        assert!(line.ends_with('…'), "cut, not wrapped: {line:?}\n{screen}");
+        assert!(line.chars().count() < 60, "{line:?}");
+    }
+}
