@@ -289,7 +289,8 @@ impl View {
         }
         HostError::UnknownTool {
             name: name.to_owned(),
-            suggestion: suggest_tool(rev, name),
+            suggestion: suggest_tool(rev, name)
+                .or_else(|| suggest_namespace(rev, &host.loaded, name)),
             failed: host.failed_servers(),
         }
     }
@@ -760,6 +761,31 @@ pub(crate) fn tools_of(rev: &CatalogRevision) -> Vec<ToolInfo> {
 
 /// A suggestion for an unknown tool: the one tool whose own name it is
 /// (a call without the `mcp__<server>__` prefix), else the closest name.
+/// For `mcp__<namespace>__<tool>` whose namespace no configured server has
+/// and nothing visible is named under (the server's name mistyped, so none
+/// was started): the same tool under the closest configured namespace.
+fn suggest_namespace(
+    rev: &CatalogRevision,
+    loaded: &extpool_config::Loaded,
+    name: &str,
+) -> Option<String> {
+    use extpool_catalog::names::{MCP_PREFIX, SEPARATOR};
+    let (namespace, tool) = name.strip_prefix(MCP_PREFIX)?.split_once(SEPARATOR)?;
+    if namespace.is_empty() || tool.is_empty() || crate::servers::server_of(loaded, name).is_some()
+    {
+        return None;
+    }
+    let prefix = format!("{MCP_PREFIX}{namespace}{SEPARATOR}");
+    if rev.all_tools().any(|t| t.name.starts_with(&prefix)) {
+        return None;
+    }
+    let namespaces = loaded
+        .enabled_servers()
+        .map(|(server, c)| c.prefix.as_deref().unwrap_or(server.as_str()));
+    let closest = extpool_config::diagnostics::did_you_mean(namespace, namespaces)?;
+    Some(format!("{MCP_PREFIX}{closest}{SEPARATOR}{tool}"))
+}
+
 fn suggest_tool(rev: &CatalogRevision, name: &str) -> Option<String> {
     let mut by_original = rev.all_tools().filter(|t| t.original() == name);
     if let (Some(only), None) = (by_original.next(), by_original.next()) {

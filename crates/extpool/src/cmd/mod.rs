@@ -164,6 +164,11 @@ pub async fn start_host(
     let selection = match &need {
         Need::Named(name) => match extpool_host::servers::server_of(&loaded, name) {
             Some(server) => ServerSelection::Only([server].into()),
+            // `mcp__x__…` with no server `x`: no server can have it, so
+            // none is started (and none waited for) to say so.
+            None if name.starts_with(extpool_host::catalog::names::MCP_PREFIX) => {
+                ServerSelection::Only(Default::default())
+            }
             None => ServerSelection::All,
         },
         Need::Servers => ServerSelection::All,

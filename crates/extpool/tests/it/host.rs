@@ -78,10 +78,13 @@ fn a_skill_whose_server_fails_is_still_readable_and_the_failure_listed() {
     );
 }
 
-#[test]
-fn a_call_starts_only_its_own_server() {
-    // `hung` never answers initialize; calling a tool of `ok` must not
-    // start it at all (and so never wait for it).
+/// A sandbox with server `ok` and server `hung`, which never answers
+/// initialize, each with its own state directory.
+fn ok_and_hung() -> (
+    Sandbox,
+    extpool_testkit::StateDir,
+    extpool_testkit::StateDir,
+) {
     let sb = Sandbox::new();
     let ok = extpool_testkit::StateDir::new();
     let hung = extpool_testkit::StateDir::new();
@@ -99,12 +102,35 @@ fn a_call_starts_only_its_own_server() {
             bin = testkit().display()
         ),
     );
+    (sb, ok, hung)
+}
+
+#[test]
+fn a_call_starts_only_its_own_server() {
+    // Calling a tool of `ok` must not start `hung` at all (and so never
+    // wait for it).
+    let (sb, ok, hung) = ok_and_hung();
     let r = sb.run(&["call", "mcp__ok__add", "a=2", "b=3"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout.trim(), "5");
     assert_eq!(ok.starts(), 1);
     assert_eq!(hung.starts(), 0, "the unrelated server was started");
     assert!(!r.stderr.contains("hung"), "{}", r.stderr);
+}
+
+#[test]
+fn a_tool_of_a_server_not_configured_starts_nothing_and_says_so() {
+    let (sb, ok, hung) = ok_and_hung();
+    let r = sb.run(&["call", "mcp__okk__add", "a=2", "b=3"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "error: unknown tool mcp__okk__add; did you mean mcp__ok__add?; see `extpool list tools`"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(ok.starts() + hung.starts(), 0, "a server was started");
 }
 
 #[test]
