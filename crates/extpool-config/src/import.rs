@@ -13,7 +13,7 @@ use extpool_mcp::config::McpServerConfig;
 use serde::Serialize;
 
 use crate::load::Loaded;
-use crate::model::{ExtensionsConfig, PermissionsConfig, SkillsConfig};
+use crate::model::{DiscoveryConfig, ExtensionsConfig, PermissionsConfig, SkillsConfig};
 use crate::secrets;
 
 /// What the YAML is for.
@@ -118,6 +118,10 @@ pub fn render(loaded: &Loaded, mode: &RenderMode) -> Rendered {
     if show || c.extensions != ExtensionsConfig::default() {
         yaml.push_str("extensions:\n");
         yaml.push_str(&indent(&to_yaml(&c.extensions), 2));
+    }
+    if show || c.discovery != DiscoveryConfig::default() {
+        yaml.push_str("discovery:\n");
+        yaml.push_str(&indent(&to_yaml(&c.discovery), 2));
     }
     Rendered { yaml, exports }
 }

@@ -36,12 +36,13 @@ pub use diagnostics::{Diagnostic, Severity};
 pub use error::{ConfigError, ResolveError};
 pub use import::{RenderMode, Rendered, render};
 pub use load::{
-    LoadRequest, Loaded, ServerSource, SourceFile, load, load_file, load_value, process_env,
-    resolve_paths,
+    LoadRequest, Loaded, ServerSource, SourceFile, load, load_file, load_strict, load_value,
+    process_env, resolve_paths,
 };
 pub use locate::{ConfigFormat, Origin, Places};
 pub use model::{
-    DefaultPolicy, ExtensionsConfig, ExtpoolConfig, PermissionsConfig, SkillsConfig, ValidationMode,
+    DefaultPolicy, DiscoveryConfig, ExtensionsConfig, ExtpoolConfig, PermissionsConfig,
+    SkillsConfig, ToolHiveConfig, ValidationMode,
 };
 
 /// The server entry type, re-exported from `extpool-mcp`.

@@ -90,6 +90,18 @@ pub struct LoadRequest {
 
 /// Loads the named files, or discovers configs when none are named.
 pub fn load(request: &LoadRequest) -> Result<Loaded, ConfigError> {
+    load_with(request, false)
+}
+
+/// [`load`], but the errors of discovered files of other programs fail the
+/// load too instead of skipping the file or entry: a reload while serving
+/// uses it to tell an invalid edit of such a file (refused, with its
+/// location) from one that is fine.
+pub fn load_strict(request: &LoadRequest) -> Result<Loaded, ConfigError> {
+    load_with(request, true)
+}
+
+fn load_with(request: &LoadRequest, all_strict: bool) -> Result<Loaded, ConfigError> {
     let places = &request.places;
     let mut loaded = Loaded::default();
     let mut errors = Vec::new();
@@ -99,7 +111,7 @@ pub fn load(request: &LoadRequest) -> Result<Loaded, ConfigError> {
             // Our own file must be right; the files of other programs are
             // the user's: one that cannot be read is skipped, with an error
             // that `config check` reports.
-            let strict = candidate.format == ConfigFormat::Extpool;
+            let strict = all_strict || candidate.format == ConfigFormat::Extpool;
             let shown = show(&candidate.path, places);
             let text = match read_text(&candidate.path, &shown, limit) {
                 Ok(text) => text,

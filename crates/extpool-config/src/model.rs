@@ -22,6 +22,17 @@
 //!   prompt_commands: true # MCP prompts as /mcp__<server>__<prompt>
 //!   notifications: {log_per_second: 100, progress_per_second: 100,
 //!                   list_changed_ms: 100, requests_in_flight: 16}
+//! discovery:              # while `extpool serve` runs
+//!   watch_config: true    # edits of the configuration files add, change, remove servers
+//!   interval_ms: 10000    # how often ToolHive is asked
+//!   timeout_ms: 10000     # one consultation at most
+//!   backoff_initial_ms: 1000
+//!   backoff_max_ms: 60000
+//!   max_concurrent: 4     # consultations at once
+//!   toolhive:
+//!     enabled: true
+//!     url: http://127.0.0.1:8080   # ToolHive's API (`thv serve`); else TOOLHIVE_API_URL
+//!     group: default               # only this group's workloads
 //! ```
 //!
 //! Every struct refuses unknown keys so a typo is reported (with a "did you
@@ -54,6 +65,79 @@ pub struct ExtpoolConfig {
     /// Limits of the extension host.
     #[serde(default)]
     pub extensions: ExtensionsConfig,
+    /// Servers found while serving: configuration edits and ToolHive.
+    #[serde(default)]
+    pub discovery: DiscoveryConfig,
+}
+
+/// The `discovery:` section: how `extpool serve` finds servers while it
+/// runs — in edited configuration files and in ToolHive's running
+/// workloads — on the catalog's one reconciliation loop.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiscoveryConfig {
+    /// Apply edits of the configuration files' servers while serving.
+    #[serde(default = "yes")]
+    pub watch_config: bool,
+    /// How often a polled source (ToolHive) is consulted, in milliseconds.
+    #[serde(default = "ten_seconds")]
+    pub interval_ms: u64,
+    /// The longest one consultation may take, in milliseconds.
+    #[serde(default = "ten_seconds")]
+    pub timeout_ms: u64,
+    /// The first wait after a failed consultation or candidate; doubles
+    /// up to `backoff_max_ms`.
+    #[serde(default = "one_second")]
+    pub backoff_initial_ms: u64,
+    /// The longest wait after failures.
+    #[serde(default = "one_minute")]
+    pub backoff_max_ms: u64,
+    /// Sources consulted at the same time.
+    #[serde(default = "four")]
+    pub max_concurrent: usize,
+    /// ToolHive's running MCP servers.
+    #[serde(default)]
+    pub toolhive: ToolHiveConfig,
+}
+
+impl Default for DiscoveryConfig {
+    fn default() -> Self {
+        Self {
+            watch_config: true,
+            interval_ms: ten_seconds(),
+            timeout_ms: ten_seconds(),
+            backoff_initial_ms: one_second(),
+            backoff_max_ms: one_minute(),
+            max_concurrent: four(),
+            toolhive: ToolHiveConfig::default(),
+        }
+    }
+}
+
+/// The `discovery.toolhive:` section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolHiveConfig {
+    /// Poll ToolHive's workloads API (`extpool serve`; `--toolhive=false`).
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// ToolHive's API (`thv serve`); unset: `TOOLHIVE_API_URL`, else
+    /// `http://127.0.0.1:8080`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Only the workloads of this group (`--toolhive-group`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+}
+
+impl Default for ToolHiveConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            url: None,
+            group: None,
+        }
+    }
 }
 
 /// The `skills:` section.
@@ -147,6 +231,18 @@ fn three() -> usize {
 fn twenty() -> usize {
     20
 }
+fn four() -> usize {
+    4
+}
+fn one_second() -> u64 {
+    1_000
+}
+fn ten_seconds() -> u64 {
+    10_000
+}
+fn one_minute() -> u64 {
+    60_000
+}
 
 /// The server-name rule and its sanitizer, owned by `extpool_core::name`
 /// (re-exported so config readers keep one import).
@@ -177,5 +273,23 @@ mod tests {
         assert_eq!(c.extensions.max_composition_depth, 3);
         assert!(c.skills.default_roots);
         assert_eq!(c.permissions.default, DefaultPolicy::Allow);
+        assert!(c.discovery.watch_config && c.discovery.toolhive.enabled);
+        assert_eq!(c.discovery.interval_ms, 10_000);
+    }
+
+    #[test]
+    fn the_discovery_section_reads_and_refuses_typos() {
+        let root = crate::tree::parse_yaml(
+            "discovery:\n  interval_ms: 500\n  toolhive:\n    enabled: false\n    group: dev\n",
+        )
+        .unwrap();
+        let c: ExtpoolConfig = crate::de::from_node(&root).unwrap();
+        assert_eq!(c.discovery.interval_ms, 500);
+        assert!(!c.discovery.toolhive.enabled);
+        assert_eq!(c.discovery.toolhive.group.as_deref(), Some("dev"));
+        assert!(c.discovery.watch_config);
+        let root = crate::tree::parse_yaml("discovery:\n  toolhive:\n    gruop: dev\n").unwrap();
+        let err = crate::de::from_node::<ExtpoolConfig>(&root).unwrap_err();
+        assert!(err.to_string().contains("gruop"), "{err}");
     }
 }

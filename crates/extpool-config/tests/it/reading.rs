@@ -122,3 +122,23 @@ fn a_discovered_fifo_is_skipped_with_an_error() {
         skipped[0]
     );
 }
+
+#[test]
+fn a_strict_load_refuses_what_a_lenient_one_skips_with_its_location() {
+    let dirs = Dirs::new();
+    dirs.project(
+        ".mcp.json",
+        "{\"mcpServers\": {\n  \"ok\": {\"command\": \"echo\"},\n  \"bad\": \"just a string\"\n}}\n",
+    );
+    let request = LoadRequest {
+        files: Vec::new(),
+        places: dirs.places(),
+    };
+    let lenient = load(&request).expect("a lenient load skips the bad entry");
+    assert!(lenient.config.mcp_servers.contains_key("ok"));
+    assert!(!lenient.config.mcp_servers.contains_key("bad"));
+    let err = extpool_config::load_strict(&request).unwrap_err();
+    let shown = err.to_string();
+    assert!(shown.starts_with(".mcp.json:3:"), "{shown}");
+    assert!(shown.contains("error"), "{shown}");
+}
