@@ -80,6 +80,14 @@ pub trait Membership: Send + Sync + 'static {
     /// keeps its last usable state and reports why).
     async fn prepare(&self) -> MembershipChange;
 
+    /// Called when the change is applied — synchronously, after the
+    /// registry holds it and right before the revision built with it is
+    /// published — so that what the provider reports matches that revision
+    /// from its first moment. Must not block.
+    fn committed(&self, change: &MembershipChange) {
+        let _ = change;
+    }
+
     /// Told what became of the change `prepare` returned. Called by the
     /// loop after the cycle; should not wait on upstream servers (spawn
     /// the draining of retired ones).
@@ -102,6 +110,7 @@ pub(crate) struct Commit<'a> {
     pub(crate) registry: &'a ExtensionRegistry,
     pub(crate) scope: &'a Scope,
     pub(crate) change: &'a MembershipChange,
+    pub(crate) membership: Option<&'a dyn Membership>,
 }
 
 impl Commit<'_> {
@@ -122,6 +131,9 @@ impl Commit<'_> {
             .map_err(|e| e.to_string())?;
         for (id, namespace) in &self.change.namespaces {
             services.set_namespace(id, namespace.as_deref());
+        }
+        if let Some(m) = self.membership {
+            m.committed(self.change);
         }
         Ok(())
     }

@@ -310,6 +310,7 @@ pub(crate) async fn run(
                 registry: &registry,
                 scope: &scope,
                 change: &change,
+                membership: membership.as_deref(),
             };
             let (outcome, told) = tokio::select! {
                 done = cycle(&shared, &visible, parent, &commit) => done,

@@ -109,6 +109,9 @@ pub enum HostError {
     /// The host has been shut down.
     #[error("the extension host is shut down")]
     ShutDown,
+    /// A discovery source is misconfigured (a ToolHive URL that is not one).
+    #[error("discovery: {0}")]
+    Discovery(String),
 }
 
 fn hint(suggestion: &Option<String>, failed: &[String]) -> String {

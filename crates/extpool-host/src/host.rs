@@ -27,11 +27,13 @@ use extpool_mcp::{McpServerCap, McpServerConfig, SessionConnectionPool};
 use extpool_skills::{DiscoveryConfig, SkillManagerCap};
 use parking_lot::Mutex;
 
+use crate::discovery::Reconciler;
+use crate::discovery::reconciler::Runtime;
 use crate::embedded::PoolFactory;
 use crate::error::HostError;
 use crate::info::SourceInfo;
 use crate::options::{ConfigSource, HostOptions};
-use crate::servers::{self, ServerEntry};
+use crate::servers;
 use crate::status::{HostStatus, ServerInfo, ServerState};
 use crate::view::{View, ViewInner, Views, child_view};
 
@@ -50,7 +52,12 @@ pub(crate) struct HostInner {
     pub pool_scope: Scope,
     pub health: crate::health::Health,
     discovery: DiscoveryConfig,
-    servers: Vec<ServerEntry>,
+    /// Every server, configured and discovered, as it runs now.
+    pub(crate) runtime: Arc<Runtime>,
+    /// Discovery (configuration edits, ToolHive), when the host was asked for it.
+    reconciler: Option<Arc<Reconciler>>,
+    /// Watches the configuration files for the reconciler.
+    watcher: Mutex<Option<extpool_skills::watch::SkillWatcher>>,
     shut: AtomicBool,
 }
 
@@ -61,14 +68,22 @@ impl HostInner {
 
     /// Why `server` failed to start, when it did.
     pub(crate) fn failure_of(&self, server: &str) -> Option<String> {
-        self.servers.iter().find_map(|s| match &s.info.state {
+        self.runtime.entries().iter().find_map(|s| match &s.info.state {
             ServerState::Failed { reason } if s.info.name == server => Some(reason.clone()),
             _ => None,
         })
     }
 
+    /// Has every discovery source consulted at the next cycle.
+    pub(crate) fn rediscover(&self) {
+        if let Some(r) = &self.reconciler {
+            r.mark(None);
+        }
+    }
+
     pub(crate) fn failed_servers(&self) -> Vec<String> {
-        self.servers
+        self.runtime
+            .entries()
             .iter()
             .filter(|s| matches!(s.info.state, ServerState::Failed { .. }))
             .map(|s| s.info.name.clone())
@@ -122,6 +137,7 @@ impl Host {
             events,
             pool_id,
             relay,
+            discovery: discovery_options,
         } = options;
         let loaded = load(config, &places)?;
         let ext = &loaded.config.extensions;
@@ -174,7 +190,24 @@ impl Host {
                 }
             });
         }
-        catalog.start(registry.clone(), pool_scope.clone())?;
+        let runtime = Arc::new(Runtime::new(servers));
+        let found = crate::discovery::setup::assemble(crate::discovery::setup::Assembly {
+            options: discovery_options,
+            selection: &selection,
+            loaded: &loaded,
+            places: &places,
+            pool: &pool,
+            runtime: &runtime,
+        })?;
+        catalog.start_with_membership(
+            registry.clone(),
+            pool_scope.clone(),
+            found
+                .reconciler
+                .clone()
+                .map(|r| r as Arc<dyn extpool_catalog::Membership>),
+        )?;
+        let watcher = found.watch(&catalog);
         catalog.settled().await;
         Ok(Host {
             inner: Arc::new(HostInner {
@@ -188,7 +221,9 @@ impl Host {
                 pool_scope,
                 health: crate::health::Health::default(),
                 discovery,
-                servers,
+                runtime,
+                reconciler: found.reconciler,
+                watcher: Mutex::new(watcher),
                 shut: AtomicBool::new(false),
             }),
             sessions: Arc::new(Mutex::new(HashMap::new())),
@@ -266,9 +301,46 @@ impl Host {
             .collect()
     }
 
-    /// Every configured server and its state.
+    /// Every server — configured, then discovered — and its state now.
     pub fn servers(&self) -> Vec<ServerInfo> {
-        self.inner.servers.iter().map(|s| s.info.clone()).collect()
+        self.inner
+            .runtime
+            .entries()
+            .into_iter()
+            .map(|s| s.info)
+            .collect()
+    }
+
+    /// Whether a server of this name (ignoring case) is configured or
+    /// discovered now: a name a session's own server may not take.
+    pub fn has_server(&self, name: &str) -> bool {
+        self.inner.runtime.has(name)
+    }
+
+    /// The cached state of each discovery source (configuration edits,
+    /// ToolHive): last success, last error, stale. Never consults one.
+    pub fn discovery(&self) -> Vec<crate::discovery::DiscoveryStatus> {
+        self.inner
+            .reconciler
+            .as_ref()
+            .map(|r| r.statuses())
+            .unwrap_or_default()
+    }
+
+    /// Changes each time a discovery source was consulted or the running
+    /// servers changed (for a display, or a test, that waits on it
+    /// instead of polling [`Host::discovery`]). Without discovery, never.
+    pub fn discovery_updates(&self) -> tokio::sync::watch::Receiver<u64> {
+        match &self.inner.reconciler {
+            Some(r) => r.updates(),
+            None => tokio::sync::watch::channel(0).1,
+        }
+    }
+
+    /// Has every discovery source consulted at the next reconciliation
+    /// cycle (a refresh: the configuration read again, ToolHive asked now).
+    pub fn rediscover(&self) {
+        self.inner.rediscover();
     }
 
     /// The host's state, from caches only (never contacts a server).
@@ -315,7 +387,11 @@ impl Host {
         for view in views {
             view.close_tree().await;
         }
+        drop(self.inner.watcher.lock().take());
         self.inner.catalog.shutdown().await;
+        if let Some(r) = &self.inner.reconciler {
+            r.shutdown().await;
+        }
         let report = self.inner.registry.shutdown().await;
         self.inner.pool.shutdown().await;
         report

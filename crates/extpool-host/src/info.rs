@@ -164,7 +164,7 @@ pub struct InstructionInfo {
 /// `ListMcpSources`: servers, skill-embedded servers, skill roots, the catalog.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SourceInfo {
-    /// `server`, `embedded`, `skills` or `catalog`.
+    /// `server`, `embedded`, `skills`, `discovery` or `catalog`.
     pub kind: &'static str,
     /// The server's name, the skill root, or `catalog`.
     pub name: String,
@@ -188,4 +188,8 @@ pub struct SourceInfo {
     /// whose SKILL.md has errors, a scan bound that was hit.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub dropped: Vec<String>,
+    /// When it last succeeded, in milliseconds since the epoch (discovery
+    /// sources).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_success_ms: Option<u64>,
 }

@@ -40,11 +40,14 @@
 //! - [`passthrough`]: prompts whole, resource templates, completions,
 //!   subscriptions and log levels, relayed to the server that owns them;
 //! - [`servers`]: configured servers started in parallel, with events;
+//! - [`discovery`]: servers that join and leave while running (edited
+//!   configuration files, ToolHive), on the catalog's reconciliation loop;
 //! - [`embedded`]: the skill-embedded server factory;
 //! - [`health`]: degraded capabilities (server down after a reconnect);
 //! - [`search`]: tool search, deferred loading of tool schemas;
 //! - [`info`], [`status`], [`skill_roots`]: the rows front ends render.
 
+pub mod discovery;
 pub mod embedded;
 pub mod error;
 pub mod health;
@@ -59,6 +62,7 @@ pub mod sources;
 pub mod status;
 pub mod view;
 
+pub use discovery::{DiscoverySource, DiscoveryStatus};
 pub use error::HostError;
 pub use health::{Degraded, Health, HealthEvent};
 pub use host::{Host, SKILLS_ID};
@@ -66,7 +70,10 @@ pub use info::{
     ArgInfo, BUILTIN, CommandInfo, InstructionInfo, ModelTool, ResourceInfo, SkillInfo, SourceInfo,
     ToolDetails, ToolInfo,
 };
-pub use options::{ConfigSource, HostOptions, ServerSelection};
+pub use options::{
+    ConfigOverrides, ConfigReload, ConfigSource, DiscoveryOptions, HostOptions, ServerSelection,
+    ToolHiveOptions,
+};
 pub use passthrough::{ResourceUpdate, TemplateInfo};
 pub use search::{DeferralConfig, SearchableTool, ToolIndex};
 pub use skill_roots::SkillRootReport;

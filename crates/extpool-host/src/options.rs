@@ -2,9 +2,10 @@
 //! start, and where to report their start-up.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use extpool_config::{ExtpoolConfig, Loaded, Places};
+use extpool_config::{ConfigError, Diagnostic, ExtpoolConfig, Loaded, Places, Severity};
+use extpool_mcp::McpServerConfig;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::status::ServerEvent;
@@ -83,6 +84,86 @@ pub struct HostOptions {
     /// [`CallContext`](extpool_core::CallContext)); servers are told the
     /// host can sample and elicit. For gateways.
     pub relay: bool,
+    /// What the host finds while it runs — edits of its configuration
+    /// files, ToolHive's workloads — on the catalog's reconciliation loop.
+    /// Nothing by default; used only when every server is selected.
+    pub discovery: DiscoveryOptions,
+}
+
+/// What a host discovers while it runs (see [`crate::discovery`]).
+#[derive(Debug, Clone, Default)]
+pub struct DiscoveryOptions {
+    /// Reload the servers of the configuration when its files change.
+    pub reload: Option<ConfigReload>,
+    /// Poll ToolHive's workloads API for running MCP servers.
+    pub toolhive: Option<ToolHiveOptions>,
+}
+
+/// How the configuration is read again when its files change.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigReload {
+    /// The files named with `--config`; none: configs discovered from the
+    /// host's [`Places`], as at start.
+    pub files: Vec<PathBuf>,
+    /// What the command line changed, applied again over every reload.
+    pub overrides: ConfigOverrides,
+}
+
+/// ToolHive's API (`thv serve`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolHiveOptions {
+    /// Its base URL (`http://127.0.0.1:8080`).
+    pub url: String,
+    /// Only the workloads of this group.
+    pub group: Option<String>,
+}
+
+/// What command-line flags change in a loaded configuration
+/// (`--mcp-server`, `--mcp-server-insecure-http`, `--mcp-resource-tools`,
+/// `--mcp-prompts`): one rule, applied at start and again over every
+/// reload, so a flag keeps winning after an edit of the files.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConfigOverrides {
+    /// Servers given as flags (`NAME=URL`), winning over a configured
+    /// server of the same name.
+    pub servers: Vec<(String, McpServerConfig)>,
+    /// Servers allowed plain `http://` to a non-loopback host.
+    pub insecure_http: Vec<String>,
+    /// `extensions.resource_tools`, when set.
+    pub resource_tools: Option<bool>,
+    /// `extensions.prompt_commands`, when set.
+    pub prompts: Option<bool>,
+}
+
+impl ConfigOverrides {
+    /// Applies the flags to `loaded`; relative paths resolve against `cwd`.
+    /// A flag naming a server that does not exist is an error naming it.
+    pub fn apply(&self, loaded: &mut Loaded, cwd: &Path) -> Result<(), ConfigError> {
+        for (name, config) in &self.servers {
+            loaded.add_flag_server(name, config.clone(), &format!("--mcp-server {name}"), cwd)?;
+        }
+        for name in &self.insecure_http {
+            let Some(server) = loaded.config.mcp_servers.get_mut(name) else {
+                return Err(ConfigError::Invalid {
+                    diagnostics: vec![Diagnostic::new(
+                        Severity::Error,
+                        format!("--mcp-server-insecure-http {name}"),
+                        None,
+                        "",
+                        format!("no server named {name:?} is configured"),
+                    )],
+                });
+            };
+            server.insecure_http = true;
+        }
+        if let Some(on) = self.resource_tools {
+            loaded.config.extensions.resource_tools = on;
+        }
+        if let Some(on) = self.prompts {
+            loaded.config.extensions.prompt_commands = on;
+        }
+        Ok(())
+    }
 }
 
 impl HostOptions {
@@ -116,6 +197,7 @@ impl HostOptions {
             events: None,
             pool_id: "extpool".into(),
             relay: false,
+            discovery: DiscoveryOptions::default(),
         }
     }
 }

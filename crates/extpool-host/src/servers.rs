@@ -13,11 +13,16 @@ use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 use crate::options::ServerSelection;
 use crate::status::{ServerEvent, ServerInfo, ServerState};
 
-/// One configured server and what became of it.
+/// One server (configured or discovered) and what became of it.
+#[derive(Clone)]
 pub(crate) struct ServerEntry {
     pub info: ServerInfo,
     /// The capability, when the server is ready or lazy.
     pub cap: Option<Arc<McpServerCap>>,
+    /// The discovery source that names it (`config`, `toolhive`).
+    pub source: String,
+    /// Its configuration as written: a change of it replaces the server.
+    pub written: McpServerConfig,
 }
 
 /// How a server is reached, for listings: no env, no headers, no secrets.
@@ -65,7 +70,7 @@ fn send(events: &Option<UnboundedSender<ServerEvent>>, server: &str, state: &Ser
     }
 }
 
-fn state_of(status: &ServerStatus) -> ServerState {
+pub(crate) fn state_of(status: &ServerStatus) -> ServerState {
     match status {
         ServerStatus::Connecting => ServerState::Connecting,
         ServerStatus::Ready { elapsed, tools } => ServerState::ready(*elapsed, *tools),
@@ -125,6 +130,8 @@ pub(crate) async fn start(
                 state,
             },
             cap: None,
+            source: crate::discovery::CONFIG_SOURCE.to_owned(),
+            written: config.clone(),
         });
     }
     let (tx, mut rx) = unbounded_channel::<StatusEvent>();

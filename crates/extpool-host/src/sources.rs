@@ -36,6 +36,7 @@ fn server_row(server: &ServerInfo, status: &CatalogStatus) -> SourceInfo {
         stale: false,
         last_error: None,
         dropped: Vec::new(),
+        last_success_ms: None,
     };
     match &server.state {
         ServerState::Failed { reason } => row.detail = reason.clone(),
@@ -122,6 +123,7 @@ pub(crate) fn rows(host: &Host, status: &CatalogStatus) -> Vec<SourceInfo> {
             stale: false,
             last_error: s.last_error.as_ref().map(|e| e.to_string()),
             dropped: dropped_of(&dropped, &s.id),
+            last_success_ms: None,
         });
     }
     let places = host.places();
@@ -161,6 +163,25 @@ pub(crate) fn rows(host: &Host, status: &CatalogStatus) -> Vec<SourceInfo> {
             stale: false,
             last_error: None,
             dropped,
+            last_success_ms: None,
+        });
+    }
+    for d in host.discovery() {
+        let detail = match (&d.last_error, d.stale) {
+            (Some(e), true) => e.clone(),
+            _ => plural(d.servers.len(), "server"),
+        };
+        rows.push(SourceInfo {
+            kind: "discovery",
+            name: d.source.clone(),
+            state: d.state.to_owned(),
+            detail,
+            origin: d.endpoint.clone(),
+            revision: None,
+            stale: d.stale,
+            last_error: d.last_error.clone(),
+            last_success_ms: d.last_success_ms,
+            dropped: d.notes.clone(),
         });
     }
     let skills_stale = status.source(SKILLS_ID).is_some_and(|s| s.stale);
@@ -179,6 +200,7 @@ pub(crate) fn rows(host: &Host, status: &CatalogStatus) -> Vec<SourceInfo> {
         stale: status.any_stale() || skills_stale,
         last_error: None,
         dropped: Vec::new(),
+        last_success_ms: None,
     });
     rows
 }

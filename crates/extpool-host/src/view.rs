@@ -618,11 +618,14 @@ impl View {
         Ok(())
     }
 
-    /// Runs a reconciliation cycle of the pool catalog and, when this view
-    /// has capabilities of its own, of its catalog; returns the outcome of
-    /// this view's catalog (whether it published a new revision).
+    /// Runs a reconciliation cycle of the pool catalog — consulting every
+    /// discovery source first (the configuration read again, ToolHive
+    /// asked now) — and, when this view has capabilities of its own, of
+    /// its catalog; returns the outcome of this view's catalog (whether it
+    /// published a new revision).
     pub async fn reconcile_now(&self) -> extpool_catalog::CycleOutcome {
         let host = &self.inner.host;
+        host.rediscover();
         let pool = host.catalog.reconcile_now().await;
         let own = self.inner.overlay.lock().clone();
         match own {

@@ -354,8 +354,10 @@ fn check_server(shared: &Shared, name: &str, config: &McpServerConfig) -> Result
             "a per-session server is a remote one (`url`, optional `headers`); a local `command` is accepted only in the gateway's configuration, or when the gateway runs with --session-commands".into(),
         ));
     }
-    if shared.host.config().config.mcp_servers.contains_key(name) {
-        return Err(bad("a configured server already has this name".into()));
+    if shared.host.has_server(name) {
+        return Err(bad(
+            "a configured or discovered server already has this name".into(),
+        ));
     }
     Ok(())
 }

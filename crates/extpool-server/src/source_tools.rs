@@ -31,7 +31,7 @@ pub fn tools() -> Vec<Tool> {
     vec![
         Tool::new(
             LIST_SOURCES,
-            "Lists every MCP source (configured, per-session and discovered servers, skill roots) with its cached state, the catalog revision and reconciliation status. Never contacts a server.",
+            "Lists every MCP source (configured, per-session and discovered servers, skill roots, discovery sources such as ToolHive with their last success, last error and staleness) with its cached state, the catalog revision and reconciliation status. Never contacts a server.",
             empty_schema(),
         ),
         Tool::new(
@@ -50,6 +50,7 @@ pub(crate) fn sources_json(shared: &Shared) -> serde_json::Value {
         "ready": status.is_ready(),
         "catalog": status.catalog,
         "sources": shared.host.sources(),
+        "discovery": shared.host.discovery(),
     })
 }
 

@@ -25,6 +25,8 @@
 //!   state store's tests.
 //! - [`conformance`]: the official conformance suite, run and tallied.
 //! - [`oauth`]: a local OAuth authorization server guarding the test server.
+//! - [`toolhive`]: a stand-in for ToolHive's workloads API (its real wire
+//!   format), for discovery tests.
 //! - [`LocalSource`]: an in-process capability (tools, resources, prompts,
 //!   change events) for catalog and host tests that need no process.
 //!
@@ -102,6 +104,7 @@ pub mod procs;
 pub mod server;
 pub mod state;
 mod state_dir;
+pub mod toolhive;
 
 pub use binary::{RAW_ECHO_BIN_NAME, SERVER_BIN_NAME, raw_echo_binary, server_binary};
 pub use child::{HttpServer, StdioCommand, stdio_command};

@@ -3,6 +3,7 @@
 //! through the public API.
 #![allow(clippy::unwrap_used)]
 
+mod discovery;
 mod embed;
 mod embedded;
 mod health;
