@@ -469,7 +469,10 @@ impl ServerHandler for GatewayHandler {
             ),
         };
         let failed = !matches!(&result, Ok(r) if r.is_error != Some(true));
-        let server = extpool_host::servers::server_of(self.shared.host.config(), &name)
+        let server = self
+            .shared
+            .host
+            .server_of_tool(&name)
             .unwrap_or_else(|| extpool_host::BUILTIN.to_owned());
         self.shared
             .metrics
