@@ -68,10 +68,13 @@ impl HostInner {
 
     /// Why `server` failed to start, when it did.
     pub(crate) fn failure_of(&self, server: &str) -> Option<String> {
-        self.runtime.entries().iter().find_map(|s| match &s.info.state {
-            ServerState::Failed { reason } if s.info.name == server => Some(reason.clone()),
-            _ => None,
-        })
+        self.runtime
+            .entries()
+            .iter()
+            .find_map(|s| match &s.info.state {
+                ServerState::Failed { reason } if s.info.name == server => Some(reason.clone()),
+                _ => None,
+            })
     }
 
     /// Has every discovery source consulted at the next cycle.
