@@ -73,6 +73,27 @@ if ! pg_found; then
   fi
 fi
 
+# nginx, whose own test (`nginx -t`) checks deploy/nginx.conf; installed
+# without being started (policy-rc.d refuses service starts meanwhile).
+if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "peers: installing nginx-light (apt-get)" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    policy=/usr/sbin/policy-rc.d
+    made_policy=false
+    if [ ! -e "$policy" ]; then
+      printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy" && made_policy=true
+    fi
+    installed=true
+    (apt-get install -y -qq nginx-light >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq nginx-light >/dev/null; }) >&2 || installed=false
+    if $made_policy; then rm -f "$policy"; fi
+    $installed || { echo "peers: cannot install nginx-light" >&2; exit 1; }
+  else
+    echo "peers: nginx is missing; install Debian's nginx-light (the deployment test runs nginx -t)" >&2
+    exit 1
+  fi
+fi
+
 # Benchmark-only peers: the MCP gateways and proxies the gateway benchmark
 # (`cargo bench -p extpool-server --bench gateway`) measures extpool serve
 # against. Each in its own prefix or venv under .peers/bench/, since their

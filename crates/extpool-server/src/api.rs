@@ -7,12 +7,16 @@
 //! - `GET /v1/sessions/{id}` — one session, its grants and server names;
 //! - `DELETE /v1/sessions/{id}` — close its servers, forget it;
 //! - `POST /v1/sessions/{id}/mcp-refresh` — bodyless refresh;
-//! - `GET /v1/sources` — ListMcpSources (cached; never probes upstream).
+//! - `GET /v1/sources` — ListMcpSources (cached; never probes upstream);
+//! - `GET /v1/replicas` — the replicas sharing the store, and which one
+//!   answered.
+//!
+//! Any replica sharing the store answers any of these for any session: a
+//! session is opened from the store on the replica a request reaches.
 //!
 //! Session configs are never shown back (they may hold `${VAR}`
 //! references to secrets); errors are `{"error": message}`.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Json;
@@ -22,10 +26,7 @@ use axum::extract::{Path, Query, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use parking_lot::Mutex;
-use rmcp::transport::streamable_http_server::{
-    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-};
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use tower::ServiceExt;
 
@@ -34,15 +35,10 @@ use crate::handler::GatewayHandler;
 use crate::sessions::{CreateRequest, SessionError, Sessions};
 use crate::source_tools::sources_json;
 
-/// The MCP services of durable sessions, one per session id.
-pub(crate) type SessionServices =
-    Mutex<HashMap<String, StreamableHttpService<GatewayHandler, LocalSessionManager>>>;
-
 /// What the API routes need.
 #[derive(Clone)]
 pub(crate) struct Api {
     pub shared: Arc<Shared>,
-    pub services: Arc<SessionServices>,
     pub config: StreamableHttpServerConfig,
 }
 
@@ -75,8 +71,25 @@ async fn root(State(api): State<Api>) -> Response {
     Json(json!({
         "sessions": sessions.is_some(),
         "mcp_servers_on_create": sessions.is_some_and(Sessions::accepts_servers),
+        "replica": api.shared.replica,
     }))
     .into_response()
+}
+
+/// `GET /v1/replicas`: the replicas sharing this gateway's store, as their
+/// heartbeats show them, and which one answered.
+async fn replicas(State(api): State<Api>) -> Response {
+    let Some(sessions) = api.shared.sessions.as_ref() else {
+        return no_store();
+    };
+    match sessions.store().replicas().await {
+        Ok(replicas) => Json(json!({
+            "replica": api.shared.replica,
+            "replicas": replicas,
+        }))
+        .into_response(),
+        Err(e) => session_error(&e.into()),
+    }
 }
 
 async fn create(State(api): State<Api>, body: Option<Json<CreateRequest>>) -> Response {
@@ -131,25 +144,31 @@ async fn get_one(State(api): State<Api>, Path(id): Path<String>) -> Response {
         Ok(id) => id,
         Err(e) => return session_error(&e.into()),
     };
-    match sessions.store().get(&id).await {
-        Ok(session) => Json(json!({
-            "session": session.summary,
-            "granted": session.authority.granted,
-            "auto_grant": session.authority.auto_grant,
-            "servers": session.servers.keys().collect::<Vec<_>>(),
-            "mcp": format!("/sessions/{}/mcp", id.as_str()),
-        }))
-        .into_response(),
-        Err(e) => session_error(&e.into()),
-    }
+    let session = match sessions.store().get(&id).await {
+        Ok(session) => session,
+        Err(e) => return session_error(&e.into()),
+    };
+    // Which replicas hold it open (connected to its per-session servers).
+    let holders = match sessions.store().holders(&id).await {
+        Ok(holders) => holders,
+        Err(e) => return session_error(&e.into()),
+    };
+    Json(json!({
+        "session": session.summary,
+        "granted": session.authority.granted,
+        "auto_grant": session.authority.auto_grant,
+        "servers": session.servers.keys().collect::<Vec<_>>(),
+        "open_on": holders,
+        "mcp": format!("/sessions/{}/mcp", id.as_str()),
+    }))
+    .into_response()
 }
 
 async fn delete(State(api): State<Api>, Path(id): Path<String>) -> Response {
     let Some(sessions) = api.shared.sessions.as_ref() else {
         return no_store();
     };
-    api.services.lock().remove(&id);
-    match sessions.delete(&id).await {
+    match sessions.delete(&api.shared, &id).await {
         Ok(servers) => Json(json!({"deleted": id, "closed_servers": servers})).into_response(),
         Err(e) => session_error(&e),
     }
@@ -175,7 +194,7 @@ async fn session_mcp(State(api): State<Api>, Path(id): Path<String>, request: Re
     let Some(sessions) = api.shared.sessions.as_ref() else {
         return no_store();
     };
-    let existing = api.services.lock().get(&id).cloned();
+    let existing = sessions.services.lock().get(&id).cloned();
     let service = match existing {
         Some(service) => service,
         None => {
@@ -184,24 +203,27 @@ async fn session_mcp(State(api): State<Api>, Path(id): Path<String>, request: Re
                 Err(e) => return session_error(&e),
             };
             let shared = api.shared.clone();
-            let mut manager = LocalSessionManager::default();
-            manager.session_config.keep_alive = Some(shared.options.session_keep_alive);
             let service = StreamableHttpService::new(
                 move || Ok(GatewayHandler::for_session(shared.clone(), open.clone())),
-                Arc::new(manager),
-                api.config.clone(),
+                api.shared.resume.manager(&id),
+                api.shared.resume.config(api.config.clone(), &id),
             );
-            api.services
+            sessions
+                .services
                 .lock()
                 .entry(id.clone())
                 .or_insert(service)
                 .clone()
         }
     };
-    match service.oneshot(request.map(Body::new)).await {
-        Ok(response) => response.into_response(),
-        Err(never) => match never {},
-    }
+    let max = api.shared.options.max_body_bytes;
+    crate::event_ids::through(&api.shared.event_tag, request, max, |request| async move {
+        match service.oneshot(request.map(Body::new)).await {
+            Ok(response) => response.into_response(),
+            Err(never) => match never {},
+        }
+    })
+    .await
 }
 
 /// The `/v1` routes and the session endpoints.
@@ -212,6 +234,7 @@ pub(crate) fn routes(api: Api) -> Router {
         .route("/v1/sessions/{id}", get(get_one).delete(delete))
         .route("/v1/sessions/{id}/mcp-refresh", post(refresh))
         .route("/v1/sources", get(sources))
+        .route("/v1/replicas", get(replicas))
         .route(
             "/sessions/{id}/mcp",
             get(session_mcp).post(session_mcp).delete(session_mcp),

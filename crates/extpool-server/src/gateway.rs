@@ -66,6 +66,12 @@ pub struct GatewayOptions {
     /// tool instead of every schema ([`crate::tool_search`]). Off when
     /// `None`.
     pub tool_search: Option<extpool_host::DeferralConfig>,
+    /// This gateway's id among the replicas sharing its state store
+    /// (default: the host name and a random suffix).
+    pub replica_id: Option<extpool_state::ReplicaId>,
+    /// How often this replica tells the store it is alive; a replica
+    /// silent for three of these is taken for gone.
+    pub replica_heartbeat: Duration,
     /// Servers whose tools and prompts are listed under their own names
     /// (without `mcp__<server>__`) where that collides with nothing (see
     /// [`crate::names`]).
@@ -87,6 +93,8 @@ impl Default for GatewayOptions {
             max_session_servers: crate::sessions::DEFAULT_MAX_SESSION_SERVERS,
             session_commands: false,
             tool_search: None,
+            replica_id: None,
+            replica_heartbeat: crate::replica::DEFAULT_HEARTBEAT,
             unprefixed: Vec::new(),
         }
     }
@@ -149,15 +157,24 @@ pub(crate) struct Shared {
     pub instructions: String,
     /// Durable sessions, when a store is configured.
     pub sessions: Option<crate::sessions::Sessions>,
+    /// Every endpoint's MCP sessions, resumable by any replica.
+    pub resume: crate::resume::Resumable,
+    /// This replica's id among those sharing the store.
+    pub replica: extpool_state::ReplicaId,
+    /// The tag of the SSE event ids this replica sends.
+    pub event_tag: String,
+    /// Whether the store answered this replica's last heartbeat.
+    pub replica_health: crate::replica::StoreHealth,
     next_session: AtomicU64,
     pub stop: CancellationToken,
 }
 
 impl Shared {
-    /// A new session id, unique within this process.
+    /// A new session id, unique among the replicas (it carries this
+    /// replica's id).
     pub(crate) fn session_id(&self) -> String {
         let n = self.next_session.fetch_add(1, Ordering::Relaxed);
-        format!("gw-{}-{n}", std::process::id())
+        format!("gw-{}-{n}", self.replica)
     }
 }
 
@@ -193,15 +210,33 @@ impl Gateway {
             .map(|i| format!("## {}\n\n{}", i.source, i.text))
             .collect::<Vec<_>>()
             .join("\n\n");
+        let replica = options
+            .replica_id
+            .clone()
+            .unwrap_or_else(crate::replica::default_replica_id);
         let sessions = options.state.clone().map(|store| {
             crate::sessions::Sessions::new(
                 store,
+                replica.clone(),
                 options.session_servers,
                 options.max_session_servers,
             )
         });
+        if let Some(sessions) = &sessions
+            && let Err(e) = sessions.store().heartbeat(&replica).await
+        {
+            tracing::warn!(replica = %replica, "cannot register this replica in the state store: {e}");
+        }
+        let resume = crate::resume::Resumable::new(
+            sessions.as_ref().map(|s| s.store().clone()),
+            options.session_keep_alive,
+        );
         let shared = Arc::new(Shared {
             sessions,
+            resume,
+            event_tag: crate::event_ids::replica_tag(replica.as_str()),
+            replica,
+            replica_health: crate::replica::StoreHealth::default(),
             bearer: options.bearer.as_deref().map(BearerToken::new),
             host,
             unprefixed: options.unprefixed.iter().cloned().collect(),
@@ -234,6 +269,15 @@ impl Gateway {
                 () = stop.cancelled() => {}
             }
         });
+        if shared.sessions.is_some() {
+            tokio::spawn(crate::replica::run(shared.clone()));
+            let follower = shared.clone();
+            tokio::spawn(async move {
+                if let Some(sessions) = &follower.sessions {
+                    sessions.follow_store(&follower).await;
+                }
+            });
+        }
         Ok(Gateway { shared })
     }
 

@@ -222,6 +222,15 @@ impl GatewayHandler {
             .is_none_or(|t| open.allows(&t.name, t.builtin))
     }
 
+    /// Reads a durable session's authority from the store again (another
+    /// replica may have granted names since this one last looked).
+    async fn sync_authority(&self) -> &Self {
+        if let (Some(open), Some(sessions)) = (&self.durable, &self.shared.sessions) {
+            sessions.reload(&self.shared, open).await;
+        }
+        self
+    }
+
     /// Opens this connection's implicit session (on `initialize`).
     fn open_session(&self) -> Result<(), ErrorData> {
         if self.session.get().is_some() || self.durable.is_some() {
@@ -365,6 +374,7 @@ impl ServerHandler for GatewayHandler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        self.sync_authority().await;
         let names = self.names();
         let visible = self.visible_tools();
         let shown = crate::tool_search::shown(
@@ -424,7 +434,9 @@ impl ServerHandler for GatewayHandler {
             }
             return Ok(result.into());
         }
-        if !self.may_call(&name) {
+        // A name not granted in this replica's copy may have been granted
+        // through another replica: the store decides.
+        if !self.may_call(&name) && !self.sync_authority().await.may_call(&name) {
             return Err(ErrorData::invalid_params(
                 format!(
                     "{name} is not granted to this session; RefreshMcpSources (or POST /v1/sessions/{}/mcp-refresh) grants the names active now",

@@ -1,6 +1,7 @@
 //! The gateway over HTTP: `/mcp` (streamable HTTP, both protocol eras),
 //! `/healthz` (the process answers), `/readyz` (the first catalog revision
-//! is published), `/metrics` (Prometheus). With a bearer token set, `/mcp`
+//! is published and the state store answered the last heartbeat),
+//! `/metrics` (Prometheus). With a bearer token set, `/mcp`
 //! and `/metrics` require it; the health endpoints never do (load
 //! balancers and Kubernetes probe them). `Host` is checked against
 //! loopback names, the listen address and the configured hosts (DNS
@@ -17,9 +18,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::serve::ListenerExt;
-use rmcp::transport::streamable_http_server::{
-    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-};
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 
 use crate::gateway::{Gateway, GatewayError, Shared};
@@ -56,12 +55,26 @@ async fn check_bearer(State(shared): State<Arc<Shared>>, request: Request, next:
         .into_response()
 }
 
+/// `/mcp` through [`crate::event_ids`]: event ids tagged with this replica.
+async fn event_ids(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
+    let max = shared.options.max_body_bytes;
+    crate::event_ids::through(&shared.event_tag, request, max, |r| next.run(r)).await
+}
+
 async fn healthz() -> &'static str {
     "ok\n"
 }
 
 async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
     let status = shared.host.status();
+    if let Some(failure) = shared.replica_health.failure() {
+        // Another replica can serve durable sessions; this one cannot.
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: the state store does not answer: {failure}\n"),
+        )
+            .into_response();
+    }
     if status.is_ready() {
         (
             StatusCode::OK,
@@ -90,8 +103,6 @@ impl Gateway {
     pub fn router(&self, addr: SocketAddr) -> Router {
         let shared = self.shared.clone();
         let options = &shared.options;
-        let mut sessions = LocalSessionManager::default();
-        sessions.session_config.keep_alive = Some(options.session_keep_alive);
         let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1", "[::1]"]
             .into_iter()
             .map(str::to_owned)
@@ -114,14 +125,20 @@ impl Gateway {
             let gateway = self.clone();
             move || Ok(gateway.handler())
         };
-        let mcp = StreamableHttpService::new(factory, Arc::new(sessions), config.clone());
+        let mcp = StreamableHttpService::new(
+            factory,
+            shared.resume.manager(""),
+            shared.resume.config(config.clone(), ""),
+        );
         let api = crate::api::routes(crate::api::Api {
             shared: shared.clone(),
-            services: Arc::default(),
             config,
         });
-        let protected = Router::new()
+        let mcp = Router::new()
             .nest_service(MCP_PATH, mcp)
+            .layer(middleware::from_fn_with_state(shared.clone(), event_ids));
+        let protected = Router::new()
+            .merge(mcp)
             .route("/metrics", get(metrics))
             .with_state(shared.clone())
             .merge(api)

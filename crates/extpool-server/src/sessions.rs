@@ -14,12 +14,17 @@ use std::sync::Arc;
 
 use extpool_host::{McpServerConfig, View};
 use extpool_state::{
-    NameAuthority, NewSession, RefreshOutcome, Session, SessionId, StateError, StateStore,
+    NameAuthority, NewSession, RefreshOutcome, ReplicaId, Session, SessionId, StateError,
+    StateStore, StoreEvent,
 };
 use parking_lot::{Mutex, RwLock};
+use rmcp::transport::streamable_http_server::StreamableHttpService;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde::Serialize;
+use tokio::sync::broadcast::error::RecvError;
 
 use crate::gateway::Shared;
+use crate::handler::GatewayHandler;
 use crate::notify::{ListKind, Notifier};
 
 /// Default most per-session servers open at once, across sessions.
@@ -107,6 +112,9 @@ pub struct RefreshResponse {
     /// The catalog revision this refresh pinned (a newer one may be
     /// published by the time the answer arrives).
     pub revision: u64,
+    /// The replica that served the refresh: [`RefreshResponse::revision`]
+    /// is that replica's revision (each replica numbers its own).
+    pub replica: String,
     /// Whether the reconciliation cycle it ran published anything new.
     pub cycle_changed: bool,
     /// Whether the union added a name to the authority.
@@ -149,24 +157,38 @@ impl OpenSession {
     }
 }
 
+/// The MCP service of one durable session's endpoint.
+pub(crate) type SessionService = StreamableHttpService<GatewayHandler, LocalSessionManager>;
+
 /// Every session of the gateway.
 pub struct Sessions {
     store: StateStore,
+    replica: ReplicaId,
     open: Mutex<HashMap<String, Arc<OpenSession>>>,
     /// Serializes opening, so one session is never opened twice.
     opening: tokio::sync::Mutex<()>,
+    /// The MCP services of the sessions' endpoints, made on first use.
+    pub(crate) services: Mutex<HashMap<String, SessionService>>,
     accept_servers: bool,
     max_servers: usize,
 }
 
 impl Sessions {
-    /// Sessions kept in `store`; `accept_servers`: whether clients may
-    /// bring per-session servers, at most `max_servers` open at once.
-    pub fn new(store: StateStore, accept_servers: bool, max_servers: usize) -> Self {
+    /// Sessions kept in `store`, served by replica `replica`;
+    /// `accept_servers`: whether clients may bring per-session servers, at
+    /// most `max_servers` open at once on this replica.
+    pub fn new(
+        store: StateStore,
+        replica: ReplicaId,
+        accept_servers: bool,
+        max_servers: usize,
+    ) -> Self {
         Self {
-            store,
+            store: store.for_replica(replica.clone()),
+            replica,
             open: Mutex::new(HashMap::new()),
             opening: tokio::sync::Mutex::new(()),
+            services: Mutex::new(HashMap::new()),
             accept_servers,
             max_servers,
         }
@@ -175,6 +197,11 @@ impl Sessions {
     /// The store.
     pub fn store(&self) -> &StateStore {
         &self.store
+    }
+
+    /// This replica's id.
+    pub fn replica(&self) -> &ReplicaId {
+        &self.replica
     }
 
     /// Whether clients may bring per-session servers.
@@ -224,6 +251,7 @@ impl Sessions {
             .lock()
             .insert(id.as_str().to_owned(), open.clone());
         follow(shared, &open);
+        self.hold(&id).await;
         Ok((session, open))
     }
 
@@ -250,7 +278,94 @@ impl Sessions {
             .lock()
             .insert(id.as_str().to_owned(), open.clone());
         follow(shared, &open);
+        self.hold(&id).await;
+        tracing::debug!(session = %id, replica = %self.replica, "session opened from the store");
         Ok(open)
+    }
+
+    /// Records in the store that this replica holds session `id` open; a
+    /// failure only leaves the record out (the session works).
+    async fn hold(&self, id: &SessionId) {
+        if let Err(e) = self.store.hold(id, &self.replica).await {
+            tracing::warn!(session = %id, "cannot record that this replica holds the session: {e}");
+        }
+    }
+
+    /// Holds every open session again (after this replica was swept).
+    pub(crate) async fn hold_all(&self) {
+        let ids: Vec<SessionId> = self.open.lock().values().map(|o| o.id.clone()).collect();
+        for id in ids {
+            self.hold(&id).await;
+        }
+    }
+
+    /// The session `id` if this replica has it open.
+    fn open_here(&self, id: &str) -> Option<Arc<OpenSession>> {
+        self.open.lock().get(id).cloned()
+    }
+
+    /// Reads the session's authority from the store again (another replica
+    /// may have granted more) and tells its clients when what they see
+    /// changed. A session deleted meanwhile is closed here.
+    pub(crate) async fn reload(&self, shared: &Shared, open: &Arc<OpenSession>) {
+        match self.store.authority(&open.id).await {
+            Ok(authority) => {
+                let before = visible(open);
+                *open.authority.write() = authority;
+                if visible(open) != before {
+                    open.notifier.notify(ListKind::Tools).await;
+                }
+            }
+            Err(StateError::NotFound { .. }) => self.close_here(shared, open.id.as_str()).await,
+            Err(e) => {
+                tracing::warn!(session = %open.id, "cannot read the session's authority: {e}")
+            }
+        }
+    }
+
+    /// Closes session `id` on this replica (it was deleted, maybe through
+    /// another replica): its view and per-session servers, its endpoint's
+    /// MCP sessions.
+    async fn close_here(&self, shared: &Shared, id: &str) {
+        self.services.lock().remove(id);
+        let open = self.open.lock().remove(id);
+        shared.resume.forget(id).await;
+        if let Some(open) = open {
+            tracing::debug!(session = %id, "session closed on this replica");
+            open.view.close().await;
+        }
+    }
+
+    /// Follows the store's events until the gateway stops: names another
+    /// replica granted reach this replica's open sessions (and their
+    /// clients), sessions deleted elsewhere close here, MCP sessions ended
+    /// elsewhere end here; after a gap, every open session is read again.
+    pub(crate) async fn follow_store(&self, shared: &Shared) {
+        let mut events = self.store.events();
+        loop {
+            let event = tokio::select! {
+                e = events.recv() => e,
+                () = shared.stop.cancelled() => return,
+            };
+            match event {
+                Ok(StoreEvent::Granted(id)) => {
+                    if let Some(open) = self.open_here(id.as_str()) {
+                        self.reload(shared, &open).await;
+                    }
+                }
+                Ok(StoreEvent::Deleted(id)) => self.close_here(shared, id.as_str()).await,
+                Ok(StoreEvent::McpSessionClosed { endpoint, id }) => {
+                    shared.resume.close(&endpoint, &id).await;
+                }
+                Ok(_) | Err(RecvError::Lagged(_)) => {
+                    let open: Vec<Arc<OpenSession>> = self.open.lock().values().cloned().collect();
+                    for session in open {
+                        self.reload(shared, &session).await;
+                    }
+                }
+                Err(RecvError::Closed) => return,
+            }
+        }
     }
 
     async fn open_view(
@@ -311,6 +426,7 @@ impl Sessions {
         Ok(RefreshResponse {
             session: open.id.as_str().to_owned(),
             revision: outcome.revision,
+            replica: self.replica.as_str().to_owned(),
             cycle_changed: cycle.changed,
             authority_changed: outcome.changed,
             added: outcome.added,
@@ -320,21 +436,27 @@ impl Sessions {
 
     /// Deletes session `id`: closes its view (its per-session servers
     /// stop) and removes it from the store. Returns the servers' names.
-    pub async fn delete(&self, id: &str) -> Result<Vec<String>, SessionError> {
+    pub(crate) async fn delete(
+        &self,
+        shared: &Shared,
+        id: &str,
+    ) -> Result<Vec<String>, SessionError> {
         let session_id = SessionId::new(id)?;
         let servers = self.store.delete(&session_id).await?;
-        let open = self.open.lock().remove(id);
-        if let Some(open) = open {
-            open.view.close().await;
-        }
+        self.close_here(shared, id).await;
         Ok(servers.into_keys().collect())
     }
 
-    /// Closes every open session's view (the store keeps them).
+    /// Closes every open session's view (the store keeps them) and
+    /// unregisters this replica: it holds nothing any more.
     pub async fn close_all(&self) {
+        self.services.lock().clear();
         let open: Vec<Arc<OpenSession>> = self.open.lock().drain().map(|(_, s)| s).collect();
         for session in open {
             session.view.close().await;
+        }
+        if let Err(e) = self.store.unregister_replica(&self.replica).await {
+            tracing::warn!(replica = %self.replica, "cannot unregister this replica: {e}");
         }
     }
 }

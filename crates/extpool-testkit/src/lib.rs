@@ -19,6 +19,8 @@
 //!   server) installed by `scripts/peers.sh`.
 //!
 //! - [`client`]: plain rmcp clients, the baseline for benchmarks.
+//! - [`balancer`]: an HTTP load balancer (round robin or failover) in front
+//!   of gateway replicas.
 //! - [`procs`]: live processes by command-line marker, killing one like a
 //!   crash, and a server link a test can break and restore.
 //! - [`postgres`]: a private PostgreSQL server (Unix socket only) for the
@@ -91,6 +93,7 @@
 //! `logging/setLevel`, resource subscriptions): see
 //! `server::conformance` (private) for the list.
 
+pub mod balancer;
 mod binary;
 mod child;
 pub mod client;

@@ -151,6 +151,56 @@ impl PgServer {
     pub fn url(&self) -> String {
         self.url_with("postgres", PASSWORD)
     }
+
+    /// A new, empty database of its own; returns its URL.
+    ///
+    /// # Panics
+    ///
+    /// When `psql` fails.
+    pub fn database(&self) -> String {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let db = format!("p{}_{n}", std::process::id());
+        self.psql(&self.url(), &format!("CREATE DATABASE {db}"));
+        self.url_with(&db, PASSWORD)
+    }
+
+    /// Runs `sql` with `psql` on the database at `url`; returns what it
+    /// printed (unaligned, tuples only: one value per line).
+    ///
+    /// # Panics
+    ///
+    /// When `psql` cannot run or `sql` fails.
+    pub fn psql(&self, url: &str, sql: &str) -> String {
+        // Next to the server binaries, else on PATH (Debian's client package).
+        let beside = bin_dir().join("psql");
+        let psql = if beside.is_file() {
+            beside
+        } else {
+            PathBuf::from("psql")
+        };
+        let out = Command::new(psql)
+            .args([
+                "-X",
+                "-q",
+                "-t",
+                "-A",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-d",
+                url,
+                "-c",
+                sql,
+            ])
+            .output()
+            .expect("run psql");
+        assert!(
+            out.status.success(),
+            "psql {sql:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
 }
 
 impl Drop for PgServer {

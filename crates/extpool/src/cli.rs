@@ -166,7 +166,7 @@ Examples:
 Every client session shares one connection per upstream server. On an address
 other than loopback, clients must send the gateway's bearer token
 (EXTPOOL_GATEWAY_TOKEN or --token-file).")]
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
 
     /// Sessions of a running gateway: list, create, get, refresh, delete, sources.
     #[command(after_help = "\
@@ -258,6 +258,17 @@ pub struct ServeArgs {
     /// (default 40000, about 10,000 tokens).
     #[arg(long, value_name = "BYTES", requires = "tool_search")]
     pub tool_search_budget: Option<usize>,
+    /// This gateway's id among replicas sharing one state store (default:
+    /// the host name and a random suffix).
+    #[arg(long, value_name = "ID", env = "EXTPOOL_REPLICA_ID")]
+    pub replica_id: Option<String>,
+
+    /// Seconds between this replica's heartbeats to the state store; a
+    /// replica silent for three is taken for gone and its sessions open
+    /// on whichever replica serves them next.
+    #[arg(long, value_name = "SECONDS", default_value_t = 5,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub replica_heartbeat: u64,
 }
 
 /// `extpool sessions …`: the operator API of a running gateway.

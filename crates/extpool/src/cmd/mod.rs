@@ -40,7 +40,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Config(cmd)) => config::run(&mut ctx, cmd),
         Some(Command::Completions(args)) => completions::run(&mut ctx, args),
         Some(Command::Mcp(cmd)) => mcp::run(&mut ctx, cmd).await,
-        Some(Command::Serve(args)) => serve::run(&mut ctx, args).await,
+        Some(Command::Serve(args)) => serve::run(&mut ctx, *args).await,
         Some(Command::Sessions(args)) => sessions::run(&mut ctx, args).await,
     }
 }

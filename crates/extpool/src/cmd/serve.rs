@@ -38,7 +38,11 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
     };
     // SIGINT, SIGTERM and SIGHUP stop serving; a second one exits at once.
     let mut signals = crate::signals::subscribe()?;
-    let state = open_state(args.state.as_deref()).await?;
+    let replica = match &args.replica_id {
+        Some(id) => extpool_state::ReplicaId::new(id.as_str()).context("--replica-id")?,
+        None => extpool_server::replica::default_replica_id(),
+    };
+    let state = open_state(args.state.as_deref(), &replica).await?;
     let watch = loaded.config.skills.watch;
     let host = start_host(ctx, loaded, Need::Servers, watch, true).await?;
     let options = GatewayOptions {
@@ -57,6 +61,8 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
         allowed_origins: args.allowed_origins.clone(),
         audit_log: args.audit_log.clone(),
         unprefixed: args.unprefixed.clone(),
+        replica_id: Some(replica),
+        replica_heartbeat: std::time::Duration::from_secs(args.replica_heartbeat),
         ..GatewayOptions::default()
     };
     let gateway = Gateway::new(host, options).await?;
@@ -124,8 +130,11 @@ fn apply_flags(ctx: &Ctx, loaded: &mut Loaded, args: &ServeArgs) -> Result<()> {
 }
 
 /// Opens the state store (`--state`, else the default SQLite file), saying
-/// where it is on stderr.
-async fn open_state(url: Option<&str>) -> Result<extpool_state::StateStore> {
+/// where it is, and which replica this is, on stderr.
+async fn open_state(
+    url: Option<&str>,
+    replica: &extpool_state::ReplicaId,
+) -> Result<extpool_state::StateStore> {
     let url = match url {
         Some(url) => url.parse::<extpool_state::StoreUrl>()?,
         None => extpool_state::StoreUrl::default_sqlite(),
@@ -136,7 +145,7 @@ async fn open_state(url: Option<&str>) -> Result<extpool_state::StateStore> {
     tracing::info!(state = %url, "state store open");
     #[allow(clippy::print_stderr)]
     {
-        eprintln!("sessions are kept in {url}");
+        eprintln!("sessions are kept in {url} (this is replica {replica})");
     }
     Ok(store)
 }

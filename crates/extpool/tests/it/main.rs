@@ -6,6 +6,7 @@
 mod catalog;
 mod commands;
 mod config_errors;
+mod deploy;
 mod display;
 mod floods;
 mod foreign_import;
@@ -13,6 +14,7 @@ mod host;
 mod mcp_auth;
 mod messages;
 mod quickstart;
+mod replicas;
 pub mod serve;
 mod signals;
 mod support;

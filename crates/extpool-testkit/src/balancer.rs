@@ -1,0 +1,206 @@
+//! A small HTTP load balancer in front of gateway replicas, for tests and
+//! benchmarks: what nginx or HAProxy does in a deployment, reduced to
+//! what a test needs to control and observe.
+//!
+//! Each request goes to one backend, chosen by the [`Policy`]; a backend
+//! that refuses the connection is skipped for the next (nginx's
+//! `proxy_next_upstream error`), so a dead replica's traffic moves to a
+//! live one. Responses stream through (SSE included); a backend that dies
+//! mid-response cuts the client's response, as a real balancer does. The
+//! request body is read whole (at most 16 MiB). [`Balancer::served`]
+//! counts the requests each backend answered.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderName, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt;
+use futures::TryStreamExt;
+use tokio_util::sync::CancellationToken;
+
+/// Largest request body forwarded.
+const MAX_BODY: usize = 16 * 1024 * 1024;
+
+/// How a backend is chosen for each request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// Each request to the next backend in turn.
+    RoundRobin,
+    /// Every request to the first backend that accepts the connection
+    /// (the others are standbys).
+    Failover,
+}
+
+struct Inner {
+    backends: Vec<String>,
+    policy: Policy,
+    next: AtomicUsize,
+    served: Vec<AtomicU64>,
+    client: reqwest::Client,
+}
+
+/// A running balancer on `127.0.0.1`, stopped when dropped.
+pub struct Balancer {
+    addr: SocketAddr,
+    inner: Arc<Inner>,
+    stop: CancellationToken,
+}
+
+impl Balancer {
+    /// Starts a balancer over `backends` (base URLs such as
+    /// `http://127.0.0.1:8520`) on an ephemeral port.
+    ///
+    /// # Panics
+    ///
+    /// When no port can be bound or `backends` is empty.
+    pub async fn start<I, S>(backends: I, policy: Policy) -> Balancer
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let backends: Vec<String> = backends
+            .into_iter()
+            .map(|b| b.into().trim_end_matches('/').to_owned())
+            .collect();
+        assert!(!backends.is_empty(), "a balancer needs a backend");
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("an HTTP client");
+        let inner = Arc::new(Inner {
+            served: backends.iter().map(|_| AtomicU64::new(0)).collect(),
+            backends,
+            policy,
+            next: AtomicUsize::new(0),
+            client,
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the balancer");
+        let addr = listener.local_addr().expect("balancer address");
+        let stop = CancellationToken::new();
+        let app = axum::Router::new()
+            .fallback(forward)
+            .with_state(inner.clone());
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        let until = stop.clone().cancelled_owned();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(until)
+                .await;
+        });
+        Balancer { addr, inner, stop }
+    }
+
+    /// The balancer's base URL (`http://127.0.0.1:PORT`).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// How many requests each backend answered, in the order given.
+    pub fn served(&self) -> Vec<u64> {
+        self.inner
+            .served
+            .iter()
+            .map(|n| n.load(Ordering::Relaxed))
+            .collect()
+    }
+}
+
+impl Drop for Balancer {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// Headers that belong to one connection, never forwarded.
+fn hop_by_hop(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "connection"
+            | "keep-alive"
+            | "proxy-connection"
+            | "transfer-encoding"
+            | "upgrade"
+            | "te"
+            | "trailer"
+            | "host"
+            | "content-length"
+    )
+}
+
+fn copy_headers(from: &HeaderMap) -> HeaderMap {
+    let mut to = HeaderMap::new();
+    for (name, value) in from {
+        if !hop_by_hop(name) {
+            to.append(name.clone(), value.clone());
+        }
+    }
+    to
+}
+
+async fn forward(State(inner): State<Arc<Inner>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let body = match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(b) => b,
+        Err(e) => return (StatusCode::PAYLOAD_TOO_LARGE, e.to_string()).into_response(),
+    };
+    let path = parts
+        .uri
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_owned();
+    let n = inner.backends.len();
+    let first = match inner.policy {
+        Policy::RoundRobin => inner.next.fetch_add(1, Ordering::Relaxed) % n,
+        Policy::Failover => 0,
+    };
+    let mut refused = Vec::new();
+    for i in (0..n).map(|k| (first + k) % n) {
+        let sent = inner
+            .client
+            .request(parts.method.clone(), format!("{}{path}", inner.backends[i]))
+            .headers(copy_headers(&parts.headers))
+            .body(body.clone())
+            .send()
+            .await;
+        match sent {
+            Ok(upstream) => {
+                inner.served[i].fetch_add(1, Ordering::Relaxed);
+                let mut response = Response::builder().status(upstream.status());
+                if let Some(headers) = response.headers_mut() {
+                    *headers = copy_headers(upstream.headers());
+                }
+                let stream = upstream.bytes_stream().map_err(std::io::Error::other);
+                return response
+                    .body(Body::from_stream(stream))
+                    .unwrap_or_else(|e| (StatusCode::BAD_GATEWAY, e.to_string()).into_response());
+            }
+            Err(e) if e.is_connect() => refused.push(inner.backends[i].clone()),
+            Err(e) => {
+                return (
+                    StatusCode::BAD_GATEWAY,
+                    [(header::CONTENT_TYPE, "text/plain")],
+                    format!("balancer: {}: {e}", inner.backends[i]),
+                )
+                    .into_response();
+            }
+        }
+    }
+    (
+        StatusCode::BAD_GATEWAY,
+        [(header::CONTENT_TYPE, "text/plain")],
+        format!(
+            "balancer: no backend accepts connections ({})",
+            refused.join(", ")
+        ),
+    )
+        .into_response()
+}
