@@ -6,6 +6,7 @@
 mod cap;
 mod client;
 mod fake_http;
+mod fault_matrix;
 mod flood;
 mod limits;
 mod messages;

@@ -74,6 +74,10 @@ struct Cli {
     /// byte, a 300-byte name, and a second `echo`.
     #[arg(long)]
     bad_tool_names: bool,
+    /// Also serve barrier_write: barrier as a mutation (not read-only), a
+    /// held call a client must never send twice.
+    #[arg(long)]
+    write_barrier: bool,
     /// HTTP mode: answer 401 unless requests carry `Authorization: Bearer TOKEN`.
     #[arg(long, value_name = "TOKEN")]
     require_bearer: Option<String>,
@@ -206,6 +210,7 @@ async fn run() -> anyhow::Result<()> {
     options.conformance = cli.conformance;
     options.modern = cli.modern;
     options.bad_tool_names = cli.bad_tool_names;
+    options.write_barrier = cli.write_barrier;
     let server = TestServer::new(options);
 
     let result = match cli.transport {

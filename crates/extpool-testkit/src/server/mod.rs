@@ -90,6 +90,9 @@ pub struct ServerOptions {
     /// Also advertise tools no catalog may publish (`--bad-tool-names`):
     /// a name with an ESC byte, a name of 300 bytes, and `echo` twice.
     pub bad_tool_names: bool,
+    /// Also serve `barrier_write` (`--write-barrier`): `barrier` without
+    /// `readOnlyHint`, a held call a client must never send twice.
+    pub write_barrier: bool,
 }
 
 impl Default for ServerOptions {
@@ -105,6 +108,7 @@ impl Default for ServerOptions {
             conformance: false,
             modern: false,
             bad_tool_names: false,
+            write_barrier: false,
         }
     }
 }

@@ -195,7 +195,9 @@ impl TestServer {
                     }
                 }
             }
-            "barrier" => {
+            "barrier" | "barrier_write"
+                if name == "barrier" || self.shared.options.write_barrier =>
+            {
                 let parties = args
                     .u64_at_most("parties", super::barrier::MAX_PARTIES)?
                     .max(1);

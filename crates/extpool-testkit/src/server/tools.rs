@@ -268,6 +268,24 @@ fn unannotated_builtin() -> Vec<Tool> {
     ]
 }
 
+const WRITE_BARRIER: &str = "barrier_write";
+
+/// `barrier` as a mutation (no `readOnlyHint`): a call held in the server
+/// that a client must never send twice (`--write-barrier`).
+fn write_barrier() -> Tool {
+    let mut tool = unannotated_builtin()
+        .into_iter()
+        .find(|t| t.name == "barrier")
+        .unwrap_or_else(|| unreachable!("barrier is built in"));
+    tool.name = WRITE_BARRIER.into();
+    tool.description = Some(
+        "As barrier, but a mutation (not read-only): records an arrival at barrier `key` \
+         (counter \"barrier-<key>\"), then waits until `parties` calls with that key have arrived"
+            .into(),
+    );
+    tool
+}
+
 /// Tools whose names no catalog may publish: an ESC byte, 300 bytes, and
 /// a second `echo`.
 fn bad_names() -> [Tool; 3] {
@@ -301,6 +319,9 @@ impl TestServer {
         if self.shared.options.bad_tool_names {
             all.extend(bad_names());
         }
+        if self.shared.options.write_barrier {
+            all.push(write_barrier());
+        }
         all
     }
 
@@ -331,6 +352,9 @@ impl TestServer {
         }
         if let Some(index) = self.extra_index(name) {
             return Some(extra(index));
+        }
+        if self.shared.options.write_barrier && name == WRITE_BARRIER {
+            return Some(write_barrier());
         }
         self.read_dynamic().tools.get(name).cloned()
     }
