@@ -330,4 +330,6 @@ fn ignored_notification(is_notification: bool, method: &str) -> bool {
 }
 
 #[cfg(test)]
+mod props;
+#[cfg(test)]
 mod tests;

@@ -107,7 +107,7 @@ impl LineBuf {
                 if self.discarding {
                     self.dropped.current.size += self.buf.len() - self.start;
                     self.consume_all();
-                } else if self.buf.len() - self.start > self.max {
+                } else if self.buf.len() - self.start > self.max + self.pending_cr() {
                     let head_end = self.buf.len().min(self.start + HEAD_BYTES);
                     self.dropped.current = Oversized {
                         size: self.buf.len() - self.start,
@@ -144,6 +144,13 @@ impl LineBuf {
                 return Some(begin..end);
             }
         }
+    }
+
+    /// 1 when the unfinished line ends with `\r`: its `\n` may come with
+    /// the next read, and a line of exactly the bound must not be dropped
+    /// for the `\r` it ends with.
+    fn pending_cr(&self) -> usize {
+        usize::from(self.buf.len() > self.start && self.buf.last() == Some(&b'\r'))
     }
 
     fn consume_all(&mut self) {
@@ -204,6 +211,18 @@ mod tests {
     }
 
     #[test]
+    fn a_line_of_the_bound_ending_in_crlf_split_between_them_is_kept() {
+        let mut lines = LineBuf::new(4);
+        assert_eq!(feed(&mut lines, b"1234\r"), Vec::<String>::new());
+        assert_eq!(feed(&mut lines, b"\n"), ["1234"]);
+        assert_eq!(lines.take_oversized(), None);
+        // One byte more is over the bound however it is split.
+        assert_eq!(feed(&mut lines, b"12345\r"), Vec::<String>::new());
+        assert_eq!(feed(&mut lines, b"\nok\n"), ["ok"]);
+        assert!(lines.take_oversized().is_some());
+    }
+
+    #[test]
     fn a_dropped_line_keeps_its_size_and_head() {
         let mut lines = LineBuf::new(4);
         assert_eq!(feed(&mut lines, b"123456\nok\n"), ["ok"]);
@@ -222,6 +241,83 @@ mod tests {
         assert_eq!(dropped.size, HEAD_BYTES + 12);
         assert_eq!(dropped.head, vec![b'x'; HEAD_BYTES]);
         assert_eq!(lines.take_oversized(), None);
+    }
+
+    /// What a plain split says `input`'s complete lines are: accepted
+    /// (non-empty, within `max` once a trailing `\r` is cut) and dropped.
+    fn model(input: &[u8], max: usize) -> (Vec<Vec<u8>>, usize) {
+        let complete = match input.iter().rposition(|&b| b == b'\n') {
+            Some(last) => &input[..last],
+            None => return (Vec::new(), 0),
+        };
+        let (mut accepted, mut dropped) = (Vec::new(), 0);
+        for line in complete.split(|&b| b == b'\n') {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if line.len() > max {
+                dropped += 1;
+            } else if !line.is_empty() {
+                accepted.push(line.to_vec());
+            }
+        }
+        (accepted, dropped)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: std::env::var("EXTPOOL_FUZZ_CASES")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1000),
+            failure_persistence: None,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// However a peer's bytes are split into reads, the lines handed
+        /// out are the plain split's, the dropped ones are reported, and
+        /// the buffer never holds more than the bound plus one read.
+        #[test]
+        fn lines_are_a_plain_split_in_bounded_memory(
+            input in proptest::collection::vec(
+                proptest::prop_oneof![
+                    4 => proptest::prelude::any::<u8>(),
+                    2 => proptest::strategy::Just(b'\n'),
+                    1 => proptest::strategy::Just(b'\r'),
+                ],
+                0..200,
+            ),
+            reads in proptest::collection::vec(1usize..64, 1..40),
+            max in 1usize..40,
+        ) {
+            let mut lines = LineBuf::new(max);
+            let (mut got, mut dropped) = (Vec::new(), 0);
+            let mut rest = &input[..];
+            let mut sizes = reads.iter().cycle();
+            while !rest.is_empty() {
+                let n = (*sizes.next().unwrap()).min(rest.len());
+                lines.spare().extend_from_slice(&rest[..n]);
+                rest = &rest[n..];
+                while let Some(range) = lines.next_line() {
+                    got.push(lines.get(range).to_vec());
+                }
+                while let Some(d) = lines.take_oversized() {
+                    proptest::prop_assert!(d.size > max, "{d:?}");
+                    dropped += 1;
+                }
+                proptest::prop_assert!(
+                    lines.buf.len() - lines.start <= max + 1 + n,
+                    "{} bytes held",
+                    lines.buf.len() - lines.start
+                );
+            }
+            let (expected, expected_dropped) = model(&input, max);
+            proptest::prop_assert_eq!(got, expected);
+            // At most OVERSIZED_KEPT dropped lines are remembered between
+            // takes (each is logged); every one of them when fewer.
+            proptest::prop_assert!(dropped <= expected_dropped);
+            if expected_dropped <= OVERSIZED_KEPT {
+                proptest::prop_assert_eq!(dropped, expected_dropped);
+            }
+        }
     }
 
     #[test]

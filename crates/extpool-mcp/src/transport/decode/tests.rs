@@ -1,7 +1,7 @@
 use super::*;
 
 /// Every line the fast path decodes must decode to the same message through rmcp.
-fn same_as_rmcp<R: FastDecode>(line: &str) -> bool {
+pub(super) fn same_as_rmcp<R: FastDecode>(line: &str) -> bool {
     let fast = fast::<R>(line.as_bytes());
     let slow = serde_json::from_slice::<RxJsonRpcMessage<R>>(line.as_bytes());
     match (fast, slow) {
@@ -29,7 +29,7 @@ fn variant_name<T: std::fmt::Debug>(value: &T) -> String {
     debug.split('(').next().unwrap_or_default().to_owned()
 }
 
-const SERVER_SIDE: &[&str] = &[
+pub(super) const SERVER_SIDE: &[&str] = &[
     r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}"#,
     r#"{"id":"a-1","method":"tools/call","jsonrpc":"2.0","params":{"name":"echo","arguments":{},"_meta":{"progressToken":7}}}"#,
     r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
@@ -46,7 +46,7 @@ const SERVER_SIDE: &[&str] = &[
     r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"parse"}}"#,
 ];
 
-const CLIENT_SIDE: &[&str] = &[
+pub(super) const CLIENT_SIDE: &[&str] = &[
     r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
     r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}],"isError":false}}"#,
     r#"{"jsonrpc":"2.0","id":1,"result":{"isError":true}}"#,
