@@ -44,11 +44,64 @@ pub trait CallClient: Send + Sync {
     fn log(&self, params: Value);
 }
 
+/// One round of a call in the stateless era (MCP 2026-07-28, SEP-2322):
+/// a server that needs the client's input answers `input_required` instead
+/// of asking by request; the client answers the questions and retries the
+/// call with its `inputResponses` and the `requestState` it was given.
+///
+/// A front end whose client takes such rounds (the gateway, for a
+/// 2026-07-28 client) puts one in the call's context: the client's answers
+/// go to the server with the call, and the server's next questions come
+/// back through [`InputRound::ask`] whole, to be passed on as they are.
+/// The JSON is MCP's own, so this crate stays free of any protocol library.
+#[derive(Debug, Default)]
+pub struct InputRound {
+    /// `inputResponses` of the client's retry (an object keyed like the
+    /// server's `inputRequests`), if any.
+    pub responses: Option<serde_json::Map<String, Value>>,
+    /// `requestState` of the client's retry, if any (opaque, passed on
+    /// unchanged).
+    pub request_state: Option<String>,
+    asked: std::sync::Mutex<Option<Value>>,
+}
+
+impl InputRound {
+    /// A round with what the client sent along with its call.
+    pub fn new(
+        responses: Option<serde_json::Map<String, Value>>,
+        request_state: Option<String>,
+    ) -> Self {
+        Self {
+            responses,
+            request_state,
+            asked: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Keeps the server's `input_required` result (its JSON), to be passed
+    /// back to the client instead of a result.
+    pub fn ask(&self, result: Value) {
+        *self
+            .asked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(result);
+    }
+
+    /// The server's `input_required` result, if the server asked.
+    pub fn asked(&self) -> Option<Value> {
+        self.asked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
 /// Where a call's progress and server requests go.
 #[derive(Clone, Default)]
 pub struct CallContext {
     progress: Option<mpsc::Sender<ProgressUpdate>>,
     client: Option<Arc<dyn CallClient>>,
+    input: Option<Arc<InputRound>>,
 }
 
 impl std::fmt::Debug for CallContext {
@@ -56,6 +109,7 @@ impl std::fmt::Debug for CallContext {
         f.debug_struct("CallContext")
             .field("progress", &self.progress.is_some())
             .field("client", &self.client.is_some())
+            .field("input", &self.input.is_some())
             .finish()
     }
 }
@@ -81,6 +135,18 @@ impl CallContext {
     pub fn with_client(mut self, client: Arc<dyn CallClient>) -> Self {
         self.client = Some(client);
         self
+    }
+
+    /// The client takes `input_required` rounds: `round` carries its
+    /// answers to the server and the server's next questions back.
+    pub fn with_input(mut self, round: Arc<InputRound>) -> Self {
+        self.input = Some(round);
+        self
+    }
+
+    /// The call's input round, when its client takes `input_required`.
+    pub fn input(&self) -> Option<&Arc<InputRound>> {
+        self.input.as_ref()
     }
 
     /// Runs `fut` with this context as the current one.

@@ -22,7 +22,7 @@ pub mod registry;
 pub mod scope;
 pub mod uri;
 
-pub use call::{CallClient, CallContext, ProgressUpdate};
+pub use call::{CallClient, CallContext, InputRound, ProgressUpdate};
 pub use capability::{Capability, CapabilityKind, TurnContext};
 pub use change::{ChangeEvent, ChangeKind, ChangeStream};
 pub use composition::{CircularCompositionError, ParentChain};

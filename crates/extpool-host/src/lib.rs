@@ -85,8 +85,9 @@ pub use extpool_config::{self as config, ExtpoolConfig, Loaded, McpServerConfig,
 pub use extpool_core::registry::ShutdownReport;
 pub use extpool_core::{
     self as core, CallClient, CallContext, Capability, CapabilityKind, ChangeEvent, ChangeKind,
-    CommandEntry, ContentPart, ExtensionError, ExtensionRegistry, McpResource, ProgressUpdate,
-    ResourceBody, ResourceContent, Scope, ScopeLevel, SkillEntry, ToolEntry, ToolResult,
+    CommandEntry, ContentPart, ExtensionError, ExtensionRegistry, InputRound, McpResource,
+    ProgressUpdate, ResourceBody, ResourceContent, Scope, ScopeLevel, SkillEntry, ToolEntry,
+    ToolResult,
 };
 pub use extpool_mcp::{self as mcp, McpServerCap, SessionConnectionPool};
 pub use extpool_skills::{self as skills, SkillManagerCap};

@@ -57,6 +57,9 @@ pub struct McpServerConfig {
     /// Reconnect policy after a dropped connection.
     #[serde(default, skip_serializing_if = "ReconnectPolicy::is_default")]
     pub reconnect: ReconnectPolicy,
+    /// The protocol era spoken to this server (default: the session era).
+    #[serde(default, skip_serializing_if = "Protocol::is_default")]
+    pub protocol: Protocol,
     /// Environment variables normally withheld (`LD_PRELOAD`, …) that this server may receive.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allow_env: Vec<String>,
@@ -98,6 +101,7 @@ impl std::fmt::Debug for McpServerConfig {
             .field("lazy", &self.lazy)
             .field("tools", &self.tools)
             .field("reconnect", &self.reconnect)
+            .field("protocol", &self.protocol)
             .field("allow_env", &self.allow_env)
             .field("prefix", &self.prefix)
             .field("enabled", &self.enabled)
@@ -122,6 +126,34 @@ pub struct StaticTool {
     /// JSON Schema of the arguments, as JSON text (default: any object).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_schema: Option<String>,
+}
+
+/// The MCP protocol era extpool speaks to a server (`protocol:`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Protocol {
+    /// The session era: `initialize` (offering 2025-11-25), then every
+    /// request in that session. The default: what servers written before
+    /// 2026-07-28 speak, and the only era in which a server may send its
+    /// client requests (sampling, elicitation) and keep resource
+    /// subscriptions made with `resources/subscribe`.
+    #[default]
+    #[serde(rename = "session")]
+    Session,
+    /// The 2026-07-28 era when the server offers it (`server/discover`),
+    /// else the session era.
+    #[serde(rename = "auto")]
+    Auto,
+    /// The 2026-07-28 era only (`server/discover`, stateless requests,
+    /// `subscriptions/listen`, `input_required`).
+    #[serde(rename = "2026-07-28")]
+    Stateless,
+}
+
+impl Protocol {
+    /// True for the default (so it is not printed).
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 /// Reconnect attempts after a connection drop; the default is one attempt.

@@ -8,11 +8,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::service::{ClientCacheConfig, RoleClient, RunningService};
-use rmcp::{Peer, ServiceExt};
+use rmcp::Peer;
+use rmcp::model::ProtocolVersion;
+use rmcp::service::{
+    ClientCacheConfig, ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService,
+};
 
 use crate::client::ClientOptions;
-use crate::config::McpServerConfig;
+use crate::config::{McpServerConfig, Protocol};
 use crate::error::{ConfigError, ConnectFailure};
 use crate::flood::{FloodGate, FloodStats};
 use crate::handler::{ChangeSignals, Handler};
@@ -67,10 +70,15 @@ pub(crate) struct Connection {
     pub(crate) pid: Option<u32>,
     /// The stdio child's process group (its pid: the child leads it).
     group: Option<ProcessGroup>,
+    /// The task following a 2026-07-28 server's list changes.
+    listener: Option<tokio::task::AbortHandle>,
 }
 
 impl Drop for Connection {
     fn drop(&mut self) {
+        if let Some(listener) = &self.listener {
+            listener.abort();
+        }
         // Dropped without a close (pool or client dropped): rmcp closes the
         // child in the background; the rest of its group is killed here.
         if let Some(group) = self.group
@@ -96,6 +104,9 @@ impl Connection {
     /// Closes stdin / the HTTP session, waits (bounded) for the server to
     /// go, then terminates whatever is left of its process group.
     pub(crate) async fn close(&self, timeout: Duration) {
+        if let Some(listener) = &self.listener {
+            listener.abort();
+        }
         let service = self.service.lock().await.take();
         if let Some(mut service) = service {
             match service.close_with_timeout(timeout).await {
@@ -130,6 +141,8 @@ pub(crate) struct Attempt<'a> {
     pub(crate) redactor: &'a Redactor,
     /// Counts what the connection's flood gate let through.
     pub(crate) flood: &'a Arc<parking_lot::Mutex<FloodStats>>,
+    /// The protocol era to speak.
+    pub(crate) protocol: Protocol,
 }
 
 impl Attempt<'_> {
@@ -141,6 +154,20 @@ impl Attempt<'_> {
             self.options.notifications,
             self.flood.clone(),
         )
+    }
+}
+
+/// How the handshake goes in `protocol`'s era.
+fn lifecycle(protocol: Protocol) -> ClientLifecycleMode {
+    match protocol {
+        Protocol::Session => ClientLifecycleMode::Initialize,
+        Protocol::Auto => ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(ProtocolVersion::V_2025_11_25),
+        },
+        Protocol::Stateless => ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
     }
 }
 
@@ -186,7 +213,8 @@ pub(crate) async fn connect(
             let max = usize::try_from(a.max_message_bytes).unwrap_or(usize::MAX);
             let transport =
                 OrderedTransport::new(a.gate(transport.with_max_message_bytes(max)), order);
-            match tokio::time::timeout(a.startup, handler.serve(transport)).await {
+            let serving = handler.serve_with_lifecycle(transport, lifecycle(a.protocol));
+            match tokio::time::timeout(a.startup, serving).await {
                 Ok(Ok(service)) => (service, Some(tail), pid),
                 Ok(Err(source)) => {
                     let lines = tail.settled_lines(STDERR_SETTLE).await;
@@ -210,7 +238,8 @@ pub(crate) async fn connect(
                 )),
                 order,
             );
-            match tokio::time::timeout(a.startup, handler.serve(transport)).await {
+            let serving = handler.serve_with_lifecycle(transport, lifecycle(a.protocol));
+            match tokio::time::timeout(a.startup, serving).await {
                 Ok(Ok(service)) => (service, None, None),
                 Ok(Err(source)) => {
                     let failure = match oauth_failure(&source) {
@@ -229,6 +258,17 @@ pub(crate) async fn connect(
     // rmcp may serve stale cached lists after an error; a host must see the truth.
     peer.set_response_cache_config(ClientCacheConfig::disabled())
         .await;
+    let stateless = peer
+        .peer_info()
+        .is_some_and(|info| info.protocol_version >= ProtocolVersion::V_2026_07_28);
+    let listener = stateless.then(|| {
+        tokio::spawn(crate::listen::follow_changes(
+            peer.clone(),
+            a.name.clone(),
+            a.signals.clone(),
+        ))
+        .abort_handle()
+    });
     if let Some(info) = peer.peer_info() {
         tracing::info!(
             server = %a.name,
@@ -245,5 +285,6 @@ pub(crate) async fn connect(
         stderr,
         pid,
         group: pid.map(ProcessGroup),
+        listener,
     }))
 }

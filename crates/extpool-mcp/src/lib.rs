@@ -35,7 +35,8 @@
 //! `redact` (values passed to a server masked in its stderr),
 //! `client` (one connection, timeouts, reconnect, what is re-sent),
 //! `classify` (which failures are retried), `handler` + `progress`
-//! (notifications), `flood` (what a server sends on its own, bounded per
+//! (notifications), `listen` (list changes of a 2026-07-28 server),
+//! `flood` (what a server sends on its own, bounded per
 //! connection), `ordered` (notifications handled before the response that
 //! follows them), `pool`, `convert` (rmcp → core entries), `skills`
 //! (SEP-2640), `cap` (`McpServerCap`), `startup`, `error` + `describe`
@@ -55,6 +56,7 @@ pub mod flood;
 pub mod handler;
 pub mod http;
 pub mod limits;
+mod listen;
 pub mod name;
 pub mod ordered;
 pub mod pool;
@@ -70,7 +72,8 @@ pub mod transport;
 pub use cap::{CapError, McpServerCap, StaticToolError};
 pub use client::{ClientOptions, McpClient, SharedHttpClient};
 pub use config::{
-    McpServerConfig, ReconnectPolicy, StaticTool, Transport, TransportError, TransportKind,
+    McpServerConfig, Protocol, ReconnectPolicy, StaticTool, Transport, TransportError,
+    TransportKind,
 };
 pub use elicitation::{Elicitation, ElicitationHandler};
 pub use error::{ClientError, ConfigError, ConnectFailure, is_server_down};

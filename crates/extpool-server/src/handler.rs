@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use extpool_host::{HostError, View};
+use extpool_host::{HostError, InputRound, View};
 #[allow(deprecated)] // logging and resources/subscribe are the session era's
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
@@ -283,6 +283,14 @@ impl GatewayHandler {
     }
 }
 
+/// Whether the client of this request takes `input_required` rounds (it
+/// speaks 2026-07-28; rmcp refuses to send such a result to an older peer).
+fn takes_input_rounds(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28)
+}
+
 fn internal(e: HostError) -> ErrorData {
     ErrorData::internal_error(e.to_string(), None)
 }
@@ -445,11 +453,22 @@ impl ServerHandler for GatewayHandler {
                 None,
             ));
         }
+        let round = takes_input_rounds(&context).then(|| {
+            Arc::new(InputRound::new(
+                request
+                    .input_responses
+                    .map(|r| r.into_iter().collect::<serde_json::Map<_, _>>()),
+                request.request_state,
+            ))
+        });
         let args = request.arguments.unwrap_or_default();
         let started = Instant::now();
         let digest_args = self.shared.audit.is_some().then(|| args.clone());
-        let (call_context, forwarders) =
+        let (mut call_context, forwarders) =
             relay::call_context(&context, self.connection.log_level.clone());
+        if let Some(round) = &round {
+            call_context = call_context.with_input(round.clone());
+        }
         let call = call_context.scope(self.view().call(&name, args));
         let outcome = tokio::select! {
             result = call => Some(result),
@@ -460,7 +479,9 @@ impl ServerHandler for GatewayHandler {
             // sends what is queued, then ends.
             let _ = forwarder.await;
         }
+        let asked = round.and_then(|r| r.asked());
         let (result, word) = match outcome {
+            Some(Ok(_)) if asked.is_some() => (Ok(CallToolResult::default()), "input_required"),
             Some(Ok(result)) => {
                 let word = if result.is_error { "tool_error" } else { "ok" };
                 (
@@ -491,6 +512,9 @@ impl ServerHandler for GatewayHandler {
             .record_call(&server, &name, started.elapsed(), failed);
         if let Some(args) = &digest_args {
             self.audit(&name, args, word, started);
+        }
+        if let Some(asked) = asked {
+            return relay::input_required(asked).map(Into::into);
         }
         result.map(Into::into)
     }

@@ -137,3 +137,18 @@ async fn forward_progress(
         }
     }
 }
+
+/// The `input_required` result an upstream server answered (its JSON, as
+/// the host passed it back), to be sent to the client as it is: the
+/// client's retry, with its answers and the request state, reaches the same
+/// server by the same tool name.
+pub(crate) fn input_required(
+    asked: Value,
+) -> Result<rmcp::model::InputRequiredResult, rmcp::ErrorData> {
+    serde_json::from_value(asked).map_err(|e| {
+        rmcp::ErrorData::internal_error(
+            format!("the server's input_required result is not valid: {e}"),
+            None,
+        )
+    })
+}

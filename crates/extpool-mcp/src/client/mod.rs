@@ -606,6 +606,7 @@ impl McpClient {
                 max_message_bytes: inner.max_message_bytes,
                 redactor: &inner.redactor,
                 flood: &inner.flood,
+                protocol: inner.config.protocol,
             })
             .await;
             match outcome {

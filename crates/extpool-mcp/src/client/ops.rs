@@ -4,21 +4,79 @@
 
 use std::time::Duration;
 
-use rmcp::ServiceError;
+use std::sync::Arc;
+
+use extpool_core::{CallContext, InputRound};
 #[allow(deprecated)] // resources/subscribe and logging are the session era's
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, CompleteRequestParams,
-    CompleteResult, GetPromptRequestParams, GetPromptResult, GetSkillRequestParams, JsonObject,
-    LoggingLevel, PingRequest, Prompt, ReadResourceRequestParams, ReadResourceResult, Resource,
-    ResourceTemplate, ServerCapabilities, ServerResult, SetLevelRequestParams, Skill,
+    CompleteResult, ContentBlock, GetPromptRequestParams, GetPromptResult, GetSkillRequestParams,
+    JsonObject, LoggingLevel, PingRequest, Prompt, ReadResourceRequestParams, ReadResourceResult,
+    Resource, ResourceTemplate, ServerCapabilities, ServerResult, SetLevelRequestParams, Skill,
     SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::PeerRequestOptions;
+use rmcp::{ErrorData, ServiceError};
 use tokio::sync::mpsc::Sender;
 
 use super::{McpClient, Repeat};
 use crate::error::ClientError;
+use crate::name::ServerName;
 use crate::progress::{CancelOnDrop, Progress};
+
+/// The input round of the call running on this task, if its client takes
+/// `input_required` rounds.
+fn input_round() -> Option<Arc<InputRound>> {
+    CallContext::current().and_then(|ctx| ctx.input().cloned())
+}
+
+/// `tools/call` of `name` with `arguments`, and with the client's answers
+/// to the server's questions and its request state when `round` has them.
+fn tool_params(
+    name: &str,
+    arguments: Option<JsonObject>,
+    round: Option<&InputRound>,
+) -> CallToolRequestParams {
+    let mut params = CallToolRequestParams::new(name.to_owned());
+    params.arguments = arguments;
+    if let Some(round) = round {
+        params.input_responses = round
+            .responses
+            .as_ref()
+            .map(|r| r.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
+        params.request_state = round.request_state.clone();
+    }
+    params
+}
+
+/// A call's answer as a result: an `input_required` answer goes to the
+/// call's input round (the caller passes it on) and leaves an empty result
+/// in its place; without a round, it becomes a tool error saying why the
+/// call cannot go on (the model can read it; nothing was done yet).
+fn settle(
+    result: ServerResult,
+    round: Option<&InputRound>,
+    server: &ServerName,
+) -> Result<CallToolResult, ServiceError> {
+    match result {
+        ServerResult::CallToolResult(result) => Ok(result),
+        ServerResult::InputRequiredResult(asked) => match round {
+            Some(round) => {
+                let asked = serde_json::to_value(&asked).map_err(|e| {
+                    ServiceError::McpError(ErrorData::internal_error(e.to_string(), None))
+                })?;
+                round.ask(asked);
+                Ok(CallToolResult::success(Vec::new()))
+            }
+            None => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "MCP server \"{server}\" needs input from the client to go on (an \
+                 input_required result, MCP 2026-07-28), and the client behind this call \
+                 cannot be asked: only a 2026-07-28 client takes such rounds"
+            ))])),
+        },
+        _ => Err(ServiceError::UnexpectedResponse),
+    }
+}
 
 impl McpClient {
     /// Every tool (all pages).
@@ -49,11 +107,16 @@ impl McpClient {
         arguments: Option<JsonObject>,
         timeout: Option<Duration>,
     ) -> Result<CallToolResult, ClientError> {
-        let mut params = CallToolRequestParams::new(name.to_owned());
-        params.arguments = arguments;
+        let round = input_round();
+        let params = tool_params(name, arguments, round.as_deref());
         self.run("tools/call", Repeat::Tool(name), timeout, |p| {
             let params = params.clone();
-            async move { p.call_tool(params).await }
+            let round = round.clone();
+            let server = self.inner.name.clone();
+            async move {
+                let response = p.call_tool_once(params).await?;
+                settle(ServerResult::from(response), round.as_deref(), &server)
+            }
         })
         .await
     }
@@ -69,13 +132,15 @@ impl McpClient {
         timeout: Option<Duration>,
         progress: Sender<Progress>,
     ) -> Result<CallToolResult, ClientError> {
-        let mut params = CallToolRequestParams::new(name.to_owned());
-        params.arguments = arguments;
+        let round = input_round();
+        let params = tool_params(name, arguments, round.as_deref());
         let routes = self.inner.progress.clone();
         self.run("tools/call", Repeat::Tool(name), timeout, |peer| {
             let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
             let routes = routes.clone();
             let progress = progress.clone();
+            let round = round.clone();
+            let server = self.inner.name.clone();
             async move {
                 let handle = peer
                     .send_request_with_option(request, PeerRequestOptions::no_options())
@@ -84,10 +149,7 @@ impl McpClient {
                 let mut cancel = CancelOnDrop::new(peer.clone(), handle.id.clone());
                 let response = handle.await_response().await;
                 cancel.disarm();
-                match response? {
-                    ServerResult::CallToolResult(result) => Ok(result),
-                    _ => Err(ServiceError::UnexpectedResponse),
-                }
+                settle(response?, round.as_deref(), &server)
             }
         })
         .await

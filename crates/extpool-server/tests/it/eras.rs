@@ -15,7 +15,10 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::json;
 
-use crate::support::{Project, Served, SessionEra, modern, testkit_yaml, within};
+use crate::support::{
+    Project, Served, SessionEra, eventually, modern, modern_http_upstream, remote_yaml,
+    testkit_yaml, within,
+};
 
 async fn echo<S: rmcp::service::Service<RoleClient>>(
     client: &RunningService<RoleClient, S>,
@@ -88,6 +91,41 @@ async fn a_2026_client_listening_hears_an_upstream_tool_list_change() {
     );
     let tools = within(client.list_all_tools()).await.unwrap();
     assert!(tools.iter().any(|t| t.name == "mcp__testkit__heard"));
+    client.cancel().await.unwrap();
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_spoken_to_in_the_2026_era_has_its_list_changes_reach_clients() {
+    let state = StateDir::new();
+    let upstream = modern_http_upstream(&state, &[]).await;
+    let project = Project::new();
+    project.config(&remote_yaml("remote", upstream.url(), "2026-07-28", ""));
+    let served = Served::start(project, GatewayOptions::default()).await;
+    // The gateway listens to the upstream (the era has no other way to hear it).
+    eventually(
+        || state.counter("listeners") > 0,
+        "the gateway listens upstream",
+    )
+    .await;
+    let client = modern(&served.url).await;
+    let mut subscription =
+        within(client.listen(SubscriptionFilter::builder().tools_list_changed().build()))
+            .await
+            .expect("subscriptions/listen");
+    let mut params = CallToolRequestParams::new("mcp__remote__add_tool");
+    params.arguments = json!({"name": "heard"}).as_object().cloned();
+    within(client.call_tool(params)).await.unwrap();
+    let notification = within(subscription.next()).await.unwrap();
+    assert!(
+        matches!(
+            notification,
+            Some(ServerNotification::ToolListChangedNotification(_))
+        ),
+        "{notification:?}"
+    );
+    let tools = within(client.list_all_tools()).await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "mcp__remote__heard"));
     client.cancel().await.unwrap();
     served.stop().await;
 }

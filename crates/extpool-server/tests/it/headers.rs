@@ -7,7 +7,7 @@ use extpool_server::GatewayOptions;
 use extpool_testkit::{StateDir, stdio_command};
 use serde_json::json;
 
-use crate::support::{Project, Served, raw_2026, server_yaml};
+use crate::support::{Project, Served, modern_http_upstream, raw_2026, remote_yaml, server_yaml};
 
 fn modern_stdio_yaml(state: &StateDir) -> String {
     let mut args = state.args();
@@ -102,5 +102,66 @@ async fn headers_that_contradict_the_body_are_refused_with_the_mismatch_named() 
     let (status, answer) = raw_2026(url, "tools/call", echo, &right).await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["result"]["content"][0]["text"], "hi", "{answer}");
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_reaches_a_2026_upstream_under_its_own_names_and_without_the_clients_authorization()
+{
+    use sha2::Digest;
+    let state = StateDir::new();
+    let upstream = modern_http_upstream(&state, &[]).await;
+    let project = Project::new();
+    project.config(&remote_yaml("remote", upstream.url(), "2026-07-28", ""));
+    let options = GatewayOptions {
+        bearer: Some("client-secret".into()),
+        ..GatewayOptions::default()
+    };
+    let served = Served::start(project, options).await;
+    let (status, answer) = raw_2026(
+        &served.url,
+        "tools/call",
+        json!({"name": "mcp__remote__regional", "arguments": {"region": "eu"}}),
+        &[
+            ("authorization", "Bearer client-secret"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "mcp__remote__regional"),
+            ("mcp-param-region", "eu"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "region=eu",
+        "{answer}"
+    );
+
+    // The upstream's rmcp server checked the headers the gateway computed
+    // from the call it sent: the upstream's own tool name and its argument.
+    let requests = state.requests();
+    let calls: Vec<_> = requests
+        .iter()
+        .filter(|r| r["method"] == "tools/call")
+        .collect();
+    assert_eq!(calls.len(), 1, "{requests:?}");
+    let headers = &calls[0]["headers"];
+    assert_eq!(headers["mcp-protocol-version"], "2026-07-28", "{headers}");
+    assert_eq!(headers["mcp-method"], "tools/call", "{headers}");
+    assert_eq!(headers["mcp-name"], "regional", "{headers}");
+    assert_eq!(headers["mcp-param-region"], "eu", "{headers}");
+
+    // The client's Authorization header never went upstream.
+    let client_token = hex::encode(sha2::Sha256::digest(b"Bearer client-secret"));
+    assert!(requests.len() > 1, "startup requests too: {requests:?}");
+    assert!(
+        requests
+            .iter()
+            .all(|r| r["authorization_sha256"] != json!(client_token)),
+        "{requests:?}"
+    );
+    assert!(
+        requests.iter().all(|r| r["authorization_sha256"].is_null()),
+        "no upstream credential is configured: {requests:?}"
+    );
     served.stop().await;
 }

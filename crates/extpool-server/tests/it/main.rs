@@ -9,6 +9,7 @@ mod conformance;
 mod eras;
 mod headers;
 mod lists;
+mod mrtr;
 mod names;
 mod ops;
 mod passthrough;

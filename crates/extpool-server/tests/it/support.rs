@@ -289,3 +289,20 @@ pub async fn modern_with<H: rmcp::ClientHandler>(
     .await
     .expect("server/discover")
 }
+
+/// A testkit server over streamable HTTP with the 2026-07-28 era's tools
+/// (`--modern`) and `args`, recording its requests in `state`.
+pub async fn modern_http_upstream(state: &StateDir, args: &[&str]) -> extpool_testkit::HttpServer {
+    let mut all = state.args();
+    all.push("--modern".into());
+    all.extend(args.iter().map(|a| (*a).to_owned()));
+    tokio::task::spawn_blocking(move || extpool_testkit::HttpServer::spawn(all))
+        .await
+        .unwrap()
+}
+
+/// A remote server entry named `name` at `url`, spoken to in `protocol`'s
+/// era, with `extra` YAML lines (indented under the entry), as YAML.
+pub fn remote_yaml(name: &str, url: &str, protocol: &str, extra: &str) -> String {
+    format!("  {name}:\n    url: {url:?}\n    protocol: {protocol:?}\n{extra}")
+}

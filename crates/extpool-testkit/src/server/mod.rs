@@ -305,6 +305,11 @@ impl ServerHandler for TestServer {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(context.sink().clone());
+        // Counted once the sink is kept: a test waits for it before
+        // changing a list.
+        if let Err(e) = self.counters().increment("listeners") {
+            tracing::warn!("counting listeners: {e}");
+        }
         context.cancelled().await;
         Ok(())
     }
