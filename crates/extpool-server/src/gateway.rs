@@ -24,6 +24,9 @@ use crate::subscriptions::Subscriptions;
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// Default most client sessions open at once.
 pub const DEFAULT_MAX_SESSIONS: usize = 1024;
+/// Default most tool calls one client session has in flight at once (an
+/// agent runs a handful in parallel; a client past this is looping).
+pub const DEFAULT_MAX_CALLS_PER_SESSION: usize = 64;
 /// How long an idle session-era client session is kept (one hour: an
 /// agent often idles between turns).
 pub const DEFAULT_SESSION_KEEP_ALIVE: Duration = Duration::from_secs(3600);
@@ -44,6 +47,10 @@ pub struct GatewayOptions {
     pub max_body_bytes: usize,
     /// Most client sessions open at once.
     pub max_sessions: usize,
+    /// Most tool calls one client session (implicit or durable) has in
+    /// flight at once; each 2026-07-28 request, having no session, is its
+    /// own.
+    pub max_calls_per_session: usize,
     /// How long an idle session-era client session is kept.
     pub session_keep_alive: Duration,
     /// Where the audit log (JSON lines) is appended, if anywhere.
@@ -86,6 +93,7 @@ impl Default for GatewayOptions {
             allowed_origins: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_calls_per_session: DEFAULT_MAX_CALLS_PER_SESSION,
             session_keep_alive: DEFAULT_SESSION_KEEP_ALIVE,
             audit_log: None,
             state: None,

@@ -4,14 +4,13 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
 
-use extpool_host::{HostError, InputRound, View};
+use extpool_host::{HostError, View};
 #[allow(deprecated)] // logging and resources/subscribe are the session era's
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    ContentBlock, DiscoverResult, GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams,
-    GetSkillResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, DiscoverResult,
+    GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams, GetSkillResult,
+    Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult, ListToolsResult,
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
     ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
@@ -20,15 +19,15 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
-use crate::audit::{AuditRecord, args_digest, millis, now_ms};
 use crate::convert;
 use crate::gateway::Shared;
 use crate::lists;
 use crate::names::{Names, NamesCache};
 use crate::passthrough;
-use crate::relay;
 use crate::sessions::OpenSession;
 use crate::skills;
+
+mod calls;
 
 /// Name the gateway reports in `serverInfo`.
 pub const SERVER_NAME: &str = "extpool";
@@ -65,6 +64,8 @@ struct Connection {
     subscribed: AtomicBool,
     /// The tools its searches loaded (`--tool-search`).
     loaded: crate::tool_search::Loaded,
+    /// Its tool calls in flight (bounded by `max_calls_per_session`).
+    calls: AtomicUsize,
     shared: Arc<Shared>,
 }
 
@@ -80,6 +81,7 @@ impl Connection {
             log_level: Arc::new(AtomicUsize::new(0)),
             subscribed: AtomicBool::new(false),
             loaded: crate::tool_search::Loaded::default(),
+            calls: AtomicUsize::new(0),
             shared,
         })
     }
@@ -239,7 +241,9 @@ impl GatewayHandler {
         let max = self.shared.options.max_sessions;
         if usize::try_from(self.shared.metrics.open_sessions()).unwrap_or(0) >= max {
             return Err(ErrorData::internal_error(
-                format!("the gateway serves at most {max} sessions at once; try again later"),
+                format!(
+                    "the gateway serves at most {max} sessions at once (extpool serve --max-sessions); try again when one has ended"
+                ),
                 None,
             ));
         }
@@ -254,57 +258,10 @@ impl GatewayHandler {
         }));
         Ok(())
     }
-
-    fn audit(
-        &self,
-        name: &str,
-        args: &serde_json::Map<String, serde_json::Value>,
-        outcome: &'static str,
-        started: Instant,
-    ) {
-        let Some(log) = &self.shared.audit else {
-            return;
-        };
-        let decision = self.view().permission(name);
-        log.write(&AuditRecord {
-            time_ms: now_ms(),
-            session: self.session_id(),
-            name,
-            decision: if decision.is_allowed() {
-                "allow"
-            } else {
-                "deny"
-            },
-            rule: decision.reason(),
-            outcome,
-            duration_ms: millis(started.elapsed()),
-            args_sha256: args_digest(args),
-        });
-    }
-}
-
-/// Whether the client of this request takes `input_required` rounds (it
-/// speaks 2026-07-28; rmcp refuses to send such a result to an older peer).
-fn takes_input_rounds(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .protocol_version()
-        .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28)
 }
 
 fn internal(e: HostError) -> ErrorData {
     ErrorData::internal_error(e.to_string(), None)
-}
-
-/// A host error as the client sees it: a name it got wrong is invalid
-/// params; anything else a server did is a tool error the model can read.
-fn call_error(e: HostError) -> Result<CallToolResult, ErrorData> {
-    match &e {
-        HostError::UnknownTool { .. } => Err(ErrorData::invalid_params(e.to_string(), None)),
-        _ if e.is_denied() => Err(ErrorData::invalid_params(e.to_string(), None)),
-        _ => Ok(CallToolResult::error(vec![ContentBlock::text(
-            e.to_string(),
-        )])),
-    }
 }
 
 impl ServerHandler for GatewayHandler {
@@ -420,103 +377,7 @@ impl ServerHandler for GatewayHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let name = self.catalog_tool(&request.name);
-        if let Some(result) =
-            crate::source_tools::call(&self.shared, self.durable.as_ref(), &name).await
-        {
-            return result.map(Into::into);
-        }
-        if let Some(config) = &self.shared.options.tool_search
-            && name == crate::tool_search::SEARCH_TOOL
-        {
-            let args = request.arguments.unwrap_or_default();
-            let (result, loaded) = crate::tool_search::search(
-                config,
-                &self.visible_tools(),
-                &self.names(),
-                &self.connection.loaded,
-                &args,
-            )?;
-            if loaded && self.has_session() {
-                let _ = context.peer.notify_tool_list_changed().await;
-            }
-            return Ok(result.into());
-        }
-        // A name not granted in this replica's copy may have been granted
-        // through another replica: the store decides.
-        if !self.may_call(&name) && !self.sync_authority().await.may_call(&name) {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "{name} is not granted to this session; RefreshMcpSources (or POST /v1/sessions/{}/mcp-refresh) grants the names active now",
-                    self.session_id()
-                ),
-                None,
-            ));
-        }
-        let round = takes_input_rounds(&context).then(|| {
-            Arc::new(InputRound::new(
-                request
-                    .input_responses
-                    .map(|r| r.into_iter().collect::<serde_json::Map<_, _>>()),
-                request.request_state,
-            ))
-        });
-        let args = request.arguments.unwrap_or_default();
-        let started = Instant::now();
-        let digest_args = self.shared.audit.is_some().then(|| args.clone());
-        let (mut call_context, forwarders) =
-            relay::call_context(&context, self.connection.log_level.clone());
-        if let Some(round) = &round {
-            call_context = call_context.with_input(round.clone());
-        }
-        let call = call_context.scope(self.view().call(&name, args));
-        let outcome = tokio::select! {
-            result = call => Some(result),
-            () = context.ct.cancelled() => None,
-        };
-        for forwarder in forwarders {
-            // Every copy of the context is gone with the call: each task
-            // sends what is queued, then ends.
-            let _ = forwarder.await;
-        }
-        let asked = round.and_then(|r| r.asked());
-        let (result, word) = match outcome {
-            Some(Ok(_)) if asked.is_some() => (Ok(CallToolResult::default()), "input_required"),
-            Some(Ok(result)) => {
-                let word = if result.is_error { "tool_error" } else { "ok" };
-                (
-                    Ok(extpool_host::mcp::convert::wire::call_tool_result(&result)),
-                    word,
-                )
-            }
-            Some(Err(e)) => {
-                let word = if e.is_denied() { "denied" } else { "error" };
-                (call_error(e), word)
-            }
-            None => (
-                Err(ErrorData::internal_error(
-                    "the client cancelled the call",
-                    None,
-                )),
-                "cancelled",
-            ),
-        };
-        let failed = !matches!(&result, Ok(r) if r.is_error != Some(true));
-        let server = self
-            .shared
-            .host
-            .server_of_tool(&name)
-            .unwrap_or_else(|| extpool_host::BUILTIN.to_owned());
-        self.shared
-            .metrics
-            .record_call(&server, &name, started.elapsed(), failed);
-        if let Some(args) = &digest_args {
-            self.audit(&name, args, word, started);
-        }
-        if let Some(asked) = asked {
-            return relay::input_required(asked).map(Into::into);
-        }
-        result.map(Into::into)
+        self.call(request, context).await
     }
 
     async fn list_resources(

@@ -61,6 +61,34 @@ async fn event_ids(State(shared): State<Arc<Shared>>, request: Request, next: Ne
     crate::event_ids::through(&shared.event_tag, request, max, |r| next.run(r)).await
 }
 
+/// Refuses a request whose declared body is larger than the gateway
+/// accepts, at once (HTTP 413) with a message naming both sizes and the
+/// setting. Plain text, like the MCP layer's own refusal: a JSON-RPC error
+/// could not carry the request's id (the body is not read), and a client
+/// waits forever for an answer it cannot match. A body sent without a
+/// length is cut at the same size by the MCP layer.
+async fn limit_body(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
+    let max = shared.options.max_body_bytes;
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    match declared {
+        Some(size) if size > max as u64 => {
+            tracing::info!(size, max, path = %request.uri().path(), "refused an oversized request");
+            (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the request body is {size} bytes; this extpool gateway accepts at most {max} (extpool serve --max-request-bytes)\n"
+                ),
+            )
+                .into_response()
+        }
+        _ => next.run(request).await,
+    }
+}
+
 async fn healthz() -> &'static str {
     "ok\n"
 }
@@ -142,6 +170,7 @@ impl Gateway {
             .route("/metrics", get(metrics))
             .with_state(shared.clone())
             .merge(api)
+            .layer(middleware::from_fn_with_state(shared.clone(), limit_body))
             .layer(middleware::from_fn_with_state(shared.clone(), check_bearer));
         Router::new()
             .route("/healthz", get(healthz))

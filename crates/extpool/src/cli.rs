@@ -232,6 +232,21 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub audit_log: Option<PathBuf>,
 
+    /// Largest request body accepted, in bytes; a larger one gets HTTP 413.
+    #[arg(long, value_name = "BYTES", default_value_t = extpool_server::gateway::DEFAULT_MAX_BODY_BYTES as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_request_bytes: u64,
+
+    /// Most client sessions open at once; one more is refused until one ends.
+    #[arg(long, value_name = "N", default_value_t = extpool_server::gateway::DEFAULT_MAX_SESSIONS as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_sessions: u64,
+
+    /// Most tool calls one client session has in flight at once; one more is refused.
+    #[arg(long, value_name = "N", default_value_t = extpool_server::gateway::DEFAULT_MAX_CALLS_PER_SESSION as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_calls_per_session: u64,
+
     /// Where sessions and their grants are kept: a SQLite path (`sqlite:PATH`)
     /// or `postgres://…` (default: state.db in the user's data directory).
     #[arg(long, value_name = "URL", env = "EXTPOOL_STATE")]

@@ -8,6 +8,7 @@ mod clients;
 mod conformance;
 mod eras;
 mod headers;
+mod limits;
 mod lists;
 mod mrtr;
 mod names;

@@ -249,7 +249,7 @@ pub async fn raw_2026(
 }
 
 /// A client that speaks the session era (`initialize`, 2025-11-25).
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct SessionEra;
 
 impl rmcp::ClientHandler for SessionEra {

@@ -63,6 +63,9 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
         unprefixed: args.unprefixed.clone(),
         replica_id: Some(replica),
         replica_heartbeat: std::time::Duration::from_secs(args.replica_heartbeat),
+        max_body_bytes: usize::try_from(args.max_request_bytes).unwrap_or(usize::MAX),
+        max_sessions: usize::try_from(args.max_sessions).unwrap_or(usize::MAX),
+        max_calls_per_session: usize::try_from(args.max_calls_per_session).unwrap_or(usize::MAX),
         ..GatewayOptions::default()
     };
     let gateway = Gateway::new(host, options).await?;

@@ -458,3 +458,55 @@ fn tool_search_flags_defer_schemas_behind_a_search_tool() {
     assert_eq!(found["tools"][0]["name"], "mcp__testkit__echo", "{found}");
     assert_eq!(sigterm(&mut served), 0);
 }
+
+#[test]
+fn the_limit_flags_bound_request_bodies_and_sessions_with_clear_errors() {
+    let sb = Sandbox::new();
+    sb.write("extpool.yaml", "mcp_servers: {}\n");
+    let mut served = serve(
+        &sb,
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--max-request-bytes",
+            "1000",
+            "--max-sessions",
+            "1",
+        ],
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let post = |body: String| {
+        let url = served.url.clone();
+        runtime.block_on(async move {
+            let response = reqwest::Client::new()
+                .post(url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            (status, response.text().await.unwrap())
+        })
+    };
+    let (status, text) = post(format!("{{\"pad\":\"{}\"}}", "x".repeat(2000)));
+    assert_eq!(status, 413, "{text}");
+    assert!(text.contains("accepts at most 1000"), "{text}");
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "limits", "version": "1"}}})
+    .to_string();
+    let (status, text) = post(initialize.clone());
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("\"serverInfo\""), "{text}");
+    let (_, text) = post(initialize);
+    assert!(
+        text.contains("serves at most 1 sessions at once (extpool serve --max-sessions)"),
+        "{text}"
+    );
+    assert_eq!(sigterm(&mut served), 0);
+}
