@@ -69,16 +69,15 @@ async fn session_era_and_2026_era_clients_are_served_side_by_side() {
     served.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_2026_client_listening_hears_an_upstream_tool_list_change() {
-    let state = StateDir::new();
-    let served = served(&state).await;
+/// A 2026-07-28 client of `served`, listening, adds a tool to `server`
+/// and hears the list change; the new tool is listed.
+async fn a_listener_hears_a_tool_added_to(served: &Served, server: &str) {
     let client = modern(&served.url).await;
     let mut subscription =
         within(client.listen(SubscriptionFilter::builder().tools_list_changed().build()))
             .await
             .expect("subscriptions/listen");
-    let mut params = CallToolRequestParams::new("mcp__testkit__add_tool");
+    let mut params = CallToolRequestParams::new(format!("mcp__{server}__add_tool"));
     params.arguments = json!({"name": "heard"}).as_object().cloned();
     within(client.call_tool(params)).await.unwrap();
     let notification = within(subscription.next()).await.unwrap();
@@ -90,8 +89,16 @@ async fn a_2026_client_listening_hears_an_upstream_tool_list_change() {
         "{notification:?}"
     );
     let tools = within(client.list_all_tools()).await.unwrap();
-    assert!(tools.iter().any(|t| t.name == "mcp__testkit__heard"));
+    let heard = format!("mcp__{server}__heard");
+    assert!(tools.iter().any(|t| t.name == heard.as_str()));
     client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_client_listening_hears_an_upstream_tool_list_change() {
+    let state = StateDir::new();
+    let served = served(&state).await;
+    a_listener_hears_a_tool_added_to(&served, "testkit").await;
     served.stop().await;
 }
 
@@ -108,25 +115,7 @@ async fn an_upstream_spoken_to_in_the_2026_era_has_its_list_changes_reach_client
         "the gateway listens upstream",
     )
     .await;
-    let client = modern(&served.url).await;
-    let mut subscription =
-        within(client.listen(SubscriptionFilter::builder().tools_list_changed().build()))
-            .await
-            .expect("subscriptions/listen");
-    let mut params = CallToolRequestParams::new("mcp__remote__add_tool");
-    params.arguments = json!({"name": "heard"}).as_object().cloned();
-    within(client.call_tool(params)).await.unwrap();
-    let notification = within(subscription.next()).await.unwrap();
-    assert!(
-        matches!(
-            notification,
-            Some(ServerNotification::ToolListChangedNotification(_))
-        ),
-        "{notification:?}"
-    );
-    let tools = within(client.list_all_tools()).await.unwrap();
-    assert!(tools.iter().any(|t| t.name == "mcp__remote__heard"));
-    client.cancel().await.unwrap();
+    a_listener_hears_a_tool_added_to(&served, "remote").await;
     served.stop().await;
 }
 
