@@ -10,9 +10,10 @@
 //!
 //! Run: `cargo bench -p extpool-skills --bench discovery`
 //! (the Python side needs `scripts/peers.sh`: `.peers/venv` with PyYAML).
-//! Targets on a 2-core machine: ≤ 150 ms and ≤ 40 MB RSS. Each line also
-//! gives the CPU time (user + system, all threads), which other load on the
-//! machine disturbs far less than wall time. `EXTPOOL_SKILLS_BENCH_THREADS`
+//! Targets (issue 13): median ≤ 80 ms in a fresh process, peak RSS ≤ 40 MB.
+//! Each line also gives the CPU time (user + system, all threads), which
+//! other load on the machine disturbs far less than wall time; on a loaded
+//! machine the wall time is mostly waiting for a core. `EXTPOOL_SKILLS_BENCH_THREADS`
 //! sets the discovery's worker threads (default: one per core, at most 4).
 #![allow(clippy::print_stdout)]
 
@@ -26,7 +27,7 @@ const ROOTS: usize = 10;
 const PER_ROOT: usize = 1000;
 const RUNS: usize = 5;
 const CHILD_ENV: &str = "EXTPOOL_SKILLS_BENCH_CHILD";
-const TARGET_MS: f64 = 150.0;
+const TARGET_MS: f64 = 80.0;
 const TARGET_KB: u64 = 40 * 1024;
 
 const PYTHON_WALKER: &str = r#"
@@ -261,7 +262,7 @@ fn main() {
     let gen_start = Instant::now();
     generate(tmp.path());
     println!(
-        "generated {} skills (2 KB bodies) in {} roots in {:.1} s; {} cores; load average {}; {RUNS} fresh-process runs each",
+        "generated {} skills (2 KB bodies) in {} roots in {:.1} s; {} cores; load average {}; {RUNS} fresh-process runs each, interleaved",
         ROOTS * PER_ROOT,
         ROOTS,
         gen_start.elapsed().as_secs_f64(),
@@ -272,13 +273,13 @@ fn main() {
     run_rust(tmp.path());
     run_python(&python, "pure", tmp.path());
 
-    let rust: Vec<Run> = (0..RUNS).map(|_| run_rust(tmp.path())).collect();
-    let py: Vec<Run> = (0..RUNS)
-        .map(|_| run_python(&python, "pure", tmp.path()))
-        .collect();
-    let py_c: Vec<Run> = (0..RUNS)
-        .map(|_| run_python(&python, "libyaml", tmp.path()))
-        .collect();
+    // Interleaved, so machine drift affects every walker alike.
+    let (mut rust, mut py, mut py_c) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..RUNS {
+        rust.push(run_rust(tmp.path()));
+        py.push(run_python(&python, "pure", tmp.path()));
+        py_c.push(run_python(&python, "libyaml", tmp.path()));
+    }
     assert_eq!(rust[0].skills, ROOTS * PER_ROOT);
     assert_eq!(py[0].skills, ROOTS * PER_ROOT);
 

@@ -7,14 +7,15 @@
 
 mod roots;
 mod walk;
+mod walked;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-
 use std::sync::Arc;
 
-use crate::diagnostic::{Diagnostic, DiagnosticCode};
+use crate::diagnostic::Diagnostic;
 use crate::skill::{RootKind, Skill};
+
+use walked::Walked;
 
 pub use roots::{DEFAULT_MAX_DEPTH, DEFAULT_MAX_DIRS_PER_ROOT, DiscoveryConfig, Root};
 pub(crate) use walk::{is_symlink_refusal, open_nofollow, open_skill_file};
@@ -51,6 +52,8 @@ pub struct Discovery {
     pub roots: Vec<Root>,
     /// Counters.
     pub stats: DiscoveryStats,
+    /// The walk this came from, for [`rediscover`].
+    walked: Option<Arc<Walked>>,
 }
 
 impl Discovery {
@@ -63,63 +66,8 @@ impl Discovery {
 /// Scans every root of `config` and resolves duplicate names by precedence.
 pub fn discover(config: &DiscoveryConfig) -> Discovery {
     let roots = config.roots();
-    let mut out = Discovery {
-        roots: roots.clone(),
-        ..Discovery::default()
-    };
-    // name -> index in out.skills
-    let mut by_name: HashMap<String, usize> = HashMap::new();
-    for root in &roots {
-        let scan = walk::walk(root, config, true);
-        if scan.dirs_visited > 0 {
-            out.stats.roots_scanned += 1;
-        }
-        out.stats.dirs_visited += scan.dirs_visited;
-        out.stats.files_parsed += scan.files_parsed;
-        out.stats.bytes_read += scan.bytes_read;
-        out.stats.skills_skipped += scan.refused;
-        if scan
-            .diagnostics
-            .iter()
-            .any(|d| d.code == DiagnosticCode::ScanTruncated)
-        {
-            out.stats.roots_truncated += 1;
-        }
-        out.diagnostics.extend(scan.diagnostics);
-        for found in scan.found {
-            let Some(meta) = found.meta else {
-                out.stats.skills_skipped += 1;
-                continue;
-            };
-            if let Some(&i) = by_name.get(&meta.name) {
-                let winner = &out.skills[i];
-                if winner.canonical_dir != found.canonical_dir {
-                    out.stats.skills_shadowed += 1;
-                    out.diagnostics.push(Diagnostic::warning(
-                        DiagnosticCode::Shadowed,
-                        &found.skill_md,
-                        None,
-                        format!(
-                            "skill '{}' is shadowed by {} (higher precedence); not loaded",
-                            meta.name,
-                            winner.skill_md.display()
-                        ),
-                    ));
-                }
-                continue;
-            }
-            by_name.insert(meta.name.clone(), out.skills.len());
-            out.skills.push(Arc::new(Skill {
-                meta,
-                dir: found.dir,
-                canonical_dir: found.canonical_dir,
-                skill_md: found.skill_md,
-                root: root.path.clone(),
-                kind: root.kind,
-                fingerprint: found.fingerprint,
-            }));
-        }
-    }
+    let scans = walk::walk_all(&roots, config, true);
+    let out = Arc::new(Walked::new(&roots, scans)).merge();
     tracing::debug!(
         skills = out.skills.len(),
         diagnostics = out.diagnostics.len(),
@@ -127,6 +75,29 @@ pub fn discover(config: &DiscoveryConfig) -> Discovery {
         "skills discovered"
     );
     out
+}
+
+/// `previous` with the changes the watcher reported at `paths` applied:
+/// only the skill directories whose SKILL.md changed are read again, when
+/// that is enough to know the result (see `walked`); otherwise a full
+/// [`discover`]. Either way the result is what `discover` would return.
+pub(crate) fn rediscover(
+    config: &DiscoveryConfig,
+    previous: &Discovery,
+    paths: &[PathBuf],
+) -> Discovery {
+    let updated = previous
+        .walked
+        .as_ref()
+        .filter(|w| w.roots_match(&config.roots()))
+        .and_then(|w| w.update(paths, config));
+    match updated {
+        Some(walked) => {
+            tracing::debug!(paths = paths.len(), "skills updated without a full walk");
+            Arc::new(walked).merge()
+        }
+        None => discover(config),
+    }
 }
 
 /// Skill directories (holding a SKILL.md) below `path`, within the default

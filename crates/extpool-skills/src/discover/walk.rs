@@ -6,16 +6,23 @@
 //! subdirectories queued, skipping dot-directories and `node_modules`, down
 //! to the depth bound and up to the directory-count bound.
 //!
-//! Each level is probed in parallel: probing means opening `SKILL.md`
-//! without following a symlink and reading only the head of the file.
-//! Results are merged in path order, so the outcome does not depend on
-//! thread timing.
+//! Every root is walked at once, level by level: one level holds the
+//! directories of that depth in every root, and is probed in parallel by
+//! a few threads that take batches of it as they come free (a thread the
+//! machine does not schedule holds up nothing). Probing means opening
+//! `SKILL.md` without following a symlink, one `fstat`, and reading only
+//! the head of the file. Outcomes are merged in root order and path order,
+//! each root with its own bounds, so the result is the same as walking the
+//! roots one by one and does not depend on thread timing.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::fs::{self, File};
 use std::io;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
 
 use crate::diagnostic::{Diagnostic, DiagnosticCode};
 use crate::frontmatter;
@@ -26,6 +33,8 @@ use super::roots::{DiscoveryConfig, Root};
 
 /// Levels smaller than this are probed on the calling thread.
 const PARALLEL_THRESHOLD: usize = 64;
+/// Directories a probing thread takes from a level at a time.
+const BATCH: usize = 32;
 
 thread_local! {
     /// The head buffer of this thread, reused for every file it reads.
@@ -41,6 +50,10 @@ pub(crate) struct Found {
     /// `None` when parsing was not asked for, or the skill was skipped.
     pub meta: Option<SkillMeta>,
     pub fingerprint: Fingerprint,
+    /// Where this skill's own diagnostics sit in the root's list.
+    pub diagnostics: Range<usize>,
+    /// Bytes of SKILL.md read.
+    pub bytes_read: u64,
 }
 
 /// Everything one root yielded.
@@ -54,17 +67,21 @@ pub(crate) struct RootScan {
     /// SKILL.md files refused (a symlink out of the skill, not a regular
     /// file) or unreadable.
     pub refused: usize,
+    /// The root with symlinks resolved (empty when it was not walked).
+    pub canonical: PathBuf,
 }
 
-struct Item {
-    path: PathBuf,
-    canonical: PathBuf,
-    depth: usize,
+pub(crate) struct Item {
+    pub path: PathBuf,
+    pub canonical: PathBuf,
+    /// Index of the root (in the walk's list) this directory belongs to.
+    pub root: usize,
+    pub depth: usize,
     /// Reached through a symlink: may repeat a directory seen elsewhere.
-    via_symlink: bool,
+    pub via_symlink: bool,
 }
 
-enum Outcome {
+pub(crate) enum Outcome {
     Skill {
         found: Box<Found>,
         diagnostics: Vec<Diagnostic>,
@@ -77,11 +94,11 @@ enum Outcome {
     Failed(Diagnostic),
 }
 
-struct Ctx<'a> {
-    root_canonical: &'a Path,
-    kind: RootKind,
-    mode: ValidationMode,
-    parse: bool,
+pub(crate) struct Ctx {
+    pub root_canonical: PathBuf,
+    pub kind: RootKind,
+    pub mode: ValidationMode,
+    pub parse: bool,
 }
 
 /// Opens a file without following a symlink in its last component, and
@@ -148,6 +165,15 @@ pub(crate) fn open_skill_file(
     canonical_dir: &Path,
     name: &str,
 ) -> Result<Option<(PathBuf, File)>, Diagnostic> {
+    Ok(open_skill_file_with_meta(dir, canonical_dir, name)?.map(|(path, file, _)| (path, file)))
+}
+
+/// [`open_skill_file`], with the file's metadata (its one `fstat`).
+fn open_skill_file_with_meta(
+    dir: &Path,
+    canonical_dir: &Path,
+    name: &str,
+) -> Result<Option<(PathBuf, File, fs::Metadata)>, Diagnostic> {
     let skill_md = dir.join(name);
     let file = match open_nofollow(&skill_md) {
         Ok(f) => f,
@@ -174,7 +200,7 @@ pub(crate) fn open_skill_file(
         Err(e) => return Err(io_diag(&skill_md, &e)),
     };
     match file.metadata() {
-        Ok(m) if m.is_file() => Ok(Some((skill_md, file))),
+        Ok(m) if m.is_file() => Ok(Some((skill_md, file, m))),
         Ok(_) => Err(Diagnostic::error(
             DiagnosticCode::MissingSkillMd,
             &skill_md,
@@ -185,10 +211,10 @@ pub(crate) fn open_skill_file(
     }
 }
 
-fn probe(item: &Item, ctx: &Ctx<'_>) -> Outcome {
-    match open_skill_file(&item.path, &item.canonical, "SKILL.md") {
-        Ok(Some((skill_md, f))) => read_skill(item, skill_md, f, ctx),
-        Ok(None) => list_dir(item, ctx),
+pub(crate) fn probe(item: Item, ctx: &Ctx) -> Outcome {
+    match open_skill_file_with_meta(&item.path, &item.canonical, "SKILL.md") {
+        Ok(Some((skill_md, f, meta))) => read_skill(item, skill_md, f, &meta, ctx),
+        Ok(None) => list_dir(&item, ctx),
         Err(d) => Outcome::Refused(d),
     }
 }
@@ -197,17 +223,21 @@ fn io_diag(path: &Path, e: &io::Error) -> Diagnostic {
     Diagnostic::error(DiagnosticCode::Io, path, None, format!("cannot read: {e}"))
 }
 
-fn read_skill(item: &Item, skill_md: PathBuf, mut file: File, ctx: &Ctx<'_>) -> Outcome {
-    let meta = match file.metadata() {
-        Ok(m) => m,
-        Err(e) => return Outcome::Refused(io_diag(&skill_md, &e)),
-    };
+fn read_skill(
+    item: Item,
+    skill_md: PathBuf,
+    mut file: File,
+    meta: &fs::Metadata,
+    ctx: &Ctx,
+) -> Outcome {
     let mut found = Found {
-        dir: item.path.clone(),
-        canonical_dir: item.canonical.clone(),
+        dir: item.path,
+        canonical_dir: item.canonical,
         skill_md,
         meta: None,
-        fingerprint: fingerprint(&meta),
+        fingerprint: fingerprint(meta),
+        diagnostics: 0..0,
+        bytes_read: 0,
     };
     if !ctx.parse {
         return Outcome::Skill {
@@ -221,7 +251,7 @@ fn read_skill(item: &Item, skill_md: PathBuf, mut file: File, ctx: &Ctx<'_>) -> 
         let located = frontmatter::read_head(&mut file, buf, Some(len))?;
         let (meta, diagnostics) = validate::check_bytes(
             &found.skill_md,
-            &file_name(&item.path),
+            &file_name(&found.dir),
             buf,
             located,
             ctx.mode,
@@ -240,7 +270,7 @@ fn read_skill(item: &Item, skill_md: PathBuf, mut file: File, ctx: &Ctx<'_>) -> 
     }
 }
 
-fn list_dir(item: &Item, ctx: &Ctx<'_>) -> Outcome {
+fn list_dir(item: &Item, ctx: &Ctx) -> Outcome {
     let entries = match fs::read_dir(&item.path) {
         Ok(e) => e,
         Err(e) => return Outcome::Failed(io_diag(&item.path, &e)),
@@ -264,6 +294,7 @@ fn list_dir(item: &Item, ctx: &Ctx<'_>) -> Outcome {
             children.push(Item {
                 canonical: item.canonical.join(&name),
                 path,
+                root: item.root,
                 depth: item.depth + 1,
                 via_symlink: false,
             });
@@ -277,7 +308,7 @@ fn list_dir(item: &Item, ctx: &Ctx<'_>) -> Outcome {
             if item.canonical.starts_with(&target) {
                 continue; // a link back to an ancestor
             }
-            if ctx.kind == RootKind::Project && !target.starts_with(ctx.root_canonical) {
+            if ctx.kind == RootKind::Project && !target.starts_with(&ctx.root_canonical) {
                 diagnostics.push(Diagnostic::warning(
                     DiagnosticCode::Io,
                     &path,
@@ -289,6 +320,7 @@ fn list_dir(item: &Item, ctx: &Ctx<'_>) -> Outcome {
             children.push(Item {
                 canonical: target,
                 path,
+                root: item.root,
                 depth: item.depth + 1,
                 via_symlink: true,
             });
@@ -297,136 +329,218 @@ fn list_dir(item: &Item, ctx: &Ctx<'_>) -> Outcome {
     Outcome::Dir(children, diagnostics)
 }
 
-fn probe_level(items: &[Item], ctx: &Ctx<'_>, threads: usize) -> Vec<Outcome> {
+/// Probes every directory of a level; outcomes in the level's order.
+fn probe_level(items: Vec<Item>, ctxs: &[Ctx], threads: usize) -> Vec<(usize, Outcome)> {
+    let run = |item: Item| {
+        let root = item.root;
+        (root, probe(item, &ctxs[root]))
+    };
     if threads <= 1 || items.len() < PARALLEL_THRESHOLD {
-        return items.iter().map(|i| probe(i, ctx)).collect();
+        return items.into_iter().map(run).collect();
     }
-    let chunk = items.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|part| s.spawn(move || part.iter().map(|i| probe(i, ctx)).collect::<Vec<_>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| match h.join() {
-                Ok(v) => v,
+    let total = items.len();
+    // Numbered, so the outcomes can be put back in order.
+    let queue = Mutex::new(items.into_iter().enumerate());
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let batch: Vec<(usize, Item)> = queue.lock().by_ref().take(BATCH).collect();
+            if batch.is_empty() {
+                return done;
+            }
+            done.extend(batch.into_iter().map(|(i, item)| (i, run(item))));
+        }
+    };
+    let mut numbered = std::thread::scope(|s| {
+        let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+        // The calling thread works too.
+        let mut all = work();
+        for helper in helpers {
+            match helper.join() {
+                Ok(v) => all.extend(v),
                 // A probe never panics on input; if one did, re-raise it.
                 Err(p) => std::panic::resume_unwind(p),
-            })
-            .collect()
-    })
+            }
+        }
+        all
+    });
+    debug_assert_eq!(numbered.len(), total);
+    numbered.sort_unstable_by_key(|(i, _)| *i);
+    numbered.into_iter().map(|(_, outcome)| outcome).collect()
+}
+
+/// One root's walk: its bounds and what it yielded so far.
+struct RootWalk {
+    scan: RootScan,
+    visited: HashSet<PathBuf>,
+    enqueued: usize,
+    truncated: bool,
+    too_deep: bool,
+}
+
+impl RootWalk {
+    /// Takes in the outcome of one of this root's directories; queues its
+    /// subdirectories on `next` within the root's bounds.
+    fn absorb(
+        &mut self,
+        outcome: Outcome,
+        cfg: &DiscoveryConfig,
+        parse: bool,
+        next: &mut Vec<Item>,
+    ) {
+        match outcome {
+            Outcome::Skill {
+                mut found,
+                diagnostics,
+                bytes_read,
+            } => {
+                if parse {
+                    self.scan.files_parsed += 1;
+                }
+                self.scan.bytes_read += bytes_read;
+                let start = self.scan.diagnostics.len();
+                self.scan.diagnostics.extend(diagnostics);
+                found.diagnostics = start..self.scan.diagnostics.len();
+                found.bytes_read = bytes_read;
+                self.scan.found.push(*found);
+            }
+            Outcome::Dir(children, diagnostics) => {
+                self.scan.diagnostics.extend(diagnostics);
+                for child in children {
+                    if child.depth > cfg.max_depth {
+                        self.too_deep = true;
+                        continue;
+                    }
+                    if self.enqueued >= cfg.max_dirs_per_root {
+                        self.truncated = true;
+                        break;
+                    }
+                    // A tree without symlinks has no cycles; only what a
+                    // symlink reaches can repeat.
+                    if !child.via_symlink || self.visited.insert(child.canonical.clone()) {
+                        self.enqueued += 1;
+                        next.push(child);
+                    }
+                }
+            }
+            Outcome::Refused(d) => {
+                self.scan.refused += 1;
+                self.scan.diagnostics.push(d);
+            }
+            Outcome::Failed(d) => self.scan.diagnostics.push(d),
+        }
+    }
+
+    /// The scan, with a diagnostic for each bound that hid something.
+    fn finish(mut self, root: &Root, cfg: &DiscoveryConfig) -> RootScan {
+        // A bound that hides skills is said, naming the root (the
+        // diagnostic's path) and the bound; the skills found so far are kept.
+        if self.truncated {
+            tracing::warn!(root = %root.path.display(), limit = cfg.max_dirs_per_root, "skills scan truncated");
+            self.scan.diagnostics.push(Diagnostic::warning(
+                DiagnosticCode::ScanTruncated,
+                &root.path,
+                None,
+                format!(
+                    "skills scan truncated: this root has more than {} directories (the limit); skills past them are not loaded, so move unrelated directories out of it",
+                    cfg.max_dirs_per_root
+                ),
+            ));
+        }
+        if self.too_deep {
+            self.scan.diagnostics.push(Diagnostic::warning(
+                DiagnosticCode::ScanTruncated,
+                &root.path,
+                None,
+                format!(
+                    "skills scan truncated: directories more than {} levels below this root (the limit) are not searched for skills",
+                    cfg.max_depth
+                ),
+            ));
+        }
+        self.scan
+    }
+}
+
+/// The root as a directory to walk, or why it is not one.
+fn open_root(root: &Root) -> Result<PathBuf, Option<Diagnostic>> {
+    match fs::canonicalize(&root.path) {
+        Ok(c) if c.is_dir() => Ok(c),
+        Ok(_) => Err(Some(Diagnostic::warning(
+            DiagnosticCode::NotADirectory,
+            &root.path,
+            None,
+            "skills root is not a directory",
+        ))),
+        Err(e) if is_not_found(&e) => Err(None),
+        Err(e) => Err(Some(io_diag(&root.path, &e))),
+    }
+}
+
+/// Walks every root; one scan per root, in the roots' order. `parse`
+/// false only locates skill directories.
+pub(crate) fn walk_all(roots: &[Root], cfg: &DiscoveryConfig, parse: bool) -> Vec<RootScan> {
+    let mut ctxs = Vec::with_capacity(roots.len());
+    let mut walks = Vec::with_capacity(roots.len());
+    let mut level = Vec::new();
+    for (i, root) in roots.iter().enumerate() {
+        let mut walk = RootWalk {
+            scan: RootScan::default(),
+            visited: HashSet::new(),
+            enqueued: 1,
+            truncated: false,
+            too_deep: false,
+        };
+        let canonical = match open_root(root) {
+            Ok(c) => Some(c),
+            Err(d) => {
+                walk.scan.diagnostics.extend(d);
+                None
+            }
+        };
+        if let Some(canonical) = &canonical {
+            walk.scan.canonical = canonical.clone();
+            walk.visited.insert(canonical.clone());
+            level.push(Item {
+                path: root.path.clone(),
+                canonical: canonical.clone(),
+                root: i,
+                depth: 0,
+                via_symlink: false,
+            });
+        }
+        ctxs.push(Ctx {
+            root_canonical: canonical.unwrap_or_default(),
+            kind: root.kind,
+            mode: cfg.mode,
+            parse,
+        });
+        walks.push(walk);
+    }
+    let threads = cfg.thread_count();
+    while !level.is_empty() {
+        for item in &level {
+            walks[item.root].scan.dirs_visited += 1;
+        }
+        let outcomes = probe_level(level, &ctxs, threads);
+        // Children are queued per root, then the roots' queues joined in
+        // root order: each root's next level keeps its own path order.
+        let mut next: Vec<Vec<Item>> = (0..roots.len()).map(|_| Vec::new()).collect();
+        for (root, outcome) in outcomes {
+            walks[root].absorb(outcome, cfg, parse, &mut next[root]);
+        }
+        level = next.into_iter().flatten().collect();
+    }
+    walks
+        .into_iter()
+        .zip(roots)
+        .map(|(walk, root)| walk.finish(root, cfg))
+        .collect()
 }
 
 /// Walks one root. `parse` false only locates skill directories.
 pub(crate) fn walk(root: &Root, cfg: &DiscoveryConfig, parse: bool) -> RootScan {
-    let mut scan = RootScan::default();
-    let canonical = match fs::canonicalize(&root.path) {
-        Ok(c) if c.is_dir() => c,
-        Ok(_) => {
-            scan.diagnostics.push(Diagnostic::warning(
-                DiagnosticCode::NotADirectory,
-                &root.path,
-                None,
-                "skills root is not a directory",
-            ));
-            return scan;
-        }
-        Err(e) => {
-            if !is_not_found(&e) {
-                scan.diagnostics.push(io_diag(&root.path, &e));
-            }
-            return scan;
-        }
-    };
-    let ctx = Ctx {
-        root_canonical: &canonical,
-        kind: root.kind,
-        mode: cfg.mode,
-        parse,
-    };
-    let threads = cfg.thread_count();
-    let mut visited: HashSet<PathBuf> = HashSet::new();
-    visited.insert(canonical.clone());
-    let mut level = vec![Item {
-        path: root.path.clone(),
-        canonical: canonical.clone(),
-        depth: 0,
-        via_symlink: false,
-    }];
-    let mut enqueued = 1usize;
-    let mut truncated = false;
-    let mut too_deep = false;
-    while !level.is_empty() {
-        scan.dirs_visited += level.len();
-        let outcomes = probe_level(&level, &ctx, threads);
-        let mut next = Vec::new();
-        for outcome in outcomes {
-            match outcome {
-                Outcome::Skill {
-                    found,
-                    diagnostics,
-                    bytes_read,
-                } => {
-                    if parse {
-                        scan.files_parsed += 1;
-                    }
-                    scan.bytes_read += bytes_read;
-                    scan.diagnostics.extend(diagnostics);
-                    scan.found.push(*found);
-                }
-                Outcome::Dir(children, diagnostics) => {
-                    scan.diagnostics.extend(diagnostics);
-                    for child in children {
-                        if child.depth > cfg.max_depth {
-                            too_deep = true;
-                            continue;
-                        }
-                        if enqueued >= cfg.max_dirs_per_root {
-                            truncated = true;
-                            break;
-                        }
-                        // A tree without symlinks has no cycles; only what a
-                        // symlink reaches can repeat.
-                        if !child.via_symlink || visited.insert(child.canonical.clone()) {
-                            enqueued += 1;
-                            next.push(child);
-                        }
-                    }
-                }
-                Outcome::Refused(d) => {
-                    scan.refused += 1;
-                    scan.diagnostics.push(d);
-                }
-                Outcome::Failed(d) => scan.diagnostics.push(d),
-            }
-        }
-        level = next;
-    }
-    // A bound that hides skills is said, naming the root (the diagnostic's
-    // path) and the bound; the skills found so far are kept.
-    if truncated {
-        tracing::warn!(root = %root.path.display(), limit = cfg.max_dirs_per_root, "skills scan truncated");
-        scan.diagnostics.push(Diagnostic::warning(
-            DiagnosticCode::ScanTruncated,
-            &root.path,
-            None,
-            format!(
-                "skills scan truncated: this root has more than {} directories (the limit); skills past them are not loaded, so move unrelated directories out of it",
-                cfg.max_dirs_per_root
-            ),
-        ));
-    }
-    if too_deep {
-        scan.diagnostics.push(Diagnostic::warning(
-            DiagnosticCode::ScanTruncated,
-            &root.path,
-            None,
-            format!(
-                "skills scan truncated: directories more than {} levels below this root (the limit) are not searched for skills",
-                cfg.max_depth
-            ),
-        ));
-    }
-    scan
+    walk_all(std::slice::from_ref(root), cfg, parse)
+        .pop()
+        .unwrap_or_default()
 }

@@ -463,7 +463,7 @@ impl SkillManagerCap {
     /// reads the filesystem synchronously: from async code, call it inside
     /// `spawn_blocking`.
     pub fn reload(&self) -> ReloadSummary {
-        reload::reload(&self.inner, &[])
+        reload::reload(&self.inner, &[], false)
     }
 
     /// True while the filesystem watcher runs.

@@ -7,7 +7,7 @@
 //! nothing (an editor's swap file, our own reads) yields none.
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 
 use extpool_core::{ChangeEvent, ChangeKind, ChangeStream};
@@ -20,7 +20,7 @@ use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 
 use super::children::{Embedded, build_embedded};
 use super::{Inner, State};
-use crate::discover::{Discovery, discover};
+use crate::discover::{Discovery, discover, rediscover};
 use crate::watch::SkillWatcher;
 
 /// What a reload changed.
@@ -118,14 +118,23 @@ pub(crate) fn publish(inner: &Inner, discovery: Discovery, previous: &[Embedded]
 fn diff(old: &State, new: &Discovery, paths: &[PathBuf]) -> ReloadSummary {
     let mut summary = ReloadSummary::default();
     let new_names: HashSet<&str> = new.skills.iter().map(|s| s.name()).collect();
+    // Every directory a changed path lies in: a skill is touched when its
+    // directory is one of them (what `Skill::contains` tells, in one lookup).
+    let around: HashSet<&Path> = paths.iter().flat_map(|p| p.ancestors()).collect();
     for skill in &new.skills {
         match old.skill(skill.name()) {
             None => summary.added.push(skill.meta.name.clone()),
-            Some(prev) if **prev != **skill => summary.changed.push(skill.meta.name.clone()),
+            Some(prev) if !Arc::ptr_eq(prev, skill) && **prev != **skill => {
+                summary.changed.push(skill.meta.name.clone());
+            }
             Some(_) => {
-                let touched = paths
-                    .iter()
-                    .any(|p| skill.contains(p) && p != &skill.skill_md && p != &skill.dir);
+                let inside = around.contains(skill.dir.as_path())
+                    || (skill.canonical_dir != skill.dir
+                        && around.contains(skill.canonical_dir.as_path()));
+                let touched = inside
+                    && paths
+                        .iter()
+                        .any(|p| skill.contains(p) && p != &skill.skill_md && p != &skill.dir);
                 if touched {
                     summary.files_changed.push(skill.meta.name.clone());
                 }
@@ -140,11 +149,18 @@ fn diff(old: &State, new: &Discovery, paths: &[PathBuf]) -> ReloadSummary {
     summary
 }
 
-/// Rescans, publishes when something changed, and announces it.
-pub(crate) fn reload(inner: &Arc<Inner>, paths: &[PathBuf]) -> ReloadSummary {
+/// Rescans, publishes when something changed, and announces it. With
+/// `changed_at` (the paths of a watcher batch) only what changed there is
+/// read again when that is enough to know the result; otherwise, and for a
+/// manual reload, every root is walked.
+pub(crate) fn reload(inner: &Arc<Inner>, paths: &[PathBuf], changed_at: bool) -> ReloadSummary {
     let _serial = inner.reload_lock.lock();
-    let new = discover(&inner.config);
     let old = inner.state.load_full();
+    let new = if changed_at {
+        rediscover(&inner.config, &old.discovery, paths)
+    } else {
+        discover(&inner.config)
+    };
     let summary = diff(&old, &new, paths);
     let skills_changed =
         !(summary.added.is_empty() && summary.removed.is_empty() && summary.changed.is_empty());
@@ -244,7 +260,8 @@ pub(crate) fn start_watcher(inner: &Arc<Inner>) {
     let weak: Weak<Inner> = Arc::downgrade(inner);
     let spawned = SkillWatcher::spawn(roots, inner.debounce, move |batch| {
         if let Some(inner) = weak.upgrade() {
-            let summary = reload(&inner, &batch.paths);
+            // A root that appeared, went or was replaced: walk everything.
+            let summary = reload(&inner, &batch.paths, !batch.roots_changed);
             tracing::debug!(?summary, roots_changed = batch.roots_changed, "watch batch");
         }
     });
