@@ -162,10 +162,14 @@ Examples:
   extpool serve --stdio                          one client on stdin/stdout (add this to an agent)
   extpool serve --listen 0.0.0.0:8520 --token-file gw.token
   extpool serve --mcp-server docs=https://docs.example/mcp --mcp-prompts=false
+  extpool serve --toolhive-group dev             only ToolHive's `dev` workloads
+  extpool serve --toolhive=false --watch-config=false
 
 Every client session shares one connection per upstream server. On an address
 other than loopback, clients must send the gateway's bearer token
-(EXTPOOL_GATEWAY_TOKEN or --token-file).")]
+(EXTPOOL_GATEWAY_TOKEN or --token-file). While serving, edits of the
+configuration files add, change and remove servers, and ToolHive's running
+workloads are discovered (ListMcpSources shows each source's state).")]
     Serve(Box<ServeArgs>),
 
     /// Sessions of a running gateway: list, create, get, refresh, delete, sources.
@@ -284,6 +288,25 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 5,
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub replica_heartbeat: u64,
+
+    /// Discover the MCP servers ToolHive runs, polling its workloads API
+    /// (default: the configuration's discovery.toolhive.enabled, true).
+    #[arg(long, value_name = "BOOL")]
+    pub toolhive: Option<bool>,
+
+    /// Only the ToolHive workloads of this group.
+    #[arg(long, value_name = "GROUP")]
+    pub toolhive_group: Option<String>,
+
+    /// ToolHive's API (`thv serve`; default: discovery.toolhive.url, else
+    /// http://127.0.0.1:8080).
+    #[arg(long, value_name = "URL", env = "TOOLHIVE_API_URL")]
+    pub toolhive_url: Option<String>,
+
+    /// Apply edits of the configuration files' servers while serving
+    /// (default: the configuration's discovery.watch_config, true).
+    #[arg(long, value_name = "BOOL")]
+    pub watch_config: Option<bool>,
 }
 
 /// `extpool sessions …`: the operator API of a running gateway.

@@ -161,6 +161,19 @@ pub async fn start_host(
     watch: bool,
     relay: bool,
 ) -> Result<Host> {
+    let discovery = extpool_host::DiscoveryOptions::default();
+    start_host_with(ctx, loaded, need, watch, relay, discovery).await
+}
+
+/// [`start_host`] with discovery while running (the gateway).
+pub async fn start_host_with(
+    ctx: &Ctx,
+    loaded: extpool_host::Loaded,
+    need: Need,
+    watch: bool,
+    relay: bool,
+    discovery: extpool_host::DiscoveryOptions,
+) -> Result<Host> {
     let selection = match &need {
         Need::Named(name) => match extpool_host::servers::server_of(&loaded, name) {
             Some(server) => ServerSelection::Only([server].into()),
@@ -188,6 +201,7 @@ pub async fn start_host(
         watch_skills: Some(watch),
         events: Some(tx),
         relay,
+        discovery,
         ..HostOptions::loaded(loaded)
     };
     // A signal during start-up ends it (see `crate::signals`).

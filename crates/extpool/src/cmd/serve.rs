@@ -5,10 +5,12 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use extpool_host::{Loaded, McpServerConfig};
+use extpool_host::{
+    ConfigOverrides, ConfigReload, DiscoveryOptions, Loaded, McpServerConfig, ToolHiveOptions,
+};
 use extpool_server::{Gateway, GatewayOptions};
 
-use super::{Need, start_host};
+use super::{Need, start_host_with};
 use crate::cli::ServeArgs;
 use crate::context::Ctx;
 
@@ -18,7 +20,9 @@ const TOKEN_VAR: &str = "EXTPOOL_GATEWAY_TOKEN";
 /// Runs `extpool serve`.
 pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
     let mut loaded = ctx.load_reporting()?;
-    apply_flags(ctx, &mut loaded, &args)?;
+    let overrides = overrides(&args)?;
+    apply_flags(ctx, &mut loaded, &args, &overrides)?;
+    let discovery = discovery(ctx, &loaded, &args, overrides);
     let bearer = token(&args)?;
     if !args.stdio && !args.listen.ip().is_loopback() && bearer.is_none() {
         bail!(
@@ -44,7 +48,7 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
     };
     let state = open_state(args.state.as_deref(), &replica).await?;
     let watch = loaded.config.skills.watch;
-    let host = start_host(ctx, loaded, Need::Servers, watch, true).await?;
+    let host = start_host_with(ctx, loaded, Need::Servers, watch, true, discovery).await?;
     let options = GatewayOptions {
         state: Some(state),
         session_servers: !args.no_session_servers,
@@ -96,40 +100,81 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
 }
 
 /// `--mcp-server`, `--mcp-server-insecure-http`, `--mcp-resource-tools`
-/// and `--mcp-prompts` applied to the loaded configuration; `--unprefixed`
-/// checked against it.
-fn apply_flags(ctx: &Ctx, loaded: &mut Loaded, args: &ServeArgs) -> Result<()> {
+/// and `--mcp-prompts`, as the overrides the host applies again over
+/// every reload of the configuration.
+fn overrides(args: &ServeArgs) -> Result<ConfigOverrides> {
+    let mut servers = Vec::new();
     for spec in &args.mcp_servers {
         let Some((name, url)) = spec.split_once('=') else {
             bail!("--mcp-server {spec:?}: expected NAME=URL, e.g. docs=https://docs.example/mcp");
         };
-        loaded
-            .add_flag_server(
-                name,
-                McpServerConfig::http(url),
-                &format!("--mcp-server {name}"),
-                &ctx.places.cwd,
-            )
-            .map_err(anyhow::Error::from)?;
+        servers.push((name.to_owned(), McpServerConfig::http(url)));
     }
+    Ok(ConfigOverrides {
+        servers,
+        insecure_http: args.insecure_http.clone(),
+        resource_tools: args.mcp_resource_tools,
+        prompts: args.mcp_prompts,
+    })
+}
+
+/// The overrides applied to the loaded configuration; `--unprefixed`
+/// checked against it.
+fn apply_flags(
+    ctx: &Ctx,
+    loaded: &mut Loaded,
+    args: &ServeArgs,
+    overrides: &ConfigOverrides,
+) -> Result<()> {
     for name in &args.insecure_http {
-        let Some(server) = loaded.config.mcp_servers.get_mut(name) else {
+        let named = overrides.servers.iter().any(|(n, _)| n == name);
+        if !named && !loaded.config.mcp_servers.contains_key(name) {
             bail!("--mcp-server-insecure-http {name}: no server named {name:?} is configured");
-        };
-        server.insecure_http = true;
+        }
     }
+    overrides
+        .apply(loaded, &ctx.places.cwd)
+        .map_err(anyhow::Error::from)?;
     for name in &args.unprefixed {
         if !loaded.config.mcp_servers.contains_key(name) {
             bail!("--unprefixed {name}: no server named {name:?} is configured");
         }
     }
-    if let Some(on) = args.mcp_resource_tools {
-        loaded.config.extensions.resource_tools = on;
-    }
-    if let Some(on) = args.mcp_prompts {
-        loaded.config.extensions.prompt_commands = on;
-    }
     Ok(())
+}
+
+/// What serving discovers: edits of the configuration files (unless
+/// `--watch-config=false`) and ToolHive (unless `--toolhive=false`), each
+/// defaulting to the configuration's `discovery` section.
+fn discovery(
+    ctx: &Ctx,
+    loaded: &Loaded,
+    args: &ServeArgs,
+    overrides: ConfigOverrides,
+) -> DiscoveryOptions {
+    let config = &loaded.config.discovery;
+    let reload = args
+        .watch_config
+        .unwrap_or(config.watch_config)
+        .then(|| ConfigReload {
+            files: ctx.global.config.clone(),
+            overrides,
+        });
+    let toolhive = args
+        .toolhive
+        .unwrap_or(config.toolhive.enabled)
+        .then(|| ToolHiveOptions {
+            url: extpool_host::discovery::toolhive::default_url(
+                args.toolhive_url
+                    .as_deref()
+                    .or(config.toolhive.url.as_deref()),
+            ),
+            group: args
+                .toolhive_group
+                .clone()
+                .or_else(|| config.toolhive.group.clone()),
+        });
+    DiscoveryOptions { reload, toolhive }
 }
 
 /// Opens the state store (`--state`, else the default SQLite file), saying

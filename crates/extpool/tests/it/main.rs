@@ -7,6 +7,7 @@ mod catalog;
 mod commands;
 mod config_errors;
 mod deploy;
+mod discovery;
 mod display;
 mod floods;
 mod foreign_import;

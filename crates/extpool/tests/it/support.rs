@@ -54,6 +54,7 @@ impl Sandbox {
             .env_remove("CODEX_HOME")
             .env_remove("APPDATA")
             .env_remove("EXTPOOL_LOG")
+            .env_remove("TOOLHIVE_API_URL")
             .env("NO_COLOR", "1")
             .env("COLUMNS", "200");
         cmd

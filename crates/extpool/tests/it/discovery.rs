@@ -1,0 +1,310 @@
+//! `extpool serve` discovering servers while it runs, as a user runs it:
+//! ToolHive's workloads (a stand-in speaking its API's wire format, since
+//! ToolHive cannot run here) found through `--toolhive-url` and
+//! `--toolhive-group`, and edits of `extpool.yaml`; sessions' name
+//! authority throughout (a discovered name reaches an existing session only
+//! through a refresh, unless it was created with `auto_grant`), seen by
+//! the Python MCP SDK client.
+
+use std::time::{Duration, Instant};
+
+use extpool_testkit::toolhive::{Answer, FakeToolHive, Workload};
+use extpool_testkit::{HttpServer, StateDir, stdio_command};
+use serde_json::{Value, json};
+
+use crate::serve::{Served, python, sigterm};
+use crate::support::Sandbox;
+
+/// Upper bound of anything a test waits for; reached only when broken.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Fast discovery, no skills.
+const TIMING: &str = "discovery:\n  interval_ms: 100\n  backoff_initial_ms: 100\n  backoff_max_ms: 200\nskills:\n  default_roots: false\n  watch: false\n";
+
+fn testkit_entry(name: &str, state: &StateDir, extra: &[&str]) -> String {
+    let mut all = state.args();
+    all.extend(extra.iter().map(|s| (*s).to_owned()));
+    let (program, args) = stdio_command(all).into_parts();
+    let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+    format!(
+        "  {name}:\n    command: {:?}\n    args: [{}]\n",
+        program.display().to_string(),
+        args.join(", ")
+    )
+}
+
+/// A GET or POST of the gateway's `/v1` API, as JSON.
+fn api(method: &str, url: &str) -> Value {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = reqwest::Client::new();
+        let request = match method {
+            "POST" => client.post(url),
+            _ => client.get(url),
+        };
+        let response = request.send().await.unwrap();
+        let status = response.status();
+        let value: Value = response.json().await.unwrap();
+        assert!(status.is_success(), "{method} {url}: {status} {value}");
+        value
+    })
+}
+
+/// Re-reads `/v1/sources` until `check` holds (the daemon is another
+/// process: its state is read, not awaited), failing after [`PATIENCE`].
+fn sources_until(base: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let sources = api("GET", &format!("{base}/v1/sources"));
+        if check(&sources) {
+            return sources;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never happened: {what}: {sources:#}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn discovery<'a>(sources: &'a Value, id: &str) -> &'a Value {
+    sources["discovery"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["source"] == id)
+        .unwrap_or_else(|| panic!("no discovery source {id}: {sources:#}"))
+}
+
+fn serves(sources: &Value, id: &str, server: &str) -> bool {
+    discovery(sources, id)["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s == server)
+}
+
+fn tools(endpoint: &str) -> Vec<String> {
+    let out = python(&["--url", endpoint], json!([{"op": "list_tools"}]));
+    out[1]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn serve(sb: &Sandbox, args: &[&str]) -> Served {
+    let mut command = sb.command();
+    command.arg("serve").args(args);
+    Served::spawn(command)
+}
+
+#[test]
+fn toolhive_servers_reach_existing_sessions_only_through_a_refresh() {
+    let upstream = HttpServer::spawn(StateDir::new().args());
+    let toolhive = FakeToolHive::start();
+    toolhive.add_group("team");
+    let sb = Sandbox::new();
+    let kit = StateDir::new();
+    sb.write(
+        "extpool.yaml",
+        &format!("mcp_servers:\n{}{TIMING}", testkit_entry("base", &kit, &[])),
+    );
+    let db = format!("sqlite:{}", sb.dir.path().join("gw.db").display());
+    let mut served = serve(
+        &sb,
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--state",
+            &db,
+            "--toolhive-url",
+            &toolhive.url(),
+            "--toolhive-group",
+            "team",
+        ],
+    );
+    let base = served.url.trim_end_matches("/mcp").to_owned();
+    let first = sources_until(&base, "ToolHive consulted", |s| {
+        discovery(s, "toolhive")["state"] == "ok"
+    });
+    assert!(
+        toolhive
+            .queries()
+            .iter()
+            .all(|q| q.as_deref() == Some("team"))
+    );
+    assert!(!discovery(&first, "toolhive")["stale"].as_bool().unwrap());
+    for create in [&["--id", "s1"][..], &["--id", "auto", "--auto-grant"][..]] {
+        let mut args = vec!["sessions", "--gateway", base.as_str(), "create"];
+        args.extend_from_slice(create);
+        let r = sb.run(&args);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    }
+    let s1 = format!("{base}/sessions/s1/mcp");
+    let auto = format!("{base}/sessions/auto/mcp");
+
+    // A workload of another group is not discovered; one of the group is.
+    toolhive.set_workloads(vec![
+        Workload::running("elsewhere", upstream.url()),
+        Workload::running("found-it", upstream.url()).in_group("team"),
+    ]);
+    sources_until(&base, "the workload discovered", |s| {
+        serves(s, "toolhive", "found_it")
+    });
+    // Available (the gateway's plain endpoint sees it) …
+    assert!(tools(&served.url).contains(&"mcp__found_it__echo".to_owned()));
+    assert!(!tools(&served.url).iter().any(|t| t.contains("elsewhere")));
+    // … granted at once to the auto_grant session only.
+    assert!(tools(&auto).contains(&"mcp__found_it__echo".to_owned()));
+    assert!(!tools(&s1).contains(&"mcp__found_it__echo".to_owned()));
+    let denied = python(
+        &["--url", &s1],
+        json!([{"op": "call", "name": "mcp__found_it__echo", "args": {"message": "x"}, "expect_error": true}]),
+    );
+    assert!(
+        denied[1].get("error").is_some() || denied[1]["is_error"] == true,
+        "{denied:?}"
+    );
+    // The refresh grants it.
+    let refreshed = api("POST", &format!("{base}/v1/sessions/s1/mcp-refresh"));
+    assert!(
+        refreshed["added"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("mcp__found_it__echo")),
+        "{refreshed}"
+    );
+    let called = python(
+        &["--url", &s1],
+        json!([{"op": "call", "name": "mcp__found_it__echo", "args": {"message": "granted"}}]),
+    );
+    assert_eq!(called[1]["text"], json!(["granted"]), "{called:?}");
+
+    // ToolHive fails: stale, the server stays and answers.
+    toolhive.answer(Answer::Status(500));
+    let stale = sources_until(&base, "ToolHive stale", |s| {
+        discovery(s, "toolhive")["stale"] == true
+    });
+    let error = discovery(&stale, "toolhive")["last_error"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(error.contains("HTTP 500"), "{error}");
+    assert!(serves(&stale, "toolhive", "found_it"));
+    let called = python(
+        &["--url", &s1],
+        json!([{"op": "call", "name": "mcp__found_it__echo", "args": {"message": "still"}}]),
+    );
+    assert_eq!(called[1]["text"], json!(["still"]), "{called:?}");
+    toolhive.answer(Answer::Workloads);
+
+    // The workload goes: unavailable, but still in the session's authority;
+    // when it returns, the grant applies again without a refresh.
+    toolhive.set_workloads(Vec::new());
+    sources_until(&base, "the workload gone", |s| {
+        discovery(s, "toolhive")["stale"] == false && !serves(s, "toolhive", "found_it")
+    });
+    assert!(!tools(&s1).contains(&"mcp__found_it__echo".to_owned()));
+    let session = api("GET", &format!("{base}/v1/sessions/s1"));
+    assert!(
+        session["granted"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("mcp__found_it__echo")),
+        "{session}"
+    );
+    toolhive.set_workloads(vec![
+        Workload::running("found-it", upstream.url()).in_group("team"),
+    ]);
+    sources_until(&base, "the workload back", |s| {
+        serves(s, "toolhive", "found_it")
+    });
+    assert!(tools(&s1).contains(&"mcp__found_it__echo".to_owned()));
+    assert_eq!(sigterm(&mut served), 0);
+}
+
+#[test]
+fn config_edits_apply_while_serving_and_an_invalid_one_is_refused() {
+    let sb = Sandbox::new();
+    let kit = StateDir::new();
+    let extra = StateDir::new();
+    let config =
+        |servers: &str| sb.write("extpool.yaml", &format!("mcp_servers:\n{servers}{TIMING}"));
+    config(&testkit_entry("base", &kit, &[]));
+    let mut served = serve(&sb, &["--listen", "127.0.0.1:0", "--toolhive=false"]);
+    let base = served.url.trim_end_matches("/mcp").to_owned();
+    let sources = api("GET", &format!("{base}/v1/sources"));
+    let ids: Vec<&str> = sources["discovery"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["source"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["config"], "--toolhive=false: no ToolHive source");
+    // An added server starts and is served.
+    config(&format!(
+        "{}{}",
+        testkit_entry("base", &kit, &[]),
+        testkit_entry("extra", &extra, &[])
+    ));
+    sources_until(&base, "the added server", |s| serves(s, "config", "extra"));
+    let called = python(
+        &["--url", &served.url],
+        json!([{"op": "call", "name": "mcp__extra__echo", "args": {"message": "added"}}]),
+    );
+    assert_eq!(called[1]["text"], json!(["added"]), "{called:?}");
+    assert_eq!(extra.starts(), 1);
+    // An invalid edit: refused with its place, nothing changes.
+    sb.write(
+        "extpool.yaml",
+        &format!(
+            "mcp_servers:\n{}  broken:\n    command: [not, a, string]\n{TIMING}",
+            testkit_entry("base", &kit, &[])
+        ),
+    );
+    let refused = sources_until(&base, "the edit refused", |s| {
+        discovery(s, "config")["stale"] == true
+    });
+    let error = discovery(&refused, "config")["last_error"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        error.contains("extpool.yaml:6:14: error: mcp_servers.broken.command"),
+        "{error}"
+    );
+    assert!(
+        serves(&refused, "config", "extra"),
+        "nothing changed: {refused:#}"
+    );
+    assert!(tools(&served.url).contains(&"mcp__extra__echo".to_owned()));
+    assert_eq!(sigterm(&mut served), 0);
+}
+
+#[test]
+fn watch_config_false_serves_the_configuration_as_started() {
+    let sb = Sandbox::new();
+    let kit = StateDir::new();
+    sb.write(
+        "extpool.yaml",
+        &format!("mcp_servers:\n{}{TIMING}", testkit_entry("base", &kit, &[])),
+    );
+    let mut served = serve(
+        &sb,
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--toolhive=false",
+            "--watch-config=false",
+        ],
+    );
+    let base = served.url.trim_end_matches("/mcp").to_owned();
+    let sources = api("GET", &format!("{base}/v1/sources"));
+    assert_eq!(sources["discovery"], json!([]), "{sources:#}");
+    assert_eq!(sigterm(&mut served), 0);
+}
