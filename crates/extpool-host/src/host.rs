@@ -28,7 +28,7 @@ use extpool_skills::{DiscoveryConfig, SkillManagerCap};
 use parking_lot::Mutex;
 
 use crate::discovery::Reconciler;
-use crate::discovery::reconciler::Runtime;
+use crate::discovery::runtime::Runtime;
 use crate::embedded::PoolFactory;
 use crate::error::HostError;
 use crate::info::SourceInfo;

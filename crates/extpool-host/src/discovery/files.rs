@@ -150,6 +150,28 @@ impl Inner {
         Ok(self.discovered(&loaded))
     }
 
+    fn endpoint(&self) -> String {
+        let files = self.watched();
+        if self.files.is_empty() {
+            let found: Vec<String> = files
+                .iter()
+                .filter(|p| p.is_file())
+                .map(|p| self.show(p))
+                .collect();
+            if found.is_empty() {
+                "no configuration file".into()
+            } else {
+                found.join(", ")
+            }
+        } else {
+            files
+                .iter()
+                .map(|p| self.show(p))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    }
+
     fn discovered(&self, loaded: &Loaded) -> Discovered {
         let mut out = Discovered::default();
         let mut sections = loaded.config.clone();
@@ -195,30 +217,6 @@ fn blames(e: &ConfigError, changed: &[&String]) -> bool {
             .filter(|d| d.is_error())
             .any(|d| is_changed(&d.file) || d.file.starts_with("--")),
         _ => true,
-    }
-}
-
-impl Inner {
-    fn endpoint(&self) -> String {
-        let files = self.watched();
-        if self.files.is_empty() {
-            let found: Vec<String> = files
-                .iter()
-                .filter(|p| p.is_file())
-                .map(|p| self.show(p))
-                .collect();
-            if found.is_empty() {
-                "no configuration file".into()
-            } else {
-                found.join(", ")
-            }
-        } else {
-            files
-                .iter()
-                .map(|p| self.show(p))
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
     }
 }
 

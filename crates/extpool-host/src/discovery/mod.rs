@@ -27,9 +27,11 @@
 //! made a valid server name), so sessions' grants keep applying.
 
 pub mod files;
-pub(crate) mod reconciler;
+mod reconciler;
 mod retire;
+pub(crate) mod runtime;
 pub(crate) mod setup;
+mod slots;
 pub mod toolhive;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -9,7 +9,7 @@ use extpool_mcp::SessionConnectionPool;
 use extpool_skills::watch::SkillWatcher;
 
 use super::files::{ConfigFiles, WATCH_DEBOUNCE};
-use super::reconciler::Runtime;
+use super::runtime::Runtime;
 use super::toolhive::ToolHiveSource;
 use super::{CONFIG_SOURCE, Discovered, DiscoverySource, Reconciler, Timing};
 use crate::error::HostError;
