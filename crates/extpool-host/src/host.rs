@@ -314,6 +314,11 @@ impl Host {
             .collect()
     }
 
+    /// Every server running now, with the source that names it.
+    pub(crate) fn server_entries(&self) -> Vec<servers::ServerEntry> {
+        self.inner.runtime.entries()
+    }
+
     /// Whether a server of this name (ignoring case) is configured or
     /// discovered now: a name a session's own server may not take.
     pub fn has_server(&self, name: &str) -> bool {

@@ -192,4 +192,8 @@ pub struct SourceInfo {
     /// sources).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_success_ms: Option<u64>,
+    /// The discovery source that found this server (`toolhive`); absent
+    /// for a server of the configuration and for other kinds of rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub discovered_by: Option<String>,
 }

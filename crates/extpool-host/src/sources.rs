@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use extpool_catalog::{CatalogStatus, SourceStatus};
 use extpool_config::diagnostics::display_path;
 
+use crate::discovery::{CONFIG_SOURCE, DiscoveryStatus};
 use crate::host::{Host, SKILLS_ID, reconcile_state};
 use crate::info::SourceInfo;
 use crate::status::{ServerInfo, ServerState};
@@ -37,6 +38,7 @@ fn server_row(server: &ServerInfo, status: &CatalogStatus) -> SourceInfo {
         last_error: None,
         dropped: Vec::new(),
         last_success_ms: None,
+        discovered_by: None,
     };
     match &server.state {
         ServerState::Failed { reason } => row.detail = reason.clone(),
@@ -89,24 +91,58 @@ fn dropped_of(dropped: &[extpool_catalog::Diagnostic], source: &str) -> Vec<Stri
         .collect()
 }
 
+/// The servers a discovery source names that could not be started or
+/// listed (so its change was not published): a `failed` row each, or, for
+/// a running server whose new configuration failed, a note on its row.
+fn failed_rows(rows: &mut Vec<SourceInfo>, discovery: &[DiscoveryStatus]) {
+    for d in discovery {
+        for f in &d.failed {
+            if let Some(row) = rows
+                .iter_mut()
+                .find(|r| r.kind == "server" && r.name == f.name)
+            {
+                row.detail
+                    .push_str(&format!("; its new configuration failed: {}", f.reason));
+                continue;
+            }
+            rows.push(SourceInfo {
+                kind: "server",
+                name: f.name.clone(),
+                state: "failed".into(),
+                detail: f.reason.clone(),
+                origin: f.origin.clone(),
+                revision: None,
+                stale: false,
+                last_error: Some(f.reason.clone()),
+                dropped: Vec::new(),
+                last_success_ms: None,
+                discovered_by: (d.source != CONFIG_SOURCE).then(|| d.source.clone()),
+            });
+        }
+    }
+}
+
 /// Every source of `host`, with `status` as the catalog's cached state.
 pub(crate) fn rows(host: &Host, status: &CatalogStatus) -> Vec<SourceInfo> {
     let dropped = host.dropped();
+    let discovery = host.discovery();
     let mut rows: Vec<SourceInfo> = host
-        .servers()
+        .server_entries()
         .iter()
-        .map(|s| {
-            let mut row = server_row(s, status);
-            row.dropped = dropped_of(&dropped, &s.name);
+        .map(|e| {
+            let mut row = server_row(&e.info, status);
+            row.dropped = dropped_of(&dropped, &e.info.name);
             if !row.dropped.is_empty() {
                 row.detail.push_str(&format!(
                     "; {} not published",
                     plural(row.dropped.len(), "advertised name")
                 ));
             }
+            row.discovered_by = (e.source != CONFIG_SOURCE).then(|| e.source.clone());
             row
         })
         .collect();
+    failed_rows(&mut rows, &discovery);
     // Skill-embedded servers: children the catalog lists on its own.
     for s in status.sources.iter().filter(|s| s.optional) {
         let skill = host.skills().embedding_skill(&s.id);
@@ -124,6 +160,7 @@ pub(crate) fn rows(host: &Host, status: &CatalogStatus) -> Vec<SourceInfo> {
             last_error: s.last_error.as_ref().map(|e| e.to_string()),
             dropped: dropped_of(&dropped, &s.id),
             last_success_ms: None,
+            discovered_by: None,
         });
     }
     let places = host.places();
@@ -164,9 +201,10 @@ pub(crate) fn rows(host: &Host, status: &CatalogStatus) -> Vec<SourceInfo> {
             last_error: None,
             dropped,
             last_success_ms: None,
+            discovered_by: None,
         });
     }
-    for d in host.discovery() {
+    for d in &discovery {
         let detail = match (&d.last_error, d.stale) {
             (Some(e), true) => e.clone(),
             _ => plural(d.servers.len(), "server"),
@@ -182,6 +220,7 @@ pub(crate) fn rows(host: &Host, status: &CatalogStatus) -> Vec<SourceInfo> {
             last_error: d.last_error.clone(),
             last_success_ms: d.last_success_ms,
             dropped: d.notes.clone(),
+            discovered_by: None,
         });
     }
     let skills_stale = status.source(SKILLS_ID).is_some_and(|s| s.stale);
@@ -201,6 +240,7 @@ pub(crate) fn rows(host: &Host, status: &CatalogStatus) -> Vec<SourceInfo> {
         last_error: None,
         dropped: Vec::new(),
         last_success_ms: None,
+        discovered_by: None,
     });
     rows
 }

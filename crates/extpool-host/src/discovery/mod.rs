@@ -157,8 +157,23 @@ pub struct DiscoveryStatus {
     pub servers: Vec<String>,
     /// What it left out and why.
     pub notes: Vec<String>,
+    /// The servers of its last answer that could not be started (or
+    /// listed), so its change was not published; empty once one is.
+    pub failed: Vec<FailedServer>,
     /// Milliseconds until it is consulted again (polled sources, backoff).
     pub next_in_ms: Option<u64>,
+}
+
+/// A server a source names that could not be started or listed: the
+/// change that would add (or replace) it was not published.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FailedServer {
+    /// Its server name.
+    pub name: String,
+    /// Where it comes from (`toolhive workload fetch`, `extpool.yaml:3`).
+    pub origin: String,
+    /// Why, in words (the start-up or listing error).
+    pub reason: String,
 }
 
 /// Timing of discovery, from the configuration's `discovery:` section.

@@ -13,8 +13,8 @@ use extpool_mcp::{McpServerCap, McpServerConfig, SessionConnectionPool};
 use parking_lot::Mutex;
 
 use super::runtime::{Runtime, disabled_entry, same_cap, same_entries};
-use super::slots::{Slots, Want};
-use super::{Discovered, DiscoverySource, DiscoveryStatus, Timing};
+use super::slots::{CandidateFailure, Slots, Want};
+use super::{Discovered, DiscoverySource, DiscoveryStatus, FailedServer, Timing};
 use crate::servers::{ServerEntry, state_of, transport};
 use crate::status::{ServerInfo, ServerState};
 
@@ -148,7 +148,7 @@ impl Reconciler {
         }
     }
 
-    fn block(&self, failures: &[(usize, String)]) {
+    fn block(&self, failures: &[CandidateFailure]) {
         self.state.lock().blocked_until = self.slots.candidate_failed(failures);
     }
 
@@ -205,7 +205,7 @@ impl Reconciler {
     async fn build(
         &self,
         build: &[&Want],
-    ) -> Result<Vec<Built>, (Vec<Built>, Vec<(usize, String)>)> {
+    ) -> Result<Vec<Built>, (Vec<Built>, Vec<CandidateFailure>)> {
         let mut reusable = std::mem::take(&mut self.state.lock().pending);
         let mut built = Vec::new();
         let mut failures = Vec::new();
@@ -222,7 +222,9 @@ impl Reconciler {
             }
             match &s.resolved {
                 Ok(config) => to_start.push((s.name.clone(), config.clone())),
-                Err(why) => failures.push((want.slot, format!("server {:?}: {why}", s.name))),
+                Err(why) => {
+                    failures.push(failure(want, format!("server {:?}: {why}", s.name), why))
+                }
             }
         }
         // Started for a change nobody wants any more.
@@ -251,10 +253,8 @@ impl Reconciler {
                         other => other.word().to_owned(),
                     };
                     let name = &want.server.name;
-                    failures.push((
-                        want.slot,
-                        format!("server {name:?} did not start: {reason}"),
-                    ));
+                    let message = format!("server {name:?} did not start: {reason}");
+                    failures.push(failure(want, message, &reason));
                 }
             }
         }
@@ -351,23 +351,34 @@ impl Reconciler {
             tracing::info!(revision = outcome.revision, "discovery: servers published");
             return;
         }
-        let source_of = |id: &str| {
-            plan.built
-                .iter()
-                .find(|b| b.name == id)
-                .and_then(|b| self.slots.index_of(&b.source))
-        };
-        let mut failures: Vec<(usize, String)> = outcome
-            .failed
-            .iter()
-            .filter_map(|(id, error)| {
-                source_of(id).map(|i| (i, format!("server {id:?} could not be listed: {error}")))
-            })
-            .collect();
+        let mut failures: Vec<CandidateFailure> = Vec::new();
+        for (id, error) in &outcome.failed {
+            let Some(b) = plan.built.iter().find(|b| b.name == *id) else {
+                continue;
+            };
+            let Some(slot) = self.slots.index_of(&b.source) else {
+                continue;
+            };
+            let reason = format!("could not be listed: {error}");
+            failures.push(CandidateFailure {
+                slot,
+                message: format!("server {id:?} {reason}"),
+                server: Some(FailedServer {
+                    name: b.name.clone(),
+                    origin: b.info.origin.clone(),
+                    reason,
+                }),
+            });
+        }
         if let Some(refused) = &outcome.refused {
             for b in &plan.built {
-                if let Some(i) = self.slots.index_of(&b.source) {
-                    failures.push((i, format!("the change was refused: {refused}")));
+                let slot = self.slots.index_of(&b.source);
+                if let Some(slot) = slot.filter(|i| !failures.iter().any(|f| f.slot == *i)) {
+                    failures.push(CandidateFailure {
+                        slot,
+                        message: format!("the change was refused: {refused}"),
+                        server: None,
+                    });
                 }
             }
         }
@@ -375,6 +386,19 @@ impl Reconciler {
         if !failures.is_empty() {
             self.block(&failures);
         }
+    }
+}
+
+/// The failure of `want`'s server, for its source's status.
+fn failure(want: &Want, message: String, reason: &str) -> CandidateFailure {
+    CandidateFailure {
+        slot: want.slot,
+        message,
+        server: Some(FailedServer {
+            name: want.server.name.clone(),
+            origin: want.server.origin.clone(),
+            reason: reason.to_owned(),
+        }),
     }
 }
 

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant, SystemTime};
 use futures::StreamExt;
 use parking_lot::Mutex;
 
-use super::{Discovered, DiscoveredServer, DiscoverySource, DiscoveryStatus, Timing, epoch_ms};
+use super::{
+    Discovered, DiscoveredServer, DiscoverySource, DiscoveryStatus, FailedServer, Timing, epoch_ms,
+};
 use crate::servers::ServerEntry;
 
 /// One server the sources want, and which source names it.
@@ -19,6 +21,16 @@ pub(crate) struct Want {
     pub slot: usize,
     /// The server.
     pub server: DiscoveredServer,
+}
+
+/// Why the candidate built from a source's answer was not published.
+pub(crate) struct CandidateFailure {
+    /// The index of the source in [`Slots`].
+    pub slot: usize,
+    /// The whole message, naming the server when there is one.
+    pub message: String,
+    /// The server at fault, when one is.
+    pub server: Option<FailedServer>,
 }
 
 /// One discovery source and what it last said.
@@ -45,6 +57,8 @@ struct SlotState {
     last_error: Option<(String, SystemTime)>,
     /// Servers of its answer left out because another source has the name.
     clashes: Vec<String>,
+    /// Servers of its answer that could not be started or listed.
+    failed: Vec<FailedServer>,
 }
 
 impl SlotState {
@@ -234,19 +248,30 @@ impl Slots {
         wants
     }
 
-    /// Marks the sources of failed servers stale; returns the end of the
-    /// longest of their backoffs (no candidate is built before it).
-    pub(crate) fn candidate_failed(&self, failures: &[(usize, String)]) -> Option<Instant> {
+    /// Marks the sources of failed servers stale (one failure, and one
+    /// backoff step, per source however many of its servers failed);
+    /// returns the end of the longest of their backoffs (no candidate is
+    /// built before it).
+    pub(crate) fn candidate_failed(&self, failures: &[CandidateFailure]) -> Option<Instant> {
         let mut until: Option<Instant> = None;
-        for (i, error) in failures {
-            let slot = &self.slots[*i];
+        for (i, slot) in self.slots.iter().enumerate() {
+            let own: Vec<&CandidateFailure> = failures.iter().filter(|f| f.slot == i).collect();
+            if own.is_empty() {
+                continue;
+            }
+            let error = own
+                .iter()
+                .map(|f| f.message.as_str())
+                .collect::<Vec<_>>()
+                .join("; ");
             tracing::warn!(
                 source = slot.source.id(),
                 "discovery: candidate not published, keeping the last usable servers: {error}"
             );
             let mut st = slot.st.lock();
+            st.failed = own.iter().filter_map(|f| f.server.clone()).collect();
             st.candidate_error = Some(error.clone());
-            let at = st.fail(error.clone(), &self.timing);
+            let at = st.fail(error, &self.timing);
             until = Some(until.map_or(at, |u| u.max(at)));
         }
         until
@@ -263,6 +288,7 @@ impl Slots {
             if st.candidate_error.take().is_some() {
                 st.backoff = self.timing.backoff_initial;
             }
+            st.failed.clear();
             if !st.consult_failed {
                 st.last_success = Some(now);
             }
@@ -312,6 +338,7 @@ impl Slots {
                         .map(|e| e.info.name.clone())
                         .collect(),
                     notes,
+                    failed: st.failed.clone(),
                     next_in_ms: next.map(|t| {
                         u64::try_from(t.saturating_duration_since(now).as_millis())
                             .unwrap_or(u64::MAX)

@@ -308,3 +308,120 @@ fn watch_config_false_serves_the_configuration_as_started() {
     assert_eq!(sources["discovery"], json!([]), "{sources:#}");
     assert_eq!(sigterm(&mut served), 0);
 }
+
+/// `ListMcpSources` as the Python SDK client gets it from `endpoint`.
+fn list_mcp_sources(endpoint: &str) -> Value {
+    let out = python(
+        &["--url", endpoint],
+        json!([{"op": "call", "name": "ListMcpSources", "args": {}}]),
+    );
+    let text = out[1]["text"][0]
+        .as_str()
+        .unwrap_or_else(|| panic!("{out:?}"));
+    serde_json::from_str(text).unwrap()
+}
+
+fn server_row<'a>(sources: &'a Value, name: &str) -> Option<&'a Value> {
+    sources["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "server" && r["name"] == name)
+}
+
+#[test]
+fn each_server_shows_where_it_was_discovered_and_a_failed_one_its_reason() {
+    let upstream = HttpServer::spawn(StateDir::new().args());
+    let toolhive = FakeToolHive::start();
+    // A running workload whose URL answers 404 to MCP: it cannot start.
+    let broken_url = format!("{}/mcp", toolhive.url());
+    toolhive.set_workloads(vec![
+        Workload::running("good", upstream.url()),
+        Workload::running("broken", &broken_url),
+    ]);
+    let sb = Sandbox::new();
+    let kit = StateDir::new();
+    sb.write(
+        "extpool.yaml",
+        &format!("mcp_servers:\n{}{TIMING}", testkit_entry("base", &kit, &[])),
+    );
+    let mut served = serve(
+        &sb,
+        &["--listen", "127.0.0.1:0", "--toolhive-url", &toolhive.url()],
+    );
+    let base = served.url.trim_end_matches("/mcp").to_owned();
+
+    // The candidate with the broken workload is not published: ToolHive is
+    // stale, the failed server is named with its reason, the good one waits.
+    let failing = sources_until(&base, "the broken workload failed", |s| {
+        discovery(s, "toolhive")["failed"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty())
+    });
+    let listed = list_mcp_sources(&served.url);
+    for sources in [&failing, &listed] {
+        let status = discovery(sources, "toolhive");
+        assert_eq!(status["stale"], true, "{status:#}");
+        assert_eq!(status["failed"][0]["name"], "broken", "{status:#}");
+        assert_eq!(
+            status["failed"][0]["origin"], "toolhive workload broken (group default)",
+            "{status:#}"
+        );
+        let reason = status["failed"][0]["reason"].as_str().unwrap();
+        assert!(reason.contains("404"), "{reason}");
+        let error = status["last_error"].as_str().unwrap();
+        assert!(
+            error.contains("server \"broken\" did not start") && error.contains(reason),
+            "{error}"
+        );
+        let row = server_row(sources, "broken").unwrap_or_else(|| panic!("{sources:#}"));
+        assert_eq!(row["state"], "failed", "{row:#}");
+        assert_eq!(row["discovered_by"], "toolhive", "{row:#}");
+        assert_eq!(row["detail"], reason, "{row:#}");
+        assert!(server_row(sources, "good").is_none(), "{sources:#}");
+        // The configured server: from the configuration, connected.
+        let row = server_row(sources, "base").unwrap();
+        assert_eq!(row["state"], "ready", "{row:#}");
+        assert!(row.get("discovered_by").is_none(), "{row:#}");
+        assert!(
+            row["origin"].as_str().unwrap().starts_with("extpool.yaml:"),
+            "{row:#}"
+        );
+    }
+
+    // The broken workload goes: the good one is published, connected.
+    toolhive.set_workloads(vec![Workload::running("good", upstream.url())]);
+    let settled = sources_until(&base, "the good workload published", |s| {
+        serves(s, "toolhive", "good")
+    });
+    let listed = list_mcp_sources(&served.url);
+    for sources in [&settled, &listed] {
+        let status = discovery(sources, "toolhive");
+        assert_eq!(status["stale"], false, "{status:#}");
+        assert_eq!(status["state"], "ok", "{status:#}");
+        assert_eq!(status["failed"], json!([]), "{status:#}");
+        assert!(
+            status["last_error"]
+                .as_str()
+                .unwrap()
+                .contains("\"broken\""),
+            "the last error is kept: {status:#}"
+        );
+        assert!(status["last_success_ms"].as_u64().is_some(), "{status:#}");
+        assert!(server_row(sources, "broken").is_none(), "{sources:#}");
+        let row = server_row(sources, "good").unwrap_or_else(|| panic!("{sources:#}"));
+        assert_eq!(row["state"], "ready", "{row:#}");
+        assert_eq!(row["discovered_by"], "toolhive", "{row:#}");
+        assert_eq!(
+            row["origin"], "toolhive workload good (group default)",
+            "{row:#}"
+        );
+        assert!(row["detail"].as_str().unwrap().contains("tool"), "{row:#}");
+    }
+    let called = python(
+        &["--url", &served.url],
+        json!([{"op": "call", "name": "mcp__good__echo", "args": {"message": "found"}}]),
+    );
+    assert_eq!(called[1]["text"], json!(["found"]), "{called:?}");
+    assert_eq!(sigterm(&mut served), 0);
+}
