@@ -143,6 +143,8 @@ pub(crate) struct Attempt<'a> {
     pub(crate) flood: &'a Arc<parking_lot::Mutex<FloodStats>>,
     /// The protocol era to speak.
     pub(crate) protocol: Protocol,
+    /// The listed tools' header-promoted arguments (HTTP).
+    pub(crate) params: &'a Arc<crate::param_headers::ParamHeaders>,
 }
 
 impl Attempt<'_> {
@@ -235,6 +237,7 @@ pub(crate) async fn connect(
                     a.options.http_client(),
                     &a.options.http,
                     a.max_message_bytes,
+                    a.params.clone(),
                 )),
                 order,
             );

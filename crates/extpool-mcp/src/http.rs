@@ -335,6 +335,7 @@ impl HttpPlan {
         client: &reqwest::Client,
         settings: &HttpSettings,
         max_message_bytes: u64,
+        params: std::sync::Arc<crate::param_headers::ParamHeaders>,
     ) -> StreamableHttpClientTransport<Guarded<extpool_auth::AuthorizedClient>> {
         let mut cfg = StreamableHttpClientTransportConfig::with_uri(self.url.as_str())
             .max_concurrent_requests(settings.max_concurrent_requests)
@@ -357,7 +358,10 @@ impl HttpPlan {
         cfg.max_sse_event_size = max;
         cfg.max_json_response_size = max;
         let client = extpool_auth::AuthorizedClient::new(client.clone(), self.oauth.clone());
-        StreamableHttpClientTransport::with_client(Guarded::new(client), cfg)
+        StreamableHttpClientTransport::with_client(
+            Guarded::new(client).with_param_headers(params),
+            cfg,
+        )
     }
 }
 

@@ -59,6 +59,7 @@ pub mod limits;
 mod listen;
 pub mod name;
 pub mod ordered;
+pub mod param_headers;
 pub mod pool;
 pub mod progress;
 pub mod redact;

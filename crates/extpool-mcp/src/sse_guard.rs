@@ -30,17 +30,30 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::{Error as SseError, Sse};
 
 use crate::limits::{self, Exceeded};
+use crate::param_headers::ParamHeaders;
 
-/// An HTTP client whose POST response streams are checked against the limits.
+/// An HTTP client whose POST response streams are checked against the
+/// limits, and whose 2026-07-28 `tools/call` POSTs carry every
+/// `Mcp-Param-*` header the listed schemas ask for ([`ParamHeaders`]).
 #[derive(Debug, Clone)]
 pub struct Guarded<C> {
     inner: C,
+    params: Option<Arc<ParamHeaders>>,
 }
 
 impl<C> Guarded<C> {
     /// Wraps `inner`.
     pub fn new(inner: C) -> Self {
-        Self { inner }
+        Self {
+            inner,
+            params: None,
+        }
+    }
+
+    /// Adds the `Mcp-Param-*` headers `params` knows of to calls that lack them.
+    pub fn with_param_headers(mut self, params: Arc<ParamHeaders>) -> Self {
+        self.params = Some(params);
+        self
     }
 }
 
@@ -95,9 +108,12 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
         message: ClientJsonRpcMessage,
         session_id: Option<Arc<str>>,
         auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
+        mut custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> impl Future<Output = PostResult<Self::Error>> + Send + '_ {
+        if let Some(params) = &self.params {
+            params.fill(&message, &mut custom_headers);
+        }
         let id = match &message {
             ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
             _ => None,

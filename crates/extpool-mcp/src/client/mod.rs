@@ -149,6 +149,8 @@ struct Inner {
     callers: Arc<crate::callers::Callers>,
     /// Which tools the server marks safe to repeat (see [`Repeat`]).
     hints: ToolHints,
+    /// The listed tools' header-promoted arguments (2026-07-28 HTTP).
+    params: Arc<crate::param_headers::ParamHeaders>,
     /// Values passed to the server, masked in its stderr.
     redactor: Redactor,
     /// What the flood gates of this client's connections let through.
@@ -245,6 +247,7 @@ impl McpClient {
                 progress: Arc::new(ProgressRoutes::default()),
                 callers: Arc::new(crate::callers::Callers::default()),
                 hints: ToolHints::default(),
+                params: Arc::default(),
                 redactor,
                 flood: Arc::default(),
                 closed: AtomicBool::new(false),
@@ -607,6 +610,7 @@ impl McpClient {
                 redactor: &inner.redactor,
                 flood: &inner.flood,
                 protocol: inner.config.protocol,
+                params: &inner.params,
             })
             .await;
             match outcome {

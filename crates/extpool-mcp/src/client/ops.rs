@@ -88,6 +88,7 @@ impl McpClient {
             })
             .await?;
         self.inner.hints.record(epoch, &tools);
+        self.inner.params.record(&tools);
         Ok(tools)
     }
 

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use extpool_core::ChangeKind;
-use extpool_mcp::{McpClient, McpServerConfig, Protocol};
+use extpool_mcp::{McpClient, McpServerConfig, Protocol, ReconnectPolicy};
 use extpool_testkit::{HttpServer, StateDir, peers};
 use rmcp::model::ProtocolVersion;
 use serde_json::json;
@@ -94,5 +94,63 @@ async fn a_2026_servers_list_changes_arrive_through_its_subscription() {
     assert!(client.signals().epoch(ChangeKind::ToolsChanged) > before);
     let tools = client.list_tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "heard"));
+    client.close().await;
+}
+
+/// The `tools/call`s the server received, with their headers.
+fn calls_received(state: &StateDir) -> Vec<serde_json::Value> {
+    state
+        .requests()
+        .into_iter()
+        .filter(|r| r["method"] == "tools/call")
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_promoted_argument_travels_in_its_header_on_a_new_connection_too() {
+    let state = StateDir::new();
+    let mut server_args = state.args();
+    server_args.push("--modern".into());
+    let mut server = http_server(server_args).await;
+    let mut config = with(http_cfg(server.url()), Protocol::Stateless);
+    config.reconnect = ReconnectPolicy {
+        attempts: 1,
+        backoff_ms: 0,
+    };
+    let client = connect("modern", config).await;
+    let tools = client.list_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "regional"), "{tools:?}");
+    let region = |r: rmcp::model::CallToolResult| r.content[0].as_text().unwrap().text.clone();
+    let first = client
+        .call_tool("regional", args(json!({"region": "eu"})))
+        .await
+        .unwrap();
+    assert_eq!(region(first), "region=eu");
+
+    // The server goes away and comes back: the client's next call opens a
+    // new connection, whose rmcp transport has seen no tools/list.
+    tokio::task::block_in_place(|| server.kill());
+    client
+        .call_tool("echo", args(json!({"message": "gone"})))
+        .await
+        .unwrap_err();
+    tokio::task::block_in_place(|| server.restart());
+    let requests_before = state.requests().len();
+    let again = client
+        .call_tool("regional", args(json!({"region": "eu west"})))
+        .await
+        .unwrap();
+    assert_eq!(region(again), "region=eu west");
+    assert_eq!(client.connection_count(), 2);
+    let after: Vec<_> = state.requests().split_off(requests_before);
+    assert!(
+        after.iter().all(|r| r["method"] != "tools/list"),
+        "not listed again: {after:?}"
+    );
+    // The restarted server's rmcp checked the header against the body (a
+    // call without it is refused with -32020) and logged what it got.
+    let calls = calls_received(&state);
+    let last = &calls.last().unwrap()["headers"];
+    assert_eq!(last["mcp-param-region"], "eu west", "{calls:?}");
     client.close().await;
 }
