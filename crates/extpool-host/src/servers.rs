@@ -73,6 +73,7 @@ fn send(events: &Option<UnboundedSender<ServerEvent>>, server: &str, state: &Ser
 pub(crate) fn state_of(status: &ServerStatus) -> ServerState {
     match status {
         ServerStatus::Connecting => ServerState::Connecting,
+        ServerStatus::Starting { said } => ServerState::Starting { said: said.clone() },
         ServerStatus::Ready { elapsed, tools } => ServerState::ready(*elapsed, *tools),
         ServerStatus::Lazy { tools } => ServerState::Lazy { tools: *tools },
         ServerStatus::Disabled => ServerState::Disabled,

@@ -18,6 +18,12 @@ pub enum ServerState {
     Disabled,
     /// Spawning or dialing, and initializing.
     Connecting,
+    /// Still connecting, and what the server last said on stderr (`cargo`
+    /// compiling it, `npx` downloading it): a long start says what it is doing.
+    Starting {
+        /// The server's latest stderr line (masked).
+        said: String,
+    },
     /// Connected, and its tools listed.
     Ready {
         /// Time from the start of this server's start-up, in milliseconds.
@@ -43,7 +49,7 @@ impl ServerState {
         match self {
             Self::Configured => "configured",
             Self::Disabled => "disabled",
-            Self::Connecting => "connecting",
+            Self::Connecting | Self::Starting { .. } => "connecting",
             Self::Ready { .. } => "ready",
             Self::Lazy { .. } => "lazy",
             Self::Failed { .. } => "failed",

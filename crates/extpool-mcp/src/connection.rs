@@ -202,7 +202,8 @@ pub(crate) async fn connect(
     let timeout_ms = a.startup.as_millis() as u64;
     let (service, stderr, pid) = match a.plan {
         Plan::Stdio(plan) => {
-            let tail = StderrTail::redacting(a.redactor.clone());
+            let tail =
+                StderrTail::redacting(a.redactor.clone()).telling(a.options.stderr_lines.clone());
             let (transport, pid) = plan.spawn(a.name, &tail).map_err(|source| {
                 (
                     ConnectFailure::Spawn {

@@ -195,6 +195,12 @@ impl SessionConnectionPool {
         &self.inner.config
     }
 
+    /// The stderr lines its servers write from now on (all of them; filter
+    /// by [`crate::stderr::StderrLine::server`]).
+    pub fn stderr_lines(&self) -> tokio::sync::broadcast::Receiver<crate::stderr::StderrLine> {
+        self.inner.config.client.stderr_lines.subscribe()
+    }
+
     /// The live client for `(name, config)`, connecting it when there is none.
     ///
     /// Concurrent first requests share one connection attempt. When the pool

@@ -45,6 +45,13 @@ impl StartError {
 pub enum ServerStatus {
     /// Spawning / dialing and initializing.
     Connecting,
+    /// Still connecting; `said` is the latest line the server wrote to
+    /// stderr (a build step, a download), so a display can say what it is
+    /// doing. Sent at most every [`SAID_EVERY`], only when the line changed.
+    Starting {
+        /// The line, as masked for the server's stderr tail.
+        said: String,
+    },
     /// Connected and its tools listed.
     Ready {
         /// Time from the start of this server's startup.
@@ -67,6 +74,9 @@ pub enum ServerStatus {
         error: StartError,
     },
 }
+
+/// How often a connecting server's latest stderr line is reported at most.
+pub const SAID_EVERY: Duration = Duration::from_millis(250);
 
 /// A status change of one server.
 #[derive(Debug, Clone)]
@@ -101,6 +111,43 @@ fn emit(events: &Option<UnboundedSender<StatusEvent>>, server: &str, status: &Se
             server: server.to_owned(),
             status: status.clone(),
         });
+    }
+}
+
+/// Awaits `counted` while reporting, as [`ServerStatus::Starting`], the
+/// latest line `server` writes to stderr meanwhile (at most every
+/// [`SAID_EVERY`]; lines of other servers and missed lines are skipped).
+async fn telling_what_it_says<T>(
+    counted: impl std::future::Future<Output = T>,
+    mut said: tokio::sync::broadcast::Receiver<crate::stderr::StderrLine>,
+    name: &crate::name::ServerName,
+    server: &str,
+    events: &Option<UnboundedSender<StatusEvent>>,
+) -> T {
+    use tokio::sync::broadcast::error::RecvError;
+    tokio::pin!(counted);
+    let mut latest: Option<String> = None;
+    let mut told: Option<String> = None;
+    let mut tick = tokio::time::interval(SAID_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut listening = events.is_some();
+    loop {
+        tokio::select! {
+            out = &mut counted => return out,
+            line = said.recv(), if listening => match line {
+                Ok(line) if &line.server == name && !line.line.trim().is_empty() => {
+                    latest = Some(line.line);
+                }
+                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => listening = false,
+            },
+            _ = tick.tick(), if latest != told => {
+                told.clone_from(&latest);
+                if let Some(said) = &told {
+                    emit(events, server, &ServerStatus::Starting { said: said.clone() });
+                }
+            }
+        }
     }
 }
 
@@ -141,6 +188,7 @@ pub async fn start_servers(
                 return finish(ServerStatus::Disabled, None);
             }
             let lazy = config.lazy;
+            let said = pool.stderr_lines();
             let cap = match McpServerCap::new(&server, config, pool) {
                 Ok(cap) => Arc::new(cap),
                 Err(error) => return finish(failed(error.into()), None),
@@ -150,7 +198,8 @@ pub async fn start_servers(
                 return finish(ServerStatus::Lazy { tools }, Some(cap));
             }
             emit(&events, &server, &ServerStatus::Connecting);
-            match cap.tool_count().await {
+            let counted = cap.tool_count();
+            match telling_what_it_says(counted, said, cap.name(), &server, &events).await {
                 Ok(tools) => {
                     let status = ServerStatus::Ready {
                         elapsed: started.elapsed(),

@@ -20,10 +20,62 @@ pub const STDERR_TAIL_LINES: usize = 20;
 /// Longest line kept (longer lines are cut at a char boundary).
 const MAX_LINE_BYTES: usize = 1024;
 
+/// How many stderr lines a slow listener of [`StderrLines`] may fall behind
+/// before it misses some (it is told how many, never blocks the reader).
+const LINES_BACKLOG: usize = 64;
+
+/// One line a server wrote to stderr (masked like the tail's lines).
+#[derive(Debug, Clone)]
+pub struct StderrLine {
+    /// The server.
+    pub server: ServerName,
+    /// The line, without its line break.
+    pub line: String,
+}
+
+/// Every stderr line of the servers started with one set of client options,
+/// for whoever listens (a start-up display shows a server's latest line
+/// while it builds or downloads). Clones share the channel; nothing is
+/// kept when nobody listens, and a slow listener misses lines instead of
+/// holding the reader back.
+#[derive(Clone)]
+pub struct StderrLines(tokio::sync::broadcast::Sender<StderrLine>);
+
+impl Default for StderrLines {
+    fn default() -> Self {
+        Self(tokio::sync::broadcast::Sender::new(LINES_BACKLOG))
+    }
+}
+
+impl std::fmt::Debug for StderrLines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StderrLines")
+            .field("listeners", &self.0.receiver_count())
+            .finish()
+    }
+}
+
+impl StderrLines {
+    /// The lines written from now on.
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<StderrLine> {
+        self.0.subscribe()
+    }
+
+    fn send(&self, server: &ServerName, line: &str) {
+        if self.0.receiver_count() > 0 {
+            let _ = self.0.send(StderrLine {
+                server: server.clone(),
+                line: line.to_owned(),
+            });
+        }
+    }
+}
+
 /// The last lines a child wrote to stderr; shared with the reader task.
 #[derive(Clone, Default)]
 pub struct StderrTail {
     redactor: Redactor,
+    lines_to: Option<StderrLines>,
     lines: Arc<Mutex<VecDeque<String>>>,
     closed: Arc<tokio::sync::Notify>,
     done: Arc<std::sync::atomic::AtomicBool>,
@@ -44,6 +96,12 @@ impl StderrTail {
             redactor,
             ..Self::default()
         }
+    }
+
+    /// The same tail, also sending every line to `lines`.
+    pub fn telling(mut self, lines: StderrLines) -> Self {
+        self.lines_to = Some(lines);
+        self
     }
 
     /// A snapshot of the kept lines, oldest first.
@@ -95,6 +153,9 @@ impl StderrTail {
                         let text = String::from_utf8_lossy(&buf);
                         let line = tail.redactor.redact(text.trim_end_matches(['\n', '\r']));
                         tracing::debug!(target: "extpool_mcp::stderr", server = %server, "{line}");
+                        if let Some(lines) = &tail.lines_to {
+                            lines.send(&server, &line);
+                        }
                         tail.push(line.into_owned());
                     }
                     Err(error) => {

@@ -4,13 +4,17 @@
 //!
 //! ```text
 //!   ⠹ github      connecting… 1.2 s
-//!   ✓ testkit     ready in 38 ms · 9 tools
+//!   ⠸ testkit     connecting… 41.0 s · Compiling extpool-testkit v0.1.0
+//!   ✓ notes       ready in 38 ms · 9 tools
 //!   ✗ broken      failed: command not found: brokn
 //! ```
 //!
 //! When stderr is not a terminal it degrades to one plain line per change
 //! (`testkit: ready in 38 ms with 9 tools`), so logs and pipes stay
-//! readable. Both end with the same summary line. The display writes to
+//! readable. While a server connects, the latest line it wrote to stderr
+//! is shown beside it (a server that `cargo` builds or `npx` downloads says
+//! so); piped, each such line is one plain line too. Both end with the
+//! same summary line. The display writes to
 //! stderr only: standard output stays clean for `--json` and pipes.
 
 use std::io::{self, IsTerminal, Write};
@@ -115,6 +119,10 @@ impl Progress {
         if status == Status::Connecting {
             row.2 = Instant::now();
         }
+        if matches!(status, Status::Starting { .. }) && !is_connecting(&row.1) {
+            // A late line of a server that is already ready or failed.
+            return;
+        }
         row.1 = status.clone();
         if self.quiet {
             return;
@@ -177,6 +185,19 @@ impl Progress {
                 },
                 Tone::Plain,
             ),
+            Status::Starting { said } => (
+                match since {
+                    Some(d) if self.live => {
+                        format!(
+                            "connecting… {:.1} s · {}",
+                            d.as_secs_f64(),
+                            shown(one_line(said))
+                        )
+                    }
+                    _ => format!("connecting: {}", shown(one_line(said))),
+                },
+                Tone::Plain,
+            ),
             Status::Ready { elapsed_ms, tools } => {
                 let sep = if self.live { " · " } else { " with " };
                 (
@@ -212,12 +233,12 @@ impl Progress {
         }
         for (name, status, since) in &self.rows {
             let (mark, mark_tone) = match status {
-                Status::Connecting => (SPINNER[self.frame], Tone::Plain),
+                Status::Connecting | Status::Starting { .. } => (SPINNER[self.frame], Tone::Plain),
                 Status::Ready { .. } | Status::Lazy { .. } => ("✓", Tone::Good),
                 Status::Failed { .. } => ("✗", Tone::Bad),
                 _ => ("·", Tone::Dim),
             };
-            let elapsed = matches!(status, Status::Connecting).then(|| since.elapsed());
+            let elapsed = is_connecting(status).then(|| since.elapsed());
             let head = format!("  {mark} {:<w$}  ", shown(name), w = self.width);
             let (words, tone) = self.words(status, elapsed);
             // One column is left free: some terminals wrap on the last one.
@@ -228,7 +249,7 @@ impl Progress {
             } else {
                 (head, cut(&words, room - head_len))
             };
-            let mark_painted = if matches!(status, Status::Connecting) {
+            let mark_painted = if is_connecting(status) {
                 self.style.cyan(mark)
             } else {
                 self.paint(mark_tone, mark)
@@ -285,6 +306,11 @@ impl Progress {
     }
 }
 
+/// Connecting, whether or not the server said something meanwhile.
+fn is_connecting(status: &Status) -> bool {
+    matches!(status, Status::Connecting | Status::Starting { .. })
+}
+
 fn row_elapsed(status: &Status) -> Option<Duration> {
     match status {
         Status::Ready { elapsed_ms, .. } => Some(Duration::from_millis(*elapsed_ms)),
@@ -305,6 +331,13 @@ mod tests {
             false,
         );
         assert_eq!(p.describe(&Status::Connecting, None), "connecting");
+        let said = Status::Starting {
+            said: "   Compiling kit v0.1.0\x1b[2J\nmore".into(),
+        };
+        assert_eq!(
+            p.describe(&said, None),
+            "connecting: Compiling kit v0.1.0\\x1b[2J"
+        );
         assert_eq!(
             p.describe(
                 &Status::Ready {

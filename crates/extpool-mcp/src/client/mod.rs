@@ -94,6 +94,9 @@ pub struct ClientOptions {
     /// messages to the client behind the call in flight (a gateway's
     /// clients; see [`extpool_core::CallContext`]).
     pub relay: bool,
+    /// Where every server's stderr lines are told as they come (besides
+    /// the tail kept for errors): see [`crate::pool::SessionConnectionPool::stderr_lines`].
+    pub stderr_lines: crate::stderr::StderrLines,
 }
 
 impl Default for ClientOptions {
@@ -111,6 +114,7 @@ impl Default for ClientOptions {
             auth: extpool_auth::AuthContext::default(),
             elicitation: None,
             relay: false,
+            stderr_lines: crate::stderr::StderrLines::default(),
         }
     }
 }

@@ -61,7 +61,12 @@ async fn servers_start_in_parallel_and_fail_alone() {
         events
             .iter()
             .position(|e| {
-                e.server == n && (!final_only || !matches!(e.status, ServerStatus::Connecting))
+                e.server == n
+                    && (!final_only
+                        || !matches!(
+                            e.status,
+                            ServerStatus::Connecting | ServerStatus::Starting { .. }
+                        ))
             })
             .unwrap()
     };

@@ -18,6 +18,7 @@ mod quickstart;
 mod replicas;
 pub mod serve;
 mod signals;
+mod starting;
 mod support;
 mod tty;
 mod unloaded;
