@@ -140,3 +140,70 @@ async fn the_audit_log_has_one_line_per_call_with_the_deciding_rule_and_no_argum
     assert_ne!(lines[1]["outcome"], "ok");
     served.stop().await;
 }
+
+/// A 2026-07-28 `server/discover` POST to `url` with `headers` added: the
+/// status and body.
+async fn discover_with(url: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "rebinding-test", "version": "1"},
+    }}});
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "server/discover")
+        .body(body.to_string());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_host_or_origin_is_refused_and_the_configured_ones_are_served() {
+    let state = StateDir::new();
+    let project = Project::new();
+    project.config(&testkit_yaml("testkit", &state));
+    let options = GatewayOptions {
+        allowed_hosts: vec!["gateway.example".into()],
+        allowed_origins: vec!["https://app.example:443".into()],
+        ..GatewayOptions::default()
+    };
+    let served = Served::start(project, options).await;
+    let url = &served.url;
+    // DNS rebinding: a page on another name that resolves here.
+    for host in ["evil.example", "evil.example:80", "127.0.0.1.evil.example"] {
+        let (status, body) = discover_with(url, &[("host", host)]).await;
+        assert_eq!(status, 403, "{host}: {body}");
+        assert!(
+            body.contains("Host header is not allowed"),
+            "{host}: {body}"
+        );
+    }
+    // A browser page of another origin.
+    for origin in ["http://evil.example", "https://app.example:8443", "null"] {
+        let (status, body) = discover_with(url, &[("origin", origin)]).await;
+        assert_eq!(status, 403, "{origin}: {body}");
+        assert!(body.contains("Origin"), "{origin}: {body}");
+    }
+    // Loopback, the configured host and origins are served.
+    let port = url.rsplit(':').next().unwrap().trim_end_matches("/mcp");
+    let served_host = format!("gateway.example:{port}");
+    for headers in [
+        vec![],
+        vec![("host", served_host.as_str())],
+        vec![("host", "localhost")],
+        vec![("origin", "https://app.example")],
+        vec![("origin", "http://localhost:3000")],
+    ] {
+        let (status, body) = discover_with(url, &headers).await;
+        assert_eq!(status, 200, "{headers:?}: {body}");
+        assert!(body.contains("\"result\""), "{headers:?}: {body}");
+    }
+    served.stop().await;
+}

@@ -139,6 +139,13 @@ pub async fn sdk_client(sdk: Sdk, url: &str, steps: Value) -> Vec<Value> {
     sdk_client_with(sdk, &["--url", url], steps).await
 }
 
+/// Upper bound of one SDK client process: a whole Python or Node process
+/// (interpreter start, SDK import, every step). On 2 cores shared with
+/// other builds the Python SDK's import alone took 16 s of wall time for
+/// 1.7 s of CPU, so [`PATIENCE`] is too short a bound for a process; this
+/// one still catches a hang, and the failure shows the steps done.
+pub const CLIENT_PATIENCE: Duration = Duration::from_secs(300);
+
 /// [`sdk_client`] with the connection arguments given (`--url URL` or
 /// `--stdio CMD ARGS…`).
 pub async fn sdk_client_with(sdk: Sdk, connect: &[&str], steps: Value) -> Vec<Value> {
@@ -150,22 +157,54 @@ pub async fn sdk_client_with(sdk: Sdk, connect: &[&str], steps: Value) -> Vec<Va
     command
         .args(connect)
         .arg(steps.to_string())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
-    let output = tokio::time::timeout(PATIENCE, command.output())
-        .await
-        .unwrap_or_else(|_| panic!("the {sdk:?} client did not finish"))
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let mut child = command.spawn().unwrap();
+    let stdout = read_all(child.stdout.take().unwrap());
+    let stderr = read_all(child.stderr.take().unwrap());
+    let waited = tokio::time::timeout(CLIENT_PATIENCE, child.wait()).await;
+    if waited.is_err() {
+        let _ = child.kill().await;
+    }
+    // The pipes close with the client (a grandchild could hold them open:
+    // then what arrived so far is not shown).
+    let collect = |task: tokio::task::JoinHandle<String>| async move {
+        tokio::time::timeout(PATIENCE, task)
+            .await
+            .map(Result::unwrap)
+            .unwrap_or_else(|_| "(its output pipe stayed open)".into())
+    };
+    let (stdout, stderr) = (collect(stdout).await, collect(stderr).await);
+    let Ok(status) = waited else {
+        panic!(
+            "the {sdk:?} client did not finish within {} s; steps done (one line each): \
+             {stdout}\nstderr: {stderr}",
+            CLIENT_PATIENCE.as_secs()
+        );
+    };
+    let status = status.unwrap();
     assert!(
-        output.status.success(),
-        "the {sdk:?} client failed: {}\nstdout: {stdout}\nstderr: {}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
+        status.success(),
+        "the {sdk:?} client failed: {status}\nstdout: {stdout}\nstderr: {stderr}"
     );
     stdout
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect()
+}
+
+/// Everything `pipe` yields until it closes, as text.
+fn read_all<R>(mut pipe: R) -> tokio::task::JoinHandle<String>
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+{
+    use tokio::io::AsyncReadExt;
+    tokio::spawn(async move {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes).await;
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
 }
 
 /// Polls `check` until it holds, failing after [`PATIENCE`].
