@@ -607,8 +607,14 @@ impl View {
     pub async fn register(&self, cap: Arc<dyn Capability>) -> Result<(), HostError> {
         self.check_open()?;
         let host = &self.inner.host;
+        let server = (cap.kind() == CapabilityKind::McpServer).then(|| cap.id().to_owned());
         host.registry
             .register(cap, self.level(), &self.inner.scope, None)?;
+        if let Some(name) = server
+            && self.level() == ScopeLevel::Session
+        {
+            host.runtime.hold(&name, &self.inner.scope.session_id);
+        }
         let catalog = if self.level() == ScopeLevel::Pool {
             host.catalog.clone()
         } else {
@@ -645,6 +651,9 @@ impl View {
         host.registry
             .unregister_and_shutdown(id, self.level(), &self.inner.scope)
             .await?;
+        if self.level() == ScopeLevel::Session {
+            host.runtime.release(Some(id), &self.inner.scope.session_id);
+        }
         let catalog = if self.level() == ScopeLevel::Pool {
             Some(host.catalog.clone())
         } else {
@@ -698,6 +707,12 @@ impl View {
             .shutdown_within(&self.inner.scope)
             .await;
         self.inner.close_tree().await;
+        if self.level() == ScopeLevel::Session {
+            self.inner
+                .host
+                .runtime
+                .release(None, &self.inner.scope.session_id);
+        }
         let key = match self.level() {
             ScopeLevel::Turn => &self.inner.scope.turn_id,
             ScopeLevel::Agent => &self.inner.scope.agent_name,

@@ -280,7 +280,15 @@ impl Reconciler {
             }
         }
         let current = self.runtime.entries();
-        let wants = self.slots.desired(&self.fixed(&current));
+        // A session's own server keeps its name against a newcomer; a
+        // discovered server already running keeps its name too.
+        let held = |name: &str| {
+            let running = current
+                .iter()
+                .any(|e| e.info.name.eq_ignore_ascii_case(name));
+            !running && self.runtime.held(name)
+        };
+        let wants = self.slots.desired(&self.fixed(&current), held);
         let diff = self.diff(&current, &wants);
         if diff.to_build.is_empty() && diff.retired.is_empty() {
             let entries: Vec<ServerEntry> = diff.entries.into_iter().flatten().collect();

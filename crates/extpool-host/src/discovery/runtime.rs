@@ -1,6 +1,7 @@
 //! [`Runtime`]: the servers running now — configured and discovered — as
 //! the host lists them, replaced whole when a change is published.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -9,10 +10,14 @@ use super::DiscoveredServer;
 use crate::servers::{ServerEntry, transport};
 use crate::status::{ServerInfo, ServerState};
 
-/// The running servers, configured and discovered, in listing order.
+/// The running servers, configured and discovered, in listing order, and
+/// the names sessions' own servers hold.
 #[derive(Default)]
 pub(crate) struct Runtime {
     entries: RwLock<Vec<ServerEntry>>,
+    /// Names (folded) of servers registered in a session, with the sessions
+    /// holding each: a discovered server may not take them.
+    held: RwLock<BTreeMap<String, BTreeSet<String>>>,
 }
 
 impl Runtime {
@@ -20,6 +25,7 @@ impl Runtime {
     pub(crate) fn new(entries: Vec<ServerEntry>) -> Self {
         Self {
             entries: RwLock::new(entries),
+            held: RwLock::default(),
         }
     }
 
@@ -31,6 +37,31 @@ impl Runtime {
     /// Replaces every server.
     pub(crate) fn replace(&self, entries: Vec<ServerEntry>) {
         *self.entries.write() = entries;
+    }
+
+    /// Session `session` has its own server `name`.
+    pub(crate) fn hold(&self, name: &str, session: &str) {
+        self.held
+            .write()
+            .entry(name.to_ascii_lowercase())
+            .or_default()
+            .insert(session.to_owned());
+    }
+
+    /// Session `session` no longer has server `name` (every server with `None`).
+    pub(crate) fn release(&self, name: Option<&str>, session: &str) {
+        let folded = name.map(str::to_ascii_lowercase);
+        self.held.write().retain(|n, sessions| {
+            if folded.as_ref().is_none_or(|f| f == n) {
+                sessions.remove(session);
+            }
+            !sessions.is_empty()
+        });
+    }
+
+    /// Whether a session's own server has the name `name` (ignoring case).
+    pub(crate) fn held(&self, name: &str) -> bool {
+        self.held.read().contains_key(&name.to_ascii_lowercase())
     }
 
     /// Whether a server of this name (ignoring case) is running or known.
@@ -73,5 +104,25 @@ pub(crate) fn same_cap(a: &ServerEntry, b: &ServerEntry) -> bool {
     match (&a.cap, &b.cap) {
         (Some(x), Some(y)) => Arc::ptr_eq(x, y),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_is_held_while_any_session_has_it_ignoring_case() {
+        let runtime = Runtime::default();
+        runtime.hold("Mine", "s1");
+        runtime.hold("mine", "s2");
+        runtime.hold("other", "s1");
+        assert!(runtime.held("MINE") && runtime.held("other"));
+        runtime.release(Some("mine"), "s1");
+        assert!(runtime.held("mine"), "s2 still has it");
+        runtime.release(None, "s1");
+        assert!(!runtime.held("other") && runtime.held("mine"));
+        runtime.release(None, "s2");
+        assert!(!runtime.held("mine"));
     }
 }

@@ -218,8 +218,9 @@ impl Slots {
 
     /// The servers every source wants, the first source winning a name
     /// (ignoring case) — after the `fixed` servers, which belong to no
-    /// source here; a clash is noted on the losing source.
-    pub(crate) fn desired(&self, fixed: &[ServerEntry]) -> Vec<Want> {
+    /// source here, and the names `held` says a session's own server
+    /// holds; a clash is noted on the losing source.
+    pub(crate) fn desired(&self, fixed: &[ServerEntry], held: impl Fn(&str) -> bool) -> Vec<Want> {
         let mut taken: HashMap<String, String> = fixed
             .iter()
             .map(|e| (e.info.name.to_ascii_lowercase(), e.info.origin.clone()))
@@ -230,7 +231,11 @@ impl Slots {
             let mut clashes = Vec::new();
             for server in st.last.iter().flat_map(|d| d.servers.iter()) {
                 let folded = server.name.to_ascii_lowercase();
-                if let Some(owner) = taken.get(&folded) {
+                let owner = taken.get(&folded).cloned().or_else(|| {
+                    // Which session is not said: its id reaches its endpoint.
+                    held(&server.name).then(|| "a session's own server".to_owned())
+                });
+                if let Some(owner) = owner {
                     clashes.push(format!(
                         "server {:?} left out: the name is taken by {owner}",
                         server.name

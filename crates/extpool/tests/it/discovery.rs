@@ -43,6 +43,7 @@ fn api(method: &str, url: &str) -> Value {
         let client = reqwest::Client::new();
         let request = match method {
             "POST" => client.post(url),
+            "DELETE" => client.delete(url),
             _ => client.get(url),
         };
         let response = request.send().await.unwrap();
@@ -423,5 +424,176 @@ fn each_server_shows_where_it_was_discovered_and_a_failed_one_its_reason() {
         json!([{"op": "call", "name": "mcp__good__echo", "args": {"message": "found"}}]),
     );
     assert_eq!(called[1]["text"], json!(["found"]), "{called:?}");
+    assert_eq!(sigterm(&mut served), 0);
+}
+
+/// A POST of `body` to the gateway's `/v1` API, as JSON.
+fn post(url: &str, body: &Value) -> Value {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let response = reqwest::Client::new()
+            .post(url)
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        let value: Value = response.json().await.unwrap();
+        assert!(status.is_success(), "POST {url}: {status} {value}");
+        value
+    })
+}
+
+/// Calls `counter` (key `who`) as `name` through `endpoint`: the upstream
+/// that answers counts it in its own state directory.
+fn count_at(endpoint: &str, name: &str) {
+    let out = python(
+        &["--url", endpoint],
+        json!([{"op": "call", "name": name, "args": {"key": "who"}}]),
+    );
+    assert_eq!(out[1]["is_error"], false, "{name}: {out:?}");
+}
+
+#[test]
+fn discovery_never_takes_a_name_a_session_resolves_nor_grants_without_a_refresh() {
+    let toolhive = FakeToolHive::start();
+    let intruder_state = StateDir::new();
+    let intruder = HttpServer::spawn(intruder_state.args());
+    let own_state = StateDir::new();
+    let own = HttpServer::spawn(own_state.args());
+    let sb = Sandbox::new();
+    let (kit, prefixed, late) = (StateDir::new(), StateDir::new(), StateDir::new());
+    let configured = format!(
+        "{}{}    prefix: pfx\n",
+        testkit_entry("base", &kit, &[]),
+        testkit_entry("other", &prefixed, &[])
+    );
+    let config =
+        |servers: &str| sb.write("extpool.yaml", &format!("mcp_servers:\n{servers}{TIMING}"));
+    config(&configured);
+    let db = format!("sqlite:{}", sb.dir.path().join("gw.db").display());
+    let mut served = serve(
+        &sb,
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--state",
+            &db,
+            "--toolhive-url",
+            &toolhive.url(),
+        ],
+    );
+    let base = served.url.trim_end_matches("/mcp").to_owned();
+    sources_until(&base, "ToolHive consulted", |s| {
+        discovery(s, "toolhive")["state"] == "ok"
+    });
+    post(
+        &format!("{base}/v1/sessions"),
+        &json!({"id": "s1", "mcp_servers": {"mine": {"url": own.url()}}}),
+    );
+    let s1 = format!("{base}/sessions/s1/mcp");
+    let before = tools(&s1);
+    for name in [
+        "mcp__base__counter",
+        "mcp__pfx__counter",
+        "mcp__mine__counter",
+    ] {
+        assert!(before.contains(&name.to_owned()), "{name}: {before:?}");
+    }
+
+    // ToolHive now runs servers named like the configured server (another
+    // case), like the other one's prefix, like s1's own server, and one
+    // new name: all reached at the intruder.
+    toolhive.set_workloads(vec![
+        Workload::running("BASE", intruder.url()),
+        Workload::running("pfx", intruder.url()),
+        Workload::running("mine", intruder.url()),
+        Workload::running("newcomer", intruder.url()),
+    ]);
+    let found = sources_until(&base, "the newcomer discovered", |s| {
+        serves(s, "toolhive", "newcomer")
+    });
+    let status = discovery(&found, "toolhive");
+    let notes = status["notes"].to_string();
+    assert!(
+        notes.contains("server \\\"BASE\\\" left out: the name is taken by extpool.yaml:"),
+        "{status:#}"
+    );
+    assert!(
+        notes.contains("server \\\"mine\\\" left out: the name is taken by a session's own server"),
+        "{status:#}"
+    );
+    assert!(!notes.contains("s1"), "no session id is shown: {notes}");
+    // `pfx` runs, but its namespace is the configured server's: refused.
+    let pfx = server_row(&found, "pfx").unwrap_or_else(|| panic!("{found:#}"));
+    assert!(
+        pfx["dropped"].to_string().contains("pfx"),
+        "the namespace stays the configured server's: {pfx:#}"
+    );
+
+    // The session's names resolve as before, to the same servers; it
+    // gained nothing.
+    assert_eq!(tools(&s1), before);
+    for name in [
+        "mcp__base__counter",
+        "mcp__pfx__counter",
+        "mcp__mine__counter",
+    ] {
+        count_at(&s1, name);
+    }
+    // The gateway's plain endpoint sees the newcomer, and the same owners.
+    assert!(tools(&served.url).contains(&"mcp__newcomer__echo".to_owned()));
+    count_at(&served.url, "mcp__base__counter");
+    count_at(&served.url, "mcp__pfx__counter");
+    // A configuration edit adds a server: available, not granted.
+    config(&format!(
+        "{configured}{}",
+        testkit_entry("late", &late, &[])
+    ));
+    sources_until(&base, "the edit applied", |s| serves(s, "config", "late"));
+    assert!(tools(&served.url).contains(&"mcp__late__echo".to_owned()));
+    assert_eq!(tools(&s1), before, "nothing reaches s1 without a refresh");
+    let denied = python(
+        &["--url", &s1],
+        json!([{"op": "call", "name": "mcp__newcomer__echo", "args": {"message": "x"}, "expect_error": true}]),
+    );
+    assert!(
+        denied[1].get("error").is_some() || denied[1]["is_error"] == true,
+        "{denied:?}"
+    );
+
+    // The refresh grants the new names only; the old ones keep their owners.
+    let refreshed = api("POST", &format!("{base}/v1/sessions/s1/mcp-refresh"));
+    let added = refreshed["added"].to_string();
+    assert!(
+        added.contains("mcp__newcomer__echo") && added.contains("mcp__late__echo"),
+        "{refreshed}"
+    );
+    assert!(
+        !added.contains("mcp__base__")
+            && !added.contains("mcp__pfx__")
+            && !added.contains("mcp__mine__"),
+        "{refreshed}"
+    );
+    for name in [
+        "mcp__base__counter",
+        "mcp__pfx__counter",
+        "mcp__mine__counter",
+    ] {
+        count_at(&s1, name);
+    }
+    count_at(&s1, "mcp__newcomer__counter");
+    assert_eq!(kit.counter("who"), 3, "base: s1 twice, /mcp once");
+    assert_eq!(prefixed.counter("who"), 3, "pfx: s1 twice, /mcp once");
+    assert_eq!(own_state.counter("who"), 2, "mine: s1 twice");
+    assert_eq!(intruder_state.counter("who"), 1, "only the newcomer's call");
+    // Once s1 is gone, its server's name is free: the workload takes it.
+    api("DELETE", &format!("{base}/v1/sessions/s1"));
+    sources_until(&base, "the freed name discovered", |s| {
+        serves(s, "toolhive", "mine")
+    });
     assert_eq!(sigterm(&mut served), 0);
 }
