@@ -555,3 +555,71 @@ async fn a_changed_command_replaces_the_process() {
     assert!(!exited(second));
     host.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edits_of_the_vs_code_and_codex_files_apply_too() {
+    let servers: Vec<HttpServer> = (0..4)
+        .map(|_| HttpServer::spawn(StateDir::new().args()))
+        .collect();
+    let project = Project::new();
+    project.config(TIMING);
+    let vscode = project.path().join(".vscode/mcp.json");
+    let codex = project.path().join(".codex/config.toml");
+    std::fs::create_dir_all(vscode.parent().unwrap()).unwrap();
+    std::fs::create_dir_all(codex.parent().unwrap()).unwrap();
+    let write_vscode = |names: &[(&str, &str)]| {
+        let entries: Vec<String> = names
+            .iter()
+            .map(|(n, u)| format!("\"{n}\": {{\"type\": \"http\", \"url\": \"{u}\"}}"))
+            .collect();
+        let text = format!("{{\"servers\": {{{}}}}}\n", entries.join(", "));
+        std::fs::write(&vscode, text).unwrap();
+    };
+    let write_codex = |names: &[(&str, &str)]| {
+        let text: String = names
+            .iter()
+            .map(|(n, u)| format!("[mcp_servers.{n}]\nurl = \"{u}\"\n\n"))
+            .collect();
+        std::fs::write(&codex, text).unwrap();
+    };
+    write_vscode(&[("v1", servers[0].url())]);
+    write_codex(&[("c1", servers[1].url())]);
+    let options = HostOptions {
+        discovery: DiscoveryOptions {
+            reload: Some(ConfigReload::default()),
+            toolhive: None,
+        },
+        ..HostOptions {
+            places: project.places(),
+            watch_skills: Some(false),
+            ..HostOptions::files(Vec::<std::path::PathBuf>::new())
+        }
+    };
+    let host = Host::start(options).await.unwrap();
+    assert!(has_tool(&host, "mcp__v1__echo") && has_tool(&host, "mcp__c1__echo"));
+
+    // An edit of the VS Code file adds its server; of the Codex file
+    // replaces one server with another.
+    write_vscode(&[("v1", servers[0].url()), ("v2", servers[2].url())]);
+    until_revision(&host, "the VS Code edit applies", |h| {
+        has_tool(h, "mcp__v2__echo")
+    })
+    .await;
+    assert_eq!(echo(&host, "mcp__v2__echo").await, "hi");
+    write_codex(&[("c2", servers[3].url())]);
+    until_revision(&host, "the Codex edit applies", |h| {
+        has_tool(h, "mcp__c2__echo") && !has_tool(h, "mcp__c1__echo")
+    })
+    .await;
+    assert_eq!(echo(&host, "mcp__c2__echo").await, "hi");
+    let config = host
+        .discovery()
+        .into_iter()
+        .find(|d| d.source == "config")
+        .unwrap();
+    assert!(!config.stale, "{config:?}");
+    for name in ["v1", "v2", "c2"] {
+        assert!(config.servers.iter().any(|s| s == name), "{config:?}");
+    }
+    host.shutdown().await;
+}

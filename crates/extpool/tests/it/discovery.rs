@@ -597,3 +597,53 @@ fn discovery_never_takes_a_name_a_session_resolves_nor_grants_without_a_refresh(
     });
     assert_eq!(sigterm(&mut served), 0);
 }
+
+#[test]
+fn toolhive_is_found_at_toolhive_api_url_and_without_it_is_stale_not_fatal() {
+    let upstream = HttpServer::spawn(StateDir::new().args());
+    let toolhive = FakeToolHive::start();
+    toolhive.set_workloads(vec![Workload::running("via-env", upstream.url())]);
+    let sb = Sandbox::new();
+    sb.write("extpool.yaml", &format!("mcp_servers: {{}}\n{TIMING}"));
+    let mut command = sb.command();
+    command
+        .env("TOOLHIVE_API_URL", toolhive.url())
+        .args(["serve", "--listen", "127.0.0.1:0"]);
+    let mut served = Served::spawn(command);
+    let base = served.url.trim_end_matches("/mcp").to_owned();
+    let found = sources_until(&base, "the workload found", |s| {
+        serves(s, "toolhive", "via_env")
+    });
+    let endpoint = discovery(&found, "toolhive")["endpoint"].as_str().unwrap();
+    assert_eq!(endpoint, format!("{}/api/v1beta/workloads", toolhive.url()));
+    assert_eq!(sigterm(&mut served), 0);
+
+    // Nothing at the URL: the source is stale with the reason, the gateway serves.
+    let gone = found_nothing_url();
+    let mut command = sb.command();
+    command
+        .env("TOOLHIVE_API_URL", &gone)
+        .args(["serve", "--listen", "127.0.0.1:0"]);
+    let mut served = Served::spawn(command);
+    let base = served.url.trim_end_matches("/mcp").to_owned();
+    let stale = sources_until(&base, "ToolHive stale", |s| {
+        discovery(s, "toolhive")["stale"] == true
+    });
+    let error = discovery(&stale, "toolhive")["last_error"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // (`cannot reach` unless another test's listener took the port since.)
+    assert!(
+        error.contains(&format!("{gone}/api/v1beta/workloads")),
+        "{error}"
+    );
+    assert!(tools(&served.url).contains(&"ListMcpSources".to_owned()));
+    assert_eq!(sigterm(&mut served), 0);
+}
+
+/// The URL of a ToolHive that has stopped (its port no longer answers).
+fn found_nothing_url() -> String {
+    let stopped = FakeToolHive::start();
+    stopped.url()
+}
