@@ -308,6 +308,51 @@ fn unprefixed_lists_a_server_by_its_own_names_and_an_unknown_one_is_named() {
     );
 }
 
+#[test]
+fn resource_tool_and_prompt_flags_switch_what_serve_offers() {
+    let sb = Sandbox::new();
+    let state = StateDir::new();
+    testkit_config(&sb, &state);
+    let offered = |flags: &[&str]| {
+        let mut args = vec!["--listen", "127.0.0.1:0"];
+        args.extend_from_slice(flags);
+        let mut served = serve(&sb, &args);
+        let out = python(
+            &["--url", &served.url],
+            json!([{"op": "list_tools"}, {"op": "list_prompts"}]),
+        );
+        assert_eq!(sigterm(&mut served), 0);
+        (strings(&out[1]["tools"]), strings(&out[2]["prompts"]))
+    };
+    let resource_tools = ["ListMcpResources", "ReadMcpResource"];
+    let (tools, prompts) = offered(&[]);
+    for tool in resource_tools {
+        assert!(tools.iter().any(|t| t == tool), "{tool}: {tools:?}");
+    }
+    assert!(
+        prompts.iter().any(|p| p == "mcp__testkit__greet"),
+        "{prompts:?}"
+    );
+    let (tools, prompts) = offered(&["--mcp-resource-tools=false", "--mcp-prompts=false"]);
+    assert!(tools.iter().any(|t| t == "mcp__testkit__echo"), "{tools:?}");
+    for tool in resource_tools {
+        assert!(!tools.iter().any(|t| t == tool), "{tool}: {tools:?}");
+    }
+    assert!(
+        !prompts.iter().any(|p| p.starts_with("mcp__testkit__")),
+        "{prompts:?}"
+    );
+    let r = sb.run(&["serve", "--mcp-server-insecure-http", "nosuch"]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains(
+            "--mcp-server-insecure-http nosuch: no server named \"nosuch\" is configured"
+        ),
+        "{}",
+        r.stderr
+    );
+}
+
 /// Names in a JSON array of strings.
 fn strings(v: &Value) -> Vec<String> {
     v.as_array()
