@@ -9,7 +9,11 @@
 #     PyPI), a TypeScript SDK proxy, FastMCP's proxy and ContextForge's
 #     bridge, in front of the same stdio server, against the floor of one
 #     rmcp HTTP hop (extpool-server, benches/gateway.rs);
-#   - skills discovery of 10,000 skills vs a Python walker (extpool-skills);
+#   - skills discovery of 10,000 skills vs a Python walker, and hot reload
+#     (a SKILL.md written -> the change event, 100 edits, at 100 and 10,000
+#     skills) (extpool-skills);
+#   - start-up of 20 stdio servers through the Host vs each alone
+#     (extpool-host startup);
 #   - registry and catalog figures (extpool-core, extpool-catalog);
 #   - compiling an agent over 50 servers × 40 tools, cold and warm, and the
 #     tool payload with and without deferral (extpool-agent).
@@ -31,6 +35,8 @@ rm -f "$out"/*.txt
 cargo bench --locked -p extpool-mcp --bench throughput
 cargo bench --locked -p extpool-server --bench gateway | tee "$out/gateway.txt"
 cargo bench --locked -p extpool-skills --bench discovery | tee "$out/skills-discovery.txt"
+cargo bench --locked -p extpool-skills --bench hot_reload | tee "$out/skills-hot-reload.txt"
+cargo bench --locked -p extpool-host --bench startup | tee "$out/startup.txt"
 cargo bench --locked -p extpool-core --bench registry | tee "$out/registry.txt"
 cargo bench --locked -p extpool-catalog --bench catalog | tee "$out/catalog.txt"
 cargo bench --locked -p extpool-agent --bench compile | tee "$out/agent-compile.txt"
