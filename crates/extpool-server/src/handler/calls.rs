@@ -50,13 +50,40 @@ impl Drop for Slot<'_> {
 type Outcome = (Result<CallToolResult, ErrorData>, &'static str);
 
 impl GatewayHandler {
-    /// `tools/call` of `request.name` for this connection's client.
+    /// `tools/call` of `request.name` for this connection's client, in a
+    /// span naming the session, the upstream server and the tool, so every
+    /// line logged on the call's way (the pool, the upstream connection)
+    /// says whose call it was and where it went.
     pub(super) async fn call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        use tracing::Instrument;
         let name = self.catalog_tool(&request.name);
+        let server = self
+            .shared
+            .host
+            .server_of_tool(&name)
+            .unwrap_or_else(|| extpool_host::BUILTIN.to_owned());
+        let span = tracing::info_span!(
+            "tool_call",
+            session = %self.session_id(),
+            server = %server,
+            tool = %name,
+        );
+        self.call_in_span(request, context, name, server)
+            .instrument(span)
+            .await
+    }
+
+    async fn call_in_span(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+        name: String,
+        server: String,
+    ) -> Result<CallToolResponse, ErrorData> {
         if let Some(result) =
             crate::source_tools::call(&self.shared, self.durable.as_ref(), &name).await
         {
@@ -108,11 +135,6 @@ impl GatewayHandler {
             outcome => settle(outcome),
         };
         let failed = !matches!(&result, Ok(r) if r.is_error != Some(true));
-        let server = self
-            .shared
-            .host
-            .server_of_tool(&name)
-            .unwrap_or_else(|| extpool_host::BUILTIN.to_owned());
         self.shared
             .metrics
             .record_call(&server, &name, started.elapsed(), failed);

@@ -207,3 +207,69 @@ async fn a_foreign_host_or_origin_is_refused_and_the_configured_ones_are_served(
     }
     served.stop().await;
 }
+
+/// A `tracing` writer into a shared buffer.
+#[derive(Clone)]
+struct LogBuffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogBuffer {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_log_lines_of_a_call_name_its_session_upstream_and_tool() {
+    let logs = LogBuffer(std::sync::Arc::default());
+    let writer = logs.clone();
+    // The test binary's one subscriber (nextest runs each test in its own process).
+    tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_env_filter("extpool_mcp=info,extpool_host=info,extpool_server=info")
+        .try_init()
+        .expect("the only subscriber of this process");
+    let state = StateDir::new();
+    let mut remote = extpool_testkit::HttpServer::spawn(state.args());
+    let project = Project::new();
+    project.config(&format!("  remote:\n    url: {}\n", remote.url()));
+    let served = Served::start(project, GatewayOptions::default()).await;
+    remote.kill();
+    let out = sdk_client(
+        Sdk::Python,
+        &served.url,
+        json!([{"op": "call", "name": "mcp__remote__echo", "args": {"message": "gone"}}]),
+    )
+    .await;
+    assert_eq!(out[1]["is_error"], true, "{out:?}");
+    served.stop().await;
+    let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    // Every line about the upstream names it; those logged on the call's
+    // way (the lost connection, the failed reconnect, the degraded
+    // server) name the session and the tool too. A reconnect the pool
+    // tries later on its own belongs to no session.
+    let upstream: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("MCP connect") || l.contains("capability degraded"))
+        .collect();
+    assert!(upstream.iter().all(|l| l.contains("=remote")), "{text}");
+    let span = "server=remote tool=mcp__remote__echo}";
+    for what in [
+        "MCP connection lost",
+        "MCP connect failed",
+        "capability degraded",
+    ] {
+        let line = upstream
+            .iter()
+            .find(|l| l.contains(what))
+            .unwrap_or_else(|| panic!("no {what:?} line in:\n{text}"));
+        assert!(
+            line.contains("tool_call{session=gw-") && line.contains(span),
+            "{line}\nin:\n{text}"
+        );
+    }
+}
