@@ -9,6 +9,9 @@
 #     PyPI), a TypeScript SDK proxy, FastMCP's proxy and ContextForge's
 #     bridge, in front of the same stdio server, against the floor of one
 #     rmcp HTTP hop (extpool-server, benches/gateway.rs);
+#   - the streamable HTTP client: McpServerCap with and without connection
+#     reuse, rmcp's default and pooled clients, against the testkit HTTP
+#     server with TCP_NODELAY and with Nagle on (extpool-mcp http_client);
 #   - skills discovery of 10,000 skills vs a Python walker, and hot reload
 #     (a SKILL.md written -> the change event, 100 edits, at 100 and 10,000
 #     skills) (extpool-skills);
@@ -33,6 +36,7 @@ export EXTPOOL_BENCH_OUT="$out"
 rm -f "$out"/*.txt
 
 cargo bench --locked -p extpool-mcp --bench throughput
+cargo bench --locked -p extpool-mcp --bench http_client | tee "$out/http-client.txt"
 cargo bench --locked -p extpool-server --bench gateway | tee "$out/gateway.txt"
 cargo bench --locked -p extpool-skills --bench discovery | tee "$out/skills-discovery.txt"
 cargo bench --locked -p extpool-skills --bench hot_reload | tee "$out/skills-hot-reload.txt"

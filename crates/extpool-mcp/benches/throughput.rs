@@ -33,46 +33,17 @@
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use extpool_core::McpResource;
 use extpool_mcp::{McpServerCap, McpServerConfig, PoolConfig, SessionConnectionPool};
-use futures::StreamExt;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 const INFLIGHT: usize = 64;
 const SWEEP: [usize; 5] = [1, 4, 16, 64, 256];
-
-fn env_usize(key: &str, default: usize) -> usize {
-    std::env::var(key)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct Phase {
-    calls: usize,
-    calls_per_sec: f64,
-    p50_us: f64,
-    p99_us: f64,
-    /// CPU time (user + system) the client process spent per call.
-    #[serde(default)]
-    cpu_us_per_call: f64,
-    /// Latency at 0, 1, …, 100 % (Rust clients only).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    percentiles_us: Vec<f64>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct Run {
-    sequential: Phase,
-    concurrent: Phase,
-}
 
 /// One measured phase of one contender in one round.
 #[derive(Debug, Clone, Serialize)]
@@ -86,86 +57,10 @@ struct Sample {
     phase: Phase,
 }
 
-/// CPU seconds (user + system) this process used so far (Linux ticks of 10 ms).
-fn process_cpu() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(11) + ticks(12)) / 100.0
-}
+#[path = "common/measure.rs"]
+mod measure;
 
-fn phase(mut latencies: Vec<Duration>, elapsed: Duration, cpu: f64) -> Phase {
-    latencies.sort();
-    let q = |p: f64| {
-        let i = ((p * latencies.len() as f64) as usize).min(latencies.len() - 1);
-        latencies[i].as_secs_f64() * 1e6
-    };
-    Phase {
-        calls: latencies.len(),
-        calls_per_sec: latencies.len() as f64 / elapsed.as_secs_f64(),
-        p50_us: q(0.5),
-        p99_us: q(0.99),
-        cpu_us_per_call: cpu * 1e6 / latencies.len() as f64,
-        percentiles_us: (0..=100).map(|p| q(f64::from(p) / 100.0)).collect(),
-    }
-}
-
-#[derive(Clone, Copy)]
-struct Sizes {
-    warmup: usize,
-    seq: usize,
-    conc: usize,
-    inflight: usize,
-}
-
-async fn measure<F, Fut>(sizes: Sizes, call: F) -> Run
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    for _ in 0..sizes.warmup {
-        call().await;
-    }
-    let mut sequential = Phase::default();
-    if sizes.seq > 0 {
-        let mut lat = Vec::with_capacity(sizes.seq);
-        let cpu = process_cpu();
-        let start = Instant::now();
-        for _ in 0..sizes.seq {
-            let t = Instant::now();
-            call().await;
-            lat.push(t.elapsed());
-        }
-        sequential = phase(lat, start.elapsed(), process_cpu() - cpu);
-    }
-    let cpu = process_cpu();
-    let start = Instant::now();
-    let lat: Vec<Duration> = futures::stream::iter(0..sizes.conc)
-        .map(|_| {
-            let fut = call();
-            async move {
-                let t = Instant::now();
-                fut.await;
-                t.elapsed()
-            }
-        })
-        .buffer_unordered(sizes.inflight)
-        .collect()
-        .await;
-    let concurrent = phase(lat, start.elapsed(), process_cpu() - cpu);
-    Run {
-        sequential,
-        concurrent,
-    }
-}
+use measure::{Phase, Run, Sizes, env_usize, measure};
 
 fn echo_args() -> Map<String, Value> {
     json!({"message": "ping"}).as_object().cloned().unwrap()

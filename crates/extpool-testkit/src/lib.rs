@@ -40,8 +40,11 @@
 //! `extpool-testkit-server [--transport stdio|http] [--bind ADDR]
 //! [--state-dir DIR] [--die-on-start] [--hang-on-initialize]
 //! [--extra-tools N] [--page-size K] [--no-skills-extension] [--bad-digest]
-//! [--require-bearer TOKEN] [--ignore-eof] [--ignore-sigterm] [--conformance]`
+//! [--require-bearer TOKEN] [--ignore-eof] [--ignore-sigterm] [--conformance]
+//! [--nagle]`
 //!
+//! `--nagle` (HTTP mode) leaves Nagle's algorithm on for accepted
+//! connections, as a plain `axum::serve` does (for benchmarks of clients).
 //! `--ignore-eof` keeps a stdio server running after its stdin closed and
 //! `--ignore-sigterm` ignores SIGTERM, SIGINT and SIGHUP: together, a
 //! server only SIGKILL ends (for tests of how clients end their servers).

@@ -88,6 +88,10 @@ struct Cli {
     /// Ignore SIGTERM (and SIGINT, SIGHUP): only SIGKILL ends the process.
     #[arg(long)]
     ignore_sigterm: bool,
+    /// HTTP mode: leave Nagle's algorithm on (no `TCP_NODELAY`), as a plain
+    /// `axum::serve` does; for benchmarks of HTTP clients.
+    #[arg(long)]
+    nagle: bool,
 }
 
 /// Logs to stderr. With `quiet_failures`, a log line that cannot be
@@ -149,7 +153,7 @@ async fn serve_http(cli: &Cli, server: TestServer) -> anyhow::Result<()> {
             .context("writing the LISTENING line")?;
     }
     tracing::info!(%addr, bearer = cli.require_bearer.is_some(), "serving streamable HTTP");
-    http::serve(listener, server, cli.require_bearer.clone(), ct)
+    http::serve(listener, server, cli.require_bearer.clone(), ct, cli.nagle)
         .await
         .context("serving HTTP")
 }

@@ -165,15 +165,22 @@ pub fn router(server: TestServer, bearer: Option<String>, ct: &CancellationToken
     }
 }
 
-/// Serves `server` on `listener` until `ct` is cancelled.
+/// Serves `server` on `listener` until `ct` is cancelled. Accepted
+/// connections get `TCP_NODELAY` unless `nagle` is set (what `axum::serve`
+/// does by default: small response writes then wait for the client's
+/// delayed ACK on a reused connection; for benchmarks of clients).
 pub async fn serve(
     listener: TcpListener,
     server: TestServer,
     bearer: Option<String>,
     ct: CancellationToken,
+    nagle: bool,
 ) -> std::io::Result<()> {
     let app = router(server, bearer, &ct);
-    let listener = listener.tap_io(|tcp| {
+    let listener = listener.tap_io(move |tcp| {
+        if nagle {
+            return;
+        }
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!("set_nodelay failed: {e}");
         }
