@@ -197,15 +197,10 @@ impl GatewayHandler {
     /// The tools this connection may see, in catalog order.
     fn visible_tools(&self) -> Vec<extpool_host::ToolInfo> {
         let mut tools = self.view().tools();
-        tools.retain(|t| self.granted(&t.name, t.builtin));
+        if let Some(open) = &self.durable {
+            tools.retain(|t| open.allows_tool(t));
+        }
         tools
-    }
-
-    /// Whether this connection may see and call `name`.
-    fn granted(&self, name: &str, builtin: bool) -> bool {
-        self.durable
-            .as_ref()
-            .is_none_or(|open| open.allows(name, builtin))
     }
 
     /// Whether a call of `name` (catalog name or alias) may go ahead: always
@@ -221,7 +216,7 @@ impl GatewayHandler {
             .tools()
             .iter()
             .find(|t| t.name == name || t.alias == name)
-            .is_none_or(|t| open.allows(&t.name, t.builtin))
+            .is_none_or(|t| open.allows_tool(t))
     }
 
     /// Reads a durable session's authority from the store again (another

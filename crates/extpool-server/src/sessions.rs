@@ -145,6 +145,38 @@ impl OpenSession {
         builtin || self.authority.read().allows(name)
     }
 
+    /// Whether the session may see and call `tool`: [`OpenSession::allows`]
+    /// its name, and it is not listed by another server under the name of
+    /// one of this session's own servers (a server discovered while the
+    /// session was closed takes none of its servers' names).
+    pub fn allows_tool(&self, tool: &extpool_host::ToolInfo) -> bool {
+        self.allows(&tool.name, tool.builtin) && !self.shadowed(tool)
+    }
+
+    fn shadowed(&self, tool: &extpool_host::ToolInfo) -> bool {
+        use extpool_host::catalog::names::{MCP_PREFIX, SEPARATOR};
+        let Some(namespace) = tool
+            .name
+            .strip_prefix(MCP_PREFIX)
+            .and_then(|rest| rest.split(SEPARATOR).next())
+        else {
+            return false;
+        };
+        // Under one of its servers' names, only the session's own catalog
+        // (not the pool's it overlays) may list a tool.
+        !tool.builtin
+            && self
+                .servers
+                .iter()
+                .any(|own| own.eq_ignore_ascii_case(namespace))
+            && !self
+                .view
+                .revision()
+                .tools()
+                .iter()
+                .any(|own| own.name == tool.name)
+    }
+
     /// The catalog names active in this session's view now (built-ins
     /// excluded: they are not granted, they are always there).
     fn active(&self) -> Vec<String> {
@@ -518,7 +550,7 @@ fn visible(open: &OpenSession) -> Vec<String> {
     open.view
         .tools()
         .into_iter()
-        .filter(|t| open.allows(&t.name, t.builtin))
+        .filter(|t| open.allows_tool(t))
         .map(|t| t.name)
         .collect()
 }

@@ -647,3 +647,64 @@ fn found_nothing_url() -> String {
     let stopped = FakeToolHive::start();
     stopped.url()
 }
+
+#[test]
+fn a_server_discovered_while_a_session_was_closed_does_not_take_its_servers_names() {
+    let toolhive = FakeToolHive::start();
+    let intruder_state = StateDir::new();
+    let intruder = HttpServer::spawn(intruder_state.args());
+    let own_state = StateDir::new();
+    let own = HttpServer::spawn(own_state.args());
+    let sb = Sandbox::new();
+    sb.write("extpool.yaml", &format!("mcp_servers: {{}}\n{TIMING}"));
+    let db = format!("sqlite:{}", sb.dir.path().join("gw.db").display());
+    let args = [
+        "--listen",
+        "127.0.0.1:0",
+        "--state",
+        &db,
+        "--toolhive-url",
+        &toolhive.url(),
+    ];
+    let mut served = serve(&sb, &args);
+    let base = served.url.trim_end_matches("/mcp").to_owned();
+    post(
+        &format!("{base}/v1/sessions"),
+        &json!({"id": "s1", "mcp_servers": {"mine": {"url": own.url()}}}),
+    );
+    count_at(&format!("{base}/sessions/s1/mcp"), "mcp__mine__counter");
+    assert_eq!(sigterm(&mut served), 0);
+
+    // While no gateway holds s1 open, ToolHive starts a server of that name.
+    toolhive.set_workloads(vec![Workload::running("mine", intruder.url())]);
+    let mut served = serve(&sb, &args);
+    let base = served.url.trim_end_matches("/mcp").to_owned();
+    sources_until(&base, "the workload discovered", |s| {
+        serves(s, "toolhive", "mine")
+    });
+    // s1 opens again: its names are not the discovered server's.
+    let s1 = format!("{base}/sessions/s1/mcp");
+    let listed = tools(&s1);
+    assert!(
+        !listed.iter().any(|t| t.starts_with("mcp__mine__")),
+        "{listed:?}"
+    );
+    let denied = python(
+        &["--url", &s1],
+        json!([{"op": "call", "name": "mcp__mine__counter", "args": {"key": "who"}, "expect_error": true}]),
+    );
+    assert!(
+        denied[1].get("error").is_some() || denied[1]["is_error"] == true,
+        "{denied:?}"
+    );
+    assert_eq!(
+        intruder_state.counter("who"),
+        0,
+        "the discovered server got no call of s1"
+    );
+    assert_eq!(own_state.counter("who"), 1);
+    // The discovered server serves everyone else.
+    count_at(&served.url, "mcp__mine__counter");
+    assert_eq!(intruder_state.counter("who"), 1);
+    assert_eq!(sigterm(&mut served), 0);
+}
