@@ -219,6 +219,29 @@ impl GatewayHandler {
             .is_none_or(|t| open.allows_tool(t))
     }
 
+    /// The tool a call of `name` reaches through the `CallMcpWithQuery`
+    /// built-in (its `server` and `tool` arguments), inside a durable
+    /// session only, when it is one this session may not call: a built-in
+    /// reaches no further than the session's grants.
+    fn denied_through(
+        &self,
+        name: &str,
+        args: Option<&serde_json::Map<String, serde_json::Value>>,
+    ) -> Option<String> {
+        let open = self.durable.as_ref()?;
+        if name != extpool_host::catalog::BuiltinTool::CallMcpWithQuery.name() {
+            return None;
+        }
+        let arg = |key: &str| args.and_then(|a| a.get(key)).and_then(|v| v.as_str());
+        let (server, tool) = (arg("server")?, arg("tool")?);
+        open.view
+            .tools()
+            .into_iter()
+            .find(|t| !t.builtin && t.server == server && t.tool == tool)
+            .filter(|t| !open.allows_tool(t))
+            .map(|t| t.name)
+    }
+
     /// Reads a durable session's authority from the store again (another
     /// replica may have granted names since this one last looked).
     async fn sync_authority(&self) -> &Self {

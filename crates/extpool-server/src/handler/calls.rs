@@ -116,6 +116,22 @@ impl GatewayHandler {
                 None,
             ));
         }
+        let args = request.arguments.as_ref();
+        if let Some(target) = self.denied_through(&name, args)
+            && self
+                .sync_authority()
+                .await
+                .denied_through(&name, args)
+                .is_some()
+        {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "{name} may call only the tools granted to this session, and {target} is not; RefreshMcpSources (or POST /v1/sessions/{}/mcp-refresh) grants the names active now",
+                    self.session_id()
+                ),
+                None,
+            ));
+        }
         let _slot = self.enter_call()?;
         let round = takes_input_rounds(&context).then(|| {
             Arc::new(InputRound::new(

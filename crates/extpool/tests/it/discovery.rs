@@ -558,12 +558,17 @@ fn discovery_never_takes_a_name_a_session_resolves_nor_grants_without_a_refresh(
     assert_eq!(tools(&s1), before, "nothing reaches s1 without a refresh");
     let denied = python(
         &["--url", &s1],
-        json!([{"op": "call", "name": "mcp__newcomer__echo", "args": {"message": "x"}, "expect_error": true}]),
+        json!([
+            {"op": "call", "name": "mcp__newcomer__echo", "args": {"message": "x"}, "expect_error": true},
+            {"op": "call", "name": "CallMcpWithQuery", "args": {"server": "newcomer", "tool": "counter", "args": {"key": "who"}, "jq_filter": "."}, "expect_error": true}
+        ]),
     );
-    assert!(
-        denied[1].get("error").is_some() || denied[1]["is_error"] == true,
-        "{denied:?}"
-    );
+    for step in &denied[1..] {
+        assert!(
+            step.get("error").is_some() || step["is_error"] == true,
+            "{denied:?}"
+        );
+    }
 
     // The refresh grants the new names only; the old ones keep their owners.
     let refreshed = api("POST", &format!("{base}/v1/sessions/s1/mcp-refresh"));
