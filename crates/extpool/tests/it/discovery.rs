@@ -591,6 +591,16 @@ fn discovery_never_takes_a_name_a_session_resolves_nor_grants_without_a_refresh(
         count_at(&s1, name);
     }
     count_at(&s1, "mcp__newcomer__counter");
+    // Granted now, the built-in reaches it too.
+    let queried = python(
+        &["--url", &s1],
+        json!([{"op": "call", "name": "CallMcpWithQuery", "args": {"server": "newcomer", "tool": "echo", "args": {"message": "queried"}, "jq_filter": "."}}]),
+    );
+    assert_eq!(queried[1]["is_error"], false, "{queried:?}");
+    assert!(
+        queried[1]["text"].to_string().contains("queried"),
+        "{queried:?}"
+    );
     assert_eq!(kit.counter("who"), 3, "base: s1 twice, /mcp once");
     assert_eq!(prefixed.counter("who"), 3, "pfx: s1 twice, /mcp once");
     assert_eq!(own_state.counter("who"), 2, "mine: s1 twice");
