@@ -2,7 +2,7 @@
 //! client (the Python MCP SDK) over HTTP and over stdio, flags that add
 //! upstreams, the token rule off loopback, and a clean stop on SIGTERM.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -82,18 +82,52 @@ pub fn sigterm(served: &mut Served) -> i32 {
     wait_exit(&mut served.child)
 }
 
-/// Runs the Python SDK client with `connect` arguments and `steps`.
+/// How long a Python SDK client process may take: on two cores busy with
+/// builds its imports alone took 16 s, so this bound only catches a hang.
+const CLIENT_PATIENCE: Duration = Duration::from_secs(300);
+
+/// Runs the Python SDK test client with `connect` and `steps`; its results,
+/// one per step. A client that hangs is killed after [`CLIENT_PATIENCE`].
 pub fn python(connect: &[&str], steps: Value) -> Vec<Value> {
-    let output = extpool_testkit::peers::python_client()
+    let mut child = extpool_testkit::peers::python_client()
         .args(connect)
         .arg(steps.to_string())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let read = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let stdout = read(Box::new(child.stdout.take().unwrap()));
+    let stderr = read(Box::new(child.stderr.take().unwrap()));
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let waited = rx.recv_timeout(CLIENT_PATIENCE);
+    if waited.is_err() {
+        // A hung client: killed, so its pipes close and the test says so.
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status();
+    }
+    let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
+    let Ok(status) = waited else {
+        panic!(
+            "the Python client did not finish within {} s; steps done (one line each): \
+             {stdout}\nstderr: {stderr}",
+            CLIENT_PATIENCE.as_secs()
+        );
+    };
     assert!(
-        output.status.success(),
-        "client failed: {stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
+        status.unwrap().success(),
+        "client failed: {stdout}\n{stderr}"
     );
     stdout
         .lines()
@@ -429,7 +463,16 @@ fn a_kill_9_in_a_loop_of_refreshes_loses_no_acknowledged_grant() {
     let operator = refresh_until(gateway.clone(), "dur", stop.clone());
     let mut lines = BufReader::new(model.stdout.take().unwrap()).lines();
     let mut refreshes = 0;
-    while refreshes < 5 {
+    // Until the model's own refreshes have been answered five times and
+    // one of them granted a tool it added (a tool added upstream reaches
+    // the catalog a moment after its call: not every refresh finds one).
+    let model_granted = |names: &Vec<String>| {
+        names.iter().any(|n| {
+            n.strip_prefix("mcp__testkit__t")
+                .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
+        })
+    };
+    while refreshes < 5 || !model_granted(&acknowledged) {
         let line = lines
             .next()
             .expect("the model's client ended early")
@@ -452,10 +495,6 @@ fn a_kill_9_in_a_loop_of_refreshes_loses_no_acknowledged_grant() {
     acknowledged.extend(operator.join().unwrap());
     let _ = model.kill();
     let _ = model.wait();
-    assert!(
-        acknowledged.iter().any(|n| n == "mcp__testkit__t4"),
-        "the model's refreshes granted its tools: {acknowledged:?}"
-    );
     // A restart on the same store has every acknowledged grant.
     let mut again = serve(&sb, &["--listen", "127.0.0.1:0", "--state", &db]);
     let gateway = again.url.trim_end_matches("/mcp").to_owned();
