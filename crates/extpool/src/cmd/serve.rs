@@ -187,9 +187,9 @@ async fn open_state(
         Some(url) => url.parse::<extpool_state::StoreUrl>()?,
         None => extpool_state::StoreUrl::default_sqlite(),
     };
-    let store = extpool_state::StateStore::open(&url, extpool_state::OpenOptions::default())
-        .await
-        .with_context(|| format!("cannot open the state store {url}"))?;
+    // Every StateError names the store (masked) already: no second context.
+    let store =
+        extpool_state::StateStore::open(&url, extpool_state::OpenOptions::default()).await?;
     tracing::info!(state = %url, "state store open");
     #[allow(clippy::print_stderr)]
     {

@@ -450,3 +450,102 @@ async fn a_replica_killed_mid_call_leaves_the_session_usable_on_another() {
     assert_eq!(ids, ["b-3"], "{listed}");
     drop(replicas);
 }
+
+/// Runs `extpool serve --state STATE`, which must stop without serving;
+/// returns its exit code and stderr. A replica that starts serving
+/// instead is killed and the test fails.
+fn refused_start(sb: &Sandbox, state: &str) -> (i32, String) {
+    let mut child = sb
+        .command()
+        .args(["serve", "--listen", "127.0.0.1:0", "--state", state])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let stderr = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
+        text
+    });
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    for line in stdout.lines() {
+        let line = line.unwrap();
+        if line.contains("http://") {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("a replica served a store it should refuse ({state}): {line}");
+        }
+    }
+    let status = child.wait().unwrap();
+    (status.code().unwrap_or(-1), stderr.join().unwrap())
+}
+
+#[test]
+fn a_replica_refuses_a_store_it_cannot_use_saying_why_once() {
+    let pg = PgServer::shared();
+    let db = pg.database();
+    let sb = Sandbox::new();
+    config(&sb, "  {}\n");
+    // A wrong password: refused, the store named masked, the password never shown.
+    let wrong_password = "not-the-Pass-0815";
+    let wrong = db.replace(extpool_testkit::postgres::PASSWORD, wrong_password);
+    assert_ne!(wrong, db);
+    let (code, stderr) = refused_start(&sb, &wrong);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("password authentication failed"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(wrong_password), "{stderr}");
+    assert_eq!(
+        stderr.matches("state store").count(),
+        1,
+        "said once: {stderr}"
+    );
+    // A store a newer extpool migrated: refused, and left as it was.
+    drop(Replica::start_together(&sb, &db, &["n-1"], &[]));
+    pg.psql(
+        &db,
+        "INSERT INTO extpool_schema (version, description, applied_at_ms) \
+         VALUES (999, 'from the future', 0)",
+    );
+    let (code, stderr) = refused_start(&sb, &db);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("schema version 999"), "{stderr}");
+    assert!(stderr.contains("run a newer extpool"), "{stderr}");
+    assert!(
+        !stderr.contains(extpool_testkit::postgres::PASSWORD),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("state store").count(),
+        1,
+        "said once: {stderr}"
+    );
+    assert_eq!(
+        pg.psql(
+            &db,
+            "SELECT string_agg(version::text, ',' ORDER BY version) FROM extpool_schema"
+        ),
+        "1,2,999",
+        "the store is untouched"
+    );
+}
+
+#[test]
+fn a_plain_path_and_an_sqlite_url_name_the_same_store() {
+    let sb = Sandbox::new();
+    config(&sb, "  {}\n");
+    let path = sb.dir.path().join("replica.db");
+    let plain = path.display().to_string();
+    let replicas = Replica::start_together(&sb, &plain, &["f-1"], &[]);
+    sessions_cli(&sb, &replicas[0].base, &["create", "--id", "kept"]);
+    drop(replicas);
+    assert!(path.is_file(), "the store is the file given");
+    let url = format!("sqlite:{plain}");
+    let replicas = Replica::start_together(&sb, &url, &["f-2"], &[]);
+    let got = sessions_cli(&sb, &replicas[0].base, &["get", "kept"]);
+    assert_eq!(got["session"]["id"], "kept", "{got}");
+    drop(replicas);
+}
