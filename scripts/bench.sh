@@ -9,6 +9,8 @@
 #     PyPI), a TypeScript SDK proxy, FastMCP's proxy and ContextForge's
 #     bridge, in front of the same stdio server, against the floor of one
 #     rmcp HTTP hop (extpool-server, benches/gateway.rs);
+#   - scale-out: session create and refresh latency on SQLite vs PostgreSQL,
+#     calls/s through two gateway replicas vs one (benches/replicas.rs);
 #   - the streamable HTTP client: McpServerCap with and without connection
 #     reuse, rmcp's default and pooled clients, against the testkit HTTP
 #     server with TCP_NODELAY and with Nagle on (extpool-mcp http_client);
@@ -38,6 +40,7 @@ rm -f "$out"/*.txt
 cargo bench --locked -p extpool-mcp --bench throughput
 cargo bench --locked -p extpool-mcp --bench http_client | tee "$out/http-client.txt"
 cargo bench --locked -p extpool-server --bench gateway | tee "$out/gateway.txt"
+cargo bench --locked -p extpool-server --bench replicas | tee "$out/replicas.txt"
 cargo bench --locked -p extpool-skills --bench discovery | tee "$out/skills-discovery.txt"
 cargo bench --locked -p extpool-skills --bench hot_reload | tee "$out/skills-hot-reload.txt"
 cargo bench --locked -p extpool-host --bench startup | tee "$out/startup.txt"

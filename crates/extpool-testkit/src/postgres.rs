@@ -53,8 +53,19 @@ impl PgServer {
     }
 
     /// Initializes and starts a server of its own; panics (with the
-    /// server's log) if it cannot.
+    /// server's log) if it cannot. It does not flush to disk (`fsync=off`):
+    /// fast, and as safe as tests need.
     pub fn start() -> PgServer {
+        PgServer::start_with(false)
+    }
+
+    /// [`PgServer::start`] with PostgreSQL's default durability (`fsync`
+    /// on), for benchmarks that compare it with a store that flushes.
+    pub fn start_durable() -> PgServer {
+        PgServer::start_with(true)
+    }
+
+    fn start_with(durable: bool) -> PgServer {
         let bin = bin_dir();
         let dir = tempfile::Builder::new()
             .prefix("extpool-pg")
@@ -97,7 +108,8 @@ impl PgServer {
             .arg(&data)
             .arg("-k")
             .arg(dir.path())
-            .args(["-c", "listen_addresses=", "-c", "fsync=off"])
+            .args(["-c", "listen_addresses=", "-c"])
+            .arg(if durable { "fsync=on" } else { "fsync=off" })
             .args(["-c", "max_connections=300"])
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
