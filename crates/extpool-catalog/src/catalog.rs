@@ -162,6 +162,29 @@ impl Catalog {
         self.shared.revisions.subscribe()
     }
 
+    /// Notified after each reconciliation cycle (successful or not), once
+    /// its status is recorded: what [`Catalog::status`] says may have changed.
+    pub fn cycles(&self) -> watch::Receiver<u64> {
+        self.shared.cycles.subscribe()
+    }
+
+    /// Waits until the cached status satisfies `holds`, looking again after
+    /// each reconciliation cycle (and once at once); returns that status.
+    /// Unbounded: wrap it in a timeout where the condition may never hold.
+    pub async fn status_when(
+        &self,
+        mut holds: impl FnMut(&CatalogStatus) -> bool,
+    ) -> CatalogStatus {
+        let mut cycles = self.cycles();
+        loop {
+            cycles.borrow_and_update();
+            let status = self.status();
+            if holds(&status) || cycles.changed().await.is_err() {
+                return status;
+            }
+        }
+    }
+
     /// Waits until a revision numbered at least `number` is published.
     pub async fn wait_for_revision(&self, number: u64) -> Arc<CatalogRevision> {
         let mut rx = self.subscribe();

@@ -64,15 +64,10 @@ async fn a_failing_source_keeps_revision_n_and_reports_stale() {
     registry
         .register(broken, ScopeLevel::Pool, &scope, None)
         .unwrap();
-    let status = tokio::time::timeout(WAIT, async {
-        loop {
-            let s = catalog.status();
-            if s.source("broken").is_some_and(|b| b.stale) {
-                break s;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
+    let status = tokio::time::timeout(
+        WAIT,
+        catalog.status_when(|s| s.source("broken").is_some_and(|b| b.stale)),
+    )
     .await
     .expect("the broken source was never reported stale");
     assert_eq!(status.revision, n, "a failed candidate is never published");
@@ -92,17 +87,9 @@ async fn a_failing_source_keeps_revision_n_and_reports_stale() {
     registry
         .unregister("broken", ScopeLevel::Pool, &scope)
         .unwrap();
-    let status = tokio::time::timeout(WAIT, async {
-        loop {
-            let s = catalog.settled().await;
-            if s.source("broken").is_none() {
-                break s;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .unwrap();
+    let status = tokio::time::timeout(WAIT, catalog.status_when(|s| s.source("broken").is_none()))
+        .await
+        .unwrap();
     assert!(!status.any_stale());
     shutdown(catalog, registry).await;
 }
@@ -129,13 +116,15 @@ async fn a_burst_of_100_list_changed_costs_few_reconciliations() {
         }
     });
     futures::future::join_all(calls).await;
+    let mut revisions = catalog.subscribe();
     let last = tokio::time::timeout(WAIT, async {
         loop {
+            revisions.borrow_and_update();
             let cur = catalog.current();
             if (0..100).all(|i| cur.tool(&format!("mcp__kit__burst_{i}")).is_some()) {
                 break cur;
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            revisions.changed().await.expect("the catalog lives");
         }
     })
     .await

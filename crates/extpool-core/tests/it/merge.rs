@@ -153,10 +153,13 @@ async fn a_panicking_stream_is_isolated() {
 }
 
 /// Sets a flag when dropped: proves the task holding the stream was stopped.
-struct DropFlag(Arc<AtomicBool>);
+/// Set, and its waiter woken, when the stream holding it is dropped.
+struct DropFlag(Arc<AtomicBool>, Arc<tokio::sync::Notify>);
 impl Drop for DropFlag {
     fn drop(&mut self) {
         self.0.store(true, Ordering::SeqCst);
+        // A stored permit: the waiter may start waiting after this.
+        self.1.notify_one();
     }
 }
 
@@ -166,12 +169,14 @@ async fn dropping_the_merged_stream_stops_its_tasks() {
     let s = Scope::pool("p");
     let dropped = Arc::new(AtomicBool::new(false));
     let flag = dropped.clone();
+    let gone = Arc::new(tokio::sync::Notify::new());
+    let woken = gone.clone();
     let endless = TestCap::new("endless")
         .with_changes(move || {
-            let guard = DropFlag(flag.clone());
+            let guard = DropFlag(flag.clone(), woken.clone());
             Some(
                 stream::unfold(guard, |guard| async move {
-                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    tokio::task::yield_now().await;
                     Some((ev("endless", ChangeKind::ToolsChanged), guard))
                 })
                 .boxed(),
@@ -186,13 +191,10 @@ async fn dropping_the_merged_stream_stops_its_tasks() {
     assert!(!dropped.load(Ordering::SeqCst));
     drop(merged);
     // The aborted task drops its stream (and the guard) at its next yield point.
-    for _ in 0..200 {
-        if dropped.load(Ordering::SeqCst) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the source task kept running after the merged stream was dropped");
+    tokio::time::timeout(Duration::from_secs(30), gone.notified())
+        .await
+        .expect("the source task kept running after the merged stream was dropped");
+    assert!(dropped.load(Ordering::SeqCst));
 }
 
 #[tokio::test]

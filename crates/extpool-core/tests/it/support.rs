@@ -5,7 +5,6 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use extpool_core::{
@@ -110,7 +109,7 @@ impl Capability for TestCap {
                 Ok(())
             }
             OnShutdown::Hang => {
-                tokio::time::sleep(Duration::from_secs(3600)).await;
+                std::future::pending::<()>().await;
                 self.log.lock().push(format!("{} (never)", self.id));
                 Ok(())
             }
