@@ -37,32 +37,26 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+#[path = "common/mod.rs"]
+mod common;
 #[path = "gateway/contenders.rs"]
 mod contenders;
 #[path = "gateway/report.rs"]
 mod report;
 
+use common::{echo_phases, env_usize, quantile_us};
 use contenders::Contender;
 
 /// Calls in flight in the concurrent phase (the figure).
 pub const INFLIGHT: usize = 32;
 const WARMUP: usize = 200;
-
-fn env_usize(key: &str, default: usize) -> usize {
-    std::env::var(key)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// One measured phase of one contender in one round.
 #[derive(Debug, Clone, Serialize)]
@@ -88,10 +82,7 @@ fn sample(
     t: Duration,
 ) -> Sample {
     lat.sort();
-    let q = |p: f64| {
-        let i = ((p * lat.len() as f64) as usize).min(lat.len() - 1);
-        lat[i].as_secs_f64() * 1e6
-    };
+    let q = |p: f64| quantile_us(&lat, p);
     Sample {
         round,
         contender: c.name(),
@@ -151,43 +142,14 @@ async fn measure(
     seq: usize,
     conc: usize,
 ) -> [Sample; 2] {
-    let peer = client.peer().clone();
     let name = echo_name(client).await;
     let args: Map<String, Value> = json!({"message": "ping"}).as_object().cloned().unwrap();
-    let call = || {
-        let peer = peer.clone();
-        let params = CallToolRequestParams::new(name.clone()).with_arguments(args.clone());
-        async move {
-            let r = peer.call_tool(params).await.unwrap();
-            assert_ne!(r.is_error, Some(true), "echo failed: {r:?}");
-        }
-    };
-    for _ in 0..WARMUP {
-        call().await;
-    }
-    let mut lat = Vec::with_capacity(seq);
-    let start = Instant::now();
-    for _ in 0..seq {
-        let t = Instant::now();
-        call().await;
-        lat.push(t.elapsed());
-    }
-    let sequential = sample(round, c, 1, lat, start.elapsed());
-    let start = Instant::now();
-    let lat: Vec<Duration> = futures::stream::iter(0..conc)
-        .map(|_| {
-            let fut = call();
-            async move {
-                let t = Instant::now();
-                fut.await;
-                t.elapsed()
-            }
-        })
-        .buffer_unordered(INFLIGHT)
-        .collect()
-        .await;
-    let concurrent = sample(round, c, INFLIGHT, lat, start.elapsed());
-    [sequential, concurrent]
+    let [sequential, concurrent] =
+        echo_phases(client.peer(), &name, &args, (WARMUP, seq, conc, INFLIGHT)).await;
+    [
+        sample(round, c, 1, sequential.latencies, sequential.took),
+        sample(round, c, INFLIGHT, concurrent.latencies, concurrent.took),
+    ]
 }
 
 async fn run_one(

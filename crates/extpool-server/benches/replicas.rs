@@ -39,15 +39,12 @@ use serde_json::json;
 
 #[path = "replicas/calls.rs"]
 mod calls;
+#[path = "common/mod.rs"]
+mod common;
 #[path = "replicas/store.rs"]
 mod store;
 
-fn env_usize(key: &str, default: usize) -> usize {
-    std::env::var(key)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use common::{env_usize, quantile_us};
 
 /// Latencies of one measured operation.
 #[derive(Debug, Clone, Serialize)]
@@ -72,10 +69,7 @@ impl Sample {
         total: Duration,
     ) -> Self {
         lat.sort();
-        let q = |p: f64| {
-            let i = ((p * lat.len() as f64) as usize).min(lat.len().saturating_sub(1));
-            lat.get(i).map_or(0.0, |d| d.as_secs_f64() * 1e6)
-        };
+        let q = |p: f64| quantile_us(&lat, p);
         Sample {
             round,
             what: what.to_owned(),

@@ -4,14 +4,12 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use extpool_state::{ReplicaId, StateStore};
 use extpool_testkit::balancer::{Balancer, Policy};
 use extpool_testkit::postgres::PgServer;
-use futures::StreamExt;
 use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -115,42 +113,30 @@ async fn measure(
     seq: usize,
     conc: usize,
 ) -> [Sample; 2] {
-    let peer = client.peer().clone();
     let args = json!({"message": "ping"}).as_object().cloned().unwrap();
-    let call = || {
-        let peer = peer.clone();
-        let params = CallToolRequestParams::new("mcp__kit__echo").with_arguments(args.clone());
-        async move {
-            let r = peer.call_tool(params).await.unwrap();
-            assert_ne!(r.is_error, Some(true), "echo failed: {r:?}");
-        }
-    };
-    for _ in 0..WARMUP {
-        call().await;
-    }
-    let mut lat = Vec::with_capacity(seq);
-    let start = Instant::now();
-    for _ in 0..seq {
-        let t = Instant::now();
-        call().await;
-        lat.push(t.elapsed());
-    }
-    let sequential = Sample::new(round, "calls sequential", side, lat, start.elapsed());
-    let start = Instant::now();
-    let lat: Vec<Duration> = futures::stream::iter(0..conc)
-        .map(|_| {
-            let fut = call();
-            async move {
-                let t = Instant::now();
-                fut.await;
-                t.elapsed()
-            }
-        })
-        .buffer_unordered(INFLIGHT)
-        .collect()
-        .await;
-    let concurrent = Sample::new(round, "calls, 32 in flight", side, lat, start.elapsed());
-    [sequential, concurrent]
+    let [sequential, concurrent] = crate::common::echo_phases(
+        client.peer(),
+        "mcp__kit__echo",
+        &args,
+        (WARMUP, seq, conc, INFLIGHT),
+    )
+    .await;
+    [
+        Sample::new(
+            round,
+            "calls sequential",
+            side,
+            sequential.latencies,
+            sequential.took,
+        ),
+        Sample::new(
+            round,
+            "calls, 32 in flight",
+            side,
+            concurrent.latencies,
+            concurrent.took,
+        ),
+    ]
 }
 
 pub async fn run(pg: &PgServer, rounds: usize, seq: usize, conc: usize) -> Vec<Sample> {
