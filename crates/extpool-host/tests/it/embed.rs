@@ -21,7 +21,7 @@ async fn the_embedding_example_runs_on_the_quickstart_configuration() {
         ..Places::default()
     };
     let mut loaded = extpool_host::config::load_file(&root.join("extpool.yaml"), &places).unwrap();
-    // The quickstart starts its server through `cargo run --release`; the
+    // The quickstart starts its server through `cargo run`; the
     // tests have the same server built already, so only its launch changes.
     let state = StateDir::new();
     let (program, args) = stdio_command(state.args()).into_parts();

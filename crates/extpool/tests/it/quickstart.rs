@@ -1,5 +1,5 @@
 //! The README's first command, run literally from the repository root:
-//! `cargo run --release -p extpool -- serve` serves the example
+//! `cargo run -p extpool -- serve` serves the example
 //! configuration (the repository's `extpool.yaml`) to a real client, and
 //! the commands the example suggests work on it.
 
@@ -10,17 +10,37 @@ use serde_json::json;
 use crate::serve::{Served, python, sigterm};
 use crate::support::{Sandbox, repo_root, run};
 
-/// `cargo run --release -p extpool -- serve` from `dir` (the repository
+/// `cargo run -p extpool -- serve` from `dir` (the repository
 /// root, or elsewhere with `--manifest-path`), home in the sandbox.
 fn first_command(sb: &Sandbox, dir: &std::path::Path) -> Served {
+    let words: Vec<&str> = FIRST_COMMAND.split(' ').collect();
+    let (verb, rest) = words[1..].split_first().unwrap();
     let mut cmd = Command::new(env!("CARGO"));
     cmd.current_dir(dir)
-        .args(["run", "--release", "--manifest-path"])
+        .args([*verb, "--manifest-path"])
         .arg(repo_root().join("Cargo.toml"))
-        .args(["-p", "extpool", "--", "serve", "--listen", "127.0.0.1:0"])
+        .args(rest)
+        .args(["--listen", "127.0.0.1:0"])
         .env("HOME", sb.home())
         .env("NO_COLOR", "1");
     Served::spawn(cmd)
+}
+
+/// The README's first command, as written there.
+const FIRST_COMMAND: &str = "cargo run -p extpool -- serve";
+
+#[test]
+fn the_readme_opens_with_the_command_these_tests_run() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let first = readme
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|block| block.lines().next())
+        .unwrap_or_default();
+    assert!(
+        first.starts_with(&format!("{FIRST_COMMAND} ")),
+        "README.md's first command is {first:?}; these tests run {FIRST_COMMAND:?}"
+    );
 }
 
 #[test]
@@ -53,12 +73,7 @@ fn the_first_readme_command_serves_the_example_configuration() {
     assert_eq!(sigterm(&mut served), 0);
 
     // The commands the example configuration suggests work from the root.
-    let exe = repo_root().join("target/release/extpool");
-    let exe = if exe.is_file() {
-        exe
-    } else {
-        env!("CARGO_BIN_EXE_extpool").into()
-    };
+    let exe = env!("CARGO_BIN_EXE_extpool");
     let q = |args: &[&str]| {
         let mut c = Command::new(&exe);
         c.current_dir(repo_root()).env("HOME", sb.home()).args(args);
