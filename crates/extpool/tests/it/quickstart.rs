@@ -75,7 +75,7 @@ fn the_first_readme_command_serves_the_example_configuration() {
     // The commands the example configuration suggests work from the root.
     let exe = env!("CARGO_BIN_EXE_extpool");
     let q = |args: &[&str]| {
-        let mut c = Command::new(&exe);
+        let mut c = Command::new(exe);
         c.current_dir(repo_root()).env("HOME", sb.home()).args(args);
         run(c)
     };
