@@ -383,6 +383,10 @@ pub struct ListArgs {
     /// What to list (default: tools, skills, commands and resources).
     #[arg(value_enum)]
     pub kind: Option<ListKind>,
+    /// With `skills`: also start the MCP servers and list the skills they
+    /// host (without it, `list skills` starts no server).
+    #[arg(long)]
+    pub hosted: bool,
 }
 
 /// `extpool call`.

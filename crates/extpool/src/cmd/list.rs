@@ -36,7 +36,14 @@ pub async fn run(ctx: &mut Ctx, args: ListArgs) -> Result<ExitCode> {
     if args.kind == Some(ListKind::Servers) {
         return servers(ctx);
     }
-    let opened = open_host(ctx, Need::Servers).await?;
+    // Local skills need no server; the skills MCP servers host do.
+    let local_skills = args.kind == Some(ListKind::Skills) && !args.hosted;
+    let need = if local_skills {
+        Need::Nothing
+    } else {
+        Need::Servers
+    };
+    let opened = open_host(ctx, need).await?;
     let skills = ctx.shown_skills(opened.view.skills().await);
     let templates = match args.kind {
         None | Some(ListKind::Resources | ListKind::Templates) => {
@@ -48,7 +55,13 @@ pub async fn run(ctx: &mut Ctx, args: ListArgs) -> Result<ExitCode> {
         skills: &skills,
         templates: &templates,
     };
-    let result = print(ctx, &opened, &listed, args.kind);
+    let mut result = print(ctx, &opened, &listed, args.kind);
+    if result.is_ok() && local_skills && opened.configured_servers > 0 && !ctx.global.json {
+        let hint = ctx.out.style.dim(
+            "skills MCP servers host are not listed: `extpool list skills --hosted` starts the servers",
+        );
+        result = ctx.out.line(hint).map_err(anyhow::Error::from);
+    }
     let code = opened.listing_code();
     opened.shutdown().await;
     result?;

@@ -53,6 +53,8 @@ pub struct Opened {
     pub view: View,
     /// SIGINT, SIGTERM and SIGHUP, left to the command while it is open.
     pub signals: Signals,
+    /// Enabled MCP servers in the configuration, started or not.
+    pub configured_servers: usize,
 }
 
 impl Opened {
@@ -81,11 +83,50 @@ impl Opened {
     pub async fn shutdown(self) {
         self.host.shutdown().await;
     }
+
+    /// This host, opened without servers, replaced by one with every
+    /// server started — for a command the local skills could not answer.
+    /// What was said on opening (configuration warnings, skills not
+    /// loaded) is not said again.
+    pub async fn with_servers(self, ctx: &Ctx) -> Result<Opened> {
+        self.host.shutdown().await;
+        open_inner(ctx, Need::Servers, false, false).await
+    }
+}
+
+/// Runs `work` on a host without servers; when it fails there and servers
+/// are configured, runs it again on a host with every server started. A
+/// local skill, its files and its commands never wait for a server, and
+/// anything else is found as before (a skill or resource an MCP server
+/// hosts, a file a local skill lacks but a hosted one of that name has).
+pub async fn local_first<T, E>(
+    ctx: &Ctx,
+    work: impl AsyncFn(&View) -> Result<T, E>,
+) -> Result<(Opened, Result<T, E>)> {
+    let opened = open_host(ctx, Need::Nothing).await?;
+    let local = opened.until_signal(work(&opened.view)).await;
+    let (opened, result) = match local {
+        Ok(Err(_)) if opened.configured_servers > 0 => {
+            let opened = opened.with_servers(ctx).await?;
+            let again = opened.until_signal(work(&opened.view)).await;
+            (opened, again)
+        }
+        other => (opened, other),
+    };
+    match result {
+        Ok(done) => Ok((opened, done)),
+        Err(interrupted) => {
+            opened.shutdown().await;
+            Err(interrupted.into())
+        }
+    }
 }
 
 /// What a command needs of the host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Need {
+    /// No server: local skills, their files and commands, the configuration.
+    Nothing,
     /// Every server started (listings, the overview).
     Servers,
     /// What calling or running `name` needs: only its own server when the
@@ -103,15 +144,27 @@ pub async fn open_host(ctx: &Ctx, need: Need) -> Result<Opened> {
 /// [`open_host`], watching skill roots when `watch` (and the configuration
 /// allows it).
 pub async fn open_with(ctx: &Ctx, need: Need, watch: bool) -> Result<Opened> {
-    let loaded = ctx.load_reporting()?;
+    open_inner(ctx, need, watch, true).await
+}
+
+/// [`open_with`]; `report`: say what the configuration and the skill roots
+/// have wrong (false when a command opens its host a second time).
+async fn open_inner(ctx: &Ctx, need: Need, watch: bool, report: bool) -> Result<Opened> {
+    let loaded = if report {
+        ctx.load_reporting()?
+    } else {
+        ctx.load()?
+    };
+    let configured_servers = loaded.enabled_servers().count();
     let signals = crate::signals::subscribe()?;
     let host = start_host(ctx, loaded, need, watch, false).await?;
-    report_unloaded(ctx, &host);
+    report_unloaded(ctx, &host, report);
     let view = host.session("cli")?;
     Ok(Opened {
         host,
         view,
         signals,
+        configured_servers,
     })
 }
 
@@ -119,12 +172,18 @@ pub async fn open_with(ctx: &Ctx, need: Need, watch: bool) -> Result<Opened> {
 /// SKILL.md has errors (how many, and the command that shows why), a skill
 /// root whose scan stopped at a bound, and names a server advertised that
 /// the catalog refused. Without this they would just be missing.
-fn report_unloaded(ctx: &Ctx, host: &Host) {
+/// `skills`: the skill roots too (false when they were reported already).
+fn report_unloaded(ctx: &Ctx, host: &Host, skills: bool) {
     use std::io::Write;
     let s = ctx.err_style;
     let warning = s.yellow("warning");
     let mut lines = Vec::new();
-    for root in host.skill_root_reports() {
+    let roots = if skills {
+        host.skill_root_reports()
+    } else {
+        Vec::new()
+    };
+    for root in roots {
         let shown_root = ctx.show_path(&root.root);
         let n = root.skipped.len();
         if n > 0 {
@@ -185,6 +244,7 @@ pub async fn start_host_with(
             None => ServerSelection::All,
         },
         Need::Servers => ServerSelection::All,
+        Need::Nothing => ServerSelection::None,
     };
     let names: Vec<String> = loaded
         .config

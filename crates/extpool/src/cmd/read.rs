@@ -6,16 +6,18 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use extpool_host::core::ResourceBody;
 
-use super::{Need, open_host};
+use extpool_host::View;
+
+use super::local_first;
 use crate::cli::ReadArgs;
 use crate::context::Ctx;
 
 /// Reads a skill or resource and prints it.
 pub async fn run(ctx: &mut Ctx, args: ReadArgs) -> Result<ExitCode> {
-    let opened = open_host(ctx, Need::Servers).await?;
-    let content = opened.until_signal(opened.view.read(&args.uri)).await;
+    let (opened, content) =
+        local_first(ctx, async |view: &View| view.read(&args.uri).await).await?;
     opened.shutdown().await;
-    let content = content??;
+    let content = content?;
     if ctx.global.json {
         ctx.out.json_value(&content)?;
         return Ok(ExitCode::SUCCESS);

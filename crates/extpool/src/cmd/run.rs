@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::{Need, open_host};
+use extpool_host::View;
+
+use super::{Need, local_first, open_host};
 use crate::cli::RunArgs;
 use crate::context::Ctx;
 
@@ -20,12 +22,21 @@ struct RunJson<'a> {
 /// Renders the command and prints the prompt.
 pub async fn run(ctx: &mut Ctx, args: RunArgs) -> Result<ExitCode> {
     let name = args.command.trim_start_matches('/').to_owned();
-    let opened = open_host(ctx, Need::Named(name.clone())).await?;
-    let text = opened
-        .until_signal(opened.view.run(&name, &args.args))
-        .await;
-    opened.shutdown().await;
-    let text = text??;
+    let text = if name.starts_with(extpool_host::catalog::names::MCP_PREFIX) {
+        // An MCP prompt: only its own server.
+        let opened = open_host(ctx, Need::Named(name.clone())).await?;
+        let text = opened
+            .until_signal(opened.view.run(&name, &args.args))
+            .await;
+        opened.shutdown().await;
+        text??
+    } else {
+        // A skill's command: the local skills first.
+        let (opened, text) =
+            local_first(ctx, async |view: &View| view.run(&name, &args.args).await).await?;
+        opened.shutdown().await;
+        text?
+    };
     if ctx.global.json {
         ctx.out.json_value(&RunJson {
             command: format!("/{name}"),

@@ -116,7 +116,7 @@ fn local_skills_shadow_mcp_hosted_ones_of_the_same_name() {
         "---\nname: testkit-skill\ndescription: The local one.\n---\nLocal body.\n",
     );
     sb.testkit_config("skills:\n  paths: [./skills]\n");
-    let r = sb.run(&["list", "skills", "--json"]);
+    let r = sb.run(&["list", "skills", "--hosted", "--json"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     let rows: Vec<&serde_json::Value> = v

@@ -77,7 +77,7 @@ fn list_tools_json_is_stable() {
 #[test]
 fn list_skills_commands_resources_sources() {
     let sb = sandbox();
-    let r = sb.run(&["list", "skills", "--json"]);
+    let r = sb.run(&["list", "skills", "--hosted", "--json"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     insta::assert_json_snapshot!("skills", v);

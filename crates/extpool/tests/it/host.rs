@@ -118,6 +118,67 @@ fn a_call_starts_only_its_own_server() {
     assert!(!r.stderr.contains("hung"), "{}", r.stderr);
 }
 
+/// [`ok_and_hung`] with a local skill `hello` that has a command.
+fn ok_hung_and_a_skill() -> (
+    Sandbox,
+    extpool_testkit::StateDir,
+    extpool_testkit::StateDir,
+) {
+    let (sb, ok, hung) = ok_and_hung();
+    sb.write(
+        "skills/hello/SKILL.md",
+        "---\nname: hello\ndescription: Greets someone.\n---\nSay hello to $ARGUMENTS.\n",
+    );
+    let config = std::fs::read_to_string(sb.work().join("extpool.yaml")).unwrap();
+    sb.write(
+        "extpool.yaml",
+        &config.replace("skills:\n", "skills:\n  paths: [./skills]\n"),
+    );
+    (sb, ok, hung)
+}
+
+#[test]
+fn local_skills_are_listed_read_and_run_without_starting_a_server() {
+    // A server that hangs on initialize must not delay what only local
+    // skills answer: no server is started for them at all.
+    let (sb, ok, hung) = ok_hung_and_a_skill();
+    let r = sb.run(&["list", "skills"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("hello"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("`extpool list skills --hosted` starts the servers"),
+        "{}",
+        r.stdout
+    );
+    let r = sb.run(&["list", "skills", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let skills: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(skills[0]["name"], "hello", "{skills}");
+    let r = sb.run(&["read", "skill://hello/SKILL.md"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("Say hello to"), "{}", r.stdout);
+    let r = sb.run(&["run", "/hello", "Ada"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("Say hello to Ada."), "{}", r.stdout);
+    assert_eq!(
+        ok.starts() + hung.starts(),
+        0,
+        "a server was started for a local skill"
+    );
+    assert!(!r.stderr.contains("hung"), "{}", r.stderr);
+}
+
+#[test]
+fn a_prompt_command_starts_only_its_own_server() {
+    let (sb, ok, hung) = ok_and_hung();
+    let r = sb.run(&["run", "/mcp__ok__greet", "name=Ada"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("Ada"), "{}", r.stdout);
+    assert_eq!(ok.starts(), 1);
+    assert_eq!(hung.starts(), 0, "the unrelated server was started");
+}
+
 #[test]
 fn a_tool_of_a_server_not_configured_starts_nothing_and_says_so() {
     let (sb, ok, hung) = ok_and_hung();
