@@ -269,3 +269,34 @@ fn check_reports_every_wrong_type_and_unknown_key() {
         ],
     );
 }
+
+#[test]
+fn a_config_that_is_no_regular_file_is_refused_at_once() {
+    // A symlink to /dev/zero would be read without end, a FIFO would block
+    // forever: both are refused before they are read, naming what they are.
+    let sb = Sandbox::new();
+    std::os::unix::fs::symlink("/dev/zero", sb.work().join("zero.yaml")).unwrap();
+    let fifo = sb.work().join("pipe.yaml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    for (file, what) in [
+        ("zero.yaml", "it is a character device, not a regular file"),
+        ("pipe.yaml", "it is a FIFO (named pipe), not a regular file"),
+    ] {
+        for args in [
+            &["--config", file, "config", "check"][..],
+            &["--config", file, "list", "servers"][..],
+        ] {
+            let r = sb.run(args);
+            assert_ne!(r.code, 0, "{args:?}: {}", r.stdout);
+            assert!(
+                r.stderr.contains(&format!("cannot read {file}: {what}")),
+                "{args:?}: {}",
+                r.stderr
+            );
+        }
+    }
+}

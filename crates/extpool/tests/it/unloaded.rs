@@ -146,3 +146,31 @@ fn a_skill_root_past_its_directory_bound_is_said_and_its_skills_kept() {
         r.stdout
     );
 }
+
+#[test]
+fn skills_validate_refuses_a_skill_md_linked_out_of_the_tree_without_quoting_it() {
+    // `skills validate PATH` applies discovery's confinement: a SKILL.md
+    // that is a symlink out of its skill is refused, and what it points at
+    // is never shown.
+    let sb = Sandbox::new();
+    sb.write(
+        "outside.md",
+        "---\nname: leak\ndescription: TOP SECRET\n---\nTOP SECRET body\n",
+    );
+    std::fs::create_dir_all(sb.work().join("skills/leak")).unwrap();
+    std::os::unix::fs::symlink(
+        sb.work().join("outside.md"),
+        sb.work().join("skills/leak/SKILL.md"),
+    )
+    .unwrap();
+    for target in ["skills", "skills/leak", "skills/leak/SKILL.md"] {
+        let r = sb.run(&["skills", "validate", target]);
+        assert_eq!(r.code, 1, "{target}: {}\n{}", r.stdout, r.stderr);
+        let all = format!("{}{}", r.stdout, r.stderr);
+        assert!(!all.contains("TOP SECRET"), "{target}: {all}");
+        assert!(
+            all.contains("SKILL.md is a symbolic link that resolves outside the skill directory"),
+            "{target}: {all}"
+        );
+    }
+}
