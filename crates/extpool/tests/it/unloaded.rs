@@ -174,3 +174,34 @@ fn skills_validate_refuses_a_skill_md_linked_out_of_the_tree_without_quoting_it(
         );
     }
 }
+
+#[test]
+fn a_failing_servers_stderr_is_shown_with_what_extpool_passed_it_masked() {
+    // The server echoes the values it was given (an env value and a
+    // `${VAR}` argument) to stderr and exits: extpool shows its stderr
+    // (overview, list sources, -v logs) with those values masked.
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let script = sb.write(
+        "leaky.sh",
+        "#!/bin/sh\necho \"bad key $API_KEY for $1\" >&2\nexit 1\n",
+    );
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    sb.write(
+        "extpool.yaml",
+        "mcp_servers:\n  leaky:\n    command: ./leaky.sh\n    args: [\"--arg=${LEAKY_ARG}\"]\n    env:\n      API_KEY: ${LEAKY_KEY}\nskills:\n  default_roots: false\n",
+    );
+    let env = [("LEAKY_KEY", "k3y-v4lue-0123"), ("LEAKY_ARG", "v4r-s3cr3t")];
+    for args in [
+        &["-v"][..],
+        &["list", "sources"][..],
+        &["list", "sources", "--json"][..],
+    ] {
+        let r = sb.run_with(args, &env);
+        let all = format!("{}{}", r.stdout, r.stderr);
+        assert!(all.contains("bad key *** for --arg=***"), "{args:?}: {all}");
+        for (_, secret) in env {
+            assert!(!all.contains(secret), "{args:?}: {all}");
+        }
+    }
+}
