@@ -205,3 +205,30 @@ fn a_failing_servers_stderr_is_shown_with_what_extpool_passed_it_masked() {
         }
     }
 }
+
+#[test]
+fn an_oversized_or_too_deep_answer_is_said_at_once_not_as_a_timeout() {
+    let sb = Sandbox::new();
+    sb.testkit_config(
+        "    max_message_bytes: 1048576\n    request_timeout_ms: 600000\nskills:\n  default_roots: false\n",
+    );
+    let r = sb.run(&["call", "mcp__testkit__large_text", "bytes=3145728"]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        r.stderr.contains(
+            "MCP server \"testkit\" sent a 3.0 MiB message in answer to tools/call; the limit is 1.0 MiB (`max_message_bytes` in the server's config)"
+        ),
+        "{}",
+        r.stderr
+    );
+    let r = sb.run(&["call", "mcp__testkit__nested", "depth=10000"]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        r.stderr.contains(
+            "MCP server \"testkit\" sent a message nested more than 128 levels deep in answer to tools/call; it cannot be read"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("timed out"), "{}", r.stderr);
+}
