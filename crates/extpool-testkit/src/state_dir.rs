@@ -64,6 +64,36 @@ impl StateDir {
         self.counter(&crate::server::arrivals_counter(key))
     }
 
+    /// Waits until `check` holds for what the servers recorded here,
+    /// looking again each time a file in the directory changes (no
+    /// polling). Unbounded: wrap it in the test's own timeout.
+    ///
+    /// # Panics
+    ///
+    /// When the directory cannot be watched.
+    pub async fn wait_for(&self, mut check: impl FnMut(&Self) -> bool) {
+        use notify::{RecursiveMode, Watcher};
+        let (tx, mut changes) = tokio::sync::mpsc::unbounded_channel();
+        let mut watcher = notify::recommended_watcher(move |_event| {
+            let _ = tx.send(());
+        })
+        .unwrap_or_else(|e| panic!("cannot watch the state directory: {e}"));
+        // Counters live in a subdirectory: there before the watch, so no
+        // file created in it can come before its watch.
+        let counters = self.path().join(state::COUNTERS_DIR);
+        std::fs::create_dir_all(&counters)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", counters.display()));
+        watcher
+            .watch(self.path(), RecursiveMode::Recursive)
+            .unwrap_or_else(|e| panic!("cannot watch the state directory: {e}"));
+        // Watching first, then looking: a change between the two is seen.
+        while !check(self) {
+            if changes.recv().await.is_none() {
+                panic!("the state directory's watcher stopped");
+            }
+        }
+    }
+
     /// How many times a server process started with this state directory.
     ///
     /// # Panics

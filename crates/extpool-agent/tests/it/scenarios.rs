@@ -179,10 +179,16 @@ async fn mcp_disconnection_during_subagent_run() {
         let turn = turn.clone();
         async move { turn.call("mcp__kit__barrier", barrier("r1")).await }
     });
-    eventually(|| kit.arrivals("r1") == 1, "the call reaches the server").await;
+    eventually(
+        &kit,
+        |s| s.arrivals("r1") == 1,
+        "the call reaches the server",
+    )
+    .await;
     kill_one(&marker(&kit)).await;
     eventually(
-        || kit.arrivals("r1") == 2,
+        &kit,
+        |s| s.arrivals("r1") == 2,
         "the call is re-sent after the reconnect",
     )
     .await;
@@ -205,7 +211,12 @@ async fn mcp_disconnection_during_subagent_run() {
         let turn = turn.clone();
         async move { turn.call("mcp__kit__barrier", barrier("r2")).await }
     });
-    eventually(|| kit.arrivals("r2") == 1, "the call reaches the server").await;
+    eventually(
+        &kit,
+        |s| s.arrivals("r2") == 1,
+        "the call reaches the server",
+    )
+    .await;
     link.break_it();
     kill_one(&marker(&kit)).await;
     let failed = within(call).await.unwrap().unwrap();
@@ -356,7 +367,8 @@ async fn skill_embedded_mcp_failure_in_subagent() {
         }
     });
     eventually(
-        || embedded.arrivals("e1") == 1,
+        &embedded,
+        |s| s.arrivals("e1") == 1,
         "the call reaches the server",
     )
     .await;
@@ -444,7 +456,8 @@ async fn parent_interruption_while_subagent_running() {
         async move { turn.call("mcp__kit__barrier", barrier("edit")).await }
     });
     eventually(
-        || pooled.arrivals("edit") == 1,
+        &pooled,
+        |s| s.arrivals("edit") == 1,
         "the call is in flight on the server",
     )
     .await;
@@ -452,7 +465,8 @@ async fn parent_interruption_while_subagent_running() {
     let err = within(call).await.unwrap().unwrap_err();
     assert!(err.is_interrupted(), "{err}");
     eventually(
-        || pooled.counter("cancelled") == 1,
+        &pooled,
+        |s| s.counter("cancelled") == 1,
         "the server receives the cancellation",
     )
     .await;

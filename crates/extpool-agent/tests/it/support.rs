@@ -22,16 +22,16 @@ pub async fn within<F: Future>(f: F) -> F::Output {
         .expect("timed out waiting")
 }
 
-/// Polls `check` until it holds, failing after [`PATIENCE`].
-pub async fn eventually(mut check: impl FnMut() -> bool, what: &str) {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while !check() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never happened: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+/// Waits until `check` holds for what the servers recorded in `state`
+/// (looking again at each change there), failing after [`PATIENCE`].
+pub async fn eventually(
+    state: &extpool_testkit::StateDir,
+    check: impl FnMut(&extpool_testkit::StateDir) -> bool,
+    what: &str,
+) {
+    tokio::time::timeout(PATIENCE, state.wait_for(check))
+        .await
+        .unwrap_or_else(|_| panic!("never happened: {what}"));
 }
 
 /// A project: a temporary working directory and an empty home.

@@ -113,8 +113,20 @@ async fn echo(host: &Host, tool: &str) -> String {
     result.joined_text()
 }
 
-/// Polls until `check` holds (what a server wrote to its state directory
-/// has no event to wait on), failing after [`PATIENCE`].
+/// Waits until `check` holds for what the servers recorded in `state`
+/// (looking again at each change there), failing after [`PATIENCE`].
+async fn until_recorded(
+    state: &extpool_testkit::StateDir,
+    what: &str,
+    check: impl FnMut(&extpool_testkit::StateDir) -> bool,
+) {
+    tokio::time::timeout(PATIENCE, state.wait_for(check))
+        .await
+        .unwrap_or_else(|_| panic!("never happened: {what}"));
+}
+
+/// Polls until `check` holds (a process's exit, seen in /proc, has no event
+/// to wait on here), failing after [`PATIENCE`].
 async fn until(what: &str, check: impl Fn() -> bool) {
     let deadline = tokio::time::Instant::now() + PATIENCE;
     while !check() {
@@ -350,7 +362,7 @@ async fn a_changed_url_swaps_connections_without_failing_a_call_in_flight() {
             .await
         })
     };
-    until("the call reached A", || state_a.arrivals("swap") == 1).await;
+    until_recorded(&state_a, "the call reached A", |s| s.arrivals("swap") == 1).await;
     let revision = host.catalog().current().number();
     toolhive.set_workloads(vec![Workload::running("kit", b.url())]);
     until_revision(&host, "the new URL is published", |h| {
@@ -402,7 +414,7 @@ async fn a_config_edit_adds_a_server_while_a_call_is_in_flight() {
             .await
         })
     };
-    until("the call reached A", || state_a.arrivals("edit") == 1).await;
+    until_recorded(&state_a, "the call reached A", |s| s.arrivals("edit") == 1).await;
     config(
         &project,
         &format!("{}{}", http_entry("a", a.url()), http_entry("b", b.url())),
