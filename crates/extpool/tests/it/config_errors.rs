@@ -276,12 +276,7 @@ fn a_config_that_is_no_regular_file_is_refused_at_once() {
     // forever: both are refused before they are read, naming what they are.
     let sb = Sandbox::new();
     std::os::unix::fs::symlink("/dev/zero", sb.work().join("zero.yaml")).unwrap();
-    let fifo = sb.work().join("pipe.yaml");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .expect("mkfifo");
-    assert!(made.success());
+    sb.fifo("pipe.yaml");
     for (file, what) in [
         ("zero.yaml", "it is a character device, not a regular file"),
         ("pipe.yaml", "it is a FIFO (named pipe), not a regular file"),

@@ -60,12 +60,7 @@ fn a_server_that_builds_says_what_it_is_doing_while_it_connects() {
     let sb = Sandbox::new();
     // The server writes a build step to stderr, then waits until the test
     // has seen it in extpool's status before it starts serving.
-    let go = sb.work().join("go");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&go)
-        .status()
-        .expect("mkfifo");
-    assert!(made.success());
+    let go = sb.fifo("go");
     sb.write(
         "build-then-serve.sh",
         &format!(

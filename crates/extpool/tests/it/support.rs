@@ -36,6 +36,14 @@ impl Sandbox {
         self.dir.path().join("work")
     }
 
+    /// A FIFO (named pipe) at `rel` under the working directory.
+    pub fn fifo(&self, rel: &str) -> PathBuf {
+        let path = self.work().join(rel);
+        let made = Command::new("mkfifo").arg(&path).status().expect("mkfifo");
+        assert!(made.success(), "mkfifo {}", path.display());
+        path
+    }
+
     /// Writes a file under the working directory (creating parents).
     pub fn write(&self, rel: &str, text: &str) -> PathBuf {
         let path = self.work().join(rel);
