@@ -50,6 +50,31 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
+/// One log line on its way to stderr, written whole when the line is done
+/// with every secret recognisable in it masked
+/// ([`extpool_host::config::secrets::mask_text`]): a library's line may
+/// quote a server's URL with its query, or a token, in an error it logs.
+struct MaskedLine(Vec<u8>);
+
+impl std::io::Write for MaskedLine {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for MaskedLine {
+    fn drop(&mut self) {
+        let line = String::from_utf8_lossy(&self.0);
+        let masked = extpool_host::config::secrets::mask_text(&line);
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), masked.as_bytes());
+    }
+}
+
 fn init_tracing(verbose: u8) {
     let default = match verbose {
         0 => "off",
@@ -63,7 +88,7 @@ fn init_tracing(verbose: u8) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| MaskedLine(Vec::new()))
         .with_target(false)
         .try_init();
 }

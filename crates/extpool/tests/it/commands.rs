@@ -445,3 +445,26 @@ fn list_resources_shows_resource_templates() {
         "test://template/{id}/data"
     );
 }
+
+#[test]
+fn a_call_without_the_server_prefix_suggests_the_tools_full_name() {
+    let sb = sandbox();
+    let r = sb.run(&["call", "add", "a=2", "b=3"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stdout.is_empty(), "nothing was called: {}", r.stdout);
+    let line = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("no error line in:\n{}", r.stderr));
+    assert!(line.starts_with("error: unknown tool add; "), "{line}");
+    let suggested = line
+        .split_once("did you mean ")
+        .and_then(|(_, rest)| rest.split_once('?'))
+        .map(|(name, _)| name)
+        .unwrap_or_else(|| panic!("no suggestion in: {line}"));
+    assert_eq!(suggested, "mcp__testkit__add", "{line}");
+    // The suggestion, run as written, is the call that was meant.
+    let r = sb.run(&["call", suggested, "a=2", "b=3"]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "5\n"), "{}", r.stderr);
+}

@@ -295,3 +295,58 @@ fn a_config_that_is_no_regular_file_is_refused_at_once() {
         }
     }
 }
+
+/// Every command a user may run on a refused configuration fails, and none
+/// writes a raw ESC to the terminal.
+fn assert_refused_without_raw_escapes(sb: &Sandbox) {
+    for args in [
+        &["config", "check"][..],
+        &["config", "check", "--json"],
+        &[],
+        &["--json"],
+        &["list", "servers"],
+        &["list", "servers", "--json"],
+        &["config", "show"],
+    ] {
+        let r = sb.run(args);
+        assert_eq!(r.code, 1, "{args:?}: {}{}", r.stdout, r.stderr);
+        for text in [&r.stdout, &r.stderr] {
+            assert!(
+                !text.contains('\u{1b}'),
+                "{args:?} wrote a raw ESC: {text:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_server_name_with_an_escape_or_300_characters_is_refused_and_named_escaped() {
+    let escaped =
+        r#"mcp_servers.evil\x1b[31mname: server name "evil\u{1b}[31mname" has '\u{1b}' at byte 4"#;
+    let long = "a".repeat(300);
+    let too_long = format!(
+        "mcp_servers.{long}: server name \"{long}\" is 300 bytes, more than the limit of 64"
+    );
+    for (key, named) in [
+        // YAML's escape, then the ESC byte as is, quoted and plain.
+        (r#""evil\e[31mname""#, escaped),
+        ("\"evil\u{1b}[31mname\"", escaped),
+        ("evil\u{1b}[31mname", escaped),
+        (long.as_str(), too_long.as_str()),
+    ] {
+        let sb = Sandbox::new();
+        sb.write(
+            "extpool.yaml",
+            &format!("mcp_servers:\n  {key}:\n    command: server\n"),
+        );
+        let r = sb.run(&["config", "check"]);
+        assert_eq!(r.code, 1, "{key:?}: {}{}", r.stdout, r.stderr);
+        assert!(
+            r.stderr
+                .contains(&format!("extpool.yaml:2:3: error: {named}")),
+            "{key:?}: {}",
+            r.stderr
+        );
+        assert_refused_without_raw_escapes(&sb);
+    }
+}

@@ -152,3 +152,90 @@ fn show_never_prints_resolved_or_literal_secrets() {
         r.stdout
     );
 }
+
+/// Secrets known by their value alone, under names that say nothing.
+const ANTHROPIC_KEY: &str = "sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+const GITHUB_TOKEN: &str = "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789";
+const AWS_KEY_ID: &str = "AKIAIOSFODNN7EXAMPLE";
+const DB_PASSWORD: &str = "pw123secret";
+
+#[test]
+fn secrets_known_by_their_value_are_masked_in_listings_and_replaced_on_import() {
+    let sb = Sandbox::new();
+    let db = format!("postgres://user:{DB_PASSWORD}@host/db");
+    let args = [
+        "serve".to_owned(),
+        ANTHROPIC_KEY.to_owned(),
+        format!("--github={GITHUB_TOKEN}"),
+        "--aws".to_owned(),
+        AWS_KEY_ID.to_owned(),
+        db.clone(),
+    ];
+    let env = [
+        ("MODEL", ANTHROPIC_KEY),
+        ("GH", GITHUB_TOKEN),
+        ("AWS_ID", AWS_KEY_ID),
+        ("DATABASE", db.as_str()),
+    ];
+    let json_args = serde_json::to_string(&args).unwrap();
+    let json_env = serde_json::to_string(&serde_json::Map::from_iter(
+        env.iter().map(|(k, v)| ((*k).to_owned(), (*v).into())),
+    ))
+    .unwrap();
+    sb.write(
+        "extpool.yaml",
+        &format!(
+            "mcp_servers:\n  tools:\n    command: server\n    args: {json_args}\n    env: {json_env}\n"
+        ),
+    );
+    sb.write(
+        ".mcp.json",
+        &format!(
+            "{{\"mcpServers\": {{\"tools\": {{\"command\": \"server\", \"args\": {json_args}, \"env\": {json_env}}}}}}}"
+        ),
+    );
+    let secrets = [ANTHROPIC_KEY, GITHUB_TOKEN, AWS_KEY_ID, DB_PASSWORD];
+    let assert_hidden = |what: &str, text: &str| {
+        for secret in secrets {
+            assert!(!text.contains(secret), "{what} printed {secret}:\n{text}");
+        }
+    };
+    for file in ["extpool.yaml", ".mcp.json"] {
+        for args in [
+            &["config", "show"][..],
+            &["config", "show", "--json"],
+            &["config", "check"],
+            &["list", "servers"],
+            &["list", "servers", "--json"],
+            &["config", "import"],
+            &["config", "import", "-o", "imported.yaml", "--force"],
+        ] {
+            let what = format!("{file} {args:?}");
+            let r = sb.run(&[&["--config", file][..], args].concat());
+            assert_eq!(r.code, 0, "{what}: {}", r.stderr);
+            assert_hidden(&what, &r.stdout);
+            assert_hidden(&what, &r.stderr);
+            if args[0] == "list" {
+                assert!(
+                    r.stdout
+                        .contains("stdio: server serve ******** --github=********"),
+                    "{what}: {}",
+                    r.stdout
+                );
+            }
+        }
+        let written = std::fs::read_to_string(sb.work().join("imported.yaml")).unwrap();
+        assert_hidden(&format!("{file}: the imported file"), &written);
+        assert!(written.contains("${"), "{file}: {written}");
+        // What replaces them is still a configuration of the same server.
+        let r = sb.run(&["--config", "imported.yaml", "config", "check"]);
+        assert!(
+            r.stdout.contains("ok: 1 server"),
+            "{file}: {}{}",
+            r.stdout,
+            r.stderr
+        );
+        let shown = sb.run(&["--config", file, "config", "show"]).stdout;
+        assert!(shown.contains("********"), "{file}: {shown}");
+    }
+}

@@ -112,3 +112,52 @@ fn a_failed_call_or_read_names_its_server_once() {
         "error: cannot read skill://testkit-skill/nope.md: MCP server \"testkit\" returned error -32002: no resource skill://testkit-skill/nope.md"
     );
 }
+
+#[test]
+fn a_query_secret_never_reaches_the_overview_json_or_trace_logs() {
+    let sb = Sandbox::new();
+    let port = closed_port();
+    sb.write(
+        "extpool.yaml",
+        &format!(
+            "mcp_servers:\n  remote:\n    url: http://127.0.0.1:{port}/mcp?api_key=s3cr3tq\nskills:\n  default_roots: false\n"
+        ),
+    );
+    let refused =
+        format!("cannot connect to http://127.0.0.1:{port}/mcp: Connection refused (os error 111)");
+    let r = sb.run(&["--json"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    for text in [&r.stdout, &r.stderr] {
+        assert!(!text.contains("s3cr3tq"), "{text}");
+    }
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let remote = v["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "remote")
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    assert_eq!(remote["state"], "failed", "{}", r.stdout);
+    assert_eq!(remote["detail"], refused.as_str(), "{}", r.stdout);
+
+    // Logged at every level, the connection error keeps the secret out.
+    for (args, env) in [
+        (&["-v", "list", "tools"][..], &[][..]),
+        (&["-vvv", "list", "tools"], &[]),
+        (&["list", "tools"], &[("EXTPOOL_LOG", "trace")]),
+    ] {
+        let r = sb.run_with(args, env);
+        assert_eq!(r.code, 1, "{args:?} {env:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(&refused),
+            "{args:?} {env:?}: the failure is reported:\n{}",
+            r.stderr
+        );
+        for text in [&r.stdout, &r.stderr] {
+            assert!(
+                !text.contains("s3cr3tq"),
+                "{args:?} {env:?} printed the secret:\n{text}"
+            );
+        }
+    }
+}
