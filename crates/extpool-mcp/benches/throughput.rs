@@ -22,7 +22,9 @@
 //! `EXTPOOL_BENCH_SWEEP` (5000 calls per in-flight level; 0 skips the
 //! sweep), `EXTPOOL_BENCH_PY_SCALE` (10: Python does 1/10 of the calls),
 //! `EXTPOOL_BENCH_ONLY` (clients, e.g. `raw,cap`), `EXTPOOL_BENCH_RT`
-//! (`multi` or `current` client runtime).
+//! (`multi` or `current` client runtime), `EXTPOOL_BENCH_DRIVER` (`on`, the
+//! default, or `off`: whether `McpServerCap`'s stdio connections get a
+//! thread of their own on the multi-thread runtime, `ClientOptions::stdio_driver`).
 #![allow(
     missing_docs,
     clippy::print_stdout,
@@ -123,7 +125,9 @@ async fn raw_rmcp(server: Server, sizes: Sizes) -> Run {
 
 async fn cap_via_pool(server: Server, sizes: Sizes) -> Run {
     let (path, args) = server.command();
-    let pool = SessionConnectionPool::new(PoolConfig::default());
+    let mut config = PoolConfig::default();
+    config.client.stdio_driver = driver_on();
+    let pool = SessionConnectionPool::new(config);
     let cfg = McpServerConfig::stdio(path.to_string_lossy(), args);
     let cap = Arc::new(McpServerCap::new("bench", cfg, pool.clone()).unwrap());
     extpool_core::Capability::start(cap.as_ref()).await.unwrap();
@@ -137,6 +141,11 @@ async fn cap_via_pool(server: Server, sizes: Sizes) -> Run {
     .await;
     pool.shutdown().await;
     run
+}
+
+/// `EXTPOOL_BENCH_DRIVER`: anything but `off` is on.
+fn driver_on() -> bool {
+    std::env::var("EXTPOOL_BENCH_DRIVER").as_deref() != Ok("off")
 }
 
 async fn external(mut command: tokio::process::Command, what: &str) -> Run {
@@ -296,10 +305,11 @@ fn main() {
     });
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let machine = format!(
-        "{} cores, load average {} at the end; client runtime {}; {rounds} rounds, {} sequential + {} concurrent calls per run (Python 1/{scale})",
+        "{} cores, load average {} at the end; client runtime {}, stdio driver {}; {rounds} rounds, {} sequential + {} concurrent calls per run (Python 1/{scale})",
         std::thread::available_parallelism().map_or(1, |n| n.get()),
         load.split_whitespace().next().unwrap_or("?"),
         std::env::var("EXTPOOL_BENCH_RT").unwrap_or_else(|_| "multi".into()),
+        if driver_on() { "on" } else { "off" },
         sizes.seq,
         sizes.conc,
     );

@@ -16,8 +16,9 @@ use rmcp::service::{
 
 use crate::client::ClientOptions;
 use crate::config::{McpServerConfig, Protocol};
+use crate::driver::Driver;
 use crate::error::{ConfigError, ConnectFailure};
-use crate::flood::{FloodGate, FloodStats};
+use crate::flood::{FloodGate, FloodStats, NotificationLimits};
 use crate::handler::{ChangeSignals, Handler};
 use crate::http::HttpPlan;
 use crate::name::ServerName;
@@ -72,6 +73,9 @@ pub(crate) struct Connection {
     group: Option<ProcessGroup>,
     /// The task following a 2026-07-28 server's list changes.
     listener: Option<tokio::task::AbortHandle>,
+    /// The stdio connection's own thread, if it has one; last, so that it
+    /// is told to finish after the service is.
+    driver: parking_lot::Mutex<Option<Driver>>,
 }
 
 impl Drop for Connection {
@@ -120,6 +124,10 @@ impl Connection {
         }
         if let Some(group) = self.group {
             group.terminate(GROUP_GRACE).await;
+        }
+        let driver = self.driver.lock().take();
+        if let Some(driver) = driver {
+            driver.finish().await;
         }
     }
 }
@@ -189,6 +197,104 @@ fn oauth_failure(error: &rmcp::service::ClientInitializeError) -> Option<String>
     }
 }
 
+type Service = RunningService<RoleClient, OrderedHandler<Handler>>;
+type Failed = (ConnectFailure, Vec<String>);
+
+/// What starting a stdio server needs, owned, so that it can run on the
+/// connection's own thread.
+struct StdioStart {
+    name: ServerName,
+    plan: StdioPlan,
+    tail: StderrTail,
+    handler: OrderedHandler<Handler>,
+    order: Arc<Order>,
+    limits: NotificationLimits,
+    flood: Arc<parking_lot::Mutex<FloodStats>>,
+    max_message_bytes: usize,
+    startup: Duration,
+    protocol: Protocol,
+}
+
+impl StdioStart {
+    /// Starts the server on a driver of its own when `wanted` and the
+    /// caller's runtime has several workers (see [`crate::driver`]),
+    /// otherwise here. A failed start leaves no driver behind.
+    async fn on_driver(
+        self,
+        wanted: bool,
+    ) -> Result<(Service, Option<u32>, Option<Driver>), Failed> {
+        if !(wanted && crate::driver::helps_here()) {
+            let (service, pid) = self.run().await?;
+            return Ok((service, pid, None));
+        }
+        let command = self.plan.command.clone();
+        let failure = |error: std::io::Error| {
+            (
+                ConnectFailure::Spawn {
+                    command: command.clone(),
+                    error: Arc::new(error),
+                },
+                Vec::new(),
+            )
+        };
+        let driver = Driver::start().await.map_err(failure)?;
+        let outcome = match driver.run(self.run()).await {
+            Ok(outcome) => outcome,
+            Err(join) => Err(failure(std::io::Error::other(join))),
+        };
+        match outcome {
+            Ok((service, pid)) => Ok((service, pid, Some(driver))),
+            Err(failed) => {
+                // The child is killed and reaped on the driver before it ends.
+                driver.finish().await;
+                Err(failed)
+            }
+        }
+    }
+
+    /// Spawns the child and initializes, bounded by the startup timeout.
+    async fn run(self) -> Result<(Service, Option<u32>), Failed> {
+        let (transport, pid) = self.plan.spawn(&self.name, &self.tail).map_err(|source| {
+            (
+                ConnectFailure::Spawn {
+                    command: self.plan.command.clone(),
+                    error: Arc::new(source),
+                },
+                Vec::new(),
+            )
+        })?;
+        let transport = FloodGate::new(
+            transport.with_max_message_bytes(self.max_message_bytes),
+            self.name.clone(),
+            self.limits,
+            self.flood,
+        );
+        let transport = OrderedTransport::new(transport, self.order);
+        let serving = self
+            .handler
+            .serve_with_lifecycle(transport, lifecycle(self.protocol));
+        match tokio::time::timeout(self.startup, serving).await {
+            Ok(Ok(service)) => Ok((service, pid)),
+            Ok(Err(source)) => {
+                let lines = self.tail.settled_lines(STDERR_SETTLE).await;
+                Err((
+                    ConnectFailure::Initialize {
+                        error: Arc::new(source),
+                    },
+                    lines,
+                ))
+            }
+            // Dropping the transport kills the child and its group.
+            Err(_) => Err((
+                ConnectFailure::Timeout {
+                    timeout_ms: self.startup.as_millis() as u64,
+                },
+                self.tail.lines(),
+            )),
+        }
+    }
+}
+
 /// Spawns or dials, then initializes. On failure, returns the child's last
 /// stderr lines along with the reason.
 pub(crate) async fn connect(
@@ -200,37 +306,24 @@ pub(crate) async fn connect(
     let order = Arc::new(Order::default());
     let handler = OrderedHandler::new(handler, order.clone());
     let timeout_ms = a.startup.as_millis() as u64;
-    let (service, stderr, pid) = match a.plan {
+    let (service, stderr, pid, driver) = match a.plan {
         Plan::Stdio(plan) => {
             let tail =
                 StderrTail::redacting(a.redactor.clone()).telling(a.options.stderr_lines.clone());
-            let (transport, pid) = plan.spawn(a.name, &tail).map_err(|source| {
-                (
-                    ConnectFailure::Spawn {
-                        command: plan.command.clone(),
-                        error: Arc::new(source),
-                    },
-                    Vec::new(),
-                )
-            })?;
-            let max = usize::try_from(a.max_message_bytes).unwrap_or(usize::MAX);
-            let transport =
-                OrderedTransport::new(a.gate(transport.with_max_message_bytes(max)), order);
-            let serving = handler.serve_with_lifecycle(transport, lifecycle(a.protocol));
-            match tokio::time::timeout(a.startup, serving).await {
-                Ok(Ok(service)) => (service, Some(tail), pid),
-                Ok(Err(source)) => {
-                    let lines = tail.settled_lines(STDERR_SETTLE).await;
-                    return Err((
-                        ConnectFailure::Initialize {
-                            error: Arc::new(source),
-                        },
-                        lines,
-                    ));
-                }
-                // Dropping the transport kills the child and its group.
-                Err(_) => return Err((ConnectFailure::Timeout { timeout_ms }, tail.lines())),
-            }
+            let start = StdioStart {
+                name: a.name.clone(),
+                plan: plan.clone(),
+                tail: tail.clone(),
+                handler,
+                order,
+                limits: a.options.notifications,
+                flood: a.flood.clone(),
+                max_message_bytes: usize::try_from(a.max_message_bytes).unwrap_or(usize::MAX),
+                startup: a.startup,
+                protocol: a.protocol,
+            };
+            let (service, pid, driver) = start.on_driver(a.options.stdio_driver).await?;
+            (service, Some(tail), pid, driver)
         }
         Plan::Http(plan) => {
             let transport = OrderedTransport::new(
@@ -244,7 +337,7 @@ pub(crate) async fn connect(
             );
             let serving = handler.serve_with_lifecycle(transport, lifecycle(a.protocol));
             match tokio::time::timeout(a.startup, serving).await {
-                Ok(Ok(service)) => (service, None, None),
+                Ok(Ok(service)) => (service, None, None, None),
                 Ok(Err(source)) => {
                     let failure = match oauth_failure(&source) {
                         Some(reason) => ConnectFailure::OAuth { reason },
@@ -290,5 +383,6 @@ pub(crate) async fn connect(
         pid,
         group: pid.map(ProcessGroup),
         listener,
+        driver: parking_lot::Mutex::new(driver),
     }))
 }

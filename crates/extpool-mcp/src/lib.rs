@@ -27,7 +27,8 @@
 //!
 //! Module map: `config` (the shared config struct), `name` (server names),
 //! `stdio` + `stderr` (spawning, environment, process groups, stderr
-//! capture), `transport` (stdio over non-blocking pipes, both sides:
+//! capture), `driver` (a stdio connection's own thread), `transport`
+//! (stdio over non-blocking pipes, both sides:
 //! [`transport::ChildTransport`] for servers we start,
 //! [`transport::stdio_server`] for serving on our own stdio), `http`
 //! (URL/HTTPS/token rules, the shared HTTP client), `limits` +
@@ -50,6 +51,7 @@ pub mod config;
 mod connection;
 pub mod convert;
 mod describe;
+mod driver;
 pub mod elicitation;
 pub mod error;
 pub mod flood;
@@ -76,6 +78,7 @@ pub use config::{
     McpServerConfig, Protocol, ReconnectPolicy, StaticTool, Transport, TransportError,
     TransportKind,
 };
+pub use driver::DRIVER_THREAD_NAME;
 pub use elicitation::{Elicitation, ElicitationHandler};
 pub use error::{ClientError, ConfigError, ConnectFailure, is_server_down};
 pub use flood::{FloodStats, NotificationLimits};

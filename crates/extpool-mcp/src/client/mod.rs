@@ -97,6 +97,13 @@ pub struct ClientOptions {
     /// Where every server's stderr lines are told as they come (besides
     /// the tail kept for errors): see [`crate::pool::SessionConnectionPool::stderr_lines`].
     pub stderr_lines: crate::stderr::StderrLines,
+    /// Run each stdio connection on its own thread (a current-thread
+    /// runtime owning the child, rmcp's service task and the transport)
+    /// when it is made on a multi-thread runtime, so a call crosses threads
+    /// only to reach the connection and back (default on). Off: everything
+    /// runs on the caller's runtime. HTTP connections are not affected.
+    /// See [`crate::DRIVER_THREAD_NAME`].
+    pub stdio_driver: bool,
 }
 
 impl Default for ClientOptions {
@@ -115,6 +122,7 @@ impl Default for ClientOptions {
             elicitation: None,
             relay: false,
             stderr_lines: crate::stderr::StderrLines::default(),
+            stdio_driver: true,
         }
     }
 }

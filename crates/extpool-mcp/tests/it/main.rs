@@ -5,6 +5,7 @@
 
 mod cap;
 mod client;
+mod driver;
 mod eras;
 mod fake_http;
 mod fault_matrix;

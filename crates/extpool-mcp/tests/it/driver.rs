@@ -1,0 +1,162 @@
+//! A stdio connection made on a multi-thread runtime runs on a thread of
+//! its own (`DRIVER_THREAD_NAME`): calls work, many at once; the thread
+//! lives exactly as long as the connection (close, drop, crash and
+//! reconnect, a hung start) and takes no process with it; the switch turns
+//! it off, and a current-thread runtime does without it.
+
+use std::os::unix::fs::PermissionsExt;
+use std::sync::Arc;
+
+use extpool_core::{Capability, McpResource};
+use extpool_mcp::{DRIVER_THREAD_NAME, McpClient, McpServerCap, McpServerConfig, PoolConfig};
+use extpool_mcp::{SessionConnectionPool, error::ClientError};
+use extpool_testkit::StateDir;
+use extpool_testkit::procs::{kill_one, pids_with};
+use serde_json::json;
+
+use crate::support::*;
+
+/// Threads of this process named like a driver.
+fn driver_threads() -> usize {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter(|task| {
+            std::fs::read_to_string(task.path().join("comm"))
+                .is_ok_and(|comm| comm.trim_end() == DRIVER_THREAD_NAME)
+        })
+        .count()
+}
+
+/// An npx-style launcher: the testkit server (`args` appended) next to a
+/// grandchild that ignores stdin, whose pid it writes to `grandchild.pid`.
+fn launcher(state: &StateDir) -> McpServerConfig {
+    let script = state.path().join("launcher.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nsleep 300 &\necho $! > \"$KIT_STATE/grandchild.pid\"\nexec \"$KIT_BIN\" --transport stdio --state-dir \"$KIT_STATE\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cfg = McpServerConfig::stdio(script.to_string_lossy(), Vec::<String>::new());
+    cfg.env
+        .insert("KIT_STATE".into(), state.path().to_string_lossy().into());
+    cfg.env.insert(
+        "KIT_BIN".into(),
+        extpool_testkit::server_binary().to_string_lossy().into(),
+    );
+    cfg
+}
+
+fn grandchild(state: &StateDir) -> u32 {
+    std::fs::read_to_string(state.path().join("grandchild.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pooled_stdio_connection_runs_on_its_own_thread_until_shutdown() {
+    assert_eq!(driver_threads(), 0);
+    let pool = pool();
+    let state = StateDir::new();
+    let cap = Arc::new(McpServerCap::new("kit", launcher(&state), pool.clone()).unwrap());
+    cap.start().await.unwrap();
+    assert_eq!(driver_threads(), 1, "one thread for the connection");
+    let calls = (0..64).map(|_| {
+        let cap = cap.clone();
+        tokio::spawn(async move {
+            cap.call_tool("counter", json!({"key": "k"}).as_object().unwrap().clone())
+                .await
+        })
+    });
+    for call in futures::future::join_all(calls).await {
+        call.unwrap().unwrap();
+    }
+    assert_eq!(state.counter("k"), 64);
+    let leader = cap.client().unwrap().pid().unwrap();
+    let grandchild = grandchild(&state);
+    assert!(!process_gone(grandchild));
+    pool.shutdown().await;
+    eventually("server exited and was reaped", || process_gone(leader)).await;
+    eventually("grandchild killed with the group", || {
+        process_gone(grandchild)
+    })
+    .await;
+    eventually("no driver thread left", || driver_threads() == 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_connection_and_a_dropped_one_leave_no_thread_behind() {
+    let state = StateDir::new();
+    let marker = state.path().to_string_lossy().into_owned();
+    let client = connect("kit", stdio_cfg(&state.args())).await;
+    client.ping().await.unwrap();
+    assert_eq!(driver_threads(), 1);
+    kill_one(&marker).await;
+    // The next call reconnects: a new connection, a new thread; the old one ends.
+    client.ping().await.unwrap();
+    assert_eq!(client.connection_count(), 2);
+    eventually("only the new connection's thread", || driver_threads() == 1).await;
+    let pid = client.pid().unwrap();
+    drop(client);
+    eventually("the dropped connection's server is gone", || {
+        process_gone(pid)
+    })
+    .await;
+    eventually("no driver thread left", || driver_threads() == 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_start_times_out_and_leaves_no_thread_or_process() {
+    let state = StateDir::new();
+    let marker = state.path().to_string_lossy().into_owned();
+    let mut args = state.args();
+    args.push("--hang-on-initialize".into());
+    let mut cfg = stdio_cfg(&args);
+    cfg.startup_timeout_ms = Some(500);
+    let err = McpClient::connect(name("hang"), cfg, Arc::new(options()))
+        .await
+        .unwrap_err();
+    assert!(err.is_connect() && err.is_timeout(), "{err:?}");
+    eventually("the hung server is gone", || pids_with(&marker).is_empty()).await;
+    eventually("no driver thread left", || driver_threads() == 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_driver_can_be_turned_off() {
+    let pool = SessionConnectionPool::new(PoolConfig {
+        client: extpool_mcp::ClientOptions {
+            stdio_driver: false,
+            ..options()
+        },
+        ..PoolConfig::default()
+    });
+    let config = stdio_cfg::<&str>(&[]);
+    let client = pool.get_client(&name("kit"), &config).await.unwrap();
+    let r = client
+        .call_tool("echo", args(json!({"message": "here"})))
+        .await
+        .unwrap();
+    assert_eq!(text(&r), "here");
+    assert_eq!(driver_threads(), 0, "no thread with the driver off");
+    drop(client);
+    pool.shutdown().await;
+    let closed = pool.get_client(&name("kit"), &config).await.unwrap_err();
+    assert!(matches!(closed, ClientError::Closed { .. }), "{closed:?}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_current_thread_runtime_does_without_a_driver() {
+    let client = connect("kit", stdio_cfg::<&str>(&[])).await;
+    client.ping().await.unwrap();
+    assert_eq!(
+        driver_threads(),
+        0,
+        "the connection is on this thread already"
+    );
+    client.close().await;
+}
