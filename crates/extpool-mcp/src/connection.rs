@@ -295,6 +295,43 @@ impl StdioStart {
     }
 }
 
+/// Dials an HTTP server and initializes, bounded by the startup timeout.
+async fn dial(
+    a: &Attempt<'_>,
+    plan: &HttpPlan,
+    handler: OrderedHandler<Handler>,
+    order: Arc<Order>,
+) -> Result<Service, Failed> {
+    let transport = OrderedTransport::new(
+        a.gate(plan.transport(
+            a.options.http_client(),
+            &a.options.http,
+            a.max_message_bytes,
+            a.params.clone(),
+        )),
+        order,
+    );
+    let serving = handler.serve_with_lifecycle(transport, lifecycle(a.protocol));
+    match tokio::time::timeout(a.startup, serving).await {
+        Ok(Ok(service)) => Ok(service),
+        Ok(Err(source)) => {
+            let failure = match oauth_failure(&source) {
+                Some(reason) => ConnectFailure::OAuth { reason },
+                None => ConnectFailure::Initialize {
+                    error: Arc::new(source),
+                },
+            };
+            Err((failure, Vec::new()))
+        }
+        Err(_) => Err((
+            ConnectFailure::Timeout {
+                timeout_ms: a.startup.as_millis() as u64,
+            },
+            Vec::new(),
+        )),
+    }
+}
+
 /// Spawns or dials, then initializes. On failure, returns the child's last
 /// stderr lines along with the reason.
 pub(crate) async fn connect(
@@ -305,7 +342,6 @@ pub(crate) async fn connect(
         .with_relay(a.options.relay, a.callers.clone());
     let order = Arc::new(Order::default());
     let handler = OrderedHandler::new(handler, order.clone());
-    let timeout_ms = a.startup.as_millis() as u64;
     let (service, stderr, pid, driver) = match a.plan {
         Plan::Stdio(plan) => {
             let tail =
@@ -326,29 +362,8 @@ pub(crate) async fn connect(
             (service, Some(tail), pid, driver)
         }
         Plan::Http(plan) => {
-            let transport = OrderedTransport::new(
-                a.gate(plan.transport(
-                    a.options.http_client(),
-                    &a.options.http,
-                    a.max_message_bytes,
-                    a.params.clone(),
-                )),
-                order,
-            );
-            let serving = handler.serve_with_lifecycle(transport, lifecycle(a.protocol));
-            match tokio::time::timeout(a.startup, serving).await {
-                Ok(Ok(service)) => (service, None, None, None),
-                Ok(Err(source)) => {
-                    let failure = match oauth_failure(&source) {
-                        Some(reason) => ConnectFailure::OAuth { reason },
-                        None => ConnectFailure::Initialize {
-                            error: Arc::new(source),
-                        },
-                    };
-                    return Err((failure, Vec::new()));
-                }
-                Err(_) => return Err((ConnectFailure::Timeout { timeout_ms }, Vec::new())),
-            }
+            let service = dial(&a, plan, handler, order).await?;
+            (service, None, None, None)
         }
     };
     let peer = service.peer().clone();
