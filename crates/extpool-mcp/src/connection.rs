@@ -237,7 +237,7 @@ impl StdioStart {
                 Vec::new(),
             )
         };
-        let driver = Driver::start().await.map_err(failure)?;
+        let driver = Driver::start(self.name.as_str()).await.map_err(failure)?;
         let outcome = match driver.run(self.run()).await {
             Ok(outcome) => outcome,
             Err(join) => Err(failure(std::io::Error::other(join))),

@@ -27,8 +27,18 @@ use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::sync::oneshot;
 use tokio::task::{JoinError, JoinHandle};
 
-/// The name of every driver thread (as shown in `/proc/<pid>/task/*/comm`).
-pub const DRIVER_THREAD_NAME: &str = "extpool-stdio";
+/// The name of the driver thread of server `server`: `mcp:` and the
+/// server's name, cut to the 15 bytes Linux keeps of a thread's name (as
+/// `top -H`, a debugger and `/proc/<pid>/task/*/comm` show it).
+pub fn driver_thread_name(server: &str) -> String {
+    let mut name = format!("mcp:{server}");
+    let mut end = name.len().min(15);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    name.truncate(end);
+    name
+}
 
 /// How long a finishing driver lets its tasks run to their end.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
@@ -53,14 +63,14 @@ pub(crate) struct Driver {
 }
 
 impl Driver {
-    /// Starts the thread and its runtime.
-    pub(crate) async fn start() -> io::Result<Self> {
+    /// Starts the thread and its runtime, named after `server`.
+    pub(crate) async fn start(server: &str) -> io::Result<Self> {
         let (ready_tx, ready_rx) = oneshot::channel();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let (done_tx, done_rx) = oneshot::channel();
         let dispatch = tracing::dispatcher::get_default(Clone::clone);
         std::thread::Builder::new()
-            .name(DRIVER_THREAD_NAME.into())
+            .name(driver_thread_name(server))
             .spawn(move || {
                 tracing::dispatcher::with_default(&dispatch, || drive(ready_tx, stop_rx));
                 let _ = done_tx.send(());
@@ -145,5 +155,20 @@ async fn drain() {
             return;
         }
         tokio::time::sleep(DRAIN_POLL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::driver_thread_name;
+
+    #[test]
+    fn thread_names_fit_what_linux_keeps() {
+        assert_eq!(driver_thread_name("kit"), "mcp:kit");
+        assert_eq!(
+            driver_thread_name("a_very_long_server_name"),
+            "mcp:a_very_long"
+        );
+        assert_eq!(driver_thread_name("a_very_long_server_name").len(), 15);
     }
 }

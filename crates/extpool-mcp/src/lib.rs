@@ -78,7 +78,7 @@ pub use config::{
     McpServerConfig, Protocol, ReconnectPolicy, StaticTool, Transport, TransportError,
     TransportKind,
 };
-pub use driver::DRIVER_THREAD_NAME;
+pub use driver::driver_thread_name;
 pub use elicitation::{Elicitation, ElicitationHandler};
 pub use error::{ClientError, ConfigError, ConnectFailure, is_server_down};
 pub use flood::{FloodStats, NotificationLimits};

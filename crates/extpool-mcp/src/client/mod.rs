@@ -102,7 +102,7 @@ pub struct ClientOptions {
     /// when it is made on a multi-thread runtime, so a call crosses threads
     /// only to reach the connection and back (default on). Off: everything
     /// runs on the caller's runtime. HTTP connections are not affected.
-    /// See [`crate::DRIVER_THREAD_NAME`].
+    /// See [`crate::driver_thread_name`].
     pub stdio_driver: bool,
 }
 

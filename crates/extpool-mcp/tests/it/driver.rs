@@ -1,5 +1,5 @@
 //! A stdio connection made on a multi-thread runtime runs on a thread of
-//! its own (`DRIVER_THREAD_NAME`): calls work, many at once; the thread
+//! its own (named by `driver_thread_name`): calls work, many at once; the thread
 //! lives exactly as long as the connection (close, drop, crash and
 //! reconnect, a hung start) and takes no process with it; the switch turns
 //! it off, and a current-thread runtime does without it.
@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 
 use extpool_core::{Capability, McpResource};
-use extpool_mcp::{DRIVER_THREAD_NAME, McpClient, McpServerCap, McpServerConfig, PoolConfig};
+use extpool_mcp::{McpClient, McpServerCap, McpServerConfig, PoolConfig, driver_thread_name};
 use extpool_mcp::{SessionConnectionPool, error::ClientError};
 use extpool_testkit::StateDir;
 use extpool_testkit::procs::{kill_one, pids_with};
@@ -16,8 +16,11 @@ use serde_json::json;
 
 use crate::support::*;
 
-/// Threads of this process named like a driver.
-fn driver_threads() -> usize {
+/// Threads of this process that are server `server`'s driver. Each test
+/// uses a server name of its own, so tests running beside it in this
+/// process (with drivers of their own) do not count.
+fn driver_threads(server: &str) -> usize {
+    let wanted = driver_thread_name(server);
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return 0;
     };
@@ -25,7 +28,7 @@ fn driver_threads() -> usize {
         .flatten()
         .filter(|task| {
             std::fs::read_to_string(task.path().join("comm"))
-                .is_ok_and(|comm| comm.trim_end() == DRIVER_THREAD_NAME)
+                .is_ok_and(|comm| comm.trim_end() == wanted)
         })
         .count()
 }
@@ -60,12 +63,16 @@ fn grandchild(state: &StateDir) -> u32 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pooled_stdio_connection_runs_on_its_own_thread_until_shutdown() {
-    assert_eq!(driver_threads(), 0);
+    assert_eq!(driver_threads("drv_pooled"), 0);
     let pool = pool();
     let state = StateDir::new();
-    let cap = Arc::new(McpServerCap::new("kit", launcher(&state), pool.clone()).unwrap());
+    let cap = Arc::new(McpServerCap::new("drv_pooled", launcher(&state), pool.clone()).unwrap());
     cap.start().await.unwrap();
-    assert_eq!(driver_threads(), 1, "one thread for the connection");
+    assert_eq!(
+        driver_threads("drv_pooled"),
+        1,
+        "one thread for the connection"
+    );
     let calls = (0..64).map(|_| {
         let cap = cap.clone();
         tokio::spawn(async move {
@@ -86,28 +93,34 @@ async fn a_pooled_stdio_connection_runs_on_its_own_thread_until_shutdown() {
         process_gone(grandchild)
     })
     .await;
-    eventually("no driver thread left", || driver_threads() == 0).await;
+    eventually("no driver thread left", || {
+        driver_threads("drv_pooled") == 0
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashed_connection_and_a_dropped_one_leave_no_thread_behind() {
     let state = StateDir::new();
     let marker = state.path().to_string_lossy().into_owned();
-    let client = connect("kit", stdio_cfg(&state.args())).await;
+    let client = connect("drv_crash", stdio_cfg(&state.args())).await;
     client.ping().await.unwrap();
-    assert_eq!(driver_threads(), 1);
+    assert_eq!(driver_threads("drv_crash"), 1);
     kill_one(&marker).await;
     // The next call reconnects: a new connection, a new thread; the old one ends.
     client.ping().await.unwrap();
     assert_eq!(client.connection_count(), 2);
-    eventually("only the new connection's thread", || driver_threads() == 1).await;
+    eventually("only the new connection's thread", || {
+        driver_threads("drv_crash") == 1
+    })
+    .await;
     let pid = client.pid().unwrap();
     drop(client);
     eventually("the dropped connection's server is gone", || {
         process_gone(pid)
     })
     .await;
-    eventually("no driver thread left", || driver_threads() == 0).await;
+    eventually("no driver thread left", || driver_threads("drv_crash") == 0).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -118,12 +131,12 @@ async fn a_hung_start_times_out_and_leaves_no_thread_or_process() {
     args.push("--hang-on-initialize".into());
     let mut cfg = stdio_cfg(&args);
     cfg.startup_timeout_ms = Some(500);
-    let err = McpClient::connect(name("hang"), cfg, Arc::new(options()))
+    let err = McpClient::connect(name("drv_hang"), cfg, Arc::new(options()))
         .await
         .unwrap_err();
     assert!(err.is_connect() && err.is_timeout(), "{err:?}");
     eventually("the hung server is gone", || pids_with(&marker).is_empty()).await;
-    eventually("no driver thread left", || driver_threads() == 0).await;
+    eventually("no driver thread left", || driver_threads("drv_hang") == 0).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -136,25 +149,32 @@ async fn the_driver_can_be_turned_off() {
         ..PoolConfig::default()
     });
     let config = stdio_cfg::<&str>(&[]);
-    let client = pool.get_client(&name("kit"), &config).await.unwrap();
+    let client = pool.get_client(&name("drv_off"), &config).await.unwrap();
     let r = client
         .call_tool("echo", args(json!({"message": "here"})))
         .await
         .unwrap();
     assert_eq!(text(&r), "here");
-    assert_eq!(driver_threads(), 0, "no thread with the driver off");
+    assert_eq!(
+        driver_threads("drv_off"),
+        0,
+        "no thread with the driver off"
+    );
     drop(client);
     pool.shutdown().await;
-    let closed = pool.get_client(&name("kit"), &config).await.unwrap_err();
+    let closed = pool
+        .get_client(&name("drv_off"), &config)
+        .await
+        .unwrap_err();
     assert!(matches!(closed, ClientError::Closed { .. }), "{closed:?}");
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_current_thread_runtime_does_without_a_driver() {
-    let client = connect("kit", stdio_cfg::<&str>(&[])).await;
+    let client = connect("drv_current", stdio_cfg::<&str>(&[])).await;
     client.ping().await.unwrap();
     assert_eq!(
-        driver_threads(),
+        driver_threads("drv_current"),
         0,
         "the connection is on this thread already"
     );
