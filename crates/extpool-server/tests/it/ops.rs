@@ -226,7 +226,7 @@ impl std::io::Write for LogBuffer {
 async fn the_log_lines_of_a_call_name_its_session_upstream_and_tool() {
     let logs = LogBuffer(std::sync::Arc::default());
     let writer = logs.clone();
-    // The test binary's one subscriber (nextest runs each test in its own process).
+    // The test binary's one subscriber (the only test here that sets one).
     tracing_subscriber::fmt()
         .with_writer(move || writer.clone())
         .with_ansi(false)
@@ -235,8 +235,9 @@ async fn the_log_lines_of_a_call_name_its_session_upstream_and_tool() {
         .expect("the only subscriber of this process");
     let state = StateDir::new();
     let mut remote = extpool_testkit::HttpServer::spawn(state.args());
+    let url = remote.url().to_string();
     let project = Project::new();
-    project.config(&format!("  remote:\n    url: {}\n", remote.url()));
+    project.config(&format!("  remote:\n    url: {url}\n"));
     let served = Served::start(project, GatewayOptions::default()).await;
     remote.kill();
     let out = sdk_client(
@@ -251,9 +252,12 @@ async fn the_log_lines_of_a_call_name_its_session_upstream_and_tool() {
     // Every line about the upstream names it; those logged on the call's
     // way (the lost connection, the failed reconnect, the degraded
     // server) name the session and the tool too. A reconnect the pool
-    // tries later on its own belongs to no session.
+    // tries later on its own belongs to no session. (Under `cargo test`
+    // the other tests of this binary log here too: the lines about this
+    // upstream are those that give its URL.)
     let upstream: Vec<&str> = text
         .lines()
+        .filter(|l| l.contains(&url))
         .filter(|l| l.contains("MCP connect") || l.contains("capability degraded"))
         .collect();
     assert!(upstream.iter().all(|l| l.contains("=remote")), "{text}");
