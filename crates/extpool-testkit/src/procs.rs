@@ -55,6 +55,46 @@ pub async fn wait_until_gone(marker: &str) {
     }
 }
 
+/// Waits until process `pid` has exited (a zombie counts: its parent may
+/// not have reaped it yet), on the kernel's word (a pidfd becomes readable
+/// when the process ends) — no polling. A pid that names no process has
+/// exited already.
+///
+/// # Panics
+///
+/// After [`GONE_PATIENCE`].
+pub async fn exited(pid: u32) {
+    let fd = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .map(|pid| rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()));
+    let Some(Ok(fd)) = fd else {
+        return; // no such process (ESRCH): gone already
+    };
+    // The kernel's own wait (poll on the pidfd), on a blocking thread.
+    let waited = tokio::task::spawn_blocking(move || {
+        let timeout = rustix::event::Timespec::try_from(GONE_PATIENCE)
+            .unwrap_or_else(|e| panic!("patience out of range: {e}"));
+        let mut fds = [rustix::event::PollFd::new(
+            &fd,
+            rustix::event::PollFlags::IN,
+        )];
+        loop {
+            match rustix::event::poll(&mut fds, Some(&timeout)) {
+                Err(rustix::io::Errno::INTR) => {}
+                other => return other,
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("waiting on process {pid}: {e}"));
+    match waited {
+        Ok(0) => panic!("process {pid} still running after {GONE_PATIENCE:?}"),
+        Ok(_) => {}
+        Err(e) => panic!("cannot wait on process {pid}: {e}"),
+    }
+}
+
 /// Kills (SIGKILL, like a crash) the one live process carrying `marker`,
 /// waits until it is gone, and returns its pid.
 ///

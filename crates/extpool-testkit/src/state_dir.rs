@@ -94,6 +94,23 @@ impl StateDir {
         }
     }
 
+    /// [`StateDir::wait_for`], failing the test after `patience`, saying
+    /// what never happened.
+    ///
+    /// # Panics
+    ///
+    /// After `patience`, with `what`.
+    pub async fn until(
+        &self,
+        what: &str,
+        patience: std::time::Duration,
+        check: impl FnMut(&Self) -> bool,
+    ) {
+        tokio::time::timeout(patience, self.wait_for(check))
+            .await
+            .unwrap_or_else(|_| panic!("never happened: {what}"));
+    }
+
     /// How many times a server process started with this state directory.
     ///
     /// # Panics

@@ -29,9 +29,7 @@ pub async fn eventually(
     check: impl FnMut(&extpool_testkit::StateDir) -> bool,
     what: &str,
 ) {
-    tokio::time::timeout(PATIENCE, state.wait_for(check))
-        .await
-        .unwrap_or_else(|_| panic!("never happened: {what}"));
+    state.until(what, PATIENCE, check).await;
 }
 
 /// A project: a temporary working directory and an empty home.

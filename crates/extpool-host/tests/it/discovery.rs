@@ -120,22 +120,7 @@ async fn until_recorded(
     what: &str,
     check: impl FnMut(&extpool_testkit::StateDir) -> bool,
 ) {
-    tokio::time::timeout(PATIENCE, state.wait_for(check))
-        .await
-        .unwrap_or_else(|_| panic!("never happened: {what}"));
-}
-
-/// Polls until `check` holds (a process's exit, seen in /proc, has no event
-/// to wait on here), failing after [`PATIENCE`].
-async fn until(what: &str, check: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while !check() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never happened: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    state.until(what, PATIENCE, check).await;
 }
 
 /// True once process `pid` has exited (gone, or a zombie).
@@ -563,7 +548,7 @@ async fn a_changed_command_replaces_the_process() {
     assert_eq!(state.pids().len(), 2);
     let second = state.pids()[1];
     // The old process is closed once nothing runs on it; the new one runs.
-    until("the replaced process exited", || exited(first[0])).await;
+    extpool_testkit::procs::exited(first[0]).await;
     assert!(!exited(second));
     host.shutdown().await;
 }

@@ -69,11 +69,11 @@ async fn a_2026_servers_list_changes_arrive_through_its_subscription() {
     let client = connect("modern", with(http_cfg(http.url()), Protocol::Stateless)).await;
     assert_eq!(era(&client), ProtocolVersion::V_2026_07_28);
     // The server keeps the client's listener before a list changes.
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
-    while state.counter("listeners") == 0 {
-        assert!(tokio::time::Instant::now() < deadline, "never listened");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    state
+        .until("listened", std::time::Duration::from_secs(60), |s| {
+            s.counter("listeners") > 0
+        })
+        .await;
     let mut changes = client.signals().subscribe();
     let before = client.signals().epoch(ChangeKind::ToolsChanged);
     client

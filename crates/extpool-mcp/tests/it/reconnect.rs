@@ -5,7 +5,6 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use extpool_mcp::{ClientError, McpServerConfig, ReconnectPolicy};
 use extpool_testkit::{HttpServer, StateDir};
@@ -25,7 +24,11 @@ async fn fifty_concurrent_calls_share_one_reconnect() {
             c.call_tool("sleep", args(json!({"ms": 500 + i}))).await
         }));
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    state
+        .until("the 50 calls reached the server", PATIENCE, |s| {
+            s.counter("sleep") == 50
+        })
+        .await;
     // The crash is a mutation: not sent again. The sleeps (read-only) are.
     let crash = client
         .call_tool("crash", args(json!({"once": true})))
@@ -119,7 +122,11 @@ async fn concurrent_callers_share_a_failed_reconnect() {
             c.call_tool("sleep", args(json!({"ms": 5_000}))).await
         }));
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    state
+        .until("the 20 calls reached the server", PATIENCE, |s| {
+            s.counter("sleep") == 20
+        })
+        .await;
     std::fs::write(&die, b"").unwrap();
     let err = client
         .call_tool("crash", args(json!({"once": false})))
@@ -239,7 +246,11 @@ async fn http_stream_broken_mid_call_reconnects_and_retries() {
     let client = connect("web", cfg).await;
     let c = client.clone();
     let call = tokio::spawn(async move { c.call_tool("sleep", args(json!({"ms": 1_500}))).await });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    state
+        .until("the call reached the server", PATIENCE, |s| {
+            s.counter("sleep") == 1
+        })
+        .await;
     tokio::task::block_in_place(|| server.restart());
     call.await.unwrap().unwrap();
     assert_eq!(state.starts(), 2);

@@ -141,6 +141,9 @@ impl Write for ThreadSink {
     }
 }
 
+/// How long a test waits for what a server records before failing.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
 /// Waits until `check` holds, polling; panics with `what` after 20 s.
 pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     for _ in 0..2000 {
