@@ -83,31 +83,26 @@ impl Opened {
     pub async fn shutdown(self) {
         self.host.shutdown().await;
     }
-
-    /// This host, opened without servers, replaced by one with every
-    /// server started — for a command the local skills could not answer.
-    /// What was said on opening (configuration warnings, skills not
-    /// loaded) is not said again.
-    pub async fn with_servers(self, ctx: &Ctx) -> Result<Opened> {
-        self.host.shutdown().await;
-        open_inner(ctx, Need::Servers, false, false).await
-    }
 }
 
 /// Runs `work` on a host without servers; when it fails there and servers
-/// are configured, runs it again on a host with every server started. A
-/// local skill, its files and its commands never wait for a server, and
-/// anything else is found as before (a skill or resource an MCP server
-/// hosts, a file a local skill lacks but a hosted one of that name has).
+/// are configured, runs it again on a host with every server started (on
+/// the configuration already read; what was said of it is not said
+/// again). A local skill, its files and its commands never wait for a
+/// server, and anything else is found as before (a skill or resource an
+/// MCP server hosts, a file a local skill lacks but a hosted one of that
+/// name has).
 pub async fn local_first<T, E>(
     ctx: &Ctx,
     work: impl AsyncFn(&View) -> Result<T, E>,
 ) -> Result<(Opened, Result<T, E>)> {
-    let opened = open_host(ctx, Need::Nothing).await?;
+    let loaded = ctx.load_reporting()?;
+    let opened = open_loaded(ctx, loaded.clone(), Need::Nothing, false, true).await?;
     let local = opened.until_signal(work(&opened.view)).await;
     let (opened, result) = match local {
         Ok(Err(_)) if opened.configured_servers > 0 => {
-            let opened = opened.with_servers(ctx).await?;
+            opened.shutdown().await;
+            let opened = open_loaded(ctx, loaded, Need::Servers, false, false).await?;
             let again = opened.until_signal(work(&opened.view)).await;
             (opened, again)
         }
@@ -144,17 +139,20 @@ pub async fn open_host(ctx: &Ctx, need: Need) -> Result<Opened> {
 /// [`open_host`], watching skill roots when `watch` (and the configuration
 /// allows it).
 pub async fn open_with(ctx: &Ctx, need: Need, watch: bool) -> Result<Opened> {
-    open_inner(ctx, need, watch, true).await
+    let loaded = ctx.load_reporting()?;
+    open_loaded(ctx, loaded, need, watch, true).await
 }
 
-/// [`open_with`]; `report`: say what the configuration and the skill roots
-/// have wrong (false when a command opens its host a second time).
-async fn open_inner(ctx: &Ctx, need: Need, watch: bool, report: bool) -> Result<Opened> {
-    let loaded = if report {
-        ctx.load_reporting()?
-    } else {
-        ctx.load()?
-    };
+/// [`open_with`] on a configuration already read; `report`: say what the
+/// skill roots have wrong (false when a command opens its host a second
+/// time).
+async fn open_loaded(
+    ctx: &Ctx,
+    loaded: extpool_host::Loaded,
+    need: Need,
+    watch: bool,
+    report: bool,
+) -> Result<Opened> {
     let configured_servers = loaded.enabled_servers().count();
     let signals = crate::signals::subscribe()?;
     let host = start_host(ctx, loaded, need, watch, false).await?;
