@@ -132,9 +132,15 @@ impl Commit<'_> {
         for (id, namespace) in &self.change.namespaces {
             services.set_namespace(id, namespace.as_deref());
         }
-        if let Some(m) = self.membership {
+        Ok(())
+    }
+
+    /// Tells the provider its applied change is about to be published (the
+    /// cycle holds the status table meanwhile, so that a reader of the
+    /// provider's report never reads an older status after it).
+    pub(crate) fn announce(&self) {
+        if let Some(m) = self.membership.filter(|_| !self.change.is_empty()) {
             m.committed(self.change);
         }
-        Ok(())
     }
 }

@@ -621,6 +621,11 @@ async fn cycle(
         None => revision::build(number, listings, shared.services.clone()),
     };
     let changed = !candidate.same_content(&current);
+    // The provider's report, the revision and the status table change
+    // together: a reader that saw the provider's new report and then reads
+    // the status waits for this lock and reads the new one.
+    let mut table = shared.table.lock();
+    commit.announce();
     let published = if changed {
         let number = candidate.number();
         shared.current.store(Arc::new(candidate));
@@ -632,7 +637,6 @@ async fn cycle(
     };
     // Freeing a large unpinned revision is not the loop's work.
     tokio::task::spawn_blocking(move || drop(current));
-    let mut table = shared.table.lock();
     table.last_reconcile = Some(now);
     table.members = visible.iter().map(|s| s.cap.clone()).collect();
     let mut rows: Vec<SourceStatus> = counts

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
-use extpool_catalog::{Catalog, CatalogConfig, ReconcileState};
+use extpool_catalog::{Catalog, CatalogConfig, CatalogStatus, ReconcileState};
 use extpool_config::{ConfigError, LoadRequest, Loaded, Places};
 use extpool_core::registry::ShutdownReport;
 use extpool_core::{Capability, ExtensionRegistry, Scope, ScopeLevel};
@@ -31,7 +31,7 @@ use crate::discovery::Reconciler;
 use crate::discovery::runtime::Runtime;
 use crate::embedded::PoolFactory;
 use crate::error::HostError;
-use crate::info::SourceInfo;
+use crate::info::{SourceInfo, SourcesReport};
 use crate::options::{ConfigSource, HostOptions};
 use crate::servers;
 use crate::status::{HostStatus, ServerInfo, ServerState};
@@ -314,11 +314,6 @@ impl Host {
             .collect()
     }
 
-    /// Every server running now, with the source that names it.
-    pub(crate) fn server_entries(&self) -> Vec<servers::ServerEntry> {
-        self.inner.runtime.entries()
-    }
-
     /// Whether a server of this name (ignoring case) is configured or
     /// discovered now: a name a session's own server may not take.
     pub fn has_server(&self, name: &str) -> bool {
@@ -353,6 +348,19 @@ impl Host {
             .unwrap_or_default()
     }
 
+    /// The discovery statuses and the running servers, read together.
+    fn discovery_and_servers(
+        &self,
+    ) -> (
+        Vec<crate::discovery::DiscoveryStatus>,
+        Vec<servers::ServerEntry>,
+    ) {
+        match &self.inner.reconciler {
+            Some(r) => r.snapshot(),
+            None => (Vec::new(), self.inner.runtime.entries()),
+        }
+    }
+
     /// Changes each time a discovery source was consulted or the running
     /// servers changed (for a display, or a test, that waits on it
     /// instead of polling [`Host::discovery`]). Without discovery, never.
@@ -371,6 +379,10 @@ impl Host {
 
     /// The host's state, from caches only (never contacts a server).
     pub fn status(&self) -> HostStatus {
+        self.status_of(self.servers(), self.inner.catalog.status())
+    }
+
+    fn status_of(&self, servers: Vec<ServerInfo>, catalog: CatalogStatus) -> HostStatus {
         let diagnostics = self
             .inner
             .manager
@@ -379,8 +391,8 @@ impl Host {
             .map(|d| d.to_string())
             .collect();
         HostStatus {
-            servers: self.servers(),
-            catalog: self.inner.catalog.status(),
+            servers,
+            catalog,
             skills: self.inner.manager.local_skills().len(),
             diagnostics,
         }
@@ -400,7 +412,26 @@ impl Host {
     /// Every source with its state: servers, skill-embedded servers, skill
     /// roots and the catalog (what `extpool list sources` shows).
     pub fn sources(&self) -> Vec<SourceInfo> {
-        crate::sources::rows(self, &self.inner.catalog.status())
+        self.sources_report().sources
+    }
+
+    /// The host's status, its sources and its discovery sources read
+    /// together, so that they agree: a server a discovery source adds is
+    /// in all three or in none, never beside the failure it replaces (what
+    /// `ListMcpSources` answers).
+    pub fn sources_report(&self) -> SourcesReport {
+        // Discovery and the servers first, then the catalog: a change
+        // published meanwhile holds the catalog until its status is
+        // written, so the catalog read is never older than the servers.
+        let (discovery, entries) = self.discovery_and_servers();
+        let catalog = self.inner.catalog.status();
+        let sources = crate::sources::rows(self, &entries, &discovery, &catalog);
+        let servers = entries.into_iter().map(|e| e.info).collect();
+        SourcesReport {
+            status: self.status_of(servers, catalog),
+            sources,
+            discovery,
+        }
     }
 
     /// Shuts everything down in the RFC's order and reports each capability.

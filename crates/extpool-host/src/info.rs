@@ -197,3 +197,16 @@ pub struct SourceInfo {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub discovered_by: Option<String>,
 }
+
+/// The host's status, every source and every discovery source, read at
+/// one moment ([`crate::Host::sources_report`]): a server that joins or
+/// leaves is in all three or in none.
+#[derive(Debug, Clone)]
+pub struct SourcesReport {
+    /// The servers and the catalog's cached state.
+    pub status: crate::HostStatus,
+    /// The rows of `extpool list sources`.
+    pub sources: Vec<SourceInfo>,
+    /// Each discovery source's cached state.
+    pub discovery: Vec<crate::DiscoveryStatus>,
+}

@@ -68,7 +68,7 @@ pub use health::{Degraded, Health, HealthEvent};
 pub use host::{Host, SKILLS_ID};
 pub use info::{
     ArgInfo, BUILTIN, CommandInfo, InstructionInfo, ModelTool, ResourceInfo, SkillInfo, SourceInfo,
-    ToolDetails, ToolInfo,
+    SourcesReport, ToolDetails, ToolInfo,
 };
 pub use options::{
     ConfigOverrides, ConfigReload, ConfigSource, DiscoveryOptions, HostOptions, ServerSelection,

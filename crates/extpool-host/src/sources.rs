@@ -11,6 +11,7 @@ use extpool_config::diagnostics::display_path;
 use crate::discovery::{CONFIG_SOURCE, DiscoveryStatus};
 use crate::host::{Host, SKILLS_ID, reconcile_state};
 use crate::info::SourceInfo;
+use crate::servers::ServerEntry;
 use crate::status::{ServerInfo, ServerState};
 
 fn plural(n: usize, word: &str) -> String {
@@ -122,12 +123,17 @@ fn failed_rows(rows: &mut Vec<SourceInfo>, discovery: &[DiscoveryStatus]) {
     }
 }
 
-/// Every source of `host`, with `status` as the catalog's cached state.
-pub(crate) fn rows(host: &Host, status: &CatalogStatus) -> Vec<SourceInfo> {
+/// Every source of `host`: its running servers `entries`, its discovery
+/// sources' statuses `discovery` (both read together, see
+/// [`Host::sources_report`]) and the catalog's cached state `status`.
+pub(crate) fn rows(
+    host: &Host,
+    entries: &[ServerEntry],
+    discovery: &[DiscoveryStatus],
+    status: &CatalogStatus,
+) -> Vec<SourceInfo> {
     let dropped = host.dropped();
-    let discovery = host.discovery();
-    let mut rows: Vec<SourceInfo> = host
-        .server_entries()
+    let mut rows: Vec<SourceInfo> = entries
         .iter()
         .map(|e| {
             let mut row = server_row(&e.info, status);
@@ -142,7 +148,7 @@ pub(crate) fn rows(host: &Host, status: &CatalogStatus) -> Vec<SourceInfo> {
             row
         })
         .collect();
-    failed_rows(&mut rows, &discovery);
+    failed_rows(&mut rows, discovery);
     // Skill-embedded servers: children the catalog lists on its own.
     for s in status.sources.iter().filter(|s| s.optional) {
         let skill = host.skills().embedding_skill(&s.id);
@@ -204,7 +210,7 @@ pub(crate) fn rows(host: &Host, status: &CatalogStatus) -> Vec<SourceInfo> {
             discovered_by: None,
         });
     }
-    for d in &discovery {
+    for d in discovery {
         let detail = match (&d.last_error, d.stale) {
             (Some(e), true) => e.clone(),
             _ => plural(d.servers.len(), "server"),

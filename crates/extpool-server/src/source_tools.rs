@@ -44,13 +44,13 @@ pub fn tools() -> Vec<Tool> {
 
 /// The JSON of `ListMcpSources` and `GET /v1/sources`.
 pub(crate) fn sources_json(shared: &Shared) -> serde_json::Value {
-    let status = shared.host.status();
+    let report = shared.host.sources_report();
     json!({
-        "revision": status.catalog.revision,
-        "ready": status.is_ready(),
-        "catalog": status.catalog,
-        "sources": shared.host.sources(),
-        "discovery": shared.host.discovery(),
+        "revision": report.status.catalog.revision,
+        "ready": report.status.is_ready(),
+        "catalog": report.status.catalog,
+        "sources": report.sources,
+        "discovery": report.discovery,
     })
 }
 

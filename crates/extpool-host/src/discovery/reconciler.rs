@@ -116,7 +116,17 @@ impl Reconciler {
     /// The cached state of every source (never consults one).
     pub(crate) fn statuses(&self) -> Vec<DiscoveryStatus> {
         let blocked = self.state.lock().blocked_until;
-        self.slots.statuses(&self.runtime.entries(), blocked)
+        self.runtime
+            .read(|entries| self.slots.statuses(entries, blocked))
+    }
+
+    /// The statuses of [`Reconciler::statuses`] and the running servers
+    /// they speak of, read together (never one before a change and the
+    /// other after it).
+    pub(crate) fn snapshot(&self) -> (Vec<DiscoveryStatus>, Vec<ServerEntry>) {
+        let blocked = self.state.lock().blocked_until;
+        self.runtime
+            .read(|entries| (self.slots.statuses(entries, blocked), entries.to_vec()))
     }
 
     /// Stops retiring in the background (the pool's shutdown closes every
@@ -292,10 +302,11 @@ impl Reconciler {
         let diff = self.diff(&current, &wants);
         if diff.to_build.is_empty() && diff.retired.is_empty() {
             let entries: Vec<ServerEntry> = diff.entries.into_iter().flatten().collect();
-            if !same_entries(&entries, &current) {
-                self.runtime.replace(entries);
+            if same_entries(&entries, &current) {
+                self.slots.settled();
+            } else {
+                self.runtime.replace(entries, || self.slots.settled());
             }
-            self.slots.settled();
             return MembershipChange::default();
         }
         let built = match self.build(&diff.to_build).await {
@@ -353,9 +364,9 @@ impl Reconciler {
             return;
         }
         if outcome.published {
-            // The runtime took the plan's entries when the change was committed.
+            // The runtime took the plan's entries, and the sources were
+            // settled, when the change was committed.
             self.retire(plan.retired);
-            self.slots.settled();
             tracing::info!(revision = outcome.revision, "discovery: servers published");
             return;
         }
@@ -428,7 +439,10 @@ impl Membership for Reconciler {
             return;
         }
         if let Some(plan) = self.state.lock().plan.as_mut() {
-            self.runtime.replace(std::mem::take(&mut plan.entries));
+            // The sources' statuses change with the runtime: no reader
+            // sees the new servers beside the failure they replace.
+            let entries = std::mem::take(&mut plan.entries);
+            self.runtime.replace(entries, || self.slots.settled());
         }
     }
 

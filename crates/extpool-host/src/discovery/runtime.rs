@@ -34,9 +34,18 @@ impl Runtime {
         self.entries.read().clone()
     }
 
-    /// Replaces every server.
-    pub(crate) fn replace(&self, entries: Vec<ServerEntry>) {
-        *self.entries.write() = entries;
+    /// Replaces every server, then runs `report` before any reader sees
+    /// them: what is reported about the servers changes with them.
+    pub(crate) fn replace(&self, entries: Vec<ServerEntry>, report: impl FnOnce()) {
+        let mut held = self.entries.write();
+        *held = entries;
+        report();
+    }
+
+    /// `read` over the servers now, none replaced meanwhile (what it reads
+    /// beside them agrees with them; see [`Runtime::replace`]).
+    pub(crate) fn read<T>(&self, read: impl FnOnce(&[ServerEntry]) -> T) -> T {
+        read(&self.entries.read())
     }
 
     /// Session `session` has its own server `name`.

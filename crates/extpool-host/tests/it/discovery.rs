@@ -233,6 +233,84 @@ async fn a_failing_source_is_stale_and_keeps_the_last_runtime() {
     host.shutdown().await;
 }
 
+/// Whether `report` is whole: a server discovery says it serves is a
+/// ready row with its tools, and the failure it replaced is gone from the
+/// discovery status and from the rows alike.
+fn assert_whole(report: &extpool_host::SourcesReport, server: &str, gone: &str) {
+    let toolhive = report
+        .discovery
+        .iter()
+        .find(|d| d.source == "toolhive")
+        .unwrap();
+    if !toolhive.servers.iter().any(|s| s == server) {
+        return;
+    }
+    assert!(!toolhive.stale && toolhive.failed.is_empty(), "{report:#?}");
+    assert_eq!(toolhive.state, "ok", "{report:#?}");
+    let row = report.sources.iter().find(|r| r.name == server);
+    assert!(
+        row.is_some_and(|r| r.state == "ready" && r.detail.contains("tool")),
+        "{report:#?}"
+    );
+    assert!(
+        !report.sources.iter().any(|r| r.name == gone),
+        "{report:#?}"
+    );
+    assert!(
+        report.status.servers.iter().any(|s| s.name == server),
+        "{report:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_published_change_is_reported_whole_from_its_first_revision() {
+    let upstream = HttpServer::spawn(StateDir::new().args());
+    let toolhive = FakeToolHive::start();
+    // A running workload whose URL answers 404 to MCP: it cannot start,
+    // so neither server is published.
+    let broken = format!("{}/mcp", toolhive.url());
+    toolhive.set_workloads(vec![
+        Workload::running("good", upstream.url()),
+        Workload::running("broken", &broken),
+    ]);
+    let project = Project::new();
+    config(&project, "");
+    let host = start(&project, Some((&toolhive, None))).await;
+    let failing = until_source(&host, "toolhive", "the broken workload failed", |d| {
+        !d.failed.is_empty()
+    })
+    .await;
+    assert!(failing.stale && failing.servers.is_empty(), "{failing:#?}");
+    let report = host.sources_report();
+    let row = report.sources.iter().find(|r| r.name == "broken").unwrap();
+    assert_eq!(row.state, "failed", "{row:?}");
+    assert!(row.detail.contains("404"), "{row:?}");
+    assert!(!report.sources.iter().any(|r| r.name == "good"));
+
+    // The broken workload goes: the good one is published. Read at the
+    // moment each revision is published, the report is whole.
+    let mut revisions = host.catalog().subscribe();
+    revisions.borrow_and_update();
+    toolhive.set_workloads(vec![Workload::running("good", upstream.url())]);
+    let wait = async {
+        loop {
+            revisions.changed().await.unwrap();
+            let report = host.sources_report();
+            assert_whole(&report, "good", "broken");
+            if has_tool(&host, "mcp__good__echo") {
+                return report;
+            }
+        }
+    };
+    let report = tokio::time::timeout(PATIENCE, wait)
+        .await
+        .expect("the good workload was never published");
+    let toolhive_status = report.discovery.iter().find(|d| d.source == "toolhive");
+    assert_eq!(toolhive_status.unwrap().servers, ["good"], "{report:#?}");
+    assert_eq!(echo(&host, "mcp__good__echo").await, "hi");
+    host.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partial_answer_keeps_the_usable_workloads_and_notes_the_rest() {
     let upstream = HttpServer::spawn(StateDir::new().args());
