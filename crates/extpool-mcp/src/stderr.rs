@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, BufReader};
 
 use crate::name::ServerName;
 use crate::redact::Redactor;
@@ -19,6 +19,11 @@ use crate::redact::Redactor;
 pub const STDERR_TAIL_LINES: usize = 20;
 /// Longest line kept (longer lines are cut at a char boundary).
 const MAX_LINE_BYTES: usize = 1024;
+
+/// Longest part of a line read and logged; the rest of a longer line is
+/// read and dropped, so a server writing without line breaks cannot grow
+/// the reader's buffer.
+const MAX_READ_LINE_BYTES: usize = 8 * 1024;
 
 /// How many stderr lines a slow listener of [`StderrLines`] may fall behind
 /// before it misses some (it is told how many, never blocks the reader).
@@ -147,10 +152,13 @@ impl StderrTail {
             let mut buf = Vec::new();
             loop {
                 buf.clear();
-                match reader.read_until(b'\n', &mut buf).await {
+                match read_line_bounded(&mut reader, &mut buf, MAX_READ_LINE_BYTES).await {
                     Ok(0) => break,
-                    Ok(_) => {
-                        let text = String::from_utf8_lossy(&buf);
+                    Ok(read) => {
+                        let mut text = String::from_utf8_lossy(&buf);
+                        if read > buf.len() {
+                            text = format!("{text}… (cut at {MAX_READ_LINE_BYTES} bytes)").into();
+                        }
                         let line = tail.redactor.redact(text.trim_end_matches(['\n', '\r']));
                         tracing::debug!(target: "extpool_mcp::stderr", server = %server, "{line}");
                         if let Some(lines) = &tail.lines_to {
@@ -168,6 +176,34 @@ impl StderrTail {
             tail.done.store(true, std::sync::atomic::Ordering::Release);
             tail.closed.notify_waiters();
         });
+    }
+}
+
+/// Reads one line of `reader` into `buf` (cleared by the caller), keeping
+/// at most `max` bytes of it: the rest, up to and with its line break, is
+/// read and dropped. Returns the bytes read, 0 at the end of the stream.
+async fn read_line_bounded<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<usize> {
+    let mut read = 0;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(read);
+        }
+        let (used, ended) = match available.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (available.len(), false),
+        };
+        let room = max.saturating_sub(buf.len());
+        buf.extend_from_slice(&available[..used.min(room)]);
+        reader.consume(used);
+        read += used;
+        if ended {
+            return Ok(read);
+        }
     }
 }
 
@@ -208,6 +244,48 @@ mod tests {
         assert_eq!(
             tail.settled_lines(std::time::Duration::from_secs(20)).await,
             ["bad key ***"]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_line_without_end_is_read_in_bounded_memory() {
+        let tail = StderrTail::default();
+        let (mut w, r) = tokio::io::duplex(64 * 1024);
+        tail.capture(ServerName::new("t").unwrap(), r);
+        let long = vec![b'x'; 4 * 1024 * 1024];
+        tokio::io::AsyncWriteExt::write_all(&mut w, &long)
+            .await
+            .unwrap();
+        tokio::io::AsyncWriteExt::write_all(&mut w, b"\nnext\n")
+            .await
+            .unwrap();
+        drop(w);
+        let lines = tail.settled_lines(std::time::Duration::from_secs(20)).await;
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].starts_with("xxx"), "{}", lines[0]);
+        assert!(lines[0].len() <= MAX_LINE_BYTES + '…'.len_utf8());
+        assert_eq!(lines[1], "next");
+    }
+
+    #[tokio::test]
+    async fn a_long_line_keeps_its_start_and_the_next_line_follows() {
+        let mut reader = tokio::io::BufReader::new(&b"abcdefgh\nij\n"[..]);
+        let mut buf = Vec::new();
+        assert_eq!(
+            read_line_bounded(&mut reader, &mut buf, 3).await.unwrap(),
+            9
+        );
+        assert_eq!(buf, b"abc");
+        buf.clear();
+        assert_eq!(
+            read_line_bounded(&mut reader, &mut buf, 3).await.unwrap(),
+            3
+        );
+        assert_eq!(buf, b"ij\n");
+        buf.clear();
+        assert_eq!(
+            read_line_bounded(&mut reader, &mut buf, 3).await.unwrap(),
+            0
         );
     }
 

@@ -53,7 +53,9 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 /// One log line on its way to stderr, written whole when the line is done
 /// with every secret recognisable in it masked
 /// ([`extpool_host::config::secrets::mask_text`]): a library's line may
-/// quote a server's URL with its query, or a token, in an error it logs.
+/// quote a server's URL with its query, or a token, in an error it logs;
+/// and with every control character from outside escaped
+/// ([`output::shown_log_line`]): a server's stderr is logged with `-vv`.
 struct MaskedLine(Vec<u8>);
 
 impl std::io::Write for MaskedLine {
@@ -71,11 +73,14 @@ impl Drop for MaskedLine {
     fn drop(&mut self) {
         let line = String::from_utf8_lossy(&self.0);
         let masked = extpool_host::config::secrets::mask_text(&line);
-        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), masked.as_bytes());
+        let shown = output::shown_log_line(&masked);
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), shown.as_bytes());
     }
 }
 
-fn init_tracing(verbose: u8) {
+/// Logs to stderr at the level `verbose` asks for (`EXTPOOL_LOG` wins),
+/// in colour only when `colour` says stderr shows it.
+fn init_tracing(verbose: u8, colour: Style) {
     let default = match verbose {
         0 => "off",
         1 => {
@@ -89,6 +94,7 @@ fn init_tracing(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(|| MaskedLine(Vec::new()))
+        .with_ansi(colour.is_on())
         .with_target(false)
         .try_init();
 }
@@ -102,8 +108,8 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    init_tracing(cli.global.verbose);
     let err_style = Style::new(cli.global.color, std::io::stderr().is_terminal());
+    init_tracing(cli.global.verbose, err_style);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -38,6 +38,11 @@ impl Style {
         Self { on }
     }
 
+    /// Whether colour is on.
+    pub fn is_on(self) -> bool {
+        self.on
+    }
+
     fn paint(self, code: &str, s: &str) -> String {
         if self.on {
             format!("\x1b[{code}m{s}\x1b[0m")
@@ -87,7 +92,18 @@ fn unsafe_to_show(c: char) -> bool {
 /// module docs) written as an escape, `\x1b` or `\u{202e}`; newlines and
 /// tabs kept. The one rule every front-end output applies to outside text.
 pub fn shown(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(unsafe_to_show) {
+    escaped(text, unsafe_to_show)
+}
+
+/// A log line as it may reach a terminal: [`shown`], except that ESC is
+/// kept, for the log formatter's own colours; tracing-subscriber has
+/// already escaped ESC in every value the line quotes.
+pub fn shown_log_line(line: &str) -> Cow<'_, str> {
+    escaped(line, |c| c != '\u{1b}' && unsafe_to_show(c))
+}
+
+fn escaped(text: &str, unsafe_to_show: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !text.chars().any(&unsafe_to_show) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);

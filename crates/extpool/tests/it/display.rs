@@ -64,3 +64,51 @@ fn tool_errors_are_shown_escaped_and_piped_results_stay_exact() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout, format!("{ESC}[1mraw\n"), "a pipe gets the bytes");
 }
+
+#[test]
+fn a_servers_stderr_in_the_logs_is_shown_escaped() {
+    // `-vv` logs what a server writes to stderr: its control characters
+    // reach the terminal escaped, and a log sent to a pipe has no colour.
+    let sb = sandbox();
+    let r = sb.run(&[
+        "-vv",
+        "call",
+        "mcp__testkit__stderr",
+        &format!("message=left\r{ESC}]0;pwned\u{7}{RLO}evil"),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_clean("the logs", &r.stderr);
+    assert!(!r.stderr.contains('\r'), "{:?}", r.stderr);
+    let logged = r"left\x0d\x1b]0;pwned\x07\u{202e}evil";
+    assert!(
+        r.stderr
+            .lines()
+            .any(|l| l.contains("testkit") && l.contains(logged)),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_servers_long_stderr_line_is_logged_cut() {
+    let sb = sandbox();
+    let long = "y".repeat(100_000);
+    let r = sb.run(&[
+        "-vv",
+        "call",
+        "mcp__testkit__stderr",
+        &format!("message={long}"),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let logged = r
+        .stderr
+        .lines()
+        .find(|l| l.contains("yyyy…") && l.contains("(cut at 8192 bytes)"))
+        .unwrap_or_else(|| {
+            panic!(
+                "no cut stderr line in:\n{}",
+                r.stderr.chars().take(4096).collect::<String>()
+            )
+        });
+    assert!(logged.len() < 8192 + 512, "{} bytes", logged.len());
+}
