@@ -200,6 +200,16 @@ pub(crate) fn join(namespace: &str, original: &str) -> Result<String, NameError>
     Ok(name)
 }
 
+/// Whether `name` is a name of `namespace` (`mcp__<namespace>__<name>`,
+/// the name not empty): the one test every "which server owns this tool"
+/// question uses. Namespaces never hold `__`, so at most one matches.
+pub fn in_namespace(name: &str, namespace: &str) -> bool {
+    name.strip_prefix(MCP_PREFIX)
+        .and_then(|rest| rest.strip_prefix(namespace))
+        .and_then(|tail| tail.strip_prefix(SEPARATOR))
+        .is_some_and(|original| !original.is_empty())
+}
+
 /// True when `name` already satisfies the common provider rule:
 /// 1 to 64 characters of `[A-Za-z0-9_-]`.
 pub fn is_provider_safe(name: &str) -> bool {
@@ -321,6 +331,16 @@ pub fn allocate_alias(canonical: &str, is_taken: impl Fn(&str) -> bool) -> Strin
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_name_is_in_the_namespace_it_begins_with() {
+        use super::in_namespace;
+        assert!(in_namespace("mcp__kit__echo", "kit"));
+        assert!(!in_namespace("mcp__kit__", "kit"), "no name after it");
+        assert!(!in_namespace("mcp__kitten__echo", "kit"));
+        assert!(!in_namespace("kit__echo", "kit"));
+        assert!(!in_namespace("mcp__kit_echo", "kit"));
+    }
+
     use super::*;
 
     #[test]

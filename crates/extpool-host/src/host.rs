@@ -324,16 +324,13 @@ impl Host {
     /// `name` (`mcp__<namespace>__…`, the namespace its `prefix`, else its
     /// name); `None` for another name.
     pub fn server_of_tool(&self, name: &str) -> Option<String> {
-        use extpool_catalog::names::{MCP_PREFIX, SEPARATOR};
-        let rest = name.strip_prefix(MCP_PREFIX)?;
         self.inner
             .runtime
             .entries()
             .into_iter()
             .find(|e| {
                 let namespace = e.written.prefix.as_deref().unwrap_or(&e.info.name);
-                rest.strip_prefix(namespace)
-                    .is_some_and(|tail| tail.starts_with(SEPARATOR) && tail.len() > SEPARATOR.len())
+                extpool_catalog::names::in_namespace(name, namespace)
             })
             .map(|e| e.info.name)
     }

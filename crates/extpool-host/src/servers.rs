@@ -49,14 +49,11 @@ pub fn transport(config: &McpServerConfig) -> String {
 /// `mcp__<namespace>__`. Namespaces never hold `__`, so at most one matches.
 /// A call needs only that server started.
 pub fn server_of(loaded: &Loaded, name: &str) -> Option<String> {
-    use extpool_catalog::names::{MCP_PREFIX, SEPARATOR};
-    let rest = name.strip_prefix(MCP_PREFIX)?;
     loaded
         .enabled_servers()
         .find(|(server, config)| {
             let namespace = config.prefix.as_deref().unwrap_or(server.as_str());
-            rest.strip_prefix(namespace)
-                .is_some_and(|tail| tail.starts_with(SEPARATOR) && tail.len() > SEPARATOR.len())
+            extpool_catalog::names::in_namespace(name, namespace)
         })
         .map(|(server, _)| server.clone())
 }

@@ -793,8 +793,10 @@ fn suggest_namespace(
     {
         return None;
     }
-    let prefix = format!("{MCP_PREFIX}{namespace}{SEPARATOR}");
-    if rev.all_tools().any(|t| t.name.starts_with(&prefix)) {
+    if rev
+        .all_tools()
+        .any(|t| extpool_catalog::names::in_namespace(&t.name, namespace))
+    {
         return None;
     }
     let namespaces = loaded
