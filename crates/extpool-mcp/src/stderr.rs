@@ -161,10 +161,11 @@ impl StderrTail {
                         }
                         let line = tail.redactor.redact(text.trim_end_matches(['\n', '\r']));
                         tracing::debug!(target: "extpool_mcp::stderr", server = %server, "{line}");
+                        // Kept first: a listener told of the line finds it in the tail.
+                        tail.push(line.to_string());
                         if let Some(lines) = &tail.lines_to {
                             lines.send(&server, &line);
                         }
-                        tail.push(line.into_owned());
                     }
                     Err(error) => {
                         tracing::debug!(target: "extpool_mcp::stderr", server = %server, %error, "stderr read failed");

@@ -8,6 +8,8 @@
 //! - `DELETE /v1/sessions/{id}` — close its servers, forget it;
 //! - `POST /v1/sessions/{id}/mcp-refresh` — bodyless refresh;
 //! - `GET /v1/sources` — ListMcpSources (cached; never probes upstream);
+//!   with `?after=N` (the `updates` of an earlier answer) it answers once
+//!   discovery reports a change past it, a watch without polling;
 //! - `GET /v1/replicas` — the replicas sharing the store, and which one
 //!   answered.
 //!
@@ -184,8 +186,42 @@ async fn refresh(State(api): State<Api>, Path(id): Path<String>) -> Response {
     }
 }
 
-async fn sources(State(api): State<Api>) -> Response {
-    Json(sources_json(&api.shared)).into_response()
+/// Longest wait of `GET /v1/sources?after=N`, and its default.
+const SOURCES_WAIT_MAX_MS: u64 = 60_000;
+
+#[derive(serde::Deserialize)]
+struct SourcesQuery {
+    /// The `updates` of an earlier answer: wait for a change past it.
+    after: Option<u64>,
+    /// How long to wait at most (capped at [`SOURCES_WAIT_MAX_MS`]).
+    wait_ms: Option<u64>,
+}
+
+async fn sources(State(api): State<Api>, Query(q): Query<SourcesQuery>) -> Response {
+    let Some(after) = q.after else {
+        return Json(sources_json(&api.shared)).into_response();
+    };
+    let wait = q
+        .wait_ms
+        .unwrap_or(SOURCES_WAIT_MAX_MS)
+        .min(SOURCES_WAIT_MAX_MS);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(wait);
+    let mut updates = api.shared.host.discovery_updates();
+    let waited = tokio::time::timeout_at(deadline, updates.wait_for(|n| *n > after))
+        .await
+        .map(|changed| changed.is_ok());
+    let changed = match waited {
+        Ok(true) => true,
+        // No discovery here: nothing will change; wait as asked.
+        Ok(false) => {
+            tokio::time::sleep_until(deadline).await;
+            false
+        }
+        Err(_) => false,
+    };
+    let mut answer = sources_json(&api.shared);
+    answer["changed"] = json!(changed);
+    Json(answer).into_response()
 }
 
 /// `/sessions/{id}/mcp`: the session's own MCP endpoint (opened from the

@@ -363,7 +363,7 @@ impl Sessions {
         let open = self.open.lock().remove(id);
         shared.resume.forget(id).await;
         if let Some(open) = open {
-            tracing::debug!(session = %id, "session closed on this replica");
+            tracing::info!(session = %id, "session closed on this replica");
             open.view.close().await;
         }
     }

@@ -44,8 +44,11 @@ pub fn tools() -> Vec<Tool> {
 
 /// The JSON of `ListMcpSources` and `GET /v1/sources`.
 pub(crate) fn sources_json(shared: &Shared) -> serde_json::Value {
+    // Read before the report: a change after it is past this number.
+    let updates = *shared.host.discovery_updates().borrow();
     let report = shared.host.sources_report();
     json!({
+        "updates": updates,
         "revision": report.status.catalog.revision,
         "ready": report.status.is_ready(),
         "catalog": report.status.catalog,

@@ -5,12 +5,13 @@
 //! again and possible again.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::stdio_command;
 
-/// How long [`wait_until_gone`] waits before failing the test.
-pub const GONE_PATIENCE: Duration = Duration::from_secs(10);
+/// How long a wait for a process or a thread to end lasts before it
+/// fails the test (reached only when broken).
+pub const GONE_PATIENCE: Duration = Duration::from_secs(60);
 
 /// Pids of live (not zombie) processes whose command line contains `marker`.
 pub fn pids_with(marker: &str) -> Vec<u32> {
@@ -35,24 +36,92 @@ pub fn pids_with(marker: &str) -> Vec<u32> {
     pids
 }
 
-/// Waits until no live process carries `marker`.
+/// Waits until no live process carries `marker`, on the kernel's word for
+/// each of them ([`exited`]); looks again after each, for one that started
+/// meanwhile.
 ///
 /// # Panics
 ///
-/// After [`GONE_PATIENCE`], with the pids that remain.
+/// After [`GONE_PATIENCE`] for one of them.
 pub async fn wait_until_gone(marker: &str) {
-    let deadline = Instant::now() + GONE_PATIENCE;
     loop {
         let pids = pids_with(marker);
         if pids.is_empty() {
             return;
         }
-        assert!(
-            Instant::now() < deadline,
-            "processes still running: {pids:?} ({marker})"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        for pid in pids {
+            exited(pid).await;
+        }
     }
+}
+
+/// `PIDFD_THREAD` (Linux 6.9): a pidfd for one thread, readable when that
+/// thread ends (rustix names no constant for it; it is `O_EXCL`).
+const PIDFD_THREAD: u32 = 0o200;
+
+/// What a pidfd is waited for.
+#[derive(Clone, Copy)]
+enum Until {
+    /// The process (or thread) ended: readable.
+    Ended,
+    /// The process was reaped by its parent: hung up (Linux 6.15).
+    Reaped,
+}
+
+/// Waits on a pidfd of `id` (a thread with `thread`) until `until`;
+/// `true` when it happened within [`GONE_PATIENCE`] or `id` names no
+/// process any more. Blocks the calling thread.
+fn pidfd_poll(id: u32, thread: bool, until: Until) -> bool {
+    let flags = if thread {
+        rustix::process::PidfdFlags::from_bits_retain(PIDFD_THREAD)
+    } else {
+        rustix::process::PidfdFlags::empty()
+    };
+    let fd = i32::try_from(id)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .map(|pid| rustix::process::pidfd_open(pid, flags));
+    let fd = match fd {
+        Some(Ok(fd)) => fd,
+        // No such process (ESRCH): gone already.
+        Some(Err(rustix::io::Errno::SRCH)) | None => return true,
+        Some(Err(e)) => panic!("cannot open a pidfd for {id}: {e}"),
+    };
+    let events = match until {
+        Until::Ended => rustix::event::PollFlags::IN,
+        // Only the hang-up, which poll reports unasked.
+        Until::Reaped => rustix::event::PollFlags::empty(),
+    };
+    let timeout = rustix::event::Timespec::try_from(GONE_PATIENCE)
+        .unwrap_or_else(|e| panic!("patience out of range: {e}"));
+    let mut fds = [rustix::event::PollFd::new(&fd, events)];
+    loop {
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Err(rustix::io::Errno::INTR) => {}
+            Ok(n) => return n > 0,
+            Err(e) => panic!("cannot wait on {id}: {e}"),
+        }
+    }
+}
+
+/// [`pidfd_poll`] on a blocking thread.
+async fn pidfd_wait(id: u32, thread: bool, until: Until) -> bool {
+    tokio::task::spawn_blocking(move || pidfd_poll(id, thread, until))
+        .await
+        .unwrap_or_else(|e| panic!("waiting on {id}: {e}"))
+}
+
+/// [`exited`] for a test without a runtime: blocks until process `pid` has
+/// exited (a zombie counts).
+///
+/// # Panics
+///
+/// After [`GONE_PATIENCE`].
+pub fn wait_exited(pid: u32) {
+    assert!(
+        pidfd_poll(pid, false, Until::Ended),
+        "process {pid} still running after {GONE_PATIENCE:?}"
+    );
 }
 
 /// Waits until process `pid` has exited (a zombie counts: its parent may
@@ -64,35 +133,55 @@ pub async fn wait_until_gone(marker: &str) {
 ///
 /// After [`GONE_PATIENCE`].
 pub async fn exited(pid: u32) {
-    let fd = i32::try_from(pid)
-        .ok()
-        .and_then(rustix::process::Pid::from_raw)
-        .map(|pid| rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()));
-    let Some(Ok(fd)) = fd else {
-        return; // no such process (ESRCH): gone already
-    };
-    // The kernel's own wait (poll on the pidfd), on a blocking thread.
-    let waited = tokio::task::spawn_blocking(move || {
-        let timeout = rustix::event::Timespec::try_from(GONE_PATIENCE)
-            .unwrap_or_else(|e| panic!("patience out of range: {e}"));
-        let mut fds = [rustix::event::PollFd::new(
-            &fd,
-            rustix::event::PollFlags::IN,
-        )];
-        loop {
-            match rustix::event::poll(&mut fds, Some(&timeout)) {
-                Err(rustix::io::Errno::INTR) => {}
-                other => return other,
-            }
-        }
-    })
-    .await
-    .unwrap_or_else(|e| panic!("waiting on process {pid}: {e}"));
-    match waited {
-        Ok(0) => panic!("process {pid} still running after {GONE_PATIENCE:?}"),
-        Ok(_) => {}
-        Err(e) => panic!("cannot wait on process {pid}: {e}"),
+    assert!(
+        pidfd_wait(pid, false, Until::Ended).await,
+        "process {pid} still running after {GONE_PATIENCE:?}"
+    );
+}
+
+/// Waits until process `pid` has exited and been reaped by its parent (no
+/// zombie left), on the kernel's word (its pidfd hangs up when it is
+/// reaped, since Linux 6.15) — no polling.
+///
+/// # Panics
+///
+/// After [`GONE_PATIENCE`], when it is still there.
+pub async fn reaped(pid: u32) {
+    if !pidfd_wait(pid, false, Until::Reaped).await {
+        // A kernel without the hang-up: what /proc says after the wait.
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "process {pid} not reaped after {GONE_PATIENCE:?}"
+        );
     }
+}
+
+/// The ids of this process's threads named `name` (their `comm`).
+pub fn threads_named(name: &str) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter(|task| {
+            std::fs::read_to_string(task.path().join("comm"))
+                .is_ok_and(|comm| comm.trim_end() == name)
+        })
+        .filter_map(|task| task.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// Waits until thread `tid` of this process has ended, on the kernel's
+/// word (a thread pidfd, Linux 6.9) — no polling.
+///
+/// # Panics
+///
+/// After [`GONE_PATIENCE`].
+pub async fn thread_ended(tid: u32) {
+    assert!(
+        pidfd_wait(tid, true, Until::Ended).await,
+        "thread {tid} still running after {GONE_PATIENCE:?}"
+    );
 }
 
 /// Kills (SIGKILL, like a crash) the one live process carrying `marker`,

@@ -145,10 +145,7 @@ async fn hung_request_times_out_and_connection_stays_usable() {
     assert!(err.is_timeout(), "{err:?}");
     assert!(err.to_string().contains("timed out"), "{err}");
     // The server was told: it counts the cancellation.
-    eventually("server saw notifications/cancelled", || {
-        state.counter("cancelled") == 1
-    })
-    .await;
+    counted(&state, "cancelled", 1).await;
     let r = client
         .call_tool("echo", args(json!({"message": "still here"})))
         .await
@@ -200,10 +197,7 @@ async fn dropping_a_call_cancels_it_and_keeps_the_connection() {
     sent_rx.await.unwrap();
     call.abort();
     let _ = call.await;
-    eventually("server saw notifications/cancelled", || {
-        state.counter("cancelled") == 1
-    })
-    .await;
+    counted(&state, "cancelled", 1).await;
     let r = client
         .call_tool("add", args(json!({"a": 1, "b": 1})))
         .await
@@ -261,18 +255,18 @@ async fn missing_binary_is_a_spawn_error() {
 
 #[tokio::test]
 async fn stderr_is_captured() {
-    let client = connect("talker", stdio_cfg::<&str>(&[])).await;
+    let (client, mut lines) = connect_hearing("talker", stdio_cfg::<&str>(&[])).await;
     client
         .call_tool("stderr", args(json!({"message": "hello from stderr"})))
         .await
         .unwrap();
-    eventually("stderr line captured", || {
+    heard(&mut lines, |l| l.contains("hello from stderr")).await;
+    assert!(
         client
             .stderr_tail()
             .iter()
             .any(|l| l.contains("hello from stderr"))
-    })
-    .await;
+    );
     client.close().await;
 }
 
@@ -282,7 +276,7 @@ async fn close_leaves_no_process_behind() {
     let pid = client.pid().unwrap();
     assert!(!process_gone(pid));
     client.close().await;
-    eventually("child exited and was reaped", || process_gone(pid)).await;
+    gone(pid).await;
     let err = client.ping().await.unwrap_err();
     assert!(matches!(err, ClientError::Closed { .. }), "{err:?}");
 }
@@ -366,9 +360,6 @@ async fn close_terminates_the_whole_process_group() {
     let leader = client.pid().unwrap();
     assert!(!process_gone(grandchild));
     client.close().await;
-    eventually("server exited", || process_gone(leader)).await;
-    eventually("grandchild killed with the group", || {
-        process_gone(grandchild)
-    })
-    .await;
+    gone(leader).await;
+    gone(grandchild).await;
 }

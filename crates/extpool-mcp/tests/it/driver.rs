@@ -11,7 +11,7 @@ use extpool_core::{Capability, McpResource};
 use extpool_mcp::{McpClient, McpServerCap, McpServerConfig, PoolConfig, driver_thread_name};
 use extpool_mcp::{SessionConnectionPool, error::ClientError};
 use extpool_testkit::StateDir;
-use extpool_testkit::procs::{kill_one, pids_with};
+use extpool_testkit::procs::{kill_one, thread_ended, threads_named, wait_until_gone};
 use serde_json::json;
 
 use crate::support::*;
@@ -20,17 +20,16 @@ use crate::support::*;
 /// uses a server name of its own, so tests running beside it in this
 /// process (with drivers of their own) do not count.
 fn driver_threads(server: &str) -> usize {
-    let wanted = driver_thread_name(server);
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return 0;
-    };
-    tasks
-        .flatten()
-        .filter(|task| {
-            std::fs::read_to_string(task.path().join("comm"))
-                .is_ok_and(|comm| comm.trim_end() == wanted)
-        })
-        .count()
+    threads_named(&driver_thread_name(server)).len()
+}
+
+/// Waits until every driver thread of `server` has ended, on the kernel's
+/// word for each; then none is left.
+async fn driver_threads_end(server: &str) {
+    for tid in threads_named(&driver_thread_name(server)) {
+        thread_ended(tid).await;
+    }
+    assert_eq!(driver_threads(server), 0);
 }
 
 /// An npx-style launcher: the testkit server (`args` appended) next to a
@@ -88,15 +87,9 @@ async fn a_pooled_stdio_connection_runs_on_its_own_thread_until_shutdown() {
     let grandchild = grandchild(&state);
     assert!(!process_gone(grandchild));
     pool.shutdown().await;
-    eventually("server exited and was reaped", || process_gone(leader)).await;
-    eventually("grandchild killed with the group", || {
-        process_gone(grandchild)
-    })
-    .await;
-    eventually("no driver thread left", || {
-        driver_threads("drv_pooled") == 0
-    })
-    .await;
+    gone(leader).await;
+    gone(grandchild).await;
+    driver_threads_end("drv_pooled").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -105,22 +98,18 @@ async fn a_crashed_connection_and_a_dropped_one_leave_no_thread_behind() {
     let marker = state.path().to_string_lossy().into_owned();
     let client = connect("drv_crash", stdio_cfg(&state.args())).await;
     client.ping().await.unwrap();
-    assert_eq!(driver_threads("drv_crash"), 1);
+    let first = threads_named(&driver_thread_name("drv_crash"));
+    assert_eq!(first.len(), 1);
     kill_one(&marker).await;
     // The next call reconnects: a new connection, a new thread; the old one ends.
     client.ping().await.unwrap();
     assert_eq!(client.connection_count(), 2);
-    eventually("only the new connection's thread", || {
-        driver_threads("drv_crash") == 1
-    })
-    .await;
+    thread_ended(first[0]).await;
+    assert_eq!(driver_threads("drv_crash"), 1, "only the new connection's");
     let pid = client.pid().unwrap();
     drop(client);
-    eventually("the dropped connection's server is gone", || {
-        process_gone(pid)
-    })
-    .await;
-    eventually("no driver thread left", || driver_threads("drv_crash") == 0).await;
+    gone(pid).await;
+    driver_threads_end("drv_crash").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -135,8 +124,8 @@ async fn a_hung_start_times_out_and_leaves_no_thread_or_process() {
         .await
         .unwrap_err();
     assert!(err.is_connect() && err.is_timeout(), "{err:?}");
-    eventually("the hung server is gone", || pids_with(&marker).is_empty()).await;
-    eventually("no driver thread left", || driver_threads("drv_hang") == 0).await;
+    wait_until_gone(&marker).await;
+    driver_threads_end("drv_hang").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,19 +7,21 @@
 //! really took (never a fixed duration).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use extpool_core::ChangeKind;
 use extpool_mcp::{
     ClientOptions, Elicitation, ElicitationHandler, McpClient, NotificationLimits, ServerName,
 };
+use extpool_testkit::StateDir;
 use rmcp::ErrorData;
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::json;
 use tokio::sync::Notify;
 
-use crate::support::{args, capture_logs, eventually, name, options, stdio_cfg, text};
+use crate::support::{
+    PATIENCE, args, capture_logs, counted, name, on_each, options, stdio_cfg, text,
+};
 
 async fn client_with(options: ClientOptions) -> McpClient {
     McpClient::connect(name("flood"), stdio_cfg::<&str>(&[]), Arc::new(options))
@@ -123,6 +125,9 @@ async fn a_caller_that_does_not_read_progress_queues_at_most_its_channel() {
 async fn a_list_changed_burst_is_merged_and_its_last_delivered() {
     let client = client_with(options()).await;
     let before = client.signals().epoch(ChangeKind::ToolsChanged);
+    // Each list_changed let through is a change: the stats are looked at
+    // again at each (they count a notification before it passes).
+    let mut changes = client.signals().subscribe();
     let count = 5_000;
     let started = Instant::now();
     let result = client
@@ -131,7 +136,7 @@ async fn a_list_changed_burst_is_merged_and_its_last_delivered() {
         .unwrap();
     assert_eq!(text(&result), format!("sent {count}"));
     // The last of the burst is held for the interval, then delivered.
-    eventually("every list_changed passed or merged", || {
+    on_each("every list_changed passed or merged", &mut changes, || {
         let s = client.flood_stats();
         s.list_changed_passed + s.list_changed_merged == count
     })
@@ -144,8 +149,9 @@ async fn a_list_changed_burst_is_merged_and_its_last_delivered() {
         u128::from(stats.list_changed_passed) <= elapsed.as_millis() / interval + 2,
         "{stats:?} in {elapsed:?}"
     );
-    eventually(
+    on_each(
         "the passed notifications reached the change counter",
+        &mut changes,
         || client.signals().epoch(ChangeKind::ToolsChanged) - before == stats.list_changed_passed,
     )
     .await;
@@ -155,7 +161,7 @@ async fn a_list_changed_burst_is_merged_and_its_last_delivered() {
 /// Holds every elicitation until released, counting those waiting.
 #[derive(Default)]
 struct Held {
-    waiting: AtomicUsize,
+    waiting: tokio::sync::watch::Sender<usize>,
     release: Notify,
 }
 
@@ -167,7 +173,7 @@ impl ElicitationHandler for Held {
         _: ElicitRequestParams,
     ) -> Result<ElicitResult, ErrorData> {
         let released = self.release.notified();
-        self.waiting.fetch_add(1, Ordering::SeqCst);
+        self.waiting.send_modify(|n| *n += 1);
         released.await;
         Ok(ElicitResult::new(ElicitationAction::Accept))
     }
@@ -179,7 +185,10 @@ async fn server_requests_beyond_the_limit_are_refused_at_once() {
     let mut options = options();
     options.elicitation = Some(Elicitation(held.clone()));
     let limit = options.notifications.requests_in_flight as u64;
-    let client = client_with(options).await;
+    let state = StateDir::new();
+    let client = McpClient::connect(name("flood"), stdio_cfg(&state.args()), Arc::new(options))
+        .await
+        .unwrap();
     let count = 50;
     let call = {
         let client = client.clone();
@@ -189,11 +198,16 @@ async fn server_requests_beyond_the_limit_are_refused_at_once() {
                 .await
         })
     };
-    eventually("the excess was refused and the rest is waiting", || {
-        client.flood_stats().requests_refused == count - limit
-            && held.waiting.load(Ordering::SeqCst) as u64 == limit
-    })
-    .await;
+    // The server counts each refusal it gets; the handler each it holds.
+    counted(&state, "elicit_failed", count - limit).await;
+    tokio::time::timeout(
+        PATIENCE,
+        held.waiting.subscribe().wait_for(|n| *n as u64 == limit),
+    )
+    .await
+    .expect("the rest never reached the handler")
+    .unwrap();
+    assert_eq!(client.flood_stats().requests_refused, count - limit);
     held.release.notify_waiters();
     let result = call.await.unwrap().unwrap();
     assert_eq!(

@@ -74,7 +74,8 @@ async fn server_everything_over_stdio() {
     exercise_everything(&cap).await;
     // server-everything announces tools/list_changed right after initialize.
     let client = cap.client().unwrap();
-    eventually("tools/list_changed received", || {
+    let mut changes = client.signals().subscribe();
+    on_each("tools/list_changed received", &mut changes, || {
         client.signals().epoch(ChangeKind::ToolsChanged) >= 1
     })
     .await;

@@ -140,21 +140,17 @@ async fn full_pool_waits_then_fails_clearly() {
     );
 
     // A waiter gets the slot as soon as a lease is returned (the idle client is evicted).
-    let waiter = {
-        let pool = pool.clone();
-        tokio::spawn(async move {
-            pool.get_client(&name("c"), &stdio_cfg::<&str>(&[]))
-                .await
-                .map(|c| c.pid())
-        })
-    };
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (c_name, c_config) = (name("c"), stdio_cfg::<&str>(&[]));
+    let waiter = pool.get_client(&c_name, &c_config);
+    tokio::pin!(waiter);
+    // Its first poll finds the pool full and queues it.
+    assert!(futures::poll!(&mut waiter).is_pending());
     let a_pid = a.pid().unwrap();
     drop(a);
-    let c_pid = waiter.await.unwrap().unwrap();
+    let c_pid = waiter.await.map(|c| c.pid()).unwrap();
     assert!(c_pid.is_some());
     assert_eq!(pool.live_clients(), 2);
-    eventually("evicted idle client exited", || process_gone(a_pid)).await;
+    gone(a_pid).await;
     pool.shutdown().await;
 }
 
@@ -195,7 +191,7 @@ async fn many_calls_multiplex_on_one_connection() {
     let state = StateDir::new();
     let cap = Arc::new(McpServerCap::new("kit", stdio_cfg(&state.args()), pool.clone()).unwrap());
     cap.start().await.unwrap();
-    let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let queued = Arc::new(tokio::sync::watch::Sender::new(0_usize));
     let mut tasks = Vec::new();
     for _ in 0..64 {
         let cap = cap.clone();
@@ -207,14 +203,14 @@ async fn many_calls_multiplex_on_one_connection() {
             if let std::task::Poll::Ready(r) = futures::poll!(&mut call) {
                 return r;
             }
-            queued.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            queued.send_modify(|n| *n += 1);
             call.await
         }));
     }
-    eventually("64 requests handed to the connection", || {
-        queued.load(std::sync::atomic::Ordering::SeqCst) == 64
-    })
-    .await;
+    tokio::time::timeout(PATIENCE, queued.subscribe().wait_for(|n| *n == 64))
+        .await
+        .expect("64 requests handed to the connection")
+        .unwrap();
     // With 64 calls pending, another caller still gets through at once…
     let echo = cap
         .call_tool(
@@ -228,10 +224,7 @@ async fn many_calls_multiplex_on_one_connection() {
     for t in &tasks {
         t.abort();
     }
-    eventually("64 in-flight calls cancelled at the server", || {
-        state.counter("cancelled") == 64
-    })
-    .await;
+    counted(&state, "cancelled", 64).await;
     assert_eq!(pool.live_clients(), 1);
     assert_eq!(state.starts(), 1);
     pool.shutdown().await;
@@ -251,7 +244,7 @@ async fn shutdown_closes_every_process() {
     let pids = [a.pid().unwrap(), b.pid().unwrap()];
     pool.shutdown().await;
     for pid in pids {
-        eventually("pooled child exited and was reaped", || process_gone(pid)).await;
+        gone(pid).await;
     }
     assert!(a.ping().await.is_err());
     let err = pool
@@ -281,10 +274,7 @@ async fn a_retired_connection_drains_its_calls_and_closes_once_nobody_holds_it()
                 .await
         })
     };
-    eventually("the call reached the server", || {
-        state.counter("sleep") == 1
-    })
-    .await;
+    counted(&state, "sleep", 1).await;
     assert_eq!(client.in_flight(), 1);
     retired.shutdown().await.unwrap();
     // Another capability still holds the connection: it stays.
@@ -296,7 +286,7 @@ async fn a_retired_connection_drains_its_calls_and_closes_once_nobody_holds_it()
     let result = call.await.unwrap().unwrap();
     assert!(!result.is_error, "{result:?}");
     assert!(pool.close_if_idle(&name("kit"), &cfg).await);
-    eventually("the retired server exited", || process_gone(pid)).await;
+    gone(pid).await;
     assert_eq!(pool.live_clients(), 0);
     assert!(!pool.close_if_idle(&name("kit"), &cfg).await);
 }
@@ -335,6 +325,6 @@ async fn an_owned_capability_closes_its_connection_unless_another_still_uses_it(
     assert_eq!(pool.live_clients(), 0);
     assert_eq!(state.starts(), 1);
     let pid = state.pids()[0];
-    eventually("the server process ends", || process_gone(pid)).await;
+    gone(pid).await;
     pool.shutdown().await;
 }

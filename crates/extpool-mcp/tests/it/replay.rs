@@ -103,20 +103,11 @@ async fn mutation_interrupted_by_a_crash_is_not_replayed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_only_tool_interrupted_by_a_kill_is_retried() {
     let state = StateDir::new();
-    let mut cfg = stdio_cfg(&state.args());
-    cfg.env
-        .insert("RUST_LOG".into(), "extpool_testkit=debug".into());
-    let client = connect("kit", cfg).await;
+    let client = connect("kit", stdio_cfg(&state.args())).await;
     let pid = client.pid().unwrap();
     let c = client.clone();
     let call = tokio::spawn(async move { c.call_tool("sleep", args(json!({"ms": 1_000}))).await });
-    eventually("the sleep call reached the server", || {
-        client
-            .stderr_tail()
-            .iter()
-            .any(|l| l.contains("call") && l.contains("\"sleep\""))
-    })
-    .await;
+    counted(&state, "sleep", 1).await;
     nix::sys::signal::killpg(
         nix::unistd::Pid::from_raw(pid as i32),
         nix::sys::signal::Signal::SIGKILL,

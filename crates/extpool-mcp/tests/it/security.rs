@@ -183,7 +183,7 @@ async fn a_running_servers_stderr_is_masked() {
     config
         .env
         .insert("SERVICE_TOKEN".into(), "ghp_0123456789abcdef".into());
-    let client = connect("kit", config).await;
+    let (client, mut lines) = connect_hearing("kit", config).await;
     client
         .call_tool(
             "stderr",
@@ -191,10 +191,7 @@ async fn a_running_servers_stderr_is_masked() {
         )
         .await
         .unwrap();
-    eventually("the line was captured", || {
-        client.stderr_tail().iter().any(|l| l.contains("refused"))
-    })
-    .await;
+    heard(&mut lines, |l| l.contains("refused")).await;
     let tail = client.stderr_tail().join("\n");
     assert!(tail.contains("token *** refused"), "{tail}");
     assert!(!tail.contains("ghp_0123456789abcdef"), "{tail}");

@@ -50,6 +50,44 @@ pub async fn connect(server: &str, config: McpServerConfig) -> McpClient {
         .unwrap()
 }
 
+/// [`connect`], hearing the server's stderr lines from the start.
+pub async fn connect_hearing(
+    server: &str,
+    config: McpServerConfig,
+) -> (
+    McpClient,
+    tokio::sync::broadcast::Receiver<extpool_mcp::stderr::StderrLine>,
+) {
+    let options = options();
+    let lines = options.stderr_lines.subscribe();
+    let client = McpClient::connect(name(server), config, Arc::new(options))
+        .await
+        .unwrap();
+    (client, lines)
+}
+
+/// Waits until the server writes a stderr line that `wanted` accepts,
+/// failing after [`PATIENCE`].
+pub async fn heard(
+    lines: &mut tokio::sync::broadcast::Receiver<extpool_mcp::stderr::StderrLine>,
+    wanted: impl Fn(&str) -> bool,
+) {
+    let wait = async {
+        loop {
+            match lines.recv().await {
+                Ok(l) if wanted(&l.line) => return,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                    panic!("no more stderr lines")
+                }
+            }
+        }
+    };
+    tokio::time::timeout(PATIENCE, wait)
+        .await
+        .unwrap_or_else(|_| panic!("the server never wrote the line"));
+}
+
 /// `serde_json::json!` object → tool arguments.
 pub fn args(value: serde_json::Value) -> Option<JsonObject> {
     match value {
@@ -144,15 +182,40 @@ impl Write for ThreadSink {
 /// How long a test waits for what a server records before failing.
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
-/// Waits until `check` holds, polling; panics with `what` after 20 s.
-pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    for _ in 0..2000 {
-        if check() {
-            return;
+/// Waits until process `pid` has exited and been reaped, on the kernel's
+/// word (its pidfd), failing after the testkit's patience.
+pub async fn gone(pid: u32) {
+    extpool_testkit::procs::reaped(pid).await;
+}
+
+/// Waits until the counter `key` of `state` is `n` (the server recorded
+/// it), failing after [`PATIENCE`].
+pub async fn counted(state: &extpool_testkit::StateDir, key: &str, n: u64) {
+    state
+        .until(&format!("counter {key} = {n}"), PATIENCE, |s| {
+            s.counter(key) == n
+        })
+        .await;
+}
+
+/// Waits until `check` holds, looking again at each change `events`
+/// reports (a lagging receiver looks again too), failing after
+/// [`PATIENCE`] with `what`.
+pub async fn on_each<T: Clone>(
+    what: &str,
+    events: &mut tokio::sync::broadcast::Receiver<T>,
+    mut check: impl FnMut() -> bool,
+) {
+    let wait = async {
+        while !check() {
+            if let Err(tokio::sync::broadcast::error::RecvError::Closed) = events.recv().await {
+                panic!("the events ended before: {what}");
+            }
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("timed out waiting for: {what}");
+    };
+    tokio::time::timeout(PATIENCE, wait)
+        .await
+        .unwrap_or_else(|_| panic!("never happened: {what}"));
 }
 
 /// True once a process has exited *and* been reaped (no zombie left).

@@ -16,8 +16,8 @@ use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::json;
 
 use crate::support::{
-    Project, Served, SessionEra, eventually, modern, modern_http_upstream, remote_yaml,
-    testkit_yaml, within,
+    PATIENCE, Project, Served, SessionEra, modern, modern_http_upstream, remote_yaml, testkit_yaml,
+    within,
 };
 
 async fn echo<S: rmcp::service::Service<RoleClient>>(
@@ -110,11 +110,11 @@ async fn an_upstream_spoken_to_in_the_2026_era_has_its_list_changes_reach_client
     project.config(&remote_yaml("remote", upstream.url(), "2026-07-28", ""));
     let served = Served::start(project, GatewayOptions::default()).await;
     // The gateway listens to the upstream (the era has no other way to hear it).
-    eventually(
-        || state.counter("listeners") > 0,
-        "the gateway listens upstream",
-    )
-    .await;
+    state
+        .until("the gateway listens upstream", PATIENCE, |s| {
+            s.counter("listeners") > 0
+        })
+        .await;
     a_listener_hears_a_tool_added_to(&served, "remote").await;
     served.stop().await;
 }

@@ -11,8 +11,8 @@ use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
 
 use crate::support::{
-    Project, Served, SessionEra, eventually, modern_http_upstream, remote_yaml, testkit_yaml,
-    within,
+    PATIENCE, Project, Served, SessionEra, eventually, modern_http_upstream, remote_yaml,
+    testkit_yaml, within,
 };
 
 type Client = RunningService<RoleClient, SessionEra>;
@@ -109,7 +109,9 @@ async fn sessions_and_the_calls_of_one_session_are_bounded_with_clear_errors() {
             tokio::spawn(async move { peer.call_tool(params).await })
         })
         .collect();
-    eventually(|| state.arrivals("k") == 2, "two calls in flight").await;
+    state
+        .until("two calls in flight", PATIENCE, |s| s.arrivals("k") == 2)
+        .await;
     let error = echo(&a, "third").await.unwrap_err();
     assert!(
         error.contains("already has 2 tool calls in flight")

@@ -4,7 +4,7 @@
 
 #![allow(deprecated)] // resources/subscribe is the session era's; the gateway serves that era
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use extpool_server::GatewayOptions;
 use extpool_testkit::StateDir;
@@ -18,7 +18,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::json;
 
-use crate::support::{Project, Served, conformance_testkit_yaml, eventually};
+use crate::support::{PATIENCE, Project, Served, conformance_testkit_yaml};
 
 async fn serve_conformance_testkit(state: &StateDir) -> Served {
     let project = Project::new();
@@ -28,7 +28,17 @@ async fn serve_conformance_testkit(state: &StateDir) -> Served {
 
 /// An rmcp client that keeps the resource updates it receives.
 #[derive(Clone, Default)]
-struct Updates(Arc<Mutex<Vec<String>>>);
+struct Updates(Arc<tokio::sync::watch::Sender<Vec<String>>>);
+
+impl Updates {
+    /// Waits until `n` updates arrived, failing after [`PATIENCE`].
+    async fn arrived(&self, n: usize, what: &str) {
+        tokio::time::timeout(PATIENCE, self.0.subscribe().wait_for(|u| u.len() == n))
+            .await
+            .unwrap_or_else(|_| panic!("never happened: {what}"))
+            .unwrap();
+    }
+}
 
 impl ClientHandler for Updates {
     async fn on_resource_updated(
@@ -36,7 +46,7 @@ impl ClientHandler for Updates {
         params: ResourceUpdatedNotificationParam,
         _: NotificationContext<RoleClient>,
     ) {
-        self.0.lock().unwrap().push(params.uri);
+        self.0.send_modify(|u| u.push(params.uri));
     }
 }
 
@@ -159,13 +169,11 @@ async fn resource_updates_reach_the_subscribed_sessions_through_one_upstream_sub
     // The upstream has one subscriber: the gateway, for both sessions.
     let told = call_text(&c, "mcp__conf__update_watched_resource").await;
     assert_eq!(told, "updated; 1 subscriber(s) told");
-    eventually(
-        || first.0.lock().unwrap().len() == 1 && second.0.lock().unwrap().len() == 1,
-        "both subscribed sessions got notifications/resources/updated",
-    )
-    .await;
-    assert_eq!(first.0.lock().unwrap()[0], URI);
-    assert!(bystander.0.lock().unwrap().is_empty());
+    let what = "both subscribed sessions got notifications/resources/updated";
+    first.arrived(1, what).await;
+    second.arrived(1, what).await;
+    assert_eq!(first.0.borrow()[0], URI);
+    assert!(bystander.0.borrow().is_empty());
 
     // The last session to leave unsubscribes the gateway upstream.
     a.peer()
@@ -227,11 +235,12 @@ async fn a_skill_embedded_server_passes_its_templates_and_updates_once() {
         .unwrap();
     let told = call_text(&client, "mcp__kit_conf__update_watched_resource").await;
     assert_eq!(told, "updated; 1 subscriber(s) told");
-    eventually(
-        || updates.0.lock().unwrap().len() == 1,
-        "the subscribed session got notifications/resources/updated",
-    )
-    .await;
+    updates
+        .arrived(
+            1,
+            "the subscribed session got notifications/resources/updated",
+        )
+        .await;
 
     client.cancel().await.unwrap();
     served.stop().await;

@@ -16,8 +16,7 @@ use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
 
 use crate::support::{
-    PATIENCE, Project, Sdk, Served, conformance_testkit_yaml, eventually, sdk_client, server_yaml,
-    testkit_yaml,
+    PATIENCE, Project, Sdk, Served, conformance_testkit_yaml, sdk_client, server_yaml, testkit_yaml,
 };
 
 fn everything_yaml() -> String {
@@ -221,16 +220,20 @@ async fn a_client_cancel_reaches_the_upstream() {
         .unwrap();
     // The call is running upstream once the testkit counted its start;
     // the sleep tool counts `sleep` as it begins.
-    eventually(|| state.counter("sleep") == 1, "the upstream call started").await;
+    state
+        .until("the upstream call started", PATIENCE, |s| {
+            s.counter("sleep") == 1
+        })
+        .await;
     tokio::time::timeout(PATIENCE, handle.cancel(Some("test".into())))
         .await
         .unwrap()
         .unwrap();
-    eventually(
-        || state.counter("cancelled") == 1,
-        "the upstream saw the cancellation",
-    )
-    .await;
+    state
+        .until("the upstream saw the cancellation", PATIENCE, |s| {
+            s.counter("cancelled") == 1
+        })
+        .await;
     client.cancel().await.unwrap();
     served.stop().await;
 }

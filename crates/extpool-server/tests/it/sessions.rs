@@ -8,7 +8,7 @@ use extpool_state::StateStore;
 use extpool_testkit::{HttpServer, StateDir};
 use serde_json::{Value, json};
 
-use crate::support::{Project, Sdk, Served, eventually, sdk_client, testkit_yaml};
+use crate::support::{PATIENCE, Project, Sdk, Served, sdk_client, testkit_yaml};
 
 async fn store(dir: &std::path::Path) -> StateStore {
     StateStore::open_url(&format!("sqlite:{}", dir.join("state.db").display()))
@@ -76,11 +76,15 @@ async fn a_session_keeps_its_grants_until_a_refresh_adds_what_arrived() {
     assert_eq!(out[1]["is_error"], false, "{out:?}");
     // Reconciliation makes it available (the pool sees it) ...
     let pool = served.gateway.host().pool();
-    eventually(
-        || pool.tools().iter().any(|t| t.name == "mcp__testkit__later"),
-        "the new tool is available after reconciliation",
-    )
-    .await;
+    let mut revisions = served.gateway.host().catalog().subscribe();
+    let available = async {
+        while !pool.tools().iter().any(|t| t.name == "mcp__testkit__later") {
+            revisions.changed().await.unwrap();
+        }
+    };
+    tokio::time::timeout(PATIENCE, available)
+        .await
+        .expect("the new tool is available after reconciliation");
     let out = sdk_client(
         Sdk::Python,
         &endpoint,
@@ -370,9 +374,10 @@ async fn list_mcp_sources_never_contacts_an_upstream() {
     )
     .await;
     assert_eq!(out[1]["is_error"], false, "{out:?}");
-    eventually(
-        || kit.counter("lists") > before,
+    kit.until(
         "the upstream is listed again after its list changed",
+        PATIENCE,
+        |k| k.counter("lists") > before,
     )
     .await;
     served.stop().await;
@@ -426,10 +431,7 @@ async fn delete_stops_a_session_command_server_checked_by_pid() {
     .await;
     assert_eq!(status, 200, "{deleted}");
     assert_eq!(deleted["closed_servers"], json!(["mine"]));
-    eventually(
-        || crate::support::pids_with(&marker).is_empty(),
-        "the session's server process is gone after DELETE",
-    )
-    .await;
+    // The session's server process is gone after DELETE.
+    extpool_testkit::procs::wait_until_gone(&marker).await;
     served.stop().await;
 }

@@ -219,28 +219,7 @@ pub async fn eventually(mut check: impl FnMut() -> bool, what: &str) {
     }
 }
 
-/// Pids of live processes whose command line contains `marker`.
-pub fn pids_with(marker: &str) -> Vec<u32> {
-    let mut pids = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return pids;
-    };
-    for entry in entries.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let alive = std::fs::read_to_string(entry.path().join("stat"))
-            .map(|s| !s.contains(") Z "))
-            .unwrap_or(false);
-        if alive && String::from_utf8_lossy(&cmdline).contains(marker) {
-            pids.push(pid);
-        }
-    }
-    pids
-}
+pub use extpool_testkit::procs::pids_with;
 
 /// A 2026-07-28 request sent by hand: `method` with `params` (the per-request
 /// `_meta` added), the `MCP-Protocol-Version` header, and `headers` as given

@@ -142,12 +142,14 @@ impl TestServer {
 impl TestServer {
     /// Sends `count` `elicitation/create` requests to the caller at once,
     /// waits for every answer and says how they ended:
-    /// `accepted A, declined D, cancelled C, failed F`.
+    /// `accepted A, declined D, cancelled C, failed F`. Each failed answer
+    /// is counted (`elicit_failed`) as it arrives.
     pub(crate) async fn flood_elicitation(
         &self,
         count: u64,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let counters = &self.shared.counters;
         let asks = (0..count).map(|i| {
             let params = ElicitRequestParams::FormElicitationParams {
                 meta: None,
@@ -158,7 +160,12 @@ impl TestServer {
             async move {
                 match context.peer.send_request(request).await {
                     Ok(ClientResult::ElicitResult(result)) => Some(result.action),
-                    _ => None,
+                    _ => {
+                        // Counted as it comes: a test waits for the refusals
+                        // while the other requests are still held.
+                        let _ = counters.increment("elicit_failed");
+                        None
+                    }
                 }
             }
         });

@@ -9,7 +9,7 @@ use rmcp::{
 };
 use serde_json::json;
 
-use crate::common::{args, call_text, connect_stdio, eventually, text_of, within};
+use crate::common::{args, call_text, connect_stdio, recorded, text_of, within};
 
 #[tokio::test]
 async fn a_short_sleep_answers() {
@@ -38,10 +38,9 @@ async fn a_cancelled_sleep_increments_the_cancelled_counter() {
         Err(ServiceError::Timeout { .. }) => {}
         other => panic!("expected the client-side timeout, got {other:?}"),
     }
-    eventually(
-        || state.counter("cancelled") == 1,
-        "the server counts the cancellation",
-    )
+    recorded(&state, "the server counts the cancellation", |s| {
+        s.counter("cancelled") == 1
+    })
     .await;
     // The connection is still usable.
     assert_eq!(
@@ -63,7 +62,10 @@ async fn barrier_calls_return_only_together_and_a_cancelled_one_is_counted() {
     };
     // The first call waits for the second: both answer only when both are in flight.
     let first = tokio::spawn(barrier("pair"));
-    eventually(|| state.arrivals("pair") == 1, "the first call arrives").await;
+    recorded(&state, "the first call arrives", |s| {
+        s.arrivals("pair") == 1
+    })
+    .await;
     assert!(!first.is_finished());
     assert_eq!(within(barrier("pair")).await, "released 2");
     assert_eq!(within(first).await.unwrap(), "released 2");
@@ -76,11 +78,10 @@ async fn barrier_calls_return_only_together_and_a_cancelled_one_is_counted() {
     let handle = within(client.send_request_with_option(request, PeerRequestOptions::no_options()))
         .await
         .unwrap();
-    eventually(|| state.arrivals("alone") == 1, "the call arrives").await;
+    recorded(&state, "the call arrives", |s| s.arrivals("alone") == 1).await;
     within(handle.cancel(Some("test".into()))).await.unwrap();
-    eventually(
-        || state.counter("cancelled") == 1,
-        "the server counts the cancellation",
-    )
+    recorded(&state, "the server counts the cancellation", |s| {
+        s.counter("cancelled") == 1
+    })
     .await;
 }

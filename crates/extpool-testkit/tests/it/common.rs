@@ -40,16 +40,14 @@ pub async fn within<F: Future>(f: F) -> F::Output {
         .expect("timed out waiting")
 }
 
-/// Polls `check` until it holds, failing after [`PATIENCE`].
-pub async fn eventually(mut check: impl FnMut() -> bool, what: &str) {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while !check() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never happened: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+/// Waits until `check` holds for what the servers recorded in `state`
+/// (looking again at each change there), failing after [`PATIENCE`].
+pub async fn recorded(
+    state: &extpool_testkit::StateDir,
+    what: &str,
+    check: impl FnMut(&extpool_testkit::StateDir) -> bool,
+) {
+    state.until(what, PATIENCE, check).await;
 }
 
 /// Records the list_changed notifications a client receives.

@@ -6,14 +6,15 @@ use std::time::Duration;
 use extpool_testkit::{HttpServer, StateDir};
 use serde_json::json;
 
-use crate::common::{NO_ARGS, call, call_text, connect_http, connect_stdio, eventually};
+use crate::common::{NO_ARGS, call, call_text, connect_http, connect_stdio, within};
 
 #[tokio::test]
 async fn stdio_crash_kills_the_process_mid_call() {
     let (client, _) = connect_stdio(&[]).await;
     let result = call(&client, "crash", json!({})).await;
     assert!(result.is_err(), "a crash has no answer: {result:?}");
-    eventually(|| client.is_transport_closed(), "the transport closes").await;
+    // The client's service ends when the transport closes.
+    within(client.waiting()).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -54,12 +54,14 @@ fn api(method: &str, url: &str) -> Value {
     })
 }
 
-/// Re-reads `/v1/sources` until `check` holds (the daemon is another
-/// process: its state is read, not awaited), failing after [`PATIENCE`].
+/// Reads `/v1/sources` until `check` holds, each read after the first
+/// waiting in the daemon for discovery's next change (`?after=`), failing
+/// after [`PATIENCE`].
 fn sources_until(base: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + PATIENCE;
+    let mut url = format!("{base}/v1/sources");
     loop {
-        let sources = api("GET", &format!("{base}/v1/sources"));
+        let sources = api("GET", &url);
         if check(&sources) {
             return sources;
         }
@@ -67,7 +69,8 @@ fn sources_until(base: &str, what: &str, check: impl Fn(&Value) -> bool) -> Valu
             Instant::now() < deadline,
             "never happened: {what}: {sources:#}"
         );
-        std::thread::sleep(Duration::from_millis(50));
+        let updates = sources["updates"].as_u64().unwrap();
+        url = format!("{base}/v1/sources?after={updates}&wait_ms=5000");
     }
 }
 
@@ -247,12 +250,21 @@ fn config_edits_apply_while_serving_and_an_invalid_one_is_refused() {
         .map(|d| d["source"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["config"], "--toolhive=false: no ToolHive source");
+    // A watch of the sources (the longest wait) answers at the edit's change.
+    let watch = {
+        let after = sources["updates"].as_u64().unwrap();
+        let url = format!("{base}/v1/sources?after={after}&wait_ms=600000");
+        std::thread::spawn(move || (after, api("GET", &url)))
+    };
     // An added server starts and is served.
     config(&format!(
         "{}{}",
         testkit_entry("base", &kit, &[]),
         testkit_entry("extra", &extra, &[])
     ));
+    let (after, watched) = watch.join().unwrap();
+    assert_eq!(watched["changed"], true, "{watched:#}");
+    assert!(watched["updates"].as_u64().unwrap() > after, "{watched:#}");
     sources_until(&base, "the added server", |s| serves(s, "config", "extra"));
     let called = python(
         &["--url", &served.url],

@@ -5,8 +5,9 @@
 //! the CLI, plain HTTP and real MCP clients (the Python SDK for the
 //! session era, rmcp for 2026-07-28), directly or through a balancer.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use extpool_testkit::balancer::{Balancer, Policy};
@@ -24,6 +25,30 @@ struct Replica {
     child: Child,
     /// `http://127.0.0.1:PORT`.
     base: String,
+    /// What it logged (at `info`), line by line.
+    log: Arc<Log>,
+}
+
+/// A replica's log lines, and a wake-up for each new one.
+#[derive(Default)]
+struct Log {
+    lines: Mutex<Vec<String>>,
+    added: Condvar,
+}
+
+impl Log {
+    /// Reads `stderr` to its end, passing each line on to the test
+    /// process's stderr and keeping it.
+    fn keep(self: Arc<Self>, stderr: impl std::io::Read + Send + 'static) {
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                // As the inherited stderr did before: the test's own stderr.
+                let _ = writeln!(std::io::stderr(), "{line}");
+                self.lines.lock().unwrap().push(line);
+                self.added.notify_all();
+            }
+        });
+    }
 }
 
 impl Replica {
@@ -37,8 +62,9 @@ impl Replica {
                     .args(["serve", "--listen", "127.0.0.1:0", "--state", state])
                     .args(["--replica-id", id])
                     .args(extra)
+                    .env("EXTPOOL_LOG", "info")
                     .stdout(Stdio::piped())
-                    .stderr(Stdio::inherit())
+                    .stderr(Stdio::piped())
                     .spawn()
                     .unwrap()
             })
@@ -46,6 +72,8 @@ impl Replica {
         children
             .into_iter()
             .map(|mut child| {
+                let log = Arc::new(Log::default());
+                log.clone().keep(child.stderr.take().unwrap());
                 let stdout = child.stdout.take().unwrap();
                 let mut lines = BufReader::new(stdout).lines();
                 let base = loop {
@@ -58,9 +86,24 @@ impl Replica {
                     }
                 };
                 std::thread::spawn(move || lines.for_each(drop));
-                Replica { child, base }
+                Replica { child, base, log }
             })
             .collect()
+    }
+
+    /// Waits until the replica logs a line that `wanted` accepts (looking
+    /// at each line as it comes), failing after [`PATIENCE`].
+    async fn logged(&self, what: &str, wanted: impl Fn(&str) -> bool + Send + 'static) {
+        let (log, what) = (self.log.clone(), what.to_owned());
+        blocking(move || {
+            let lines = log.lines.lock().unwrap();
+            let (_lines, waited) = log
+                .added
+                .wait_timeout_while(lines, PATIENCE, |lines| !lines.iter().any(|l| wanted(l)))
+                .unwrap();
+            assert!(!waited.timed_out(), "never logged: {what}");
+        })
+        .await;
     }
 
     /// Kills the replica like a crash (SIGKILL) and reaps it.
@@ -123,25 +166,6 @@ fn strings(v: &Value) -> Vec<String> {
         .iter()
         .map(|s| s.as_str().unwrap().to_owned())
         .collect()
-}
-
-/// Polls `check` until it returns `Some`, failing after [`PATIENCE`].
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never happened: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// Runs blocking `f` (a child process) off the runtime's threads.
@@ -248,21 +272,20 @@ async fn any_replica_serves_any_session_in_both_eras() {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "probe", "version": "1"}}});
     let endpoint = format!("{b}/sessions/s1/mcp");
-    eventually("B closes the session deleted through A", || {
-        let (endpoint, initialize) = (endpoint.clone(), initialize.clone());
-        async move {
-            let status = reqwest::Client::new()
-                .post(&endpoint)
-                .header("accept", "application/json, text/event-stream")
-                .json(&initialize)
-                .send()
-                .await
-                .unwrap()
-                .status();
-            (status == 404).then_some(())
-        }
-    })
-    .await;
+    replicas[1]
+        .logged("B closes the session deleted through A", |l| {
+            l.contains("session closed on this replica") && l.contains("session=s1")
+        })
+        .await;
+    let status = reqwest::Client::new()
+        .post(&endpoint)
+        .header("accept", "application/json, text/event-stream")
+        .json(&initialize)
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status, 404);
     drop(replicas);
 }
 
@@ -398,10 +421,11 @@ async fn a_replica_killed_mid_call_leaves_the_session_usable_on_another() {
         )
     });
     // Mid-call: the sleep has reached the session's server through A.
-    eventually("the sleep call is in flight", || async {
-        (kit_state.counter("sleep") == 1).then_some(())
-    })
-    .await;
+    kit_state
+        .until("the sleep call is in flight", PATIENCE, |s| {
+            s.counter("sleep") == 1
+        })
+        .await;
     replicas[0].kill9();
     let out = tokio::time::timeout(PATIENCE, client)
         .await
@@ -425,15 +449,14 @@ async fn a_replica_killed_mid_call_leaves_the_session_usable_on_another() {
     assert!(lb.served()[1] > 0, "B took over");
     // A is swept once its lease passes; the session is held by B alone.
     let session = format!("{}/v1/sessions/sturdy", lb.url());
-    let got = eventually("A is taken for gone", || {
-        let session = session.clone();
-        async move {
-            let (status, got) = http(reqwest::Method::GET, &session, None).await;
-            assert_eq!(status, 200, "{got}");
-            (got["open_on"] == json!(["b-3"])).then_some(got)
-        }
-    })
-    .await;
+    replicas[1]
+        .logged("A is taken for gone", |l| {
+            l.contains("replica went away") && l.contains("a-3")
+        })
+        .await;
+    let (status, got) = http(reqwest::Method::GET, &session, None).await;
+    assert_eq!(status, 200, "{got}");
+    assert_eq!(got["open_on"], json!(["b-3"]), "{got}");
     assert!(strings(&got["granted"]).contains(&"mcp__kit__late".to_owned()));
     let (_, listed) = http(
         reqwest::Method::GET,

@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use extpool_testkit::{HttpServer, StateDir, stdio_command};
 use serde_json::{Value, json};
@@ -135,16 +135,11 @@ pub fn python(connect: &[&str], steps: Value) -> Vec<Value> {
         .collect()
 }
 
-/// Waits (up to a minute) for `child` to exit; returns its code.
+/// Waits for `child` to exit, on the kernel's word (its pidfd); returns
+/// its code.
 fn wait_exit(child: &mut Child) -> i32 {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status.code().unwrap_or(-1);
-        }
-        assert!(Instant::now() < deadline, "extpool serve did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    extpool_testkit::procs::wait_exited(child.id());
+    child.wait().unwrap().code().unwrap_or(-1)
 }
 
 /// Live processes whose command line holds `marker`.

@@ -5,15 +5,10 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
 
 use extpool_testkit::StateDir;
 
 use crate::support::{Sandbox, testkit};
-
-/// How long anything here may take before the test fails (only reached
-/// when broken).
-const PATIENCE: Duration = Duration::from_secs(60);
 
 /// A sandbox whose one server ignores stdin EOF, SIGTERM, SIGINT and SIGHUP.
 fn stubborn(state: &StateDir) -> Sandbox {
@@ -39,15 +34,6 @@ fn running(pid: u32) -> bool {
             Some('Z' | 'X') | None
         ),
         Err(_) => false,
-    }
-}
-
-/// Polls `check` until it holds; fails after [`PATIENCE`].
-fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !check() {
-        assert!(start.elapsed() < PATIENCE, "never happened: {what}");
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -102,13 +88,12 @@ fn signalled(args: &[&str], ready_line: &str, signal: &str) -> i32 {
     assert_eq!(pids.len(), 1, "one server started: {pids:?}");
     assert!(running(pids[0]));
     send(&child, signal);
-    let mut code = None;
-    wait_until("extpool exited", || {
-        code = child.try_wait().unwrap().map(|s| s.code());
-        code.is_some()
-    });
-    wait_until("the server is gone", || !running(pids[0]));
-    code.flatten().unwrap_or(-1)
+    // On the kernel's word (pidfds): extpool exits, and its server ends.
+    extpool_testkit::procs::wait_exited(child.id());
+    let code = child.wait().unwrap().code();
+    extpool_testkit::procs::wait_exited(pids[0]);
+    assert!(!running(pids[0]));
+    code.unwrap_or(-1)
 }
 
 #[test]
