@@ -11,6 +11,10 @@
 #     rmcp HTTP hop (extpool-server, benches/gateway.rs);
 #   - scale-out: session create and refresh latency on SQLite vs PostgreSQL,
 #     calls/s through two gateway replicas vs one (benches/replicas.rs);
+#   - the view policy: calls/s and p50 through the gateway with an upstream
+#     of 10 tools and of 5,000 (the 5,000-tool figure at or above 0.9x the
+#     10-tool one), and a session's table compiled after a grant change over
+#     50 servers x 100 tools (benches/policy.rs);
 #   - the streamable HTTP client: McpServerCap with and without connection
 #     reuse, rmcp's default and pooled clients, against the testkit HTTP
 #     server with TCP_NODELAY and with Nagle on (extpool-mcp http_client);
@@ -41,6 +45,7 @@ cargo bench --locked -p extpool-mcp --bench throughput
 cargo bench --locked -p extpool-mcp --bench http_client | tee "$out/http-client.txt"
 cargo bench --locked -p extpool-server --bench gateway | tee "$out/gateway.txt"
 cargo bench --locked -p extpool-server --bench replicas | tee "$out/replicas.txt"
+cargo bench --locked -p extpool-server --bench policy | tee "$out/policy.txt"
 cargo bench --locked -p extpool-skills --bench discovery | tee "$out/skills-discovery.txt"
 cargo bench --locked -p extpool-skills --bench hot_reload | tee "$out/skills-hot-reload.txt"
 cargo bench --locked -p extpool-host --bench startup | tee "$out/startup.txt"

@@ -18,6 +18,9 @@ NPM_PACKAGES=(
   # The official conformance suite, and the Node >= 22 it needs.
   "@modelcontextprotocol/conformance@0.1.16"
   "node@22.23.3"
+  # A real OpenID provider (panva's), for the gateway's identity tests
+  # (extpool-testkit's oidc module).
+  "oidc-provider@9.13.3"
 )
 PIP_PACKAGES=(
   "mcp==2.3.0"

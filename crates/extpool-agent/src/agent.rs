@@ -165,10 +165,8 @@ impl Agent {
         let factory = &self.inner.factory.inner;
         Inputs {
             view,
-            health: factory.host.health(),
+            policy: &factory.policy,
             filter_scope: self.inner.view.scope(),
-            filters: &factory.options.filters,
-            deferral: &factory.options.deferral,
             loaded: &self.inner.loaded,
             cache: Some(&self.inner.cache),
             revision: None,

@@ -1,37 +1,30 @@
 //! Compiling (the RFC's `AgentFactory.compile()`): the toolset and the
 //! instructions an agent gets at a scope.
 //!
-//! The toolset comes from the catalog revision the view publishes now (its
-//! names and provider-safe aliases, permissions already applied), minus the
-//! tools of degraded capabilities, through the factory's catalog filters,
-//! then split by the deferral plan: within the schema budget every tool is
-//! offered with its schema; above it the model gets the tools it already
-//! loaded, the built-ins, a search tool and a listing of the others. The
-//! instructions are every visible capability's (the skill list, servers'
-//! instructions) plus that listing. The compiled agent pins its revision:
-//! calls made with it dispatch there.
+//! The toolset is the view's table under the factory's policy (the host's
+//! [`extpool_host::policy`]): the revision published now, permissions
+//! applied, degraded capabilities' tools left out, the factory's catalog
+//! filters applied, schemas deferred above the budget behind the search
+//! tool. This module only says which of the table's rows this agent is
+//! offered with their schemas (those it loaded stay loaded) and writes the
+//! listing of the others into the instructions; it decides no rule itself.
+//! The compiled agent pins its table, and with it its revision: calls made
+//! with it dispatch there.
 //!
-//! Building a toolset copies names, never schemas (they stay shared with
-//! the revision), and an agent keeps the last few it built: compiling
-//! again with nothing changed costs a lookup and the instructions.
+//! A table is compiled once per revision and shared; an agent keeps the
+//! toolset it built last, so compiling again with nothing changed costs a
+//! lookup and the instructions.
 
-use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use extpool_host::search::{self, DeferralConfig, Plan, SEARCH_TOOL};
+use extpool_host::catalog::BuiltinTool;
+use extpool_host::search::{self, SEARCH_TOOL};
 use extpool_host::{
-    CatalogRevision, Degraded, Health, InstructionInfo, ModelTool, Scope, ToolIndex, View,
-    model_tools,
+    CatalogRevision, Degraded, InstructionInfo, ModelTool, Scope, ToolTable, View, ViewPolicy,
 };
 use parking_lot::Mutex;
 use serde::Serialize;
 use serde_json::Value;
-
-use crate::filter::CatalogFilter;
-
-/// How many toolsets an agent keeps (its own, and its turns' when they
-/// registered capabilities of their own).
-const CACHED_TOOLSETS: usize = 4;
 
 /// A tool definition as a model provider takes it: the name the model
 /// calls (the provider-safe alias), the description and the parameters.
@@ -59,54 +52,42 @@ impl ToolDefinition {
     }
 }
 
-/// What a toolset was built from; equal keys mean an equal toolset.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Key {
-    revision: usize,
-    number: u64,
-    health: u64,
-    loaded: u64,
-}
-
-/// The compiled tools of one revision (shared by every compile that finds
-/// nothing changed).
+/// What one agent is offered of one table: the rows with their schemas
+/// and the deferred ones (shared by every compile that finds nothing
+/// changed).
 pub(crate) struct Toolset {
-    key: Key,
-    pub(crate) revision: Arc<CatalogRevision>,
-    /// Every tool offered to this agent, loaded or deferred, in order.
-    pub(crate) tools: Arc<Vec<ModelTool>>,
-    costs: Arc<Vec<usize>>,
-    pub(crate) plan: Plan,
+    pub(crate) table: Arc<ToolTable>,
+    loaded_epoch: u64,
+    /// Rows offered with their schemas, in order (the search tool's row
+    /// last, when some are deferred).
+    offered: Vec<usize>,
+    /// Rows deferred (named in the listing).
+    deferred: Vec<usize>,
     pub(crate) listing: Option<String>,
-    by_name: HashMap<String, usize>,
     pub(crate) excluded: Arc<Vec<Degraded>>,
-    /// The search index over every tool but the built-ins, built on first
-    /// search and shared by the toolsets re-planned from the same tools.
-    index: Arc<OnceLock<ToolIndex>>,
 }
 
 impl Toolset {
-    /// The tool called `name` (catalog name or alias), loaded or deferred.
-    pub(crate) fn find(&self, name: &str) -> Option<(usize, &ModelTool)> {
-        let &i = self.by_name.get(name)?;
-        Some((i, &self.tools[i]))
-    }
-
-    /// Whether tool `i` is deferred.
-    pub(crate) fn is_deferred(&self, i: usize) -> bool {
-        self.plan.deferred.binary_search(&i).is_ok()
-    }
-
-    /// The search index over every tool but the built-ins (deferred or
-    /// already loaded: a search answers which tool fits, whatever its
-    /// state), built on first search.
-    pub(crate) fn index(&self) -> &ToolIndex {
-        self.index.get_or_init(|| {
-            let searchable: Vec<usize> = (0..self.tools.len())
-                .filter(|&i| !self.tools[i].builtin)
-                .collect();
-            ToolIndex::build(&self.tools, &searchable)
-        })
+    /// The toolset of `table` for an agent that loaded `loaded`.
+    fn of(table: Arc<ToolTable>, loaded: &Loaded, excluded: Vec<Degraded>) -> Self {
+        let names = loaded.names.lock();
+        let is_loaded = |name: &str| names.contains(name);
+        let deferred = table.deferred(is_loaded);
+        let offered = table
+            .listed(is_loaded)
+            .filter(|(_, row)| row.builtin != Some(BuiltinTool::ToolSearch) || !deferred.is_empty())
+            .map(|(i, _)| i)
+            .collect();
+        let listing =
+            (!deferred.is_empty()).then(|| search::deferred_listing(table.rows(), &deferred));
+        Self {
+            loaded_epoch: loaded.epoch(),
+            offered,
+            deferred,
+            listing,
+            excluded: Arc::new(excluded),
+            table,
+        }
     }
 }
 
@@ -119,10 +100,6 @@ pub(crate) struct Loaded {
 }
 
 impl Loaded {
-    pub(crate) fn contains(&self, name: &str) -> bool {
-        self.names.lock().contains(name)
-    }
-
     /// Adds `names`; true when one was new.
     pub(crate) fn add<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> bool {
         let mut set = self.names.lock();
@@ -147,19 +124,19 @@ impl Loaded {
     }
 }
 
-/// The last toolsets an agent built.
+/// The toolset an agent built last.
 #[derive(Default)]
 pub(crate) struct ToolsetCache {
-    entries: Mutex<Vec<Arc<Toolset>>>,
+    last: Mutex<Option<Arc<Toolset>>>,
 }
 
 /// Everything a compile reads.
 pub(crate) struct Inputs<'a> {
     pub view: &'a View,
-    pub health: &'a Health,
+    /// The factory's policy.
+    pub policy: &'a Arc<ViewPolicy>,
+    /// The scope its filters are given (the agent's, for its turns too).
     pub filter_scope: &'a Scope,
-    pub filters: &'a [Arc<dyn CatalogFilter>],
-    pub deferral: &'a DeferralConfig,
     pub loaded: &'a Loaded,
     pub cache: Option<&'a ToolsetCache>,
     /// A revision pinned earlier (a turn re-planning after a search);
@@ -167,117 +144,31 @@ pub(crate) struct Inputs<'a> {
     pub revision: Option<Arc<CatalogRevision>>,
 }
 
-/// The toolset of `inputs.view` now: from the cache when nothing changed.
+/// The toolset of `inputs.view` now: the last one when nothing changed.
 pub(crate) fn toolset(inputs: &Inputs<'_>) -> Arc<Toolset> {
     let revision = match &inputs.revision {
         Some(pinned) => pinned.clone(),
         None => inputs.view.revision(),
     };
-    // Asking for the degraded set first lets recoveries change the epoch.
-    let degraded = inputs.view.degraded();
-    let key = Key {
-        revision: Arc::as_ptr(&revision) as usize,
-        number: revision.number(),
-        health: inputs.health.epoch(),
-        loaded: inputs.loaded.epoch(),
-    };
-    let previous = inputs.cache.and_then(|c| {
-        let entries = c.entries.lock();
-        entries
-            .iter()
-            .find(|t| {
-                t.key.revision == key.revision
-                    && t.key.number == key.number
-                    && t.key.health == key.health
-            })
-            .cloned()
-    });
-    if let Some(hit) = previous.as_ref().filter(|t| t.key == key) {
-        return hit.clone();
+    let table = inputs
+        .view
+        .table_for(inputs.policy, &revision, inputs.filter_scope);
+    let cached = inputs.cache.and_then(|c| c.last.lock().clone());
+    if let Some(last) = cached
+        && Arc::ptr_eq(&last.table, &table)
+        && last.loaded_epoch == inputs.loaded.epoch()
+    {
+        return last;
     }
-    let base = match previous {
-        // Only the loaded set changed: keep the tools and their index, re-plan.
-        Some(base) => Base {
-            tools: base.tools.clone(),
-            costs: base.costs.clone(),
-            excluded: base.excluded.clone(),
-            index: base.index.clone(),
-        },
-        None => {
-            let (tools, excluded) = offered(&revision, degraded, inputs);
-            let costs: Vec<usize> = tools.iter().map(search::schema_cost).collect();
-            Base {
-                tools: Arc::new(tools),
-                costs: Arc::new(costs),
-                excluded: Arc::new(excluded),
-                index: Arc::new(OnceLock::new()),
-            }
-        }
+    let excluded = match inputs.policy.excludes_degraded() {
+        true => inputs.view.degraded(),
+        false => Vec::new(),
     };
-    let built = Arc::new(plan(key, revision, base, inputs));
+    let built = Arc::new(Toolset::of(table, inputs.loaded, excluded));
     if let Some(cache) = inputs.cache {
-        let mut entries = cache.entries.lock();
-        entries.retain(|t| t.key.revision != key.revision || t.key.number != key.number);
-        entries.insert(0, built.clone());
-        entries.truncate(CACHED_TOOLSETS);
+        *cache.last.lock() = Some(built.clone());
     }
     built
-}
-
-/// The tools of `revision` this agent is offered: those of degraded
-/// capabilities left out, then the filters applied.
-fn offered(
-    revision: &CatalogRevision,
-    degraded: Vec<Degraded>,
-    inputs: &Inputs<'_>,
-) -> (Vec<ModelTool>, Vec<Degraded>) {
-    let mut tools = model_tools(revision);
-    if !degraded.is_empty() {
-        tools.retain(|t| t.builtin || !degraded.iter().any(|d| d.capability == t.server));
-    }
-    for filter in inputs.filters {
-        filter.apply(inputs.filter_scope, &mut tools);
-    }
-    (tools, degraded)
-}
-
-/// What a re-plan keeps from an earlier toolset of the same revision.
-struct Base {
-    tools: Arc<Vec<ModelTool>>,
-    costs: Arc<Vec<usize>>,
-    excluded: Arc<Vec<Degraded>>,
-    index: Arc<OnceLock<ToolIndex>>,
-}
-
-fn plan(key: Key, revision: Arc<CatalogRevision>, base: Base, inputs: &Inputs<'_>) -> Toolset {
-    let Base {
-        tools,
-        costs,
-        excluded,
-        index,
-    } = base;
-    let plan = search::plan(&tools, &costs, inputs.deferral, |name| {
-        inputs.loaded.contains(name)
-    });
-    let listing = plan
-        .is_deferring()
-        .then(|| search::deferred_listing(&tools, &plan.deferred));
-    let mut by_name = HashMap::with_capacity(tools.len() * 2);
-    for (i, t) in tools.iter().enumerate() {
-        by_name.entry(t.name.clone()).or_insert(i);
-        by_name.entry(t.alias.clone()).or_insert(i);
-    }
-    Toolset {
-        key,
-        revision,
-        tools,
-        costs,
-        plan,
-        listing,
-        by_name,
-        excluded,
-        index,
-    }
 }
 
 /// An agent compiled at a scope: the tools the model is offered, the
@@ -295,8 +186,8 @@ impl std::fmt::Debug for CompiledAgent {
         f.debug_struct("CompiledAgent")
             .field("scope", &self.scope)
             .field("revision", &self.revision().number())
-            .field("tools", &self.toolset.plan.loaded.len())
-            .field("deferred", &self.toolset.plan.deferred.len())
+            .field("tools", &self.toolset.offered.len())
+            .field("deferred", &self.toolset.deferred.len())
             .finish()
     }
 }
@@ -309,59 +200,61 @@ impl CompiledAgent {
 
     /// The catalog revision it pins.
     pub fn revision(&self) -> &Arc<CatalogRevision> {
-        &self.toolset.revision
+        self.toolset.table.revision()
+    }
+
+    /// The table it pins: every name the model may call, and why another
+    /// is refused.
+    pub fn table(&self) -> &Arc<ToolTable> {
+        &self.toolset.table
     }
 
     /// The tools offered with their schemas, in the order the model sees
     /// them (the search tool is not among them; see [`Self::definitions`]).
     pub fn tools(&self) -> impl Iterator<Item = &ModelTool> {
+        let rows = self.toolset.table.rows();
         self.toolset
-            .plan
-            .loaded
+            .offered
             .iter()
-            .map(|&i| &self.toolset.tools[i])
+            .map(|&i| &rows[i])
+            .filter(|row| row.builtin != Some(BuiltinTool::ToolSearch))
+            .map(|row| &row.tool)
     }
 
     /// The deferred tools: the model sees their names and one-line
     /// descriptions, and loads them through the search tool.
     pub fn deferred(&self) -> impl Iterator<Item = &ModelTool> {
-        self.toolset
-            .plan
-            .deferred
-            .iter()
-            .map(|&i| &self.toolset.tools[i])
+        let rows = self.toolset.table.rows();
+        self.toolset.deferred.iter().map(|&i| &rows[i].tool)
     }
 
     /// True when some tools are deferred (the search tool is offered).
     pub fn is_deferring(&self) -> bool {
-        self.toolset.plan.is_deferring()
+        !self.toolset.deferred.is_empty()
     }
 
     /// The tool called `name` (catalog name or alias), offered or deferred.
     pub fn tool(&self, name: &str) -> Option<&ModelTool> {
-        self.toolset.find(name).map(|(_, t)| t)
+        self.toolset
+            .table
+            .row(name)
+            .filter(|row| row.builtin != Some(BuiltinTool::ToolSearch))
+            .map(|row| &row.tool)
     }
 
     /// What the model is given as tools: the offered tools, then the search
     /// tool when tools are deferred.
     pub fn definitions(&self) -> Vec<ToolDefinition> {
-        let mut out: Vec<ToolDefinition> = self
-            .tools()
-            .map(|t| ToolDefinition {
-                name: t.alias.clone(),
-                description: t.description.clone(),
-                parameters: t.input_schema.clone(),
+        let rows = self.toolset.table.rows();
+        self.toolset
+            .offered
+            .iter()
+            .map(|&i| ToolDefinition {
+                name: rows[i].listed.clone(),
+                description: rows[i].tool.description.clone(),
+                parameters: rows[i].tool.input_schema.clone(),
             })
-            .collect();
-        if self.is_deferring() {
-            let (name, description, schema) = search::search_tool();
-            out.push(ToolDefinition {
-                name: name.to_owned(),
-                description: description.to_owned(),
-                parameters: Arc::new(schema),
-            });
-        }
-        out
+            .collect()
     }
 
     /// What the visible capabilities contribute to the system prompt (the

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use extpool_host::search::DeferralConfig;
-use extpool_host::{Host, Scope, ScopeLevel, View};
+use extpool_host::{Host, Scope, ScopeLevel, View, ViewPolicy};
 use parking_lot::Mutex;
 use serde::Serialize;
 use tokio::sync::broadcast;
@@ -103,6 +103,9 @@ pub enum AgentEvent {
 pub(crate) struct FactoryInner {
     pub host: Host,
     pub options: AgentOptions,
+    /// The options as a view policy: degraded servers' tools left out,
+    /// the filters, the deferral, provider-safe names.
+    pub policy: Arc<ViewPolicy>,
     pub events: broadcast::Sender<AgentEvent>,
     /// Open agents, by (session, name).
     pub open: Mutex<HashSet<(String, String)>>,
@@ -151,9 +154,16 @@ impl AgentFactory {
 
     /// A factory with `options`.
     pub fn with_options(host: Host, options: AgentOptions) -> Self {
+        let mut policy = ViewPolicy::builder()
+            .exclude_degraded(true)
+            .deferral(Some(options.deferral.clone()));
+        for filter in &options.filters {
+            policy = policy.filter(filter.clone());
+        }
         Self {
             inner: Arc::new(FactoryInner {
                 host,
+                policy: policy.build(),
                 options,
                 events: broadcast::channel(EVENT_BUFFER).0,
                 open: Mutex::new(HashSet::new()),
@@ -178,13 +188,10 @@ impl AgentFactory {
     /// yet; an [`Agent`] compiles with what it loaded and caches.
     pub async fn compile(&self, view: &View) -> Result<CompiledAgent, AgentError> {
         let loaded = Loaded::default();
-        let scope = view.scope().clone();
         Ok(compile::compile(&Inputs {
             view,
-            health: self.inner.host.health(),
-            filter_scope: &scope,
-            filters: &self.inner.options.filters,
-            deferral: &self.inner.options.deferral,
+            policy: &self.inner.policy,
+            filter_scope: view.scope(),
             loaded: &loaded,
             cache: None,
             revision: None,

@@ -48,6 +48,11 @@
 //!
 //! Tool search (schemas deferred above a budget, a BM25 search tool) follows
 //! the rules of [`extpool_host::search`], shared with the gateway.
+//!
+//! This crate never reaches past the host's view into a capability or an
+//! MCP client, and never re-checks a catalog rule (permissions, a session's
+//! grants): what an agent is offered and may call is its view's answer,
+//! narrowed only by the embedding program's own filters.
 
 mod activation;
 pub mod agent;

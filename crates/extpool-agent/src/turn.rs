@@ -10,9 +10,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use extpool_host::catalog::ToolRef;
+use extpool_host::catalog::BuiltinTool;
 use extpool_host::core::TurnContext;
 use extpool_host::core::registry::ShutdownReport;
+use extpool_host::policy::Resolved;
 use extpool_host::search::{self, SEARCH_TOOL, SearchQuery};
 use extpool_host::{Capability, HostError, McpServerConfig, ResourceBody, ToolResult, View};
 use parking_lot::Mutex;
@@ -70,6 +71,19 @@ struct Dispatched {
     server: String,
     /// Deferred tools this call loaded.
     loaded: Vec<String>,
+}
+
+impl Dispatched {
+    /// A name the turn's table does not let the model call: a tool error
+    /// saying why, dispatched nowhere.
+    fn refused(name: &str, why: String) -> Self {
+        Self {
+            result: ToolResult::error(why),
+            tool: name.to_owned(),
+            server: String::new(),
+            loaded: Vec::new(),
+        }
+    }
 }
 
 impl Turn {
@@ -236,20 +250,15 @@ impl Turn {
         name: &str,
         args: Map<String, Value>,
     ) -> Result<Dispatched, AgentError> {
-        let toolset = &compiled.toolset;
+        let table = compiled.table();
         if name == SEARCH_TOOL && compiled.is_deferring() {
             let deferral = &self.inner.agent.factory().options().deferral;
             let (result, loaded) = match SearchQuery::parse(&args, deferral.max_results) {
                 Ok(query) => {
-                    let hits = toolset.index().search(&query.query, query.limit);
-                    let loaded = hits
-                        .iter()
-                        .map(|&i| toolset.tools[i].name.clone())
-                        .collect();
-                    (
-                        ToolResult::text(search::search_result(&toolset.tools, &hits)),
-                        loaded,
-                    )
+                    let hits = table.search(&query.query, query.limit);
+                    let rows = table.rows();
+                    let loaded = hits.iter().map(|&i| rows[i].tool.name.clone()).collect();
+                    (ToolResult::text(search::search_result(rows, &hits)), loaded)
                 }
                 Err(message) => (ToolResult::error(message), Vec::new()),
             };
@@ -260,28 +269,24 @@ impl Turn {
                 loaded,
             });
         }
-        let Some((i, tool)) = toolset.find(name) else {
-            return Ok(Dispatched {
-                result: ToolResult::error(self.not_offered(compiled, name)),
-                tool: name.to_owned(),
-                server: String::new(),
-                loaded: Vec::new(),
-            });
+        let row = match table.resolve(name) {
+            Resolved::Tool(row) if row.builtin != Some(BuiltinTool::ToolSearch) => row,
+            Resolved::Refused(refusal) => {
+                return Ok(Dispatched::refused(name, refusal.to_string()));
+            }
+            _ => {
+                let why = format!("unknown tool {name}: it is not offered to this agent");
+                return Ok(Dispatched::refused(name, why));
+            }
         };
-        let canonical = tool.name.clone();
-        let server = tool.server.clone();
-        let deferred = toolset.is_deferred(i);
-        let result = match self
-            .inner
-            .view
-            .call_on(compiled.revision(), &canonical, args)
-            .await
-        {
+        let canonical = row.tool.name.clone();
+        let server = row.tool.server.clone();
+        let result = match self.inner.view.call_in(table, &canonical, args).await {
             Ok(result) => result,
             Err(e @ (HostError::ShutDown | HostError::Scope(_))) => return Err(e.into()),
             Err(e) => ToolResult::error(e.to_string()),
         };
-        let loaded = if deferred && !result.is_error {
+        let loaded = if table.is_deferred(row) && !result.is_error {
             vec![canonical.clone()]
         } else {
             Vec::new()
@@ -292,22 +297,6 @@ impl Turn {
             server,
             loaded,
         })
-    }
-
-    /// Why `name` is not offered, for the model.
-    fn not_offered(&self, compiled: &CompiledAgent, name: &str) -> String {
-        if let Some(ToolRef::Remote(tool)) = compiled.revision().tool(name)
-            && let Some(down) = compiled
-                .excluded()
-                .iter()
-                .find(|d| d.capability == tool.server.as_ref())
-        {
-            return format!(
-                "{name} is unavailable: {}; its tools return when it recovers",
-                down.reason
-            );
-        }
-        format!("unknown tool {name}: it is not offered to this agent")
     }
 
     fn emit(

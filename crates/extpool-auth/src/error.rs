@@ -24,6 +24,17 @@ pub enum AuthError {
         /// Why the stored grant cannot be used.
         reason: String,
     },
+    /// A `per_user` server has no grant of this caller's: the caller logs
+    /// in for itself, through the gateway (never with another's grant).
+    #[error(
+        "MCP server \"{server}\" needs your own OAuth login ({reason}); log in through the gateway: extpool mcp login {server} --gateway URL (or POST /v1/login/{server}), then call again"
+    )]
+    CallerLoginRequired {
+        /// The server (profile).
+        server: String,
+        /// Why no grant of the caller's can be used.
+        reason: String,
+    },
     /// The server wants scopes the grant lacks, and no step-up is possible here.
     #[error(
         "MCP server \"{server}\" needs scope \"{scopes}\" (insufficient_scope); run: extpool mcp login {server}"
@@ -65,13 +76,12 @@ pub enum AuthError {
         reason: String,
     },
     /// The profile contradicts itself.
-    #[error("MCP server \"{server}\": {source}")]
+    #[error("MCP server \"{server}\": {error}")]
     Profile {
         /// The server.
         server: String,
-        /// The problem.
-        #[source]
-        source: ProfileError,
+        /// The problem (shown in the message, so not a `source()`).
+        error: ProfileError,
     },
     /// The credential store failed.
     #[error(transparent)]
@@ -109,13 +119,12 @@ pub enum AuthError {
         reason: String,
     },
     /// A refresh failed for a reason that may pass (network, server error).
-    #[error("MCP server \"{server}\": {source}")]
+    #[error("MCP server \"{server}\": {error}")]
     Refresh {
         /// The server.
         server: String,
-        /// Why.
-        #[source]
-        source: RefreshError,
+        /// Why (shown in the message, so not a `source()`).
+        error: RefreshError,
     },
     /// Direct DCR state does not allow the requested action.
     #[error("MCP server \"{server}\": {kind}")]
@@ -185,7 +194,8 @@ impl AuthError {
     pub fn is_login_required(&self) -> bool {
         matches!(
             self,
-            Self::LoginRequired { .. }
+            AuthError::CallerLoginRequired { .. }
+                | Self::LoginRequired { .. }
                 | Self::InsufficientScope { .. }
                 | Self::Dcr {
                     kind: DcrError::LoginRequired(_),

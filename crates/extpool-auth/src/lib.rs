@@ -16,6 +16,9 @@
 //! - [`AuthorizedClient`] — rmcp's streamable-HTTP client with the
 //!   session's token on every request.
 //! - [`status`] / [`logout`] — `auth-status` rows (never a token) and forgetting a grant.
+//! - [`resource`] — the other side: the gateway as an OAuth protected
+//!   resource, checking the access tokens its clients present
+//!   ([`resource::TokenVerifier`]) and naming the [`extpool_core::Principal`].
 //!
 //! Tokens, codes and secrets are [`Secret`]s: redacted in `Debug` and
 //! `Display`, absent from every error and log line.
@@ -27,6 +30,7 @@ pub mod manage;
 pub mod oauth_http;
 pub mod profile;
 pub mod refresh;
+pub mod resource;
 pub mod secret;
 pub mod session;
 pub mod store;

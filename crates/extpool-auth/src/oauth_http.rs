@@ -26,15 +26,22 @@ pub fn oauth_client() -> reqwest::Client {
 /// Why an OAuth HTTP exchange failed (no bodies, no credentials).
 #[derive(Debug, thiserror::Error)]
 pub enum SendError {
-    /// The request could not be sent or read.
-    #[error("{0}")]
-    Http(#[from] reqwest::Error),
+    /// The request could not be sent or read (shown with its causes, so
+    /// not a `source()`).
+    #[error("{}", extpool_core::Causes(.0))]
+    Http(reqwest::Error),
     /// The body was larger than allowed.
     #[error("response larger than {MAX_BODY} bytes")]
     TooLarge,
     /// The response could not be rebuilt.
     #[error("bad response: {0}")]
     Build(String),
+}
+
+impl From<reqwest::Error> for SendError {
+    fn from(error: reqwest::Error) -> Self {
+        Self::Http(error)
+    }
 }
 
 /// The `oauth2` crate's view of a reqwest client.

@@ -18,7 +18,16 @@
 //!     url: https://mcp.example.com/exa
 //!     oauth:
 //!       credentials_env: EXA_OAUTH_GRANT  # environment-backed, read-only
+//!   notion:
+//!     url: https://mcp.example.com/notion
+//!     oauth:
+//!       per_user: true                    # each caller of a gateway logs in for itself
 //! ```
+//!
+//! A `per_user` profile's grants are each caller's own: the gateway gives
+//! every principal its own profile ([`OAuthProfile::for_principal`]), whose
+//! grant is a record of its own in the store ([`OAuthProfile::record_name`])
+//! and whose connection is its own — never another caller's credential.
 //!
 //! Without `client_id`, a client is found the way the MCP specification
 //! orders it: a client ID metadata document when the authorization server
@@ -60,9 +69,13 @@ pub struct OAuthProfile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials_env: Option<String>,
     /// Who the grant is for (default: the local user); part of a direct-DCR
-    /// registration's identity.
+    /// registration's identity, and of a `per_user` grant's record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
+    /// Each caller of a gateway logs in for itself: its calls use its own
+    /// grant and connection (one-person use: the local user's, as without).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub per_user: bool,
 }
 
 impl std::fmt::Debug for OAuthProfile {
@@ -79,6 +92,7 @@ impl std::fmt::Debug for OAuthProfile {
             .field("store", &self.store)
             .field("credentials_env", &self.credentials_env)
             .field("principal", &self.principal)
+            .field("per_user", &self.per_user)
             .finish()
     }
 }
@@ -151,11 +165,61 @@ pub enum ProfileError {
     /// Environment variable names are `[A-Za-z_][A-Za-z0-9_]*`.
     #[error("`oauth.credentials_env` {0:?} is not an environment variable name")]
     BadEnvName(String),
+    /// A per-user grant is each caller's login: no shared source of it.
+    #[error(
+        "`oauth.per_user` grants are each caller's own login; remove `{field}`, which gives one grant to everyone"
+    )]
+    PerUserShared {
+        /// The conflicting field.
+        field: &'static str,
+    },
+}
+
+/// A short name of a principal's owner key that holds nothing of it: 16
+/// hex digits of its SHA-256. Where a principal names a file or a view.
+pub fn principal_digest(owner: &str) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(owner.as_bytes()))[..16].to_owned()
 }
 
 impl OAuthProfile {
+    /// The name of this profile's records for `server` in the credential
+    /// store: the server's, or for a `per_user` profile given a principal
+    /// the server's and a digest of the principal (`notion--u1f2e…`: a
+    /// server name holds no `-`, so no two names meet).
+    pub fn record_name(&self, server: &str) -> String {
+        match (&self.principal, self.per_user) {
+            (Some(principal), true) => format!("{server}--u{}", principal_digest(principal)),
+            _ => server.to_owned(),
+        }
+    }
+
+    /// This `per_user` profile for the principal whose owner key is
+    /// `owner` (itself when not per user).
+    pub fn for_principal(&self, owner: &str) -> OAuthProfile {
+        if !self.per_user {
+            return self.clone();
+        }
+        OAuthProfile {
+            principal: Some(owner.to_owned()),
+            ..self.clone()
+        }
+    }
+
     /// Checks the fields against each other.
     pub fn validate(&self) -> Result<(), ProfileError> {
+        if self.per_user {
+            if self.credentials_env.is_some() {
+                return Err(ProfileError::PerUserShared {
+                    field: "credentials_env",
+                });
+            }
+            if self.is_direct_dcr() {
+                return Err(ProfileError::PerUserShared {
+                    field: "client.mode: dcr",
+                });
+            }
+        }
         if self.client_secret.is_some() && self.client_id.is_none() {
             return Err(ProfileError::SecretWithoutId);
         }

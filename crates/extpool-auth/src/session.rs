@@ -84,6 +84,8 @@ enum Synced {
 /// The OAuth state of one server; see the module docs.
 pub struct OAuthSession {
     server: String,
+    /// The name of its records in the store ([`OAuthProfile::record_name`]).
+    record: String,
     url: String,
     profile: OAuthProfile,
     context: AuthContext,
@@ -115,9 +117,10 @@ impl OAuthSession {
         let server = server.into();
         profile.validate().map_err(|source| AuthError::Profile {
             server: server.clone(),
-            source,
+            error: source,
         })?;
         Ok(Self {
+            record: profile.record_name(&server),
             server,
             url: url.into(),
             profile,
@@ -170,6 +173,12 @@ impl OAuthSession {
                     "holds no usable grant ({}); update its Secret and restart the process",
                     reason.into()
                 ),
+            };
+        }
+        if self.profile.per_user && self.profile.principal.is_some() {
+            return AuthError::CallerLoginRequired {
+                server: self.server.clone(),
+                reason: reason.into(),
             };
         }
         AuthError::LoginRequired {
@@ -288,10 +297,10 @@ impl OAuthSession {
 
     async fn record_wanted_scopes(&self, wanted: &[String]) -> Result<(), AuthError> {
         let store = self.store()?;
-        let _lock = store.lock_async(&self.server).await?;
-        if let Some(mut grant) = store.load::<Grant>(&self.server)? {
+        let _lock = store.lock_async(&self.record).await?;
+        if let Some(mut grant) = store.load::<Grant>(&self.record)? {
             grant.wanted_scopes = wanted.to_vec();
-            store.save(&self.server, &grant)?;
+            store.save(&self.record, &grant)?;
         }
         Ok(())
     }
@@ -325,7 +334,7 @@ impl OAuthSession {
             return self.sync_environment(var, rejected).await;
         }
         let store = self.store()?;
-        let _lock = store.lock_async(&self.server).await?;
+        let _lock = store.lock_async(&self.record).await?;
         let grant = match self.load_usable(&store)? {
             Ok(grant) => grant,
             Err(reason) => return Ok(Synced::NeedsLogin(reason)),
@@ -337,7 +346,7 @@ impl OAuthSession {
         if grant.can_refresh() {
             match refresh(&self.http, &grant).await {
                 Ok(fresh) => {
-                    store.save(&self.server, &fresh)?;
+                    store.save(&self.record, &fresh)?;
                     return Ok(Synced::Grant(self.adopt(fresh)));
                 }
                 Err(RefreshError::Rejected(reason)) => {
@@ -349,7 +358,7 @@ impl OAuthSession {
                 Err(source) => {
                     return Err(AuthError::Refresh {
                         server: self.server.clone(),
-                        source,
+                        error: source,
                     });
                 }
             }
@@ -367,7 +376,7 @@ impl OAuthSession {
 
     /// The stored grant if it may be used for this server, else why not.
     fn load_usable(&self, store: &CredentialStore) -> Result<Result<Grant, String>, AuthError> {
-        let Some(grant) = store.load::<Grant>(&self.server)? else {
+        let Some(grant) = store.load::<Grant>(&self.record)? else {
             return Ok(Err("no stored grant".into()));
         };
         if dcr::canonical_resource(&grant.server_url) != dcr::canonical_resource(&self.url) {
@@ -408,7 +417,7 @@ impl OAuthSession {
                 Err(RefreshError::Rejected(reason)) => Ok(Synced::NeedsLogin(reason)),
                 Err(source) => Err(AuthError::Refresh {
                     server: self.server.clone(),
-                    source,
+                    error: source,
                 }),
             };
         }

@@ -107,50 +107,105 @@ impl AuthorizedClient {
     }
 }
 
+/// The lesser methods of rmcp's `StreamableHttpClient`, for a client that
+/// does its work in `post_message_with_response_limits`,
+/// `get_stream_with_max_sse_event_size` and `delete_session`: `post_message`
+/// and `post_message_with_max_sse_event_size` are sent on to the first with
+/// rmcp's default limits (the SSE limit replaced by the one given), and
+/// `get_stream` to the second with rmcp's default SSE limit — as rmcp's own
+/// reqwest client does. Written once here so that every wrapper client
+/// (this one, the message-limit guard) maps them the same way.
+#[macro_export]
+macro_rules! lesser_client_methods {
+    () => {
+        fn post_message(
+            &self,
+            uri: ::std::sync::Arc<str>,
+            message: $crate::transport::reexport::ClientJsonRpcMessage,
+            session_id: Option<::std::sync::Arc<str>>,
+            auth_header: Option<String>,
+            custom_headers: $crate::transport::reexport::Headers,
+        ) -> impl ::std::future::Future<Output = $crate::transport::reexport::PostResult<Self::Error>>
+        + Send
+        + '_ {
+            self.post_message_with_response_limits(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                $crate::transport::reexport::StreamableHttpResponseLimits::default(),
+            )
+        }
+
+        fn post_message_with_max_sse_event_size(
+            &self,
+            uri: ::std::sync::Arc<str>,
+            message: $crate::transport::reexport::ClientJsonRpcMessage,
+            session_id: Option<::std::sync::Arc<str>>,
+            auth_header: Option<String>,
+            custom_headers: $crate::transport::reexport::Headers,
+            max_sse_event_size: usize,
+        ) -> impl ::std::future::Future<Output = $crate::transport::reexport::PostResult<Self::Error>>
+        + Send
+        + '_ {
+            let mut limits = $crate::transport::reexport::StreamableHttpResponseLimits::default();
+            limits.max_sse_event_size = max_sse_event_size;
+            self.post_message_with_response_limits(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                limits,
+            )
+        }
+
+        fn get_stream(
+            &self,
+            uri: ::std::sync::Arc<str>,
+            session_id: Option<::std::sync::Arc<str>>,
+            last_event_id: Option<String>,
+            auth_header: Option<String>,
+            custom_headers: $crate::transport::reexport::Headers,
+        ) -> impl ::std::future::Future<Output = $crate::transport::reexport::StreamResult<Self::Error>>
+        + Send
+        + '_ {
+            self.get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                $crate::transport::reexport::StreamableHttpResponseLimits::default()
+                    .max_sse_event_size,
+            )
+        }
+    };
+}
+
+/// The names [`lesser_client_methods!`] writes, reachable from any crate that uses it.
+#[doc(hidden)]
+pub mod reexport {
+    pub use rmcp::model::ClientJsonRpcMessage;
+    use rmcp::transport::common::client_side_sse::BoxedSseResponse;
+    pub use rmcp::transport::streamable_http_client::StreamableHttpResponseLimits;
+    use rmcp::transport::streamable_http_client::{
+        StreamableHttpError, StreamableHttpPostResponse,
+    };
+
+    /// A request's custom headers.
+    pub type Headers = std::collections::HashMap<http::HeaderName, http::HeaderValue>;
+    /// What a POST answers.
+    pub type PostResult<E> = Result<StreamableHttpPostResponse, StreamableHttpError<E>>;
+    /// What a GET stream answers.
+    pub type StreamResult<E> = Result<BoxedSseResponse, StreamableHttpError<E>>;
+}
+
 impl StreamableHttpClient for AuthorizedClient {
     type Error = reqwest::Error;
 
-    async fn post_message(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<StreamableHttpPostResponse, HttpError> {
-        self.authorized(auth_header, |token| {
-            self.inner.post_message(
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                token,
-                custom_headers.clone(),
-            )
-        })
-        .await
-    }
-
-    async fn post_message_with_max_sse_event_size(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        max_sse_event_size: usize,
-    ) -> Result<StreamableHttpPostResponse, HttpError> {
-        self.authorized(auth_header, |token| {
-            self.inner.post_message_with_max_sse_event_size(
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                token,
-                custom_headers.clone(),
-                max_sse_event_size,
-            )
-        })
-        .await
-    }
+    crate::lesser_client_methods!();
 
     async fn post_message_with_response_limits(
         &self,
@@ -185,26 +240,6 @@ impl StreamableHttpClient for AuthorizedClient {
             self.inner.delete_session(
                 uri.clone(),
                 session_id.clone(),
-                token,
-                custom_headers.clone(),
-            )
-        })
-        .await
-    }
-
-    async fn get_stream(
-        &self,
-        uri: Arc<str>,
-        session_id: Option<Arc<str>>,
-        last_event_id: Option<String>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<BoxedSseResponse, HttpError> {
-        self.authorized(auth_header, |token| {
-            self.inner.get_stream(
-                uri.clone(),
-                session_id.clone(),
-                last_event_id.clone(),
                 token,
                 custom_headers.clone(),
             )

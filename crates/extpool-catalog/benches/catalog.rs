@@ -59,6 +59,7 @@ async fn listings(sources: &[Arc<LocalSource>]) -> Vec<SourceListing> {
             tools: s.list_tools().await.unwrap(),
             resources: s.list_resources().await.unwrap(),
             commands: s.list_commands().await.unwrap(),
+            skills: Vec::new(),
         });
     }
     out
@@ -131,7 +132,6 @@ fn main() {
         let catalog = Catalog::new(CatalogConfig {
             reconcile: ReconcileConfig {
                 coalesce_ms: 0,
-                membership_poll_ms: 60_000,
                 ..ReconcileConfig::default()
             },
             ..CatalogConfig::default()

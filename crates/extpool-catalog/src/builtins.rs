@@ -1,6 +1,9 @@
-//! The built-in tools: `ListMcpResources`, `ReadMcpResource`,
-//! `FetchMcpResource` and `CallMcpWithQuery` — their definitions and what
-//! they do on a pinned revision.
+//! The built-in tools, the one list of them: the catalog's own
+//! (`ListMcpResources`, `ReadMcpResource`, `FetchMcpResource`,
+//! `CallMcpWithQuery`: their definitions and what they do on a pinned
+//! revision), the gateway's (`ListMcpSources`, `RefreshMcpSources`) and
+//! tool search's (`ToolSearch`). Every definition a model is given comes
+//! from here; [`BuiltinTool::runner`] says who answers a call.
 
 use std::sync::{Arc, OnceLock};
 
@@ -24,33 +27,107 @@ pub enum BuiltinTool {
     FetchMcpResource,
     /// Calls a remote tool and filters its JSON result with jq.
     CallMcpWithQuery,
+    /// The cached state of every source and of reconciliation (gateway).
+    ListMcpSources,
+    /// A reconciliation cycle, then the names active now granted (gateway).
+    RefreshMcpSources,
+    /// Searches the deferred tools and loads the best matches (tool search).
+    ToolSearch,
+}
+
+/// Most results one `ToolSearch` call returns.
+pub const MAX_SEARCH_RESULTS: usize = 20;
+
+/// Who answers a call of a built-in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Runner {
+    /// The catalog, on the pinned revision ([`CatalogRevision::call`]).
+    Catalog,
+    /// The gateway (its sources and refresh).
+    Gateway,
+    /// Tool search, in whichever front end defers tools.
+    Search,
 }
 
 impl BuiltinTool {
     /// Every built-in, in advertising order.
-    pub const ALL: [BuiltinTool; 4] = [
+    pub const ALL: [BuiltinTool; 7] = [
+        Self::ListMcpResources,
+        Self::ReadMcpResource,
+        Self::FetchMcpResource,
+        Self::CallMcpWithQuery,
+        Self::ListMcpSources,
+        Self::RefreshMcpSources,
+        Self::ToolSearch,
+    ];
+
+    /// The built-ins a revision advertises and runs itself.
+    pub const CATALOG: [BuiltinTool; 4] = [
         Self::ListMcpResources,
         Self::ReadMcpResource,
         Self::FetchMcpResource,
         Self::CallMcpWithQuery,
     ];
 
+    /// Who answers a call of it.
+    pub fn runner(self) -> Runner {
+        match self {
+            Self::ListMcpSources | Self::RefreshMcpSources => Runner::Gateway,
+            Self::ToolSearch => Runner::Search,
+            _ => Runner::Catalog,
+        }
+    }
+
     /// Its catalog name.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Self::ListMcpResources => "ListMcpResources",
             Self::ReadMcpResource => "ReadMcpResource",
             Self::FetchMcpResource => "FetchMcpResource",
             Self::CallMcpWithQuery => "CallMcpWithQuery",
+            Self::ListMcpSources => "ListMcpSources",
+            Self::RefreshMcpSources => "RefreshMcpSources",
+            Self::ToolSearch => "ToolSearch",
+        }
+    }
+
+    /// The built-in whose catalog name is `name`.
+    pub fn named(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    /// The servers a call with `arguments` works on, by its `server`
+    /// argument: so that a front end starts only that one.
+    pub fn servers<'a>(self, arguments: &'a Map<String, Value>) -> BuiltinServers<'a> {
+        let named = arguments.get("server").and_then(Value::as_str);
+        match (self, named) {
+            (Self::ReadMcpResource | Self::CallMcpWithQuery, None) => BuiltinServers::Unnamed,
+            (Self::ListMcpResources | Self::ReadMcpResource | Self::CallMcpWithQuery, Some(s)) => {
+                BuiltinServers::One(s)
+            }
+            _ => BuiltinServers::Every,
         }
     }
 
     /// Its definition (description and input schema), shared.
     pub fn entry(self) -> &'static ToolEntry {
-        static ENTRIES: OnceLock<[ToolEntry; 4]> = OnceLock::new();
+        static ENTRIES: OnceLock<[ToolEntry; 7]> = OnceLock::new();
         let entries = ENTRIES.get_or_init(|| BuiltinTool::ALL.map(definition));
         &entries[self as usize]
     }
+}
+
+/// The servers one call of a built-in works on ([`BuiltinTool::servers`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuiltinServers<'a> {
+    /// Every server (`ListMcpResources` without `server`; the fetch, which
+    /// names none).
+    Every,
+    /// The server its `server` argument names.
+    One(&'a str),
+    /// None: its `server` argument, which it needs, is missing.
+    Unnamed,
 }
 
 fn definition(b: BuiltinTool) -> ToolEntry {
@@ -103,6 +180,31 @@ fn definition(b: BuiltinTool) -> ToolEntry {
                 },
                 "required": ["server", "tool", "jq_filter"],
                 "additionalProperties": false
+            }),
+        ),
+        BuiltinTool::ListMcpSources => (
+            "Lists every MCP source (configured, per-session and discovered servers, skill roots, \
+             discovery sources such as ToolHive with their last success, last error and staleness) \
+             with its cached state, the catalog revision and reconciliation status. Never contacts \
+             a server.",
+            json!({"type": "object", "properties": {}}),
+        ),
+        BuiltinTool::RefreshMcpSources => (
+            "Reconciles MCP sources now and grants this session the tool names active after it \
+             (a union: nothing is taken away). Reports the revision it pinned and what changed.",
+            json!({"type": "object", "properties": {}}),
+        ),
+        BuiltinTool::ToolSearch => (
+            "Searches the deferred tools by keywords (tool names, descriptions and argument \
+             names) and loads the best matches: their full schemas come back and they become \
+             callable.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "Keywords describing the tool you need"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_RESULTS, "description": "Most results"},
+                },
+                "required": ["query"],
             }),
         ),
     };
@@ -161,6 +263,12 @@ pub(crate) async fn call(
         BuiltinTool::ReadMcpResource => read(revision, parse_args(tool, args)?).await?,
         BuiltinTool::FetchMcpResource => fetch(revision, parse_args(tool, args)?).await?,
         BuiltinTool::CallMcpWithQuery => return query(revision, parse_args(tool, args)?).await,
+        // Answered by the front end that lists them, never by a revision.
+        _ => {
+            return Err(CallError::UnknownTool {
+                name: tool.name().to_owned(),
+            });
+        }
     };
     Ok(shaping::shape(tool.name(), result, false, limits)?)
 }
@@ -330,9 +438,9 @@ async fn query(revision: &CatalogRevision, args: QueryArgs) -> Result<ToolResult
     let input = query_input(&result);
     let outputs = jq::evaluate_async(&args.jq_filter, &input, &revision.services.jq)
         .await
-        .map_err(|source| CallError::Query {
+        .map_err(|error| CallError::Query {
             tool: name.clone(),
-            source,
+            error,
         })?;
     let value = match outputs.len() {
         1 => outputs.into_iter().next().unwrap_or(Value::Null),
@@ -360,6 +468,26 @@ mod tests {
             assert!(names::is_provider_safe(b.name()));
             assert!(!b.name().starts_with(names::MCP_PREFIX));
         }
+    }
+
+    #[test]
+    fn the_servers_a_call_works_on_come_from_its_server_argument() {
+        let named = json!({"server": "gh", "tool": "t"});
+        let named = named.as_object().unwrap();
+        let none = Map::new();
+        let b = |name| BuiltinTool::named(name).unwrap();
+        assert_eq!(
+            b("CallMcpWithQuery").servers(named),
+            BuiltinServers::One("gh")
+        );
+        assert_eq!(b("ReadMcpResource").servers(&none), BuiltinServers::Unnamed);
+        assert_eq!(b("ListMcpResources").servers(&none), BuiltinServers::Every);
+        assert_eq!(
+            b("ListMcpResources").servers(named),
+            BuiltinServers::One("gh")
+        );
+        assert_eq!(b("FetchMcpResource").servers(named), BuiltinServers::Every);
+        assert_eq!(BuiltinTool::named("mcp__gh__t"), None);
     }
 
     #[test]

@@ -28,13 +28,12 @@ pub enum CatalogError {
     #[error(transparent)]
     Permissions(#[from] PermissionError),
     /// A configured namespace is malformed.
-    #[error("invalid namespace for server {server:?}: {source}")]
+    #[error("invalid namespace for server {server:?}: {error}")]
     Namespace {
         /// The server id.
         server: String,
-        /// What is wrong.
-        #[source]
-        source: crate::names::NameError,
+        /// What is wrong (shown in the message, so not a `source()`).
+        error: crate::names::NameError,
     },
     /// `start` was called twice.
     #[error("the catalog is already started")]
@@ -66,10 +65,10 @@ impl Catalog {
     /// A catalog with the empty revision 0; nothing is listed until [`Catalog::start`].
     pub fn new(config: CatalogConfig) -> Result<Self, CatalogError> {
         for (server, namespace) in &config.namespaces {
-            crate::names::validate_namespace(namespace).map_err(|source| {
+            crate::names::validate_namespace(namespace).map_err(|error| {
                 CatalogError::Namespace {
                     server: server.clone(),
-                    source,
+                    error,
                 }
             })?;
         }
@@ -106,6 +105,7 @@ impl Catalog {
             return Err(CatalogError::AlreadyStarted);
         }
         self.shared.mark_started();
+        let _ = self.shared.scope.set(scope.clone());
         *task = Some(handle.spawn(reconcile::run(
             self.shared.clone(),
             registry,
@@ -141,6 +141,7 @@ impl Catalog {
                 base.current(),
             )));
         self.shared.mark_started();
+        let _ = self.shared.scope.set(scope.clone());
         *task = Some(handle.spawn(reconcile::run(
             self.shared.clone(),
             registry,
@@ -218,15 +219,19 @@ impl Catalog {
         }
     }
 
-    /// Asks for a reconciliation (after a configuration reload, or from
-    /// `RefreshMcpSources`). Coalesced with any other pending trigger.
+    /// Asks for a reconciliation (after a configuration file changed, say)
+    /// without waiting for it: coalesced with any other pending trigger, it
+    /// starts after the coalescing window.
     pub fn request_reconcile(&self) {
         self.shared.wake.notify_one();
     }
 
     /// Runs a reconciliation cycle that starts after this call and returns
     /// what it did (a cycle already listing when this is called does not
-    /// count: it may have missed the change the caller made). Returns the
+    /// count: it may have missed the change the caller made). The cycle
+    /// starts at once, without the coalescing window, and covers whatever
+    /// else was pending (an explicit refresh: `RefreshMcpSources`, the
+    /// `/v1` refresh, a view's registration). Returns the
     /// last outcome at once when the loop is stopped or was never started.
     pub async fn reconcile_now(&self) -> CycleOutcome {
         let mut served = self.shared.served.subscribe();

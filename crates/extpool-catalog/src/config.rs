@@ -59,7 +59,8 @@ impl Default for CatalogConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct ReconcileConfig {
     /// After the first change notification, how long to gather more before
-    /// reconciling once for the whole burst, in milliseconds.
+    /// reconciling once for the whole burst, in milliseconds. An explicit
+    /// request ([`crate::Catalog::reconcile_now`]) does not wait for it.
     pub coalesce_ms: u64,
     /// How long one source may take to list its tools, resources and prompts.
     pub source_timeout_ms: u64,
@@ -67,9 +68,6 @@ pub struct ReconcileConfig {
     pub retry_initial_ms: u64,
     /// Longest retry delay.
     pub retry_max_ms: u64,
-    /// How often the loop checks the registry for added, removed or replaced
-    /// capabilities (a local check, never an upstream probe).
-    pub membership_poll_ms: u64,
     /// Sources listed at the same time.
     pub max_concurrent_sources: usize,
 }
@@ -81,7 +79,6 @@ impl Default for ReconcileConfig {
             source_timeout_ms: 30_000,
             retry_initial_ms: 1_000,
             retry_max_ms: 30_000,
-            membership_poll_ms: 250,
             max_concurrent_sources: 16,
         }
     }

@@ -68,13 +68,13 @@ pub enum CallError {
     #[error(transparent)]
     StructuredTooLarge(#[from] StructuredTooLarge),
     /// The jq filter of `CallMcpWithQuery` failed.
-    #[error("CallMcpWithQuery on {tool}: {source}")]
+    #[error("CallMcpWithQuery on {tool}: {error}")]
     Query {
         /// The queried tool.
         tool: String,
-        /// The filter's error (with its position for syntax errors).
-        #[source]
-        source: JqError,
+        /// The filter's error (with its position for syntax errors; shown in
+        /// the message, so not a `source()`: each cause once).
+        error: JqError,
     },
     /// `FetchMcpResource` refused or failed.
     #[error(transparent)]
@@ -105,7 +105,7 @@ impl CallError {
     /// The jq error, for a failed `CallMcpWithQuery` filter.
     pub fn query_error(&self) -> Option<&JqError> {
         match self {
-            Self::Query { source, .. } => Some(source),
+            Self::Query { error, .. } => Some(error),
             _ => None,
         }
     }
@@ -181,5 +181,36 @@ impl CatalogRevision {
                 }),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The error and its `source()` chain, joined as a renderer that walks
+    /// the chain shows them (anyhow's `{:#}`, a log's `error.sources`).
+    fn walked(e: &(dyn std::error::Error + 'static)) -> String {
+        std::iter::successors(Some(e), |e| e.source())
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+            .join(": ")
+    }
+
+    #[test]
+    fn a_jq_error_is_shown_once_by_any_renderer() {
+        let e = CallError::Query {
+            tool: "mcp__s__t".into(),
+            error: JqError::OutputTooLarge { limit: 100_000 },
+        };
+        let text =
+            "CallMcpWithQuery on mcp__s__t: jq output exceeds 100000 bytes; select fewer fields";
+        assert_eq!(e.to_string(), text);
+        assert_eq!(walked(&e), text);
+        let listing = crate::status::SourceError::Listing {
+            operation: "list_tools",
+            error: ExtensionError::InvalidArgument("bad".into()),
+        };
+        assert_eq!(walked(&listing), listing.to_string());
     }
 }

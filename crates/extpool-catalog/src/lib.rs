@@ -30,20 +30,20 @@ pub mod services;
 pub mod shaping;
 pub mod status;
 
-pub use builtins::BuiltinTool;
+pub use builtins::{BuiltinServers, BuiltinTool, Runner};
 pub use catalog::{Catalog, CatalogError};
 pub use config::{CatalogConfig, ReconcileConfig};
 pub use dispatch::CallError;
 pub use fetch::{BlockedAddress, FetchConfig, FetchError, Fetcher};
 pub use jq::{JqError, JqLimits};
-pub use membership::{ChangeOutcome, Membership, MembershipChange};
+pub use membership::{ChangeOutcome, Membership, MembershipChange, MembershipWaker};
 pub use names::NameError;
 pub use permissions::{Decision, DefaultPolicy, Permissions, PermissionsConfig, Rule, RuleList};
 pub use prompts::CommandError;
 pub use reconcile::CycleOutcome;
 pub use revision::{
-    CatalogCommand, CatalogResource, CatalogRevision, CatalogTool, CommandKind, Diagnostic,
-    Problem, RevisionSource, SourceListing, ToolRef,
+    CatalogCommand, CatalogResource, CatalogRevision, CatalogSkill, CatalogTool, CommandKind,
+    Diagnostic, Problem, RevisionSource, SourceListing, ToolRef,
 };
 pub use services::Services;
 pub use shaping::{ResultLimits, StructuredTooLarge};

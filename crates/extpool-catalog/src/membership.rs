@@ -12,17 +12,19 @@
 //! change, so that a retired capability can drain and close.
 //!
 //! The provider decides *when* it has something to consult (its polling
-//! interval, its backoff); the loop only wakes at [`Membership::next_due`].
-//! Cycles never overlap: the provider is consulted by the loop, one cycle
-//! at a time.
+//! interval, its backoff); the loop reads [`Membership::next_due`] after
+//! each cycle and when the provider says it moved
+//! ([`MembershipWaker::due_changed`]), and wakes at that time — it never
+//! polls. Cycles never overlap: the provider is consulted by the loop, one
+//! cycle at a time.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use async_trait::async_trait;
 use extpool_core::{Capability, ExtensionRegistry, Scope};
 
-use crate::reconcile::Source;
+use crate::reconcile::{Shared, Source};
 use crate::services::Services;
 use crate::status::SourceError;
 
@@ -67,12 +69,50 @@ pub struct ChangeOutcome {
     pub refused: Option<String>,
 }
 
+/// How a provider tells the loop it serves that [`Membership::next_due`]
+/// changed outside a cycle (a source marked to be consulted now). Handed to
+/// the provider by [`Membership::attach`]; does nothing once the catalog
+/// is gone.
+#[derive(Clone)]
+pub struct MembershipWaker {
+    shared: Weak<Shared>,
+}
+
+impl std::fmt::Debug for MembershipWaker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MembershipWaker").finish_non_exhaustive()
+    }
+}
+
+impl MembershipWaker {
+    pub(crate) fn new(shared: &Arc<Shared>) -> Self {
+        Self {
+            shared: Arc::downgrade(shared),
+        }
+    }
+
+    /// Has the loop read [`Membership::next_due`] again (and wake at the
+    /// new time). Cheap; never blocks.
+    pub fn due_changed(&self) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.due_changed.notify_one();
+        }
+    }
+}
+
 /// The provider of a catalog's membership changes (discovery).
 #[async_trait]
 pub trait Membership: Send + Sync + 'static {
     /// When the provider next wants a cycle (its polling interval, or a
-    /// retry after backoff); `None`: only when asked.
+    /// retry after backoff); `None`: only when asked. Read after each cycle
+    /// and after [`MembershipWaker::due_changed`].
     fn next_due(&self) -> Option<Instant>;
+
+    /// Given, once, the waker of the loop that consults this provider, when
+    /// the loop starts: call it whenever `next_due` moves outside a cycle.
+    fn attach(&self, waker: MembershipWaker) {
+        let _ = waker;
+    }
 
     /// Consults what is due and builds the change, its new capabilities
     /// started. Called by the loop at the start of a cycle; an empty change

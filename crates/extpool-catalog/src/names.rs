@@ -1,9 +1,14 @@
 //! Catalog names: `mcp__<namespace>__<tool>`, their validation, and the
 //! provider-safe alias.
 //!
-//! This is the only module that builds or checks a catalog name. It never
-//! parses a name back into its parts: the catalog keeps the original server
-//! and tool names beside every canonical name and looks names up by map.
+//! This is the only module that builds, checks or splits a catalog name,
+//! and every crate calls it: [`canonical_name`] builds a published name,
+//! [`split`] and [`in_namespace`] take one apart for a front end that holds
+//! a name and no revision, [`compose`] writes a pattern or a suggestion,
+//! [`provider_alias`] and [`is_client_safe`] say which name a model or an
+//! MCP client is given, [`unprefixed`] which tools a gateway lists under
+//! their own names. The catalog itself keeps the original server and tool
+//! names beside every canonical name and looks names up by map.
 //!
 //! Rules (from the MCP client behaviour document):
 //! - every remote tool is `mcp__<namespace>__<tool>`, so a remote tool can
@@ -204,20 +209,82 @@ pub(crate) fn join(namespace: &str, original: &str) -> Result<String, NameError>
 /// the name not empty): the one test every "which server owns this tool"
 /// question uses. Namespaces never hold `__`, so at most one matches.
 pub fn in_namespace(name: &str, namespace: &str) -> bool {
-    name.strip_prefix(MCP_PREFIX)
-        .and_then(|rest| rest.strip_prefix(namespace))
-        .and_then(|tail| tail.strip_prefix(SEPARATOR))
-        .is_some_and(|original| !original.is_empty())
+    split(name).is_some_and(|(ns, _)| ns == namespace)
+}
+
+/// The namespace and the server's own name of `name`
+/// (`mcp__<namespace>__<name>`, both parts not empty), for a front end
+/// that holds a name and no revision: a mistyped name's suggestion, the
+/// words a search ranks. Namespaces never hold `__`, so the first `__`
+/// after the prefix ends the namespace. A published name is looked up in
+/// its revision, never split.
+pub fn split(name: &str) -> Option<(&str, &str)> {
+    let (namespace, original) = name.strip_prefix(MCP_PREFIX)?.split_once(SEPARATOR)?;
+    (!namespace.is_empty() && !original.is_empty()).then_some((namespace, original))
+}
+
+/// Whether `name` is written as a server's name (`mcp__…`): built-ins and
+/// skills' commands never are.
+pub fn is_namespaced(name: &str) -> bool {
+    name.starts_with(MCP_PREFIX)
+}
+
+/// `name` without its `mcp__` prefix (`github__create_issue`), or `name`
+/// itself: the words of a name, for ranking.
+pub fn without_prefix(name: &str) -> &str {
+    name.strip_prefix(MCP_PREFIX).unwrap_or(name)
+}
+
+/// `mcp__<namespace>__<name>` without any check: for a rule's pattern
+/// (a foreign configuration's disabled tool) or a suggestion, never for a
+/// name a revision publishes ([`canonical_name`] checks those).
+pub fn compose(namespace: &str, name: &str) -> String {
+    format!("{MCP_PREFIX}{namespace}{SEPARATOR}{name}")
+}
+
+/// The unprefixed names of `candidates` (`(own name, catalog name)`, the
+/// tools or prompts of the servers a gateway lists under their own
+/// names): the pairs whose own name is `free` (it collides with no
+/// built-in, catalog name or alias) and no other candidate's — two
+/// servers with a tool of the same name both keep the prefix for it,
+/// whatever their order.
+pub fn unprefixed<'a>(
+    candidates: impl Iterator<Item = (&'a str, &'a str)>,
+    free: impl Fn(&str) -> bool,
+) -> Vec<(&'a str, &'a str)> {
+    let candidates: Vec<(&str, &str)> = candidates.collect();
+    let mut count: std::collections::HashMap<&str, usize> =
+        std::collections::HashMap::with_capacity(candidates.len());
+    for (own, _) in &candidates {
+        *count.entry(own).or_default() += 1;
+    }
+    candidates
+        .into_iter()
+        .filter(|(own, _)| count.get(own) == Some(&1) && free(own))
+        .collect()
+}
+
+/// Longest tool name MCP clients accept (the specification's 128).
+pub const MAX_CLIENT_NAME_LEN: usize = 128;
+
+/// A character model providers accept in a tool name: `[A-Za-z0-9_-]`.
+fn is_provider_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
 }
 
 /// True when `name` already satisfies the common provider rule:
 /// 1 to 64 characters of `[A-Za-z0-9_-]`.
 pub fn is_provider_safe(name: &str) -> bool {
+    !name.is_empty() && name.len() <= MAX_ALIAS_LEN && name.chars().all(is_provider_char)
+}
+
+/// True when MCP clients accept `name` as a tool name: 1 to 128
+/// characters of `[A-Za-z0-9_.-]` (the specification's rule; a provider's
+/// `[A-Za-z0-9_-]` plus `.`). A name that fails it is listed by its alias.
+pub fn is_client_safe(name: &str) -> bool {
     !name.is_empty()
-        && name.len() <= MAX_ALIAS_LEN
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        && name.len() <= MAX_CLIENT_NAME_LEN
+        && name.chars().all(|c| is_provider_char(c) || c == '.')
 }
 
 /// The alias of `canonical` with a hash suffix of `hex_len` digits (or the
@@ -236,11 +303,7 @@ fn alias_with_hash(canonical: &str, hex_len: usize) -> String {
         if alias.len() >= keep {
             break;
         }
-        alias.push(if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-            c
-        } else {
-            '_'
-        });
+        alias.push(if is_provider_char(c) { c } else { '_' });
     }
     alias.push('_');
     alias.push_str(hash);
@@ -332,6 +395,42 @@ pub fn allocate_alias(canonical: &str, is_taken: impl Fn(&str) -> bool) -> Strin
 #[cfg(test)]
 mod tests {
     #[test]
+    fn a_name_splits_at_the_end_of_its_namespace_and_composes_back() {
+        use super::{compose, is_namespaced, split, without_prefix};
+        assert_eq!(split("mcp__kit__echo"), Some(("kit", "echo")));
+        assert_eq!(
+            split("mcp__kit__a__b"),
+            Some(("kit", "a__b")),
+            "__ in the tool"
+        );
+        for bad in [
+            "mcp__kit__",
+            "mcp____echo",
+            "mcp__kit",
+            "kit__echo",
+            "ListMcpResources",
+        ] {
+            assert_eq!(split(bad), None, "{bad}");
+        }
+        assert_eq!(compose("kit", "a__b"), "mcp__kit__a__b");
+        assert!(is_namespaced("mcp__kit__echo") && !is_namespaced("CallMcpWithQuery"));
+        assert_eq!(without_prefix("mcp__gh__create_issue"), "gh__create_issue");
+        assert_eq!(without_prefix("ToolSearch"), "ToolSearch");
+    }
+
+    #[test]
+    fn an_unprefixed_name_is_kept_only_when_one_candidate_has_it_and_it_is_free() {
+        let candidates = [
+            ("echo", "mcp__a__echo"),
+            ("add", "mcp__a__add"),
+            ("add", "mcp__b__add"),
+            ("ListMcpResources", "mcp__a__ListMcpResources"),
+        ];
+        let bare = super::unprefixed(candidates.into_iter(), |own| own != "ListMcpResources");
+        assert_eq!(bare, [("echo", "mcp__a__echo")]);
+    }
+
+    #[test]
     fn a_name_is_in_the_namespace_it_begins_with() {
         use super::in_namespace;
         assert!(in_namespace("mcp__kit__echo", "kit"));
@@ -342,6 +441,28 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn client_safe_names_are_the_specifications_and_provider_safe_ones_narrower() {
+        for (name, client, provider) in [
+            ("mcp__s__t", true, true),
+            ("get-sum", true, true),
+            ("mcp__s__v1.2", true, false),
+            ("mcp__s__a/b", false, false),
+            ("mcp__s__日本", false, false),
+            ("a b", false, false),
+            ("", false, false),
+        ] {
+            assert_eq!(is_client_safe(name), client, "{name:?}");
+            assert_eq!(is_provider_safe(name), provider, "{name:?}");
+        }
+        let long = |n: usize| "x".repeat(n);
+        assert!(is_client_safe(&long(MAX_CLIENT_NAME_LEN)));
+        assert!(!is_client_safe(&long(MAX_CLIENT_NAME_LEN + 1)));
+        assert!(is_provider_safe(&long(MAX_ALIAS_LEN)) && !is_provider_safe(&long(65)));
+        // Every alias is client-safe too: a listed name always is.
+        assert!(is_client_safe(&provider_alias("mcp__s__a/b")));
+    }
 
     #[test]
     fn canonical_names_follow_the_table() {

@@ -8,8 +8,16 @@
 //!
 //! The same rules cover prompt commands (`mcp__<server>__<prompt>`) and the
 //! built-in tools (`ListMcpResources`, …), as Claude Code's rules do.
+//!
+//! On a gateway that knows who is calling, `principals:` adds rules for
+//! the callers whose claims match ([`PrincipalRulesConfig`]): they only
+//! narrow what the rules above allow (a `deny`, or an `allow` list that is
+//! all such a caller may use), so no claim ever opens a name the
+//! gateway's own rules deny.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+
+use extpool_core::Principal;
 
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +48,60 @@ pub struct PermissionsConfig {
     /// Policy when no rule matches.
     #[serde(default)]
     pub default: DefaultPolicy,
+    /// Rules for the callers whose claims match, each narrowing the rules
+    /// above for them (a gateway with identities).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub principals: Vec<PrincipalRulesConfig>,
+}
+
+/// One `permissions.principals` entry:
+///
+/// ```yaml
+/// permissions:
+///   principals:
+///     - match: {groups: sales}       # every claim named holds its value
+///       deny: ["mcp__github__*"]
+///     - match: {groups: contractors}
+///       allow: ["mcp__docs__*"]      # all such a caller may use
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrincipalRulesConfig {
+    /// The claims a caller must hold, each with this value (one of its
+    /// values, for a list such as `groups`); `sub` names one caller.
+    #[serde(rename = "match")]
+    pub claims: BTreeMap<String, String>,
+    /// When set, the only names a matching caller may use (besides what
+    /// the gateway's own rules already refuse).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<Vec<String>>,
+    /// Names or globs a matching caller may not use.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deny: Vec<String>,
+}
+
+impl PrincipalRulesConfig {
+    /// Whether `principal` holds every claim this entry names (`sub` is
+    /// its subject).
+    pub fn matches(&self, principal: &Principal) -> bool {
+        !self.claims.is_empty()
+            && self
+                .claims
+                .iter()
+                .all(|(claim, value)| match claim.as_str() {
+                    "sub" => principal.subject == *value,
+                    _ => principal.has_claim(claim, value),
+                })
+    }
+
+    /// The entry's condition in words (`groups=sales`).
+    pub fn condition(&self) -> String {
+        self.claims
+            .iter()
+            .map(|(c, v)| format!("{c}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// Which list a rule came from.
@@ -110,19 +172,20 @@ impl Decision {
 #[non_exhaustive]
 pub enum PermissionError {
     /// The pattern is empty, holds a control character or is too long.
-    #[error("invalid permission pattern {pattern:?}: {source}")]
+    #[error("invalid permission pattern {pattern:?}: {error}")]
     InvalidPattern {
         /// The pattern as written.
         pattern: String,
-        /// What is wrong with it.
-        #[source]
-        source: crate::names::NameError,
+        /// What is wrong with it (shown in the message, so not a `source()`).
+        error: crate::names::NameError,
     },
 }
 
-/// A compiled pattern: exact names go to a map, globs to a list.
+/// A catalog-name pattern as the rules write it: `*` matches any run of
+/// characters, nothing else is special. The one matcher of permission
+/// rules, callers' rules and rate limits.
 #[derive(Debug, Clone)]
-struct Glob {
+pub struct Glob {
     /// Literal pieces between `*`s.
     pieces: Vec<String>,
     anchored_start: bool,
@@ -130,7 +193,8 @@ struct Glob {
 }
 
 impl Glob {
-    fn new(pattern: &str) -> Self {
+    /// The pattern `pattern`.
+    pub fn new(pattern: &str) -> Self {
         Self {
             pieces: pattern
                 .split('*')
@@ -143,7 +207,7 @@ impl Glob {
     }
 
     /// `*` matches any run of characters, including none; nothing else is special.
-    fn matches(&self, name: &str) -> bool {
+    pub fn matches(&self, name: &str) -> bool {
         let mut rest = name;
         let last = self.pieces.len().saturating_sub(1);
         for (i, piece) in self.pieces.iter().enumerate() {
@@ -196,12 +260,20 @@ impl RuleSet {
     }
 }
 
+/// One compiled `principals` entry.
+#[derive(Debug, Clone)]
+struct PrincipalRules {
+    allow: Option<RuleSet>,
+    deny: RuleSet,
+}
+
 /// Compiled permission rules. Cheap to share (`Arc`) and to query.
 #[derive(Debug, Clone, Default)]
 pub struct Permissions {
     config: PermissionsConfig,
     allow: RuleSet,
     deny: RuleSet,
+    principals: Vec<PrincipalRules>,
 }
 
 impl Permissions {
@@ -210,10 +282,10 @@ impl Permissions {
         let compile = |patterns: &[String]| -> Result<RuleSet, PermissionError> {
             let mut set = RuleSet::default();
             for (i, pattern) in patterns.iter().enumerate() {
-                validate_name(pattern, "permission pattern").map_err(|source| {
+                validate_name(pattern, "permission pattern").map_err(|error| {
                     PermissionError::InvalidPattern {
                         pattern: pattern.clone(),
-                        source,
+                        error,
                     }
                 })?;
                 debug_assert!(pattern.len() <= MAX_NAME_BYTES);
@@ -225,11 +297,66 @@ impl Permissions {
             }
             Ok(set)
         };
+        let mut principals = Vec::with_capacity(config.principals.len());
+        for entry in &config.principals {
+            principals.push(PrincipalRules {
+                allow: entry.allow.as_deref().map(compile).transpose()?,
+                deny: compile(&entry.deny)?,
+            });
+        }
         Ok(Self {
             allow: compile(&config.allow)?,
             deny: compile(&config.deny)?,
+            principals,
             config,
         })
+    }
+
+    /// Whether any rule depends on who is calling.
+    pub fn has_principal_rules(&self) -> bool {
+        !self.principals.is_empty()
+    }
+
+    /// The `principals` entries that match `principal`, by index: callers
+    /// with the same matches are under the same rules.
+    pub fn matching(&self, principal: &Principal) -> Vec<usize> {
+        self.config
+            .principals
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.matches(principal))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// Why the `principals` entries `matched` (from [`Permissions::matching`])
+    /// refuse `name`, if one does: a deny rule of one, or an allow list of
+    /// one that does not hold it. `None`: they leave it as the gateway's
+    /// rules decide.
+    pub fn refused_for(&self, matched: &[usize], name: &str) -> Option<String> {
+        for &i in matched {
+            let (Some(rules), Some(entry)) =
+                (self.principals.get(i), self.config.principals.get(i))
+            else {
+                continue;
+            };
+            if let Some(j) = rules.deny.first_match(name) {
+                return Some(format!(
+                    "deny rule {:?} for callers with {}",
+                    entry.deny[j],
+                    entry.condition()
+                ));
+            }
+            if let Some(allow) = &rules.allow
+                && allow.first_match(name).is_none()
+            {
+                return Some(format!(
+                    "the allow list of callers with {}, which does not name it",
+                    entry.condition()
+                ));
+            }
+        }
+        None
     }
 
     /// Rules that allow everything.
@@ -272,11 +399,76 @@ impl Permissions {
 mod tests {
     use super::*;
 
+    fn caller(subject: &str, groups: &[&str]) -> Principal {
+        Principal {
+            issuer: "https://idp.example".into(),
+            subject: subject.into(),
+            claims: [(
+                "groups".to_owned(),
+                groups.iter().map(|g| (*g).to_owned()).collect(),
+            )]
+            .into(),
+            operator: false,
+        }
+    }
+
+    #[test]
+    fn a_callers_rules_only_narrow_and_apply_to_matching_callers() {
+        let rules = Permissions::new(PermissionsConfig {
+            deny: vec!["mcp__db__drop".into()],
+            principals: vec![
+                PrincipalRulesConfig {
+                    claims: [("groups".to_owned(), "sales".to_owned())].into(),
+                    allow: None,
+                    deny: vec!["mcp__github__*".into()],
+                },
+                PrincipalRulesConfig {
+                    claims: [("groups".to_owned(), "contractors".to_owned())].into(),
+                    allow: Some(vec!["mcp__docs__*".into()]),
+                    deny: Vec::new(),
+                },
+                PrincipalRulesConfig {
+                    claims: [("sub".to_owned(), "bob".to_owned())].into(),
+                    allow: None,
+                    deny: vec!["mcp__docs__edit".into()],
+                },
+            ],
+            ..PermissionsConfig::default()
+        })
+        .unwrap();
+        assert!(rules.has_principal_rules());
+        let eng = rules.matching(&caller("alice", &["eng"]));
+        assert!(eng.is_empty());
+        assert_eq!(rules.refused_for(&eng, "mcp__github__get"), None);
+        let sales = rules.matching(&caller("carol", &["eng", "sales"]));
+        assert_eq!(sales, vec![0]);
+        let why = rules.refused_for(&sales, "mcp__github__get").unwrap();
+        assert!(
+            why.contains("mcp__github__*") && why.contains("groups=sales"),
+            "{why}"
+        );
+        assert_eq!(rules.refused_for(&sales, "mcp__docs__read"), None);
+        let contractor = rules.matching(&caller("dan", &["contractors"]));
+        assert_eq!(rules.refused_for(&contractor, "mcp__docs__read"), None);
+        let why = rules.refused_for(&contractor, "mcp__github__get").unwrap();
+        assert!(why.contains("allow list"), "{why}");
+        let bob = rules.matching(&caller("bob", &[]));
+        assert_eq!(bob, vec![2]);
+        assert!(rules.refused_for(&bob, "mcp__docs__edit").is_some());
+        // An entry naming no claim matches nobody.
+        let none = PrincipalRulesConfig::default();
+        assert!(!none.matches(&caller("alice", &["eng"])));
+        // The gateway's own deny is the gateway's: a caller's rules never
+        // open it.
+        assert!(!rules.decide("mcp__db__drop").is_allowed());
+    }
+
     fn perms(allow: &[&str], deny: &[&str], default: DefaultPolicy) -> Permissions {
         Permissions::new(PermissionsConfig {
             allow: allow.iter().map(|s| s.to_string()).collect(),
             deny: deny.iter().map(|s| s.to_string()).collect(),
             default,
+            ..PermissionsConfig::default()
         })
         .unwrap()
     }

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use extpool_core::{Capability, CommandEntry, ResourceEntry, ToolEntry};
+use extpool_core::{Capability, CommandEntry, ResourceEntry, SkillEntry, ToolEntry};
 use serde::Serialize;
 
 use crate::builtins::BuiltinTool;
@@ -51,6 +51,15 @@ pub struct CatalogResource {
     pub server: Arc<str>,
     /// The resource as listed.
     pub entry: ResourceEntry,
+}
+
+/// A skill a source serves, as the catalog publishes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CatalogSkill {
+    /// Id of the source that serves it (the skill manager for local skills).
+    pub server: Arc<str>,
+    /// The skill as listed.
+    pub entry: SkillEntry,
 }
 
 /// Where a command comes from.
@@ -118,12 +127,14 @@ pub struct Diagnostic {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Problem {
-    /// A tool, prompt or command name is malformed.
+    /// A tool, prompt or command name is malformed (the error is shown in
+    /// the message, so not a `source()`).
     #[error("invalid name: {0}")]
-    InvalidName(#[source] NameError),
-    /// The server name (or configured prefix) cannot be a namespace.
+    InvalidName(NameError),
+    /// The server name (or configured prefix) cannot be a namespace (the
+    /// error is shown in the message, so not a `source()`).
     #[error("invalid namespace: {0}")]
-    InvalidNamespace(#[source] NameError),
+    InvalidNamespace(NameError),
     /// Two entries produced the same catalog name; the first one kept it.
     #[error("name {name:?} is already taken by {taken_by:?}; this entry is not published")]
     DuplicateName {
@@ -170,9 +181,27 @@ pub struct SourceListing {
     pub resources: Vec<ResourceEntry>,
     /// Its commands (prompts of MCP sources when prompts are on; other sources' commands).
     pub commands: Vec<CommandEntry>,
+    /// The skills it serves itself ([`extpool_core::SkillResource::list_own_skills`]).
+    pub skills: Vec<SkillEntry>,
 }
 
 impl SourceListing {
+    /// The skills `cap` serves itself; a source whose skills cannot be
+    /// listed now has none in this revision (its tools are still listed):
+    /// the failure is logged, and the next cycle asks again.
+    pub async fn own_skills(cap: &Arc<dyn Capability>) -> Vec<SkillEntry> {
+        let Some(skills) = cap.skills() else {
+            return Vec::new();
+        };
+        match skills.list_own_skills().await {
+            Ok(entries) => entries,
+            Err(e) => {
+                tracing::warn!(source = cap.id(), "skills not listed: {e}");
+                Vec::new()
+            }
+        }
+    }
+
     /// True when the source is an MCP server: its tools, resources and
     /// prompts are namespaced by its id (other kinds contribute commands,
     /// taken as named).
@@ -218,6 +247,7 @@ pub struct CatalogRevision {
     pub(crate) resources: Vec<CatalogResource>,
     pub(crate) commands: Vec<CatalogCommand>,
     command_index: HashMap<String, u32>,
+    skills: Vec<CatalogSkill>,
     pub(crate) sources: Vec<RevisionSource>,
     source_index: HashMap<String, u32>,
     diagnostics: Vec<Diagnostic>,
@@ -242,6 +272,12 @@ impl CatalogRevision {
     /// The revision number (0 is the empty revision before the first publication).
     pub fn number(&self) -> u64 {
         self.number
+    }
+
+    /// The permission rules of this revision (with the callers' rules of
+    /// `permissions.principals`).
+    pub fn permissions(&self) -> &crate::permissions::Permissions {
+        self.services.permissions()
     }
 
     /// What the permission rules of this revision say about `name`, and
@@ -269,6 +305,12 @@ impl CatalogRevision {
     /// Commands, sorted by name.
     pub fn commands(&self) -> &[CatalogCommand] {
         &self.commands
+    }
+
+    /// Skills of this revision's sources, in visibility order, each name
+    /// once (the first source that has it keeps it).
+    pub fn skills(&self) -> &[CatalogSkill] {
+        &self.skills
     }
 
     /// The sources this revision dispatches to, in visibility order.
@@ -305,6 +347,20 @@ impl CatalogRevision {
     /// Commands of this revision and the ones it overlays.
     pub fn all_commands(&self) -> impl Iterator<Item = &CatalogCommand> {
         self.chain().flat_map(|r| r.commands.iter())
+    }
+
+    /// Skills of this revision and the ones it overlays, each name once:
+    /// the outermost revision's first (the pool's local skills win over a
+    /// session's own servers'), each in visibility order.
+    pub fn all_skills(&self) -> Vec<&CatalogSkill> {
+        let chain: Vec<&CatalogRevision> = self.chain().collect();
+        let mut seen = std::collections::HashSet::new();
+        chain
+            .into_iter()
+            .rev()
+            .flat_map(|r| r.skills.iter())
+            .filter(|s| seen.insert(s.entry.name.as_str()))
+            .collect()
     }
 
     /// Built-ins advertised by this revision or the ones it overlays, once each.
@@ -380,6 +436,7 @@ impl CatalogRevision {
                 _ => false,
             }
             && self.resources == other.resources
+            && self.skills == other.skills
             && self.commands.len() == other.commands.len()
             && self.commands.iter().zip(&other.commands).all(|(a, b)| {
                 a.name == b.name

@@ -84,6 +84,7 @@ impl Services {
             }
             BuiltinTool::FetchMcpResource => self.fetch_tool && (has_tools || has_resources),
             BuiltinTool::CallMcpWithQuery => self.query_tool && has_tools,
+            _ => false,
         }
     }
 }

@@ -13,13 +13,12 @@ use serde::Serialize;
 #[non_exhaustive]
 pub enum SourceError {
     /// A listing call failed.
-    #[error("{operation} failed: {source}")]
+    #[error("{operation} failed: {error}")]
     Listing {
         /// "list_tools", "list_resources" or "list_commands".
         operation: &'static str,
-        /// The source's error.
-        #[source]
-        source: ExtensionError,
+        /// The source's error (shown in the message, so not a `source()`).
+        error: ExtensionError,
     },
     /// The source did not answer in time.
     #[error("listing did not finish within {timeout_ms} ms")]
@@ -34,14 +33,14 @@ impl SourceError {
     pub fn is_timeout(&self) -> bool {
         match self {
             Self::Timeout { .. } => true,
-            Self::Listing { source, .. } => source.is_timeout(),
+            Self::Listing { error, .. } => error.is_timeout(),
         }
     }
 
     /// The source's own error, when it returned one.
     pub fn extension_error(&self) -> Option<&ExtensionError> {
         match self {
-            Self::Listing { source, .. } => Some(source),
+            Self::Listing { error, .. } => Some(error),
             Self::Timeout { .. } => None,
         }
     }
@@ -64,8 +63,10 @@ pub struct SourceStatus {
     #[serde(serialize_with = "serialize_error")]
     pub last_error: Option<Arc<SourceError>>,
     /// When the source was last listed (successfully or not).
+    #[serde(serialize_with = "extpool_core::time::serialize_option")]
     pub last_attempt: Option<SystemTime>,
     /// When the source was last listed successfully.
+    #[serde(serialize_with = "extpool_core::time::serialize_option")]
     pub last_success: Option<SystemTime>,
     /// Tools in its last good listing.
     pub tools: usize,
@@ -129,6 +130,7 @@ pub struct CatalogStatus {
     /// Notifications ignored because they came from a retired runtime.
     pub ignored_events: u64,
     /// When the last cycle finished.
+    #[serde(serialize_with = "extpool_core::time::serialize_option")]
     pub last_reconcile: Option<SystemTime>,
     /// Every known source, in visibility order.
     pub sources: Vec<SourceStatus>,

@@ -194,13 +194,24 @@ pub const MAX_SCHEMA_ERRORS: usize = 50;
 /// A required key that was taken out this way is not reported again as
 /// missing.
 pub fn from_node_all<T: serde::de::DeserializeOwned>(node: &Node) -> Result<T, Vec<DeError>> {
+    match from_node_partial(node) {
+        (Some(v), errors) if errors.is_empty() => Ok(v),
+        (_, errors) => Err(errors),
+    }
+}
+
+/// [`from_node_all`], also returning what could be read: the `T` of the
+/// document without each key or value an error is about (`None` when an
+/// error left nothing to read: a required key missing, a place that cannot
+/// be taken out, or more than [`MAX_SCHEMA_ERRORS`]), so a caller can go on
+/// checking the rest and report every error of a file at once.
+pub fn from_node_partial<T: serde::de::DeserializeOwned>(node: &Node) -> (Option<T>, Vec<DeError>) {
     let mut errors: Vec<DeError> = Vec::new();
     let mut removed = Removed::default();
     let mut doc = std::borrow::Cow::Borrowed(node);
     loop {
         let e = match from_node::<T>(&doc) {
-            Ok(v) if errors.is_empty() => return Ok(v),
-            Ok(_) => return Err(errors),
+            Ok(v) => return (Some(v), errors),
             Err(e) => e,
         };
         // The copy lost some list items: name the others as written.
@@ -212,13 +223,13 @@ pub fn from_node_all<T: serde::de::DeserializeOwned>(node: &Node) -> Result<T, V
             if !removed.paths.contains(&path) {
                 errors.push(shown);
             }
-            return Err(errors);
+            return (None, errors);
         }
         let taken = take_out(doc.to_mut(), &e);
         errors.push(shown);
         match taken {
             Some(path) if errors.len() < MAX_SCHEMA_ERRORS => removed.add(path),
-            _ => return Err(errors),
+            _ => return (None, errors),
         }
     }
 }

@@ -9,13 +9,12 @@ use crate::tree::Pos;
 #[non_exhaustive]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read {file}: {source}")]
+    #[error("cannot read {file}: {error}")]
     Read {
         /// The file as shown to the user.
         file: String,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
+        /// The I/O error (shown in the message, so not a `source()`).
+        error: std::io::Error,
     },
     /// The path is not a regular file (a FIFO, a device, a directory…):
     /// reading it could block forever or never end.
@@ -107,7 +106,7 @@ fn render(diagnostics: &[Diagnostic]) -> String {
 /// A server whose config cannot be turned into a runnable one (an unset
 /// variable, a malformed `${`). It names the file and position of the entry.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{pos}: mcp_servers.{server}.{}", .source)]
+#[error("{file}:{pos}: mcp_servers.{server}.{error}")]
 pub struct ResolveError {
     /// The server.
     pub server: String,
@@ -115,7 +114,7 @@ pub struct ResolveError {
     pub file: String,
     /// Where its entry is.
     pub pos: Pos,
-    /// The field that failed and why.
-    #[source]
-    pub source: FieldExpandError,
+    /// The field that failed and why (shown in the message, so not a
+    /// `source()`).
+    pub error: FieldExpandError,
 }

@@ -152,13 +152,12 @@ pub fn escape(s: &str) -> String {
 
 /// A server config's expansion failure, naming the field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {source}")]
+#[error("{field}: {error}")]
 pub struct FieldExpandError {
     /// The field path inside the server entry (`env.GITHUB_TOKEN`, `args[2]`).
     pub field: String,
-    /// What went wrong.
-    #[source]
-    pub source: ExpandError,
+    /// What went wrong (shown in the message, so not a `source()`).
+    pub error: ExpandError,
 }
 
 /// Calls `f(field_path, value)` for every string of a server entry that expansion applies to.
@@ -195,16 +194,20 @@ pub fn for_each_string(config: &McpServerConfig, f: &mut dyn FnMut(String, &str)
 
 /// Expands every string of a server entry: command, args, env values, cwd,
 /// url, header values and the OAuth client id and secret. The values
-/// substituted for references are kept in [`McpServerConfig::secrets`], so
-/// that what the server prints back is masked.
+/// substituted for references, and the literal secrets `config show` masks
+/// ([`crate::secrets::keep_literal_secrets`]), are kept in
+/// [`McpServerConfig::secrets`], so that what the server prints back is
+/// masked.
 pub fn expand_server(
     config: &McpServerConfig,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<McpServerConfig, FieldExpandError> {
     let substituted = std::cell::RefCell::new(Vec::new());
     let ex = |field: String, s: &str| {
-        expand_noting(s, lookup, &mut substituted.borrow_mut())
-            .map_err(|source| FieldExpandError { field, source })
+        expand_noting(s, lookup, &mut substituted.borrow_mut()).map_err(|source| FieldExpandError {
+            field,
+            error: source,
+        })
     };
     let mut out = config.clone();
     if let Some(c) = &config.command {
@@ -235,6 +238,7 @@ pub fn expand_server(
         }
     }
     out.secrets.extend(substituted.into_inner());
+    crate::secrets::keep_literal_secrets(config, &mut out.secrets);
     Ok(out)
 }
 
@@ -249,6 +253,12 @@ mod tests {
         let out = expand_server(&config, &env).unwrap();
         assert_eq!(out.args, ["--key=s3cr3t", "plain"]);
         assert_eq!(out.secrets, ["s3cr3t"]);
+
+        // A literal secret `config show` masks is kept with them.
+        let config =
+            McpServerConfig::stdio("srv", ["--password", "hunter2hunter2", "--port", "80"]);
+        let out = expand_server(&config, &env).unwrap();
+        assert_eq!(out.secrets, ["hunter2hunter2"]);
     }
 
     fn env(name: &str) -> Option<String> {

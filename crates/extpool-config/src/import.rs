@@ -123,7 +123,51 @@ pub fn render(loaded: &Loaded, mode: &RenderMode) -> Rendered {
         yaml.push_str("discovery:\n");
         yaml.push_str(&indent(&to_yaml(&c.discovery), 2));
     }
+    if let Some(guardrails) = &c.guardrails {
+        let mut guardrails = guardrails.clone();
+        if let Some(webhook) = &mut guardrails.webhook {
+            hide_header_secrets(webhook, mode, &mut exports);
+        }
+        yaml.push_str("guardrails:\n");
+        yaml.push_str(&indent(&to_yaml(&guardrails), 2));
+    }
     Rendered { yaml, exports }
+}
+
+/// A guardrail webhook's literal header values (anything but `${VAR}`
+/// references) masked for `show`, replaced by a `${VAR}` to export for
+/// `import` unless it keeps secrets: a header is how a policy service is
+/// told who asks, so every literal value is taken for a credential.
+fn hide_header_secrets(
+    webhook: &mut crate::model::WebhookConfig,
+    mode: &RenderMode,
+    exports: &mut Vec<String>,
+) {
+    for (name, value) in &mut webhook.headers {
+        if value.is_empty() || crate::expand::has_references(value) {
+            continue;
+        }
+        match mode {
+            RenderMode::Show => *value = secrets::MASK.to_owned(),
+            RenderMode::Import {
+                keep_secrets: true, ..
+            } => {}
+            RenderMode::Import { .. } => {
+                let var: String = format!("GUARDRAILS_WEBHOOK_{name}")
+                    .chars()
+                    .map(|c| match c {
+                        'a'..='z' => c.to_ascii_uppercase(),
+                        'A'..='Z' | '0'..='9' => c,
+                        _ => '_',
+                    })
+                    .collect();
+                exports.push(format!(
+                    "{var}  (guardrails.webhook.headers.{name}: the literal value was not copied)"
+                ));
+                *value = format!("${{{var}}}");
+            }
+        }
+    }
 }
 
 /// Relative paths are relative to the file they are written in: when the
@@ -155,8 +199,7 @@ fn same_dir(a: &Path, b: &Path) -> bool {
 }
 
 fn to_yaml<T: Serialize>(value: &T) -> String {
-    match serde_yaml_ng::to_string(value) {
-        Ok(s) if s.trim() == "{}" => "{}\n".to_owned(),
+    match crate::tree::to_yaml(value) {
         Ok(s) => s,
         Err(e) => format!("# cannot render: {e}\n"),
     }
@@ -254,5 +297,47 @@ mod tests {
         );
         assert!(kept.yaml.contains("ghp_literal"));
         assert!(kept.yaml.contains("command: ./bin/server"));
+    }
+
+    #[test]
+    fn the_guardrails_section_is_shown_with_its_webhook_credentials_hidden() {
+        let mut l = loaded();
+        let root = parse_yaml(concat!(
+            "guardrails:\n",
+            "  block: [{pattern: \"rm\\\\s+-rf\", tools: \"mcp__shell__*\"}]\n",
+            "  webhook:\n",
+            "    url: https://policy.example/check\n",
+            "    headers: {Authorization: Bearer literal-token, X-Ref: \"${REF}\"}\n",
+        ))
+        .unwrap();
+        let c: ExtpoolConfig = from_node(&root).unwrap();
+        l.config.guardrails = c.guardrails;
+        let r = render(&l, &RenderMode::Show);
+        assert!(!r.yaml.contains("literal-token"), "{}", r.yaml);
+        assert!(r.yaml.contains("X-Ref: ${REF}"), "{}", r.yaml);
+        assert!(r.yaml.contains("max_result_bytes: 1048576"), "{}", r.yaml);
+        let shown: ExtpoolConfig = from_node(&parse_yaml(&r.yaml).unwrap()).unwrap();
+        let g = shown.guardrails.unwrap();
+        assert_eq!(g.block[0].pattern, r"rm\s+-rf");
+        let r = render(
+            &l,
+            &RenderMode::Import {
+                keep_secrets: false,
+                out_dir: "/proj".into(),
+            },
+        );
+        assert!(
+            r.yaml
+                .contains("Authorization: ${GUARDRAILS_WEBHOOK_AUTHORIZATION}"),
+            "{}",
+            r.yaml
+        );
+        assert!(
+            r.exports
+                .iter()
+                .any(|e| e.starts_with("GUARDRAILS_WEBHOOK_AUTHORIZATION")),
+            "{:?}",
+            r.exports
+        );
     }
 }

@@ -11,6 +11,8 @@
 //!   server is resolved to be started.
 //! * [`diagnostics`]: `file:line:column` findings with "did you mean".
 //! * [`import`]: writing the effective configuration back out as YAML.
+//! * [`guardrails`]: the rules of the `guardrails:` section (patterns,
+//!   webhook URLs, bounds) that `config check` and the host share.
 //!
 //! Every file is parsed into a located tree ([`tree`]) and the model is
 //! deserialized from it ([`de`]), so every error names file, line and
@@ -22,6 +24,7 @@ pub mod diagnostics;
 pub mod error;
 pub mod expand;
 pub mod foreign;
+pub mod guardrails;
 pub mod import;
 pub mod load;
 pub mod locate;
@@ -41,8 +44,9 @@ pub use load::{
 };
 pub use locate::{ConfigFormat, Origin, Places};
 pub use model::{
-    DefaultPolicy, DiscoveryConfig, ExtensionsConfig, ExtpoolConfig, PermissionsConfig,
-    SkillsConfig, ToolHiveConfig, ValidationMode,
+    BlockRule, DefaultPolicy, DiscoveryConfig, ExtensionsConfig, ExtpoolConfig, FailMode,
+    GatewayAuthConfig, GatewayConfig, GuardrailsConfig, PermissionsConfig, RateLimitsConfig,
+    RedactRule, SkillsConfig, ToolHiveConfig, ToolRateLimit, ValidationMode, WebhookConfig,
 };
 
 /// The server entry type, re-exported from `extpool-mcp`.

@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 
 use extpool_mcp::config::McpServerConfig;
 
-use crate::de::from_node_all;
 use crate::diagnostics::{Diagnostic, Severity, display_path};
 use crate::error::{ConfigError, ResolveError};
 use crate::expand;
@@ -25,7 +24,7 @@ use crate::locate::{Candidate, ConfigFormat, Origin, Places, detect};
 use crate::model::ExtpoolConfig;
 use crate::read::{DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_VAR, read_text};
 use crate::tree::{self, Node, Pos};
-use crate::validate::validate;
+use crate::validate::check_document;
 
 /// One file that was read.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -75,8 +74,9 @@ pub struct Loaded {
     /// Warnings and notes; errors fail the load, except those of discovered
     /// foreign files, which are skipped (see [`Loaded::errors`]).
     pub diagnostics: Vec<Diagnostic>,
-    /// The server names, lower-cased, to find a clash in constant time.
-    names_ignoring_case: std::collections::HashMap<String, String>,
+    /// Each server name as defined, by the name-uniqueness key, to find a
+    /// clash in constant time.
+    names_ignoring_case: extpool_core::ServerNames<String>,
 }
 
 /// What to load.
@@ -158,7 +158,7 @@ fn load_with(request: &LoadRequest, all_strict: bool) -> Result<Loaded, ConfigEr
 /// checked exactly like an `extpool.yaml` file: relative paths resolve
 /// against `dir`, and `label` names it in diagnostics.
 pub fn load_value(config: &ExtpoolConfig, dir: &Path, label: &str) -> Result<Loaded, ConfigError> {
-    let text = serde_yaml_ng::to_string(config).map_err(|e| ConfigError::Invalid {
+    let text = crate::tree::to_yaml(config).map_err(|e| ConfigError::Invalid {
         diagnostics: vec![Diagnostic::new(
             Severity::Error,
             label,
@@ -204,7 +204,7 @@ fn show(path: &Path, places: &Places) -> String {
 /// The error diagnostic of a discovered file that could not be read.
 fn skipped(file: &str, e: &ConfigError) -> Diagnostic {
     let why = match e {
-        ConfigError::Read { source, .. } => format!("cannot read it: {source}"),
+        ConfigError::Read { error: source, .. } => format!("cannot read it: {source}"),
         ConfigError::NotRegular { kind, .. } => format!("it is {kind}, not a regular file"),
         ConfigError::TooLarge { limit, .. } => format!(
             "it is larger than {limit} bytes (the limit; set {MAX_FILE_BYTES_VAR} to change it)"
@@ -261,9 +261,10 @@ fn parse(
 }
 
 /// Reads one file's `text` into `loaded`. `strict`: its errors fail the
-/// load; otherwise an entry with errors is skipped with a warning, and a
-/// file that does not parse is skipped with an error (so that `config
-/// check` fails) while the other files are used.
+/// load; otherwise an entry with errors is skipped, and a file that does
+/// not parse is skipped whole, each with its located error (so that
+/// `config check` fails: what runs is not what the file says) while
+/// everything else is used.
 fn read_into(
     candidate: &Candidate,
     text: &str,
@@ -280,10 +281,6 @@ fn read_into(
     let mut report = |d: Diagnostic, loaded: &mut Loaded| {
         if d.is_error() && strict {
             errors.push(d);
-        } else if d.is_error() {
-            let mut d = d;
-            d.severity = Severity::Warning;
-            loaded.diagnostics.push(d);
         } else {
             loaded.diagnostics.push(d);
         }
@@ -313,18 +310,13 @@ fn read_into(
         servers: Vec::new(),
     };
     if candidate.format == ConfigFormat::Extpool {
-        let config: ExtpoolConfig = match from_node_all(&root) {
-            Ok(c) => c,
-            Err(all) => {
-                for e in &all {
-                    report(Diagnostic::schema(&file, e), loaded);
-                }
-                return;
-            }
-        };
-        for d in validate(&config, &root, &file, &dir) {
+        let (config, found) = check_document(&root, &file, &dir);
+        for d in found {
             report(d, loaded);
         }
+        let Some(config) = config else {
+            return;
+        };
         let first_extpool = !loaded
             .sources
             .iter()
@@ -420,7 +412,7 @@ fn add_server(
 ) {
     let existing = loaded
         .names_ignoring_case
-        .get(&name.to_ascii_lowercase())
+        .get(&name)
         .and_then(|n| loaded.server_sources.get_key_value(n));
     if let Some((existing, first)) = existing {
         let where_ = match first.pos {
@@ -437,9 +429,8 @@ fn add_server(
         return;
     }
     source.servers.push(name.clone());
-    loaded
-        .names_ignoring_case
-        .insert(name.to_ascii_lowercase(), name.clone());
+    // Free: a clash returned above.
+    loaded.names_ignoring_case.entry(&name, || name.clone());
     loaded.server_sources.insert(
         name.clone(),
         ServerSource {
@@ -477,7 +468,18 @@ impl Loaded {
                 )],
             });
         }
-        if let Some(existing) = self.names_ignoring_case.remove(&name.to_ascii_lowercase()) {
+        if let Some(problem) = crate::validate::remote_problem(&config) {
+            return Err(ConfigError::Invalid {
+                diagnostics: vec![Diagnostic::new(
+                    Severity::Error,
+                    flag,
+                    None,
+                    problem.field,
+                    problem.message,
+                )],
+            });
+        }
+        if let Some(existing) = self.names_ignoring_case.remove(name) {
             let first = self.server_sources.remove(&existing);
             self.config.mcp_servers.remove(&existing);
             let from = first.map_or_else(String::new, |f| format!(" from {}:{}", f.file, f.pos));
@@ -489,8 +491,8 @@ impl Loaded {
                 format!("server {name:?} replaces {existing:?}{from}"),
             ));
         }
-        self.names_ignoring_case
-            .insert(name.to_ascii_lowercase(), name.to_owned());
+        // Free: a clash was removed above.
+        self.names_ignoring_case.entry(name, || name.to_owned());
         self.server_sources.insert(
             name.to_owned(),
             ServerSource {
@@ -506,10 +508,25 @@ impl Loaded {
     }
 
     /// The errors of a load that still succeeded: discovered files of other
-    /// programs that were skipped (unreadable, not UTF-8, bad syntax).
-    /// `config check` fails when there is one; other commands show them.
+    /// programs that were skipped (unreadable, not UTF-8, bad syntax) and
+    /// entries of theirs that were (a wrong type, no transport). `config
+    /// check` fails when there is one; other commands show them and exit 1.
     pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
         self.diagnostics.iter().filter(|d| d.is_error())
+    }
+
+    /// The files found but skipped whole (unreadable, not UTF-8, bad
+    /// syntax), each once, in the order of their errors: they were there,
+    /// so "no configuration found" must not be said of them.
+    pub fn skipped_files(&self) -> Vec<&str> {
+        let mut files: Vec<&str> = Vec::new();
+        for d in self.errors() {
+            let read = self.sources.iter().any(|s| s.file == d.file);
+            if !read && !files.contains(&d.file.as_str()) {
+                files.push(&d.file);
+            }
+        }
+        files
     }
 
     /// True when no file was found or named.
@@ -557,11 +574,51 @@ impl Loaded {
                     Severity::Warning,
                     e.file.clone(),
                     Some(e.pos),
-                    format!("mcp_servers.{}.{}", e.server, e.source.field),
-                    e.source.source.to_string(),
+                    format!("mcp_servers.{}.{}", e.server, e.error.field),
+                    e.error.error.to_string(),
                 )
             })
             .collect()
+    }
+}
+
+impl Loaded {
+    /// What the MCP client would refuse when it starts each enabled remote
+    /// server whose URL or headers hold a `${VAR}`, with the values `lookup`
+    /// gives them (as warnings for `config check`: the values are the
+    /// environment's, not the file's). Entries without variables are
+    /// checked as the files are read ([`crate::validate::remote_problem`]).
+    pub fn remote_problems(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<Diagnostic> {
+        let mut out = Vec::new();
+        for (name, config) in self.enabled_servers() {
+            let Some(url) = config.url.as_deref() else {
+                continue;
+            };
+            let has_variables = expand::has_references(url)
+                || config.headers.values().any(|v| expand::has_references(v));
+            if config.command.is_some() || !has_variables {
+                continue;
+            }
+            let (Some(Ok(resolved)), Some(source)) = (
+                self.resolve_server(name, lookup),
+                self.server_sources.get(name),
+            ) else {
+                continue;
+            };
+            if let Some(problem) = crate::validate::resolved_remote_problem(&resolved, url) {
+                out.push(Diagnostic::new(
+                    Severity::Warning,
+                    source.file.clone(),
+                    Some(source.pos),
+                    format!("mcp_servers.{name}.{}", problem.field),
+                    format!(
+                        "with the values its variables have here, the server will not start: {}",
+                        problem.message
+                    ),
+                ));
+            }
+        }
+        out
     }
 }
 
@@ -575,7 +632,7 @@ fn resolve(
         server: name.to_owned(),
         file: source.file.clone(),
         pos: source.pos,
-        source: source_err,
+        error: source_err,
     })?;
     Ok(resolve_paths(out, &source.dir))
 }

@@ -33,6 +33,26 @@
 //!     enabled: true
 //!     url: http://127.0.0.1:8080   # ToolHive's API (`thv serve`); else TOOLHIVE_API_URL
 //!     group: default               # only this group's workloads
+//! gateway:                # `extpool serve`'s callers
+//!   auth:
+//!     issuer: https://idp.example          # access tokens of this identity provider
+//!     audience: https://gw.example         # what they must be for (default: http://LISTEN)
+//!     claims: [groups, email]              # kept on the principal (default [groups])
+//!     operator: groups=operators           # what makes a principal an operator
+//!     scopes: [openid, groups]             # advertised to clients before they log in
+//!   rate_limits:          # each caller's own buckets (token buckets)
+//!     calls_per_minute: 600                # every tool together
+//!     burst: 60                            # calls at once beyond the rate
+//!     tools:
+//!       - match: "mcp__github__create*"
+//!         calls_per_minute: 10
+//!         burst: 2
+//! guardrails:             # every tool call and result, in the host's call path
+//!   max_argument_bytes: 65536
+//!   max_result_bytes: 1048576
+//!   block: [{pattern: "rm\\s+-rf", tools: "mcp__shell__*"}]
+//!   redact: [{name: openai-key, pattern: "sk-[A-Za-z0-9]{20,}"}]
+//!   webhook: {url: https://policy.example/check, timeout_ms: 2000, fail: closed}
 //! ```
 //!
 //! Every struct refuses unknown keys so a typo is reported (with a "did you
@@ -68,6 +88,212 @@ pub struct ExtpoolConfig {
     /// Servers found while serving: configuration edits and ToolHive.
     #[serde(default)]
     pub discovery: DiscoveryConfig,
+    /// Who may call `extpool serve`, and as whom.
+    #[serde(default, skip_serializing_if = "GatewayConfig::is_default")]
+    pub gateway: GatewayConfig,
+    /// Checks of every tool call before it is dispatched and of every
+    /// result before it reaches the model (none when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guardrails: Option<GuardrailsConfig>,
+}
+
+/// The `guardrails:` section: what every tool call and result passes
+/// through in the host's call path — the gateway's, the agent library's
+/// and the command line's alike — after the permission rules and before
+/// the model. The patterns' and the webhook URL's rules are
+/// [`crate::guardrails`]'s.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuardrailsConfig {
+    /// A call whose arguments' JSON is larger is blocked (before any
+    /// pattern or the webhook sees it).
+    #[serde(default = "default_max_argument_bytes")]
+    pub max_argument_bytes: u64,
+    /// A result whose text and structured content are larger together is
+    /// blocked (before any pattern or the webhook sees it).
+    #[serde(default = "default_max_result_bytes")]
+    pub max_result_bytes: u64,
+    /// A call is blocked when its arguments match one of these.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub block: Vec<BlockRule>,
+    /// Matches in results are replaced by `[REDACTED:<name>]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redact: Vec<RedactRule>,
+    /// An external policy, asked before each call and about each result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<WebhookConfig>,
+}
+
+impl Default for GuardrailsConfig {
+    fn default() -> Self {
+        Self {
+            max_argument_bytes: default_max_argument_bytes(),
+            max_result_bytes: default_max_result_bytes(),
+            block: Vec::new(),
+            redact: Vec::new(),
+            webhook: None,
+        }
+    }
+}
+
+/// One `guardrails.block` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlockRule {
+    /// A regular expression; a call whose arguments match it is blocked.
+    pub pattern: String,
+    /// Only calls of these catalog names (a name or a glob, as in the
+    /// permission rules); every call when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<String>,
+}
+
+/// One `guardrails.redact` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedactRule {
+    /// What the replacement says: `[REDACTED:<name>]`.
+    pub name: String,
+    /// A regular expression; each match in a result is replaced.
+    pub pattern: String,
+}
+
+/// The `guardrails.webhook` entry: an external policy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookConfig {
+    /// Where it is asked: `https://`, or `http://` on loopback. `${VAR}`s
+    /// are resolved when extpool starts.
+    pub url: String,
+    /// The longest one question may take, in milliseconds (1 to 30,000).
+    #[serde(default = "default_webhook_timeout_ms")]
+    pub timeout_ms: u64,
+    /// What a webhook that fails (no answer in time, an error, an answer
+    /// that is not one) means.
+    #[serde(default)]
+    pub fail: FailMode,
+    /// Headers sent with each question; `${VAR}`s in values are resolved
+    /// when extpool starts, as a server's headers are.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+}
+
+/// What a failing guardrail webhook means.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FailMode {
+    /// The call (or result) is blocked.
+    #[default]
+    Closed,
+    /// The call (or result) passes, and the failure is logged.
+    Open,
+}
+
+impl FailMode {
+    /// The word the configuration writes (`closed`, `open`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailMode::Closed => "closed",
+            FailMode::Open => "open",
+        }
+    }
+}
+
+fn default_max_argument_bytes() -> u64 {
+    crate::guardrails::DEFAULT_MAX_ARGUMENT_BYTES
+}
+fn default_max_result_bytes() -> u64 {
+    crate::guardrails::DEFAULT_MAX_RESULT_BYTES
+}
+fn default_webhook_timeout_ms() -> u64 {
+    crate::guardrails::DEFAULT_WEBHOOK_TIMEOUT_MS
+}
+
+/// The `gateway:` section: what `extpool serve` asks of its callers
+/// (its flags win over it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayConfig {
+    /// Identities: the access tokens of an identity provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<GatewayAuthConfig>,
+    /// How many tool calls each caller may make.
+    #[serde(default, skip_serializing_if = "RateLimitsConfig::is_default")]
+    pub rate_limits: RateLimitsConfig,
+}
+
+/// The `gateway.rate_limits:` section: token buckets, each caller's own
+/// (a caller is a principal: a token's subject, an API key; without
+/// identities, the gateway's one caller).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitsConfig {
+    /// Tool calls a minute each caller may make in all (unset: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls_per_minute: Option<u32>,
+    /// Calls a caller may make at once beyond the rate (default: a tenth
+    /// of a minute's calls, at least one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u32>,
+    /// Limits on some tools, each caller's own; a call takes a token from
+    /// every bucket whose rule matches it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolRateLimit>,
+}
+
+impl RateLimitsConfig {
+    /// Whether no limit is set.
+    pub fn is_default(&self) -> bool {
+        *self == RateLimitsConfig::default()
+    }
+}
+
+/// One `gateway.rate_limits.tools` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolRateLimit {
+    /// The catalog names it limits: a name or a glob (`mcp__github__*`).
+    #[serde(rename = "match")]
+    pub tools: String,
+    /// Calls a minute each caller may make to them.
+    pub calls_per_minute: u32,
+    /// Calls at once beyond the rate (default as above).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u32>,
+}
+
+impl GatewayConfig {
+    /// Whether nothing is set (the section is left out when written).
+    pub fn is_default(&self) -> bool {
+        *self == GatewayConfig::default()
+    }
+}
+
+/// The `gateway.auth:` section (`--auth-issuer` and its companions).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayAuthConfig {
+    /// The identity provider whose access tokens name who is calling
+    /// (OpenID Connect discovery at `ISSUER/.well-known/openid-configuration`).
+    pub issuer: String,
+    /// What its tokens must be for (`aud`); default: the gateway's URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<String>,
+    /// The token claims kept on the principal, for rules and logs.
+    #[serde(default = "default_claims")]
+    pub claims: Vec<String>,
+    /// `CLAIM=VALUE` that makes a principal an operator (sees and manages
+    /// every session, reads /metrics).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator: Option<String>,
+    /// The scopes clients should ask the issuer for (advertised in the
+    /// protected-resource metadata and the 401 challenge).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+}
+
+fn default_claims() -> Vec<String> {
+    vec!["groups".to_owned()]
 }
 
 /// The `discovery:` section: how `extpool serve` finds servers while it

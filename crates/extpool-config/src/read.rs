@@ -20,7 +20,7 @@ pub const MAX_FILE_BYTES_VAR: &str = "EXTPOOL_MAX_CONFIG_BYTES";
 pub fn read_text(path: &Path, shown: &str, limit: u64) -> Result<String, ConfigError> {
     let io = |source| ConfigError::Read {
         file: shown.to_owned(),
-        source,
+        error: source,
     };
     let file = open(path).map_err(io)?;
     let meta = file.metadata().map_err(io)?;
@@ -98,13 +98,38 @@ fn kind_of(meta: &std::fs::Metadata) -> &'static str {
     "not a regular file"
 }
 
-/// The size limit from the environment ([`MAX_FILE_BYTES_VAR`]), or the default.
+/// The size limit from the environment ([`MAX_FILE_BYTES_VAR`]), or the
+/// default when it is unset or not a positive number
+/// ([`limit_env_warning`] says so).
 pub fn limit_from_env() -> u64 {
-    std::env::var(MAX_FILE_BYTES_VAR)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .filter(|&n: &u64| n > 0)
-        .unwrap_or(DEFAULT_MAX_FILE_BYTES)
+    limit_from(std::env::var_os(MAX_FILE_BYTES_VAR).as_deref()).0
+}
+
+/// When [`MAX_FILE_BYTES_VAR`] is set but is not a positive number of
+/// bytes: a warning that says so and which default applies instead.
+pub fn limit_env_warning() -> Option<String> {
+    limit_from(std::env::var_os(MAX_FILE_BYTES_VAR).as_deref()).1
+}
+
+/// The limit a value of [`MAX_FILE_BYTES_VAR`] sets, and the warning
+/// when it sets none.
+fn limit_from(value: Option<&std::ffi::OsStr>) -> (u64, Option<String>) {
+    let Some(value) = value else {
+        return (DEFAULT_MAX_FILE_BYTES, None);
+    };
+    let text = value.to_string_lossy();
+    match text.trim().parse::<u64>() {
+        Ok(n) if n > 0 => (n, None),
+        _ => {
+            let shown = extpool_core::text::cut(&text, 64);
+            let warning = format!(
+                "{MAX_FILE_BYTES_VAR}={shown:?} is not a positive number of bytes; \
+                 the default limit of {DEFAULT_MAX_FILE_BYTES} bytes ({} MiB) applies",
+                DEFAULT_MAX_FILE_BYTES >> 20
+            );
+            (DEFAULT_MAX_FILE_BYTES, Some(warning))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -128,6 +153,23 @@ mod tests {
             err.to_string(),
             "x.json:2:10: invalid UTF-8 (byte 12 of the file); configuration files must be UTF-8 text"
         );
+    }
+
+    #[test]
+    fn the_limit_variable_is_a_positive_number_or_said_not_to_be() {
+        let of = |v: &str| limit_from(Some(std::ffi::OsStr::new(v)));
+        assert_eq!(of("1000"), (1000, None));
+        assert_eq!(of(" 42 "), (42, None));
+        assert_eq!(limit_from(None), (DEFAULT_MAX_FILE_BYTES, None));
+        for bad in ["abc", "0", "-5", "64MB", ""] {
+            let (limit, warning) = of(bad);
+            assert_eq!(limit, DEFAULT_MAX_FILE_BYTES, "{bad}");
+            let warning = warning.unwrap();
+            assert!(
+                warning.starts_with(&format!("EXTPOOL_MAX_CONFIG_BYTES={bad:?} is not a positive number of bytes; the default limit of 67108864 bytes (64 MiB) applies")),
+                "{warning}"
+            );
+        }
     }
 
     #[test]

@@ -2,13 +2,139 @@
 //! URLs, `${…}` syntax, limits, skill paths. Every finding is located with
 //! the tree the file was parsed into.
 
-use std::collections::HashMap;
+use std::collections::BTreeSet;
 use std::path::Path;
 
+use crate::de::{DeError, from_node_partial};
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::expand;
 use crate::model::{ExtpoolConfig, check_server_name, sanitize_server_name};
-use crate::tree::{Node, Pos};
+use crate::tree::{Node, Pos, Value};
+use extpool_mcp::config::McpServerConfig;
+
+/// Reads an `extpool.yaml` document (`root`, parsed from `file`) as far as
+/// it can be read and checks it: every schema error of the file and every
+/// finding of [`validate`], in the file's order, so one run reports them
+/// all. The configuration is `None` when nothing could be read.
+pub fn check_document(
+    root: &Node,
+    file: &str,
+    dir: &Path,
+) -> (Option<ExtpoolConfig>, Vec<Diagnostic>) {
+    let (config, schema_errors) = readable(root);
+    let mut found: Vec<Diagnostic> = schema_errors
+        .iter()
+        .map(|e| Diagnostic::schema(file, e))
+        .collect();
+    if let Some(config) = &config {
+        found.extend(validate(config, root, file, dir));
+    }
+    // In the file's order, whichever check found them.
+    found.sort_by_key(|d| d.pos.map(|p| (p.line, p.column)));
+    (config, found)
+}
+
+/// An `extpool.yaml` document as far as it can be read, and every schema
+/// error in it: a server whose entry has an error is left out whole (it is
+/// neither validated nor started: half a server could run without the `env`
+/// or `args` that were meant for it), any other key in error is left at its
+/// default, and the rest is read so that validation reports its errors in
+/// the same run. `None` when nothing could be read.
+fn readable(root: &Node) -> (Option<ExtpoolConfig>, Vec<DeError>) {
+    let (config, errors) = from_node_partial::<ExtpoolConfig>(root);
+    let broken: BTreeSet<&str> = errors
+        .iter()
+        .filter_map(|e| match e.path.as_slice() {
+            [section, server, ..] if section == "mcp_servers" => Some(server.as_str()),
+            _ => None,
+        })
+        .collect();
+    if broken.is_empty() {
+        return (config, errors);
+    }
+    let mut doc = root.clone();
+    if let Value::Map(sections) = &mut doc.value
+        && let Some(servers) = sections.iter_mut().find(|e| e.key == "mcp_servers")
+        && let Value::Map(entries) = &mut servers.value.value
+    {
+        entries.retain(|entry| !broken.contains(entry.key.as_str()));
+    }
+    // Errors outside the servers are found again; they are reported once.
+    (from_node_partial(&doc).0, errors)
+}
+
+/// What the MCP client refuses when it starts a remote server: the field
+/// at fault (`url`, `headers`) and what is wrong, as
+/// [`remote_problem`] finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteProblem {
+    /// The field of the server entry (`url`, `headers`).
+    pub field: &'static str,
+    /// What is wrong (never a secret of the URL: it is shown masked).
+    pub message: String,
+}
+
+/// Most characters of a URL a message shows.
+const SHOWN_URL_CHARS: usize = 200;
+
+/// What the MCP client would refuse when it starts `config` as a remote
+/// server, found without starting it: the client's own check
+/// ([`extpool_mcp::http::check_remote`], the one owner of the rule) of the
+/// URL and headers as written. `None` when the entry is no remote server or
+/// the client accepts it — and when its URL or a header value holds a
+/// `${VAR}`: what starts then depends on the environment, and `config
+/// check` checks it resolved ([`crate::Loaded::remote_problems`]).
+pub fn remote_problem(config: &McpServerConfig) -> Option<RemoteProblem> {
+    let url = config.url.as_deref()?;
+    if config.command.is_some()
+        || expand::has_references(url)
+        || config.headers.values().any(|v| expand::has_references(v))
+    {
+        return None;
+    }
+    // Without references, expansion only turns `$${` back into `${`:
+    // this is the text the client is given.
+    let none = |_: &str| None;
+    let mut literal = config.clone();
+    literal.url = Some(expand::expand(url, &none).ok()?);
+    for value in literal.headers.values_mut() {
+        *value = expand::expand(value, &none).ok()?;
+    }
+    resolved_remote_problem(&literal, url)
+}
+
+/// [`remote_problem`] of a server entry whose variables are resolved;
+/// `shown_url` is the URL as written (shown masked, never the resolved one).
+pub(crate) fn resolved_remote_problem(
+    config: &McpServerConfig,
+    shown_url: &str,
+) -> Option<RemoteProblem> {
+    // The name only words the client's message; its prefix is cut below.
+    let name = extpool_mcp::ServerName::new("server").ok()?;
+    let error = extpool_mcp::http::check_remote(&name, config).err()?;
+    let text = error.to_string();
+    let text = text
+        .strip_prefix(&format!("MCP server {:?}: ", name.as_str()))
+        .unwrap_or(&text);
+    Some(match error {
+        extpool_mcp::ConfigError::InvalidUrl { reason, .. } => RemoteProblem {
+            field: "url",
+            message: format!(
+                "invalid URL {:?}: {reason}",
+                extpool_core::text::cut(&crate::secrets::mask_url(shown_url), SHOWN_URL_CHARS)
+            ),
+        },
+        extpool_mcp::ConfigError::InvalidHeader { .. }
+        | extpool_mcp::ConfigError::TooManyHeaders { .. } => RemoteProblem {
+            field: "headers",
+            message: text.to_owned(),
+        },
+        _ => RemoteProblem {
+            field: "url",
+            message: text.to_owned(),
+        },
+    })
+}
 
 /// Checks `config` (parsed from `root`), reporting into a list.
 pub fn validate(config: &ExtpoolConfig, root: &Node, file: &str, dir: &Path) -> Vec<Diagnostic> {
@@ -18,7 +144,7 @@ pub fn validate(config: &ExtpoolConfig, root: &Node, file: &str, dir: &Path) -> 
     };
     // Looked up by name once each, so thousands of servers stay linear.
     let keys = root.get("mcp_servers").map(Node::keys).unwrap_or_default();
-    let mut seen: HashMap<String, (&str, Pos)> = HashMap::new();
+    let mut seen = extpool_core::ServerNames::new();
     for (name, server) in &config.mcp_servers {
         let entry = keys.get(name.as_str());
         let key_pos = entry.map_or_else(|| root.pos_of(&["mcp_servers"]), |e| e.key_pos);
@@ -32,7 +158,7 @@ pub fn validate(config: &ExtpoolConfig, root: &Node, file: &str, dir: &Path) -> 
                 format!("{e} (for example {:?})", sanitize_server_name(name)),
             );
         }
-        if let Some((other, other_pos)) = seen.get(&name.to_ascii_lowercase()) {
+        if let Err((other, other_pos)) = seen.claim(name, (name, key_pos)) {
             diag(
                 Severity::Error,
                 key_pos,
@@ -43,22 +169,27 @@ pub fn validate(config: &ExtpoolConfig, root: &Node, file: &str, dir: &Path) -> 
                 ),
             );
         }
-        seen.entry(name.to_ascii_lowercase())
-            .or_insert((name, key_pos));
         if let Err(e) = server.transport() {
             diag(Severity::Error, key_pos, path.clone(), e.to_string());
         }
-        if let Some(url) = &server.url {
-            let lower = url.to_ascii_lowercase();
-            let templated = lower.starts_with("${");
-            if !templated && !lower.starts_with("https://") && !lower.starts_with("http://") {
-                diag(
-                    Severity::Error,
-                    field_pos("url"),
-                    format!("{path}.url"),
-                    "expected an http:// or https:// URL".into(),
-                );
-            }
+        if let Some(problem) = remote_problem(server) {
+            diag(
+                Severity::Error,
+                field_pos(problem.field),
+                format!("{path}.{}", problem.field),
+                problem.message,
+            );
+        } else if let Some(url) = &server.url
+            && !url.starts_with("${")
+            && let Err(e) = extpool_core::check_http_url(url)
+        {
+            // A URL with a `${VAR}` in it: its scheme, at least, is known.
+            diag(
+                Severity::Error,
+                field_pos("url"),
+                format!("{path}.url"),
+                e.to_string(),
+            );
         }
         if let Some(prefix) = &server.prefix
             && let Err(e) = check_server_name(prefix)
@@ -146,6 +277,74 @@ pub fn validate(config: &ExtpoolConfig, root: &Node, file: &str, dir: &Path) -> 
             }
         }
     }
+    for (i, entry) in config.permissions.principals.iter().enumerate() {
+        if entry.claims.is_empty() {
+            diag(
+                Severity::Error,
+                root.pos_of(&["permissions", "principals"]),
+                format!("permissions.principals[{i}].match"),
+                "expected the claims a caller must hold, such as {groups: eng}; an entry without any matches nobody".into(),
+            );
+        }
+        if entry.allow.is_none() && entry.deny.is_empty() {
+            diag(
+                Severity::Warning,
+                root.pos_of(&["permissions", "principals"]),
+                format!("permissions.principals[{i}]"),
+                "this entry has neither allow nor deny, so it changes nothing".into(),
+            );
+        }
+    }
+    let limits = &config.gateway.rate_limits;
+    let zero = |v: Option<u32>| v == Some(0);
+    if zero(limits.calls_per_minute) || zero(limits.burst) {
+        diag(
+            Severity::Error,
+            root.pos_of(&["gateway", "rate_limits"]),
+            "gateway.rate_limits".into(),
+            "expected calls_per_minute and burst of at least 1 (leave calls_per_minute out for no limit)".into(),
+        );
+    }
+    for (i, rule) in limits.tools.iter().enumerate() {
+        if rule.calls_per_minute == 0 || zero(rule.burst) {
+            diag(
+                Severity::Error,
+                root.pos_of(&["gateway", "rate_limits", "tools"]),
+                format!("gateway.rate_limits.tools[{i}]"),
+                "expected calls_per_minute and burst of at least 1 (deny the tools in permissions to refuse every call)".into(),
+            );
+        }
+        if rule.tools.trim().is_empty() || rule.tools.chars().any(char::is_control) {
+            diag(
+                Severity::Error,
+                root.pos_of(&["gateway", "rate_limits", "tools"]),
+                format!("gateway.rate_limits.tools[{i}].match"),
+                "expected a catalog name or glob such as mcp__github__*".into(),
+            );
+        }
+    }
+    if let Some(auth) = &config.gateway.auth {
+        if !auth.issuer.starts_with("${")
+            && let Err(e) = extpool_core::check_http_url(&auth.issuer)
+        {
+            diag(
+                Severity::Error,
+                root.pos_of(&["gateway", "auth", "issuer"]),
+                "gateway.auth.issuer".into(),
+                e.to_string(),
+            );
+        }
+        if let Some(operator) = &auth.operator
+            && let Err(e) = operator.parse::<extpool_auth::resource::ClaimMatch>()
+        {
+            diag(
+                Severity::Error,
+                root.pos_of(&["gateway", "auth", "operator"]),
+                "gateway.auth.operator".into(),
+                e,
+            );
+        }
+    }
     for (i, p) in config.skills.paths.iter().enumerate() {
         let full = crate::foreign::relative_to(dir, p);
         if !full.is_dir() {
@@ -155,6 +354,156 @@ pub fn validate(config: &ExtpoolConfig, root: &Node, file: &str, dir: &Path) -> 
                 format!("skills.paths[{i}]"),
                 format!("directory {p:?} does not exist (yet); it is watched for when it appears"),
             );
+        }
+    }
+    if let Some(guardrails) = &config.guardrails {
+        out.extend(check_guardrails(guardrails, root, file));
+    }
+    out
+}
+
+/// Where `field` of item `i` of the list at `path` is written (else the
+/// list, else its closest ancestor).
+fn item_pos(root: &Node, path: &[&str], i: usize, field: &str) -> Pos {
+    match root.at(path).map(|n| &n.value) {
+        Some(Value::Seq(items)) => items
+            .get(i)
+            .map_or_else(|| root.pos_of(path), |item| item.pos_of(&[field])),
+        _ => root.pos_of(path),
+    }
+}
+
+/// Whether `name` is an HTTP header name (RFC 9110 token characters).
+fn is_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// The `guardrails:` section's findings: sizes, each pattern compiled as
+/// the host compiles it ([`crate::guardrails`]), the webhook's URL,
+/// timeout and headers.
+fn check_guardrails(
+    g: &crate::model::GuardrailsConfig,
+    root: &Node,
+    file: &str,
+) -> Vec<Diagnostic> {
+    use crate::guardrails::{
+        MAX_NAME_BYTES, MAX_RULES, MAX_WEBHOOK_TIMEOUT_MS, check_webhook_url, compile_pattern,
+    };
+    let mut out = Vec::new();
+    let mut error = |pos: Pos, path: String, message: String| {
+        out.push(Diagnostic::new(
+            Severity::Error,
+            file,
+            Some(pos),
+            path,
+            message,
+        ));
+    };
+    for (key, value) in [
+        ("max_argument_bytes", g.max_argument_bytes),
+        ("max_result_bytes", g.max_result_bytes),
+    ] {
+        if value == 0 {
+            error(
+                root.pos_of(&["guardrails", key]),
+                format!("guardrails.{key}"),
+                "expected a number of bytes of at least 1".into(),
+            );
+        }
+    }
+    for (list, len) in [("block", g.block.len()), ("redact", g.redact.len())] {
+        if len > MAX_RULES {
+            error(
+                root.pos_of(&["guardrails", list]),
+                format!("guardrails.{list}"),
+                format!("{len} rules, more than the limit of {MAX_RULES}"),
+            );
+        }
+    }
+    let mut check_pattern = |list: &str, i: usize, pattern: &str| {
+        if let Err(e) = compile_pattern(pattern) {
+            error(
+                item_pos(root, &["guardrails", list], i, "pattern"),
+                format!("guardrails.{list}[{i}].pattern"),
+                e.to_string(),
+            );
+        }
+    };
+    for (i, rule) in g.block.iter().enumerate() {
+        check_pattern("block", i, &rule.pattern);
+    }
+    for (i, rule) in g.redact.iter().enumerate() {
+        check_pattern("redact", i, &rule.pattern);
+    }
+    for (i, rule) in g.block.iter().enumerate() {
+        if let Some(tools) = &rule.tools
+            && (tools.trim().is_empty() || tools.chars().any(char::is_control))
+        {
+            error(
+                item_pos(root, &["guardrails", "block"], i, "tools"),
+                format!("guardrails.block[{i}].tools"),
+                "expected a catalog name or glob such as mcp__github__*".into(),
+            );
+        }
+    }
+    for (i, rule) in g.redact.iter().enumerate() {
+        let name_ok = !rule.name.is_empty()
+            && rule.name.len() <= MAX_NAME_BYTES
+            && rule
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+        if !name_ok {
+            error(
+                item_pos(root, &["guardrails", "redact"], i, "name"),
+                format!("guardrails.redact[{i}].name"),
+                format!(
+                    "expected a name of 1 to {MAX_NAME_BYTES} letters, digits, '-', '_' or '.' (it is shown as [REDACTED:<name>])"
+                ),
+            );
+        }
+    }
+    if let Some(webhook) = &g.webhook {
+        let at = |field: &str| root.pos_of(&["guardrails", "webhook", field]);
+        match expand::references(&webhook.url) {
+            Err(e) => error(at("url"), "guardrails.webhook.url".into(), e.to_string()),
+            // Checked again with its variables resolved, when extpool starts.
+            Ok(vars) if !vars.is_empty() => {}
+            Ok(_) => {
+                if let Err(e) = check_webhook_url(&webhook.url) {
+                    error(at("url"), "guardrails.webhook.url".into(), e.to_string());
+                }
+            }
+        }
+        if webhook.timeout_ms == 0 || webhook.timeout_ms > MAX_WEBHOOK_TIMEOUT_MS {
+            error(
+                at("timeout_ms"),
+                "guardrails.webhook.timeout_ms".into(),
+                format!("expected 1 to {MAX_WEBHOOK_TIMEOUT_MS} milliseconds"),
+            );
+        }
+        for (name, value) in &webhook.headers {
+            let pos = root
+                .at(&["guardrails", "webhook", "headers"])
+                .and_then(|h| h.entry(name))
+                .map_or_else(|| at("headers"), |e| e.key_pos);
+            if !is_header_name(name) {
+                error(
+                    pos,
+                    format!("guardrails.webhook.headers.{name}"),
+                    "expected an HTTP header name (letters, digits and '-')".into(),
+                );
+            }
+            if let Err(e) = expand::references(value) {
+                error(
+                    pos,
+                    format!("guardrails.webhook.headers.{name}"),
+                    e.to_string(),
+                );
+            }
         }
     }
     out
@@ -182,7 +531,7 @@ mod tests {
         );
         assert!(msgs.contains(&"extpool.yaml:2:3: error: mcp_servers.git-hub: server name \"git-hub\" has '-' at byte 3; only ASCII letters, digits and '_' are allowed (for example \"git_hub\")".to_owned()), "{msgs:#?}");
         assert!(msgs.iter().any(|m| m.starts_with("extpool.yaml:6:3: error: mcp_servers.github: server name \"github\" collides with \"GitHub\" (line 4)")), "{msgs:#?}");
-        assert!(msgs.iter().any(|m| m.starts_with("extpool.yaml:7:10: error: mcp_servers.github.url: expected an http:// or https:// URL")), "{msgs:#?}");
+        assert!(msgs.iter().any(|m| m.starts_with("extpool.yaml:7:10: error: mcp_servers.github.url: invalid URL \"ftp://x\": scheme \"ftp\" is not http or https")), "{msgs:#?}");
         assert!(
             msgs.iter().any(|m| m
                 .starts_with("extpool.yaml:8:3: error: mcp_servers.none: needs either `command`")),
@@ -228,5 +577,73 @@ mod tests {
             "{msgs:#?}"
         );
         assert!(msgs.iter().any(|m| m.starts_with("extpool.yaml:9:10: warning: skills.paths[0]: directory \"./nowhere\" does not exist")), "{msgs:#?}");
+    }
+
+    #[test]
+    fn the_guardrails_section_is_checked_where_it_is_written() {
+        let msgs = check(concat!(
+            "guardrails:\n",
+            "  max_argument_bytes: 0\n",
+            "  block:\n",
+            "    - pattern: \"rm\\\\s+-rf\"\n",
+            "      tools: \"mcp__shell__*\"\n",
+            "    - pattern: \"(unclosed\"\n",
+            "  redact:\n",
+            "    - {name: \"bad name\", pattern: \"sk-[a-z]+\"}\n",
+            "  webhook:\n",
+            "    url: http://policy.example/check\n",
+            "    timeout_ms: 60000\n",
+            "    headers: {Authorization: \"Bearer ${BROKEN\"}\n",
+        ));
+        let expected = [
+            "extpool.yaml:2:23: error: guardrails.max_argument_bytes: expected a number of bytes of at least 1",
+            "extpool.yaml:6:16: error: guardrails.block[1].pattern: invalid regular expression \"(unclosed\": ",
+            "extpool.yaml:8:14: error: guardrails.redact[0].name: expected a name of 1 to 64 letters",
+            "extpool.yaml:10:10: error: guardrails.webhook.url: is plain http:// off loopback",
+            "extpool.yaml:11:17: error: guardrails.webhook.timeout_ms: expected 1 to 30000 milliseconds",
+            "extpool.yaml:12:15: error: guardrails.webhook.headers.Authorization: malformed variable reference",
+        ];
+        assert_eq!(msgs.len(), expected.len(), "{msgs:#?}");
+        for want in expected {
+            assert!(
+                msgs.iter().any(|m| m.starts_with(want)),
+                "{want}\n{msgs:#?}"
+            );
+        }
+        // A valid section has nothing to say; a URL with a variable is
+        // checked when its variable is known.
+        let msgs = check(concat!(
+            "guardrails:\n",
+            "  redact: [{name: openai-key, pattern: \"sk-[A-Za-z0-9]{20,}\"}]\n",
+            "  webhook: {url: \"${POLICY_URL}\", fail: open, headers: {Authorization: \"Bearer ${T}\"}}\n",
+        ));
+        assert!(msgs.is_empty(), "{msgs:#?}");
+        // An unknown key or fail mode is a schema error with its choices.
+        let root =
+            parse_yaml("guardrails:\n  webhook: {url: \"https://x\", fail: maybe}\n").unwrap();
+        let e = from_node::<ExtpoolConfig>(&root).unwrap_err().to_string();
+        assert!(e.contains("closed, open"), "{e}");
+    }
+
+    #[test]
+    fn a_schema_error_hides_no_other_error_and_skips_only_its_server() {
+        let text = "mcp_servers:\n  s: {command: [1]}\n  t: {url: 5}\n  ok: {command: echo}\nextensions:\n  max_clients: many\n  max_composition_depth: 0\n";
+        let root = parse_yaml(text).unwrap();
+        let (config, found) = check_document(&root, "extpool.yaml", Path::new("/nonexistent"));
+        let msgs: Vec<String> = found.iter().map(|d| d.to_string()).collect();
+        let expected = [
+            "extpool.yaml:2:16: error: mcp_servers.s.command: expected a string, found a sequence",
+            "extpool.yaml:3:12: error: mcp_servers.t.url: invalid URL \"5\": expected an http:// or https:// URL",
+            "extpool.yaml:6:16: error: extensions.max_clients: expected a non-negative integer, found a string",
+            "extpool.yaml:7:26: error: extensions.max_composition_depth: expected a number of at least 1",
+        ];
+        assert_eq!(msgs, expected, "{msgs:#?}");
+        let config = config.expect("the rest of the file is read");
+        let servers: Vec<&str> = config.mcp_servers.keys().map(String::as_str).collect();
+        assert_eq!(
+            servers,
+            ["ok", "t"],
+            "the unreadable entry alone is left out"
+        );
     }
 }

@@ -2,7 +2,8 @@
 //! gateway, an agent runtime) through the catalog to the capability that
 //! serves it: where progress goes, and which client answers the requests a
 //! server makes while the call runs (sampling, elicitation) and receives
-//! its log messages.
+//! its log messages, and who the call is for (a gateway's principal, by
+//! its label).
 //!
 //! The context rides in a task-local ([`CallContext::scope`]), so the
 //! catalog and the registry, which only route the call, need not know
@@ -96,12 +97,13 @@ impl InputRound {
     }
 }
 
-/// Where a call's progress and server requests go.
+/// Where a call's progress and server requests go, and who made it.
 #[derive(Clone, Default)]
 pub struct CallContext {
     progress: Option<mpsc::Sender<ProgressUpdate>>,
     client: Option<Arc<dyn CallClient>>,
     input: Option<Arc<InputRound>>,
+    caller: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for CallContext {
@@ -110,6 +112,7 @@ impl std::fmt::Debug for CallContext {
             .field("progress", &self.progress.is_some())
             .field("client", &self.client.is_some())
             .field("input", &self.input.is_some())
+            .field("caller", &self.caller)
             .finish()
     }
 }
@@ -142,6 +145,21 @@ impl CallContext {
     pub fn with_input(mut self, round: Arc<InputRound>) -> Self {
         self.input = Some(round);
         self
+    }
+
+    /// The call is made for `caller`: how the front end names who is
+    /// calling (a gateway's principal label, `alice@https://idp.example`),
+    /// for what the host tells others about the call (its guardrail
+    /// webhook). Front ends that know no caller leave it unset.
+    pub fn with_caller(mut self, caller: impl Into<Arc<str>>) -> Self {
+        self.caller = Some(caller.into());
+        self
+    }
+
+    /// Who the call is made for, when the front end said
+    /// ([`CallContext::with_caller`]).
+    pub fn caller(&self) -> Option<&str> {
+        self.caller.as_deref()
     }
 
     /// The call's input round, when its client takes `input_required`.
@@ -203,5 +221,15 @@ mod tests {
         assert_eq!(rx.recv().await.map(|u| u.progress), Some(1.0));
         assert!(rx.recv().await.is_none());
         assert!(CallContext::current().is_none());
+    }
+
+    #[tokio::test]
+    async fn the_caller_travels_with_the_call() {
+        let seen = CallContext::new()
+            .with_caller("alice@https://idp.example")
+            .scope(async { CallContext::current().and_then(|c| c.caller().map(str::to_owned)) })
+            .await;
+        assert_eq!(seen.as_deref(), Some("alice@https://idp.example"));
+        assert_eq!(CallContext::new().caller(), None);
     }
 }

@@ -16,11 +16,16 @@ pub mod composition;
 pub mod dirs;
 pub mod entry;
 pub mod error;
+pub mod json;
 pub mod name;
+pub mod principal;
 pub mod protocols;
 pub mod registry;
 pub mod scope;
+pub mod text;
+pub mod time;
 pub mod uri;
+pub mod web;
 
 pub use call::{CallClient, CallContext, InputRound, ProgressUpdate};
 pub use capability::{Capability, CapabilityKind, TurnContext};
@@ -32,13 +37,15 @@ pub use entry::{
 };
 pub use error::{BoxError, Causes, ExtensionError};
 pub use name::{
-    MAX_SERVER_NAME_BYTES, ServerNameError, check_server_name, is_valid_server_name,
-    sanitize_server_name,
+    MAX_SERVER_NAME_BYTES, ServerNameError, ServerNames, check_server_name, is_valid_server_name,
+    same_server_name, sanitize_server_name, server_name_key,
 };
+pub use principal::{Principal, claim_values};
 pub use protocols::{ChangeObservable, CommandResource, McpResource, SkillResource};
 pub use registry::{
-    ExtensionRegistry, MergedChanges, Registration, RegistryConfig, RegistryError, ResolveError,
-    ShutdownReport, Visible,
+    ExtensionRegistry, MembershipWatch, MergedChanges, Registration, RegistryConfig, RegistryError,
+    ResolveError, ShutdownReport, Visible,
 };
 pub use scope::{Scope, ScopeError, ScopeKey, ScopeLevel};
 pub use uri::{ExtUri, UriError};
+pub use web::{HttpUrlError, check_http_url, is_http_scheme, is_http_url, is_loopback_host};

@@ -94,6 +94,88 @@ pub fn check_server_name(name: &str) -> Result<(), ServerNameError> {
     Err(error)
 }
 
+/// The key server names are unique under: two names that differ only by
+/// ASCII case (`GitHub`, `github`) name the same server, since a token
+/// variable (`MCP_<NAME>_TOKEN`), a file system or a model may fold case.
+/// Every "is this name taken" question keys by it (see [`ServerNames`]).
+pub fn server_name_key(name: &str) -> String {
+    name.to_ascii_lowercase()
+}
+
+/// Whether `a` and `b` name the same server ([`server_name_key`]'s rule).
+pub fn same_server_name(a: &str, b: &str) -> bool {
+    a.eq_ignore_ascii_case(b)
+}
+
+/// Server names taken so far, unique ignoring case ([`server_name_key`]),
+/// each with what the caller keeps about its holder (where it was defined,
+/// the name as first written).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerNames<V> {
+    taken: std::collections::HashMap<String, V>,
+}
+
+impl<V> Default for ServerNames<V> {
+    fn default() -> Self {
+        Self {
+            taken: std::collections::HashMap::new(),
+        }
+    }
+}
+
+impl<V> ServerNames<V> {
+    /// No name taken.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes `name` for `holder`; when a name equal ignoring case is taken
+    /// already, keeps the first and returns its holder.
+    pub fn claim(&mut self, name: &str, holder: V) -> Result<(), &V> {
+        use std::collections::hash_map::Entry;
+        match self.taken.entry(server_name_key(name)) {
+            Entry::Occupied(first) => Err(first.into_mut()),
+            Entry::Vacant(slot) => {
+                slot.insert(holder);
+                Ok(())
+            }
+        }
+    }
+
+    /// The holder of `name` (ignoring case), if taken.
+    pub fn get(&self, name: &str) -> Option<&V> {
+        self.taken.get(&server_name_key(name))
+    }
+
+    /// The holder of `name` (ignoring case), mutable, if taken.
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut V> {
+        self.taken.get_mut(&server_name_key(name))
+    }
+
+    /// The holder of `name` (ignoring case), mutable, taking the name for
+    /// `holder()` when it is free.
+    pub fn entry(&mut self, name: &str, holder: impl FnOnce() -> V) -> &mut V {
+        self.taken
+            .entry(server_name_key(name))
+            .or_insert_with(holder)
+    }
+
+    /// Whether `name` (ignoring case) is taken.
+    pub fn contains(&self, name: &str) -> bool {
+        self.taken.contains_key(&server_name_key(name))
+    }
+
+    /// Frees `name` (ignoring case), returning its holder.
+    pub fn remove(&mut self, name: &str) -> Option<V> {
+        self.taken.remove(&server_name_key(name))
+    }
+
+    /// Keeps only the holders `keep` says to.
+    pub fn retain(&mut self, mut keep: impl FnMut(&mut V) -> bool) {
+        self.taken.retain(|_, v| keep(v));
+    }
+}
+
 /// True when [`check_server_name`] accepts `name`.
 pub fn is_valid_server_name(name: &str) -> bool {
     check_server_name(name).is_ok()
@@ -180,6 +262,24 @@ mod tests {
         assert!(!e.contains('\u{1b}'), "{e}");
         let e = check_server_name("a__b").unwrap_err().to_string();
         assert!(e.contains("\"a__b\"") && e.contains("separator"), "{e}");
+    }
+
+    #[test]
+    fn names_are_unique_ignoring_case() {
+        let mut names = ServerNames::new();
+        assert_eq!(names.claim("GitHub", 1), Ok(()));
+        assert_eq!(names.claim("github", 2), Err(&1), "the first keeps it");
+        assert_eq!(names.claim("GITHUB_2", 3), Ok(()));
+        assert!(names.contains("gitHUB") && names.get("github") == Some(&1));
+        *names.get_mut("GITHUB").unwrap() = 1;
+        assert_eq!(names.remove("GITHUB"), Some(1));
+        assert_eq!(names.claim("github", 4), Ok(()));
+        *names.entry("Linear", || 5) += 1;
+        assert_eq!(names.get("linear"), Some(&6));
+        names.retain(|v| *v > 4);
+        assert!(!names.contains("github") && names.contains("LINEAR"));
+        assert!(same_server_name("Kit", "kIT") && !same_server_name("kit", "kit2"));
+        assert_eq!(server_name_key("GitHub_2"), "github_2");
     }
 
     #[test]

@@ -19,6 +19,14 @@ pub trait SkillResource: Send + Sync {
     /// Metadata of every skill (no bodies are read).
     async fn list_skills(&self) -> Result<Vec<SkillEntry>, ExtensionError>;
 
+    /// The skills this source serves itself, without those it lists on
+    /// behalf of its children or of the servers it hosts skills of (each a
+    /// catalog source of its own): what a catalog revision lists for it,
+    /// so every skill is listed once, under the source that has it.
+    async fn list_own_skills(&self) -> Result<Vec<SkillEntry>, ExtensionError> {
+        self.list_skills().await
+    }
+
     /// Reads `skill://<name>/<path>`; `Ok(None)` when this source has no such file.
     async fn read_skill(&self, uri: &str) -> Result<Option<ResourceContent>, ExtensionError>;
 

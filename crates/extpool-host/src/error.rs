@@ -1,5 +1,10 @@
 //! [`HostError`]: what the host refuses or could not do, each case naming
 //! the thing at fault (the tool, the URI, the command, the scope).
+//!
+//! A message says the fact and the name to use, for whoever reads it — a
+//! gateway's client and its model as much as a terminal's user — and
+//! never a command to run: which command shows more is the CLI's to add
+//! when it renders the error.
 
 use extpool_catalog::{CallError, CatalogError, CommandError};
 use extpool_core::{RegistryError, ResolveError};
@@ -21,7 +26,7 @@ pub enum HostError {
     #[error(transparent)]
     Skills(#[from] extpool_skills::ManagerError),
     /// No tool of this name in the scope's catalog.
-    #[error("unknown tool {name}{hint}; see `extpool list tools`", hint = hint(.suggestion, .failed))]
+    #[error("unknown tool {}{hint}", extpool_core::text::shown_name(.name), hint = hint(.suggestion, .failed))]
     UnknownTool {
         /// The name asked for.
         name: String,
@@ -31,9 +36,7 @@ pub enum HostError {
         failed: Vec<String>,
     },
     /// The tool's server failed to start, so none of its tools exist here.
-    #[error(
-        "{tool} is unavailable: MCP server \"{server}\" failed to start: {reason}; see `extpool list sources`"
-    )]
+    #[error("{tool} is unavailable: MCP server \"{server}\" failed to start: {reason}")]
     ServerFailed {
         /// The name asked for.
         tool: String,
@@ -46,7 +49,7 @@ pub enum HostError {
     #[error(transparent)]
     Call(CallError),
     /// No command of this name.
-    #[error("unknown command /{name}{hint}; see `extpool list commands`", hint = hint(.suggestion, &[]))]
+    #[error("unknown command /{name}{hint}", hint = hint(.suggestion, &[]))]
     UnknownCommand {
         /// The name asked for, without `/`.
         name: String,
@@ -63,7 +66,7 @@ pub enum HostError {
         uri: String,
         /// Its skill name.
         skill: String,
-        /// The known skills, comma-separated, or `none`.
+        /// The known skills, as [`known_skills`] lists them.
         known: String,
     },
     /// A known skill has no such file.
@@ -112,6 +115,56 @@ pub enum HostError {
     /// A discovery source is misconfigured (a ToolHive URL that is not one).
     #[error("discovery: {0}")]
     Discovery(String),
+    /// The view's policy refuses the tool (not granted to the session, its
+    /// server's name taken, filtered out, its server down), directly or
+    /// through the built-in `through` that would reach it.
+    #[error("{}", not_allowed(.refusal, .through.as_deref()))]
+    NotAllowed {
+        /// Why, naming the tool.
+        refusal: crate::policy::Refusal,
+        /// The built-in called to reach it (`CallMcpWithQuery`), if any.
+        through: Option<String>,
+    },
+    /// The configuration's guardrails could not be built.
+    #[error(transparent)]
+    Guardrails(#[from] crate::guardrails::GuardrailError),
+    /// A guardrail blocked the call before it was dispatched, or its result
+    /// before it reached the model ([`crate::guardrails`]). The message
+    /// names the guardrail and never quotes the arguments.
+    #[error("{}", blocked(.tool, *.phase, .reason))]
+    Blocked {
+        /// The catalog name of the tool the call reached.
+        tool: String,
+        /// Before dispatch, or on the result.
+        phase: crate::guardrails::Phase,
+        /// The rule that blocked ([`crate::Verdict::guardrail`]).
+        guardrail: String,
+        /// Why, in words (`blocked by guardrail block[0] (…)`).
+        reason: String,
+    },
+    /// A built-in its front end answers (`ListMcpSources`,
+    /// `RefreshMcpSources`, `ToolSearch`), asked of the host.
+    #[error("{name} is answered by the front end that lists it")]
+    FrontEndTool {
+        /// The built-in's name.
+        name: String,
+    },
+}
+
+fn blocked(tool: &str, phase: crate::guardrails::Phase, reason: &str) -> String {
+    match phase {
+        crate::guardrails::Phase::Call => format!("{tool} was not called: {reason}"),
+        crate::guardrails::Phase::Result => {
+            format!("the result of {tool} was withheld: {reason}")
+        }
+    }
+}
+
+fn not_allowed(refusal: &crate::policy::Refusal, through: Option<&str>) -> String {
+    match through {
+        Some(through) => format!("{through} reaches only the tools this view may call: {refusal}"),
+        None => refusal.to_string(),
+    }
 }
 
 fn hint(suggestion: &Option<String>, failed: &[String]) -> String {
@@ -121,7 +174,7 @@ fn hint(suggestion: &Option<String>, failed: &[String]) -> String {
     }
     if !failed.is_empty() {
         out.push_str(&format!(
-            " (servers that failed to start: {}; see `extpool list sources`)",
+            " (servers that failed to start: {})",
             failed.join(", ")
         ));
     }
@@ -146,6 +199,43 @@ impl HostError {
     pub fn is_denied(&self) -> bool {
         matches!(self, Self::Call(e) if e.is_denied())
     }
+
+    /// True when the view's policy refused the tool (or the rules denied
+    /// it): the name is known, and this view may not call it.
+    pub fn is_refused(&self) -> bool {
+        self.is_denied() || matches!(self, Self::NotAllowed { .. })
+    }
+
+    /// True when a guardrail blocked the call or its result.
+    pub fn is_blocked(&self) -> bool {
+        matches!(self, Self::Blocked { .. })
+    }
+
+    /// The policy's refusal, when it refused the call.
+    pub fn refusal(&self) -> Option<&crate::policy::Refusal> {
+        match self {
+            Self::NotAllowed { refusal, .. } => Some(refusal),
+            _ => None,
+        }
+    }
+}
+
+/// Most skill names an unknown skill's error lists.
+const MAX_KNOWN_SKILLS: usize = 20;
+
+/// The skill names an unknown skill's error lists: `none`, or the first
+/// [`MAX_KNOWN_SKILLS`] and how many more (two thousand skills make no
+/// error message).
+pub(crate) fn known_skills(names: &[String]) -> String {
+    match names.len() {
+        0 => "none".into(),
+        n if n <= MAX_KNOWN_SKILLS => names.join(", "),
+        n => format!(
+            "{}, … and {} more",
+            names[..MAX_KNOWN_SKILLS].join(", "),
+            n - MAX_KNOWN_SKILLS
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -153,7 +243,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn unknown_tool_says_what_to_do_once() {
+    fn unknown_tool_says_the_fact_and_the_name_to_use_and_no_command() {
         let e = HostError::UnknownTool {
             name: "mcp__kit__ech".into(),
             suggestion: Some("mcp__kit__echo".into()),
@@ -161,8 +251,38 @@ mod tests {
         };
         assert_eq!(
             e.to_string(),
-            "unknown tool mcp__kit__ech; did you mean mcp__kit__echo? (servers that failed to start: broken; see `extpool list sources`); see `extpool list tools`"
+            "unknown tool mcp__kit__ech; did you mean mcp__kit__echo? (servers that failed to start: broken)"
         );
         assert!(e.is_not_found());
+    }
+
+    #[test]
+    fn no_message_names_a_command_to_run() {
+        let errors = [
+            HostError::UnknownTool {
+                name: "mcp__kit__ech".into(),
+                suggestion: Some("mcp__kit__echo".into()),
+                failed: vec!["broken".into()],
+            },
+            HostError::ServerFailed {
+                tool: "mcp__bad__add".into(),
+                server: "bad".into(),
+                reason: "no such file".into(),
+            },
+            HostError::UnknownCommand {
+                name: "revew".into(),
+                suggestion: Some("/review".into()),
+            },
+            HostError::UnknownSkill {
+                uri: "skill://x/SKILL.md".into(),
+                skill: "x".into(),
+                known: known_skills(&(0..30).map(|i| format!("s{i}")).collect::<Vec<_>>()),
+            },
+        ];
+        for e in errors {
+            let shown = e.to_string();
+            assert!(!shown.contains("extpool "), "{shown}");
+            assert!(e.is_not_found(), "{shown}");
+        }
     }
 }

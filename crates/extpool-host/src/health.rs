@@ -18,7 +18,6 @@ use std::time::SystemTime;
 
 use extpool_catalog::SourceStatus;
 
-use crate::View;
 use extpool_core::{Capability, ExtensionError};
 use parking_lot::Mutex;
 use serde::Serialize;
@@ -192,68 +191,6 @@ impl Health {
     /// Health changes from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<HealthEvent> {
         self.events.subscribe()
-    }
-}
-
-/// Health as one view sees it: the capabilities visible there.
-impl View {
-    /// The catalog's cached status of source `id` as this view sees it (its
-    /// own overlay first, then its parents', then the pool's); never
-    /// contacts a server.
-    pub fn source_status(&self, id: &str) -> Option<SourceStatus> {
-        self.inner
-            .catalogs()
-            .iter()
-            .find_map(|c| c.status().source(id).cloned())
-    }
-
-    /// The degraded capabilities visible here (see [`crate::health`]).
-    /// Asking first recovers those a catalog has listed successfully since
-    /// they were marked; it never contacts a server.
-    pub fn degraded(&self) -> Vec<Degraded> {
-        let health = &self.inner.host.health;
-        let entries = health.entries();
-        if entries.is_empty() {
-            return Vec::new();
-        }
-        let visible = self.visible_instances();
-        let catalogs = self.inner.catalogs();
-        let statuses: Vec<_> = catalogs.iter().map(|c| c.status()).collect();
-        let mut out = Vec::new();
-        for (cap, info) in entries {
-            if !visible.contains(&instance(&cap)) {
-                continue;
-            }
-            let status = statuses.iter().find_map(|s| s.source(cap.id()));
-            if status.is_some_and(|s| health.recover_if_listed(&cap, s)) {
-                continue;
-            }
-            out.push(info);
-        }
-        out.sort_by(|a, b| a.capability.cmp(&b.capability));
-        out
-    }
-
-    /// Identities of every capability visible here and of their children.
-    fn visible_instances(&self) -> Vec<usize> {
-        fn walk(cap: &Arc<dyn Capability>, out: &mut Vec<usize>, depth: usize) {
-            out.push(instance(cap));
-            if depth < 8 {
-                for child in cap.children() {
-                    walk(&child, out, depth + 1);
-                }
-            }
-        }
-        let mut out = Vec::new();
-        let visible = self
-            .inner
-            .host
-            .registry
-            .get_visible_capabilities(&self.inner.scope);
-        for cap in visible.iter() {
-            walk(cap, &mut out, 0);
-        }
-        out
     }
 }
 

@@ -19,80 +19,25 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
-use extpool_catalog::{Catalog, CatalogConfig, CatalogStatus, ReconcileState};
+use extpool_catalog::{Catalog, CatalogConfig, CatalogStatus};
 use extpool_config::{ConfigError, LoadRequest, Loaded, Places};
 use extpool_core::registry::ShutdownReport;
 use extpool_core::{Capability, ExtensionRegistry, Scope, ScopeLevel};
 use extpool_mcp::{McpServerCap, McpServerConfig, SessionConnectionPool};
-use extpool_skills::{DiscoveryConfig, SkillManagerCap};
+use extpool_skills::SkillManagerCap;
 use parking_lot::Mutex;
 
-use crate::discovery::Reconciler;
 use crate::discovery::runtime::Runtime;
 use crate::embedded::PoolFactory;
 use crate::error::HostError;
 use crate::info::{SourceInfo, SourcesReport};
 use crate::options::{ConfigSource, HostOptions};
 use crate::servers;
+use crate::shared::HostInner;
 use crate::status::{HostStatus, ServerInfo, ServerState};
 use crate::view::{View, ViewInner, Views, child_view};
 
-/// The id of the skill manager in the registry and the catalog.
-pub const SKILLS_ID: &str = "skills";
-
-/// What every view of one host shares.
-pub(crate) struct HostInner {
-    pub loaded: Loaded,
-    pub places: Places,
-    pub registry: Arc<ExtensionRegistry>,
-    pub pool: SessionConnectionPool,
-    pub catalog: Arc<Catalog>,
-    pub catalog_config: CatalogConfig,
-    pub manager: Arc<SkillManagerCap>,
-    pub pool_scope: Scope,
-    pub health: crate::health::Health,
-    discovery: DiscoveryConfig,
-    /// Every server, configured and discovered, as it runs now.
-    pub(crate) runtime: Arc<Runtime>,
-    /// Discovery (configuration edits, ToolHive), when the host was asked for it.
-    reconciler: Option<Arc<Reconciler>>,
-    /// Watches the configuration files for the reconciler.
-    watcher: Mutex<Option<extpool_skills::watch::SkillWatcher>>,
-    shut: AtomicBool,
-}
-
-impl HostInner {
-    pub(crate) fn is_shut_down(&self) -> bool {
-        self.shut.load(Ordering::Acquire)
-    }
-
-    /// Why `server` failed to start, when it did.
-    pub(crate) fn failure_of(&self, server: &str) -> Option<String> {
-        self.runtime
-            .entries()
-            .iter()
-            .find_map(|s| match &s.info.state {
-                ServerState::Failed { reason } if s.info.name == server => Some(reason.clone()),
-                _ => None,
-            })
-    }
-
-    /// Has every discovery source consulted at the next cycle.
-    pub(crate) fn rediscover(&self) {
-        if let Some(r) = &self.reconciler {
-            r.mark(None);
-        }
-    }
-
-    pub(crate) fn failed_servers(&self) -> Vec<String> {
-        self.runtime
-            .entries()
-            .iter()
-            .filter(|s| matches!(s.info.state, ServerState::Failed { .. }))
-            .map(|s| s.info.name.clone())
-            .collect()
-    }
-}
+pub use crate::shared::SKILLS_ID;
 
 /// The extension host: configured MCP servers, skills and commands,
 /// running, behind scoped [`View`]s. Cheap to clone.
@@ -141,8 +86,16 @@ impl Host {
             pool_id,
             relay,
             discovery: discovery_options,
+            per_caller_servers,
         } = options;
         let loaded = load(config, &places)?;
+        let guardrails = match &loaded.config.guardrails {
+            Some(g) => Some(Arc::new(crate::guardrails::Guardrails::compile(
+                g,
+                &extpool_config::process_env,
+            )?)),
+            None => None,
+        };
         let ext = &loaded.config.extensions;
         let registry = Arc::new(ExtensionRegistry::new(ext.into()));
         let mut pool_config = extpool_mcp::PoolConfig::from(ext);
@@ -156,7 +109,7 @@ impl Host {
             let config = discovery.clone();
             tokio::task::spawn_blocking(move || extpool_skills::discover(&config))
         };
-        let servers = servers::start(&loaded, &selection, &pool, &events).await;
+        let servers = servers::start(&loaded, &selection, per_caller_servers, &pool, &events).await;
         let discovered = scan.await.unwrap_or_else(|e| {
             tracing::error!("skill discovery failed: {e}");
             extpool_skills::Discovery::default()
@@ -201,6 +154,7 @@ impl Host {
             places: &places,
             pool: &pool,
             runtime: &runtime,
+            per_caller: per_caller_servers,
         })?;
         catalog.start_with_membership(
             registry.clone(),
@@ -223,6 +177,8 @@ impl Host {
                 manager,
                 pool_scope,
                 health: crate::health::Health::default(),
+                guardrails,
+                policy: crate::policy::ViewPolicy::open(),
                 discovery,
                 runtime,
                 reconciler: found.reconciler,
@@ -296,12 +252,7 @@ impl Host {
 
     /// The skill roots searched, highest precedence first.
     pub fn skill_roots(&self) -> Vec<PathBuf> {
-        self.inner
-            .discovery
-            .roots()
-            .into_iter()
-            .map(|r| r.path)
-            .collect()
+        self.inner.skill_roots()
     }
 
     /// Every server — configured, then discovered — and its state now.
@@ -397,13 +348,20 @@ impl Host {
 
     /// Each skill root: skills loaded, skills skipped for errors, bounds hit.
     pub fn skill_root_reports(&self) -> Vec<crate::SkillRootReport> {
-        crate::skill_roots::reports(self)
+        crate::skill_roots::reports(&self.inner)
     }
 
     /// What the catalog refused to publish (malformed or duplicate names),
     /// by source: tools a server advertised that no caller can see.
     pub fn dropped(&self) -> Vec<extpool_catalog::Diagnostic> {
         self.inner.catalog.current().diagnostics().to_vec()
+    }
+
+    /// What each running server listed that could not be read, and so was
+    /// not published (a tool `{"name": 5}`): the server and one line naming
+    /// the list, the entry's place and name and the field at fault.
+    pub fn unreadable_entries(&self) -> Vec<(String, String)> {
+        crate::sources::unreadable(&self.inner.runtime.entries())
     }
 
     /// Every source with its state: servers, skill-embedded servers, skill
@@ -422,7 +380,7 @@ impl Host {
         // written, so the catalog read is never older than the servers.
         let (discovery, entries) = self.discovery_and_servers();
         let catalog = self.inner.catalog.status();
-        let sources = crate::sources::rows(self, &entries, &discovery, &catalog);
+        let sources = crate::sources::rows(&self.inner, &entries, &discovery, &catalog);
         let servers = entries.into_iter().map(|e| e.info).collect();
         SourcesReport {
             status: self.status_of(servers, catalog),
@@ -460,7 +418,7 @@ impl Host {
         name: &str,
         config: McpServerConfig,
     ) -> Result<Arc<McpServerCap>, HostError> {
-        let cap = McpServerCap::new(name, config, self.inner.pool.clone())?;
+        let cap = McpServerCap::new(name, masking_literals(config), self.inner.pool.clone())?;
         Ok(Arc::new(cap))
     }
 
@@ -474,8 +432,77 @@ impl Host {
         name: &str,
         config: McpServerConfig,
     ) -> Result<Arc<McpServerCap>, HostError> {
-        let cap = McpServerCap::new(name, config, self.inner.pool.clone())?;
+        let cap = McpServerCap::new(name, masking_literals(config), self.inner.pool.clone())?;
         Ok(Arc::new(cap.closing_when_released()))
+    }
+
+    /// The servers whose OAuth grant is each caller's (`oauth.per_user`;
+    /// not started for everyone on a gateway), as capabilities of the
+    /// caller whose owner key is `owner` (`None`: the gateway's one caller,
+    /// who uses the grant of `extpool mcp login SERVER`): each with that
+    /// caller's own grant and connection, shared by all its sessions. A
+    /// server whose configuration cannot be resolved is left out, said in
+    /// the log.
+    pub fn caller_servers(&self, owner: Option<&str>) -> Vec<Arc<McpServerCap>> {
+        let loaded = &self.inner.loaded;
+        let mut caps = Vec::new();
+        for (name, written) in &loaded.config.mcp_servers {
+            if !written.enabled || !crate::servers::is_per_user(written) {
+                continue;
+            }
+            let mut config = match loaded.resolve_server(name, &extpool_config::process_env) {
+                Some(Ok(config)) => config,
+                Some(Err(e)) => {
+                    tracing::warn!(server = %name, "a per-caller server cannot be resolved: {e}");
+                    continue;
+                }
+                None => continue,
+            };
+            if let (Some(owner), Some(oauth)) = (owner, config.oauth.as_ref()) {
+                config.oauth = Some(oauth.for_principal(owner));
+            }
+            match McpServerCap::new(name, masking_literals(config), self.inner.pool.clone()) {
+                Ok(cap) => caps.push(Arc::new(cap)),
+                Err(e) => tracing::warn!(server = %name, "a per-caller server cannot be made: {e}"),
+            }
+        }
+        caps
+    }
+
+    /// Whether any enabled server's grant is each caller's own
+    /// (`oauth.per_user`).
+    pub fn has_caller_servers(&self) -> bool {
+        self.inner
+            .loaded
+            .config
+            .mcp_servers
+            .values()
+            .any(|c| c.enabled && crate::servers::is_per_user(c))
+    }
+
+    /// What a login of the caller whose owner key is `owner` to per-caller
+    /// server `server` uses: the server's URL and that caller's OAuth
+    /// profile (`None`: no enabled server of that name has a per-user
+    /// grant, or its configuration cannot be resolved).
+    pub fn caller_login(
+        &self,
+        server: &str,
+        owner: Option<&str>,
+    ) -> Option<(String, extpool_auth::OAuthProfile)> {
+        let loaded = &self.inner.loaded;
+        let written = loaded.config.mcp_servers.get(server)?;
+        if !written.enabled || !crate::servers::is_per_user(written) {
+            return None;
+        }
+        let config = loaded
+            .resolve_server(server, &extpool_config::process_env)?
+            .ok()?;
+        let oauth = config.oauth.as_ref()?;
+        let profile = match owner {
+            Some(owner) => oauth.for_principal(owner),
+            None => oauth.clone(),
+        };
+        Some((config.url.clone()?, profile))
     }
 
     /// Registers `cap` at pool scope (see [`View::register`]).
@@ -484,15 +511,11 @@ impl Host {
     }
 }
 
-/// The loop state as one word.
-pub(crate) fn reconcile_state(state: &ReconcileState) -> String {
-    match state {
-        ReconcileState::NotStarted => "not started".into(),
-        ReconcileState::Idle => "idle".into(),
-        ReconcileState::Pending => "pending".into(),
-        ReconcileState::Reconciling => "reconciling".into(),
-        ReconcileState::RetryScheduled { in_ms } => format!("retry in {in_ms} ms"),
-        ReconcileState::Stopped => "stopped".into(),
-        _ => "unknown".into(),
-    }
+/// `config` with its literal secrets (what `config show` masks) among the
+/// values masked in what its server prints, as a loaded config has them.
+fn masking_literals(mut config: McpServerConfig) -> McpServerConfig {
+    let mut secrets = std::mem::take(&mut config.secrets);
+    extpool_config::secrets::keep_literal_secrets(&config, &mut secrets);
+    config.secrets = secrets;
+    config
 }

@@ -82,6 +82,24 @@ pub struct ModelTool {
     pub details: ToolDetails,
 }
 
+impl ModelTool {
+    /// The row of built-in `b`, from its one definition (the catalog's):
+    /// listed under its own name, served by [`BUILTIN`].
+    pub fn builtin(b: extpool_catalog::BuiltinTool) -> Self {
+        let entry = b.entry();
+        Self {
+            name: b.name().to_owned(),
+            alias: b.name().to_owned(),
+            server: BUILTIN.to_owned(),
+            tool: b.name().to_owned(),
+            description: entry.description.clone(),
+            input_schema: entry.input_schema.clone(),
+            builtin: true,
+            details: ToolDetails::of(entry),
+        }
+    }
+}
+
 impl From<ModelTool> for ToolInfo {
     fn from(t: ModelTool) -> Self {
         Self {

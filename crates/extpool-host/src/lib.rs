@@ -34,6 +34,13 @@
 //!   built through the pool (RFC lifecycle diagram 3),
 //! - one [`Host::shutdown`] in the RFC's order.
 //!
+//! # What it never does
+//! It never speaks a client's protocol (MCP to clients and HTTP are the
+//! gateway's) and never prints: front ends render its rows and errors in
+//! their own words. It never decides what a model may see or call by hand:
+//! a view asks its catalog revision. Its modules depend one way: `host`
+//! opens views, views stand on what the host shares, never on `Host`.
+//!
 //! # Modules
 //! - [`host`]: start-up, status and shutdown;
 //! - [`view`]: what one scope sees and does;
@@ -44,19 +51,27 @@
 //!   configuration files, ToolHive), on the catalog's reconciliation loop;
 //! - [`embedded`]: the skill-embedded server factory;
 //! - [`health`]: degraded capabilities (server down after a reconnect);
+//! - [`policy`]: what a view's model sees and may call, compiled once per
+//!   revision into a table every front end asks;
+//! - [`guardrails`]: the checks every call passes before dispatch and
+//!   every result before the model (sizes, block and redact patterns, a
+//!   policy webhook), in the one call path every front end uses;
 //! - [`search`]: tool search, deferred loading of tool schemas;
 //! - [`info`], [`status`], [`skill_roots`]: the rows front ends render.
 
 pub mod discovery;
 pub mod embedded;
 pub mod error;
+pub mod guardrails;
 pub mod health;
 pub mod host;
 pub mod info;
 pub mod options;
 pub mod passthrough;
+pub mod policy;
 pub mod search;
 pub mod servers;
+mod shared;
 pub mod skill_roots;
 pub mod sources;
 pub mod status;
@@ -64,6 +79,7 @@ pub mod view;
 
 pub use discovery::{DiscoverySource, DiscoveryStatus};
 pub use error::HostError;
+pub use guardrails::{GuardrailError, Guardrails, Verdict};
 pub use health::{Degraded, Health, HealthEvent};
 pub use host::{Host, SKILLS_ID};
 pub use info::{
@@ -75,10 +91,11 @@ pub use options::{
     ToolHiveOptions,
 };
 pub use passthrough::{ResourceUpdate, TemplateInfo};
+pub use policy::{CatalogFilter, Grants, Naming, Refusal, Resolved, Row, ToolTable, ViewPolicy};
 pub use search::{DeferralConfig, SearchableTool, ToolIndex};
 pub use skill_roots::SkillRootReport;
 pub use status::{HostStatus, ServerEvent, ServerInfo, ServerState};
-pub use view::{HostEvent, View, describe, model_tools};
+pub use view::{GuardedCall, HostEvent, View, describe, model_tools};
 
 pub use extpool_catalog::{self as catalog, Catalog, CatalogRevision, CatalogStatus};
 pub use extpool_config::{self as config, ExtpoolConfig, Loaded, McpServerConfig, Places};

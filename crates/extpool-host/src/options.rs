@@ -88,6 +88,11 @@ pub struct HostOptions {
     /// files, ToolHive's workloads — on the catalog's reconciliation loop.
     /// Nothing by default; used only when every server is selected.
     pub discovery: DiscoveryOptions,
+    /// Servers whose OAuth grant is each caller's (`oauth.per_user`) are
+    /// not started for everyone but for each caller's sessions
+    /// ([`crate::Host::caller_servers`]). For gateways; off by default (the
+    /// command line is one caller, with its own grant).
+    pub per_caller_servers: bool,
 }
 
 /// What a host discovers while it runs (see [`crate::discovery`]).
@@ -198,6 +203,7 @@ impl HostOptions {
             pool_id: "extpool".into(),
             relay: false,
             discovery: DiscoveryOptions::default(),
+            per_caller_servers: false,
         }
     }
 }

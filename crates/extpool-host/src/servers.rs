@@ -6,8 +6,10 @@
 
 use std::sync::Arc;
 
+use extpool_catalog::{BuiltinServers, BuiltinTool};
 use extpool_config::{Loaded, McpServerConfig, process_env};
 use extpool_mcp::{McpServerCap, ServerStatus, SessionConnectionPool, StatusEvent, start_servers};
+use serde_json::{Map, Value};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
 use crate::options::ServerSelection;
@@ -58,6 +60,46 @@ pub fn server_of(loaded: &Loaded, name: &str) -> Option<String> {
         .map(|(server, _)| server.clone())
 }
 
+/// The servers calling `name` with `arguments` needs started: the one whose
+/// namespace the name carries (`mcp__<server>__…`), or the one a built-in's
+/// `server` argument names (`CallMcpWithQuery`, `ReadMcpResource`,
+/// `ListMcpResources`); none for `mcp__<x>__…` when no server has that
+/// namespace (none can have the tool); every one otherwise. When a
+/// built-in should have named its server and did not, or named one that is
+/// not configured, every server is started and the note says so.
+pub fn call_selection(
+    loaded: &Loaded,
+    name: &str,
+    arguments: &Map<String, Value>,
+) -> (ServerSelection, Option<String>) {
+    let only = |server: String| ServerSelection::Only([server].into());
+    if let Some(builtin) = BuiltinTool::named(name) {
+        let every = |why: String| {
+            let note = format!("{name} {why}; starting every server");
+            (ServerSelection::All, Some(note))
+        };
+        return match builtin.servers(arguments) {
+            BuiltinServers::Every => (ServerSelection::All, None),
+            BuiltinServers::Unnamed => every("names no server (server=…)".into()),
+            BuiltinServers::One(server) if loaded.enabled_servers().any(|(n, _)| n == server) => {
+                (only(server.to_owned()), None)
+            }
+            BuiltinServers::One(server) => every(format!(
+                "names {server:?}, which is not a configured server"
+            )),
+        };
+    }
+    match server_of(loaded, name) {
+        Some(server) => (only(server), None),
+        // `mcp__x__…` with no server `x`: no server can have it, so none is
+        // started (and none waited for) to say so.
+        None if extpool_catalog::names::is_namespaced(name) => {
+            (ServerSelection::Only(Default::default()), None)
+        }
+        None => (ServerSelection::All, None),
+    }
+}
+
 fn send(events: &Option<UnboundedSender<ServerEvent>>, server: &str, state: &ServerState) {
     if let Some(tx) = events {
         let _ = tx.send(ServerEvent {
@@ -83,11 +125,18 @@ pub(crate) fn state_of(status: &ServerStatus) -> ServerState {
     }
 }
 
-/// Resolves and starts the selected servers of `loaded`; returns every
-/// configured server in configuration order.
+/// Whether `config`'s OAuth grant is each caller's (`oauth.per_user`).
+pub fn is_per_user(config: &McpServerConfig) -> bool {
+    config.oauth.as_ref().is_some_and(|o| o.per_user)
+}
+
+/// Resolves and starts the selected servers of `loaded` (those whose
+/// grant is each caller's are left to each caller when `per_caller`);
+/// returns every configured server in configuration order.
 pub(crate) async fn start(
     loaded: &Loaded,
     selection: &ServerSelection,
+    per_caller: bool,
     pool: &SessionConnectionPool,
     events: &Option<UnboundedSender<ServerEvent>>,
 ) -> Vec<ServerEntry> {
@@ -101,6 +150,8 @@ pub(crate) async fn start(
             .unwrap_or_default();
         let state = if !config.enabled {
             ServerState::Disabled
+        } else if per_caller && is_per_user(config) {
+            ServerState::PerCaller
         } else if !selection.includes(name) {
             ServerState::Configured
         } else {
@@ -128,7 +179,7 @@ pub(crate) async fn start(
                 state,
             },
             cap: None,
-            source: crate::discovery::CONFIG_SOURCE.to_owned(),
+            source: crate::status::CONFIG_SOURCE.to_owned(),
             written: config.clone(),
         });
     }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use extpool_skills::{Diagnostic, DiagnosticCode};
 use serde::Serialize;
 
-use crate::host::Host;
+use crate::shared::HostInner;
 
 /// One skill root and what came of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -49,11 +49,11 @@ fn skill_dir(path: &Path) -> PathBuf {
 }
 
 /// The reports of every root of `host`, highest precedence first.
-pub(crate) fn reports(host: &Host) -> Vec<SkillRootReport> {
+pub(crate) fn reports(host: &HostInner) -> Vec<SkillRootReport> {
     let roots = host.skill_roots();
-    let configured = &host.config().skill_paths;
-    let skills = host.skills().local_skills();
-    let diagnostics = host.skills().diagnostics();
+    let configured = &host.loaded.skill_paths;
+    let skills = host.manager.local_skills();
+    let diagnostics = host.manager.diagnostics();
     // A path belongs to the deepest root it lies under.
     let owner = |path: &Path| {
         roots

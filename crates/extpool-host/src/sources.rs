@@ -5,13 +5,13 @@
 
 use std::path::PathBuf;
 
-use extpool_catalog::{CatalogStatus, SourceStatus};
+use extpool_catalog::{CatalogStatus, ReconcileState, SourceStatus};
 use extpool_config::diagnostics::display_path;
 
 use crate::discovery::{CONFIG_SOURCE, DiscoveryStatus};
-use crate::host::{Host, SKILLS_ID, reconcile_state};
 use crate::info::SourceInfo;
 use crate::servers::ServerEntry;
+use crate::shared::{HostInner, SKILLS_ID};
 use crate::status::{ServerInfo, ServerState};
 
 fn plural(n: usize, word: &str) -> String {
@@ -92,6 +92,30 @@ fn dropped_of(dropped: &[extpool_catalog::Diagnostic], source: &str) -> Vec<Stri
         .collect()
 }
 
+/// The entries `entry`'s server listed that could not be read (a tool
+/// `{"name": 5}`), one line each: not published, as what the catalog
+/// refuses is not.
+fn unreadable_of(entry: &ServerEntry) -> Vec<String> {
+    entry
+        .cap
+        .as_ref()
+        .and_then(|cap| cap.client())
+        .map(|client| client.skipped_entries())
+        .unwrap_or_default()
+}
+
+/// What every server of `entries` listed that could not be read, by server.
+pub(crate) fn unreadable(entries: &[ServerEntry]) -> Vec<(String, String)> {
+    entries
+        .iter()
+        .flat_map(|e| {
+            unreadable_of(e)
+                .into_iter()
+                .map(|line| (e.info.name.clone(), line))
+        })
+        .collect()
+}
+
 /// The servers a discovery source names that could not be started or
 /// listed (so its change was not published): a `failed` row each, or, for
 /// a running server whose new configuration failed, a note on its row.
@@ -125,19 +149,20 @@ fn failed_rows(rows: &mut Vec<SourceInfo>, discovery: &[DiscoveryStatus]) {
 
 /// Every source of `host`: its running servers `entries`, its discovery
 /// sources' statuses `discovery` (both read together, see
-/// [`Host::sources_report`]) and the catalog's cached state `status`.
+/// [`crate::Host::sources_report`]) and the catalog's cached state `status`.
 pub(crate) fn rows(
-    host: &Host,
+    host: &HostInner,
     entries: &[ServerEntry],
     discovery: &[DiscoveryStatus],
     status: &CatalogStatus,
 ) -> Vec<SourceInfo> {
-    let dropped = host.dropped();
+    let dropped = host.catalog.current().diagnostics().to_vec();
     let mut rows: Vec<SourceInfo> = entries
         .iter()
         .map(|e| {
             let mut row = server_row(&e.info, status);
             row.dropped = dropped_of(&dropped, &e.info.name);
+            row.dropped.extend(unreadable_of(e));
             if !row.dropped.is_empty() {
                 row.detail.push_str(&format!(
                     "; {} not published",
@@ -151,7 +176,7 @@ pub(crate) fn rows(
     failed_rows(&mut rows, discovery);
     // Skill-embedded servers: children the catalog lists on its own.
     for s in status.sources.iter().filter(|s| s.optional) {
-        let skill = host.skills().embedding_skill(&s.id);
+        let skill = host.manager.embedding_skill(&s.id);
         rows.push(SourceInfo {
             kind: "embedded",
             name: s.id.clone(),
@@ -169,19 +194,16 @@ pub(crate) fn rows(
             discovered_by: None,
         });
     }
-    let places = host.places();
+    let places = &host.places;
     let show = |p: &PathBuf| display_path(p, Some(&places.cwd), places.home.as_deref());
-    for root in host.skill_root_reports() {
+    for root in crate::skill_roots::reports(host) {
         if !root.exists && !root.configured {
             continue;
         }
         let mut detail = plural(root.loaded, "skill");
         if !root.skipped.is_empty() {
-            detail.push_str(&format!(
-                ", {} not loaded (see `extpool skills validate {}`)",
-                root.skipped.len(),
-                show(&root.root)
-            ));
+            // Which skills and why: `dropped`, below.
+            detail.push_str(&format!(", {} not loaded", root.skipped.len()));
         }
         if !root.truncated.is_empty() {
             detail.push_str("; scan stopped at a bound");
@@ -249,4 +271,17 @@ pub(crate) fn rows(
         discovered_by: None,
     });
     rows
+}
+
+/// The loop state as one word.
+fn reconcile_state(state: &ReconcileState) -> String {
+    match state {
+        ReconcileState::NotStarted => "not started".into(),
+        ReconcileState::Idle => "idle".into(),
+        ReconcileState::Pending => "pending".into(),
+        ReconcileState::Reconciling => "reconciling".into(),
+        ReconcileState::RetryScheduled { in_ms } => format!("retry in {in_ms} ms"),
+        ReconcileState::Stopped => "stopped".into(),
+        _ => "unknown".into(),
+    }
 }

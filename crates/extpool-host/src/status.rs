@@ -7,6 +7,10 @@ use std::time::Duration;
 use extpool_catalog::CatalogStatus;
 use serde::Serialize;
 
+/// The id of the configuration as a discovery source: what found every
+/// configured server.
+pub const CONFIG_SOURCE: &str = "config";
+
 /// The state of one configured server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
@@ -16,6 +20,9 @@ pub enum ServerState {
     Configured,
     /// `enabled: false`.
     Disabled,
+    /// Each caller's own (`oauth.per_user` on a gateway): started for each
+    /// caller's sessions with that caller's grant, never for everyone.
+    PerCaller,
     /// Spawning or dialing, and initializing.
     Connecting,
     /// Still connecting, and what the server last said on stderr (`cargo`
@@ -49,6 +56,7 @@ impl ServerState {
         match self {
             Self::Configured => "configured",
             Self::Disabled => "disabled",
+            Self::PerCaller => "per caller",
             Self::Connecting | Self::Starting { .. } => "connecting",
             Self::Ready { .. } => "ready",
             Self::Lazy { .. } => "lazy",

@@ -51,6 +51,9 @@ pub enum Failure {
     OAuth(String),
     /// The answer broke a size or nesting limit (see [`crate::limits`]).
     Limit(Exceeded),
+    /// The answer carried the request's id but could not be read as a
+    /// response; what was wrong with it ([`crate::limits::unreadable_response`]).
+    Unreadable(String),
     /// rmcp's own request timeout fired.
     Timeout,
     /// Anything else; not retried.
@@ -64,7 +67,10 @@ pub fn classify(error: ServiceError) -> Failure {
     match error {
         ServiceError::McpError(data) => match Exceeded::from_error_data(&data) {
             Some(exceeded) => Failure::Limit(exceeded),
-            None => Failure::Rpc(data),
+            None => match crate::limits::unreadable_reason(&data) {
+                Some(reason) => Failure::Unreadable(reason),
+                None => Failure::Rpc(data),
+            },
         },
         ServiceError::TransportClosed => Failure::Lost {
             cause: Arc::new(ServiceError::TransportClosed),

@@ -74,8 +74,10 @@ pub struct McpServerConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oauth: Option<extpool_auth::OAuthProfile>,
     /// Values substituted for `${VAR}` references when this config was
-    /// resolved (set by the config loader, never read from a file): they are
-    /// masked in everything shown from the server, like `env` values.
+    /// resolved, and its literal secrets (`--api-key=…`, `--password X`:
+    /// what `config show` masks); set by the config loader and the host,
+    /// never read from a file. They are masked in everything shown from
+    /// the server (its stderr, its error messages), like `env` values.
     #[serde(skip)]
     pub secrets: Vec<String>,
 }

@@ -103,6 +103,22 @@ fn describe_initialize(error: &ClientInitializeError) -> String {
         ClientInitializeError::ExpectedInitResult(_) => {
             "the server answered initialize with another result".to_owned()
         }
+        // The transport's refusal of an answer it could not read: said as
+        // a call's error says it (see `crate::limits`).
+        ClientInitializeError::JsonRpcError(data) => {
+            if let Some(exceeded) = crate::limits::Exceeded::from_error_data(data) {
+                format!(
+                    "the server {}",
+                    crate::error::refused(exceeded, "initialize")
+                )
+            } else if let Some(reason) = crate::limits::unreadable_reason(data) {
+                format!(
+                    "the server answered initialize with a message that is not a JSON-RPC response: {reason}"
+                )
+            } else {
+                Causes(error).to_string()
+            }
+        }
         other => Causes(other).to_string(),
     }
 }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use rmcp::ErrorData;
 
 use crate::describe::describe;
+use crate::limits::Exceeded;
 use crate::name::ServerName;
 
 /// A boxed error that can be shared between callers.
@@ -71,6 +72,16 @@ pub enum ConfigError {
         header: String,
         /// Why.
         reason: &'static str,
+    },
+    /// More configured HTTP headers than a server may have.
+    #[error("MCP server {server:?}: {count} headers; at most {max} are accepted")]
+    TooManyHeaders {
+        /// The server.
+        server: String,
+        /// How many were given.
+        count: usize,
+        /// The most accepted ([`crate::http::MAX_HEADERS`]).
+        max: usize,
     },
     /// The command is not on the host's allowlist.
     #[error("MCP server {server:?}: command {command:?} is not in the allowed commands")]
@@ -228,10 +239,8 @@ pub enum ClientError {
     },
     /// The server's answer was larger than the client accepts (not read).
     #[error(
-        "MCP server \"{server}\" sent {} in answer to {operation}; the limit is {} \
-         (`max_message_bytes` in the server's config)",
-        describe_size(*size, *limit),
-        human_bytes(*limit)
+        "MCP server \"{server}\" {}",
+        refused(Exceeded::Size { size: *size, limit: *limit }, operation)
     )]
     MessageTooLarge {
         /// The server.
@@ -245,8 +254,8 @@ pub enum ClientError {
     },
     /// The server's answer nested arrays and objects deeper than can be read.
     #[error(
-        "MCP server \"{server}\" sent a message nested more than {limit} levels deep \
-         in answer to {operation}; it cannot be read"
+        "MCP server \"{server}\" {}",
+        refused(Exceeded::Depth { limit: *limit }, operation)
     )]
     MessageTooDeep {
         /// The server.
@@ -255,6 +264,32 @@ pub enum ClientError {
         operation: &'static str,
         /// The nesting limit.
         limit: usize,
+    },
+    /// The server answered with a message that carried the request's id
+    /// but could not be read as a JSON-RPC response (an `error` that is no
+    /// error object, say): the request fails at once, saying what was wrong.
+    #[error(
+        "MCP server \"{server}\" answered {operation} with a message that is not \
+         a JSON-RPC response: {reason}"
+    )]
+    UnreadableAnswer {
+        /// The server.
+        server: ServerName,
+        /// The MCP method.
+        operation: &'static str,
+        /// What was wrong with the answer (cut, masked).
+        reason: String,
+    },
+    /// A listing broke one of its bounds (a repeated cursor, too many
+    /// pages, entries or bytes: see [`crate::ListingProblem`]) and was stopped.
+    #[error("MCP server \"{server}\": {operation} was stopped: it {problem}")]
+    Listing {
+        /// The server.
+        server: ServerName,
+        /// The list method.
+        operation: &'static str,
+        /// The bound it broke (shown in the message, so not a `source()`).
+        problem: crate::listing::ListingProblem,
     },
     /// The request did not complete in time; the server was sent `notifications/cancelled`.
     #[error("MCP server \"{server}\": {operation} timed out after {timeout_ms} ms")]
@@ -363,6 +398,23 @@ fn describe_size(size: Option<u64>, limit: u64) -> String {
     }
 }
 
+/// What a server did that broke a message limit, in answer to
+/// `operation`: the one wording of a call's error and of a failed start.
+pub(crate) fn refused(exceeded: Exceeded, operation: &str) -> String {
+    match exceeded {
+        Exceeded::Size { size, limit } => format!(
+            "sent {} in answer to {operation}; the limit is {} \
+             (`max_message_bytes` in the server's config)",
+            describe_size(size, limit),
+            human_bytes(limit)
+        ),
+        Exceeded::Depth { limit } => format!(
+            "sent a message nested more than {limit} levels deep in answer to {operation}; \
+             it cannot be read"
+        ),
+    }
+}
+
 fn quoted_target(target: &Option<String>) -> String {
     target
         .as_deref()
@@ -389,6 +441,8 @@ impl ClientError {
             | Self::SessionExpired { server, .. }
             | Self::MessageTooLarge { server, .. }
             | Self::MessageTooDeep { server, .. }
+            | Self::UnreadableAnswer { server, .. }
+            | Self::Listing { server, .. }
             | Self::Timeout { server, .. }
             | Self::Rpc { server, .. }
             | Self::HttpStatus { server, .. }

@@ -14,7 +14,6 @@
 //!   for 307/308, so headers and tokens never travel to another host.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::time::Duration;
 
 use http::{HeaderName, HeaderValue};
@@ -190,19 +189,36 @@ pub fn redacted_url(url: &reqwest::Url) -> String {
     }
 }
 
-/// True for `localhost`, `127.0.0.0/8` and `::1`.
+/// True for `localhost`, `127.0.0.0/8` and `::1`
+/// ([`extpool_core::web::is_loopback_host`]).
 pub fn is_loopback(url: &reqwest::Url) -> bool {
-    let Some(host) = url.host_str() else {
-        return false;
-    };
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    match bare.parse::<IpAddr>() {
-        Ok(ip) => ip.is_loopback(),
-        Err(_) => {
-            let host = host.to_ascii_lowercase();
-            host == "localhost" || host.ends_with(".localhost")
-        }
-    }
+    url.host_str()
+        .is_some_and(extpool_core::web::is_loopback_host)
+}
+
+/// Most headers one HTTP server entry may configure (a header map holds
+/// at most 32,768, and no server needs more than a few).
+pub const MAX_HEADERS: usize = 64;
+/// Longest header name accepted, in bytes.
+pub const MAX_HEADER_NAME_BYTES: usize = 256;
+/// Longest header value accepted, in bytes.
+pub const MAX_HEADER_VALUE_BYTES: usize = 8192;
+
+/// A header name as errors show it: whole up to 64 characters, else its
+/// start and its length (it may be a client's megabyte of junk).
+fn shown_header_name(name: &str) -> String {
+    extpool_core::text::shown_name(name).into_owned()
+}
+
+/// Checks a remote server entry as connecting to it would, without
+/// connecting: URL (http or https, a host, no credentials), headers
+/// (count, sizes, names, values, none the transport sets), and HTTPS for
+/// a token off loopback. The one owner of the rule: configuration checking
+/// (`extpool config check`, and the loading of every file) and the gateway
+/// (a client's per-session server, before the session is accepted) call it,
+/// so what they accept is what connecting accepts.
+pub fn check_remote(name: &ServerName, config: &McpServerConfig) -> Result<(), ConfigError> {
+    HttpPlan::with_token(name, config, None).map(|_| ())
 }
 
 impl HttpPlan {
@@ -227,13 +243,8 @@ impl HttpPlan {
             reason,
         };
         let raw = config.url.as_deref().unwrap_or_default();
+        extpool_core::check_http_url(raw).map_err(|e| invalid(e.to_string()))?;
         let url = reqwest::Url::parse(raw).map_err(|e| invalid(e.to_string()))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(invalid(format!(
-                "scheme {:?} is not http or https",
-                url.scheme()
-            )));
-        }
         if url.host().is_none() {
             return Err(invalid("no host".into()));
         }
@@ -242,14 +253,27 @@ impl HttpPlan {
                 "credentials in the URL are not allowed; use MCP_<NAME>_TOKEN".into(),
             ));
         }
+        if config.headers.len() > MAX_HEADERS {
+            return Err(ConfigError::TooManyHeaders {
+                server: name.to_string(),
+                count: config.headers.len(),
+                max: MAX_HEADERS,
+            });
+        }
         let mut headers = HashMap::new();
         let mut has_auth_header = false;
         for (key, value) in &config.headers {
             let bad = |reason| ConfigError::InvalidHeader {
                 server: name.to_string(),
-                header: key.clone(),
+                header: shown_header_name(key),
                 reason,
             };
+            if key.len() > MAX_HEADER_NAME_BYTES {
+                return Err(bad("a header name is at most 256 bytes"));
+            }
+            if value.len() > MAX_HEADER_VALUE_BYTES {
+                return Err(bad("a header value is at most 8192 bytes"));
+            }
             let header_name =
                 HeaderName::try_from(key.as_str()).map_err(|_| bad("not a valid header name"))?;
             if RESERVED_HEADERS.contains(&header_name.as_str()) {
@@ -329,7 +353,7 @@ impl HttpPlan {
 
     /// A fresh transport on the shared client.
     /// `max_message_bytes` bounds each response body and SSE event; a
-    /// larger answer fails its request at once (see [`crate::limits`]).
+    /// larger answer fails its request at once (see the `limits` module).
     pub fn transport(
         &self,
         client: &reqwest::Client,

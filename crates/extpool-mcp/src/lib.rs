@@ -42,34 +42,47 @@
 //! follows them), `pool`, `convert` (rmcp → core entries), `skills`
 //! (SEP-2640), `cap` (`McpServerCap`), `startup`, `error` + `describe`
 //! (messages: each cause once).
+//!
+//! Its public surface is what other crates use: the types re-exported
+//! here and the modules [`config`], [`convert`] (the wire mapping the
+//! gateway answers with), [`handler`] (the client-capability names),
+//! [`http`] (the remote-server check), [`stderr`] and [`transport`]; the
+//! rest is the client's own machinery and stays private.
+//!
+//! This crate never decides what a model sees or may call: it speaks each
+//! server's own tool names (`mcp__<server>__<tool>`, permissions and grants
+//! are the catalog's), it never knows scopes, sessions or front ends, and
+//! it never starts a process except through its one spawner.
 
-pub mod callers;
-pub mod cap;
-pub mod classify;
-pub mod client;
+mod callers;
+mod cap;
+mod classify;
+mod client;
 pub mod config;
 mod connection;
 pub mod convert;
 mod describe;
 mod driver;
-pub mod elicitation;
-pub mod error;
-pub mod flood;
+mod elicitation;
+mod error;
+mod flood;
 pub mod handler;
 pub mod http;
-pub mod limits;
+mod limits;
 mod listen;
-pub mod name;
-pub mod ordered;
-pub mod param_headers;
-pub mod pool;
-pub mod progress;
-pub mod redact;
-pub mod skills;
-pub mod sse_guard;
-pub mod startup;
+mod listing;
+mod name;
+mod ordered;
+mod param_headers;
+mod pool;
+mod progress;
+mod redact;
+mod skills;
+mod spawner;
+mod sse_guard;
+mod startup;
 pub mod stderr;
-pub mod stdio;
+mod stdio;
 pub mod transport;
 
 pub use cap::{CapError, McpServerCap, StaticToolError};
@@ -83,6 +96,8 @@ pub use elicitation::{Elicitation, ElicitationHandler};
 pub use error::{ClientError, ConfigError, ConnectFailure, is_server_down};
 pub use flood::{FloodStats, NotificationLimits};
 pub use http::{BearerToken, HttpSettings, TokenSource};
+pub use limits::top_level_id;
+pub use listing::{ListingProblem, MAX_LIST_ITEMS, MAX_LIST_PAGES, SkippedEntry};
 pub use name::{ServerName, check_names};
 pub use pool::{PoolConfig, PoolEntryInfo, PooledClient, SessionConnectionPool};
 pub use progress::Progress;

@@ -14,6 +14,11 @@
 //! The request is found by the `id` member at the top of the message; a
 //! message whose `id` does not come before its `result` within the first
 //! [`HEAD_BYTES`] (no SDK writes it later) can only be dropped.
+//!
+//! The same way, an answer that carries a request's id but cannot be read
+//! as a JSON-RPC response ([`unreadable_response`]: an `error` that is no
+//! error object, say) fails that request at once, saying what was wrong
+//! with it, instead of being dropped.
 
 use rmcp::model::{ErrorData, NumberOrString, RequestId};
 use serde_json::{Value, json};
@@ -22,9 +27,9 @@ use serde_json::{Value, json};
 /// transports); `max_message_bytes` in a server's config changes it.
 pub const DEFAULT_MAX_MESSAGE_BYTES: u64 = 16 * 1024 * 1024;
 
-/// Deepest nesting of arrays and objects that can be read: the JSON
-/// parser's fixed recursion limit.
-pub const MAX_NESTING: usize = 128;
+/// Deepest nesting of arrays and objects that can be read: the one limit
+/// of every extpool reader, [`extpool_core::json::MAX_DEPTH`].
+pub const MAX_NESTING: usize = extpool_core::json::MAX_DEPTH;
 
 /// How much of an oversized message is kept to find its `id`.
 pub const HEAD_BYTES: usize = 4096;
@@ -83,6 +88,60 @@ impl Exceeded {
             _ => None,
         }
     }
+}
+
+/// The marker key in the `data` of a refusal of an answer that cannot be
+/// read ([`unreadable_response`]).
+const UNREADABLE_MARKER: &str = "extpool.unreadable";
+
+/// Most characters of what is wrong with an unreadable answer kept in its
+/// refusal: serde quotes the values it was given, which may be large.
+const MAX_REASON_CHARS: usize = 300;
+
+/// A message that answers a request — an object with a request `id` and no
+/// `method` — but cannot be read as a JSON-RPC response (an `error` that
+/// is no error object, a missing `jsonrpc`, …): its id and what is wrong
+/// with it, in words. `None` for anything else: a request or notification
+/// of the peer, a message without a usable id, a line that is not JSON.
+pub fn unreadable_response(line: &[u8]) -> Option<(RequestId, String)> {
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    let Ok(Value::Object(message)) = serde_json::from_slice::<Value>(line) else {
+        return None;
+    };
+    if message.contains_key("method") {
+        return None;
+    }
+    let id = serde_json::from_value::<RequestId>(message.get("id")?.clone()).ok()?;
+    let reason = match (message.get("result"), message.get("error")) {
+        _ if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") => {
+            r#"its "jsonrpc" member is not "2.0""#.to_owned()
+        }
+        (Some(_), Some(_)) => r#"it has both a "result" and an "error""#.to_owned(),
+        (None, None) => r#"it has neither a "result" nor an "error""#.to_owned(),
+        (None, Some(error)) => match serde_json::from_value::<ErrorData>(error.clone()) {
+            Err(e) => format!(r#"its "error" is not a JSON-RPC error object ({e})"#),
+            Ok(_) => "it cannot be read".to_owned(),
+        },
+        (Some(_), None) => r#"its "result" cannot be read"#.to_owned(),
+    };
+    let reason = extpool_core::text::cut(&reason, MAX_REASON_CHARS).into_owned();
+    Some((id, reason))
+}
+
+/// The error response that fails the request an unreadable answer
+/// carried the id of, saying what was wrong with it.
+pub(crate) fn unreadable_error_data(reason: &str) -> ErrorData {
+    ErrorData::internal_error(
+        format!("unreadable answer: {reason}"),
+        Some(json!({ UNREADABLE_MARKER: { "reason": reason } })),
+    )
+}
+
+/// What was wrong with an answer, when `data` is a transport's refusal
+/// of one that could not be read ([`unreadable_error_data`]).
+pub(crate) fn unreadable_reason(data: &ErrorData) -> Option<String> {
+    let detail = data.data.as_ref()?.get(UNREADABLE_MARKER)?;
+    Some(detail.get("reason")?.as_str()?.to_owned())
 }
 
 /// True when arrays and objects in `bytes` nest deeper than `limit` (brackets
@@ -247,6 +306,13 @@ mod tests {
         let quoted = format!("{{\"a\":\"{}\"}}", "[".repeat(500));
         assert!(!nesting_exceeds(quoted.as_bytes(), 128));
         assert!(!nesting_exceeds(br#"{"a":"\"[[["}"#, 2));
+        // The limit is where the JSON parser stops: what it cannot read is
+        // refused, what it reads is not.
+        for levels in [MAX_NESTING, MAX_NESTING + 1] {
+            let text = format!("{}{}", "[".repeat(levels), "]".repeat(levels));
+            let unreadable = serde_json::from_str::<Value>(&text).is_err();
+            assert_eq!(nesting_exceeds(text.as_bytes(), MAX_NESTING), unreadable);
+        }
     }
 
     #[test]
@@ -273,6 +339,54 @@ mod tests {
         assert_eq!(id(r#"{"jsonrpc":"2.0","id":12"#), None);
         assert_eq!(id("not json"), None);
         assert_eq!(id(""), None);
+    }
+
+    #[test]
+    fn an_answer_that_cannot_be_read_is_told_by_its_id() {
+        let unreadable = |s: &str| unreadable_response(s.as_bytes());
+        let (id, reason) = unreadable(r#"{"jsonrpc":"2.0","id":3,"error":{"code":"x"}}"#).unwrap();
+        assert_eq!(id, NumberOrString::Number(3));
+        assert!(
+            reason.starts_with(
+                r#"its "error" is not a JSON-RPC error object (invalid type: string "x""#
+            ),
+            "{reason}"
+        );
+        assert_eq!(
+            unreadable(r#"{"id":"a","result":{}}"#)
+                .map(|(_, r)| r)
+                .as_deref(),
+            Some(r#"its "jsonrpc" member is not "2.0""#)
+        );
+        assert_eq!(
+            unreadable(r#"{"jsonrpc":"2.0","id":1}"#)
+                .map(|(_, r)| r)
+                .as_deref(),
+            Some(r#"it has neither a "result" nor an "error""#)
+        );
+        // A request of the peer, no usable id, or no JSON: not an answer.
+        for other in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"x","params":5}"#,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":"x"}}"#,
+            r#"{"jsonrpc":"2.0","error":{"code":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"#,
+            "[1]",
+        ] {
+            assert_eq!(unreadable(other), None, "{other}");
+        }
+        // A huge value quoted by the parser is cut.
+        let long = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"error":{{"code":"{}"}}}}"#,
+            "x".repeat(100_000)
+        );
+        let (_, reason) = unreadable(&long).unwrap();
+        assert!(reason.len() < 1000, "{}", reason.len());
+        let data = unreadable_error_data(&reason);
+        assert_eq!(unreadable_reason(&data).as_deref(), Some(reason.as_str()));
+        assert_eq!(
+            unreadable_reason(&ErrorData::internal_error("x", None)),
+            None
+        );
     }
 
     #[test]

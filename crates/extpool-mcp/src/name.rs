@@ -8,7 +8,6 @@
 //! and the source of its token variable `MCP_<NAME>_TOKEN`. Checking it once,
 //! here, keeps all of those well-formed.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::error::ConfigError;
@@ -61,13 +60,13 @@ impl AsRef<str> for ServerName {
 pub fn check_names<'a>(
     names: impl IntoIterator<Item = &'a str>,
 ) -> Result<Vec<ServerName>, ConfigError> {
-    let mut seen: HashMap<String, &'a str> = HashMap::new();
+    let mut seen = extpool_core::ServerNames::new();
     let mut out = Vec::new();
     for name in names {
         let checked = ServerName::new(name)?;
-        if let Some(first) = seen.insert(name.to_ascii_lowercase(), name) {
+        if let Err(first) = seen.claim(name, name) {
             return Err(ConfigError::DuplicateName {
-                first: first.to_owned(),
+                first: (*first).to_owned(),
                 second: name.to_owned(),
             });
         }

@@ -4,8 +4,10 @@
 //! A server that fails often prints its configuration — `API key sk-… is
 //! invalid`, a connection string with its password — and its stderr ends up
 //! in error messages and the log. Every value extpool itself passed to the
-//! server is replaced with `***` there: `env` values, values substituted for
-//! `${VAR}` references ([`McpServerConfig::secrets`]), header values, the
+//! server is replaced with `***` there (its stderr lines, the message of an
+//! error it returns): `env` values, values substituted for `${VAR}`
+//! references and literal secrets in its arguments
+//! ([`McpServerConfig::secrets`]), header values, the
 //! bearer token, and the user info and query values of the URL. Values
 //! shorter than [`MIN_REDACTED_LEN`] bytes are left alone: they cannot hide
 //! a credential, and masking every `1` or `on` would garble the text.

@@ -22,7 +22,6 @@ use std::sync::Arc;
 use base64::Engine as _;
 use extpool_core::{ResourceBody, ResourceContent, SkillEntry};
 use rmcp::model::{ResourceContents, Skill, SkillResources};
-use serde_json::Value;
 
 use crate::client::McpClient;
 use crate::error::ClientError;
@@ -231,32 +230,13 @@ fn verify(manifest: &Skill, uri: &str, content: &ResourceContent) -> Result<(), 
             return Err("SKILL.md is not text".into());
         };
         let expected = serde_json::to_value(&manifest.frontmatter).map_err(|e| e.to_string())?;
-        match frontmatter(text) {
-            Some(actual) if actual == expected => {}
-            Some(_) => return Err("SKILL.md frontmatter differs from the manifest".into()),
-            None => return Err("SKILL.md has no readable frontmatter".into()),
+        match extpool_skills::frontmatter_json(text) {
+            Ok(actual) if actual == expected => {}
+            Ok(_) => return Err("SKILL.md frontmatter differs from the manifest".into()),
+            Err(e) => return Err(format!("SKILL.md frontmatter cannot be read: {e}")),
         }
     }
     Ok(())
-}
-
-/// The YAML frontmatter of a SKILL.md as JSON: lines between the first line
-/// that trims to `---` and the next one (never split on the substring).
-pub(crate) fn frontmatter(text: &str) -> Option<Value> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut lines = text.lines();
-    if lines.next()?.trim() != "---" {
-        return None;
-    }
-    let mut yaml = String::new();
-    for line in lines {
-        if line.trim() == "---" {
-            return serde_yaml_ng::from_str::<Value>(&yaml).ok();
-        }
-        yaml.push_str(line);
-        yaml.push('\n');
-    }
-    None
 }
 
 /// `resources/read` of one URI, as core content.
@@ -349,13 +329,14 @@ mod tests {
     }
 
     #[test]
-    fn frontmatter_is_parsed_line_by_line() {
-        let fm = frontmatter(MD).unwrap();
-        assert_eq!(fm["name"], "demo");
-        assert_eq!(fm["metadata"]["version"], "1");
-        assert!(frontmatter("no frontmatter").is_none());
-        assert!(frontmatter("---\nname: x\n").is_none());
-        assert!(frontmatter("\u{feff}---\nname: x\n---\n").is_some());
+    fn unreadable_frontmatter_fails_saying_where() {
+        let md = "---\nname: demo\ndescription: a: b\n---\n# Demo\n";
+        let s = skill(md);
+        let err = verify(&s, "skill://acme/demo/SKILL.md", &text("u", md)).unwrap_err();
+        assert!(
+            err.starts_with("SKILL.md frontmatter cannot be read: line 3, column "),
+            "{err}"
+        );
     }
 
     #[test]

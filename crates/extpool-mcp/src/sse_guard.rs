@@ -6,7 +6,11 @@
 //! parser is skipped — either way the request hears nothing until its
 //! timeout. [`Guarded`] sees the events before rmcp parses them and, for the
 //! request the POST carried, replaces such an event with an error response
-//! that says which limit was broken.
+//! that says which limit was broken. An event rmcp cannot read as a message
+//! at all (it skips it) that answers that request — its id, and an `error`
+//! that is no error object, say — is replaced the same way, with an error
+//! response that says what was wrong with it
+//! ([`limits::unreadable_response`]).
 //!
 //! rmcp keeps the type of its "event too large" error private (its own check
 //! is `pub(crate)`), so that one error is recognised by its message here, in
@@ -63,44 +67,7 @@ type SseStream = BoxStream<'static, Result<Sse, SseError>>;
 impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
     type Error = C::Error;
 
-    fn post_message(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = PostResult<Self::Error>> + Send + '_ {
-        self.post_message_with_response_limits(
-            uri,
-            message,
-            session_id,
-            auth_header,
-            custom_headers,
-            StreamableHttpResponseLimits::default(),
-        )
-    }
-
-    fn post_message_with_max_sse_event_size(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        max_sse_event_size: usize,
-    ) -> impl Future<Output = PostResult<Self::Error>> + Send + '_ {
-        let mut limits = StreamableHttpResponseLimits::default();
-        limits.max_sse_event_size = max_sse_event_size;
-        self.post_message_with_response_limits(
-            uri,
-            message,
-            session_id,
-            auth_header,
-            custom_headers,
-            limits,
-        )
-    }
+    extpool_auth::lesser_client_methods!();
 
     fn post_message_with_response_limits(
         &self,
@@ -157,18 +124,6 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
             .delete_session(uri, session_id, auth_header, custom_headers)
     }
 
-    fn get_stream(
-        &self,
-        uri: Arc<str>,
-        session_id: Option<Arc<str>>,
-        last_event_id: Option<String>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = Result<SseStream, StreamableHttpError<Self::Error>>> + Send + '_ {
-        self.inner
-            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
-    }
-
     fn get_stream_with_max_sse_event_size(
         &self,
         uri: Arc<str>,
@@ -206,10 +161,34 @@ struct Guard {
 
 impl Guard {
     fn refusal(&self, exceeded: Exceeded) -> Sse {
-        let message =
-            ServerJsonRpcMessage::error(exceeded.into_error_data(), Some(self.id.clone()));
+        self.answer(exceeded.into_error_data())
+    }
+
+    /// An event that answers this POST's request with `error`.
+    fn answer(&self, error: rmcp::model::ErrorData) -> Sse {
+        let message = ServerJsonRpcMessage::error(error, Some(self.id.clone()));
         let data = serde_json::to_string(&message).unwrap_or_default();
         Sse::default().data(data)
+    }
+
+    /// What is wrong with `sse` when it is a message event answering this
+    /// POST's request that rmcp cannot read (and would skip). Only an event
+    /// with an `error` member or without `"2.0"` in it can be one, so
+    /// others are not parsed twice.
+    fn unreadable(&self, sse: &Sse) -> Option<String> {
+        if !matches!(sse.event.as_deref(), None | Some("" | "message")) {
+            return None;
+        }
+        let data = sse.data.as_deref()?.as_bytes();
+        let finder = |needle: &[u8]| memchr::memmem::find(data, needle).is_some();
+        if !finder(b"\"error\"") && finder(b"\"2.0\"") {
+            return None;
+        }
+        if serde_json::from_slice::<ServerJsonRpcMessage>(data).is_ok() {
+            return None;
+        }
+        let (id, reason) = limits::unreadable_response(data)?;
+        (id == self.id).then_some(reason)
     }
 }
 
@@ -239,6 +218,9 @@ impl Stream for Guard {
                     Some(Ok(self.refusal(Exceeded::Depth {
                         limit: limits::MAX_NESTING,
                     })))
+                } else if let Some(reason) = self.unreadable(&sse) {
+                    tracing::warn!(%reason, "an MCP answer cannot be read");
+                    Some(Ok(self.answer(limits::unreadable_error_data(&reason))))
                 } else {
                     Some(Ok(sse))
                 }

@@ -5,7 +5,6 @@
 //! Partial failure is normal: one slow or broken server never delays or
 //! fails the others; the result lists every server with its own outcome.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -157,10 +156,10 @@ pub async fn start_servers(
     servers: impl IntoIterator<Item = (String, McpServerConfig)>,
     events: Option<UnboundedSender<StatusEvent>>,
 ) -> Vec<Started> {
-    let mut seen = HashSet::new();
+    let mut seen = extpool_core::ServerNames::new();
     let mut tasks = Vec::new();
     for (server, config) in servers {
-        let duplicate = !seen.insert(server.to_ascii_lowercase());
+        let duplicate = seen.claim(&server, ()).is_err();
         let pool = pool.clone();
         let events = events.clone();
         tasks.push(tokio::spawn(async move {

@@ -6,6 +6,9 @@
 //!   a grandchild; signalling only the direct child would leave it running.
 //!   The child leads a new group and the whole group is killed on close, and
 //!   the child is also killed if its handle is dropped without a close.
+//! - **Lifetime.** On Linux the child dies with this process even when the
+//!   process is killed with SIGKILL and closes nothing (its parent-death
+//!   signal; see the crate's spawner module).
 //! - **Environment.** The child inherits the host's environment minus
 //!   variables that change how programs load or execute code (`LD_PRELOAD`,
 //!   `NODE_OPTIONS`, …) and minus other servers' `MCP_*_TOKEN` secrets. A
@@ -177,6 +180,7 @@ impl StdioPlan {
     }
 
     /// Whether the child would receive `key`.
+    #[cfg(test)]
     pub fn passes_env(&self, key: &str) -> bool {
         self.env.contains_key(std::ffi::OsStr::new(key))
     }

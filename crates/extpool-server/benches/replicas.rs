@@ -8,7 +8,9 @@
 //!    the `StateStore` alone (a create granting 50 names; a refresh
 //!    granting one new name). SQLite is a file with `synchronous=FULL`;
 //!    PostgreSQL is a local server with `fsync` on, reached over its Unix
-//!    socket — both flush every commit.
+//!    socket — both flush every commit. The API refresh runs its cycle at
+//!    once (no coalescing window): its p50 is checked against 10 ms and
+//!    compared with the figure before (`EXTPOOL_BENCH_REFRESH_BEFORE_MS`).
 //! 2. **Calls/s through two replicas vs one**: `extpool serve`'s gateway in
 //!    one or two processes sharing one PostgreSQL store, each with its own
 //!    stdio upstream (the testkit server), behind the same round-robin
@@ -155,6 +157,42 @@ fn table(samples: &[Sample], sides: [&str; 2], ratio_of: &str) -> String {
     out
 }
 
+/// The refresh through the API (`POST /v1/sessions/{id}/mcp-refresh`)
+/// per backend: p50 and p99 (medians over rounds) against the target, and
+/// against the figure of the loop that made every refresh wait for its
+/// coalescing window (`EXTPOOL_BENCH_REFRESH_BEFORE_MS`, by default the
+/// 106 ms measured then).
+fn refresh_summary(samples: &[Sample]) -> String {
+    let before_ms = std::env::var("EXTPOOL_BENCH_REFRESH_BEFORE_MS")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(106.0);
+    let mut out = String::from(
+        "### Refresh through the API\n\n| backend | p50 | p99 | p50 ≤ 10 ms | before / now (p50) |\n|---|---|---|---|---|\n",
+    );
+    for side in ["sqlite", "postgres"] {
+        let pick = |f: fn(&Sample) -> f64| {
+            median(
+                samples
+                    .iter()
+                    .filter(|s| s.what == "api refresh" && s.side == side)
+                    .map(f)
+                    .collect(),
+            )
+        };
+        let (p50, p99) = (pick(|s| s.p50_us), pick(|s| s.p99_us));
+        let met = if p50 <= 10_000.0 { "yes" } else { "no" };
+        let ratio = before_ms * 1000.0 / p50.max(1.0);
+        out.push_str(&format!(
+            "| {side} | {} | {} | {met} | {before_ms:.0} ms / {} = {ratio:.1}× |\n",
+            us(p50),
+            us(p99),
+            us(p50),
+        ));
+    }
+    out
+}
+
 /// Microseconds as `812 µs` or `3.41 ms`.
 fn us(v: f64) -> String {
     if v >= 1000.0 {
@@ -196,8 +234,9 @@ fn main() {
         calls::INFLIGHT,
     );
     let markdown = format!(
-        "### State store: SQLite vs PostgreSQL\n\n{}\n### Calls through the balancer: one replica vs two\n\n{}\n{machine}\n",
+        "### State store: SQLite vs PostgreSQL\n\n{}\n{}\n### Calls through the balancer: one replica vs two\n\n{}\n{machine}\n",
         table(&store_samples, ["sqlite", "postgres"], "p50"),
+        refresh_summary(&store_samples),
         table(&call_samples, ["1 replica", "2 replicas"], "ops/s"),
     );
     println!("{markdown}");

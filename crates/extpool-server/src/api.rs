@@ -16,21 +16,25 @@
 //! Any replica sharing the store answers any of these for any session: a
 //! session is opened from the store on the replica a request reaches.
 //!
+//! A session is its creator's ([`crate::identity`]): `GET /v1/sessions`
+//! lists the caller's own (an operator's: every one), and another
+//! principal's id answers 404 as an id nobody made does.
+//!
 //! Session configs are never shown back (they may hold `${VAR}`
 //! references to secrets); errors are `{"error": message}`.
 
 use std::sync::Arc;
 
 use axum::Json;
-use axum::Router;
-use axum::body::Body;
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{Extension, Path, Query, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{MethodRouter, get, post};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use tower::ServiceExt;
+
+use extpool_host::core::Principal;
 
 use crate::gateway::Shared;
 use crate::handler::GatewayHandler;
@@ -94,13 +98,38 @@ async fn replicas(State(api): State<Api>) -> Response {
     }
 }
 
-async fn create(State(api): State<Api>, body: Option<Json<CreateRequest>>) -> Response {
+/// The body of `POST /v1/sessions`: none, or a JSON object of
+/// [`CreateRequest`]'s fields; anything else is refused naming what is
+/// wrong.
+fn create_request(body: &[u8]) -> Result<CreateRequest, Box<Response>> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(CreateRequest::default());
+    }
+    let value: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| Box::new(error(400, format!("the body is not JSON: {e}"))))?;
+    if !value.is_object() {
+        return Err(Box::new(error(
+            400,
+            "the body is a JSON object ({\"id\"?, \"mcp_servers\"?, \"auto_grant\"?}), or empty",
+        )));
+    }
+    serde_json::from_value(value).map_err(|e| Box::new(error(400, format!("the body: {e}"))))
+}
+
+async fn create(
+    State(api): State<Api>,
+    Extension(principal): Extension<Arc<Principal>>,
+    body: axum::body::Bytes,
+) -> Response {
     let Some(sessions) = api.shared.sessions.as_ref() else {
         return no_store();
     };
-    let request = body.map(|Json(b)| b).unwrap_or_default();
-    match sessions.create(&api.shared, request).await {
-        Ok((session, _)) => {
+    let request = match create_request(&body) {
+        Ok(request) => request,
+        Err(answer) => return *answer,
+    };
+    match sessions.create(&api.shared, request, &principal).await {
+        Ok((session, open)) => {
             let id = session.summary.id.as_str().to_owned();
             (
                 StatusCode::CREATED,
@@ -108,6 +137,7 @@ async fn create(State(api): State<Api>, body: Option<Json<CreateRequest>>) -> Re
                     "session": session.summary,
                     "granted": session.authority.granted,
                     "servers": session.servers.keys().collect::<Vec<_>>(),
+                    "server_status": open.server_status(),
                     "mcp": format!("/sessions/{id}/mcp"),
                 })),
             )
@@ -123,14 +153,30 @@ struct ListQuery {
     limit: Option<usize>,
 }
 
-async fn list(State(api): State<Api>, Query(q): Query<ListQuery>) -> Response {
+/// A query string that does not read as the route's parameters, as the
+/// API's JSON error naming what is wrong.
+fn bad_query(rejection: &axum::extract::rejection::QueryRejection) -> Response {
+    error(400, format!("the query string: {}", rejection.body_text()))
+}
+
+async fn list(
+    State(api): State<Api>,
+    Extension(principal): Extension<Arc<Principal>>,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let q = match query {
+        Ok(Query(q)) => q,
+        Err(rejection) => return bad_query(&rejection),
+    };
     let Some(sessions) = api.shared.sessions.as_ref() else {
         return no_store();
     };
     let cursor = q.cursor.map(extpool_state::SessionCursor);
+    // An operator sees every session; anyone else their own.
+    let owner = (!principal.operator).then(|| principal.owner());
     match sessions
         .store()
-        .list(cursor.as_ref(), q.limit.unwrap_or(100))
+        .list_owned(owner.as_deref(), cursor.as_ref(), q.limit.unwrap_or(100))
         .await
     {
         Ok(page) => Json(page).into_response(),
@@ -138,49 +184,63 @@ async fn list(State(api): State<Api>, Query(q): Query<ListQuery>) -> Response {
     }
 }
 
-async fn get_one(State(api): State<Api>, Path(id): Path<String>) -> Response {
+async fn get_one(
+    State(api): State<Api>,
+    Extension(principal): Extension<Arc<Principal>>,
+    Path(id): Path<String>,
+) -> Response {
     let Some(sessions) = api.shared.sessions.as_ref() else {
         return no_store();
     };
-    let id = match extpool_state::SessionId::new(id) {
-        Ok(id) => id,
-        Err(e) => return session_error(&e.into()),
-    };
-    let session = match sessions.store().get(&id).await {
+    let session = match sessions.stored_for(&id, &principal).await {
         Ok(session) => session,
-        Err(e) => return session_error(&e.into()),
+        Err(e) => return session_error(&e),
     };
+    let id = session.summary.id.clone();
     // Which replicas hold it open (connected to its per-session servers).
     let holders = match sessions.store().holders(&id).await {
         Ok(holders) => holders,
         Err(e) => return session_error(&e.into()),
     };
+    // Its own servers' state, where this replica has it open.
+    let status = sessions
+        .open_here(id.as_str())
+        .map(|open| open.server_status());
     Json(json!({
         "session": session.summary,
         "granted": session.authority.granted,
         "auto_grant": session.authority.auto_grant,
         "servers": session.servers.keys().collect::<Vec<_>>(),
+        "server_status": status,
         "open_on": holders,
         "mcp": format!("/sessions/{}/mcp", id.as_str()),
     }))
     .into_response()
 }
 
-async fn delete(State(api): State<Api>, Path(id): Path<String>) -> Response {
+async fn delete(
+    State(api): State<Api>,
+    Extension(principal): Extension<Arc<Principal>>,
+    Path(id): Path<String>,
+) -> Response {
     let Some(sessions) = api.shared.sessions.as_ref() else {
         return no_store();
     };
-    match sessions.delete(&api.shared, &id).await {
+    match sessions.delete(&api.shared, &id, &principal).await {
         Ok(servers) => Json(json!({"deleted": id, "closed_servers": servers})).into_response(),
         Err(e) => session_error(&e),
     }
 }
 
-async fn refresh(State(api): State<Api>, Path(id): Path<String>) -> Response {
+async fn refresh(
+    State(api): State<Api>,
+    Extension(principal): Extension<Arc<Principal>>,
+    Path(id): Path<String>,
+) -> Response {
     let Some(sessions) = api.shared.sessions.as_ref() else {
         return no_store();
     };
-    match sessions.refresh(&api.shared, &id).await {
+    match sessions.refresh(&api.shared, &id, &principal).await {
         Ok(answer) => Json(answer).into_response(),
         Err(e) => session_error(&e),
     }
@@ -197,7 +257,14 @@ struct SourcesQuery {
     wait_ms: Option<u64>,
 }
 
-async fn sources(State(api): State<Api>, Query(q): Query<SourcesQuery>) -> Response {
+async fn sources(
+    State(api): State<Api>,
+    query: Result<Query<SourcesQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let q = match query {
+        Ok(Query(q)) => q,
+        Err(rejection) => return bad_query(&rejection),
+    };
     let Some(after) = q.after else {
         return Json(sources_json(&api.shared)).into_response();
     };
@@ -207,14 +274,22 @@ async fn sources(State(api): State<Api>, Query(q): Query<SourcesQuery>) -> Respo
         .min(SOURCES_WAIT_MAX_MS);
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(wait);
     let mut updates = api.shared.host.discovery_updates();
-    let waited = tokio::time::timeout_at(deadline, updates.wait_for(|n| *n > after))
-        .await
-        .map(|changed| changed.is_ok());
+    // A shutdown answers at once: no change will come from this replica.
+    let change = async {
+        tokio::select! {
+            changed = updates.wait_for(|n| *n > after) => changed.is_ok(),
+            () = api.shared.draining.cancelled() => false,
+        }
+    };
+    let waited = tokio::time::timeout_at(deadline, change).await;
     let changed = match waited {
         Ok(true) => true,
         // No discovery here: nothing will change; wait as asked.
         Ok(false) => {
-            tokio::time::sleep_until(deadline).await;
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline) => {}
+                () = api.shared.draining.cancelled() => {}
+            }
             false
         }
         Err(_) => false,
@@ -225,36 +300,17 @@ async fn sources(State(api): State<Api>, Query(q): Query<SourcesQuery>) -> Respo
 }
 
 /// `/sessions/{id}/mcp`: the session's own MCP endpoint (opened from the
-/// store on first use).
+/// store on first use), through [`crate::inbound`].
 async fn session_mcp(State(api): State<Api>, Path(id): Path<String>, request: Request) -> Response {
-    let Some(sessions) = api.shared.sessions.as_ref() else {
-        return no_store();
-    };
-    let existing = sessions.services.lock().get(&id).cloned();
-    let service = match existing {
-        Some(service) => service,
-        None => {
-            let open = match sessions.get(&api.shared, &id).await {
-                Ok(open) => open,
-                Err(e) => return session_error(&e),
-            };
-            let shared = api.shared.clone();
-            let service = StreamableHttpService::new(
-                move || Ok(GatewayHandler::for_session(shared.clone(), open.clone())),
-                api.shared.resume.manager(&id),
-                api.shared.resume.config(api.config.clone(), &id),
-            );
-            sessions
-                .services
-                .lock()
-                .entry(id.clone())
-                .or_insert(service)
-                .clone()
-        }
-    };
-    let max = api.shared.options.max_body_bytes;
-    crate::event_ids::through(&api.shared.event_tag, request, max, |request| async move {
-        match service.oneshot(request.map(Body::new)).await {
+    let shared = api.shared.clone();
+    let endpoint = id.clone();
+    let principal = crate::identity::of(&request);
+    crate::inbound::serve(&shared, &endpoint, request, |request| async move {
+        let service = match session_service(&api, &id, &principal).await {
+            Ok(service) => service,
+            Err(answer) => return answer,
+        };
+        match service.oneshot(request).await {
             Ok(response) => response.into_response(),
             Err(never) => match never {},
         }
@@ -262,18 +318,63 @@ async fn session_mcp(State(api): State<Api>, Path(id): Path<String>, request: Re
     .await
 }
 
+/// The MCP service of durable session `id`'s endpoint, made (and the
+/// session opened from the store) on first use; only for a principal that
+/// may act on the session.
+async fn session_service(
+    api: &Api,
+    id: &str,
+    principal: &Principal,
+) -> Result<crate::sessions::SessionService, Response> {
+    let Some(sessions) = api.shared.sessions.as_ref() else {
+        return Err(no_store());
+    };
+    let open = sessions
+        .get(&api.shared, id, principal)
+        .await
+        .map_err(|e| session_error(&e))?;
+    let existing = sessions.services.lock().get(id).cloned();
+    if let Some(service) = existing {
+        return Ok(service);
+    }
+    let shared = api.shared.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(GatewayHandler::for_session(shared.clone(), open.clone())),
+        api.shared.resume.manager(id),
+        api.shared.resume.config(api.config.clone(), id),
+    );
+    Ok(sessions
+        .services
+        .lock()
+        .entry(id.to_owned())
+        .or_insert(service)
+        .clone())
+}
+
 /// The `/v1` routes and the session endpoints.
-pub(crate) fn routes(api: Api) -> Router {
-    Router::new()
-        .route("/v1", get(root))
-        .route("/v1/sessions", post(create).get(list))
-        .route("/v1/sessions/{id}", get(get_one).delete(delete))
-        .route("/v1/sessions/{id}/mcp-refresh", post(refresh))
-        .route("/v1/sources", get(sources))
-        .route("/v1/replicas", get(replicas))
-        .route(
+pub(crate) fn routes(api: &Api) -> Vec<(&'static str, MethodRouter)> {
+    vec![
+        ("/v1", get(root).with_state(api.clone())),
+        (
+            "/v1/sessions",
+            post(create).get(list).with_state(api.clone()),
+        ),
+        (
+            "/v1/sessions/{id}",
+            get(get_one).delete(delete).with_state(api.clone()),
+        ),
+        (
+            "/v1/sessions/{id}/mcp-refresh",
+            post(refresh).with_state(api.clone()),
+        ),
+        ("/v1/sources", get(sources).with_state(api.clone())),
+        ("/v1/replicas", get(replicas).with_state(api.clone())),
+        (
             "/sessions/{id}/mcp",
-            get(session_mcp).post(session_mcp).delete(session_mcp),
-        )
-        .with_state(api)
+            get(session_mcp)
+                .post(session_mcp)
+                .delete(session_mcp)
+                .with_state(api.clone()),
+        ),
+    ]
 }

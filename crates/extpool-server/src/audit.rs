@@ -1,6 +1,6 @@
 //! The audit log: one JSON line per tool call through the gateway — time,
-//! session, catalog name, the permission decision with the rule that
-//! decided, outcome and duration. Arguments are never written, only the
+//! who called (the principal), session, catalog name, the permission decision with the rule that
+//! decided, the guardrails' decisions with their rules, outcome and duration. Arguments are never written, only the
 //! SHA-256 of their JSON (so equal calls can be matched without keeping
 //! what they carried).
 
@@ -17,6 +17,8 @@ use sha2::{Digest, Sha256};
 pub struct AuditRecord<'a> {
     /// Milliseconds since the Unix epoch.
     pub time_ms: u64,
+    /// Who called ([`extpool_host::core::Principal::label`]).
+    pub principal: String,
     /// The client session (the gateway's id).
     pub session: &'a str,
     /// The catalog name called (as the client gave it).
@@ -25,8 +27,14 @@ pub struct AuditRecord<'a> {
     pub decision: &'static str,
     /// What decided (`deny rule "mcp__x__*"`, `the default policy (allow)`).
     pub rule: String,
-    /// `ok`, `tool_error`, `error` or `cancelled`.
+    /// `ok`, `tool_error`, `error`, `denied`, `blocked` (by a guardrail)
+    /// or `cancelled`.
     pub outcome: &'static str,
+    /// Each guardrail decision made on the call's way (`phase`, `decision`:
+    /// `block`, `redact` or `fail_open`, `guardrail`: the rule, `reason`);
+    /// left out when none decided anything.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub guardrails: &'a [extpool_host::Verdict],
     /// How long the call took, in milliseconds.
     pub duration_ms: u64,
     /// `sha256:<hex>` of the arguments' JSON.

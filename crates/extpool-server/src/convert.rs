@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use extpool_host::{CommandInfo, ResourceInfo, SkillInfo, TemplateInfo, ToolInfo};
+use extpool_host::{CommandInfo, ModelTool, ResourceInfo, SkillInfo, TemplateInfo};
 use rmcp::model::{
     JsonObject, Prompt, PromptArgument, Resource, ResourceTemplate, Skill, SkillFrontmatter,
     SkillResource, SkillResources, Tool, ToolAnnotations,
@@ -23,9 +23,9 @@ fn object(value: &Value) -> JsonObject {
 }
 
 /// A tool as `tools/list` shows it, under the name the client sees
-/// (`listed`, see [`crate::names`]): description, schemas, title and
-/// annotations as its server sent them.
-pub fn tool(info: &ToolInfo, listed: &str) -> Tool {
+/// (`listed`, its table's): description, schemas, title and annotations
+/// as its server sent them.
+pub fn tool(info: &ModelTool, listed: &str) -> Tool {
     let mut tool = Tool::new(
         listed.to_owned(),
         info.description.clone(),

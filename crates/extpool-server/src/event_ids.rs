@@ -14,12 +14,10 @@
 //! session's own stream a fresh stream opens (notifications sent meanwhile
 //! are lost; lists are re-read on the next `list_changed`).
 
-use std::future::Future;
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 
 use axum::body::{Body, Bytes};
-use axum::extract::Request;
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::Value;
@@ -53,70 +51,70 @@ fn parse(id: &str) -> Tagged<'_> {
     }
 }
 
-/// Serves `request` through `serve` (an MCP endpoint), tagging the event
-/// ids of its SSE response with `tag` and sorting out a `Last-Event-ID`
-/// this replica did not issue. `max_body` bounds a POST body.
-pub(crate) async fn through<F, Fut>(
-    tag: &str,
-    request: Request,
-    max_body: usize,
-    serve: F,
-) -> Response
-where
-    F: FnOnce(Request) -> Fut,
-    Fut: Future<Output = Response>,
-{
-    let (mut parts, body) = request.into_parts();
-    if let Some(last) = parts
+/// Sorts out a `Last-Event-ID` of `parts`: one this replica (`tag`)
+/// issued is given back to rmcp as rmcp wrote it; one of another replica
+/// answers at once (`Some`) for a request's stream, or is dropped for the
+/// session's own stream (a fresh one opens).
+pub(crate) fn resume_header(tag: &str, parts: &mut http::request::Parts) -> Option<Response> {
+    let last = parts
         .headers
         .get(LAST_EVENT_ID)
         .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-    {
-        let tagged = parse(&last);
-        if tagged.replica == Some(tag) {
-            match HeaderValue::from_str(tagged.orig) {
-                Ok(v) => {
-                    parts.headers.insert(LAST_EVENT_ID, v);
-                }
-                Err(_) => {
-                    parts.headers.remove(LAST_EVENT_ID);
-                }
-            }
-        } else if tagged.orig.contains('/') {
-            return gone(tagged.request);
-        } else {
-            // The session's own stream, sent elsewhere: open a fresh one.
-            parts.headers.remove(LAST_EVENT_ID);
-        }
-    }
-    let (body, request_id) = if parts.method == Method::POST {
-        match axum::body::to_bytes(body, max_body).await {
-            Ok(bytes) => {
-                let id = request_id(&bytes);
-                (Body::from(bytes), id)
+        .map(str::to_owned)?;
+    let tagged = parse(&last);
+    if tagged.replica == Some(tag) {
+        match HeaderValue::from_str(tagged.orig) {
+            Ok(v) => {
+                parts.headers.insert(LAST_EVENT_ID, v);
             }
             Err(_) => {
-                return (
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    format!("request body over {max_body} bytes\n"),
-                )
-                    .into_response();
+                parts.headers.remove(LAST_EVENT_ID);
             }
         }
+    } else if tagged.orig.contains('/') {
+        return Some(gone(tagged.request));
     } else {
-        (body, None)
-    };
-    let response = serve(Request::from_parts(parts, body)).await;
-    let is_sse = response
+        // The session's own stream, sent elsewhere: open a fresh one.
+        parts.headers.remove(LAST_EVENT_ID);
+    }
+    None
+}
+
+/// The JSON-RPC id of the request whose stream this replica (`tag`) sent
+/// and `parts` resumes (a `GET` with its `Last-Event-ID`), if it does: the
+/// stream still owes that request's answer.
+pub(crate) fn resumed_request(tag: &str, parts: &http::request::Parts) -> Option<Value> {
+    let last = parts.headers.get(LAST_EVENT_ID)?.to_str().ok()?;
+    let tagged = parse(last);
+    if tagged.replica != Some(tag) || !tagged.orig.contains('/') {
+        return None;
+    }
+    request_of(tagged.request?)
+}
+
+/// A request id from the hex of its JSON.
+fn request_of(hex: &str) -> Option<Value> {
+    serde_json::from_slice(&hex::decode(hex).ok()?).ok()
+}
+
+/// Whether `response` is an SSE stream (`text/event-stream`): the one
+/// test of every layer that follows a stream's events.
+pub(crate) fn is_event_stream(response: &Response) -> bool {
+    response
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"));
+        .is_some_and(|v| v.starts_with("text/event-stream"))
+}
+
+/// Tags the event ids of an SSE `response` with `tag` and, for a
+/// request's stream, `request` (the hex of the request id's JSON).
+pub(crate) fn tag(tag: &str, response: Response, request: Option<&str>) -> Response {
+    let is_sse = crate::event_ids::is_event_stream(&response);
     if !is_sse {
         return response;
     }
-    let suffix = match request_id {
+    let suffix = match request {
         Some(id) => format!("@{tag}@{id}"),
         None => format!("@{tag}"),
     };
@@ -129,6 +127,7 @@ where
 }
 
 /// The JSON-RPC id of a single request, as hex of its JSON.
+#[cfg(test)]
 fn request_id(body: &[u8]) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct Envelope {
@@ -142,9 +141,7 @@ fn request_id(body: &[u8]) -> Option<String> {
 /// The answer to resuming a request stream another replica served: the
 /// request's JSON-RPC error when its id is known, else 410 Gone.
 fn gone(request: Option<&str>) -> Response {
-    let id: Option<Value> = request
-        .and_then(|h| hex::decode(h).ok())
-        .and_then(|json| serde_json::from_slice(&json).ok());
+    let id: Option<Value> = request.and_then(request_of);
     let Some(id) = id else {
         return (
             StatusCode::GONE,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use extpool_host::{Host, HostError, View};
+use extpool_host::{Host, HostError, Naming, View, ViewPolicy};
 use tokio_util::sync::CancellationToken;
 
 use crate::audit::AuditLog;
@@ -27,16 +27,25 @@ pub const DEFAULT_MAX_SESSIONS: usize = 1024;
 /// Default most tool calls one client session has in flight at once (an
 /// agent runs a handful in parallel; a client past this is looping).
 pub const DEFAULT_MAX_CALLS_PER_SESSION: usize = 64;
-/// How long an idle session-era client session is kept (one hour: an
-/// agent often idles between turns).
-pub const DEFAULT_SESSION_KEEP_ALIVE: Duration = Duration::from_secs(3600);
+/// How long a session-era MCP session is kept in memory with no request
+/// or stream open (half an hour: an agent often idles between turns); its
+/// stored record stays (twice as long, at least an hour), so its client
+/// resumes it.
+pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(1800);
+/// Default time requests in flight get to finish once a shutdown began
+/// ([`crate::shutdown`]); those still running then are cancelled.
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How the gateway serves.
 #[derive(Debug, Clone)]
 pub struct GatewayOptions {
     /// The token clients must present; required when listening on a
-    /// non-loopback address.
+    /// non-loopback address (or an issuer).
     pub bearer: Option<String>,
+    /// The identity provider whose access tokens name who is calling
+    /// (`--auth-issuer`): every request then needs a valid token, on
+    /// loopback too, and sessions belong to the principal that made them.
+    pub issuer: Option<Arc<extpool_auth::resource::TokenVerifier>>,
     /// `Host` header values accepted besides loopback names and the listen
     /// address itself (DNS-rebinding protection).
     pub allowed_hosts: Vec<String>,
@@ -45,14 +54,28 @@ pub struct GatewayOptions {
     pub allowed_origins: Vec<String>,
     /// Largest request body, in bytes.
     pub max_body_bytes: usize,
-    /// Most client sessions open at once.
+    /// Most session-era MCP sessions held at once, on every endpoint.
     pub max_sessions: usize,
+    /// Most HTTP connections open at once.
+    pub max_connections: usize,
+    /// Time a connection has to send a whole request header, from
+    /// connecting and from the end of its last response.
+    pub header_read_timeout: Duration,
+    /// Time a request body has to arrive in full.
+    pub body_read_timeout: Duration,
     /// Most tool calls one client session (implicit or durable) has in
     /// flight at once; each 2026-07-28 request, having no session, is its
     /// own.
     pub max_calls_per_session: usize,
-    /// How long an idle session-era client session is kept.
-    pub session_keep_alive: Duration,
+    /// How long an MCP session with no request or stream open is kept in
+    /// memory (and a durable session's view and per-session servers); a
+    /// stored record stays (twice as long, at least an hour) and is
+    /// resumed on its next request.
+    pub session_idle_timeout: Duration,
+    /// How long requests in flight get to finish once a shutdown began
+    /// ([`crate::shutdown`]); each one still running then is answered with
+    /// an error saying the gateway shut down, and cancelled.
+    pub shutdown_timeout: Duration,
     /// Where the audit log (JSON lines) is appended, if anywhere.
     pub audit_log: Option<PathBuf>,
     /// The durable store of sessions (`/v1/sessions`); without one, only
@@ -63,6 +86,10 @@ pub struct GatewayOptions {
     pub session_servers: bool,
     /// Most per-session servers open at once, across sessions.
     pub max_session_servers: usize,
+    /// Whether a per-session server may be on a loopback or private
+    /// network address (not only a public one). Link-local and cloud
+    /// metadata addresses are refused whatever this says.
+    pub private_session_servers: bool,
     /// Whether a per-session server may be a local command (stdio), not
     /// only a remote URL. Off by default: whoever may create a session
     /// could then run programs as the gateway's user, so only a gateway
@@ -83,27 +110,36 @@ pub struct GatewayOptions {
     /// (without `mcp__<server>__`) where that collides with nothing (see
     /// [`crate::names`]).
     pub unprefixed: Vec<String>,
+    /// How many tool calls each caller may make ([`crate::rate`]).
+    pub rate_limits: extpool_host::config::RateLimitsConfig,
 }
 
 impl Default for GatewayOptions {
     fn default() -> Self {
         Self {
             bearer: None,
+            issuer: None,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_connections: crate::listener::DEFAULT_MAX_CONNECTIONS,
+            header_read_timeout: crate::listener::DEFAULT_HEADER_READ_TIMEOUT,
+            body_read_timeout: crate::inbound::DEFAULT_BODY_READ_TIMEOUT,
             max_calls_per_session: DEFAULT_MAX_CALLS_PER_SESSION,
-            session_keep_alive: DEFAULT_SESSION_KEEP_ALIVE,
+            session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             audit_log: None,
             state: None,
             session_servers: true,
             max_session_servers: crate::sessions::DEFAULT_MAX_SESSION_SERVERS,
             session_commands: false,
+            private_session_servers: false,
             tool_search: None,
             replica_id: None,
             replica_heartbeat: crate::replica::DEFAULT_HEARTBEAT,
             unprefixed: Vec::new(),
+            rate_limits: extpool_host::config::RateLimitsConfig::default(),
         }
     }
 }
@@ -121,40 +157,73 @@ pub enum GatewayError {
         addr: SocketAddr,
     },
     /// The audit log cannot be opened.
-    #[error("cannot open the audit log {path}: {source}")]
+    #[error("cannot open the audit log {path}: {error}")]
     Audit {
         /// Its path.
         path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
+        /// Why (shown in the message, so not a `source()`).
+        error: std::io::Error,
     },
     /// The host refused to open a view.
     #[error(transparent)]
     Host(#[from] HostError),
     /// Serving failed (binding, accepting, stdio).
-    #[error("{what}: {source}")]
+    #[error("{what}: {error}")]
     Io {
         /// What was being done.
         what: String,
-        /// Why it failed.
-        #[source]
-        source: std::io::Error,
+        /// Why it failed (shown in the message, so not a `source()`).
+        error: std::io::Error,
     },
+}
+
+/// The error serving stdio ended on, if it did not end at the end of
+/// stdin: a failed read of stdin, or a failed write to stdout (but for the
+/// client closing its end, which is its leaving). Never taken for the
+/// client's leaving, so serve says it and exits non-zero.
+fn stdio_failure(failure: &extpool_host::mcp::transport::Failure) -> Result<(), GatewayError> {
+    use extpool_host::mcp::transport::IoFailure;
+    match failure.take() {
+        Some(IoFailure::Read(error)) => Err(GatewayError::Io {
+            what: "reading the client's messages from stdin".into(),
+            error,
+        }),
+        Some(IoFailure::Write(error)) if error.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(GatewayError::Io {
+                what: "writing to the client on stdout".into(),
+                error,
+            })
+        }
+        Some(IoFailure::Write(_)) | None => Ok(()),
+    }
 }
 
 /// What every client session shares.
 pub(crate) struct Shared {
     pub host: Host,
     pub options: GatewayOptions,
-    pub bearer: Option<BearerToken>,
-    pub metrics: Metrics,
+    /// Who is calling: the gateway's token, API keys, an issuer's tokens.
+    pub identity: Arc<crate::identity::Identity>,
+    /// Each caller's tool-call buckets, when limits are set.
+    pub rate_limits: Option<crate::rate::RateLimits>,
+    /// Callers' logins to their own servers in progress.
+    pub logins: crate::login::Logins,
+    /// Each caller's own view for requests without a session.
+    pub callers: crate::callers::CallerViews,
+    pub metrics: Arc<Metrics>,
+    /// The MCP sessions held here, their slots and activity.
+    pub live: Arc<crate::live::Live>,
     pub audit: Option<AuditLog>,
     pub notifier: Notifier,
     /// The view of clients without a session (2026-07-28 requests).
     pub stateless: View,
-    /// The listed names of the stateless view's revision.
+    /// The listed prompt names of the stateless view's revision.
     pub stateless_names: NamesCache,
+    /// What every client's model sees and may call, before a session's own
+    /// grants: the gateway's naming, its unprefixed servers, its own tools
+    /// and tool search. Every view without grants shares it (and so shares
+    /// one compiled table per revision).
+    pub policy: Arc<ViewPolicy>,
     /// The servers of [`GatewayOptions::unprefixed`].
     pub unprefixed: HashSet<String>,
     /// Resource subscriptions of every session.
@@ -174,7 +243,16 @@ pub(crate) struct Shared {
     /// Whether the store answered this replica's last heartbeat.
     pub replica_health: crate::replica::StoreHealth,
     next_session: AtomicU64,
+    /// The shutdown began: no new connection, request or stream is taken
+    /// ([`crate::shutdown`]). A child of `stop`.
+    pub draining: CancellationToken,
+    /// Everything ends: requests still running are answered with the
+    /// shutdown error and cancelled.
     pub stop: CancellationToken,
+    /// rmcp's sessions and streams end; cancelled after `stop` (not its
+    /// child, which could be seen cancelled first), so whoever sees rmcp's
+    /// cancellation sees `stop`'s and answers with the gateway's error.
+    pub rmcp_stop: CancellationToken,
 }
 
 impl Shared {
@@ -184,6 +262,17 @@ impl Shared {
         let n = self.next_session.fetch_add(1, Ordering::Relaxed);
         format!("gw-{}-{n}", self.replica)
     }
+}
+
+/// Runs `work` in its own task until it ends or the gateway stops.
+fn until_stopped(shared: &Shared, work: impl Future<Output = ()> + Send + 'static) {
+    let stop = shared.stop.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            () = work => {}
+            () = stop.cancelled() => {}
+        }
+    });
 }
 
 /// The gateway: a host served to MCP clients. Cheap to clone.
@@ -206,11 +295,18 @@ impl Gateway {
         let audit = match &options.audit_log {
             Some(path) => Some(AuditLog::open(path).map_err(|source| GatewayError::Audit {
                 path: path.clone(),
-                source,
+                error: source,
             })?),
             None => None,
         };
         let stateless = host.session("gateway")?;
+        let policy = ViewPolicy::builder()
+            .naming(Naming::Client)
+            .unprefixed(options.unprefixed.iter().cloned())
+            .front_tools(crate::source_tools::TOOLS)
+            .deferral(options.tool_search.clone())
+            .build();
+        stateless.set_policy(policy.clone());
         let instructions = stateless
             .instructions()
             .await
@@ -235,48 +331,52 @@ impl Gateway {
         {
             tracing::warn!(replica = %replica, "cannot register this replica in the state store: {e}");
         }
-        let resume = crate::resume::Resumable::new(
-            sessions.as_ref().map(|s| s.store().clone()),
-            options.session_keep_alive,
-        );
+        let resume = crate::resume::Resumable::new(sessions.as_ref().map(|s| s.store().clone()));
+        let stop = CancellationToken::new();
+        let live = Arc::new(crate::live::Live::new(
+            options.max_sessions,
+            options.session_idle_timeout,
+        ));
         let shared = Arc::new(Shared {
             sessions,
             resume,
             event_tag: crate::event_ids::replica_tag(replica.as_str()),
             replica,
             replica_health: crate::replica::StoreHealth::default(),
-            bearer: options.bearer.as_deref().map(BearerToken::new),
+            identity: Arc::new(crate::identity::Identity::new(
+                options.bearer.as_deref().map(BearerToken::new),
+                options.issuer.clone(),
+                options.state.clone(),
+            )),
             host,
+            rate_limits: crate::rate::RateLimits::new(&options.rate_limits),
+            logins: crate::login::Logins::default(),
+            callers: crate::callers::CallerViews::default(),
             unprefixed: options.unprefixed.iter().cloned().collect(),
             options,
-            metrics: Metrics::default(),
+            metrics: Arc::default(),
+            live,
             audit,
             notifier: Notifier::default(),
             stateless: stateless.clone(),
             stateless_names: NamesCache::default(),
+            policy,
             subscriptions: Subscriptions::default(),
             upstream_log_level: AtomicUsize::new(usize::MAX),
             instructions,
             next_session: AtomicU64::new(1),
-            stop: CancellationToken::new(),
+            draining: stop.child_token(),
+            stop,
+            rmcp_stop: CancellationToken::new(),
         });
         let follower = shared.clone();
         let view = stateless.clone();
-        tokio::spawn(async move {
-            let stop = follower.stop.clone();
-            tokio::select! {
-                () = follower.notifier.follow(view) => {}
-                () = stop.cancelled() => {}
-            }
-        });
+        until_stopped(&shared, async move { follower.notifier.follow(view).await });
         let follower = shared.clone();
-        tokio::spawn(async move {
-            let stop = follower.stop.clone();
-            tokio::select! {
-                () = follower.subscriptions.follow(stateless) => {}
-                () = stop.cancelled() => {}
-            }
+        until_stopped(&shared, async move {
+            follower.subscriptions.follow(stateless).await
         });
+        tokio::spawn(crate::reaper::run(shared.clone()));
         if shared.sessions.is_some() {
             tokio::spawn(crate::replica::run(shared.clone()));
             let follower = shared.clone();
@@ -299,35 +399,119 @@ impl Gateway {
         GatewayHandler::new(self.shared.clone())
     }
 
+    /// The tools a new client of `/mcp` sees in `tools/list` (every
+    /// server's visible tools, the built-ins and the gateway's own), in
+    /// that answer's order: what `extpool serve` counts when it starts.
+    pub fn listed_tools(&self) -> Vec<rmcp::model::Tool> {
+        self.handler().listed_tools().tools
+    }
+
+    /// How many sessions (MCP sessions, and durable sessions' views) have
+    /// been ended for being idle, as it changes: an event to wait on.
+    pub fn expirations(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.shared.live.expirations()
+    }
+
     /// The Prometheus text of `/metrics`.
     pub fn metrics(&self) -> String {
         self.shared.metrics.render(&self.shared.host.status())
     }
 
-    /// Serves one client over this process's stdin and stdout until it
-    /// disconnects.
-    pub async fn serve_stdio(&self) -> Result<(), GatewayError> {
-        use rmcp::ServiceExt;
-        let transport =
-            extpool_host::mcp::transport::stdio_server().map_err(|source| GatewayError::Io {
-                what: "opening stdin and stdout".into(),
-                source,
-            })?;
-        let service = self
-            .handler()
-            .serve(transport)
-            .await
-            .map_err(|e| GatewayError::Io {
-                what: "serving stdio".into(),
-                source: std::io::Error::other(e.to_string()),
-            })?;
-        let _ = service.waiting().await;
-        Ok(())
+    /// Resolves once the gateway stops taking work: a shutdown began
+    /// ([`crate::shutdown`]), from [`Gateway::serve_http_until`]'s or
+    /// [`Gateway::serve_stdio_until`]'s signal, or [`Gateway::shutdown`].
+    pub fn stopping(&self) -> impl Future<Output = ()> + Send + 'static {
+        let draining = self.shared.draining.clone();
+        async move { draining.cancelled().await }
     }
 
-    /// Stops following changes and closes the host (every upstream server).
+    /// The shutdown's tokens and bound.
+    pub(crate) fn shutdown_path(&self) -> crate::shutdown::Path {
+        crate::shutdown::Path {
+            draining: self.shared.draining.clone(),
+            stop: self.shared.stop.clone(),
+            rmcp_stop: self.shared.rmcp_stop.clone(),
+            grace: self.shared.options.shutdown_timeout,
+        }
+    }
+
+    /// Serves one client over this process's stdin and stdout until it
+    /// disconnects (or [`Gateway::shutdown`]).
+    pub async fn serve_stdio(&self) -> Result<(), GatewayError> {
+        self.serve_stdio_until(std::future::pending()).await
+    }
+
+    /// Serves one client over stdin and stdout until it disconnects, or
+    /// until `shutdown` completes: then the client's new requests are
+    /// refused, its requests in flight get
+    /// [`GatewayOptions::shutdown_timeout`] to finish, and each one still
+    /// running is answered with the shutdown error ([`crate::shutdown`]).
+    /// Call [`Gateway::shutdown`] afterwards to close the upstreams.
+    ///
+    /// Only the end of stdin is the client's leaving: a pause in its input
+    /// is waited out, whatever stdin and stdout are, and a read of stdin
+    /// that fails (or a write to stdout, but for the client closing it) is
+    /// an `Err`. A message the client may not send is answered with the
+    /// JSON-RPC error HTTP answers it with ([`crate::check`]), and the
+    /// session goes on.
+    pub async fn serve_stdio_until(
+        &self,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), GatewayError> {
+        use rmcp::ServiceExt;
+        let mut stdio =
+            extpool_host::mcp::transport::stdio_server().map_err(|source| GatewayError::Io {
+                what: "opening stdin and stdout".into(),
+                error: source,
+            })?;
+        // A message that is not one the client may send is answered as
+        // over HTTP, by the same rule, and the session goes on.
+        stdio.set_screen(Box::new(crate::check::stdio_reply));
+        let failure = stdio.failure();
+        let path = self.shutdown_path();
+        let transport = crate::shutdown::stdio::Draining::new(
+            stdio,
+            path.draining.clone(),
+            path.stop.clone(),
+            path.grace,
+        );
+        tokio::pin!(shutdown);
+        let service = tokio::select! {
+            service = self.handler().serve(transport) => match service {
+                Ok(service) => service,
+                Err(e) => {
+                    stdio_failure(&failure)?;
+                    return Err(GatewayError::Io {
+                        what: "serving stdio".into(),
+                        error: std::io::Error::other(e.to_string()),
+                    });
+                }
+            },
+            // Stopped before the client's initialize: nothing in flight.
+            () = &mut shutdown => return Ok(()),
+            () = path.draining.cancelled() => return Ok(()),
+        };
+        let waiting = service.waiting();
+        tokio::pin!(waiting);
+        tokio::select! {
+            _ = &mut waiting => return stdio_failure(&failure),
+            () = &mut shutdown => {}
+            () = path.draining.cancelled() => {}
+        }
+        path.wind_down("the stdio client's requests", async {
+            let _ = waiting.await;
+        })
+        .await;
+        stdio_failure(&failure)
+    }
+
+    /// The end of the shutdown path ([`crate::shutdown`]), and all of it
+    /// when called alone: stops taking work, answers each request still
+    /// running with the shutdown error and cancels it (without waiting for
+    /// it), closes the durable sessions (the replica leaves the replica
+    /// set) and the host (every upstream server).
     pub async fn shutdown(&self) {
-        self.shared.stop.cancel();
+        self.shutdown_path().cancel();
         if let Some(sessions) = &self.shared.sessions {
             sessions.close_all().await;
         }

@@ -5,7 +5,8 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use extpool_host::{HostError, View};
+use extpool_host::core::Principal;
+use extpool_host::{HostError, ToolTable, View};
 #[allow(deprecated)] // logging and resources/subscribe are the session era's
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, DiscoverResult,
@@ -28,6 +29,7 @@ use crate::sessions::OpenSession;
 use crate::skills;
 
 mod calls;
+mod login;
 
 /// Name the gateway reports in `serverInfo`.
 pub const SERVER_NAME: &str = "extpool";
@@ -106,7 +108,21 @@ pub struct GatewayHandler {
     session: Arc<OnceLock<Arc<Session>>>,
     /// The durable session this endpoint belongs to (`/sessions/{id}/mcp`).
     durable: Option<Arc<OpenSession>>,
+    /// A request without a session: its caller's own view, when the caller
+    /// has per-caller servers ([`crate::callers`]). rmcp makes a handler for
+    /// each such request, so one handler serves one caller.
+    caller: Arc<OnceLock<View>>,
     connection: Arc<Connection>,
+}
+
+/// Who sent the request of `context`: the principal the guard put on its
+/// HTTP request (the local caller over stdio, which has none).
+pub(crate) fn principal_of(context: &RequestContext<RoleServer>) -> Arc<Principal> {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .map(|parts| crate::identity::of_parts(&parts.extensions))
+        .unwrap_or_else(|| Arc::new(Principal::local()))
 }
 
 impl GatewayHandler {
@@ -116,6 +132,7 @@ impl GatewayHandler {
             shared,
             session: Arc::new(OnceLock::new()),
             durable: None,
+            caller: Arc::new(OnceLock::new()),
         }
     }
 
@@ -126,7 +143,24 @@ impl GatewayHandler {
             shared,
             session: Arc::new(OnceLock::new()),
             durable: Some(open),
+            caller: Arc::new(OnceLock::new()),
         }
+    }
+
+    /// Serves this request without a session from `principal`'s own view
+    /// when the caller has per-caller servers (a 2026-07-28 request); a
+    /// session's handler, the gateway's one caller and a gateway without
+    /// such servers keep their view.
+    pub(crate) async fn bind_caller(&self, principal: &Principal) {
+        if self.has_session()
+            || principal.is_local()
+            || self.caller.get().is_some()
+            || !self.shared.host.has_caller_servers()
+        {
+            return;
+        }
+        let view = crate::callers::stateless_view(&self.shared, principal).await;
+        let _ = self.caller.set(view);
     }
 
     /// The view this connection sees: its durable session's, its implicit
@@ -135,9 +169,10 @@ impl GatewayHandler {
         if let Some(open) = &self.durable {
             return &open.view;
         }
-        self.session
-            .get()
-            .map_or(&self.shared.stateless, |s| &s.view)
+        if let Some(session) = self.session.get() {
+            return &session.view;
+        }
+        self.caller.get().unwrap_or(&self.shared.stateless)
     }
 
     fn session_id(&self) -> &str {
@@ -153,24 +188,31 @@ impl GatewayHandler {
         self.durable.is_some() || self.session.get().is_some()
     }
 
-    /// The names this connection's client sees (see [`crate::names`]).
+    /// The prompt names this connection's client sees (see [`crate::names`]).
     pub(crate) fn names(&self) -> Arc<Names> {
         let cache = if self.has_session() {
             &self.connection.names
         } else {
             &self.shared.stateless_names
         };
-        let view = self.view();
-        cache.get(&view.revision(), || view.tools(), &self.shared.unprefixed)
+        cache.get(&self.view().revision(), &self.shared.unprefixed)
     }
 
-    /// The catalog name a call of tool `name` means.
-    fn catalog_tool(&self, name: &str) -> String {
-        if self.shared.unprefixed.is_empty() {
-            // Listed names are catalog names or aliases: the catalog takes both.
-            return name.to_owned();
+    /// What this connection's model sees and may call now: its view's
+    /// table (the gateway's policy, its session's grants).
+    pub(crate) fn table(&self) -> Arc<ToolTable> {
+        self.view().table()
+    }
+
+    /// [`GatewayHandler::table`] for a request of `principal`: with the
+    /// `permissions.principals` rules its claims match, when the revision
+    /// has any (else the shared table itself).
+    pub(crate) fn table_for(&self, principal: &Arc<Principal>) -> Arc<ToolTable> {
+        let view = self.view();
+        if !view.revision().permissions().has_principal_rules() {
+            return view.table();
         }
-        self.names().catalog_tool(name).to_owned()
+        view.table_with(&view.policy().for_principal(principal))
     }
 
     /// The session parts the passthrough needs: the connection's key among
@@ -194,79 +236,35 @@ impl GatewayHandler {
         &self.shared
     }
 
-    /// The tools this connection may see, in catalog order.
-    fn visible_tools(&self) -> Vec<extpool_host::ToolInfo> {
-        let mut tools = self.view().tools();
-        if let Some(open) = &self.durable {
-            tools.retain(|t| open.allows_tool(t));
-        }
-        tools
+    /// What `tools/list` answers on this connection, the one definition of
+    /// it: its table's listed rows (behind `ToolSearch` above its budget
+    /// with `--tool-search`), the gateway's own tools among them, sorted.
+    pub(crate) fn listed_tools(&self) -> ListToolsResult {
+        lists::tools(crate::tool_search::listed(
+            &self.table(),
+            &self.connection.loaded,
+        ))
     }
 
-    /// Whether a call of `name` (catalog name or alias) may go ahead: always
-    /// outside a durable session; inside one, when the tool is granted (or
-    /// a built-in). A name the catalog does not know goes ahead, so that
-    /// the catalog's own "unknown tool" answer (with its suggestion) is
-    /// given.
-    fn may_call(&self, name: &str) -> bool {
-        let Some(open) = &self.durable else {
-            return true;
-        };
-        open.view
-            .tools()
-            .iter()
-            .find(|t| t.name == name || t.alias == name)
-            .is_none_or(|t| open.allows_tool(t))
-    }
-
-    /// The tool a call of `name` reaches through the `CallMcpWithQuery`
-    /// built-in (its `server` and `tool` arguments), inside a durable
-    /// session only, when it is one this session may not call: a built-in
-    /// reaches no further than the session's grants.
-    fn denied_through(
-        &self,
-        name: &str,
-        args: Option<&serde_json::Map<String, serde_json::Value>>,
-    ) -> Option<String> {
-        let open = self.durable.as_ref()?;
-        if name != extpool_host::catalog::BuiltinTool::CallMcpWithQuery.name() {
-            return None;
-        }
-        let arg = |key: &str| args.and_then(|a| a.get(key)).and_then(|v| v.as_str());
-        let (server, tool) = (arg("server")?, arg("tool")?);
-        open.view
-            .tools()
-            .into_iter()
-            .find(|t| !t.builtin && t.server == server && t.tool == tool)
-            .filter(|t| !open.allows_tool(t))
-            .map(|t| t.name)
-    }
-
-    /// Reads a durable session's authority from the store again (another
-    /// replica may have granted names since this one last looked).
-    async fn sync_authority(&self) -> &Self {
-        if let (Some(open), Some(sessions)) = (&self.durable, &self.shared.sessions) {
-            sessions.reload(&self.shared, open).await;
-        }
-        self
-    }
-
-    /// Opens this connection's implicit session (on `initialize`).
-    fn open_session(&self) -> Result<(), ErrorData> {
+    /// Opens this connection's implicit session (on `initialize`) for
+    /// `principal`: its view has that caller's own servers
+    /// ([`crate::callers`]).
+    async fn open_session(&self, principal: &Principal) -> Result<(), ErrorData> {
         if self.session.get().is_some() || self.durable.is_some() {
             return Ok(());
         }
-        let max = self.shared.options.max_sessions;
-        if usize::try_from(self.shared.metrics.open_sessions()).unwrap_or(0) >= max {
-            return Err(ErrorData::internal_error(
-                format!(
-                    "the gateway serves at most {max} sessions at once (extpool serve --max-sessions); try again when one has ended"
-                ),
-                None,
-            ));
-        }
+        // The slot was taken before rmcp made the session
+        // (`--max-sessions`, crate::live).
         let id = self.shared.session_id();
-        let view = self.shared.host.session(&id).map_err(internal)?;
+        // The view's id has a `/`, which no durable session's id has: a
+        // durable session named like this one can never share its view.
+        let view = self
+            .shared
+            .host
+            .session(&format!("mcp/{id}"))
+            .map_err(internal)?;
+        view.set_policy(self.shared.policy.clone());
+        crate::callers::register(&self.shared, &view, crate::identity::owner_of(principal)).await;
         self.shared.metrics.sessions(1);
         tracing::debug!(session = %id, "client session opened");
         let _ = self.session.set(Arc::new(Session {
@@ -311,7 +309,7 @@ impl ServerHandler for GatewayHandler {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
-        self.open_session()?;
+        self.open_session(&principal_of(&context)).await?;
         context.peer.set_peer_info(request.clone());
         // Kept now, not in `on_initialized`: notifications run in their own
         // tasks, and a change right after `initialized` must reach it.
@@ -355,25 +353,15 @@ impl ServerHandler for GatewayHandler {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.sync_authority().await;
-        let names = self.names();
-        let visible = self.visible_tools();
-        let shown = crate::tool_search::shown(
-            self.shared.options.tool_search.as_ref(),
-            &visible,
-            &names,
+        let principal = principal_of(&context);
+        self.bind_caller(&principal).await;
+        let table = self.table_for(&principal);
+        Ok(lists::tools(crate::tool_search::listed(
+            &table,
             &self.connection.loaded,
-        );
-        let mut tools: Vec<_> = shown
-            .loaded
-            .iter()
-            .map(|&i| convert::tool(&visible[i], names.listed_tool(&visible[i].name)))
-            .collect();
-        tools.extend(shown.search_tool);
-        tools.extend(crate::source_tools::tools());
-        Ok(lists::tools(tools))
+        )))
     }
 
     /// Only tools whose schema promotes arguments to `Mcp-Param-*` headers
@@ -381,12 +369,12 @@ impl ServerHandler for GatewayHandler {
     /// 2026-07-28 `tools/call` to check those headers against the body,
     /// and a tool without annotations has none to check.
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        let names = self.names();
-        let schema = names.header_schema(names.catalog_tool(name))?;
+        let table = self.table();
+        let schema = crate::names::header_schema(&table.row(name)?.tool.input_schema)?;
         Some(rmcp::model::Tool::new(
             name.to_owned(),
             String::new(),
-            schema.clone(),
+            Arc::new(schema),
         ))
     }
 
@@ -411,7 +399,6 @@ impl ServerHandler for GatewayHandler {
             resources.iter().map(|r| r.uri.clone()).collect();
         resources.extend(
             view.skills()
-                .await
                 .iter()
                 .filter(|s| !listed.contains(&s.uri))
                 .map(convert::skill_resource),
@@ -512,7 +499,7 @@ impl ServerHandler for GatewayHandler {
     ) -> Result<ListSkillsResult, ErrorData> {
         let view = self.view();
         let mut out = Vec::new();
-        for info in view.skills().await {
+        for info in view.skills() {
             out.push(skills::manifest(view, &info).await);
         }
         Ok(lists::skills(out))
@@ -524,12 +511,7 @@ impl ServerHandler for GatewayHandler {
         _context: RequestContext<RoleServer>,
     ) -> Result<GetSkillResult, ErrorData> {
         let view = self.view();
-        let Some(info) = view
-            .skills()
-            .await
-            .into_iter()
-            .find(|s| s.uri == request.uri)
-        else {
+        let Some(info) = view.skills().into_iter().find(|s| s.uri == request.uri) else {
             return Err(ErrorData::invalid_params(
                 format!("no skill at {}", request.uri),
                 None,

@@ -1,12 +1,9 @@
 //! The gateway over HTTP: `/mcp` (streamable HTTP, both protocol eras),
 //! `/healthz` (the process answers), `/readyz` (the first catalog revision
 //! is published and the state store answered the last heartbeat),
-//! `/metrics` (Prometheus). With a bearer token set, `/mcp`
-//! and `/metrics` require it; the health endpoints never do (load
-//! balancers and Kubernetes probe them). `Host` is checked against
-//! loopback names, the listen address and the configured hosts (DNS
-//! rebinding); `Origin`, when a browser sends one, against the configured
-//! origins and loopback.
+//! `/metrics` (Prometheus), and the `/v1` API ([`crate::api`]). Every
+//! route is behind the one [`crate::guard`] (Host, Origin, bearer token,
+//! body size); connections are bounded by [`crate::listener`].
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,12 +11,12 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
-use axum::middleware::{self, Next};
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::serve::ListenerExt;
+use axum::routing::{MethodRouter, any, get};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
+use tower::ServiceExt;
 
 use crate::gateway::{Gateway, GatewayError, Shared};
 
@@ -31,63 +28,38 @@ pub fn is_loopback(addr: &SocketAddr) -> bool {
     addr.ip().is_loopback()
 }
 
-async fn check_bearer(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
-    let Some(token) = &shared.bearer else {
-        return next.run(request).await;
-    };
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
-    if token.accepts(presented) {
-        return next.run(request).await;
+/// The one rule for where the gateway listens: an address other machines
+/// can reach needs a bearer token. [`Gateway::serve_http`] applies it, and
+/// a front end calls it before binding, so a refused address fails before
+/// any server starts.
+pub fn check_listen_address(addr: SocketAddr, has_token: bool) -> Result<(), GatewayError> {
+    if is_loopback(&addr) || has_token {
+        Ok(())
+    } else {
+        Err(GatewayError::NeedsToken { addr })
     }
-    tracing::info!(
-        with_header = presented.is_some(),
-        path = %request.uri().path(),
-        "refused a request without the gateway's bearer token"
-    );
-    (
-        StatusCode::UNAUTHORIZED,
-        [(header::WWW_AUTHENTICATE, "Bearer")],
-        "this extpool gateway requires its bearer token (Authorization: Bearer <token>)\n",
-    )
-        .into_response()
 }
 
-/// `/mcp` through [`crate::event_ids`]: event ids tagged with this replica.
-async fn event_ids(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
-    let max = shared.options.max_body_bytes;
-    crate::event_ids::through(&shared.event_tag, request, max, |r| next.run(r)).await
-}
-
-/// Refuses a request whose declared body is larger than the gateway
-/// accepts, at once (HTTP 413) with a message naming both sizes and the
-/// setting. Plain text, like the MCP layer's own refusal: a JSON-RPC error
-/// could not carry the request's id (the body is not read), and a client
-/// waits forever for an answer it cannot match. A body sent without a
-/// length is cut at the same size by the MCP layer.
-async fn limit_body(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
-    let max = shared.options.max_body_bytes;
-    let declared = request
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    match declared {
-        Some(size) if size > max as u64 => {
-            tracing::info!(size, max, path = %request.uri().path(), "refused an oversized request");
-            (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "the request body is {size} bytes; this extpool gateway accepts at most {max} (extpool serve --max-request-bytes)\n"
-                ),
-            )
-                .into_response()
+/// `/mcp` through [`crate::inbound`]: checked, its session's slot and
+/// activity kept, event ids tagged with this replica.
+async fn mcp(
+    State((shared, service)): State<(Arc<Shared>, McpService)>,
+    request: Request,
+) -> Response {
+    crate::inbound::serve(&shared, "", request, |request| async move {
+        match service.oneshot(request).await {
+            Ok(response) => response.into_response(),
+            Err(never) => match never {},
         }
-        _ => next.run(request).await,
-    }
+    })
+    .await
 }
+
+/// The MCP service of `/mcp`.
+type McpService = StreamableHttpService<
+    crate::handler::GatewayHandler,
+    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+>;
 
 async fn healthz() -> &'static str {
     "ok\n"
@@ -118,7 +90,21 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
     }
 }
 
-async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
+/// `/metrics`: an operator's (with identities, its labels name
+/// principals and servers every principal does not see).
+async fn metrics(
+    State(shared): State<Arc<Shared>>,
+    axum::extract::Extension(principal): axum::extract::Extension<
+        Arc<extpool_host::core::Principal>,
+    >,
+) -> Response {
+    if !principal.operator {
+        return (
+            StatusCode::FORBIDDEN,
+            "/metrics is for this gateway's operators (an operator's token or API key)\n",
+        )
+            .into_response();
+    }
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         shared.metrics.render(&shared.host.status()),
@@ -127,80 +113,149 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
 }
 
 impl Gateway {
-    /// The router serving this gateway for a server listening on `addr`.
+    /// The router serving this gateway for a server listening on `addr`:
+    /// every route behind the one [`crate::guard`].
     pub fn router(&self, addr: SocketAddr) -> Router {
-        let shared = self.shared.clone();
-        let options = &shared.options;
-        let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1", "[::1]"]
+        let options = &self.shared.options;
+        let guard = Arc::new(crate::guard::Guard::new(
+            addr,
+            &options.allowed_hosts,
+            &options.allowed_origins,
+            self.shared.identity.clone(),
+            options.max_body_bytes,
+            self.shared.metrics.clone(),
+        ));
+        self.routes()
             .into_iter()
-            .map(str::to_owned)
-            .collect();
-        hosts.push(addr.to_string());
-        hosts.push(addr.ip().to_string());
-        hosts.extend(options.allowed_hosts.iter().cloned());
-        let mut origins: Vec<String> = vec![
-            "http://localhost:*".into(),
-            "http://127.0.0.1:*".into(),
-            "http://[::1]:*".into(),
-        ];
-        origins.extend(options.allowed_origins.iter().cloned());
+            .fold(Router::new(), |router, (path, route)| {
+                router.route(path, route)
+            })
+            .layer(middleware::from_fn_with_state(guard, crate::guard::check))
+    }
+
+    /// Every path the router serves (`{id}` where a session id goes), so
+    /// that what guards them can be shown to guard them all.
+    pub fn paths(&self) -> Vec<&'static str> {
+        self.routes().into_iter().map(|(path, _)| path).collect()
+    }
+
+    /// The one table of routes the router is made of.
+    fn routes(&self) -> Vec<(&'static str, MethodRouter)> {
+        let shared = self.shared.clone();
+        // The guard checks Host and Origin for every route; rmcp's own
+        // checks are off, so the rule has one owner.
         let config = StreamableHttpServerConfig::default()
-            .with_cancellation_token(shared.stop.child_token())
-            .with_allowed_hosts(hosts)
-            .with_allowed_origins(origins)
-            .with_max_request_body_bytes(options.max_body_bytes);
+            .with_cancellation_token(shared.rmcp_stop.child_token())
+            .disable_allowed_hosts()
+            .disable_allowed_origins()
+            .with_max_request_body_bytes(shared.options.max_body_bytes);
         let factory = {
             let gateway = self.clone();
             move || Ok(gateway.handler())
         };
-        let mcp = StreamableHttpService::new(
+        let service = StreamableHttpService::new(
             factory,
             shared.resume.manager(""),
             shared.resume.config(config.clone(), ""),
         );
-        let api = crate::api::routes(crate::api::Api {
+        let api = crate::api::Api {
             shared: shared.clone(),
             config,
-        });
-        let mcp = Router::new()
-            .nest_service(MCP_PATH, mcp)
-            .layer(middleware::from_fn_with_state(shared.clone(), event_ids));
-        let protected = Router::new()
-            .merge(mcp)
-            .route("/metrics", get(metrics))
-            .with_state(shared.clone())
-            .merge(api)
-            .layer(middleware::from_fn_with_state(shared.clone(), limit_body))
-            .layer(middleware::from_fn_with_state(shared.clone(), check_bearer));
-        Router::new()
-            .route("/healthz", get(healthz))
-            .route("/readyz", get(readyz))
-            .with_state(shared)
-            .merge(protected)
+        };
+        let mut routes: Vec<(&'static str, MethodRouter)> = vec![
+            (MCP_PATH, any(mcp).with_state((shared.clone(), service))),
+            ("/healthz", get(healthz)),
+            ("/readyz", get(readyz).with_state(shared.clone())),
+            ("/metrics", get(metrics).with_state(shared.clone())),
+            (
+                crate::identity::RESOURCE_METADATA_PATH,
+                get(crate::identity::resource_metadata).with_state(shared.identity.clone()),
+            ),
+            (
+                "/.well-known/oauth-protected-resource/{*resource}",
+                get(crate::identity::resource_metadata).with_state(shared.identity.clone()),
+            ),
+            (
+                "/v1/login/{server}",
+                get(crate::login::status)
+                    .post(crate::login::start)
+                    .with_state(shared.clone()),
+            ),
+            (
+                crate::login::CALLBACK_PATH,
+                get(crate::login::callback).with_state(shared.clone()),
+            ),
+        ];
+        routes.extend(crate::api::routes(&api));
+        routes
     }
 
-    /// Serves HTTP on `listener` until [`Gateway::shutdown`] (or `stop`).
-    /// A non-loopback address needs a bearer token.
+    /// Serves HTTP on `listener` until [`Gateway::shutdown`]. A
+    /// non-loopback address needs a bearer token. Connections are bounded
+    /// as [`crate::listener`] says.
     pub async fn serve_http(&self, listener: TcpListener) -> Result<(), GatewayError> {
+        self.serve_http_until(listener, std::future::pending())
+            .await
+    }
+
+    /// Serves HTTP on `listener` until `shutdown` completes (a signal, for
+    /// `extpool serve`) or [`Gateway::shutdown`], then follows the
+    /// shutdown path ([`crate::shutdown`]): new connections are refused,
+    /// requests in flight get [`GatewayOptions::shutdown_timeout`] to
+    /// finish, and each one still running is answered with the shutdown
+    /// error and cancelled. Returns when every connection closed (or was
+    /// given up); call [`Gateway::shutdown`] then to close the upstreams.
+    ///
+    /// [`GatewayOptions::shutdown_timeout`]: crate::GatewayOptions::shutdown_timeout
+    pub async fn serve_http_until(
+        &self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), GatewayError> {
         let addr = listener.local_addr().map_err(|source| GatewayError::Io {
             what: "reading the listen address".into(),
-            source,
+            error: source,
         })?;
-        if !is_loopback(&addr) && self.shared.bearer.is_none() {
-            return Err(GatewayError::NeedsToken { addr });
-        }
+        check_listen_address(addr, self.shared.identity.required())?;
         let app = self.router(addr);
-        let listener = listener.tap_io(|tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!("set_nodelay failed: {e}");
-            }
-        });
-        axum::serve(listener, app)
-            .with_graceful_shutdown(self.shared.stop.clone().cancelled_owned())
-            .await
-            .map_err(|source| GatewayError::Io {
-                what: format!("serving HTTP on {addr}"),
-                source,
-            })
+        let options = &self.shared.options;
+        let bounds = crate::listener::Bounds {
+            max_connections: options.max_connections,
+            header_read_timeout: options.header_read_timeout,
+        };
+        crate::listener::serve(
+            listener,
+            app,
+            bounds,
+            self.shared.metrics.clone(),
+            self.shutdown_path(),
+            shutdown,
+        )
+        .await
+        .map_err(|source| GatewayError::Io {
+            what: format!("serving HTTP on {addr}"),
+            error: source,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_address_other_machines_reach_needs_a_token() {
+        let at = |a: &str| a.parse::<SocketAddr>().unwrap();
+        for loopback in ["127.0.0.1:0", "[::1]:8080", "127.1.2.3:9"] {
+            assert!(
+                check_listen_address(at(loopback), false).is_ok(),
+                "{loopback}"
+            );
+        }
+        for open in ["0.0.0.0:0", "[::]:8080", "192.168.1.5:80"] {
+            let e = check_listen_address(at(open), false).unwrap_err();
+            assert!(matches!(e, GatewayError::NeedsToken { .. }), "{open}: {e}");
+            assert!(check_listen_address(at(open), true).is_ok(), "{open}");
+        }
     }
 }

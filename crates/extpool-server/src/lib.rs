@@ -10,38 +10,61 @@
 //! permission-filtered, built-ins included; resources; commands as prompts;
 //! skills through the SEP-2640 skills extension and as plain resources.
 //!
+//! The gateway never decides a rule of its own about what a client sees or
+//! may call — permissions, a session's grants, tool-search deferral,
+//! unprefixed names are its host view's table (`extpool_host::policy`),
+//! which it asks and renders — never asks the store on a call, and never
+//! reaches past the host into a capability or an upstream connection.
+//!
 //! - [`gateway`]: the [`Gateway`] and its options;
 //! - [`handler`]: the MCP server a client talks to;
 //! - [`convert`]: host rows → MCP wire types;
-//! - [`names`]: the names a client sees (prefixes, aliases, unprefixed
-//!   servers) and back;
+//! - [`names`]: the prompt names a client sees (unprefixed servers) and
+//!   the schemas its HTTP layer checks headers against;
 //! - [`lists`]: the order and cache policy of lists and reads;
 //! - [`passthrough`]: prompts whole, resource templates, completions,
 //!   subscriptions and log levels;
 //! - [`subscriptions`]: resource subscriptions over shared upstreams;
 //! - [`relay`]: progress, logs, sampling and elicitation back to the caller;
 //! - [`notify`]: `list_changed` to every client whose view changed;
-//! - [`http`]: the axum router (`/mcp`, `/healthz`, `/readyz`, `/metrics`),
-//!   bearer auth, `Host`/`Origin` checks;
+//! - [`http`]: the axum router (`/mcp`, `/healthz`, `/readyz`, `/metrics`,
+//!   `/v1`), every route behind one guard (`Host`, `Origin`, bearer
+//!   token, body size);
+//! - [`listener`]: connections bounded in number, header time and idle
+//!   time;
+//! - `shutdown`: the one shutdown path (stop taking work, let requests in
+//!   flight finish within a bound, answer and cancel the rest);
 //! - [`metrics`], [`audit`]: what operators watch and keep.
 
 pub mod api;
 pub mod audit;
 pub mod auth;
+mod callers;
+pub(crate) mod check;
 pub mod convert;
 mod event_ids;
 pub mod gateway;
+pub(crate) mod guard;
 pub mod handler;
 pub mod http;
+pub mod identity;
+pub(crate) mod inbound;
+pub mod listener;
 pub mod lists;
+pub(crate) mod live;
+mod login;
+pub(crate) mod methods;
 pub mod metrics;
 pub mod names;
 pub mod notify;
 pub mod passthrough;
+mod rate;
+mod reaper;
 pub mod relay;
 pub mod replica;
 mod resume;
 pub mod sessions;
+mod shutdown;
 pub mod skills;
 pub mod source_tools;
 pub mod subscriptions;

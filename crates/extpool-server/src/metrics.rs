@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 use extpool_host::HostStatus;
@@ -27,11 +27,67 @@ struct Series {
     sum: f64,
 }
 
+/// Why the gateway refused a request or a connection (a label of
+/// `extpool_refused_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// A `Host` that does not name this gateway.
+    Host,
+    /// A browser `Origin` not allowed.
+    Origin,
+    /// No or a wrong bearer token.
+    Auth,
+    /// A body over the limit.
+    Body,
+    /// A connection past `--max-connections`.
+    Connections,
+    /// A session past `--max-sessions`.
+    Sessions,
+    /// A request id already in flight on its session.
+    DuplicateId,
+}
+
+impl Refusal {
+    const ALL: [Refusal; 7] = [
+        Refusal::Host,
+        Refusal::Origin,
+        Refusal::Auth,
+        Refusal::Body,
+        Refusal::Connections,
+        Refusal::Sessions,
+        Refusal::DuplicateId,
+    ];
+
+    /// Its label value.
+    pub fn label(self) -> &'static str {
+        match self {
+            Refusal::Host => "host",
+            Refusal::Origin => "origin",
+            Refusal::Auth => "auth",
+            Refusal::Body => "body",
+            Refusal::Connections => "connections",
+            Refusal::Sessions => "sessions",
+            Refusal::DuplicateId => "duplicate_id",
+        }
+    }
+}
+
+/// Most callers counted by name in `extpool_principal_calls_total`; calls
+/// of the others are counted under `principal="other"`.
+pub const MAX_PRINCIPAL_SERIES: usize = 256;
+
 /// The gateway's counters.
 #[derive(Debug, Default)]
 pub struct Metrics {
     calls: Mutex<BTreeMap<(String, String), Series>>,
     sessions: AtomicI64,
+    refused: [AtomicU64; Refusal::ALL.len()],
+    expired: AtomicU64,
+    /// Tool calls by caller (bounded).
+    principals: Mutex<BTreeMap<String, u64>>,
+    /// Calls refused by each rate limit (labels from the configuration).
+    limited: Mutex<BTreeMap<String, u64>>,
 }
 
 impl Metrics {
@@ -58,9 +114,37 @@ impl Metrics {
         }
     }
 
+    /// Counts a tool call of `principal` (its label).
+    pub fn principal_call(&self, principal: &str) {
+        let mut principals = self.principals.lock();
+        let key = if principals.contains_key(principal) || principals.len() < MAX_PRINCIPAL_SERIES {
+            principal
+        } else {
+            "other"
+        };
+        *principals.entry(key.to_owned()).or_default() += 1;
+    }
+
+    /// Counts a call refused by the rate limit `limit`.
+    pub fn rate_limited(&self, limit: &str) {
+        *self.limited.lock().entry(limit.to_owned()).or_default() += 1;
+    }
+
     /// A client session opened (+1) or closed (-1).
     pub fn sessions(&self, delta: i64) {
         self.sessions.fetch_add(delta, Ordering::Relaxed);
+    }
+
+    /// Counts sessions ended for being idle.
+    pub fn expired(&self, n: u64) {
+        self.expired.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts a refusal.
+    pub fn refused(&self, why: Refusal) {
+        if let Some(i) = Refusal::ALL.iter().position(|r| *r == why) {
+            self.refused[i].fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// The open client sessions.
@@ -72,11 +156,7 @@ impl Metrics {
     pub fn render(&self, status: &HostStatus) -> String {
         let mut out = String::new();
         let calls = self.calls.lock().clone();
-        let label = |s: &str| {
-            s.replace('\\', "\\\\")
-                .replace('"', "\\\"")
-                .replace('\n', "\\n")
-        };
+        let label = label_value;
         out.push_str("# HELP extpool_tool_calls_total Tool calls through the gateway.\n");
         out.push_str("# TYPE extpool_tool_calls_total counter\n");
         for ((server, tool), s) in &calls {
@@ -130,6 +210,37 @@ impl Metrics {
         out.push_str("# HELP extpool_sessions Open client sessions.\n");
         out.push_str("# TYPE extpool_sessions gauge\n");
         let _ = writeln!(out, "extpool_sessions {}", self.open_sessions());
+        out.push_str("# HELP extpool_sessions_expired_total Sessions whose memory was freed after --session-idle-timeout with nothing open.\n");
+        out.push_str("# TYPE extpool_sessions_expired_total counter\n");
+        let _ = writeln!(
+            out,
+            "extpool_sessions_expired_total {}",
+            self.expired.load(Ordering::Relaxed)
+        );
+        out.push_str("# HELP extpool_refused_total Requests and connections the gateway refused, by reason.\n");
+        out.push_str("# TYPE extpool_refused_total counter\n");
+        for (why, count) in Refusal::ALL.iter().zip(&self.refused) {
+            let _ = writeln!(
+                out,
+                "extpool_refused_total{{reason=\"{}\"}} {}",
+                why.label(),
+                count.load(Ordering::Relaxed)
+            );
+        }
+        counter_family(
+            &mut out,
+            "extpool_principal_calls_total",
+            "Tool calls by caller (the first 256 callers by name, then \"other\").",
+            "principal",
+            &self.principals.lock(),
+        );
+        counter_family(
+            &mut out,
+            "extpool_rate_limited_total",
+            "Tool calls refused by a rate limit, by limit.",
+            "limit",
+            &self.limited.lock(),
+        );
         out.push_str(
             "# HELP extpool_upstream_up Whether an upstream server is usable (1) or not (0).\n",
         );
@@ -148,4 +259,28 @@ impl Metrics {
         let _ = writeln!(out, "extpool_catalog_revision {}", status.catalog.revision);
         out
     }
+}
+
+/// A counter family of one label, each value of `counts` a series.
+fn counter_family(
+    out: &mut String,
+    name: &str,
+    help: &str,
+    label: &str,
+    counts: &BTreeMap<String, u64>,
+) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} counter");
+    for (value, count) in counts {
+        let value = label_value(value);
+        let _ = writeln!(out, "{name}{{{label}=\"{value}\"}} {count}");
+    }
+}
+
+/// `s` as a label value of Prometheus' text format (backslash, quote
+/// and newline escaped).
+fn label_value(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }

@@ -128,13 +128,20 @@ async fn beat(shared: &Shared, sessions: &crate::sessions::Sessions, every: Dura
         tracing::warn!("cannot keep this replica's MCP sessions resumable: {e}");
     }
     match store
-        .expire_mcp_sessions(shared.options.session_keep_alive)
+        .expire_mcp_sessions(record_keep(shared.options.session_idle_timeout))
         .await
     {
         Ok(0) => {}
         Ok(n) => tracing::debug!(expired = n, "MCP sessions nobody held expired"),
         Err(e) => tracing::warn!("cannot expire abandoned MCP sessions: {e}"),
     }
+}
+
+/// How long a stored MCP session record nobody holds is kept: twice the
+/// idle timeout, and at least an hour, so a client that comes back after
+/// its session's slot went resumes it.
+fn record_keep(idle: std::time::Duration) -> std::time::Duration {
+    (idle * 2).max(std::time::Duration::from_secs(3600))
 }
 
 #[cfg(test)]

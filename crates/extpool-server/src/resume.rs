@@ -12,11 +12,13 @@
 //!
 //! [`Resumable`] keeps every endpoint's session manager, so this replica
 //! can say which MCP sessions it holds (to keep their records from
-//! expiring) and close one its client ended on another replica.
+//! expiring, and to see whether a resume came to anything) and close one
+//! its client ended on another replica. Which session ids are resumed at
+//! all, and one request at a time, is [`crate::inbound`]'s to decide
+//! before rmcp sees the request: only those the store keeps a record of.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use extpool_state::StateStore;
 use parking_lot::Mutex;
@@ -68,17 +70,17 @@ impl SessionStore for EndpointStore {
 /// replicas resume their sessions.
 pub(crate) struct Resumable {
     store: Option<StateStore>,
-    keep_alive: Duration,
     managers: Mutex<HashMap<String, Arc<LocalSessionManager>>>,
 }
 
 impl Resumable {
-    /// Sessions kept for `keep_alive` when idle; resumable across replicas
-    /// when `store` is given.
-    pub(crate) fn new(store: Option<StateStore>, keep_alive: Duration) -> Self {
+    /// Sessions resumable across replicas when `store` is given. Idle
+    /// sessions are ended by the gateway's reaper ([`crate::live`]), not by
+    /// rmcp: its idle timer restarts on every message the server sends,
+    /// and ends a session whose client is listening on a quiet stream.
+    pub(crate) fn new(store: Option<StateStore>) -> Self {
         Self {
             store,
-            keep_alive,
             managers: Mutex::new(HashMap::new()),
         }
     }
@@ -90,7 +92,7 @@ impl Resumable {
             .entry(endpoint.to_owned())
             .or_insert_with(|| {
                 let mut manager = LocalSessionManager::default();
-                manager.session_config.keep_alive = Some(self.keep_alive);
+                manager.session_config.keep_alive = None;
                 Arc::new(manager)
             })
             .clone()
@@ -130,6 +132,16 @@ impl Resumable {
         ids
     }
 
+    /// Whether rmcp holds MCP session `id` of `endpoint` here (made or
+    /// resumed, and not closed since).
+    pub(crate) async fn holds(&self, endpoint: &str, id: &str) -> bool {
+        let manager = self.managers.lock().get(endpoint).cloned();
+        match manager {
+            Some(manager) => manager.sessions.read().await.contains_key(id),
+            None => false,
+        }
+    }
+
     /// Closes MCP session `id` of `endpoint` here, if held (its client
     /// ended it through another replica).
     pub(crate) async fn close(&self, endpoint: &str, id: &str) {
@@ -138,6 +150,17 @@ impl Resumable {
             && let Err(e) = manager.close_session(&id.to_owned().into()).await
         {
             tracing::debug!(endpoint, "closing an MCP session ended elsewhere: {e}");
+        }
+    }
+
+    /// Ends MCP session `id` of `endpoint` for good: closed here and its
+    /// record removed, so no replica resumes it (its `initialize` failed).
+    pub(crate) async fn discard(&self, endpoint: &str, id: &str) {
+        self.close(endpoint, id).await;
+        if let Some(store) = &self.store
+            && let Err(e) = store.delete_mcp_session(endpoint, id).await
+        {
+            tracing::debug!(endpoint, "removing a failed MCP session's record: {e}");
         }
     }
 

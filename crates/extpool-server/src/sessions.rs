@@ -8,11 +8,18 @@
 //! names, and never takes one away. An open session is a host view with
 //! its per-session servers registered in it; a session in the store but not
 //! open (after a restart) is opened again on first use.
+//!
+//! A session belongs to the principal that created it
+//! ([`crate::identity`]): only it, or an operator, may see, call, refresh
+//! or delete it; to anyone else it does not exist (HTTP 404, the answer
+//! for an id nobody made), and its per-session servers never start for
+//! them.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use extpool_host::{McpServerConfig, View};
+use extpool_host::McpServerConfig;
+use extpool_host::core::Principal;
 use extpool_state::{
     NameAuthority, NewSession, RefreshOutcome, ReplicaId, Session, SessionId, StateError,
     StateStore, StoreEvent,
@@ -27,66 +34,16 @@ use crate::gateway::Shared;
 use crate::handler::GatewayHandler;
 use crate::notify::{ListKind, Notifier};
 
+mod admission;
+mod error;
+mod open;
+
+pub use error::SessionError;
+pub use open::OpenSession;
+use open::{follow, visible};
+
 /// Default most per-session servers open at once, across sessions.
 pub const DEFAULT_MAX_SESSION_SERVERS: usize = 64;
-
-/// Why a session operation failed. Messages are for the client: they name
-/// what to change, never a secret or an internal detail.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SessionError {
-    /// The store refused or failed.
-    #[error(transparent)]
-    State(#[from] StateError),
-    /// A per-session server that cannot be accepted.
-    #[error("per-session server {name:?}: {reason}")]
-    BadServer {
-        /// Its name.
-        name: String,
-        /// What is wrong.
-        reason: String,
-    },
-    /// Per-session servers are not accepted by this deployment.
-    #[error(
-        "this gateway does not accept per-session MCP servers (it does not advertise mcp_servers_on_create)"
-    )]
-    ServersNotAccepted,
-    /// Too many per-session servers open.
-    #[error(
-        "too many per-session MCP servers open ({open} of at most {max}); close sessions you no longer need (DELETE /v1/sessions/{{id}})"
-    )]
-    TooManyServers {
-        /// Open now.
-        open: usize,
-        /// The limit.
-        max: usize,
-    },
-    /// The host refused to open the session's view.
-    #[error("cannot open the session: {0}")]
-    Host(#[from] extpool_host::HostError),
-}
-
-impl SessionError {
-    /// The HTTP status this error answers with.
-    pub fn status(&self) -> u16 {
-        match self {
-            SessionError::State(StateError::NotFound { .. }) => 404,
-            SessionError::State(StateError::AlreadyExists { .. }) => 409,
-            SessionError::State(
-                StateError::InvalidId { .. }
-                | StateError::InvalidName { .. }
-                | StateError::TooManyNames { .. }
-                | StateError::TooManyServers { .. }
-                | StateError::InvalidServerName { .. }
-                | StateError::ConfigTooLarge { .. }
-                | StateError::ResolvedSecrets { .. },
-            ) => 400,
-            SessionError::BadServer { .. } | SessionError::ServersNotAccepted => 400,
-            SessionError::TooManyServers { .. } => 429,
-            _ => 500,
-        }
-    }
-}
 
 /// What a client asks for when it creates a session.
 #[derive(Debug, Default, serde::Deserialize)]
@@ -123,70 +80,6 @@ pub struct RefreshResponse {
     pub added: Vec<String>,
     /// Names granted now, in all.
     pub granted: u64,
-}
-
-/// One open session.
-pub struct OpenSession {
-    /// Its id.
-    pub id: SessionId,
-    /// Its host view (per-session servers registered in it).
-    pub view: View,
-    /// Its authority, as last read from or written to the store.
-    pub authority: RwLock<NameAuthority>,
-    /// Names of its per-session servers.
-    pub servers: Vec<String>,
-    /// Its MCP clients, for `list_changed`.
-    pub notifier: Notifier,
-}
-
-impl OpenSession {
-    /// Whether the session may see and call `name` (built-ins always).
-    pub fn allows(&self, name: &str, builtin: bool) -> bool {
-        builtin || self.authority.read().allows(name)
-    }
-
-    /// Whether the session may see and call `tool`: [`OpenSession::allows`]
-    /// its name, and it is not listed by another server under the name of
-    /// one of this session's own servers (a server discovered while the
-    /// session was closed takes none of its servers' names).
-    pub fn allows_tool(&self, tool: &extpool_host::ToolInfo) -> bool {
-        self.allows(&tool.name, tool.builtin) && !self.shadowed(tool)
-    }
-
-    fn shadowed(&self, tool: &extpool_host::ToolInfo) -> bool {
-        use extpool_host::catalog::names::{MCP_PREFIX, SEPARATOR};
-        let Some(namespace) = tool
-            .name
-            .strip_prefix(MCP_PREFIX)
-            .and_then(|rest| rest.split(SEPARATOR).next())
-        else {
-            return false;
-        };
-        // Under one of its servers' names, only the session's own catalog
-        // (not the pool's it overlays) may list a tool.
-        !tool.builtin
-            && self
-                .servers
-                .iter()
-                .any(|own| own.eq_ignore_ascii_case(namespace))
-            && !self
-                .view
-                .revision()
-                .tools()
-                .iter()
-                .any(|own| own.name == tool.name)
-    }
-
-    /// The catalog names active in this session's view now (built-ins
-    /// excluded: they are not granted, they are always there).
-    fn active(&self) -> Vec<String> {
-        self.view
-            .tools()
-            .into_iter()
-            .filter(|t| !t.builtin)
-            .map(|t| t.name)
-            .collect()
-    }
 }
 
 /// The MCP service of one durable session's endpoint.
@@ -241,6 +134,35 @@ impl Sessions {
         self.accept_servers
     }
 
+    /// Whether `principal` may act on session `id`, owned by `owner`;
+    /// anyone else is told it does not exist.
+    fn check_owner(
+        id: &SessionId,
+        owner: Option<&str>,
+        principal: &Principal,
+    ) -> Result<(), SessionError> {
+        if principal.may_act_on(owner) {
+            Ok(())
+        } else {
+            Err(StateError::NotFound {
+                session: id.clone(),
+            }
+            .into())
+        }
+    }
+
+    /// The stored session `id` if `principal` may act on it.
+    pub(crate) async fn stored_for(
+        &self,
+        id: &str,
+        principal: &Principal,
+    ) -> Result<Session, SessionError> {
+        let id = SessionId::new(id)?;
+        let stored = self.store.get(&id).await?;
+        Self::check_owner(&id, stored.summary.owner.as_deref(), principal)?;
+        Ok(stored)
+    }
+
     fn open_servers(&self) -> usize {
         self.open.lock().values().map(|s| s.servers.len()).sum()
     }
@@ -251,25 +173,36 @@ impl Sessions {
         &self,
         shared: &Shared,
         request: CreateRequest,
+        principal: &Principal,
     ) -> Result<(Session, Arc<OpenSession>), SessionError> {
         if !request.mcp_servers.is_empty() && !self.accept_servers {
             return Err(SessionError::ServersNotAccepted);
         }
+        if request.mcp_servers.len() > self.max_servers {
+            return Err(SessionError::TooManyAsked {
+                asked: request.mcp_servers.len(),
+                max: self.max_servers,
+            });
+        }
         for (name, config) in &request.mcp_servers {
-            check_server(shared, name, config)?;
+            admission::check_server(shared, name, config).await?;
         }
         let id = match request.id {
             Some(id) => SessionId::new(id)?,
             None => SessionId::new(shared.session_id())?,
         };
         let _guard = self.opening.lock().await;
-        let open = self.open_view(shared, &id, &request.mcp_servers).await?;
+        let owner = crate::identity::owner_of(principal);
+        let open = self
+            .open_view(shared, &id, owner.clone(), &request.mcp_servers)
+            .await?;
         let mut new = NewSession::new(id.clone())
             .auto_grant(request.auto_grant)
             .granting(open.active(), open.view.revision().number());
         for (name, config) in request.mcp_servers {
             new = new.server(name, config);
         }
+        new.owner = owner;
         let session = match self.store.create(&new).await {
             Ok(session) => session,
             Err(e) => {
@@ -277,40 +210,64 @@ impl Sessions {
                 return Err(e.into());
             }
         };
-        *open.authority.write() = session.authority.clone();
-        let open = Arc::new(open);
-        self.open
-            .lock()
-            .insert(id.as_str().to_owned(), open.clone());
-        follow(shared, &open);
-        self.hold(&id).await;
+        open.set_authority(session.authority.clone());
+        let open = self.keep_open(shared, open).await;
         Ok((session, open))
     }
 
-    /// The open session `id`, opening it from the store when it is not
-    /// (after a restart: its per-session servers start again).
+    /// Keeps `open` among the sessions open here: its clients told of
+    /// changes, the store told this replica holds it.
+    async fn keep_open(&self, shared: &Shared, open: OpenSession) -> Arc<OpenSession> {
+        let open = Arc::new(open);
+        self.open
+            .lock()
+            .insert(open.id.as_str().to_owned(), open.clone());
+        follow(shared, &open);
+        self.hold(&open.id).await;
+        open
+    }
+
+    /// Session `id` if it is open here and `principal` may act on it
+    /// (`Ok(None)`: not open here).
+    fn held_for(
+        &self,
+        id: &str,
+        principal: &Principal,
+    ) -> Result<Option<Arc<OpenSession>>, SessionError> {
+        let held = self.open.lock().get(id).cloned();
+        match held {
+            Some(open) => {
+                Self::check_owner(&open.id, open.owner.as_deref(), principal)?;
+                open.touch();
+                Ok(Some(open))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The open session `id` if `principal` may act on it, opening it
+    /// from the store when it is not (after a restart: its per-session
+    /// servers start again — never for another principal).
     pub(crate) async fn get(
         &self,
         shared: &Shared,
         id: &str,
+        principal: &Principal,
     ) -> Result<Arc<OpenSession>, SessionError> {
-        if let Some(open) = self.open.lock().get(id).cloned() {
+        if let Some(open) = self.held_for(id, principal)? {
             return Ok(open);
         }
         let _guard = self.opening.lock().await;
-        if let Some(open) = self.open.lock().get(id).cloned() {
+        if let Some(open) = self.held_for(id, principal)? {
             return Ok(open);
         }
-        let id = SessionId::new(id)?;
-        let stored = self.store.get(&id).await?;
-        let open = self.open_view(shared, &id, &stored.servers).await?;
-        *open.authority.write() = stored.authority;
-        let open = Arc::new(open);
-        self.open
-            .lock()
-            .insert(id.as_str().to_owned(), open.clone());
-        follow(shared, &open);
-        self.hold(&id).await;
+        let stored = self.stored_for(id, principal).await?;
+        let id = stored.summary.id.clone();
+        let open = self
+            .open_view(shared, &id, stored.summary.owner.clone(), &stored.servers)
+            .await?;
+        open.set_authority(stored.authority);
+        let open = self.keep_open(shared, open).await;
         tracing::debug!(session = %id, replica = %self.replica, "session opened from the store");
         Ok(open)
     }
@@ -332,7 +289,7 @@ impl Sessions {
     }
 
     /// The session `id` if this replica has it open.
-    fn open_here(&self, id: &str) -> Option<Arc<OpenSession>> {
+    pub(crate) fn open_here(&self, id: &str) -> Option<Arc<OpenSession>> {
         self.open.lock().get(id).cloned()
     }
 
@@ -343,7 +300,7 @@ impl Sessions {
         match self.store.authority(&open.id).await {
             Ok(authority) => {
                 let before = visible(open);
-                *open.authority.write() = authority;
+                open.set_authority(authority);
                 if visible(open) != before {
                     open.notifier.notify(ListKind::Tools).await;
                 }
@@ -389,7 +346,9 @@ impl Sessions {
                 Ok(StoreEvent::McpSessionClosed { endpoint, id }) => {
                     shared.resume.close(&endpoint, &id).await;
                 }
+                Ok(StoreEvent::ApiKeysChanged) => shared.identity.api_keys_changed(),
                 Ok(_) | Err(RecvError::Lagged(_)) => {
+                    shared.identity.api_keys_changed();
                     let open: Vec<Arc<OpenSession>> = self.open.lock().values().cloned().collect();
                     for session in open {
                         self.reload(shared, &session).await;
@@ -404,16 +363,19 @@ impl Sessions {
         &self,
         shared: &Shared,
         id: &SessionId,
+        owner: Option<String>,
         servers: &BTreeMap<String, McpServerConfig>,
     ) -> Result<OpenSession, SessionError> {
         let open_now = self.open_servers();
         if open_now + servers.len() > self.max_servers {
             return Err(SessionError::TooManyServers {
                 open: open_now,
+                asked: servers.len(),
                 max: self.max_servers,
             });
         }
         let view = shared.host.session(id.as_str())?;
+        crate::callers::register(shared, &view, owner.clone()).await;
         for (name, config) in servers {
             let registered = match shared.host.owned_mcp_server(name, config.clone()) {
                 Ok(cap) => view.register(cap).await,
@@ -427,13 +389,19 @@ impl Sessions {
                 });
             }
         }
-        Ok(OpenSession {
+        let open = OpenSession {
             id: id.clone(),
+            owner,
             view,
-            authority: RwLock::new(NameAuthority::default()),
+            authority: RwLock::new(Arc::default()),
             servers: servers.keys().cloned().collect(),
             notifier: Notifier::default(),
-        })
+            base: shared.policy.clone(),
+            last_used: Mutex::new(tokio::time::Instant::now()),
+        };
+        // Nothing granted until the store says what is.
+        open.set_authority(NameAuthority::default());
+        Ok(open)
     }
 
     /// Refreshes session `id`: one reconciliation cycle, then the names
@@ -442,8 +410,18 @@ impl Sessions {
         &self,
         shared: &Shared,
         id: &str,
+        principal: &Principal,
     ) -> Result<RefreshResponse, SessionError> {
-        let open = self.get(shared, id).await?;
+        let open = self.get(shared, id, principal).await?;
+        self.refresh_open(&open).await
+    }
+
+    /// Refreshes open session `open` (its own client asked, through
+    /// RefreshMcpSources).
+    pub(crate) async fn refresh_open(
+        &self,
+        open: &Arc<OpenSession>,
+    ) -> Result<RefreshResponse, SessionError> {
         let cycle = open.view.reconcile_now().await;
         let revision = open.view.revision().number();
         let outcome: RefreshOutcome = self
@@ -451,7 +429,7 @@ impl Sessions {
             .refresh(&open.id, open.active(), revision)
             .await?;
         let authority = self.store.authority(&open.id).await?;
-        *open.authority.write() = authority;
+        open.set_authority(authority);
         if outcome.changed {
             open.notifier.notify(ListKind::Tools).await;
         }
@@ -472,11 +450,46 @@ impl Sessions {
         &self,
         shared: &Shared,
         id: &str,
+        principal: &Principal,
     ) -> Result<Vec<String>, SessionError> {
-        let session_id = SessionId::new(id)?;
+        let session_id = self.stored_for(id, principal).await?.summary.id;
         let servers = self.store.delete(&session_id).await?;
         self.close_here(shared, id).await;
         Ok(servers.into_keys().collect())
+    }
+
+    /// Closes, on this replica, every open session unused for the idle
+    /// timeout at `now` whose endpoint holds no MCP session and has no
+    /// request on its way in: its view and per-session servers close, the
+    /// store keeps it (and that this replica no longer holds it), and its
+    /// next request opens it again.
+    /// Returns how many it closed.
+    pub(crate) async fn close_idle(&self, shared: &Shared, now: tokio::time::Instant) -> u64 {
+        let idle = shared.live.idle();
+        let candidates: Vec<String> = self
+            .open
+            .lock()
+            .iter()
+            .filter(|(_, o)| now.saturating_duration_since(*o.last_used.lock()) >= idle)
+            .map(|(id, _)| id.clone())
+            .collect();
+        let mut count = 0;
+        for id in candidates {
+            let mut closed = None;
+            shared.live.if_endpoint_idle(&id, || {
+                self.services.lock().remove(&id);
+                closed = self.open.lock().remove(&id);
+            });
+            let Some(open) = closed else { continue };
+            shared.resume.forget(&id).await;
+            open.view.close().await;
+            if let Err(e) = self.store.release(&open.id, &self.replica).await {
+                tracing::debug!(session = %id, "cannot record that this replica let the session go: {e}");
+            }
+            tracing::debug!(session = %id, "session idle for {idle:?}: closed here, kept in the store");
+            count += 1;
+        }
+        count
     }
 
     /// Closes every open session's view (the store keeps them) and
@@ -491,66 +504,4 @@ impl Sessions {
             tracing::warn!(replica = %self.replica, "cannot unregister this replica: {e}");
         }
     }
-}
-
-/// A per-session server must be a remote one unless the gateway accepts
-/// session commands ([`crate::GatewayOptions::session_commands`]): a
-/// client of the gateway may not otherwise make it start a local command.
-fn check_server(shared: &Shared, name: &str, config: &McpServerConfig) -> Result<(), SessionError> {
-    let bad = |reason: String| SessionError::BadServer {
-        name: name.to_owned(),
-        reason,
-    };
-    extpool_host::core::check_server_name(name).map_err(|e| bad(e.to_string()))?;
-    let local = config.command.is_some() || config.url.is_none();
-    if local && !shared.options.session_commands {
-        return Err(bad(
-            "a per-session server is a remote one (`url`, optional `headers`); a local `command` is accepted only in the gateway's configuration, or when the gateway runs with --session-commands".into(),
-        ));
-    }
-    if shared.host.has_server(name) {
-        return Err(bad(
-            "a configured or discovered server already has this name".into(),
-        ));
-    }
-    Ok(())
-}
-
-/// Notifies the session's clients whenever what it may see changes (a
-/// granted name vanishing or returning); a name that is only available is
-/// not announced until a refresh grants it.
-fn follow(shared: &Shared, open: &Arc<OpenSession>) {
-    let weak = Arc::downgrade(open);
-    let stop = shared.stop.clone();
-    let changes = open.view.changes();
-    tokio::spawn(async move {
-        use futures::StreamExt;
-        let mut changes = Box::pin(changes);
-        let mut last = weak.upgrade().map(|o| visible(&o));
-        loop {
-            let event = tokio::select! {
-                e = changes.next() => e,
-                () = stop.cancelled() => None,
-            };
-            if event.is_none() {
-                return;
-            }
-            let Some(open) = weak.upgrade() else { return };
-            let now = visible(&open);
-            if last.as_ref() != Some(&now) {
-                open.notifier.notify(ListKind::Tools).await;
-                last = Some(now);
-            }
-        }
-    });
-}
-
-/// The tool names a session's clients see now.
-fn visible(open: &OpenSession) -> Vec<String> {
-    open.view
-        .tools()
-        .into_iter()
-        .filter(|t| open.allows_tool(t))
-        .map(|t| t.name)
-        .collect()
 }

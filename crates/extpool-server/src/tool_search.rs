@@ -1,27 +1,26 @@
 //! Tool search for gateway sessions (`extpool serve --tool-search`): the
 //! agent library's deferral, offered to MCP clients.
 //!
-//! Above the schema budget, `tools/list` shows only the tools that stay
-//! loaded (built-ins, those the configuration keeps, those a search loaded
-//! on this connection) and the search tool, whose description lists the
-//! deferred tools by name with one line each. A search returns the best
-//! matches with their schemas, loads them for the connection and tells its
-//! client the list changed; a deferred tool called by name works at once.
-//! The rules (budget, costs, ranking, what the model reads) are
-//! [`extpool_host::search`]'s, so that agents and gateway sessions defer
-//! alike.
+//! Which tools are deferred is the session's table's (the host's policy,
+//! under the rules of [`extpool_host::search`], so that agents and gateway
+//! sessions defer alike). Above the schema budget, `tools/list` shows the
+//! tools that stay loaded (built-ins, those the configuration keeps, those
+//! a search loaded on this connection) and `ToolSearch`, whose description
+//! lists the deferred tools by name with one line each. A search returns
+//! the best matches with their schemas, loads them for the connection and
+//! tells its client the list changed; a deferred tool called by name works
+//! at once (the table resolves it).
 
 use std::collections::HashSet;
-use std::sync::Arc;
 
-use extpool_host::ToolInfo;
-use extpool_host::search::{self, DeferralConfig, SearchQuery, SearchableTool, ToolIndex};
+use extpool_host::ToolTable;
+use extpool_host::catalog::BuiltinTool;
+use extpool_host::search::{self, DeferralConfig, SearchQuery};
 use parking_lot::Mutex;
 use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
-use serde_json::Value;
 
-use crate::names::Names;
+use crate::convert;
 
 /// The search tool's name; no server's tool is listed under it.
 pub const SEARCH_TOOL: &str = search::SEARCH_TOOL;
@@ -35,10 +34,6 @@ const MAX_LOADED: usize = 4096;
 pub(crate) struct Loaded(Mutex<HashSet<String>>);
 
 impl Loaded {
-    fn contains(&self, name: &str) -> bool {
-        self.0.lock().contains(name)
-    }
-
     /// Adds `names`; true when one was new.
     fn add<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> bool {
         let mut set = self.0.lock();
@@ -53,102 +48,51 @@ impl Loaded {
     }
 }
 
-/// A tool under the name this connection's client sees.
-struct Listed<'a> {
-    info: &'a ToolInfo,
-    listed: &'a str,
-}
-
-impl SearchableTool for Listed<'_> {
-    fn name(&self) -> &str {
-        &self.info.name
-    }
-    fn model_name(&self) -> &str {
-        self.listed
-    }
-    fn description(&self) -> &str {
-        &self.info.description
-    }
-    fn input_schema(&self) -> &Value {
-        &self.info.input_schema
-    }
-    fn is_builtin(&self) -> bool {
-        self.info.builtin
-    }
-}
-
-fn listed<'a>(tools: &'a [ToolInfo], names: &'a Names) -> Vec<Listed<'a>> {
-    tools
-        .iter()
-        .map(|info| Listed {
-            info,
-            listed: names.listed_tool(&info.name),
+/// What `tools/list` shows of `table` on a connection that loaded
+/// `loaded`: every listed row in order; `ToolSearch`, with the deferred
+/// tools' listing in its description, only while some are not loaded.
+pub(crate) fn listed(table: &ToolTable, loaded: &Loaded) -> Vec<Tool> {
+    let set = loaded.0.lock();
+    let is_loaded = |name: &str| set.contains(name);
+    let deferred = match table.is_deferring() {
+        true => table.deferred(is_loaded),
+        false => Vec::new(),
+    };
+    table
+        .listed(is_loaded)
+        .filter_map(|(_, row)| {
+            let mut tool = convert::tool(&row.tool, &row.listed);
+            if row.builtin == Some(BuiltinTool::ToolSearch) {
+                if deferred.is_empty() {
+                    return None;
+                }
+                let listing = search::deferred_listing(table.rows(), &deferred);
+                tool.description = Some(format!("{}\n\n{listing}", row.tool.description).into());
+            }
+            Some(tool)
         })
         .collect()
 }
 
-/// What `tools/list` shows of `tools` (the session's visible tools).
-pub(crate) struct Shown {
-    /// Indices of the tools listed with their schemas.
-    pub loaded: Vec<usize>,
-    /// The search tool, when some tools are deferred.
-    pub search_tool: Option<Tool>,
-}
-
-/// Decides what `tools/list` shows: everything without tool search or
-/// within the budget; otherwise the loaded tools and the search tool.
-pub(crate) fn shown(
-    config: Option<&DeferralConfig>,
-    tools: &[ToolInfo],
-    names: &Names,
-    loaded: &Loaded,
-) -> Shown {
-    let all = || Shown {
-        loaded: (0..tools.len()).collect(),
-        search_tool: None,
-    };
-    let Some(config) = config else {
-        return all();
-    };
-    let rows = listed(tools, names);
-    let costs: Vec<usize> = rows.iter().map(search::schema_cost).collect();
-    let plan = search::plan(&rows, &costs, config, |name| loaded.contains(name));
-    if !plan.is_deferring() {
-        return all();
-    }
-    let (name, description, schema) = search::search_tool();
-    let description = format!(
-        "{description}\n\n{}",
-        search::deferred_listing(&rows, &plan.deferred)
-    );
-    let schema = match schema {
-        Value::Object(map) => map,
-        _ => serde_json::Map::new(),
-    };
-    Shown {
-        loaded: plan.loaded,
-        search_tool: Some(Tool::new(name, description, Arc::new(schema))),
-    }
-}
-
 /// Answers a call of the search tool: the best deferred matches with their
-/// schemas. Returns whether it loaded a tool the connection had not
-/// loaded (its client is then told the list changed).
+/// schemas. Returns whether it loaded a tool the connection had not loaded
+/// (its client is then told the list changed).
 pub(crate) fn search(
     config: &DeferralConfig,
-    tools: &[ToolInfo],
-    names: &Names,
+    table: &ToolTable,
     loaded: &Loaded,
-    args: &serde_json::Map<String, Value>,
+    args: &serde_json::Map<String, serde_json::Value>,
 ) -> Result<(CallToolResult, bool), ErrorData> {
     let query = SearchQuery::parse(args, config.max_results)
         .map_err(|message| ErrorData::invalid_params(message, None))?;
-    let rows = listed(tools, names);
-    let costs: Vec<usize> = rows.iter().map(search::schema_cost).collect();
-    let plan = search::plan(&rows, &costs, config, |name| loaded.contains(name));
-    let hits = ToolIndex::build(&rows, &plan.deferred).search(&query.query, query.limit);
-    let changed = loaded.add(hits.iter().map(|&i| rows[i].info.name.as_str()));
-    let text = search::search_result(&rows, &hits);
+    let rows = table.rows();
+    let hits: Vec<usize> = {
+        let set = loaded.0.lock();
+        let deferred = table.deferred(|name| set.contains(name));
+        search::ToolIndex::build(rows, &deferred).search(&query.query, query.limit)
+    };
+    let changed = loaded.add(hits.iter().map(|&i| rows[i].tool.name.as_str()));
+    let text = search::search_result(rows, &hits);
     Ok((
         CallToolResult::success(vec![ContentBlock::text(text)]),
         changed,

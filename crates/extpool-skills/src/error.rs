@@ -8,22 +8,20 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum SkillError {
     /// The file could not be read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
+        /// The underlying error (shown in the message, so not a `source()`).
+        error: std::io::Error,
     },
     /// The file could not be read within the skill's confinement.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     File {
         /// The SKILL.md.
         path: PathBuf,
-        /// Why.
-        #[source]
-        source: crate::files::FileError,
+        /// Why (shown in the message, so not a `source()`).
+        error: crate::files::FileError,
     },
     /// The file is not valid UTF-8.
     #[error("{}:{line}: SKILL.md is not valid UTF-8", path.display())]

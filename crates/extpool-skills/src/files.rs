@@ -59,13 +59,12 @@ pub enum FileError {
         limit: u64,
     },
     /// Reading failed.
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}: {error}", path.display())]
     Io {
         /// The resolved file.
         path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
+        /// The underlying error (shown in the message, so not a `source()`).
+        error: std::io::Error,
     },
 }
 
@@ -144,7 +143,7 @@ pub fn resolve_confined(canonical_dir: &Path, rel: &str) -> Result<PathBuf, File
         Err(source) => {
             return Err(FileError::Io {
                 path: joined,
-                source,
+                error: source,
             });
         }
     };
@@ -165,7 +164,7 @@ pub fn read_confined(
     let norm = normalize_relative(rel)?;
     let io = |source| FileError::Io {
         path: resolved.clone(),
-        source,
+        error: source,
     };
     let expected = fs::metadata(&resolved).map_err(io)?;
     if !expected.is_file() {

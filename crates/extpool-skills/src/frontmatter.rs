@@ -252,6 +252,46 @@ pub(crate) fn body_of(bytes: &[u8]) -> Result<String, SplitError> {
     Ok(rest.trim_end().to_owned())
 }
 
+/// Why a SKILL.md's frontmatter cannot be read: what is wrong, at its
+/// line (1-based, from the top of the file) and, for YAML, its column.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}{}: {message}", column.map(|c| format!(", column {c}")).unwrap_or_default())]
+pub struct FrontmatterError {
+    /// The line at fault.
+    pub line: usize,
+    /// The column at fault, for a YAML syntax error.
+    pub column: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// The frontmatter of a SKILL.md's text as JSON, read as a local skill's
+/// is (found by [`locate`]'s rule, parsed by this crate's YAML reader,
+/// plain scalars typed by YAML 1.2's core schema), or why it cannot be
+/// read, located. For a SKILL.md that an MCP server hosts, whose
+/// frontmatter must equal its manifest's.
+pub fn frontmatter_json(text: &str) -> Result<serde_json::Value, FrontmatterError> {
+    let split = |e: SplitError| {
+        let (_, line, message) = crate::validate::split_message(&e);
+        FrontmatterError {
+            line,
+            column: None,
+            message,
+        }
+    };
+    let bytes = text.as_bytes();
+    let located = locate(bytes).map_err(split)?;
+    let yaml = located.yaml_text(bytes).map_err(split)?;
+    let doc = crate::yaml::parse(&yaml).map_err(|e| FrontmatterError {
+        line: located.yaml_first_line() + e.line.saturating_sub(1),
+        column: Some(e.column),
+        message: e.message,
+    })?;
+    Ok(doc
+        .root
+        .map_or(serde_json::Value::Null, |root| root.to_json()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,6 +300,28 @@ mod tests {
         let l = locate(text.as_bytes()).unwrap();
         let y = l.yaml_text(text.as_bytes()).unwrap().into_owned();
         (l, y)
+    }
+
+    #[test]
+    fn frontmatter_as_json_or_why_not_with_its_place() {
+        let json =
+            frontmatter_json("\u{feff}---\r\nname: x\r\nn: 1\r\nm:\r\n  k: '1'\r\n---\r\nBody\r\n");
+        assert_eq!(
+            json,
+            Ok(serde_json::json!({"name": "x", "n": 1, "m": {"k": "1"}}))
+        );
+        let e = frontmatter_json("---\nname: x\ndescription: a: b\n---\n").unwrap_err();
+        assert_eq!((e.line, e.column.is_some()), (3, true), "{e}");
+        assert!(e.to_string().starts_with("line 3, column "), "{e}");
+        let e = frontmatter_json("# no frontmatter\n").unwrap_err();
+        assert_eq!((e.line, e.column), (1, None), "{e}");
+        assert!(
+            e.message.contains("must start with YAML frontmatter"),
+            "{e}"
+        );
+        let e = frontmatter_json("---\nname: x\n").unwrap_err();
+        assert!(e.message.contains("not properly closed"), "{e}");
+        assert_eq!(frontmatter_json("---\n---\n"), Ok(serde_json::Value::Null));
     }
 
     #[test]

@@ -30,6 +30,7 @@ pub use diagnostic::{Diagnostic, DiagnosticCode, Severity};
 pub use discover::{Discovery, DiscoveryConfig, DiscoveryStats, Root, discover};
 pub use error::SkillError;
 pub use files::{FileContent, FileError, SkillFile};
+pub use frontmatter::{FrontmatterError, frontmatter_json};
 pub use manager::{
     AllowedTools, ChildFailure, EmbeddedServerFactory, ManagerError, ReloadSummary,
     SkillManagerBuilder, SkillManagerCap, SkillMatcher, is_server_down_default, skill_content,
@@ -40,3 +41,4 @@ pub use validate::{
     validate_paths, validate_skill_dir,
 };
 pub use watch::{SkillWatcher, WatchBatch, WatchError};
+pub use yaml::{PlainScalar, resolve_plain_scalar};

@@ -120,6 +120,7 @@ pub struct Fingerprint {
     /// File length in bytes.
     pub len: u64,
     /// Modification time, when the filesystem has one.
+    #[serde(serialize_with = "extpool_core::time::serialize_option")]
     pub modified: Option<SystemTime>,
 }
 
@@ -176,7 +177,7 @@ impl Skill {
         let file = read_confined(&self.canonical_dir, "SKILL.md", DEFAULT_MAX_FILE_BYTES).map_err(
             |e| SkillError::File {
                 path: self.skill_md.clone(),
-                source: e,
+                error: e,
             },
         )?;
         match file.content {

@@ -31,12 +31,20 @@ pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(500);
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WatchError {
-    /// The platform watcher failed.
-    #[error("filesystem watcher: {0}")]
-    Notify(#[from] notify::Error),
-    /// The watcher thread could not be spawned.
+    /// The platform watcher failed (shown in the message with its causes,
+    /// so not a `source()`).
+    #[error("filesystem watcher: {}", extpool_core::Causes(.0))]
+    Notify(notify::Error),
+    /// The watcher thread could not be spawned (the error is shown in the
+    /// message, so not a `source()`).
     #[error("cannot spawn the watcher thread: {0}")]
-    Thread(#[source] std::io::Error),
+    Thread(std::io::Error),
+}
+
+impl From<notify::Error> for WatchError {
+    fn from(error: notify::Error) -> Self {
+        Self::Notify(error)
+    }
 }
 
 /// One coalesced batch of filesystem changes.

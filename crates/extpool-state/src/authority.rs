@@ -136,9 +136,7 @@ impl StateStore {
                     .bind(id.as_str())
                     .fetch_optional(&mut *tx)
                     .await?
-                    .ok_or_else(|| StateError::NotFound {
-                        session: id.clone(),
-                    })?;
+                    .ok_or_else(|| StateError::not_found(id))?;
             let granted = granted_names!(tx, id);
             tx.commit().await?;
             Ok((auto_grant, granted))

@@ -91,6 +91,39 @@ pub enum StateError {
         /// What is wrong.
         reason: String,
     },
+    /// A session's owner (a principal) is empty or longer than
+    /// [`crate::limits::MAX_OWNER_BYTES`].
+    #[error("{}invalid owner {owner:?}: {reason}", session_prefix(session))]
+    InvalidOwner {
+        /// The session it was given for, if one.
+        session: Option<SessionId>,
+        /// The owner (at most its first 64 characters).
+        owner: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An API key name breaks the rule of names.
+    #[error("invalid API key name {name:?}: {rule}")]
+    InvalidApiKeyName {
+        /// The name (at most its first 64 characters).
+        name: String,
+        /// The rule it breaks.
+        rule: &'static str,
+    },
+    /// An API key with this name exists already (revoke it first).
+    #[error("API key {name:?} already exists")]
+    ApiKeyExists {
+        /// The name given.
+        name: String,
+    },
+    /// The operating system gave no randomness for a new secret.
+    #[error("cannot create API key {name:?}: no randomness from the operating system: {detail}")]
+    NoRandomness {
+        /// The API key being created.
+        name: String,
+        /// Why.
+        detail: String,
+    },
     /// A catalog name given for a grant is invalid.
     #[error("session {session}: invalid name {name:?}: {reason}")]
     InvalidName {
@@ -202,6 +235,13 @@ pub enum StateError {
     },
 }
 
+fn session_prefix(session: &Option<SessionId>) -> String {
+    session
+        .as_ref()
+        .map(|s| format!("session {s}: "))
+        .unwrap_or_default()
+}
+
 fn on_session(session: &Option<SessionId>) -> String {
     session
         .as_ref()
@@ -223,6 +263,13 @@ impl StateError {
         )
     }
 
+    /// No session has id `session` (the one way every operation says so).
+    pub fn not_found(session: &SessionId) -> StateError {
+        StateError::NotFound {
+            session: session.clone(),
+        }
+    }
+
     /// The session this error is about, if one.
     pub fn session(&self) -> Option<&SessionId> {
         match self {
@@ -236,7 +283,9 @@ impl StateError {
             | StateError::ResolvedSecrets { session, .. }
             | StateError::RevisionOutOfRange { session, .. }
             | StateError::Corrupt { session, .. } => Some(session),
-            StateError::Database { session, .. } => session.as_ref(),
+            StateError::Database { session, .. } | StateError::InvalidOwner { session, .. } => {
+                session.as_ref()
+            }
             _ => None,
         }
     }

@@ -2,10 +2,11 @@
 //!
 //! Replicas sharing one store each keep sessions open with a copy of their
 //! authority; when another replica grants names, deletes a session or
-//! closes an MCP session, they must hear of it. Every handle publishes its
-//! own writes to its subscribers at once; on PostgreSQL the same events
-//! also travel to every other replica with `NOTIFY` (sent at commit, never
-//! for a rolled-back write) and arrive through one `LISTEN` connection per
+//! closes an MCP session, they must hear of it (and of API keys created or
+//! revoked, if they cache them). Every handle publishes its own writes to
+//! its subscribers at once; on PostgreSQL the same events also travel to
+//! every other replica with `NOTIFY` (sent at commit, never for a
+//! rolled-back write) and arrive through one `LISTEN` connection per
 //! handle. A notification lost while that connection was down is covered
 //! by [`StoreEvent::Resync`], sent each time it (re)connects: re-read
 //! whatever you cache. On SQLite, events reach the handles of one process
@@ -43,6 +44,8 @@ pub enum StoreEvent {
         /// The `Mcp-Session-Id`.
         id: String,
     },
+    /// An API key was created or revoked: re-read the keys if cached.
+    ApiKeysChanged,
     /// Events may have been missed (the listening connection was down, or
     /// this subscriber fell behind): re-read everything cached.
     Resync,
@@ -63,6 +66,7 @@ enum WireEvent {
     Granted { s: String },
     Deleted { s: String },
     McpClosed { e: String, i: String },
+    ApiKeys,
 }
 
 /// The events of one store handle and its clones.
@@ -117,6 +121,7 @@ impl Bus {
                 e: endpoint.clone(),
                 i: id.clone(),
             },
+            StoreEvent::ApiKeysChanged => WireEvent::ApiKeys,
             StoreEvent::Resync => return None,
         };
         serde_json::to_string(&Wire {
@@ -145,6 +150,7 @@ impl Bus {
             WireEvent::McpClosed { e, i } => {
                 Some(StoreEvent::McpSessionClosed { endpoint: e, id: i })
             }
+            WireEvent::ApiKeys => Some(StoreEvent::ApiKeysChanged),
         }
     }
 
@@ -227,6 +233,7 @@ mod tests {
                 endpoint: String::new(),
                 id: "0b2f".into(),
             },
+            StoreEvent::ApiKeysChanged,
         ] {
             let payload = a.payload(&event).expect("travels");
             assert_eq!(b.decode(&payload), Some(event));

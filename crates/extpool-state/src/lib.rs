@@ -20,9 +20,15 @@
 //! names granted, sessions deleted, MCP sessions ended — that reach every
 //! replica (`NOTIFY`), so none serves from a stale copy.
 //!
+//! Sessions and resumable MCP sessions may name their owner — a
+//! principal, an issuer and a subject as one opaque string — and a session
+//! list may be one owner's ([`StateStore::list_owned`]). Static API keys
+//! are kept by the digest of their secret only ([`api_key_digest`]).
+//!
 //! The schema is versioned and migrated forward when a store is opened,
 //! under a lock, so replicas starting together migrate once.
 
+mod api_keys;
 mod authority;
 pub mod error;
 mod events;
@@ -36,6 +42,7 @@ mod sessions;
 mod sql;
 pub mod store;
 
+pub use api_keys::{API_KEY_PREFIX, ApiKeyInfo, NewApiKey, api_key_digest};
 pub use error::StateError;
 pub use events::StoreEvent;
 pub use limits::Limits;

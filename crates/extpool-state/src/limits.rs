@@ -9,6 +9,56 @@ use extpool_mcp::config::McpServerConfig;
 use crate::error::{StateError, quote_prefix};
 use crate::model::SessionId;
 
+/// Longest owner (principal: an issuer and a subject, as one opaque
+/// string) a session or MCP session may have, in bytes.
+pub const MAX_OWNER_BYTES: usize = 512;
+
+/// Longest API key name, in characters (all ASCII).
+pub const MAX_API_KEY_NAME_CHARS: usize = 64;
+
+/// Longest API key secret looked up, in bytes; a longer one is simply not
+/// found (no digest is computed of it).
+pub const MAX_API_KEY_SECRET_BYTES: usize = 256;
+
+/// Why `owner` (a principal) cannot be stored, if it cannot: empty, or
+/// over [`MAX_OWNER_BYTES`]. Otherwise opaque: never parsed.
+pub(crate) fn check_owner(owner: &str) -> Result<(), String> {
+    if owner.is_empty() {
+        return Err("empty".into());
+    }
+    if owner.len() > MAX_OWNER_BYTES {
+        return Err(format!(
+            "{} bytes, over the limit of {MAX_OWNER_BYTES}",
+            owner.len()
+        ));
+    }
+    Ok(())
+}
+
+/// The rule of API key names, as errors state it.
+pub(crate) const API_KEY_NAME_RULE: &str =
+    "an API key name is 1 to 64 characters of A-Z, a-z, 0-9 and _ . -, and not \".\" or \"..\"";
+
+/// Checks an API key name against [`API_KEY_NAME_RULE`] (names may appear
+/// in URL paths, so `.` and `..`, which URL clients remove, are refused).
+pub(crate) fn check_api_key_name(name: &str) -> Result<(), StateError> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_API_KEY_NAME_CHARS
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(StateError::InvalidApiKeyName {
+            name: quote_prefix(name),
+            rule: API_KEY_NAME_RULE,
+        })
+    }
+}
+
 /// Bounds on stored state. Every list, name and config an outside party
 /// controls is bounded here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -238,6 +288,33 @@ mod tests {
         let e = l.encode_servers(&id(), &one).expect_err("resolved");
         assert!(matches!(e, StateError::ResolvedSecrets { .. }));
         assert!(!e.to_string().contains("hunter2"));
+    }
+
+    #[test]
+    fn owners_are_opaque_but_bounded() {
+        assert!(check_owner("https://idp.example/ alice").is_ok());
+        assert!(check_owner(&"é".repeat(256)).is_ok(), "512 bytes");
+        assert_eq!(check_owner(""), Err("empty".into()));
+        assert_eq!(
+            check_owner(&"x".repeat(513)),
+            Err("513 bytes, over the limit of 512".into())
+        );
+    }
+
+    #[test]
+    fn api_key_names_follow_one_rule() {
+        for ok in ["ci", "a.b-c_D9", &"x".repeat(64), "..."] {
+            assert!(check_api_key_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "a b", "a/b", "é", &"x".repeat(65), ".", "..", "a\n"] {
+            let e = check_api_key_name(bad).expect_err(bad);
+            assert!(matches!(e, StateError::InvalidApiKeyName { .. }), "{e:?}");
+        }
+        assert_eq!(
+            check_api_key_name("a/b").expect_err("slash").to_string(),
+            "invalid API key name \"a/b\": an API key name is 1 to 64 characters of A-Z, \
+             a-z, 0-9 and _ . -, and not \".\" or \"..\""
+        );
     }
 
     #[test]

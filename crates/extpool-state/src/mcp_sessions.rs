@@ -8,12 +8,16 @@
 //! connections it then uses are its own. A record belongs to one endpoint
 //! (`""` for `/mcp`, else a durable session's id) and is resumable there
 //! only. Records no replica has seen for longer than the keep-alive
-//! expire: their clients start new sessions, as the protocol says.
+//! expire: their clients start new sessions, as the protocol says. A
+//! record may name its owner (the principal that started it), kept
+//! whenever the record is stored again, for a replica to check before it
+//! resumes the session for a client.
 
 use std::time::Duration;
 
 use crate::error::{StateError, db_error, quote_prefix};
 use crate::events::StoreEvent;
+use crate::limits::check_owner;
 use crate::model::SessionId;
 use crate::store::{StateStore, TxError, notify_others, now_ms, transaction, with_pool};
 
@@ -47,6 +51,8 @@ impl StateStore {
     /// Keeps MCP session `id` of `endpoint` with its client's `initialize`
     /// parameters (`init`, JSON), so that any replica can resume it.
     /// Refused when `init` is larger than [`crate::Limits::max_init_bytes`].
+    /// Keeping a record again (rmcp does) replaces its parameters but never
+    /// its owner ([`StateStore::set_mcp_session_owner`]).
     pub async fn put_mcp_session(
         &self,
         endpoint: &str,
@@ -107,6 +113,60 @@ impl StateStore {
             .await
         })
         .map_err(|e| db_error("resume MCP session", None, &e))
+    }
+
+    /// Makes principal `owner` the owner of MCP session `id` of
+    /// `endpoint`, replacing any owner it had. Returns whether the record
+    /// exists (never kept, ended, expired or another endpoint's: `false`,
+    /// nothing written). Refused when `owner` is empty or over
+    /// [`crate::limits::MAX_OWNER_BYTES`].
+    pub async fn set_mcp_session_owner(
+        &self,
+        endpoint: &str,
+        id: &str,
+        owner: &str,
+    ) -> Result<bool, StateError> {
+        check_owner(owner).map_err(|reason| StateError::BadMcpSession {
+            id: quote_prefix(id),
+            reason: format!("owner {:?}: {reason}", quote_prefix(owner)),
+        })?;
+        if check(endpoint, id).is_err() {
+            return Ok(false);
+        }
+        let updated = with_pool!(self, |pool, _d| {
+            sqlx::query("UPDATE mcp_sessions SET owner = $3 WHERE id = $1 AND endpoint = $2")
+                .bind(id)
+                .bind(endpoint)
+                .bind(owner)
+                .execute(pool)
+                .await
+                .map(|r| r.rows_affected())
+        })
+        .map_err(|e| db_error("set MCP session owner", None, &e))?;
+        Ok(updated > 0)
+    }
+
+    /// The owner of MCP session `id` of `endpoint`: `None` when there is
+    /// no such record there, `Some(None)` when it has no owner. Reading it
+    /// does not mark the session seen.
+    pub async fn mcp_session_owner(
+        &self,
+        endpoint: &str,
+        id: &str,
+    ) -> Result<Option<Option<String>>, StateError> {
+        if check(endpoint, id).is_err() {
+            return Ok(None);
+        }
+        with_pool!(self, |pool, _d| {
+            sqlx::query_scalar::<_, Option<String>>(
+                "SELECT owner FROM mcp_sessions WHERE id = $1 AND endpoint = $2",
+            )
+            .bind(id)
+            .bind(endpoint)
+            .fetch_optional(pool)
+            .await
+        })
+        .map_err(|e| db_error("read MCP session owner", None, &e))
     }
 
     /// Ends MCP session `id` of `endpoint` (its client said so): forgotten

@@ -13,7 +13,7 @@ use crate::location::StoreUrl;
 use crate::sql::{self, Dialect};
 
 /// The schema version this build writes and understands.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// One step of the schema.
 struct Migration {
@@ -33,6 +33,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 2,
         description: "replicas, session holders, resumable MCP sessions",
         sql: sql::V2,
+    },
+    Migration {
+        version: 3,
+        description: "session and MCP session owners, API keys",
+        sql: sql::V3,
     },
 ];
 

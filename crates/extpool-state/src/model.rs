@@ -13,10 +13,14 @@ use crate::error::{StateError, quote_prefix};
 pub const MAX_ID_BYTES: usize = 128;
 
 /// The rule of session and replica ids: 1–128 bytes of
-/// `A-Z a-z 0-9 - _ . : ~`; the reason when `id` breaks it.
+/// `A-Z a-z 0-9 - _ . : ~`, and not `.` or `..` (a client resolves
+/// `/sessions/../mcp` to `/mcp`); the reason when `id` breaks it.
 fn check_id(id: &str) -> Result<(), &'static str> {
     if id.is_empty() {
         return Err("empty");
+    }
+    if id == "." || id == ".." {
+        return Err("\".\" and \"..\" are path segments, which URL clients remove");
     }
     if id.len() > MAX_ID_BYTES {
         return Err("longer than 128 bytes");
@@ -170,6 +174,10 @@ pub struct NewSession {
     pub granted: BTreeSet<String>,
     /// That revision.
     pub revision: u64,
+    /// Who owns it: a principal (an issuer and a subject, as one opaque
+    /// string of at most [`crate::limits::MAX_OWNER_BYTES`]), or `None`
+    /// for an unowned session (what a gateway without identities makes).
+    pub owner: Option<String>,
 }
 
 impl NewSession {
@@ -182,6 +190,7 @@ impl NewSession {
             servers: BTreeMap::new(),
             granted: BTreeSet::new(),
             revision: 0,
+            owner: None,
         }
     }
 
@@ -211,6 +220,12 @@ impl NewSession {
     /// Sets the initial status.
     pub fn status(mut self, status: SessionStatus) -> NewSession {
         self.status = status;
+        self
+    }
+
+    /// Sets [`NewSession::owner`]: the session belongs to principal `owner`.
+    pub fn owner(mut self, owner: impl Into<String>) -> NewSession {
+        self.owner = Some(owner.into());
         self
     }
 }
@@ -280,6 +295,10 @@ pub struct SessionSummary {
     pub revision_by: Option<String>,
     /// When its last refresh ran (Unix milliseconds), if one did.
     pub refreshed_at_ms: Option<i64>,
+    /// The principal that owns it (see [`NewSession::owner`]); `None`
+    /// (and left out when serialized) for an unowned session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 /// Where the next page of a session list starts (opaque to callers).
@@ -338,10 +357,10 @@ mod tests {
 
     #[test]
     fn ids() {
-        for ok in ["a", "0b2f-11ee.x:y~z_", &"x".repeat(128)] {
+        for ok in ["a", "0b2f-11ee.x:y~z_", &"x".repeat(128), "...", ".a"] {
             assert!(SessionId::new(ok).is_ok(), "{ok}");
         }
-        for bad in ["", "a b", "a/b", "é", &"x".repeat(129), "a\n"] {
+        for bad in ["", "a b", "a/b", "é", &"x".repeat(129), "a\n", ".", ".."] {
             assert!(SessionId::new(bad).is_err(), "{bad:?}");
         }
         let e = SessionId::new("a/b").expect_err("slash").to_string();

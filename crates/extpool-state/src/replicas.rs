@@ -171,9 +171,7 @@ impl StateStore {
                             .fetch_optional(&mut *tx)
                             .await?;
                     if exists.is_none() {
-                        return Err(TxError::State(StateError::NotFound {
-                            session: session.clone(),
-                        }));
+                        return Err(TxError::State(StateError::not_found(session)));
                     }
                 }
                 tx.commit().await?;

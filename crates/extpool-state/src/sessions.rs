@@ -3,8 +3,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::authority::insert_grants;
-use crate::error::{StateError, db_error};
+use crate::error::{StateError, db_error, quote_prefix};
 use crate::events::StoreEvent;
+use crate::limits::check_owner;
 use crate::model::{
     NameAuthority, NewSession, ReplicaId, Session, SessionCursor, SessionId, SessionPage,
     SessionStatus, SessionSummary,
@@ -17,12 +18,20 @@ use crate::store::{
 use extpool_mcp::config::McpServerConfig;
 
 impl StateStore {
-    /// Creates a session with its per-session servers and the names it is
-    /// granted at creation, in one transaction. Refused, writing nothing,
-    /// when the id exists, a bound is exceeded or a server config holds
-    /// resolved secrets.
+    /// Creates a session with its per-session servers, the names it is
+    /// granted at creation and its owner, in one transaction. Refused,
+    /// writing nothing, when the id exists, a bound is exceeded (the owner
+    /// is over [`crate::limits::MAX_OWNER_BYTES`] or empty) or a server
+    /// config holds resolved secrets.
     pub async fn create(&self, new: &NewSession) -> Result<Session, StateError> {
         let id = &new.id;
+        if let Some(owner) = &new.owner {
+            check_owner(owner).map_err(|reason| StateError::InvalidOwner {
+                session: Some(id.clone()),
+                owner: quote_prefix(owner),
+                reason,
+            })?;
+        }
         let servers = self.limits.encode_servers(id, &new.servers)?;
         self.limits.check_names(id, &new.granted)?;
         self.limits.check_name_count(id, 0, new.granted.len())?;
@@ -65,12 +74,34 @@ impl StateStore {
 
     /// One page of sessions, oldest first, starting after `after` (from
     /// the previous page's [`SessionPage::next`]). `limit` is capped at
-    /// [`crate::Limits::max_page`]; 0 asks for the largest page.
+    /// [`crate::Limits::max_page`]; 0 asks for the largest page. Every
+    /// session, whoever owns it: [`StateStore::list_owned`] with `None`.
     pub async fn list(
         &self,
         after: Option<&SessionCursor>,
         limit: usize,
     ) -> Result<SessionPage, StateError> {
+        self.list_owned(None, after, limit).await
+    }
+
+    /// One page of the sessions of `owner` (a principal), or of every
+    /// session when `None`, oldest first, with the paging rules of
+    /// [`StateStore::list`] (a cursor continues the list it came from).
+    /// An owner that could not be stored (empty, over
+    /// [`crate::limits::MAX_OWNER_BYTES`]) is refused.
+    pub async fn list_owned(
+        &self,
+        owner: Option<&str>,
+        after: Option<&SessionCursor>,
+        limit: usize,
+    ) -> Result<SessionPage, StateError> {
+        if let Some(owner) = owner {
+            check_owner(owner).map_err(|reason| StateError::InvalidOwner {
+                session: None,
+                owner: quote_prefix(owner),
+                reason,
+            })?;
+        }
         let limit = self.limits.page_size(limit);
         let (after_ms, after_id) = match after {
             Some(c) => {
@@ -79,17 +110,25 @@ impl StateStore {
             }
             None => (i64::MIN, String::new()),
         };
+        // One text per case (not `$4 IS NULL OR …`), so an owner's page is
+        // read through its index on both backends.
+        let of_owner = if owner.is_some() {
+            "s.owner = $4 AND "
+        } else {
+            ""
+        };
         let sql = format!(
             "SELECT {SUMMARY_COLUMNS} FROM sessions s \
-             WHERE s.created_at_ms > $1 OR (s.created_at_ms = $1 AND s.id > $2) \
+             WHERE {of_owner}(s.created_at_ms > $1 OR (s.created_at_ms = $1 AND s.id > $2)) \
              ORDER BY s.created_at_ms, s.id LIMIT $3"
         );
         let fetch = i64::try_from(limit + 1).unwrap_or(i64::MAX);
         let rows = with_pool!(self, |pool, _d| {
-            let rows = sqlx::query(&sql)
-                .bind(after_ms)
-                .bind(&after_id)
-                .bind(fetch)
+            let mut q = sqlx::query(&sql).bind(after_ms).bind(&after_id).bind(fetch);
+            if let Some(owner) = owner {
+                q = q.bind(owner);
+            }
+            let rows = q
                 .fetch_all(pool)
                 .await
                 .map_err(|e| db_error("list sessions", None, &e))?;
@@ -153,9 +192,7 @@ impl StateStore {
         let now = now_ms();
         let updated = transaction(op, Some(id), || self.update_once(id, sql, text, now)).await?;
         if updated == 0 {
-            return Err(StateError::NotFound {
-                session: id.clone(),
-            });
+            return Err(StateError::not_found(id));
         }
         Ok(())
     }
@@ -198,8 +235,8 @@ impl StateStore {
             let mut tx = pool.begin_with(d.begin_write).await?;
             let inserted = sqlx::query(
                 "INSERT INTO sessions (id, created_at_ms, last_seen_ms, status, auto_grant, \
-                 revision, revision_by, refreshed_at_ms) \
-                 VALUES ($1, $2, $2, $3, $4, $5, $6, NULL) ON CONFLICT DO NOTHING",
+                 revision, revision_by, refreshed_at_ms, owner) \
+                 VALUES ($1, $2, $2, $3, $4, $5, $6, NULL, $7) ON CONFLICT DO NOTHING",
             )
             .bind(id.as_str())
             .bind(now)
@@ -207,6 +244,7 @@ impl StateStore {
             .bind(new.auto_grant)
             .bind(revision)
             .bind(self.replica.as_ref().map(ReplicaId::as_str))
+            .bind(new.owner.as_deref())
             .execute(&mut *tx)
             .await?;
             if inserted.rows_affected() == 0 {
@@ -241,9 +279,7 @@ impl StateStore {
                 .bind(id.as_str())
                 .fetch_optional(&mut *tx)
                 .await?
-                .ok_or_else(|| StateError::NotFound {
-                    session: id.clone(),
-                })?;
+                .ok_or_else(|| StateError::not_found(id))?;
             let summary =
                 summary_from_row(&row).map_err(|detail| corrupt(id, "session", detail))?;
             let servers = server_rows!(tx, id);

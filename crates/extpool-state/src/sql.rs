@@ -111,9 +111,27 @@ CREATE INDEX mcp_sessions_by_endpoint ON mcp_sessions (endpoint);
 CREATE INDEX mcp_sessions_by_seen ON mcp_sessions (seen_ms);
 ";
 
+/// Schema version 3, for identities: the owner (principal, an opaque
+/// string; `NULL` when unowned) of each session, with an index to list one
+/// owner's sessions in creation order, and of each resumable MCP session;
+/// static API keys, kept by the SHA-256 digest of their secret (never the
+/// secret itself).
+pub(crate) const V3: &str = "
+ALTER TABLE sessions ADD COLUMN owner TEXT;
+CREATE INDEX sessions_by_owner ON sessions (owner, created_at_ms, id);
+ALTER TABLE mcp_sessions ADD COLUMN owner TEXT;
+CREATE TABLE api_keys (
+    name TEXT PRIMARY KEY,
+    digest TEXT NOT NULL UNIQUE,
+    operator BOOLEAN NOT NULL,
+    created_at_ms BIGINT NOT NULL,
+    last_used_ms BIGINT
+);
+";
+
 /// The columns of a [`crate::SessionSummary`], from `sessions s`.
 pub(crate) const SUMMARY_COLUMNS: &str = "s.id, s.created_at_ms, s.last_seen_ms, s.status, \
-    s.auto_grant, s.revision, s.revision_by, s.refreshed_at_ms, \
+    s.auto_grant, s.revision, s.revision_by, s.refreshed_at_ms, s.owner, \
     (SELECT COUNT(*) FROM session_grants g WHERE g.session_id = s.id) AS granted_count, \
     (SELECT COUNT(*) FROM session_servers v WHERE v.session_id = s.id) AS server_count";
 

@@ -45,6 +45,29 @@ impl Default for OpenOptions {
     }
 }
 
+/// The first connection of an open, the one that migrates. On a new
+/// SQLite file it turns the file to WAL, which takes a lock SQLite's busy
+/// timeout does not wait for: when another process opens the same new
+/// file at once, it is answered busy. So a busy answer is tried again, as
+/// SQLite's busy handler would (pauses growing to 50 ms), until `patience`.
+async fn first_connection<O>(connect: &O, patience: Duration) -> Result<O::Connection, sqlx::Error>
+where
+    O: ConnectOptions,
+    O::Connection: Sized,
+{
+    let deadline = tokio::time::Instant::now() + patience;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match connect.connect().await {
+            Err(e) if is_conflict(&e) && tokio::time::Instant::now() + pause < deadline => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            connected => return connected,
+        }
+    }
+}
+
 /// The connection pool of one backend.
 #[derive(Clone)]
 pub(crate) enum Pools {
@@ -78,9 +101,7 @@ macro_rules! lock_session {
             .bind($id.as_str())
             .fetch_optional(&mut *$tx)
             .await?
-            .ok_or_else(|| $crate::error::StateError::NotFound {
-                session: $id.clone(),
-            })?
+            .ok_or_else(|| $crate::error::StateError::not_found(&$id))?
     };
 }
 pub(crate) use lock_session;
@@ -165,7 +186,9 @@ impl StateStore {
         // not a pool timeout), then opens the pool.
         macro_rules! migrate_then_pool {
             ($conn:ty, $pool:expr, $connect:expr, $migrate:path) => {{
-                let mut conn = <$conn>::connect_with(&$connect).await.map_err(open_err)?;
+                let mut conn: $conn = first_connection(&$connect, options.busy_timeout)
+                    .await
+                    .map_err(open_err)?;
                 let migrated = $migrate(&mut conn, url).await;
                 let _ = conn.close().await;
                 migrated?;
@@ -392,6 +415,7 @@ where
             .try_get("revision_by")
             .map_err(|e| format!("revision_by: {e}"))?,
         refreshed_at_ms,
+        owner: row.try_get("owner").map_err(|e| format!("owner: {e}"))?,
     })
 }
 
@@ -429,5 +453,13 @@ mod tests {
         send(s.delete_mcp_session("", "m"));
         send(s.touch_mcp_sessions(&[]));
         send(s.expire_mcp_sessions(Duration::from_secs(1)));
+        send(s.list_owned(Some("o"), None, 1));
+        send(s.set_mcp_session_owner("", "m", "o"));
+        send(s.mcp_session_owner("", "m"));
+        send(s.create_api_key("k", false));
+        send(s.api_keys());
+        send(s.revoke_api_key("k"));
+        send(s.api_key_for("epk_x"));
+        send(s.touch_api_key("k"));
     }
 }

@@ -13,6 +13,8 @@ STEPS_JSON is a JSON list; each step is one of
   {"op": "set_level", "level": L}   logging/setLevel
   {"op": "wait_logs", "count": N}   waits until N log messages (notifications/message)
       arrived since the last wait_logs, and prints their data in arrival order
+Over HTTP, the environment variable MCP_CLIENT_BEARER, when set, is sent as
+the bearer token of every request (Authorization: Bearer ...).
 Sampling requests are answered with the text "sampled by the python client";
 elicitation requests are accepted with content {"answer": "yes"}.
 Used by extpool's tests and benchmarks; it never skips a step silently.
@@ -20,6 +22,7 @@ Used by extpool's tests and benchmarks; it never skips a step silently.
 
 import asyncio
 import json
+import os
 import sys
 
 import anyio
@@ -135,8 +138,16 @@ async def main():
     args = sys.argv[1:]
     steps = json.loads(args[-1])
     if args[0] == "--url":
-        async with streamable_http_client(args[1]) as streams:
-            await run(streams[0], streams[1], steps)
+        bearer = os.environ.get("MCP_CLIENT_BEARER")
+        if bearer:
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            client = create_mcp_http_client(headers={"Authorization": f"Bearer {bearer}"})
+            async with client, streamable_http_client(args[1], http_client=client) as streams:
+                await run(streams[0], streams[1], steps)
+        else:
+            async with streamable_http_client(args[1]) as streams:
+                await run(streams[0], streams[1], steps)
     elif args[0] == "--stdio":
         params = StdioServerParameters(command=args[1], args=args[2:-1])
         async with stdio_client(params) as (read, write):

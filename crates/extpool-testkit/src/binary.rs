@@ -30,10 +30,10 @@ enum BinaryError {
     CurrentExe(std::io::Error),
     #[error("{0} is not inside a cargo target directory")]
     NotInTarget(PathBuf),
-    #[error("cannot run {cargo:?}: {source}")]
+    #[error("cannot run {cargo:?}: {error}")]
     Spawn {
         cargo: OsString,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("`{command}` failed ({status}):\n{stderr}")]
     Build {
@@ -159,7 +159,7 @@ fn build(layout: &Layout, bin: &str) -> Result<(), BinaryError> {
     }
     let output = command.output().map_err(|source| BinaryError::Spawn {
         cargo: cargo.clone(),
-        source,
+        error: source,
     })?;
     if !output.status.success() {
         return Err(BinaryError::Build {

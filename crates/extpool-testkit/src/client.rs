@@ -26,17 +26,17 @@ pub type RawClient = RunningService<RoleClient, ()>;
 #[non_exhaustive]
 pub enum ConnectError {
     /// The server process could not be started.
-    #[error("cannot start {program}: {source}")]
+    #[error("cannot start {program}: {error}")]
     Spawn {
         /// The program.
         program: String,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
+        /// The underlying error (shown in the message, so not a `source()`).
+        error: std::io::Error,
     },
-    /// The MCP handshake failed.
-    #[error("MCP handshake failed: {0}")]
-    Handshake(#[from] Box<ClientInitializeError>),
+    /// The MCP handshake failed (shown in the message with its causes, so
+    /// not a `source()`).
+    #[error("MCP handshake failed: {}", extpool_core::Causes(.0.as_ref()))]
+    Handshake(Box<ClientInitializeError>),
 }
 
 impl From<ClientInitializeError> for ConnectError {
@@ -56,7 +56,7 @@ pub fn stdio_transport(command: &StdioCommand) -> Result<TokioChildProcess, Conn
         .spawn()
         .map_err(|source| ConnectError::Spawn {
             program: command.program.display().to_string(),
-            source,
+            error: source,
         })?;
     Ok(transport)
 }

@@ -27,6 +27,9 @@
 //!   state store's tests.
 //! - [`conformance`]: the official conformance suite, run and tallied.
 //! - [`oauth`]: a local OAuth authorization server guarding the test server.
+//! - [`oidc`]: a real OpenID provider (panva's `oidc-provider`) issuing JWT
+//!   access tokens for users `alice`, `bob` and `ops`, with key rotation and
+//!   edge-case token signing, for identity tests.
 //! - [`toolhive`]: a stand-in for ToolHive's workloads API (its real wire
 //!   format), for discovery tests.
 //! - [`LocalSource`]: an in-process capability (tools, resources, prompts,
@@ -41,7 +44,15 @@
 //! [--state-dir DIR] [--die-on-start] [--hang-on-initialize]
 //! [--extra-tools N] [--page-size K] [--no-skills-extension] [--bad-digest]
 //! [--require-bearer TOKEN] [--ignore-eof] [--ignore-sigterm] [--conformance]
-//! [--nagle]`
+//! [--nagle] [--tools-file FILE] [--echo-argv] [-- ARG...]`
+//!
+//! `--tools-file FILE` serves the tools FILE defines (a JSON array of MCP
+//! tool definitions, any schema and annotations) instead of every other; a
+//! call of one answers `called <name> with <its arguments as JSON>`.
+//!
+//! `--echo-argv` writes `argv: <its arguments>` to stderr first, as servers
+//! that log their command line do; arguments after `--` are accepted and
+//! ignored (a server's own flags for it to echo, such as `--api-key=…`).
 //!
 //! `--nagle` (HTTP mode) leaves Nagle's algorithm on for accepted
 //! connections, as a plain `axum::serve` does (for benchmarks of clients).
@@ -103,6 +114,7 @@ pub mod client;
 pub mod conformance;
 pub mod local_source;
 pub mod oauth;
+pub mod oidc;
 pub mod peers;
 #[cfg(unix)]
 pub mod postgres;

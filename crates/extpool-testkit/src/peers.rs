@@ -1,8 +1,9 @@
 //! The third-party MCP peers that tests and benchmarks run against, as
 //! installed by `scripts/peers.sh` into `.peers/`:
 //! `@modelcontextprotocol/server-everything` and the TypeScript SDK under
-//! `.peers/node_modules`, and a Python venv with the `mcp` SDK (and
-//! `skills-ref`) under `.peers/venv`.
+//! `.peers/node_modules` (with panva's `oidc-provider`, for identity tests),
+//! and a Python venv with the `mcp` SDK (and `skills-ref`) under
+//! `.peers/venv`.
 //!
 //! The directory comes from `EXTPOOL_PEERS_DIR` (set by `scripts/test.sh`),
 //! or `<workspace root>/.peers` when unset. A missing peer is never a reason
@@ -224,6 +225,19 @@ impl FastMcpServer {
     pub fn stdio() -> StdioCommand {
         fastmcp_stdio()
     }
+}
+
+/// `.peers/node_modules/oidc-provider`: panva's OpenID provider, which
+/// [`crate::oidc::OidcProvider`] runs (with [`node22`]).
+///
+/// # Panics
+///
+/// When the package is not installed.
+pub fn oidc_provider_package() -> PathBuf {
+    require(
+        peers_dir().join("node_modules/oidc-provider"),
+        "oidc-provider (npm package)",
+    )
 }
 
 /// Node.js 22 from the `node@22` npm package (the conformance suite needs

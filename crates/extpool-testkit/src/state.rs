@@ -54,20 +54,19 @@ pub enum StateError {
         content: String,
     },
     /// Reading or writing a state file failed.
-    #[error("state file {path}: {source}")]
+    #[error("state file {path}: {error}")]
     Io {
         /// The file or directory involved.
         path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: io::Error,
+        /// The underlying error (shown in the message, so not a `source()`).
+        error: io::Error,
     },
 }
 
 fn io_error(path: &Path) -> impl FnOnce(io::Error) -> StateError + '_ {
     move |source| StateError::Io {
         path: path.to_path_buf(),
-        source,
+        error: source,
     }
 }
 

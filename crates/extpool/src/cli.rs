@@ -69,6 +69,21 @@ pub struct GlobalArgs {
     /// Log details to stderr (repeat for more).
     #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+
+    /// How log lines are written: text for people, json for a log pipeline
+    /// (one object per line, with the fields of the spans it is in).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text,
+          env = "EXTPOOL_LOG_FORMAT", value_name = "FORMAT")]
+    pub log_format: LogFormat,
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Lines for people (escaped for a terminal).
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// `--color`.
@@ -180,6 +195,50 @@ Examples:
   extpool sessions refresh alice
   extpool sessions --gateway http://gw.internal:8520 sources")]
     Sessions(SessionsArgs),
+
+    /// Static API keys of a gateway's state store, for scripts and CI: create, list, revoke.
+    #[command(after_help = "\
+Examples:
+  extpool api-keys create ci            prints the key once; only its digest is kept
+  extpool api-keys create admin --operator
+  extpool api-keys list
+  extpool api-keys revoke ci            every replica refuses it from now on
+
+A client sends a key as its bearer token (Authorization: Bearer epk_...).
+Its caller is the key's name; an operator key sees every session.")]
+    ApiKeys(ApiKeysArgs),
+}
+
+/// `extpool api-keys …`.
+#[derive(Debug, Args)]
+pub struct ApiKeysArgs {
+    /// The gateway's state store: a SQLite path (`sqlite:PATH`) or
+    /// `postgres://…` (default: state.db in the user's data directory).
+    #[arg(long, value_name = "URL", env = "EXTPOOL_STATE", global = true)]
+    pub state: Option<String>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: ApiKeysCommand,
+}
+
+/// The operations on API keys.
+#[derive(Debug, Subcommand)]
+pub enum ApiKeysCommand {
+    /// Make a key; it is printed once (only its digest is kept).
+    Create {
+        /// Its name: the caller's name in sessions, logs and the audit log.
+        name: String,
+        /// An operator's key: sees and manages every session, reads /metrics.
+        #[arg(long)]
+        operator: bool,
+    },
+    /// The keys: name, operator or not, made and last used (never a secret).
+    List,
+    /// Revoke a key: every replica refuses it from now on.
+    Revoke {
+        /// Its name.
+        name: String,
+    },
 }
 
 /// `extpool serve`.
@@ -201,6 +260,34 @@ pub struct ServeArgs {
     /// File holding the bearer token clients must send (required off loopback).
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+
+    /// The identity provider whose access tokens name who is calling
+    /// (OpenID Connect discovery at URL/.well-known/openid-configuration):
+    /// every request then needs a valid token, on loopback too, and each
+    /// caller sees only its own sessions (default: gateway.auth.issuer).
+    #[arg(long, value_name = "URL", conflicts_with = "stdio")]
+    pub auth_issuer: Option<String>,
+
+    /// What the issuer's tokens must be for, their `aud` (default:
+    /// gateway.auth.audience, else http://LISTEN).
+    #[arg(long, value_name = "AUD", conflicts_with = "stdio")]
+    pub auth_audience: Option<String>,
+
+    /// A token claim kept on the caller's principal, for permission rules
+    /// and logs (repeatable; default: gateway.auth.claims, else groups).
+    #[arg(long = "auth-claim", value_name = "CLAIM", conflicts_with = "stdio")]
+    pub auth_claims: Vec<String>,
+
+    /// CLAIM=VALUE that makes a caller an operator, who sees and manages
+    /// every session and reads /metrics (default: gateway.auth.operator).
+    #[arg(long, value_name = "CLAIM=VALUE", conflicts_with = "stdio")]
+    pub auth_operator: Option<String>,
+
+    /// A scope clients should ask the issuer for, advertised in the
+    /// protected-resource metadata and the 401 challenge (repeatable;
+    /// default: gateway.auth.scopes, else none).
+    #[arg(long = "auth-scope", value_name = "SCOPE", conflicts_with = "stdio")]
+    pub auth_scopes: Vec<String>,
 
     /// An upstream streamable-HTTP server, NAME=URL (repeatable; wins over a
     /// configured server of the same name).
@@ -241,10 +328,38 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u64).range(1..))]
     pub max_request_bytes: u64,
 
-    /// Most client sessions open at once; one more is refused until one ends.
+    /// Most MCP sessions held at once (every endpoint); one more is refused,
+    /// told when the longest-idle one expires.
     #[arg(long, value_name = "N", default_value_t = extpool_server::gateway::DEFAULT_MAX_SESSIONS as u64,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub max_sessions: u64,
+
+    /// Seconds an MCP session (or a durable session's view) is kept in
+    /// memory with no request or stream open; its stored record stays
+    /// (twice as long, at least an hour) and is resumed on its next request.
+    #[arg(long, value_name = "SECS", default_value_t = extpool_server::gateway::DEFAULT_SESSION_IDLE_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub session_idle_timeout: u64,
+
+    /// Most HTTP connections open at once; one more is answered 503 and
+    /// closed.
+    #[arg(long, value_name = "N", default_value_t = extpool_server::listener::DEFAULT_MAX_CONNECTIONS as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: u64,
+
+    /// Seconds a connection has to send a whole request header, from
+    /// connecting and from the end of its last response (idle keep-alive
+    /// connections close after it).
+    #[arg(long, value_name = "SECS", default_value_t = extpool_server::listener::DEFAULT_HEADER_READ_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_read_timeout: u64,
+
+    /// Seconds requests in flight get to finish when serve stops on a
+    /// signal (new connections are refused meanwhile); each one still
+    /// running then is answered with an error and cancelled. 0 cancels at
+    /// once.
+    #[arg(long, value_name = "SECS", default_value_t = extpool_server::gateway::DEFAULT_SHUTDOWN_TIMEOUT.as_secs())]
+    pub shutdown_timeout: u64,
 
     /// Most tool calls one client session has in flight at once; one more is refused.
     #[arg(long, value_name = "N", default_value_t = extpool_server::gateway::DEFAULT_MAX_CALLS_PER_SESSION as u64,
@@ -266,6 +381,13 @@ pub struct ServeArgs {
     /// configuration.
     #[arg(long, conflicts_with = "no_session_servers")]
     pub session_commands: bool,
+
+    /// Accept per-session servers on loopback and private network
+    /// addresses (127/8, 10/8, 172.16/12, 192.168/16, fc00::/7, ::1), not
+    /// only public ones; link-local and cloud metadata addresses stay
+    /// refused.
+    #[arg(long, conflicts_with = "no_session_servers")]
+    pub private_session_servers: bool,
 
     /// Defer tool schemas above a budget: clients get the tools' names and
     /// one-line descriptions in a ToolSearch tool, and load the schemas they

@@ -26,6 +26,14 @@ impl Ctx {
     pub fn new(global: GlobalArgs) -> Self {
         let out = Out::new(global.color);
         let err_style = Style::new(global.color, std::io::stderr().is_terminal());
+        if let Some(warning) = extpool_host::config::read::limit_env_warning() {
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "{}: {}",
+                err_style.yellow("warning"),
+                crate::output::shown(&warning)
+            );
+        }
         Self {
             global,
             out,
@@ -85,14 +93,36 @@ impl Ctx {
 
     /// A diagnostic as one (or two) coloured lines.
     pub fn diagnostic_line(&self, d: &Diagnostic) -> String {
-        let s = self.err_style;
-        let text = crate::output::shown(&d.to_string()).into_owned();
-        let word = d.severity.as_str();
-        let coloured = match d.severity {
-            Severity::Error => s.red(word),
-            Severity::Warning => s.yellow(word),
-            Severity::Note => s.cyan(word),
-        };
-        text.replacen(&format!(": {word}: "), &format!(": {coloured}: "), 1)
+        diagnostic_line(self.err_style, d)
     }
+}
+
+/// A diagnostic as one (or two) lines, its severity coloured in `s`.
+pub fn diagnostic_line(s: Style, d: &Diagnostic) -> String {
+    let text = crate::output::shown(&d.to_string()).into_owned();
+    let word = d.severity.as_str();
+    let coloured = match d.severity {
+        Severity::Error => s.red(word),
+        Severity::Warning => s.yellow(word),
+        Severity::Note => s.cyan(word),
+    };
+    text.replacen(&format!(": {word}: "), &format!(": {coloured}: "), 1)
+}
+
+/// A configuration that cannot be used, as every command reports it on
+/// stderr: each diagnostic with its own `file:line:column: error:`, then
+/// one line that counts the errors — never an `error:` before an `error:`.
+pub fn config_error_report(s: Style, diagnostics: &[Diagnostic]) -> String {
+    let mut out = String::new();
+    for d in diagnostics {
+        out.push_str(&diagnostic_line(s, d));
+        out.push('\n');
+    }
+    let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+    out.push_str(&format!(
+        "{}: the configuration has {errors} error{}\n",
+        s.red("error"),
+        if errors == 1 { "" } else { "s" }
+    ));
+    out
 }

@@ -50,17 +50,53 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
+/// The located problems of a configuration that failed to load, when that
+/// is the error: they are reported as `config check` reports them, each
+/// line with its own severity, not after a second `error:`.
+fn config_diagnostics(e: &anyhow::Error) -> Option<&[extpool_host::config::Diagnostic]> {
+    use extpool_host::{HostError, config::ConfigError};
+    let config =
+        e.downcast_ref::<ConfigError>()
+            .or_else(|| match e.downcast_ref::<HostError>() {
+                Some(HostError::Config(c)) => Some(c),
+                _ => None,
+            })?;
+    let diagnostics = config.diagnostics();
+    (!diagnostics.is_empty()).then_some(diagnostics)
+}
+
 /// One log line on its way to stderr, written whole when the line is done
 /// with every secret recognisable in it masked
 /// ([`extpool_host::config::secrets::mask_text`]): a library's line may
 /// quote a server's URL with its query, or a token, in an error it logs;
 /// and with every control character from outside escaped
 /// ([`output::shown_log_line`]): a server's stderr is logged with `-vv`.
-struct MaskedLine(Vec<u8>);
+/// A JSON line (`--log-format json`) is masked the same, and not escaped
+/// again: JSON escapes control characters itself.
+struct MaskedLine {
+    bytes: Vec<u8>,
+    json: bool,
+}
+
+impl MaskedLine {
+    fn text() -> Self {
+        Self {
+            bytes: Vec::new(),
+            json: false,
+        }
+    }
+
+    fn json() -> Self {
+        Self {
+            bytes: Vec::new(),
+            json: true,
+        }
+    }
+}
 
 impl std::io::Write for MaskedLine {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.extend_from_slice(buf);
+        self.bytes.extend_from_slice(buf);
         Ok(buf.len())
     }
 
@@ -71,16 +107,20 @@ impl std::io::Write for MaskedLine {
 
 impl Drop for MaskedLine {
     fn drop(&mut self) {
-        let line = String::from_utf8_lossy(&self.0);
+        let line = String::from_utf8_lossy(&self.bytes);
         let masked = extpool_host::config::secrets::mask_text(&line);
-        let shown = output::shown_log_line(&masked);
+        let shown = if self.json {
+            masked
+        } else {
+            output::shown_log_line(&masked).into_owned()
+        };
         let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), shown.as_bytes());
     }
 }
 
 /// Logs to stderr at the level `verbose` asks for (`EXTPOOL_LOG` wins),
-/// in colour only when `colour` says stderr shows it.
-fn init_tracing(verbose: u8, colour: Style) {
+/// as `format` says, in colour only when `colour` says stderr shows it.
+fn init_tracing(verbose: u8, colour: Style, format: cli::LogFormat) {
     let default = match verbose {
         0 => "off",
         1 => {
@@ -89,14 +129,50 @@ fn init_tracing(verbose: u8, colour: Style) {
         2 => "debug",
         _ => "trace",
     };
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_env("EXTPOOL_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
+    let backend_asked = std::env::var("EXTPOOL_LOG").is_ok_and(|v| v.contains(WATCH_BACKEND));
+    let quiet = tracing_subscriber::filter::filter_fn(move |meta| {
+        backend_asked || !is_watch_backend_chatter(meta)
+    });
+    if format == cli::LogFormat::Json {
+        let subscriber = tracing_subscriber::fmt()
+            .json()
+            .with_current_span(true)
+            .with_span_list(true)
+            .with_env_filter(filter)
+            .with_writer(MaskedLine::json)
+            .finish()
+            .with(quiet);
+        let _ = subscriber.try_init();
+        return;
+    }
+    let subscriber = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(|| MaskedLine(Vec::new()))
+        .with_writer(MaskedLine::text)
         .with_ansi(colour.is_on())
         .with_target(false)
-        .try_init();
+        .finish()
+        .with(quiet);
+    let _ = subscriber.try_init();
+}
+
+/// The crate behind the file watchers (configuration reload, skills).
+const WATCH_BACKEND: &str = "notify";
+
+/// A line of the file watchers' backend below info: it logs each
+/// filesystem event it reads (at trace level) before extpool can tell
+/// whether the event concerns a file it watches, so with the log file in a
+/// watched directory each line written would be an event logged as
+/// another line. Dropped unless `EXTPOOL_LOG` names the backend.
+fn is_watch_backend_chatter(meta: &tracing::Metadata<'_>) -> bool {
+    let target = meta.target();
+    let backend = target
+        .strip_prefix(WATCH_BACKEND)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"));
+    backend && *meta.level() > tracing::Level::INFO
 }
 
 fn main() -> ExitCode {
@@ -109,7 +185,7 @@ fn main() -> ExitCode {
         }
     };
     let err_style = Style::new(cli.global.color, std::io::stderr().is_terminal());
-    init_tracing(cli.global.verbose, err_style);
+    init_tracing(cli.global.verbose, err_style, cli.global.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -133,9 +209,16 @@ fn main() -> ExitCode {
             let signal = e.downcast_ref::<signals::Interrupted>().map(|i| i.0);
             ExitCode::from(signal.map_or(1, signals::Signal::exit_code))
         }
+        Err(e) if config_diagnostics(&e).is_some() => {
+            let diagnostics = config_diagnostics(&e).unwrap_or_default();
+            eprint!("{}", context::config_error_report(err_style, diagnostics));
+            ExitCode::from(1)
+        }
         Err(e) => {
             let usage = e.downcast_ref::<UsageError>().is_some();
-            let text = format!("{e:#}");
+            // Each cause once: a message that quotes its cause already is
+            // not followed by it again.
+            let text = cmd::with_next_step(extpool_host::core::Causes(&*e).to_string(), &e);
             eprintln!("{}: {}", err_style.red("error"), output::shown(&text));
             if usage {
                 eprintln!("\nFor more information, try '--help'.");

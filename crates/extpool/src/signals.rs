@@ -76,6 +76,12 @@ impl Signals {
             Err(_) => std::future::pending().await,
         }
     }
+
+    /// The signal that arrived, if one did (what a command that stopped
+    /// on it exits with).
+    pub fn arrived(&self) -> Option<Signal> {
+        *self.rx.borrow()
+    }
 }
 
 static SENDER: OnceLock<watch::Sender<Option<Signal>>> = OnceLock::new();

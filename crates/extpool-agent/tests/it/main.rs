@@ -4,6 +4,7 @@
 //! `scenarios`.
 #![allow(clippy::unwrap_used)]
 
+mod deciders;
 mod example;
 mod extension;
 #[cfg(feature = "rig")]

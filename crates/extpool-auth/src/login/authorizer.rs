@@ -225,6 +225,9 @@ impl PendingRedirect for Loopback {
 
 /// Opens `url` in the user's browser: `$BROWSER` (a command; `%s` is
 /// replaced by the URL, else the URL is appended), else the platform opener.
+/// Unlike a server, the program is not tied to extpool's life (no
+/// parent-death signal): the browser it may be is the user's, and must
+/// outlive `extpool mcp login`.
 pub fn open_browser(url: &str) -> Result<(), String> {
     let (program, args): (String, Vec<String>) = match std::env::var("BROWSER") {
         Ok(cmd) if !cmd.trim().is_empty() => {

@@ -82,7 +82,7 @@ pub async fn login(
         .validate()
         .map_err(|source| AuthError::Profile {
             server: server.to_owned(),
-            source,
+            error: source,
         })?;
     if let Some(var) = &target.profile.credentials_env {
         return Err(AuthError::ReadOnly {
@@ -100,7 +100,8 @@ pub async fn login(
         });
     }
     // A previous grant's dynamically registered client is reused.
-    let previous = match store.load::<Grant>(server) {
+    let record = target.profile.record_name(server);
+    let previous = match store.load::<Grant>(&record) {
         Ok(previous) => previous,
         Err(e) if e.is_corrupt() => {
             tracing::warn!(server, error = %e, "replacing an unreadable grant");
@@ -109,8 +110,8 @@ pub async fn login(
         Err(e) => return Err(e.into()),
     };
     let grant = authorize(target, previous.as_ref(), authorizer, options).await?;
-    let _lock = store.lock_async(server).await?;
-    store.save(server, &grant)?;
+    let _lock = store.lock_async(&record).await?;
+    store.save(&record, &grant)?;
     tracing::info!(server, scopes = ?grant.scopes, "OAuth login stored");
     Ok(grant)
 }

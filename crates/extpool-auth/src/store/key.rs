@@ -37,7 +37,7 @@ fn file_key(dir: &Path) -> Result<StoreKey, StoreError> {
     let path = dir.join(KEY_FILE);
     let io = |source| StoreError::Io {
         path: path.clone(),
-        source,
+        error: source,
     };
     match std::fs::File::open(&path) {
         Ok(mut file) => {

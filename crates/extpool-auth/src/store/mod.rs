@@ -45,13 +45,12 @@ pub trait Record: Serialize + DeserializeOwned {
 #[non_exhaustive]
 pub enum StoreError {
     /// A file operation failed.
-    #[error("credential store: {}: {source}", path.display())]
+    #[error("credential store: {}: {error}", path.display())]
     Io {
         /// The file or directory.
         path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
+        /// The I/O error (shown in the message, so not a `source()`).
+        error: std::io::Error,
     },
     /// A record could not be decrypted or parsed.
     #[error("credential record {} cannot be read: {reason}; remove it with `extpool mcp logout {profile}`", path.display())]
@@ -134,7 +133,7 @@ impl CredentialStore {
         let dir = dir.into();
         fsutil::create_private_dir(&dir).map_err(|source| StoreError::Io {
             path: dir.clone(),
-            source,
+            error: source,
         })?;
         let (key, key_source) = key::load_or_create(&dir)?;
         Ok(Self {
@@ -168,7 +167,12 @@ impl CredentialStore {
         let sealed = match read_bounded(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-            Err(source) => return Err(StoreError::Io { path, source }),
+            Err(source) => {
+                return Err(StoreError::Io {
+                    path,
+                    error: source,
+                });
+            }
         };
         let corrupt = |reason: String| StoreError::Corrupt {
             path: path.clone(),
@@ -188,7 +192,7 @@ impl CredentialStore {
         let path = self.record_path(profile, R::KIND);
         let io = |source| StoreError::Io {
             path: path.clone(),
-            source,
+            error: source,
         };
         let plain = serde_json::to_vec(record).map_err(|e| io(std::io::Error::other(e)))?;
         let sealed = crypto::seal(&self.inner.key, profile, R::KIND, &plain).map_err(io)?;
@@ -202,7 +206,10 @@ impl CredentialStore {
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
-            Err(source) => Err(StoreError::Io { path, source }),
+            Err(source) => Err(StoreError::Io {
+                path,
+                error: source,
+            }),
         }
     }
 
@@ -210,7 +217,10 @@ impl CredentialStore {
     pub fn lock(&self, profile: &str) -> Result<ProfileLock, StoreError> {
         check_profile(profile)?;
         let path = self.record_path(profile, "lock");
-        ProfileLock::acquire(&path).map_err(|source| StoreError::Io { path, source })
+        ProfileLock::acquire(&path).map_err(|source| StoreError::Io {
+            path,
+            error: source,
+        })
     }
 
     /// [`CredentialStore::lock`] without blocking the async runtime.
@@ -221,7 +231,7 @@ impl CredentialStore {
             .await
             .map_err(|e| StoreError::Io {
                 path: self.inner.dir.clone(),
-                source: std::io::Error::other(e),
+                error: std::io::Error::other(e),
             })?
     }
 
@@ -229,7 +239,7 @@ impl CredentialStore {
     pub fn profiles(&self, kind: &str) -> Result<Vec<String>, StoreError> {
         let entries = std::fs::read_dir(&self.inner.dir).map_err(|source| StoreError::Io {
             path: self.inner.dir.clone(),
-            source,
+            error: source,
         })?;
         let suffix = format!(".{kind}");
         let mut names: Vec<String> = entries

@@ -44,6 +44,31 @@ impl std::fmt::Display for BlockedAddress {
     }
 }
 
+/// Host names of cloud metadata services, refused before resolution.
+const METADATA_HOSTS: &[&str] = &[
+    "metadata",
+    "metadata.google.internal",
+    "metadata.goog",
+    "metadata.azure.internal",
+    "instance-data",
+    "instance-data.ec2.internal",
+];
+
+/// Classifies a URL's host before resolution: an IP literal (IPv6 in
+/// brackets or not) by [`check_address`], a cloud metadata host name as
+/// [`BlockedAddress::Metadata`]; `None` for any other name (it is checked
+/// again once resolved) and for public addresses.
+pub fn check_host(host: &str) -> Option<(IpAddr, BlockedAddress)> {
+    let literal = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = literal.parse::<IpAddr>() {
+        return check_address(ip).map(|reason| (ip, reason));
+    }
+    let domain = host.trim_end_matches('.').to_ascii_lowercase();
+    METADATA_HOSTS
+        .contains(&domain.as_str())
+        .then_some((IpAddr::V4(Ipv4Addr::UNSPECIFIED), BlockedAddress::Metadata))
+}
+
 /// Classifies an IPv4 address; `None` when it is public.
 fn check_v4(ip: Ipv4Addr) -> Option<BlockedAddress> {
     let [a, b, c, _] = ip.octets();
@@ -114,6 +139,24 @@ pub fn check_address(ip: IpAddr) -> Option<BlockedAddress> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hosts_are_classified_before_resolution() {
+        assert_eq!(check_host("example.com"), None);
+        assert_eq!(check_host("8.8.8.8"), None);
+        assert_eq!(
+            check_host("[::1]").map(|(_, r)| r),
+            Some(BlockedAddress::Loopback)
+        );
+        assert_eq!(
+            check_host("169.254.169.254").map(|(_, r)| r),
+            Some(BlockedAddress::Metadata)
+        );
+        assert_eq!(
+            check_host("Metadata.Google.Internal.").map(|(_, r)| r),
+            Some(BlockedAddress::Metadata)
+        );
+    }
 
     #[test]
     fn address_policy_table() {

@@ -18,27 +18,18 @@
 //! addresses only; every other refusal stays.
 
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use extpool_core::Causes;
 use reqwest::Url;
 use reqwest::dns::{Name, Resolve, Resolving};
 use serde::{Deserialize, Serialize};
 
 mod address;
 
-pub use address::{BlockedAddress, check_address};
-
-/// Host names of cloud metadata services, refused before resolution.
-const METADATA_HOSTS: &[&str] = &[
-    "metadata",
-    "metadata.google.internal",
-    "metadata.goog",
-    "metadata.azure.internal",
-    "instance-data",
-    "instance-data.ec2.internal",
-];
+pub use address::{BlockedAddress, check_address, check_host};
 
 /// Limits and overrides of `FetchMcpResource`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -114,13 +105,13 @@ pub enum FetchError {
         reason: BlockedAddress,
     },
     /// A redirect went to a refused URL.
-    #[error("redirect from {from} refused: {source}")]
+    #[error("redirect from {from} refused: {error}")]
     RedirectRefused {
         /// The URL that redirected.
         from: String,
-        /// Why the target was refused.
-        #[source]
-        source: Box<FetchError>,
+        /// Why the target was refused (shown in the message, so not a
+        /// `source()`).
+        error: Box<FetchError>,
     },
     /// More redirects than allowed.
     #[error("too many redirects (more than {max}) from {url}")]
@@ -139,13 +130,13 @@ pub enum FetchError {
         status: u16,
     },
     /// The request failed (connection, TLS, timeout).
-    #[error("fetching {url} failed: {source}")]
+    #[error("fetching {url} failed: {}", Causes(error))]
     Http {
         /// The URL.
         url: String,
-        /// The client error.
-        #[source]
-        source: reqwest::Error,
+        /// The client error (shown in the message with its causes, so not
+        /// a `source()`).
+        error: reqwest::Error,
     },
     /// The HTTP client could not be built.
     #[error("the HTTP client could not be built: {0}")]
@@ -157,7 +148,7 @@ impl FetchError {
     pub fn is_blocked(&self) -> bool {
         match self {
             Self::AddressBlocked { .. } | Self::SchemeNotAllowed { .. } => true,
-            Self::RedirectRefused { source, .. } => source.is_blocked(),
+            Self::RedirectRefused { error, .. } => error.is_blocked(),
             _ => false,
         }
     }
@@ -171,7 +162,7 @@ impl FetchError {
     pub fn blocked_reason(&self) -> Option<BlockedAddress> {
         match self {
             Self::AddressBlocked { reason, .. } => Some(*reason),
-            Self::RedirectRefused { source, .. } => source.blocked_reason(),
+            Self::RedirectRefused { error, .. } => error.blocked_reason(),
             _ => None,
         }
     }
@@ -286,30 +277,13 @@ impl Fetcher {
             });
         };
         // The URL parser has normalized IPv4 forms (0x7f000001, 2130706433).
-        let literal = host.trim_start_matches('[').trim_end_matches(']');
-        if let Ok(ip) = literal.parse::<IpAddr>() {
-            return self.check_ip(host, ip, blocked);
-        }
-        let domain = host.trim_end_matches('.').to_ascii_lowercase();
-        if METADATA_HOSTS.contains(&domain.as_str()) {
-            return Err(blocked(
-                &domain,
-                IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-                BlockedAddress::Metadata,
-            ));
-        }
-        Ok(())
-    }
-
-    fn check_ip(
-        &self,
-        host: &str,
-        ip: IpAddr,
-        blocked: impl Fn(&str, IpAddr, BlockedAddress) -> FetchError,
-    ) -> Result<(), FetchError> {
-        match check_address(ip) {
-            Some(BlockedAddress::Loopback) if self.config.test_only_allow_loopback => Ok(()),
-            Some(reason) => Err(blocked(host, ip, reason)),
+        match check_host(host) {
+            Some((_, BlockedAddress::Loopback)) if self.config.test_only_allow_loopback => Ok(()),
+            Some((address, reason)) => Err(blocked(
+                host.trim_end_matches('.').to_ascii_lowercase().as_str(),
+                address,
+                reason,
+            )),
             None => Ok(()),
         }
     }
@@ -379,9 +353,9 @@ impl Fetcher {
         let mut body = Vec::new();
         let mut cut: u64 = 0;
         loop {
-            let chunk = response.chunk().await.map_err(|source| FetchError::Http {
+            let chunk = response.chunk().await.map_err(|error| FetchError::Http {
                 url: url.to_string(),
-                source,
+                error,
             })?;
             let Some(chunk) = chunk else { break };
             let room = max.saturating_sub(body.len());
@@ -408,7 +382,7 @@ fn redirected(e: FetchError, hops: usize, first: &Url) -> FetchError {
     } else {
         FetchError::RedirectRefused {
             from: first.to_string(),
-            source: Box::new(e),
+            error: Box::new(e),
         }
     }
 }
@@ -429,7 +403,7 @@ fn classify(url: &Url, e: reqwest::Error) -> FetchError {
     }
     FetchError::Http {
         url: url.to_string(),
-        source: e,
+        error: e,
     }
 }
 

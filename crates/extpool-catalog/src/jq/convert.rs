@@ -5,9 +5,6 @@ use serde_json::{Map, Number, Value};
 
 use super::JqError;
 
-/// Deepest output accepted (serde_json's own parsing limit is 128).
-const MAX_DEPTH: usize = 128;
-
 /// Collects outputs and counts their JSON size.
 pub(super) struct Output {
     values: Vec<Value>,
@@ -68,9 +65,14 @@ fn number(n: &Num) -> Value {
 
 /// Converts with a depth limit and a rough byte budget (so a huge value
 /// is refused before it is copied whole).
+/// `depth` arrays and objects hold `v`; it may be one more only within
+/// [`extpool_core::json::MAX_DEPTH`], as deep as any reader of the output
+/// can read.
 fn to_json(v: &Val, depth: usize, budget: &mut usize, limit: usize) -> Result<Value, JqError> {
-    if depth > MAX_DEPTH {
-        return Err(JqError::OutputTooDeep { limit: MAX_DEPTH });
+    if matches!(v, Val::Arr(_) | Val::Obj(_)) && extpool_core::json::too_deep(depth + 1) {
+        return Err(JqError::OutputTooDeep {
+            limit: extpool_core::json::MAX_DEPTH,
+        });
     }
     let mut spend = |n: usize| -> Result<(), JqError> {
         if n > *budget {

@@ -240,7 +240,21 @@ fn input_and_output_are_bounded() {
 #[test]
 fn deep_outputs_are_refused() {
     let err = jq("reduce range(200) as $i (0; [.])", Value::Null).unwrap_err();
-    assert_eq!(err, JqError::OutputTooDeep { limit: 128 });
+    assert_eq!(err, JqError::OutputTooDeep { limit: 127 });
+    // As deep as the output can be read back, and not one level more.
+    let max = extpool_core::json::MAX_DEPTH;
+    let out = jq(
+        &format!("reduce range({}) as $i (0; [.])", max),
+        Value::Null,
+    )
+    .unwrap();
+    assert!(serde_json::from_str::<Value>(&serde_json::to_string(&out[0]).unwrap()).is_ok());
+    let err = jq(
+        &format!("reduce range({}) as $i (0; [.])", max + 1),
+        Value::Null,
+    )
+    .unwrap_err();
+    assert_eq!(err, JqError::OutputTooDeep { limit: max });
 }
 
 #[tokio::test]

@@ -14,7 +14,6 @@ fn fast() -> CatalogConfig {
             coalesce_ms: 30,
             retry_initial_ms: 50,
             retry_max_ms: 200,
-            membership_poll_ms: 20,
             ..ReconcileConfig::default()
         },
         ..CatalogConfig::default()
@@ -138,7 +137,6 @@ async fn a_burst_of_notifications_costs_few_cycles() {
     let config = CatalogConfig {
         reconcile: ReconcileConfig {
             coalesce_ms: 200,
-            membership_poll_ms: 20,
             ..ReconcileConfig::default()
         },
         ..CatalogConfig::default()
@@ -569,4 +567,172 @@ async fn reconcile_now_runs_a_cycle_that_sees_the_change() {
     catalog.shutdown().await;
     // Stopped: returns at once.
     let _ = catalog.reconcile_now().await;
+}
+
+/// A catalog config with the given coalescing window and otherwise the
+/// defaults.
+fn window(coalesce_ms: u64) -> CatalogConfig {
+    CatalogConfig {
+        reconcile: ReconcileConfig {
+            coalesce_ms,
+            ..ReconcileConfig::default()
+        },
+        ..CatalogConfig::default()
+    }
+}
+
+/// A catalog over `a` alone with a `coalesce_ms` window, its first
+/// revision published and the loop settled; its registry and scope.
+async fn settled_over(
+    a: &Arc<LocalSource>,
+    coalesce_ms: u64,
+) -> (Catalog, Arc<ExtensionRegistry>, Scope) {
+    let (registry, scope) = registry_with(std::slice::from_ref(a));
+    let catalog = Catalog::new(window(coalesce_ms)).unwrap();
+    catalog.start(registry.clone(), scope.clone()).unwrap();
+    catalog.wait_for_revision(1).await;
+    catalog.settled().await;
+    (catalog, registry, scope)
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_explicit_refresh_starts_its_cycle_at_once() {
+    let a = LocalSource::with_tools("a", 1);
+    let (catalog, _, _) = settled_over(&a, 10_000).await;
+
+    a.add_tool("quiet");
+    let t0 = tokio::time::Instant::now();
+    let outcome = catalog.reconcile_now().await;
+    assert!(outcome.ok && outcome.changed, "{outcome:?}");
+    assert_eq!(
+        t0.elapsed(),
+        Duration::ZERO,
+        "the cycle did not wait for the 10 s window"
+    );
+
+    // A burst pending in its window: the explicit cycle does not wait for
+    // the window either, and covers the burst's change.
+    a.add_tool("loud");
+    for _ in 0..10 {
+        a.notify(ChangeKind::ToolsChanged);
+    }
+    tokio::task::yield_now().await;
+    let t0 = tokio::time::Instant::now();
+    let outcome = catalog.reconcile_now().await;
+    assert!(outcome.changed, "{outcome:?}");
+    assert!(catalog.current().tool("mcp__a__loud").is_some());
+    assert_eq!(t0.elapsed(), Duration::ZERO);
+    catalog.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_burst_of_notifications_waits_its_window_and_costs_one_cycle() {
+    let a = LocalSource::with_tools("a", 1);
+    let (catalog, _, _) = settled_over(&a, 100).await;
+    let before = catalog.status().reconciliations;
+
+    a.add_tool("x");
+    let t0 = tokio::time::Instant::now();
+    for _ in 0..100 {
+        a.notify(ChangeKind::ToolsChanged);
+    }
+    let rev = catalog.wait_for_revision(2).await;
+    let waited = t0.elapsed();
+    assert!(rev.tool("mcp__a__x").is_some());
+    assert!(
+        waited >= Duration::from_millis(100) && waited < Duration::from_millis(110),
+        "published after {waited:?}, not at the end of the window"
+    );
+    let status = catalog.settled().await;
+    assert_eq!(
+        status.reconciliations - before,
+        1,
+        "one cycle for the burst"
+    );
+    assert_eq!(status.events, 100);
+    catalog.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_registered_capability_is_published_without_a_poll() {
+    let a = LocalSource::with_tools("a", 1);
+    // The default timing: a 100 ms window (the registry was polled every
+    // 250 ms before its events).
+    let (catalog, registry, scope) = settled_over(&a, 100).await;
+
+    let t0 = tokio::time::Instant::now();
+    let b = LocalSource::with_tools("b", 1);
+    registry
+        .register(b as Arc<dyn Capability>, ScopeLevel::Pool, &scope, None)
+        .unwrap();
+    let rev = catalog.wait_for_revision(2).await;
+    let waited = t0.elapsed();
+    assert!(rev.tool("mcp__b__tool_0").is_some());
+    assert!(
+        waited < Duration::from_millis(110),
+        "published {waited:?} after the registration: more than the window"
+    );
+
+    // A removal, the same way.
+    let t0 = tokio::time::Instant::now();
+    registry.unregister("a", ScopeLevel::Pool, &scope).unwrap();
+    let rev = catalog.wait_for_revision(3).await;
+    assert!(rev.tool("mcp__a__tool_0").is_none());
+    assert!(t0.elapsed() < Duration::from_millis(110));
+
+    // Nothing changes while nothing happens: no cycle runs on its own.
+    let cycles = catalog.settled().await.reconciliations;
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    assert_eq!(catalog.status().reconciliations, cycles);
+    catalog.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_overlay_lists_its_own_slot_and_leaves_the_pools_to_its_base() {
+    let pool_src = LocalSource::with_tools("a", 1);
+    let (registry, pool) = registry_with(std::slice::from_ref(&pool_src));
+    let session = pool.clone().session("s1");
+    let base = Catalog::new(window(100)).unwrap();
+    base.start(registry.clone(), pool.clone()).unwrap();
+    base.wait_for_revision(1).await;
+    let overlay = Catalog::new(window(100)).unwrap();
+    overlay
+        .start_overlay(&base, registry.clone(), session.clone())
+        .unwrap();
+    overlay.settled().await;
+    let first = overlay.current().number();
+
+    // A session's own server: published by the overlay at its window.
+    let t0 = tokio::time::Instant::now();
+    let own = LocalSource::with_tools("mine", 1);
+    registry
+        .register(
+            own as Arc<dyn Capability>,
+            ScopeLevel::Session,
+            &session,
+            None,
+        )
+        .unwrap();
+    let view = overlay.wait_for_revision(first + 1).await;
+    assert!(view.tool("mcp__mine__tool_0").is_some());
+    assert!(t0.elapsed() < Duration::from_millis(110));
+    assert_eq!(base.current().number(), 1, "the pool knows nothing of it");
+
+    // A pool server: listed once, by the base; the overlay republishes
+    // over the base's revision without listing it itself.
+    let late = LocalSource::with_tools("late", 1);
+    registry
+        .register(
+            late.clone() as Arc<dyn Capability>,
+            ScopeLevel::Pool,
+            &pool,
+            None,
+        )
+        .unwrap();
+    base.wait_for_revision(2).await;
+    let view = overlay.wait_for_revision(first + 2).await;
+    assert!(view.tool("mcp__late__tool_0").is_some());
+    assert_eq!(view.tools().len(), 1, "only the session's own tool is its");
+    overlay.settled().await;
+    assert_eq!(late.list_count(), 1, "listed by the base only");
 }

@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::{
-    CatalogCommand, CatalogResource, CatalogRevision, CatalogTool, CommandKind, Diagnostic,
-    Problem, RevisionSource, Slot, SourceListing, slot_name,
+    CatalogCommand, CatalogResource, CatalogRevision, CatalogSkill, CatalogTool, CommandKind,
+    Diagnostic, Problem, RevisionSource, Slot, SourceListing, slot_name,
 };
 use crate::builtins::BuiltinTool;
 use crate::index::NameIndex;
@@ -80,7 +80,7 @@ impl Build {
     ) -> (Vec<RevisionSource>, Vec<SourceListing>) {
         let mut sources: Vec<RevisionSource> = Vec::with_capacity(listings.len());
         let mut kept = Vec::with_capacity(listings.len());
-        let mut namespaces: HashMap<String, Arc<str>> = HashMap::with_capacity(listings.len());
+        let mut namespaces = extpool_core::ServerNames::new();
         for listing in listings {
             let id: Arc<str> = Arc::from(listing.capability.id());
             let namespace = self.services.namespace_of(&id);
@@ -93,11 +93,10 @@ impl Build {
             let inherited = self.parent().and_then(|p| {
                 p.chain()
                     .flat_map(|r| r.sources.iter())
-                    .find(|s| s.namespace.eq_ignore_ascii_case(&namespace))
+                    .find(|s| extpool_core::same_server_name(&s.namespace, &namespace))
                     .map(|s| s.id.clone())
             });
-            let folded = namespace.to_ascii_lowercase();
-            if let Some(taken_by) = namespaces.get(&folded).cloned().or(inherited) {
+            if let Some(taken_by) = namespaces.get(&namespace).cloned().or(inherited) {
                 let taken_by = taken_by.to_string();
                 self.diag(
                     &id,
@@ -109,7 +108,7 @@ impl Build {
                 );
                 continue;
             }
-            namespaces.insert(folded, id.clone());
+            namespaces.entry(&namespace, || id.clone());
             sources.push(RevisionSource {
                 id,
                 namespace: Arc::from(namespace),
@@ -195,7 +194,7 @@ impl Build {
             )
         });
         let mut builtins = Vec::new();
-        for b in BuiltinTool::ALL {
+        for b in BuiltinTool::CATALOG {
             let wanted = self.services.advertises(
                 b,
                 !self.tools.is_empty() || parent_tools,
@@ -313,6 +312,24 @@ fn resources(
     out
 }
 
+/// The skills of every source, in visibility order, each name once (the
+/// first source that has it keeps it).
+fn skills(sources: &[RevisionSource], kept: &mut [SourceListing]) -> Vec<CatalogSkill> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for (source, listing) in sources.iter().zip(kept.iter_mut()) {
+        for entry in std::mem::take(&mut listing.skills) {
+            if seen.insert(entry.name.clone()) {
+                out.push(CatalogSkill {
+                    server: source.id.clone(),
+                    entry,
+                });
+            }
+        }
+    }
+    out
+}
+
 fn build_with(
     number: u64,
     listings: Vec<SourceListing>,
@@ -334,6 +351,7 @@ fn build_with(
     let resources = resources(&services, &sources, &mut kept);
     let builtins = b.builtins(&resources);
     let (commands, command_index) = b.commands(&sources, &mut kept);
+    let skills = skills(&sources, &mut kept);
     let source_index = sources
         .iter()
         .enumerate()
@@ -348,6 +366,7 @@ fn build_with(
         resources,
         commands,
         command_index,
+        skills,
         sources,
         source_index,
         diagnostics: b.diagnostics,

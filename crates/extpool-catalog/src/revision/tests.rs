@@ -19,6 +19,7 @@ async fn listing(src: &Arc<LocalSource>) -> SourceListing {
         tools: src.list_tools().await.unwrap(),
         resources: src.list_resources().await.unwrap(),
         commands: src.list_commands().await.unwrap(),
+        skills: Vec::new(),
     }
 }
 
@@ -182,6 +183,7 @@ async fn denied_tools_are_hidden_and_say_which_rule() {
             ],
             deny: vec!["mcp__github__delete*".into()],
             default: DefaultPolicy::Deny,
+            ..PermissionsConfig::default()
         },
         ..CatalogConfig::default()
     };
@@ -348,4 +350,45 @@ async fn same_content_detects_no_change() {
     let replacement = LocalSource::with_tools("srv", 3);
     let d = build(4, vec![listing(&replacement).await], svc);
     assert!(!a.same_content(&d));
+}
+
+#[tokio::test]
+async fn skills_are_listed_once_by_name_the_outer_revision_and_first_source_winning() {
+    use extpool_core::SkillEntry;
+    let skill =
+        |name: &str, by: &str| SkillEntry::new(format!("skill://{name}/SKILL.md"), name, by);
+    let (manager, kit) = (LocalSource::new("skills"), LocalSource::new("kit"));
+    let mut local = listing(&manager).await;
+    local.skills = vec![skill("review", "local")];
+    let mut hosted = listing(&kit).await;
+    hosted.skills = vec![skill("review", "kit"), skill("deploy", "kit")];
+    let pool = Arc::new(build(
+        1,
+        vec![local, hosted],
+        services(CatalogConfig::default()),
+    ));
+    let rows = |r: &CatalogRevision| -> Vec<(String, String)> {
+        r.all_skills()
+            .into_iter()
+            .map(|s| (s.server.to_string(), s.entry.name.clone()))
+            .collect()
+    };
+    let owned = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    };
+    assert_eq!(
+        rows(&pool),
+        owned(&[("skills", "review"), ("kit", "deploy")])
+    );
+    // A session's own server cannot take a name the pool's revision lists.
+    let own = LocalSource::new("mine");
+    let mut mine = listing(&own).await;
+    mine.skills = vec![skill("review", "mine"), skill("notes", "mine")];
+    let session = build_overlay(1, vec![mine], services(CatalogConfig::default()), pool);
+    assert_eq!(
+        rows(&session),
+        owned(&[("skills", "review"), ("kit", "deploy"), ("mine", "notes")])
+    );
 }

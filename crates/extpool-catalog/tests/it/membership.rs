@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use extpool_catalog::{Catalog, CatalogRevision, ChangeOutcome, Membership, MembershipChange};
+use extpool_catalog::{
+    Catalog, CatalogRevision, ChangeOutcome, Membership, MembershipChange, MembershipWaker,
+};
 use extpool_core::{Capability, ExtensionRegistry, Scope};
 use extpool_testkit::LocalSource;
 use parking_lot::Mutex;
@@ -20,13 +22,28 @@ use crate::support::{config, registry};
 struct Provider {
     queue: Mutex<VecDeque<MembershipChange>>,
     due: Mutex<Option<Instant>>,
+    waker: Mutex<Option<MembershipWaker>>,
     told: mpsc::UnboundedSender<(MembershipChange, ChangeOutcome)>,
+}
+
+impl Provider {
+    /// Moves the due time, and tells the loop so.
+    fn due_at(&self, at: Instant) {
+        *self.due.lock() = Some(at);
+        if let Some(waker) = self.waker.lock().as_ref() {
+            waker.due_changed();
+        }
+    }
 }
 
 #[async_trait]
 impl Membership for Provider {
     fn next_due(&self) -> Option<Instant> {
         *self.due.lock()
+    }
+
+    fn attach(&self, waker: MembershipWaker) {
+        *self.waker.lock() = Some(waker);
     }
 
     async fn prepare(&self) -> MembershipChange {
@@ -49,6 +66,7 @@ fn provider() -> (
     let p = Arc::new(Provider {
         queue: Mutex::new(VecDeque::new()),
         due: Mutex::new(None),
+        waker: Mutex::new(None),
         told: tx,
     });
     (p, rx)
@@ -152,13 +170,18 @@ async fn the_loop_wakes_when_its_provider_is_due() {
         remove: Vec::new(),
         namespaces: Vec::new(),
     });
-    // Nobody asks for a cycle: the provider's due time alone brings it.
-    *provider.due.lock() = Some(Instant::now() + Duration::from_millis(20));
+    // Nobody asks for a cycle: the provider's due time alone brings it
+    // (the provider says it moved; the loop then waits for it).
+    let cycles = catalog.status().reconciliations;
+    let at = Instant::now() + Duration::from_millis(20);
+    provider.due_at(at);
     let (_, result) = tokio::time::timeout(Duration::from_secs(60), told.recv())
         .await
         .expect("the loop never consulted its provider")
         .unwrap();
     assert!(result.published);
+    assert!(Instant::now() >= at, "the cycle waited for the due time");
+    assert_eq!(catalog.status().reconciliations, cycles + 1);
     assert_eq!(names(&catalog.current()), ["mcp__a__one", "mcp__c__three"]);
     catalog.shutdown().await;
 }

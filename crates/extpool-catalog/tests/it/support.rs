@@ -62,7 +62,6 @@ pub fn config() -> CatalogConfig {
             coalesce_ms: 100,
             retry_initial_ms: 100,
             retry_max_ms: 1_000,
-            membership_poll_ms: 50,
             ..ReconcileConfig::default()
         },
         ..CatalogConfig::default()

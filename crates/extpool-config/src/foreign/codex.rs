@@ -30,6 +30,7 @@ use std::collections::BTreeMap;
 use extpool_mcp::config::McpServerConfig;
 use serde::Deserialize;
 
+use super::typed::StrictString;
 use super::{ForeignConfig, ForeignContext, convert_vars};
 use crate::de::from_node;
 use crate::diagnostics::{Diagnostic, Severity};
@@ -69,26 +70,27 @@ enum EnvVar {
     Object { name: String },
 }
 
+/// A server table, each string as strict as Codex is ([`StrictString`]).
 #[derive(Debug, Deserialize)]
 struct Entry {
     #[serde(default)]
-    command: Option<String>,
+    command: Option<StrictString>,
     #[serde(default)]
-    args: Vec<String>,
+    args: Vec<StrictString>,
     #[serde(default)]
-    env: BTreeMap<String, String>,
+    env: BTreeMap<String, StrictString>,
     #[serde(default)]
     env_vars: Vec<EnvVar>,
     #[serde(default)]
-    cwd: Option<String>,
+    cwd: Option<StrictString>,
     #[serde(default)]
-    url: Option<String>,
+    url: Option<StrictString>,
     #[serde(default)]
-    bearer_token_env_var: Option<String>,
+    bearer_token_env_var: Option<StrictString>,
     #[serde(default)]
-    http_headers: BTreeMap<String, String>,
+    http_headers: BTreeMap<String, StrictString>,
     #[serde(default)]
-    env_http_headers: BTreeMap<String, String>,
+    env_http_headers: BTreeMap<String, StrictString>,
     #[serde(default)]
     startup_timeout_sec: Option<f64>,
     #[serde(default)]
@@ -98,9 +100,9 @@ struct Entry {
     #[serde(default)]
     enabled: Option<bool>,
     #[serde(default)]
-    enabled_tools: Option<Vec<String>>,
+    enabled_tools: Option<Vec<StrictString>>,
     #[serde(default)]
-    disabled_tools: Vec<String>,
+    disabled_tools: Vec<StrictString>,
 }
 
 /// Reads the `mcp_servers` tables of a Codex `config.toml`.
@@ -182,10 +184,17 @@ fn convert(
         enabled: entry.enabled.unwrap_or(true),
         ..McpServerConfig::default()
     };
-    config.command = entry.command.as_deref().map(|c| conv(c, "command", diags));
-    config.args = entry.args.iter().map(|a| conv(a, "args", diags)).collect();
+    config.command = entry
+        .command
+        .as_ref()
+        .map(|c| conv(c.as_str(), "command", diags));
+    config.args = entry
+        .args
+        .iter()
+        .map(|a| conv(a.as_str(), "args", diags))
+        .collect();
     for (k, v) in &entry.env {
-        let v = conv(v, "env", diags);
+        let v = conv(v.as_str(), "env", diags);
         config.env.insert(k.clone(), v);
     }
     for var in &entry.env_vars {
@@ -197,16 +206,21 @@ fn convert(
             .entry(name.clone())
             .or_insert_with(|| format!("${{{name}:-}}"));
     }
-    config.cwd = entry.cwd.as_deref().map(|c| conv(c, "cwd", diags));
-    config.url = entry.url.as_deref().map(|u| conv(u, "url", diags));
+    config.cwd = entry.cwd.as_ref().map(|c| conv(c.as_str(), "cwd", diags));
+    config.url = entry.url.as_ref().map(|u| conv(u.as_str(), "url", diags));
     for (k, v) in &entry.http_headers {
-        let v = conv(v, "http_headers", diags);
+        let v = conv(v.as_str(), "http_headers", diags);
         config.headers.insert(k.clone(), v);
     }
     for (k, var) in &entry.env_http_headers {
+        let var = var.as_str();
         config.headers.insert(k.clone(), format!("${{{var}}}"));
     }
-    if let Some(var) = &entry.bearer_token_env_var {
+    if let Some(var) = entry
+        .bearer_token_env_var
+        .as_ref()
+        .map(StrictString::as_str)
+    {
         config
             .headers
             .insert("Authorization".into(), format!("Bearer ${{{var}}}"));
@@ -217,7 +231,9 @@ fn convert(
     config.request_timeout_ms = entry.tool_timeout_sec.map(millis);
     let catalog_server = crate::model::sanitize_server_name(original_name);
     for tool in &entry.disabled_tools {
-        out.deny.push(format!("mcp__{catalog_server}__{tool}"));
+        let tool = tool.as_str();
+        out.deny
+            .push(extpool_catalog::names::compose(&catalog_server, tool));
     }
     if entry.enabled_tools.is_some() {
         out.diagnostics.push(ctx.diag(
@@ -227,7 +243,7 @@ fn convert(
             "\"enabled_tools\" is not imported: extpool permissions are global; add `permissions.deny` rules for the tools you do not want",
         ));
     }
-    ctx.with_transport(config, node.pos, path, &mut out.diagnostics)
+    ctx.with_transport(config, node, path, &mut out.diagnostics)
 }
 
 #[cfg(test)]
@@ -276,5 +292,28 @@ enabled = false
         assert_eq!(figma.headers["X-Key"], "${FIGMA_KEY}");
         assert!(!figma.enabled);
         assert_eq!(out.deny, ["mcp__docs__delete"]);
+    }
+
+    #[test]
+    fn a_number_or_boolean_where_a_string_belongs_is_a_located_error() {
+        let text = "[mcp_servers.a]\ncommand = 7\n\n[mcp_servers.b]\nurl = false\n\n[mcp_servers.ok]\ncommand = \"x\"\n";
+        let ctx = ForeignContext {
+            file: "config.toml".into(),
+            origin: Origin::Codex,
+            workspace: "/ws".into(),
+            cwd: "/ws".into(),
+            strict: false,
+        };
+        let out = read(&parse_toml(text).unwrap(), &ctx);
+        let names: Vec<_> = out.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["ok"]);
+        let msgs: Vec<String> = out.diagnostics.iter().map(|d| d.to_string()).collect();
+        assert_eq!(
+            msgs,
+            [
+                "config.toml:2:11: error: mcp_servers.a.command: expected a string, found an integer; this server is skipped",
+                "config.toml:5:7: error: mcp_servers.b.url: expected a string, found a boolean; this server is skipped",
+            ]
+        );
     }
 }

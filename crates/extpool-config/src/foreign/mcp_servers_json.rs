@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use extpool_mcp::config::McpServerConfig;
 use serde::Deserialize;
 
+use super::typed::StrictString;
 use super::{ForeignConfig, ForeignContext, convert_vars};
 use crate::de::from_node;
 use crate::diagnostics::{Diagnostic, Severity};
@@ -37,28 +38,30 @@ const QUIET: &[&str] = &[
     "oauth",
 ];
 
+/// A server entry, each string as strict as the clients that read the
+/// file are ([`StrictString`]).
 #[derive(Debug, Deserialize)]
 struct Entry {
     #[serde(default, rename = "type")]
-    kind: Option<String>,
+    kind: Option<StrictString>,
     #[serde(default)]
-    command: Option<String>,
+    command: Option<StrictString>,
     #[serde(default)]
-    args: Vec<String>,
+    args: Vec<StrictString>,
     #[serde(default)]
-    env: BTreeMap<String, Option<String>>,
+    env: BTreeMap<String, Option<StrictString>>,
     #[serde(default)]
-    cwd: Option<String>,
+    cwd: Option<StrictString>,
     #[serde(default)]
-    url: Option<String>,
+    url: Option<StrictString>,
     #[serde(default)]
-    headers: BTreeMap<String, String>,
+    headers: BTreeMap<String, StrictString>,
     #[serde(default)]
     disabled: Option<bool>,
     #[serde(default)]
     enabled: Option<bool>,
     #[serde(default, rename = "envFile")]
-    env_file: Option<String>,
+    env_file: Option<StrictString>,
 }
 
 /// Reads an `mcpServers` document. With `claude_user`, also the
@@ -159,12 +162,19 @@ pub(crate) fn convert_entry(
         enabled: true,
         ..McpServerConfig::default()
     };
-    config.command = entry.command.as_deref().map(|c| conv(c, "command", diags));
-    config.args = entry.args.iter().map(|a| conv(a, "args", diags)).collect();
+    config.command = entry
+        .command
+        .as_ref()
+        .map(|c| conv(c.as_str(), "command", diags));
+    config.args = entry
+        .args
+        .iter()
+        .map(|a| conv(a.as_str(), "args", diags))
+        .collect();
     for (k, v) in &entry.env {
         match v {
             Some(v) => {
-                let v = conv(v, "env", diags);
+                let v = conv(v.as_str(), "env", diags);
                 config.env.insert(k.clone(), v);
             }
             None => diags.push(ctx.diag(
@@ -175,10 +185,10 @@ pub(crate) fn convert_entry(
             )),
         }
     }
-    config.cwd = entry.cwd.as_deref().map(|c| conv(c, "cwd", diags));
-    config.url = entry.url.as_deref().map(|u| conv(u, "url", diags));
+    config.cwd = entry.cwd.as_ref().map(|c| conv(c.as_str(), "cwd", diags));
+    config.url = entry.url.as_ref().map(|u| conv(u.as_str(), "url", diags));
     for (k, v) in &entry.headers {
-        let v = conv(v, "headers", diags);
+        let v = conv(v.as_str(), "headers", diags);
         config.headers.insert(k.clone(), v);
     }
     if entry.disabled == Some(true) || entry.enabled == Some(false) {
@@ -192,7 +202,7 @@ pub(crate) fn convert_entry(
             "\"envFile\" is not supported: export those variables or list them under `env`",
         ));
     }
-    match entry.kind.as_deref() {
+    match entry.kind.as_ref().map(StrictString::as_str) {
         None | Some("stdio" | "http" | "streamable-http" | "streamableHttp" | "local" | "remote") => {}
         Some("sse") => diags.push(ctx.diag(
             Severity::Warning,
@@ -207,7 +217,7 @@ pub(crate) fn convert_entry(
             format!("unknown type {other:?}; the transport is chosen from `command` or `url`"),
         )),
     }
-    ctx.with_transport(config, node.pos, path, diags)
+    ctx.with_transport(config, node, path, diags)
 }
 
 #[cfg(test)]
@@ -284,6 +294,24 @@ mod tests {
         assert_eq!(
             d.to_string(),
             ".mcp.json:2:33: error: mcpServers.a.args: expected a list, found a string; this server is skipped"
+        );
+    }
+
+    #[test]
+    fn a_number_or_boolean_where_a_string_belongs_is_a_located_error() {
+        let text = "{\"mcpServers\": {\n  \"a\": {\"command\": 7},\n  \"b\": {\"url\": false},\n  \"c\": {\"command\": \"x\", \"env\": {\"K\": 1}},\n  \"ok\": {\"command\": \"x\", \"args\": [\"8080\"]}\n}}";
+        let root = parse_json(text).unwrap();
+        let out = read(&root, &ctx(Origin::ClaudeCode), false);
+        let names: Vec<_> = out.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["ok"]);
+        let msgs: Vec<String> = out.diagnostics.iter().map(|d| d.to_string()).collect();
+        assert_eq!(
+            msgs,
+            [
+                ".mcp.json:2:20: error: mcpServers.a.command: expected a string, found an integer; this server is skipped",
+                ".mcp.json:3:16: error: mcpServers.b.url: expected a string, found a boolean; this server is skipped",
+                ".mcp.json:4:38: error: mcpServers.c.env.K: expected a string, found an integer; this server is skipped",
+            ]
         );
     }
 }

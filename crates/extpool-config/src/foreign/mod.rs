@@ -14,6 +14,7 @@
 
 pub mod codex;
 pub mod mcp_servers_json;
+pub mod typed;
 pub mod vscode;
 
 use std::path::{Path, PathBuf};
@@ -24,7 +25,7 @@ use crate::diagnostics::{Diagnostic, Severity};
 use crate::expand;
 use crate::locate::Origin;
 use crate::model::{is_valid_server_name, sanitize_server_name};
-use crate::tree::Pos;
+use crate::tree::{Node, Pos};
 
 /// One server read from a foreign config.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,18 +57,17 @@ pub struct ForeignConfig {
 /// Server names in use, ignoring case.
 #[derive(Debug, Clone, Default, PartialEq)]
 struct Names {
-    taken: std::collections::HashSet<String>,
-    next_suffix: std::collections::HashMap<String, usize>,
+    taken: extpool_core::ServerNames<()>,
+    next_suffix: extpool_core::ServerNames<usize>,
 }
 
 impl Names {
     /// `name` if it is free, else `name_2`, `name_3`, … (the first free one).
     fn claim(&mut self, name: String) -> String {
-        let lower = name.to_ascii_lowercase();
-        if self.taken.insert(lower.clone()) {
+        if self.taken.claim(&name, ()).is_ok() {
             return name;
         }
-        let n = self.next_suffix.entry(lower).or_insert(2);
+        let n = self.next_suffix.entry(&name, || 2);
         loop {
             // The suffix keeps the name within the length limit.
             let suffix = format!("_{n}");
@@ -76,7 +76,7 @@ impl Names {
                 .min(extpool_core::name::MAX_SERVER_NAME_BYTES.saturating_sub(suffix.len()));
             let candidate = format!("{}{suffix}", name[..keep].trim_end_matches('_'));
             *n += 1;
-            if self.taken.insert(candidate.to_ascii_lowercase()) {
+            if self.taken.claim(&candidate, ()).is_ok() {
                 return candidate;
             }
         }
@@ -120,21 +120,32 @@ impl ForeignContext {
         }
     }
 
-    /// `config` when it names exactly one transport; otherwise an error
-    /// diagnostic saying the server is skipped, and `None`.
+    /// `config` when it names exactly one transport and, for a remote
+    /// server, the MCP client would start it ([`crate::validate::remote_problem`]);
+    /// otherwise an error diagnostic saying the server is skipped, and `None`.
+    /// `node` is the entry as written, to locate what is wrong.
     pub(crate) fn with_transport(
         &self,
         config: McpServerConfig,
-        pos: Pos,
+        node: &Node,
         path: &str,
         diags: &mut Vec<Diagnostic>,
     ) -> Option<McpServerConfig> {
         if let Err(e) = config.transport() {
             diags.push(self.diag(
                 Severity::Error,
-                pos,
+                node.pos,
                 path,
                 format!("{e}{}", self.skip_note()),
+            ));
+            return None;
+        }
+        if let Some(problem) = crate::validate::remote_problem(&config) {
+            diags.push(self.diag(
+                Severity::Error,
+                node.get(problem.field).map_or(node.pos, |n| n.pos),
+                format!("{path}.{}", problem.field),
+                format!("{}{}", problem.message, self.skip_note()),
             ));
             return None;
         }
@@ -246,11 +257,11 @@ fn convert_one(
     expand::escape(&literal)
 }
 
-/// The environment variable that stands in for a VS Code input id
-/// (`perplexity-key` → `PERPLEXITY_KEY`).
-pub fn input_env_name(id: &str) -> String {
-    let mut s: String = id
-        .chars()
+/// `name` as (part of) an environment variable's name: ASCII letters
+/// and digits upper-cased, anything else `_` (`perplexity-key` →
+/// `PERPLEXITY_KEY`). The one rule for every variable extpool names.
+pub fn env_name_part(name: &str) -> String {
+    name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() {
                 c.to_ascii_uppercase()
@@ -258,7 +269,13 @@ pub fn input_env_name(id: &str) -> String {
                 '_'
             }
         })
-        .collect();
+        .collect()
+}
+
+/// The environment variable that stands in for a VS Code input id
+/// (`perplexity-key` → `PERPLEXITY_KEY`).
+pub fn input_env_name(id: &str) -> String {
+    let mut s = env_name_part(id);
     if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
         s.insert_str(0, "INPUT_");
     }
@@ -337,7 +354,7 @@ mod tests {
         let names: std::collections::HashSet<String> = out
             .servers
             .iter()
-            .map(|s| s.name.to_ascii_lowercase())
+            .map(|s| extpool_core::server_name_key(&s.name))
             .collect();
         assert_eq!(names.len(), 4001, "every name is unique");
         assert_eq!(out.servers[1].name, "x");

@@ -70,18 +70,7 @@ pub enum SecretSite {
 impl SecretSite {
     /// The environment variable that should hold this secret for `server`.
     pub fn env_name(&self, server: &str) -> String {
-        let up = |s: &str| {
-            s.trim_start_matches('-')
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() {
-                        c.to_ascii_uppercase()
-                    } else {
-                        '_'
-                    }
-                })
-                .collect::<String>()
-        };
+        let up = |s: &str| crate::foreign::env_name_part(s.trim_start_matches('-'));
         match self {
             SecretSite::Env(name) => up(name),
             SecretSite::Header(h) if h.eq_ignore_ascii_case("authorization") => {
@@ -299,6 +288,26 @@ pub fn masked(config: &McpServerConfig) -> McpServerConfig {
     c
 }
 
+/// Every literal value of `config` that [`masked`] hides (`config show`'s
+/// rule): for masking what the server itself prints, where the value may
+/// stand alone (`--password hunter2` echoed back as `hunter2`).
+pub fn literal_secrets(config: &McpServerConfig) -> Vec<String> {
+    let mut found = Vec::new();
+    keep_literal_secrets(config, &mut found);
+    found
+}
+
+/// Appends to `secrets` (a resolved config's [`McpServerConfig::secrets`])
+/// each of [`literal_secrets`] of `config` it does not hold yet.
+pub fn keep_literal_secrets(config: &McpServerConfig, secrets: &mut Vec<String>) {
+    rewrite_with(&mut config.clone(), true, &mut |_, value| {
+        if !secrets.iter().any(|known| known == value) {
+            secrets.push(value.to_owned());
+        }
+        value.to_owned()
+    });
+}
+
 /// `text` with every secret recognisable by its value masked: service
 /// tokens, JWTs, URL passwords, every literal URL query value, and the
 /// credential after `Bearer`/`Basic`/`token`. For anything shown to people
@@ -461,6 +470,42 @@ mod tests {
             "mysql://root:${DATABASE_URL_PASSWORD}@h/db"
         );
         assert!(vars.contains(&"SRV_HEADER_TOKEN".to_owned()), "{vars:?}");
+    }
+
+    #[test]
+    fn literal_secrets_are_what_config_show_masks() {
+        let mut c = McpServerConfig::stdio(
+            "x",
+            [
+                "--api-key=sk-ant-api03-abcdefghijklmnop",
+                "--password",
+                "hunter2hunter2",
+                "--port",
+                "8080",
+                "--token=${T}",
+                "--url=https://u:pw-in-url@h/mcp?team=t1",
+            ],
+        );
+        c.env.insert("GITHUB_TOKEN".into(), "ghp_123".into());
+        c.env.insert("DEBUG".into(), "1".into());
+        let found = literal_secrets(&c);
+        for secret in [
+            "sk-ant-api03-abcdefghijklmnop",
+            "hunter2hunter2",
+            "pw-in-url",
+            "t1",
+            "ghp_123",
+        ] {
+            assert!(found.iter().any(|f| f == secret), "{secret}: {found:?}");
+        }
+        for shown in ["8080", "1", "${T}", "--port"] {
+            assert!(!found.iter().any(|f| f == shown), "{shown}: {found:?}");
+        }
+        // Nothing it returns is left visible by `config show`.
+        let shown = format!("{:?} {:?}", masked(&c).args, masked(&c).env);
+        for secret in &found {
+            assert!(!shown.contains(secret.as_str()), "{secret}: {shown}");
+        }
     }
 
     #[test]

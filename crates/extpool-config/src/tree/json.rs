@@ -4,8 +4,6 @@
 
 use super::{Entry, LineIndex, Node, Pos, SyntaxError, UniqueEntries, Value};
 
-const MAX_DEPTH: usize = 128;
-
 /// Parses a JSON (or JSONC) document.
 pub fn parse_json(text: &str) -> Result<Node, SyntaxError> {
     parse_json_document(text).map(|doc| doc.root)
@@ -115,8 +113,9 @@ impl JsonParser<'_> {
 
     fn value(&mut self, depth: usize) -> Result<Node, SyntaxError> {
         let pos = self.pos();
-        if depth > MAX_DEPTH {
-            return Err(self.error("nesting is too deep"));
+        // `depth` containers hold this value; one more when it is one.
+        if matches!(self.peek(), Some(b'{' | b'[')) && extpool_core::json::too_deep(depth + 1) {
+            return Err(self.error(super::too_deep()));
         }
         match self.peek() {
             Some(b'{') => self.object(depth),
@@ -340,6 +339,25 @@ mod tests {
             panic!()
         };
         assert_eq!(items[1].value, Value::Int(1, "1".into()));
+    }
+
+    #[test]
+    fn as_deep_as_json_can_be_read_and_no_deeper() {
+        let max = extpool_core::json::MAX_DEPTH;
+        let nested = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));
+        assert!(parse_json(&nested(max)).is_ok());
+        assert!(serde_json::from_str::<serde_json::Value>(&nested(max)).is_ok());
+        let e = parse_json(&nested(max + 1)).unwrap_err();
+        assert_eq!(e.pos, Pos::new(1, max + 1), "{e}");
+        assert!(e.message.contains("more than 127 levels"), "{e}");
+        assert!(
+            parse_json(&format!(
+                "{}{}",
+                "{\"a\":".repeat(max + 1),
+                "}".repeat(max + 1)
+            ))
+            .is_err()
+        );
     }
 
     #[test]

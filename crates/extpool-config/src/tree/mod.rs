@@ -6,9 +6,12 @@
 //! That is what lets every error, from a syntax slip to an unknown key or a
 //! server name that breaks the naming rule, point at `file:line:column`.
 
+mod emit;
 mod json;
 mod toml;
 mod yaml;
+
+pub use emit::to_yaml;
 
 pub use json::{JsonDocument, parse_json, parse_json_document};
 pub use toml::parse_toml;
@@ -261,6 +264,15 @@ impl UniqueEntries {
     pub(crate) fn into_entries(self) -> Vec<Entry> {
         self.entries
     }
+}
+
+/// Why a document nested deeper than [`extpool_core::json::MAX_DEPTH`]
+/// levels is refused (JSON and YAML alike: both become JSON).
+fn too_deep() -> String {
+    format!(
+        "nesting is too deep: more than {} levels of lists and mappings",
+        extpool_core::json::MAX_DEPTH
+    )
 }
 
 #[cfg(test)]

@@ -11,7 +11,6 @@ use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Span};
 
 use super::{Entry, Node, Pos, SyntaxError, UniqueEntries, Value};
 
-const MAX_DEPTH: usize = 128;
 const MAX_NODES: usize = 1_000_000;
 
 /// Parses one YAML document. An empty document is [`Value::Null`].
@@ -95,8 +94,10 @@ impl<'a> Builder<'a> {
 
     fn node(&mut self, ev: Event<'a>, span: Span, depth: usize) -> Result<Node, SyntaxError> {
         let pos = pos_of(&span);
-        if depth > MAX_DEPTH {
-            return Err(SyntaxError::new(pos, "nesting is too deep"));
+        // `depth` collections hold this node; one more when it is one.
+        let collection = matches!(ev, Event::SequenceStart(..) | Event::MappingStart(..));
+        if collection && extpool_core::json::too_deep(depth + 1) {
+            return Err(SyntaxError::new(pos, super::too_deep()));
         }
         self.count(pos, 1)?;
         let (node, anchor) = match ev {
@@ -175,63 +176,17 @@ fn count_nodes(node: &Node) -> usize {
     }
 }
 
-/// YAML 1.2 core-schema resolution of a plain scalar.
-fn resolve_plain(text: &str) -> Value {
-    match text {
-        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
-        "true" | "True" | "TRUE" => return Value::Bool(true, text.to_owned()),
-        "false" | "False" | "FALSE" => return Value::Bool(false, text.to_owned()),
-        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => {
-            return Value::Float(f64::INFINITY, text.to_owned());
-        }
-        "-.inf" | "-.Inf" | "-.INF" => return Value::Float(f64::NEG_INFINITY, text.to_owned()),
-        ".nan" | ".NaN" | ".NAN" => return Value::Float(f64::NAN, text.to_owned()),
-        _ => {}
+/// A plain scalar by YAML 1.2's core schema, the one rule of every YAML
+/// reader ([`extpool_skills::resolve_plain_scalar`]), keeping its text.
+pub(super) fn resolve_plain(text: &str) -> Value {
+    use extpool_skills::PlainScalar;
+    match extpool_skills::resolve_plain_scalar(text) {
+        PlainScalar::Null => Value::Null,
+        PlainScalar::Bool(b) => Value::Bool(b, text.to_owned()),
+        PlainScalar::Int(n) => Value::Int(n, text.to_owned()),
+        PlainScalar::Float(f) => Value::Float(f, text.to_owned()),
+        PlainScalar::Str => Value::Str(text.to_owned()),
     }
-    if let Some(n) = parse_int(text) {
-        return Value::Int(n, text.to_owned());
-    }
-    if looks_like_float(text)
-        && let Ok(f) = text.parse::<f64>()
-    {
-        return Value::Float(f, text.to_owned());
-    }
-    Value::Str(text.to_owned())
-}
-
-fn parse_int(text: &str) -> Option<i64> {
-    if let Some(hex) = text.strip_prefix("0x") {
-        return i64::from_str_radix(hex, 16).ok();
-    }
-    if let Some(oct) = text.strip_prefix("0o") {
-        return i64::from_str_radix(oct, 8).ok();
-    }
-    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
-}
-
-fn looks_like_float(text: &str) -> bool {
-    let body = text.strip_prefix(['-', '+']).unwrap_or(text);
-    let (mantissa, exponent) = match body.find(['e', 'E']) {
-        Some(i) => (&body[..i], Some(&body[i + 1..])),
-        None => (body, None),
-    };
-    let mantissa_ok = {
-        let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-        let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-        (!int.is_empty() || !frac.is_empty())
-            && all_digits(int)
-            && all_digits(frac)
-            && (mantissa.contains('.') || exponent.is_some())
-    };
-    let exponent_ok = exponent.is_none_or(|e| {
-        let e = e.strip_prefix(['-', '+']).unwrap_or(e);
-        !e.is_empty() && e.bytes().all(|b| b.is_ascii_digit())
-    });
-    mantissa_ok && exponent_ok
 }
 
 #[cfg(test)]
@@ -316,5 +271,12 @@ mod tests {
             e.message.contains("deep") || e.message.contains("recursion limit"),
             "{e}"
         );
+        // As deep as JSON can be read, and not one level more.
+        let max = extpool_core::json::MAX_DEPTH;
+        let nested = |n: usize| format!("a: {}1{}", "[".repeat(n - 1), "]".repeat(n - 1));
+        assert!(parse_yaml(&nested(max)).is_ok());
+        let e = parse_yaml(&nested(max + 1)).unwrap_err();
+        assert!(e.message.contains("more than 127 levels"), "{e}");
+        assert_eq!(e.pos, Pos::new(1, 3 + max), "{e}");
     }
 }

@@ -1,5 +1,6 @@
 //! [`ExtensionRegistry`]: scoped storage of capabilities, the queries by
-//! resource protocol, URI routing, the merged change stream and shutdown.
+//! resource protocol, URI routing, the merged change stream, membership
+//! events ([`MembershipWatch`]) and shutdown.
 //!
 //! Storage is copy-on-write per scope slot: a query takes a few `Arc`s (one
 //! per visible level) under a short read lock and never copies a slot, so
@@ -10,6 +11,7 @@
 mod merge;
 mod resolve;
 mod shutdown;
+mod watch;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,6 +25,7 @@ use crate::{Capability, Scope, ScopeError, ScopeKey, ScopeLevel, UriError};
 pub use merge::MergedChanges;
 pub use resolve::ResolveError;
 pub use shutdown::{ShutdownEntry, ShutdownOutcome, ShutdownReport};
+pub use watch::MembershipWatch;
 
 /// Limits of the registry.
 #[derive(Debug, Clone)]
@@ -124,6 +127,7 @@ pub struct ExtensionRegistry {
     pub(crate) inner: RwLock<Inner>,
     pub(crate) owners: resolve::OwnerIndex,
     pub(crate) config: RegistryConfig,
+    pub(crate) watchers: Arc<watch::Watchers>,
 }
 
 impl Default for ExtensionRegistry {
@@ -173,6 +177,7 @@ impl ExtensionRegistry {
             inner: RwLock::new(Inner::default()),
             owners: resolve::OwnerIndex::default(),
             config,
+            watchers: Arc::default(),
         }
     }
 
@@ -233,6 +238,7 @@ impl ExtensionRegistry {
         if level != ScopeLevel::Turn {
             self.owners.clear();
         }
+        self.watchers.changed(&key);
         tracing::debug!(capability = %id, slot = %key, "registered");
         Ok(Registration {
             key,
@@ -279,6 +285,7 @@ impl ExtensionRegistry {
             cap
         };
         self.owners.forget(&key, cap_id);
+        self.watchers.changed(&key);
         tracing::debug!(capability = %cap_id, slot = %key, "unregistered");
         Ok(removed)
     }
@@ -366,6 +373,7 @@ impl ExtensionRegistry {
         } else {
             self.owners.clear();
         }
+        self.watchers.changed(&key);
         tracing::debug!(slot = %key, removed = removed.len(), "replaced capabilities");
         Ok(removed)
     }
@@ -380,6 +388,14 @@ impl ExtensionRegistry {
         let key = scope.key_at(level)?;
         let cap = self.unregister(cap_id, level, scope)?;
         Ok(shutdown::shutdown_one(cap, key, self.config.shutdown_timeout).await)
+    }
+
+    /// Wakes when the capabilities registered in any of `slots` change
+    /// (registered, unregistered, replaced, shut down): what a catalog's
+    /// reconciliation loop waits on instead of polling. Watch
+    /// `scope.visible_keys()` for everything a scope sees.
+    pub fn watch_slots(&self, slots: impl IntoIterator<Item = ScopeKey>) -> MembershipWatch {
+        self.watchers.subscribe(slots)
     }
 
     /// Every capability visible from `scope` (pool → session → agent → turn).

@@ -111,6 +111,9 @@ impl ExtensionRegistry {
             taken
         };
         self.owners.clear();
+        for (key, _) in &slots {
+            self.watchers.changed(key);
+        }
         // Innermost level first; a stable order among slots of one level.
         slots.sort_by(|(a, _), (b, _)| b.level.cmp(&a.level).then_with(|| a.cmp(b)));
         let mut report = ShutdownReport::default();

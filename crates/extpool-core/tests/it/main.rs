@@ -3,6 +3,7 @@
 
 mod composition;
 mod concurrency;
+mod membership;
 mod merge;
 mod props;
 mod replace;

@@ -46,6 +46,9 @@ struct Inner {
     started: ExtpoolConfig,
     accepted: Mutex<Fingerprints>,
     timeout: Duration,
+    /// Servers whose grant is each caller's are not started for everyone
+    /// (a gateway's [`crate::HostOptions::per_caller_servers`]).
+    per_caller: bool,
 }
 
 impl ConfigFiles {
@@ -57,6 +60,7 @@ impl ConfigFiles {
         overrides: ConfigOverrides,
         loaded: &Loaded,
         timeout: Duration,
+        per_caller: bool,
     ) -> Self {
         let files: Vec<PathBuf> = files
             .into_iter()
@@ -77,6 +81,7 @@ impl ConfigFiles {
             started,
             accepted: Mutex::new(Fingerprints::new()),
             timeout,
+            per_caller,
         };
         *inner.accepted.lock() = inner.fingerprints();
         Self {
@@ -183,6 +188,9 @@ impl Inner {
             );
         }
         for (name, written) in &loaded.config.mcp_servers {
+            if self.per_caller && crate::servers::is_per_user(written) {
+                continue;
+            }
             let origin = loaded
                 .server_sources
                 .get(name)

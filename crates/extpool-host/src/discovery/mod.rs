@@ -43,8 +43,7 @@ use serde::Serialize;
 
 pub(crate) use reconciler::Reconciler;
 
-/// The id of the configuration source.
-pub const CONFIG_SOURCE: &str = "config";
+pub use crate::status::CONFIG_SOURCE;
 /// The id of the ToolHive source.
 pub const TOOLHIVE_SOURCE: &str = "toolhive";
 
@@ -127,9 +126,10 @@ pub enum DiscoveryError {
         /// The limit.
         timeout_ms: u64,
     },
-    /// The edited configuration is invalid: nothing of it was applied.
+    /// The edited configuration is invalid: nothing of it was applied (its
+    /// problems are shown in the message, so not a `source()`).
     #[error("the edited configuration was not applied:\n{0}")]
-    Config(#[source] ConfigError),
+    Config(ConfigError),
 }
 
 /// The cached state of one discovery source, as `ListMcpSources` and

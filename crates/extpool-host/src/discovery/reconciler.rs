@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use async_trait::async_trait;
-use extpool_catalog::{ChangeOutcome, Membership, MembershipChange};
+use extpool_catalog::{ChangeOutcome, Membership, MembershipChange, MembershipWaker};
 use extpool_core::Capability;
 use extpool_mcp::{McpServerCap, McpServerConfig, SessionConnectionPool};
 use parking_lot::Mutex;
@@ -74,6 +74,8 @@ pub(crate) struct Reconciler {
     shut: AtomicBool,
     /// Counts the changes of the sources' statuses and of the runtime.
     updates: tokio::sync::watch::Sender<u64>,
+    /// Tells the catalog's loop that a source became due outside a cycle.
+    waker: std::sync::OnceLock<MembershipWaker>,
 }
 
 impl Reconciler {
@@ -94,6 +96,7 @@ impl Reconciler {
             retiring: Mutex::new(Vec::new()),
             shut: AtomicBool::new(false),
             updates: tokio::sync::watch::channel(0).0,
+            waker: std::sync::OnceLock::new(),
         }
     }
 
@@ -108,9 +111,12 @@ impl Reconciler {
     }
 
     /// Marks source `id` (every source with `None`) to be consulted at the
-    /// next cycle.
+    /// next cycle, which the catalog's loop is told is due now.
     pub(crate) fn mark(&self, id: Option<&str>) {
         self.slots.mark(id);
+        if let Some(waker) = self.waker.get() {
+            waker.due_changed();
+        }
     }
 
     /// The cached state of every source (never consults one).
@@ -295,7 +301,7 @@ impl Reconciler {
         let held = |name: &str| {
             let running = current
                 .iter()
-                .any(|e| e.info.name.eq_ignore_ascii_case(name));
+                .any(|e| extpool_core::same_server_name(&e.info.name, name));
             !running && self.runtime.held(name)
         };
         let wants = self.slots.desired(&self.fixed(&current), held);
@@ -426,6 +432,10 @@ impl Membership for Reconciler {
     fn next_due(&self) -> Option<Instant> {
         let blocked = self.state.lock().blocked_until;
         [blocked, self.slots.next_due()].into_iter().flatten().min()
+    }
+
+    fn attach(&self, waker: MembershipWaker) {
+        let _ = self.waker.set(waker);
     }
 
     async fn prepare(&self) -> MembershipChange {

@@ -1,9 +1,10 @@
 //! [`Runtime`]: the servers running now — configured and discovered — as
 //! the host lists them, replaced whole when a change is published.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use extpool_core::ServerNames;
 use parking_lot::RwLock;
 
 use super::DiscoveredServer;
@@ -15,9 +16,9 @@ use crate::status::{ServerInfo, ServerState};
 #[derive(Default)]
 pub(crate) struct Runtime {
     entries: RwLock<Vec<ServerEntry>>,
-    /// Names (folded) of servers registered in a session, with the sessions
-    /// holding each: a discovered server may not take them.
-    held: RwLock<BTreeMap<String, BTreeSet<String>>>,
+    /// Names of servers registered in a session (unique ignoring case),
+    /// with the sessions holding each: a discovered server may not take them.
+    held: RwLock<ServerNames<BTreeSet<String>>>,
 }
 
 impl Runtime {
@@ -52,25 +53,32 @@ impl Runtime {
     pub(crate) fn hold(&self, name: &str, session: &str) {
         self.held
             .write()
-            .entry(name.to_ascii_lowercase())
-            .or_default()
+            .entry(name, BTreeSet::new)
             .insert(session.to_owned());
     }
 
     /// Session `session` no longer has server `name` (every server with `None`).
     pub(crate) fn release(&self, name: Option<&str>, session: &str) {
-        let folded = name.map(str::to_ascii_lowercase);
-        self.held.write().retain(|n, sessions| {
-            if folded.as_ref().is_none_or(|f| f == n) {
-                sessions.remove(session);
+        let mut held = self.held.write();
+        match name {
+            Some(name) => {
+                if let Some(sessions) = held.get_mut(name) {
+                    sessions.remove(session);
+                    if sessions.is_empty() {
+                        held.remove(name);
+                    }
+                }
             }
-            !sessions.is_empty()
-        });
+            None => held.retain(|sessions| {
+                sessions.remove(session);
+                !sessions.is_empty()
+            }),
+        }
     }
 
     /// Whether a session's own server has the name `name` (ignoring case).
     pub(crate) fn held(&self, name: &str) -> bool {
-        self.held.read().contains_key(&name.to_ascii_lowercase())
+        self.held.read().contains(name)
     }
 
     /// Whether a server of this name (ignoring case) is running or known.
@@ -78,7 +86,7 @@ impl Runtime {
         self.entries
             .read()
             .iter()
-            .any(|e| e.info.name.eq_ignore_ascii_case(name))
+            .any(|e| extpool_core::same_server_name(&e.info.name, name))
     }
 }
 

@@ -2,7 +2,6 @@
 //! usable answer, when it is due, its backoff and status — and the servers
 //! they want together.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
@@ -221,17 +220,17 @@ impl Slots {
     /// source here, and the names `held` says a session's own server
     /// holds; a clash is noted on the losing source.
     pub(crate) fn desired(&self, fixed: &[ServerEntry], held: impl Fn(&str) -> bool) -> Vec<Want> {
-        let mut taken: HashMap<String, String> = fixed
-            .iter()
-            .map(|e| (e.info.name.to_ascii_lowercase(), e.info.origin.clone()))
-            .collect();
+        let mut taken = extpool_core::ServerNames::new();
+        for e in fixed {
+            // The first of two fixed servers of one name keeps it.
+            let _ = taken.claim(&e.info.name, e.info.origin.clone());
+        }
         let mut wants = Vec::new();
         for (i, slot) in self.slots.iter().enumerate() {
             let mut st = slot.st.lock();
             let mut clashes = Vec::new();
             for server in st.last.iter().flat_map(|d| d.servers.iter()) {
-                let folded = server.name.to_ascii_lowercase();
-                let owner = taken.get(&folded).cloned().or_else(|| {
+                let owner = taken.get(&server.name).cloned().or_else(|| {
                     // Which session is not said: its id reaches its endpoint.
                     held(&server.name).then(|| "a session's own server".to_owned())
                 });
@@ -242,7 +241,9 @@ impl Slots {
                     ));
                     continue;
                 }
-                taken.insert(folded, format!("{} ({})", server.origin, slot.source.id()));
+                taken.entry(&server.name, || {
+                    format!("{} ({})", server.origin, slot.source.id())
+                });
                 wants.push(Want {
                     slot: i,
                     server: server.clone(),

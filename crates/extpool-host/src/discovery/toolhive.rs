@@ -19,7 +19,6 @@
 //! transport extpool does not speak), with a name that clashes — keeps the
 //! usable ones and notes each one left out.
 
-use std::collections::HashSet;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -85,10 +84,8 @@ impl ToolHiveSource {
         http: reqwest::Client,
         timeout: Duration,
     ) -> Result<Self, String> {
-        let parsed = reqwest::Url::parse(base).map_err(|e| format!("{base:?}: {e}"))?;
-        if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(format!("{base:?}: expected an http:// or https:// URL"));
-        }
+        extpool_core::check_http_url(base).map_err(|e| format!("{base:?}: {e}"))?;
+        reqwest::Url::parse(base).map_err(|e| format!("{base:?}: {e}"))?;
         if let Some(g) = &group
             && (g.is_empty() || g.chars().any(char::is_control))
         {
@@ -214,11 +211,11 @@ fn parse(body: &[u8], group: Option<&str>) -> Result<Discovered, String> {
             workloads.len()
         ));
     }
-    let mut names: HashSet<String> = HashSet::new();
+    let mut names = extpool_core::ServerNames::new();
     for w in workloads.into_iter().take(MAX_WORKLOADS) {
         match server_of(&w, group) {
             Ok(server) => {
-                if names.insert(server.name.to_ascii_lowercase()) {
+                if names.claim(&server.name, ()).is_ok() {
                     out.servers.push(server);
                 } else {
                     out.notes.push(format!(
@@ -260,10 +257,8 @@ fn server_of(w: &Workload, group: Option<&str>) -> Result<DiscoveredServer, Stri
                 .into(),
         );
     }
-    let url = reqwest::Url::parse(&w.url).map_err(|e| format!("its URL {:?}: {e}", w.url))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!("its URL {:?} is not http(s)", w.url));
-    }
+    extpool_core::check_http_url(&w.url).map_err(|e| format!("its URL {:?}: {e}", w.url))?;
+    reqwest::Url::parse(&w.url).map_err(|e| format!("its URL {:?}: {e}", w.url))?;
     let name = extpool_core::sanitize_server_name(&w.name);
     let config = McpServerConfig::http(w.url.clone());
     let origin = if w.group.is_empty() {

@@ -94,7 +94,7 @@ const MAX_ARGS: usize = 64;
 
 /// The name's words: `mcp__github__create_issue` → `github create issue`.
 fn name_text(name: &str) -> &str {
-    name.strip_prefix("mcp__").unwrap_or(name)
+    extpool_catalog::names::without_prefix(name)
 }
 
 /// Argument names and descriptions of a schema's top-level properties.

@@ -25,13 +25,13 @@ mod index;
 pub use index::{ToolIndex, terms};
 
 /// The name of the search tool the model is given when tools are deferred.
-pub const SEARCH_TOOL: &str = "ToolSearch";
+pub const SEARCH_TOOL: &str = extpool_catalog::BuiltinTool::ToolSearch.name();
 /// Longest query accepted, in bytes (longer ones are cut at a char boundary).
 pub const MAX_QUERY_BYTES: usize = 1024;
 /// Most query terms used (the rest are ignored).
 pub const MAX_QUERY_TERMS: usize = 32;
 /// Most results one search returns.
-pub const MAX_RESULTS: usize = 20;
+pub const MAX_RESULTS: usize = extpool_catalog::builtins::MAX_SEARCH_RESULTS;
 /// Longest one-line description in a deferred listing, in characters.
 pub const ONE_LINE_CHARS: usize = 80;
 
@@ -263,20 +263,14 @@ pub fn deferred_listing<T: SearchableTool>(tools: &[T], deferred: &[usize]) -> S
     out
 }
 
-/// The search tool: its name, description and argument schema.
+/// The search tool: its name, description and argument schema (its
+/// definition is the catalog's, with the other built-ins).
 pub fn search_tool() -> (&'static str, &'static str, Value) {
+    let entry = extpool_catalog::BuiltinTool::ToolSearch.entry();
     (
         SEARCH_TOOL,
-        "Searches the deferred tools by keywords (tool names, descriptions and argument names) \
-         and loads the best matches: their full schemas come back and they become callable.",
-        json!({
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "Keywords describing the tool you need"},
-                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "description": "Most results"},
-            },
-            "required": ["query"],
-        }),
+        entry.description.as_str(),
+        (*entry.input_schema).clone(),
     )
 }
 

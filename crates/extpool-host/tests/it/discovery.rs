@@ -698,3 +698,27 @@ async fn edits_of_the_vs_code_and_codex_files_apply_too() {
     }
     host.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rediscover_alone_wakes_the_loop_to_consult_the_sources_now() {
+    let upstream = HttpServer::spawn(StateDir::new().args());
+    let toolhive = FakeToolHive::start();
+    let project = Project::new();
+    // ToolHive is polled once an hour: only a refresh asks it sooner.
+    project.config(
+        "discovery:\n  interval_ms: 3600000\n  timeout_ms: 20000\nskills:\n  default_roots: false\n  watch: false\n",
+    );
+    let host = start(&project, Some((&toolhive, None))).await;
+    until_source(&host, "toolhive", "ToolHive consulted", |d| d.state == "ok").await;
+    assert!(!has_tool(&host, "mcp__kit_one__echo"));
+    toolhive.set_workloads(vec![Workload::running("kit-one", upstream.url())]);
+    // Nobody asks the catalog for a cycle: marking the sources due wakes
+    // its loop, which consults them at once.
+    host.rediscover();
+    until_revision(&host, "the workload found by the refresh", |h| {
+        has_tool(h, "mcp__kit_one__echo")
+    })
+    .await;
+    assert_eq!(echo(&host, "mcp__kit_one__echo").await, "hi");
+    host.shutdown().await;
+}

@@ -17,6 +17,7 @@
 //!   `MCP server "<name>" unavailable after reconnect`.
 //! - **No replay of server-declared failures** (see [`crate::classify`]).
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::OnceLock;
@@ -161,6 +162,8 @@ struct Inner {
     callers: Arc<crate::callers::Callers>,
     /// Which tools the server marks safe to repeat (see [`Repeat`]).
     hints: ToolHints,
+    /// What the latest listings left out.
+    skipped: crate::listing::SkippedNotes,
     /// The listed tools' header-promoted arguments (2026-07-28 HTTP).
     params: Arc<crate::param_headers::ParamHeaders>,
     /// Values passed to the server, masked in its stderr.
@@ -259,6 +262,7 @@ impl McpClient {
                 progress: Arc::new(ProgressRoutes::default()),
                 callers: Arc::new(crate::callers::Callers::default()),
                 hints: ToolHints::default(),
+                skipped: crate::listing::SkippedNotes::default(),
                 params: Arc::default(),
                 redactor,
                 flood: Arc::default(),
@@ -357,7 +361,7 @@ impl McpClient {
     }
 
     /// What the flood gates of this client's connections let through and
-    /// dropped so far (see [`crate::flood`]).
+    /// dropped so far (see the `flood` module).
     pub fn flood_stats(&self) -> crate::flood::FloodStats {
         *self.inner.flood.lock()
     }
@@ -496,10 +500,16 @@ impl McpClient {
             Ok(Err(error)) => Err(match classify(error) {
                 Failure::Lost { cause, sent } => Attempt::Lost { cause, sent },
                 Failure::SessionExpired => Attempt::Expired,
-                Failure::Rpc(error) => Attempt::Failed(ClientError::Rpc {
-                    server: server(),
-                    error,
-                }),
+                Failure::Rpc(mut error) => {
+                    // The server's own words may quote what it was given.
+                    if let Cow::Owned(masked) = self.inner.redactor.redact(&error.message) {
+                        error.message = masked.into();
+                    }
+                    Attempt::Failed(ClientError::Rpc {
+                        server: server(),
+                        error,
+                    })
+                }
                 Failure::Http {
                     status,
                     retry_after,
@@ -525,6 +535,15 @@ impl McpClient {
                         server: server(),
                         operation,
                         limit,
+                    })
+                }
+                Failure::Unreadable(reason) => {
+                    // Parts of the server's answer may be quoted in it.
+                    let reason = self.inner.redactor.redact(&reason).into_owned();
+                    Attempt::Failed(ClientError::UnreadableAnswer {
+                        server: server(),
+                        operation,
+                        reason,
                     })
                 }
                 Failure::Timeout => Attempt::Failed(ClientError::Timeout {

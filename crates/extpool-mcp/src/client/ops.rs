@@ -21,6 +21,7 @@ use tokio::sync::mpsc::Sender;
 
 use super::{McpClient, Repeat};
 use crate::error::ClientError;
+use crate::listing;
 use crate::name::ServerName;
 use crate::progress::{CancelOnDrop, Progress};
 
@@ -82,14 +83,39 @@ impl McpClient {
     /// Every tool (all pages).
     pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
         let epoch = self.tools_epoch();
-        let tools = self
-            .run("tools/list", Repeat::Always, None, |p| async move {
-                p.list_all_tools().await
-            })
-            .await?;
+        let tools = self.list_every::<Tool>().await?;
         self.inner.hints.record(epoch, &tools);
         self.inner.params.record(&tools);
         Ok(tools)
+    }
+
+    /// Every entry of `T`'s list method, page after page within the
+    /// listing's bounds (see [`crate::listing`]); the entries it leaves out
+    /// are recorded for [`McpClient::skipped_entries`].
+    async fn list_every<T: listing::Item>(&self) -> Result<Vec<T>, ClientError> {
+        let bounds = listing::Bounds::new(self.inner.max_message_bytes);
+        let listed = self
+            .run(T::METHOD, Repeat::Always, None, |p| async move {
+                listing::list_all::<T>(&p, bounds).await
+            })
+            .await?
+            .map_err(|problem| ClientError::Listing {
+                server: self.inner.name.clone(),
+                operation: T::METHOD,
+                problem,
+            })?;
+        let server = &self.inner.name;
+        self.inner
+            .skipped
+            .record(server, T::METHOD, listed.skipped, listed.skipped_count);
+        Ok(listed.items)
+    }
+
+    /// The entries the latest listings left out because they could not be
+    /// read (a tool `{"name": 5}`), one line each naming the list, the
+    /// entry's place and name and the field at fault.
+    pub fn skipped_entries(&self) -> Vec<String> {
+        self.inner.skipped.lines()
     }
 
     /// Calls a tool with the default timeout.
@@ -203,10 +229,7 @@ impl McpClient {
         if !self.has(|c| c.resources.is_some()).await? {
             return Ok(Vec::new());
         }
-        self.run("resources/list", Repeat::Always, None, |p| async move {
-            p.list_all_resources().await
-        })
-        .await
+        self.list_every().await
     }
 
     /// Every resource template (all pages); empty when the server has no resources.
@@ -214,13 +237,7 @@ impl McpClient {
         if !self.has(|c| c.resources.is_some()).await? {
             return Ok(Vec::new());
         }
-        self.run(
-            "resources/templates/list",
-            Repeat::Always,
-            None,
-            |p| async move { p.list_all_resource_templates().await },
-        )
-        .await
+        self.list_every().await
     }
 
     /// Reads a resource.
@@ -238,10 +255,7 @@ impl McpClient {
         if !self.has(|c| c.prompts.is_some()).await? {
             return Ok(Vec::new());
         }
-        self.run("prompts/list", Repeat::Always, None, |p| async move {
-            p.list_all_prompts().await
-        })
-        .await
+        self.list_every().await
     }
 
     /// Renders a prompt.
@@ -269,10 +283,7 @@ impl McpClient {
         if !self.supports_skills().await? {
             return Ok(Vec::new());
         }
-        self.run("skills/list", Repeat::Always, None, |p| async move {
-            p.list_all_skills().await
-        })
-        .await
+        self.list_every().await
     }
 
     /// SEP-2640 `skills/get` for a SKILL.md URI.

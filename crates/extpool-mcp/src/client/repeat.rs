@@ -95,10 +95,12 @@ impl McpClient {
         if let Some(set) = hints.current(epoch) {
             return set.contains(tool);
         }
-        let listed =
-            tokio::time::timeout(self.inner.request_timeout, conn.peer.list_all_tools()).await;
+        let bounds = crate::listing::Bounds::new(self.inner.max_message_bytes);
+        let listing = crate::listing::list_all::<Tool>(&conn.peer, bounds);
+        let listed = tokio::time::timeout(self.inner.request_timeout, listing).await;
         match listed {
-            Ok(Ok(tools)) => {
+            Ok(Ok(Ok(listed))) => {
+                let tools = listed.items;
                 hints.record(epoch, &tools);
                 tools.iter().any(|t| t.name == tool && is_repeatable(t))
             }

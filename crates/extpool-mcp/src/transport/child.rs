@@ -35,9 +35,10 @@ impl std::fmt::Debug for ChildTransport {
 }
 
 impl ChildTransport {
-    /// Spawns `command` with piped stdin and stdout and `stderr` as given;
-    /// returns the transport and the child's stderr when piped. Must be
-    /// called within a tokio runtime.
+    /// Spawns `command` with piped stdin and stdout and `stderr` as given,
+    /// tied to this process's life (it dies with it, on Linux even when
+    /// this process is killed with SIGKILL); returns the transport and the
+    /// child's stderr when piped. Must be called within a tokio runtime.
     pub fn spawn(
         mut command: CommandWrap,
         stderr: Stdio,
@@ -47,7 +48,7 @@ impl ChildTransport {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(stderr);
-        let mut child = command.spawn()?;
+        let mut child = crate::spawner::spawn(command)?;
         let inner = child.inner_mut();
         let (Some(stdin), Some(stdout)) = (inner.stdin().take(), inner.stdout().take()) else {
             return Err(io::Error::other("the child's stdin or stdout is not piped"));

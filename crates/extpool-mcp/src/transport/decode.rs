@@ -61,9 +61,12 @@ pub trait FastDecode: ServiceRole {
     const FAILS_REQUESTS_ON_LIMITS: bool = false;
 }
 
+/// A UTF-8 byte order mark, taken off a line before it is read.
+pub(crate) const BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// Decodes `line` (without its newline) as rmcp would.
 pub(crate) fn decode<R: FastDecode>(line: &[u8]) -> Decoded<RxJsonRpcMessage<R>> {
-    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    let line = line.strip_prefix(BOM).unwrap_or(line);
     match fast::<R>(line) {
         Some(message) => Decoded::Message(message),
         None => slow::<R>(line),

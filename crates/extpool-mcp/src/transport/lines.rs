@@ -4,9 +4,11 @@
 //! ranges into it (no copy), and consumed bytes are dropped before the next
 //! read. A line longer than the bound is dropped and the connection goes
 //! on, as rmcp does; the buffer never holds more than the bound plus one
-//! read. What is kept of a dropped line — its size and its first
-//! [`HEAD_BYTES`] — lets the transport fail the request it answered at once
-//! ([`LineBuf::take_oversized`]).
+//! read. A line is dropped as soon as the bytes read of it pass the bound,
+//! whether or not its end has come (a peer may never end it). What is kept
+//! of a dropped line — its first [`HEAD_BYTES`], and its size when its end
+//! was already read — lets the transport fail the request it answered at
+//! once ([`LineBuf::take_oversized`]).
 
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -19,8 +21,9 @@ const OVERSIZED_KEPT: usize = 8;
 /// A line that was too long: its length and its first bytes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Oversized {
-    /// The line's length in bytes.
-    pub(crate) size: usize,
+    /// The line's length in bytes; `None` when it was dropped before its
+    /// end was read (it is longer than the bound, by how much is unknown).
+    pub(crate) size: Option<usize>,
     /// Its first [`HEAD_BYTES`] bytes.
     pub(crate) head: Vec<u8>,
 }
@@ -50,9 +53,9 @@ pub(crate) struct LineBuf {
 /// What is kept of dropped lines.
 #[derive(Debug, Default)]
 struct Dropped {
-    /// The line being skipped: its first bytes and length so far.
-    current: Oversized,
-    /// Complete dropped lines, oldest first.
+    /// Bytes of the line being skipped so far (it is reported already).
+    skipped: usize,
+    /// Dropped lines not yet taken, oldest first.
     done: VecDeque<Oversized>,
 }
 
@@ -86,7 +89,7 @@ impl LineBuf {
     fn record(&mut self, dropped: Oversized) {
         tracing::error!(
             max_line_length = self.max,
-            size = dropped.size,
+            size = ?dropped.size,
             "an incoming MCP message is longer than the line limit; dropped"
         );
         if self.dropped.done.len() < OVERSIZED_KEPT {
@@ -105,14 +108,15 @@ impl LineBuf {
             let Some(offset) = memchr::memchr(b'\n', &self.buf[self.scan..]) else {
                 self.scan = self.buf.len();
                 if self.discarding {
-                    self.dropped.current.size += self.buf.len() - self.start;
+                    self.dropped.skipped += self.buf.len() - self.start;
                     self.consume_all();
                 } else if self.buf.len() - self.start > self.max + self.pending_cr() {
+                    // Past the bound without an end: dropped and reported
+                    // now, not when (if ever) its newline comes.
                     let head_end = self.buf.len().min(self.start + HEAD_BYTES);
-                    self.dropped.current = Oversized {
-                        size: self.buf.len() - self.start,
-                        head: self.buf[self.start..head_end].to_vec(),
-                    };
+                    let head = self.buf[self.start..head_end].to_vec();
+                    self.dropped.skipped = self.buf.len() - self.start;
+                    self.record(Oversized { size: None, head });
                     self.discarding = true;
                     self.consume_all();
                 }
@@ -123,9 +127,8 @@ impl LineBuf {
             self.start = newline + 1;
             self.scan = self.start;
             if std::mem::take(&mut self.discarding) {
-                let mut dropped = std::mem::take(&mut self.dropped.current);
-                dropped.size += newline - begin;
-                self.record(dropped);
+                let size = std::mem::take(&mut self.dropped.skipped) + newline - begin;
+                tracing::debug!(size, "the dropped MCP message ended");
                 continue;
             }
             let mut end = newline;
@@ -135,7 +138,7 @@ impl LineBuf {
             if end - begin > self.max {
                 let head = self.buf[begin..end.min(begin + HEAD_BYTES)].to_vec();
                 self.record(Oversized {
-                    size: end - begin,
+                    size: Some(end - begin),
                     head,
                 });
                 continue;
@@ -229,29 +232,49 @@ mod tests {
         assert_eq!(
             lines.take_oversized(),
             Some(Oversized {
-                size: 6,
+                size: Some(6),
                 head: b"123456".to_vec()
             })
         );
-        // Across reads, with a head cut at HEAD_BYTES.
+        // Across reads, with a head cut at HEAD_BYTES: reported as soon as
+        // it passes the bound, its size unknown then.
         let long = vec![b'x'; HEAD_BYTES + 10];
         assert_eq!(feed(&mut lines, &long), Vec::<String>::new());
-        assert_eq!(feed(&mut lines, b"yy\nnext\n"), ["next"]);
         let dropped = lines.take_oversized().unwrap();
-        assert_eq!(dropped.size, HEAD_BYTES + 12);
+        assert_eq!(dropped.size, None);
         assert_eq!(dropped.head, vec![b'x'; HEAD_BYTES]);
+        assert_eq!(feed(&mut lines, b"yy\nnext\n"), ["next"]);
+        assert_eq!(lines.take_oversized(), None, "reported once");
+    }
+
+    #[test]
+    fn a_line_that_never_ends_is_reported_once_it_passes_the_bound() {
+        let mut lines = LineBuf::new(10);
+        assert_eq!(feed(&mut lines, b"{\"id\":7,"), Vec::<String>::new());
+        assert_eq!(lines.take_oversized(), None, "within the bound so far");
+        assert_eq!(feed(&mut lines, b"\"result\""), Vec::<String>::new());
+        let dropped = lines.take_oversized().unwrap();
+        assert_eq!(dropped.size, None);
+        assert_eq!(dropped.head, b"{\"id\":7,\"result\"".to_vec());
+        for _ in 0..100 {
+            assert_eq!(feed(&mut lines, &[b'x'; READ_CHUNK]), Vec::<String>::new());
+            assert!(lines.buf.len() <= READ_CHUNK);
+        }
         assert_eq!(lines.take_oversized(), None);
     }
 
     /// What a plain split says `input`'s complete lines are: accepted
-    /// (non-empty, within `max` once a trailing `\r` is cut) and dropped.
+    /// (non-empty, within `max` once a trailing `\r` is cut) and dropped,
+    /// the unfinished last line counted as dropped once it is past `max`
+    /// (and a `\r` it ends with, which may be the start of its end).
     fn model(input: &[u8], max: usize) -> (Vec<Vec<u8>>, usize) {
-        let complete = match input.iter().rposition(|&b| b == b'\n') {
-            Some(last) => &input[..last],
-            None => return (Vec::new(), 0),
+        let (complete, rest) = match input.iter().rposition(|&b| b == b'\n') {
+            Some(last) => (Some(&input[..last]), &input[last + 1..]),
+            None => (None, input),
         };
-        let (mut accepted, mut dropped) = (Vec::new(), 0);
-        for line in complete.split(|&b| b == b'\n') {
+        let pending_cr = usize::from(rest.last() == Some(&b'\r'));
+        let (mut accepted, mut dropped) = (Vec::new(), usize::from(rest.len() > max + pending_cr));
+        for line in complete.into_iter().flat_map(|c| c.split(|&b| b == b'\n')) {
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             if line.len() > max {
                 dropped += 1;
@@ -300,7 +323,7 @@ mod tests {
                     got.push(lines.get(range).to_vec());
                 }
                 while let Some(d) = lines.take_oversized() {
-                    proptest::prop_assert!(d.size > max, "{d:?}");
+                    proptest::prop_assert!(d.size.is_none_or(|s| s > max), "{d:?}");
                     dropped += 1;
                 }
                 proptest::prop_assert!(

@@ -22,11 +22,18 @@
 //! What it keeps from rmcp: a line over [`MAX_LINE_LENGTH`] (16 MiB, rmcp's
 //! bound; [`LineTransport::set_max_message_bytes`]) is dropped and the
 //! connection goes on — on the client side the request it answered fails at
-//! once, as does one answered by a message nested too deep to parse (see
+//! once, as soon as the bytes read of it pass the bound (its end may never
+//! come), as does one answered by a message nested too deep to parse, or
+//! by one that carries its id but is no readable response (see
 //! [`crate::limits`]); a line that is not JSON,
 //! and an unknown notification, is ignored; JSON that is no valid message
 //! is answered with `Invalid Request`; end of input ends the connection.
+//! A server may check each line itself first and answer it in its place
+//! ([`LineTransport::set_screen`]). A failed read or write ends the
+//! connection too, and is kept ([`Failure`]): it is never taken for the
+//! end of input.
 
+mod blocking;
 mod child;
 pub mod decode;
 mod lines;
@@ -35,6 +42,7 @@ mod writer;
 
 use std::io;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use futures::future::Either;
 use rmcp::model::ErrorData;
@@ -59,13 +67,16 @@ pub const MAX_LINE_LENGTH: usize = 16 * 1024 * 1024;
 /// How long a closing connection may take to write what is still queued.
 const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
-/// Where bytes come from: a pipe or a stream socket, non-blocking.
+/// Where bytes come from: a pipe or a stream socket, non-blocking, or
+/// anything else (our stdin on a terminal or a file), blocking.
 #[derive(Debug)]
 pub(crate) enum Source {
     /// A pipe (a child's stdout, or our stdin).
     Pipe(pipe::Receiver),
     /// A socket.
     Socket(UnixStream),
+    /// Read by a thread of its own ([`blocking`]).
+    Blocking(blocking::BlockingSource),
 }
 
 impl Source {
@@ -73,11 +84,53 @@ impl Source {
         match self {
             Self::Pipe(p) => p.read_buf(buf).await,
             Self::Socket(s) => s.read_buf(buf).await,
+            Self::Blocking(b) => b.read(buf).await,
         }
     }
 }
 
-/// One newline-delimited JSON-RPC connection over a non-blocking pipe pair.
+/// Checks one incoming line (without its newline) before it is decoded:
+/// `Some(reply)` is the JSON text written back in its place, and the line
+/// goes no further.
+pub type Screen = Box<dyn Fn(&[u8]) -> Option<Vec<u8>> + Send + Sync>;
+
+/// A [`Screen`] in a transport.
+struct Screening(Screen);
+
+impl std::fmt::Debug for Screening {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Screen")
+    }
+}
+
+/// How a connection ended on an error rather than at the end of its input.
+#[derive(Debug)]
+pub enum IoFailure {
+    /// Reading the peer's messages failed.
+    Read(io::Error),
+    /// Writing to the peer failed.
+    Write(io::Error),
+}
+
+/// Where a transport keeps the failure that ended it, to be read once the
+/// transport has been handed to rmcp (which only sees that it ended).
+#[derive(Debug, Clone, Default)]
+pub struct Failure(Arc<parking_lot::Mutex<Option<IoFailure>>>);
+
+impl Failure {
+    /// The failure that ended the connection, if it ended on one.
+    pub fn take(&self) -> Option<IoFailure> {
+        self.0.lock().take()
+    }
+
+    /// Keeps `failure`, unless an earlier one is kept.
+    fn record(&self, failure: IoFailure) {
+        self.0.lock().get_or_insert(failure);
+    }
+}
+
+/// One newline-delimited JSON-RPC connection over a non-blocking pipe pair
+/// or socket (or, for our own stdio, whatever stdin and stdout are).
 #[derive(Debug)]
 pub struct LineTransport<R> {
     source: Source,
@@ -87,6 +140,10 @@ pub struct LineTransport<R> {
     scratch: Vec<u8>,
     /// The peer's input ended (or failed).
     ended: bool,
+    /// Checks each line before it is decoded.
+    screen: Option<Screening>,
+    /// The error that ended the connection, if one did.
+    failure: Failure,
     _role: PhantomData<fn() -> R>,
 }
 
@@ -100,6 +157,8 @@ impl<R: FastDecode> LineTransport<R> {
             writer: Writer::new(sink)?,
             scratch: Vec::with_capacity(1024),
             ended: false,
+            screen: None,
+            failure: Failure::default(),
             _role: PhantomData,
         })
     }
@@ -107,6 +166,17 @@ impl<R: FastDecode> LineTransport<R> {
     /// Changes the longest message accepted (default [`MAX_LINE_LENGTH`]).
     pub fn set_max_message_bytes(&mut self, max: usize) {
         self.lines.set_max(max);
+    }
+
+    /// Has `screen` check every incoming line (a UTF-8 byte order mark
+    /// taken off) before it is decoded, and answer it in its place.
+    pub fn set_screen(&mut self, screen: Screen) {
+        self.screen = Some(Screening(screen));
+    }
+
+    /// Where the error that ends this connection, if one does, is kept.
+    pub fn failure(&self) -> Failure {
+        self.failure.clone()
     }
 
     /// A connection over a pipe pair: `from` is read, `to` is written.
@@ -126,6 +196,18 @@ impl<R: FastDecode> LineTransport<R> {
     fn encode(&mut self, item: &TxJsonRpcMessage<R>) -> io::Result<Sent> {
         self.scratch.clear();
         serde_json::to_writer(&mut self.scratch, item)?;
+        self.send_scratch()
+    }
+
+    /// Writes `json` (one message's text) as a line.
+    fn send_line(&mut self, json: &[u8]) -> io::Result<Sent> {
+        self.scratch.clear();
+        self.scratch.extend_from_slice(json);
+        self.send_scratch()
+    }
+
+    /// Writes the message in `scratch`, with its newline.
+    fn send_scratch(&mut self) -> io::Result<Sent> {
         self.scratch.push(b'\n');
         let sent = self.writer.send(&self.scratch);
         if self.scratch.capacity() > 64 * 1024 {
@@ -173,6 +255,16 @@ impl<R: FastDecode> Transport<R> for LineTransport<R> {
         loop {
             while let Some(range) = self.lines.next_line() {
                 let line = self.lines.get(range);
+                if let Some(Screening(screen)) = &self.screen
+                    && let Some(reply) = screen(line.strip_prefix(decode::BOM).unwrap_or(line))
+                {
+                    if let Err(error) = self.send_line(&reply) {
+                        tracing::debug!(%error, "cannot answer a message");
+                        self.failure.record(IoFailure::Write(error));
+                        return None;
+                    }
+                    continue;
+                }
                 match decode::decode::<R>(line) {
                     Decoded::Message(message) => return Some(message),
                     Decoded::Skip | Decoded::Invalid
@@ -186,6 +278,19 @@ impl<R: FastDecode> Transport<R> for LineTransport<R> {
                         }
                     }
                     Decoded::Skip => {}
+                    // An answer to one of our requests that cannot be read:
+                    // that request fails now, saying why, rather than wait
+                    // out its timeout (the peer is not answered back).
+                    Decoded::Invalid
+                        if R::FAILS_REQUESTS_ON_LIMITS
+                            && let Some((id, reason)) = limits::unreadable_response(line) =>
+                    {
+                        tracing::warn!(%reason, "an MCP answer cannot be read");
+                        return Some(RxJsonRpcMessage::<R>::error(
+                            limits::unreadable_error_data(&reason),
+                            Some(id),
+                        ));
+                    }
                     Decoded::Invalid => {
                         let reply = TxJsonRpcMessage::<R>::error(
                             ErrorData::invalid_request("Invalid request", None),
@@ -193,6 +298,7 @@ impl<R: FastDecode> Transport<R> for LineTransport<R> {
                         );
                         if let Err(error) = self.encode(&reply) {
                             tracing::debug!(%error, "cannot answer an invalid message");
+                            self.failure.record(IoFailure::Write(error));
                             return None;
                         }
                     }
@@ -200,7 +306,7 @@ impl<R: FastDecode> Transport<R> for LineTransport<R> {
             }
             while let Some(dropped) = self.lines.take_oversized() {
                 let exceeded = Exceeded::Size {
-                    size: Some(dropped.size as u64),
+                    size: dropped.size.map(|size| size as u64),
                     limit: self.lines.max() as u64,
                 };
                 if R::FAILS_REQUESTS_ON_LIMITS
@@ -216,7 +322,11 @@ impl<R: FastDecode> Transport<R> for LineTransport<R> {
             let read = tokio::select! {
                 biased;
                 read = self.source.read(self.lines.spare()) => read,
-                () = self.writer.failed() => return None,
+                () = self.writer.failed() => {
+                    let error = self.writer.error().unwrap_or_else(|| io::Error::other("the writes failed"));
+                    self.failure.record(IoFailure::Write(error));
+                    return None;
+                }
             };
             match read {
                 Ok(0) => self.ended = true,
@@ -224,6 +334,7 @@ impl<R: FastDecode> Transport<R> for LineTransport<R> {
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                 Err(error) => {
                     tracing::debug!(%error, "reading from the MCP peer failed");
+                    self.failure.record(IoFailure::Read(error));
                     self.ended = true;
                 }
             }

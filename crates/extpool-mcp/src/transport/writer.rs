@@ -8,11 +8,14 @@
 //! writable, then drains everything queued so far in one write and
 //! repeats, so a burst leaves as a few large writes instead of one write
 //! (and one wake-up of the peer) per message. Senders wait while more than
-//! [`QUEUE_LIMIT`] bytes are queued.
+//! [`QUEUE_LIMIT`] bytes are queued. A blocking sink (our stdout on a
+//! terminal or a file) is only written by the writer task, each batch on
+//! tokio's blocking pool.
 //!
 //! A write error ends the connection: every later send fails, queued bytes
 //! are dropped and the read side is told to stop (`failed`).
 
+use std::fs::File;
 use std::io;
 use std::sync::Arc;
 
@@ -27,13 +30,17 @@ pub(crate) const QUEUE_LIMIT: usize = 8 * 1024 * 1024;
 /// Capacity a drained batch keeps for the next one.
 const RETAINED: usize = 1024 * 1024;
 
-/// Where bytes go: a pipe or a stream socket, non-blocking.
+/// Where bytes go: a pipe or a stream socket, non-blocking, or anything
+/// else (our stdout on a terminal or a file), blocking.
 #[derive(Debug)]
 pub(crate) enum Sink {
     /// A pipe (a child's stdin, or our stdout).
     Pipe(pipe::Sender),
     /// A socket (stdio of a process started by a client that uses socket pairs).
     Socket(UnixStream),
+    /// Written off the runtime's threads ([`super::blocking`]): every
+    /// message is queued for the writer task.
+    Blocking(Arc<File>),
 }
 
 impl Sink {
@@ -41,6 +48,7 @@ impl Sink {
         match self {
             Self::Pipe(p) => p.try_write(bytes),
             Self::Socket(s) => s.try_write(bytes),
+            Self::Blocking(_) => Err(io::ErrorKind::WouldBlock.into()),
         }
     }
 
@@ -48,10 +56,14 @@ impl Sink {
         match self {
             Self::Pipe(p) => p.writable().await,
             Self::Socket(s) => s.writable().await,
+            Self::Blocking(_) => Ok(()),
         }
     }
 
     async fn write_all(&self, mut bytes: &[u8]) -> io::Result<()> {
+        if let Self::Blocking(file) = self {
+            return super::blocking::write_all(file, bytes).await;
+        }
         while !bytes.is_empty() {
             match self.try_write(bytes) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -179,6 +191,14 @@ impl Writer {
                 notified.await;
             }
         }
+    }
+
+    /// Why the writes failed, once they have.
+    pub(crate) fn error(&self) -> Option<io::Error> {
+        let q = self.shared.queue.lock();
+        q.failed
+            .as_ref()
+            .map(|(kind, why)| io::Error::new(*kind, why.clone()))
     }
 
     /// Resolves when the writes have failed; the read side stops then.

@@ -8,8 +8,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 
 use extpool_core::{Capability, McpResource};
+use extpool_mcp::{ClientError, SessionConnectionPool};
 use extpool_mcp::{McpClient, McpServerCap, McpServerConfig, PoolConfig, driver_thread_name};
-use extpool_mcp::{SessionConnectionPool, error::ClientError};
 use extpool_testkit::StateDir;
 use extpool_testkit::procs::{kill_one, thread_ended, threads_named, wait_until_gone};
 use serde_json::json;

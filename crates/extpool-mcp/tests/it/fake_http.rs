@@ -17,6 +17,9 @@ pub enum Answer {
     Status(u16),
     /// HTTP 400 carrying a JSON-RPC error body.
     JsonRpcError400,
+    /// 200 with an SSE event carrying the call's id and an `error` that is
+    /// no error object: a message no SDK can read.
+    SseMalformedError,
 }
 
 /// The running endpoint; stops when dropped.
@@ -154,6 +157,18 @@ async fn serve(
                         &status,
                         &[("content-type", "text/plain"), ("retry-after", "7")],
                         "server says no",
+                    )
+                    .await
+                }
+                Answer::SseMalformedError => {
+                    let event = format!(
+                        "data: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":\"x\"}}}}\n\n"
+                    );
+                    respond(
+                        &mut stream,
+                        "200 OK",
+                        &[("content-type", "text/event-stream")],
+                        &event,
                     )
                     .await
                 }

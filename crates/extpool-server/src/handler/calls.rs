@@ -1,14 +1,19 @@
-//! One `tools/call` through the gateway: the gateway's own tools (and the
-//! tool search, with `--tool-search`), session grants, the session's bound
-//! on calls in flight, the client's input round (2026-07-28
+//! One `tools/call` through the gateway: the name resolved in the
+//! session's table (which says what its grants and the rules refuse), the
+//! gateway's own tools (and the tool search, with `--tool-search`), the
+//! session's bound on calls in flight, the client's input round (2026-07-28
 //! `input_required`), the call on the host view with progress and server
-//! requests relayed, then metrics and the audit log.
+//! requests relayed and the caller named (the host's guardrails run in that
+//! call, and tell their webhook who asked), then metrics and the audit log
+//! with the guardrails' decisions.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use extpool_host::{HostError, InputRound, ToolResult};
+use extpool_host::catalog::BuiltinTool;
+use extpool_host::core::Principal;
+use extpool_host::{GuardedCall, HostError, InputRound, Refusal, ToolResult, ToolTable, Verdict};
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
@@ -16,6 +21,11 @@ use rmcp::{ErrorData, RoleServer};
 use super::GatewayHandler;
 use crate::audit::{AuditRecord, args_digest, millis, now_ms};
 use crate::relay;
+
+/// The JSON-RPC error code of a call refused for a rate limit (in the
+/// range JSON-RPC leaves to servers); its `data` says the limit and
+/// `retry_after_ms`.
+pub const RATE_LIMITED: i32 = -32029;
 
 /// Whether the client of this request takes `input_required` rounds (it
 /// speaks 2026-07-28; rmcp refuses to send such a result to an older peer).
@@ -25,12 +35,20 @@ fn takes_input_rounds(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28)
 }
 
-/// A host error as the client sees it: a name it got wrong is invalid
-/// params; anything else a server did is a tool error the model can read.
-fn call_error(e: HostError) -> Result<CallToolResult, ErrorData> {
+/// A host error as the client sees it: a name it got wrong or may not
+/// call is invalid params (a refusal the session's grants made says how a
+/// refresh grants names, `session` the session to refresh); anything else
+/// a server did is a tool error the model can read.
+fn call_error(e: HostError, session: &str) -> Result<CallToolResult, ErrorData> {
     match &e {
         HostError::UnknownTool { .. } => Err(ErrorData::invalid_params(e.to_string(), None)),
-        _ if e.is_denied() => Err(ErrorData::invalid_params(e.to_string(), None)),
+        _ if e.refusal().is_some_and(Refusal::is_not_granted) => Err(ErrorData::invalid_params(
+            format!(
+                "{e}; RefreshMcpSources (or POST /v1/sessions/{session}/mcp-refresh) grants the names active now"
+            ),
+            None,
+        )),
+        _ if e.is_refused() => Err(ErrorData::invalid_params(e.to_string(), None)),
         _ => Ok(CallToolResult::error(vec![ContentBlock::text(
             e.to_string(),
         )])),
@@ -60,19 +78,27 @@ impl GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         use tracing::Instrument;
-        let name = self.catalog_tool(&request.name);
-        let server = self
-            .shared
-            .host
-            .server_of_tool(&name)
-            .unwrap_or_else(|| extpool_host::BUILTIN.to_owned());
+        let principal = super::principal_of(&context);
+        self.bind_caller(&principal).await;
+        let table = self.table_for(&principal);
+        let (name, server) = match table.row(&request.name) {
+            Some(row) => (row.tool.name.clone(), row.tool.server.clone()),
+            None => (
+                request.name.to_string(),
+                self.shared
+                    .host
+                    .server_of_tool(&request.name)
+                    .unwrap_or_else(|| extpool_host::BUILTIN.to_owned()),
+            ),
+        };
         let span = tracing::info_span!(
             "tool_call",
+            principal = %principal.label(),
             session = %self.session_id(),
             server = %server,
             tool = %name,
         );
-        self.call_in_span(request, context, name, server)
+        self.call_in_span(request, context, &table, &principal, name, server)
             .instrument(span)
             .await
     }
@@ -81,57 +107,34 @@ impl GatewayHandler {
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
+        table: &Arc<ToolTable>,
+        principal: &Principal,
         name: String,
         server: String,
     ) -> Result<CallToolResponse, ErrorData> {
-        if let Some(result) =
-            crate::source_tools::call(&self.shared, self.durable.as_ref(), &name).await
-        {
-            return result.map(Into::into);
-        }
-        if let Some(config) = &self.shared.options.tool_search
-            && name == crate::tool_search::SEARCH_TOOL
-        {
-            let args = request.arguments.unwrap_or_default();
-            let (result, loaded) = crate::tool_search::search(
-                config,
-                &self.visible_tools(),
-                &self.names(),
-                &self.connection.loaded,
-                &args,
-            )?;
-            if loaded && self.has_session() {
-                let _ = context.peer.notify_tool_list_changed().await;
+        match table.row(&name).and_then(|row| row.builtin) {
+            Some(BuiltinTool::ToolSearch) => {
+                let default = extpool_host::DeferralConfig::default();
+                let config = self.shared.options.tool_search.as_ref().unwrap_or(&default);
+                let args = request.arguments.unwrap_or_default();
+                let (result, loaded) =
+                    crate::tool_search::search(config, table, &self.connection.loaded, &args)?;
+                if loaded && self.has_session() {
+                    let _ = context.peer.notify_tool_list_changed().await;
+                }
+                return Ok(result.into());
             }
-            return Ok(result.into());
+            Some(tool) => {
+                if let Some(result) =
+                    crate::source_tools::call(&self.shared, self.durable.as_ref(), tool).await
+                {
+                    return result.map(Into::into);
+                }
+            }
+            None => {}
         }
-        // A name not granted in this replica's copy may have been granted
-        // through another replica: the store decides.
-        if !self.may_call(&name) && !self.sync_authority().await.may_call(&name) {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "{name} is not granted to this session; RefreshMcpSources (or POST /v1/sessions/{}/mcp-refresh) grants the names active now",
-                    self.session_id()
-                ),
-                None,
-            ));
-        }
-        let args = request.arguments.as_ref();
-        if let Some(target) = self.denied_through(&name, args)
-            && self
-                .sync_authority()
-                .await
-                .denied_through(&name, args)
-                .is_some()
-        {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "{name} may call only the tools granted to this session, and {target} is not; RefreshMcpSources (or POST /v1/sessions/{}/mcp-refresh) grants the names active now",
-                    self.session_id()
-                ),
-                None,
-            ));
-        }
+        self.shared.metrics.principal_call(&principal.label());
+        self.within_rate(principal, &name)?;
         let _slot = self.enter_call()?;
         let round = takes_input_rounds(&context).then(|| {
             Arc::new(InputRound::new(
@@ -144,23 +147,73 @@ impl GatewayHandler {
         let args = request.arguments.unwrap_or_default();
         let started = Instant::now();
         let digest_args = self.shared.audit.is_some().then(|| args.clone());
-        let outcome = self.run(&name, args, round.clone(), &context).await;
+        // A per-user server's call may log its caller in and run again.
+        let again = (round.is_none() && self.shared.host.caller_login(&server, None).is_some())
+            .then(|| args.clone());
+        let mut called = self
+            .run(table, principal, &name, args, round.clone(), &context)
+            .await;
+        let needs_login = matches!(
+            &called,
+            Some(GuardedCall {
+                outcome: Err(HostError::ServerFailed { .. }),
+                ..
+            })
+        );
+        if let Some(args) = again
+            && needs_login
+            && self
+                .log_in_through_client(&context, principal, &server)
+                .await
+        {
+            let table = self.table_for(&std::sync::Arc::new(principal.clone()));
+            called = self
+                .run(&table, principal, &name, args, None, &context)
+                .await;
+        }
+        let (outcome, verdicts) = match called {
+            Some(GuardedCall {
+                outcome,
+                guardrails,
+            }) => (Some(outcome), guardrails),
+            None => (None, Vec::new()),
+        };
         let asked = round.and_then(|r| r.asked());
         let (result, word) = match outcome {
             Some(Ok(_)) if asked.is_some() => (Ok(CallToolResult::default()), "input_required"),
-            outcome => settle(outcome),
+            outcome => settle(outcome, self.session_id()),
         };
         let failed = !matches!(&result, Ok(r) if r.is_error != Some(true));
         self.shared
             .metrics
             .record_call(&server, &name, started.elapsed(), failed);
         if let Some(args) = &digest_args {
-            self.audit(&name, args, word, started);
+            self.audit(principal, table, &name, args, word, &verdicts, started);
         }
         if let Some(asked) = asked {
             return relay::input_required(asked).map(Into::into);
         }
         result.map(Into::into)
+    }
+
+    /// A token of each of `principal`'s buckets a call of `name` takes, or
+    /// the error naming the limit and when to retry ([`crate::rate`]).
+    fn within_rate(&self, principal: &Principal, name: &str) -> Result<(), ErrorData> {
+        let Some(limits) = &self.shared.rate_limits else {
+            return Ok(());
+        };
+        limits.take(&principal.owner(), name).map_err(|limited| {
+            self.shared.metrics.rate_limited(&limited.limit);
+            tracing::info!(principal = %principal.label(), limit = %limited.limit, "a call was refused for a rate limit");
+            ErrorData::new(
+                rmcp::model::ErrorCode(RATE_LIMITED),
+                limited.message(),
+                Some(serde_json::json!({
+                    "limit": limited.limit,
+                    "retry_after_ms": u64::try_from(limited.retry_after.as_millis()).unwrap_or(u64::MAX),
+                })),
+            )
+        })
     }
 
     /// A place among this connection's calls in flight, or the error that
@@ -181,21 +234,25 @@ impl GatewayHandler {
         Ok(Slot(calls))
     }
 
-    /// Runs the call on this connection's view with its progress, server
-    /// requests and input round relayed; `None` when the client cancelled.
+    /// Runs the call on this connection's view for `principal` with its
+    /// progress, server requests and input round relayed; `None` when the
+    /// client cancelled.
     async fn run(
         &self,
+        table: &ToolTable,
+        principal: &Principal,
         name: &str,
         args: serde_json::Map<String, serde_json::Value>,
         round: Option<Arc<InputRound>>,
         context: &RequestContext<RoleServer>,
-    ) -> Option<Result<ToolResult, HostError>> {
+    ) -> Option<GuardedCall> {
         let (mut call_context, forwarders) =
             relay::call_context(context, self.connection.log_level.clone());
+        call_context = call_context.with_caller(principal.label());
         if let Some(round) = round {
             call_context = call_context.with_input(round);
         }
-        let call = call_context.scope(self.view().call(name, args));
+        let call = call_context.scope(self.view().call_guarded(table, name, args));
         let outcome = tokio::select! {
             result = call => Some(result),
             () = context.ct.cancelled() => None,
@@ -208,28 +265,37 @@ impl GatewayHandler {
         outcome
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn audit(
         &self,
+        principal: &Principal,
+        table: &ToolTable,
         name: &str,
         args: &serde_json::Map<String, serde_json::Value>,
         outcome: &'static str,
+        guardrails: &[Verdict],
         started: Instant,
     ) {
         let Some(log) = &self.shared.audit else {
             return;
         };
         let decision = self.view().permission(name);
+        // A caller's own rule refused it: that rule decided.
+        let (allowed, rule) = match table.resolve(name) {
+            extpool_host::Resolved::Refused(Refusal::DeniedForPrincipal { rule, .. }) => {
+                (false, rule)
+            }
+            _ => (decision.is_allowed(), decision.reason()),
+        };
         log.write(&AuditRecord {
             time_ms: now_ms(),
+            principal: principal.label(),
             session: self.session_id(),
             name,
-            decision: if decision.is_allowed() {
-                "allow"
-            } else {
-                "deny"
-            },
-            rule: decision.reason(),
+            decision: if allowed { "allow" } else { "deny" },
+            rule,
             outcome,
+            guardrails,
             duration_ms: millis(started.elapsed()),
             args_sha256: args_digest(args),
         });
@@ -237,7 +303,7 @@ impl GatewayHandler {
 }
 
 /// The result the client gets for a call's outcome, and the audit word.
-fn settle(outcome: Option<Result<ToolResult, HostError>>) -> Outcome {
+fn settle(outcome: Option<Result<ToolResult, HostError>>, session: &str) -> Outcome {
     match outcome {
         Some(Ok(result)) => {
             let word = if result.is_error { "tool_error" } else { "ok" };
@@ -247,8 +313,14 @@ fn settle(outcome: Option<Result<ToolResult, HostError>>) -> Outcome {
             )
         }
         Some(Err(e)) => {
-            let word = if e.is_denied() { "denied" } else { "error" };
-            (call_error(e), word)
+            let word = if e.is_refused() {
+                "denied"
+            } else if e.is_blocked() {
+                "blocked"
+            } else {
+                "error"
+            };
+            (call_error(e, session), word)
         }
         None => (
             Err(ErrorData::internal_error(

@@ -96,7 +96,7 @@ async fn sessions_and_the_calls_of_one_session_are_bounded_with_clear_errors() {
     let b = connect(&served.url).await.unwrap();
     let refused = connect(&served.url).await.unwrap_err().to_string();
     assert!(
-        refused.contains("serves at most 2 sessions at once (extpool serve --max-sessions)"),
+        refused.contains("holds at most 2 MCP sessions at once (extpool serve --max-sessions)"),
         "{refused}"
     );
 

@@ -4,18 +4,27 @@
 //! clients of both protocol eras.
 #![allow(clippy::unwrap_used)]
 
+mod callers;
 mod clients;
 mod conformance;
+mod deciders;
 mod eras;
+mod guard;
 mod headers;
+mod identity;
 mod limits;
 mod lists;
+mod messages;
 mod mrtr;
 mod names;
 mod ops;
 mod passthrough;
+mod refresh;
 mod relay;
+mod session_api;
 mod sessions;
 mod sharing;
+mod shutdown;
+mod slots;
 mod support;
 mod tool_search;

@@ -181,7 +181,7 @@ async fn a_foreign_host_or_origin_is_refused_and_the_configured_ones_are_served(
         let (status, body) = discover_with(url, &[("host", host)]).await;
         assert_eq!(status, 403, "{host}: {body}");
         assert!(
-            body.contains("Host header is not allowed"),
+            body.contains("does not answer to the host") && body.contains("--allowed-host"),
             "{host}: {body}"
         );
     }
@@ -272,7 +272,7 @@ async fn the_log_lines_of_a_call_name_its_session_upstream_and_tool() {
             .find(|l| l.contains(what))
             .unwrap_or_else(|| panic!("no {what:?} line in:\n{text}"));
         assert!(
-            line.contains("tool_call{session=gw-") && line.contains(span),
+            line.contains("tool_call{principal=local session=gw-") && line.contains(span),
             "{line}\nin:\n{text}"
         );
     }

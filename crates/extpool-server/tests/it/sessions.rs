@@ -147,7 +147,11 @@ async fn a_session_keeps_its_grants_until_a_refresh_adds_what_arrived() {
 async fn sessions_with_their_own_servers_are_isolated_and_delete_closes_them() {
     let project = Project::new();
     project.config("");
-    let served = served_with_store(project, GatewayOptions::default()).await;
+    let options = GatewayOptions {
+        private_session_servers: true,
+        ..GatewayOptions::default()
+    };
+    let served = served_with_store(project, options).await;
     let a = HttpServer::spawn(StateDir::new().args());
     let b = HttpServer::spawn(StateDir::new().args());
     for (id, name, url) in [("sa", "alpha", a.url()), ("sb", "beta", b.url())] {
@@ -212,6 +216,7 @@ async fn per_session_servers_are_bounded_and_must_be_remote() {
     project.config("");
     let options = GatewayOptions {
         max_session_servers: 1,
+        private_session_servers: true,
         ..GatewayOptions::default()
     };
     let served = served_with_store(project, options).await;
@@ -230,7 +235,8 @@ async fn per_session_servers_are_bounded_and_must_be_remote() {
     assert_eq!(status, 429, "{body}");
     let message = body["error"].as_str().unwrap();
     assert!(
-        message.contains("at most 1") && message.contains("DELETE /v1/sessions"),
+        message.contains("past this gateway's 1 (1 are open now)")
+            && message.contains("DELETE /v1/sessions"),
         "{message}"
     );
     let (status, body) = create("three", json!({"local": {"command": "/bin/sh"}})).await;

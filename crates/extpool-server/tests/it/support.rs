@@ -95,6 +95,37 @@ pub struct Served {
 impl Served {
     /// Starts a host on `project` (relaying servers' requests) and serves it.
     pub async fn start(project: Project, options: GatewayOptions) -> Served {
+        Self::start_until(project, options, std::future::pending()).await
+    }
+
+    /// [`Served::start`], its shutdown begun when `shutdown` completes
+    /// (`Gateway::serve_http_until`).
+    pub async fn start_until(
+        project: Project,
+        options: GatewayOptions,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Served {
+        Self::serve(project, options, None, shutdown).await
+    }
+
+    /// [`Served::start`] on `listener`, bound by the caller, who needed its
+    /// address first (an issuer's audience is the URL clients use).
+    pub async fn start_on(
+        project: Project,
+        options: GatewayOptions,
+        listener: tokio::net::TcpListener,
+    ) -> Served {
+        Self::serve(project, options, Some(listener), std::future::pending()).await
+    }
+
+    /// Starts the host and serves it on `listener` (none: one bound on
+    /// 127.0.0.1:0) until `shutdown` completes.
+    async fn serve(
+        project: Project,
+        options: GatewayOptions,
+        listener: Option<tokio::net::TcpListener>,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Served {
         let host = Host::start(HostOptions {
             places: Places {
                 cwd: project.path().to_path_buf(),
@@ -103,15 +134,19 @@ impl Served {
             },
             watch_skills: Some(false),
             relay: true,
+            per_caller_servers: true,
             ..HostOptions::files([project.path().join("extpool.yaml")])
         })
         .await
         .unwrap();
         let gateway = Gateway::new(host, options).await.unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = match listener {
+            Some(listener) => listener,
+            None => tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+        };
         let addr = listener.local_addr().unwrap();
         let serving = gateway.clone();
-        tokio::spawn(async move { serving.serve_http(listener).await });
+        tokio::spawn(async move { serving.serve_http_until(listener, shutdown).await });
         Served {
             url: format!("http://{addr}/mcp"),
             base: format!("http://{addr}"),
@@ -149,14 +184,20 @@ pub const CLIENT_PATIENCE: Duration = Duration::from_secs(300);
 /// [`sdk_client`] with the connection arguments given (`--url URL` or
 /// `--stdio CMD ARGS…`).
 pub async fn sdk_client_with(sdk: Sdk, connect: &[&str], steps: Value) -> Vec<Value> {
-    let std_command = match sdk {
+    let mut command = match sdk {
         Sdk::Python => extpool_testkit::peers::python_client(),
         Sdk::TypeScript => extpool_testkit::peers::typescript_client(),
     };
-    let mut command = tokio::process::Command::from(std_command);
+    command.args(connect).arg(steps.to_string());
+    client_lines(command, &format!("{sdk:?} client")).await
+}
+
+/// Runs `command`, a client process that prints one JSON object per line,
+/// within [`CLIENT_PATIENCE`]; returns its lines. Fails the test when it
+/// fails (its output shown, named `what`).
+pub async fn client_lines(command: std::process::Command, what: &str) -> Vec<Value> {
+    let mut command = tokio::process::Command::from(command);
     command
-        .args(connect)
-        .arg(steps.to_string())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
@@ -178,7 +219,7 @@ pub async fn sdk_client_with(sdk: Sdk, connect: &[&str], steps: Value) -> Vec<Va
     let (stdout, stderr) = (collect(stdout).await, collect(stderr).await);
     let Ok(status) = waited else {
         panic!(
-            "the {sdk:?} client did not finish within {} s; steps done (one line each): \
+            "the {what} did not finish within {} s; steps done (one line each): \
              {stdout}\nstderr: {stderr}",
             CLIENT_PATIENCE.as_secs()
         );
@@ -186,7 +227,7 @@ pub async fn sdk_client_with(sdk: Sdk, connect: &[&str], steps: Value) -> Vec<Va
     let status = status.unwrap();
     assert!(
         status.success(),
-        "the {sdk:?} client failed: {status}\nstdout: {stdout}\nstderr: {stderr}"
+        "the {what} failed: {status}\nstdout: {stdout}\nstderr: {stderr}"
     );
     stdout
         .lines()

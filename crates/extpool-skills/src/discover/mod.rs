@@ -92,8 +92,16 @@ pub(crate) fn rediscover(
         .filter(|w| w.roots_match(&config.roots()))
         .and_then(|w| w.update(paths, config));
     match updated {
-        Some(walked) => {
-            tracing::debug!(paths = paths.len(), "skills updated without a full walk");
+        Some((walked, probed)) => {
+            // Paths that concern no skill (a log file beside them) say
+            // nothing: a line per batch of them would feed such a log.
+            if probed > 0 {
+                tracing::debug!(
+                    paths = paths.len(),
+                    probed,
+                    "skills updated without a full walk"
+                );
+            }
             Arc::new(walked).merge()
         }
         None => discover(config),

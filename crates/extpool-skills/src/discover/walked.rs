@@ -252,22 +252,23 @@ impl Walked {
     }
 
     /// This walk with the changes at `paths` applied, by probing again the
-    /// skill directories whose SKILL.md they name; `None` when only a full
-    /// walk can tell (see the module docs).
-    pub fn update(&self, paths: &[PathBuf], config: &DiscoveryConfig) -> Option<Walked> {
+    /// skill directories whose SKILL.md they name, and how many it probed
+    /// again; `None` when only a full walk can tell (see the module docs).
+    pub fn update(&self, paths: &[PathBuf], config: &DiscoveryConfig) -> Option<(Walked, usize)> {
         if paths.is_empty() || paths.len() > MAX_UPDATE_PATHS {
             return None;
         }
         let changed = self.changed_skills(paths)?;
         let mut next = self.clone();
-        for (r, i) in changed {
+        for &(r, i) in &changed {
             next.reprobe(r, i, config)?;
         }
-        Some(next)
+        Some((next, changed.len()))
     }
 
     /// The skills whose SKILL.md is among `paths` (root, index); `None`
-    /// when a path lies outside every skill or is a skill directory itself.
+    /// when a path lies outside every skill or is a skill directory itself,
+    /// unless it is a file no walk can find ([`Walked::unrelated_file`]).
     fn changed_skills(&self, paths: &[PathBuf]) -> Option<BTreeSet<(usize, usize)>> {
         let index = self
             .index
@@ -278,15 +279,44 @@ impl Walked {
             if index.get(&self.roots, path).is_some() {
                 return None;
             }
-            let (dir, at) = path
+            let inside = path
                 .ancestors()
                 .skip(1)
-                .find_map(|a| index.get(&self.roots, a).map(|at| (a, at)))?;
+                .find_map(|a| index.get(&self.roots, a).map(|at| (a, at)));
+            let Some((dir, at)) = inside else {
+                if self.unrelated_file(path) {
+                    continue;
+                }
+                return None;
+            };
             if path.parent() == Some(dir) && path.file_name() == Some("SKILL.md".as_ref()) {
                 changed.insert(at);
             }
         }
         Some(changed)
+    }
+
+    /// True when `path`, outside every known skill, cannot change what a
+    /// walk finds: a regular file (outside skills a walk lists directories
+    /// and links only) other than a SKILL.md, where no skill directory or
+    /// problem was found (a directory replaced by a file changes them). A
+    /// log file or an editor's file beside the skills is one; a batch of
+    /// such files alone changes nothing and reads nothing.
+    fn unrelated_file(&self, path: &Path) -> bool {
+        let skill_md = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.eq_ignore_ascii_case("SKILL.md"));
+        let plain = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file());
+        let below = |p: &Path| p.starts_with(path);
+        !skill_md
+            && plain
+            && !self.roots.iter().any(|w| {
+                w.probed
+                    .iter()
+                    .any(|p| below(p.dir()) || below(p.canonical_dir()))
+                    || w.diagnostics.iter().any(|d| below(&d.path))
+            })
     }
 
     /// Probes skill `i` of root `r` again; `None` when the outcome is not
@@ -402,6 +432,38 @@ mod tests {
         let again = vec![write(&one, "beta", "name: beta\ndescription: B\n")];
         assert!(can_update(&updated, &again, &config));
         assert_same(&rediscover(&config, &updated, &again), &discover(&config));
+    }
+
+    #[test]
+    fn files_beside_the_skills_read_nothing_and_a_skill_replaced_by_a_file_is_walked() {
+        let (tmp, config) = tree();
+        let one = tmp.path().join("one");
+        std::fs::create_dir_all(one.join("notes")).unwrap();
+        let before = discover(&config);
+        let walked = before.walked.as_ref().unwrap();
+        // A log in the root and a file in a directory without skills.
+        let beside = vec![one.join("extpool.log"), one.join("notes/todo.txt")];
+        for path in &beside {
+            std::fs::write(path, "a line\n").unwrap();
+        }
+        let (_, probed) = walked.update(&beside, &config).expect("no walk");
+        assert_eq!(probed, 0);
+        assert_same(&rediscover(&config, &before, &beside), &discover(&config));
+        // A SKILL.md in the root itself, and a skill directory replaced by
+        // a file, can only be told by a walk.
+        let root_skill = one.join("SKILL.md");
+        std::fs::write(&root_skill, "---\nname: one\ndescription: O\n---\n").unwrap();
+        assert!(!can_update(
+            &before,
+            std::slice::from_ref(&root_skill),
+            &config
+        ));
+        std::fs::remove_file(&root_skill).unwrap();
+        std::fs::rename(one.join("beta"), tmp.path().join("beta-moved")).unwrap();
+        std::fs::write(one.join("beta"), "now a file").unwrap();
+        let replaced = vec![one.join("beta")];
+        assert!(!can_update(&before, &replaced, &config));
+        assert_same(&rediscover(&config, &before, &replaced), &discover(&config));
     }
 
     #[test]

@@ -21,7 +21,10 @@ mod resources;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// The runtime's clock, so a test on paused time moves the retry window.
+use tokio::time::Instant;
 
 use arc_swap::ArcSwap;
 use async_trait::async_trait;

@@ -21,7 +21,7 @@ use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 use super::children::{Embedded, build_embedded};
 use super::{Inner, State};
 use crate::discover::{Discovery, discover, rediscover};
-use crate::watch::SkillWatcher;
+use crate::watch::{SkillWatcher, WatchBatch};
 
 /// What a reload changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -260,9 +260,7 @@ pub(crate) fn start_watcher(inner: &Arc<Inner>) {
     let weak: Weak<Inner> = Arc::downgrade(inner);
     let spawned = SkillWatcher::spawn(roots, inner.debounce, move |batch| {
         if let Some(inner) = weak.upgrade() {
-            // A root that appeared, went or was replaced: walk everything.
-            let summary = reload(&inner, &batch.paths, !batch.roots_changed);
-            tracing::debug!(?summary, roots_changed = batch.roots_changed, "watch batch");
+            on_batch(&inner, &batch);
         }
     });
     match spawned {
@@ -271,6 +269,18 @@ pub(crate) fn start_watcher(inner: &Arc<Inner>) {
             tracing::warn!(capability = %inner.id, error = %e, "skills hot reload unavailable");
         }
     }
+}
+
+/// Applies one watcher batch. A batch that changed nothing (files beside
+/// the skills, such as a log being written there) logs nothing: its line
+/// would be the next batch's change.
+fn on_batch(inner: &Arc<Inner>, batch: &WatchBatch) -> ReloadSummary {
+    // A root that appeared, went or was replaced: walk everything.
+    let summary = reload(inner, &batch.paths, !batch.roots_changed);
+    if !summary.is_empty() || batch.roots_changed {
+        tracing::debug!(?summary, roots_changed = batch.roots_changed, "watch batch");
+    }
+    summary
 }
 
 /// Forwards the change streams of children not forwarded yet, relabelled
@@ -332,6 +342,62 @@ pub(crate) fn subscribe(inner: &Inner) -> ChangeStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Counts the events logged while it is the default subscriber.
+    struct Counted(Arc<std::sync::atomic::AtomicUsize>);
+
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Counted {
+        fn on_event(
+            &self,
+            _event: &tracing::Event<'_>,
+            _ctx: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Events logged at any level while `work` runs on this thread.
+    fn logged(work: impl FnOnce()) -> usize {
+        use tracing_subscriber::layer::SubscriberExt;
+        let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let subscriber = tracing_subscriber::registry().with(Counted(count.clone()));
+        tracing::subscriber::with_default(subscriber, work);
+        count.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    #[test]
+    fn a_batch_of_files_beside_the_skills_logs_nothing() {
+        let root = tempfile::tempdir().unwrap();
+        let skill = root.path().join("demo");
+        std::fs::create_dir_all(&skill).unwrap();
+        let skill_md = skill.join("SKILL.md");
+        std::fs::write(&skill_md, "---\nname: demo\ndescription: D\n---\nBody.\n").unwrap();
+        let cap = crate::SkillManagerCap::builder("skills")
+            .discovery(crate::DiscoveryConfig::with_paths([root.path().to_owned()]))
+            .watch(false)
+            .build()
+            .unwrap();
+        // A log written in the root, beside the skill.
+        let log = root.path().join("extpool.log");
+        std::fs::write(&log, "a line\n").unwrap();
+        let batch = WatchBatch {
+            paths: vec![log],
+            roots_changed: false,
+        };
+        let mut summary = ReloadSummary::default();
+        let lines = logged(|| summary = on_batch(&cap.inner, &batch));
+        assert!(summary.is_empty(), "{summary:?}");
+        assert_eq!(lines, 0, "a line per such batch feeds a log kept there");
+        // A batch that changes a skill is logged.
+        std::fs::write(&skill_md, "---\nname: demo\ndescription: E\n---\nBody.\n").unwrap();
+        let batch = WatchBatch {
+            paths: vec![skill_md],
+            roots_changed: false,
+        };
+        let lines = logged(|| summary = on_batch(&cap.inner, &batch));
+        assert_eq!(summary.changed, ["demo"]);
+        assert!(lines > 0);
+    }
 
     #[test]
     fn source_names_one_skill_or_none() {

@@ -140,6 +140,11 @@ impl SkillResource for SkillManagerCap {
         Ok(entries)
     }
 
+    /// Local skills only: the children and hosting servers list theirs.
+    async fn list_own_skills(&self) -> Result<Vec<SkillEntry>, ExtensionError> {
+        Ok(local_entries(&self.inner))
+    }
+
     async fn read_skill(&self, uri: &str) -> Result<Option<ResourceContent>, ExtensionError> {
         let parsed = ExtUri::parse(uri).map_err(uri_error)?;
         if parsed.scheme != "skill" {

@@ -139,7 +139,7 @@ pub fn summarize(reports: &[SkillReport]) -> ValidationSummary {
     s
 }
 
-fn split_message(e: &SplitError) -> (DiagnosticCode, usize, String) {
+pub(crate) fn split_message(e: &SplitError) -> (DiagnosticCode, usize, String) {
     match e {
         SplitError::Missing { line } => (
             DiagnosticCode::MissingFrontmatter,

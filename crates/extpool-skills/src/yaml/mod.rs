@@ -7,7 +7,10 @@
 //! of them. So the tree keeps each scalar's source text and style, every
 //! key's line, and a list of [`Quirk`]s for strict mode to turn into errors.
 
+mod plain;
 mod simple;
+
+pub use plain::{PlainScalar, resolve_plain_scalar};
 
 use std::collections::HashMap;
 
@@ -383,46 +386,17 @@ fn to_json(node: &Node) -> Value {
     }
 }
 
-/// YAML 1.2 core schema: null, booleans, integers and floats; else a string.
+/// A plain scalar as JSON, by the core schema ([`resolve_plain_scalar`]);
+/// a float JSON cannot hold (`.inf`, `.nan`) stays the string it was.
 fn resolve_plain(s: &str) -> Value {
-    match s {
-        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
-        "true" | "True" | "TRUE" => return Value::Bool(true),
-        "false" | "False" | "FALSE" => return Value::Bool(false),
-        _ => {}
+    match resolve_plain_scalar(s) {
+        PlainScalar::Null => Value::Null,
+        PlainScalar::Bool(b) => Value::Bool(b),
+        PlainScalar::Int(i) => Value::from(i),
+        PlainScalar::Float(f) => serde_json::Number::from_f64(f)
+            .map_or_else(|| Value::String(s.to_owned()), Value::Number),
+        PlainScalar::Str => Value::String(s.to_owned()),
     }
-    let digits = s.strip_prefix(['-', '+']).unwrap_or(s);
-    if !digits.is_empty()
-        && digits.bytes().all(|b| b.is_ascii_digit())
-        && let Ok(i) = s.parse::<i64>()
-    {
-        return Value::from(i);
-    }
-    if let Some(hex) = s.strip_prefix("0x")
-        && let Ok(i) = i64::from_str_radix(hex, 16)
-    {
-        return Value::from(i);
-    }
-    if let Some(oct) = s.strip_prefix("0o")
-        && let Ok(i) = i64::from_str_radix(oct, 8)
-    {
-        return Value::from(i);
-    }
-    let looks_float = digits
-        .bytes()
-        .next()
-        .is_some_and(|b| b.is_ascii_digit() || b == b'.')
-        && digits
-            .bytes()
-            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+'))
-        && digits.bytes().any(|b| b.is_ascii_digit());
-    if looks_float
-        && let Ok(f) = s.parse::<f64>()
-        && let Some(n) = serde_json::Number::from_f64(f)
-    {
-        return Value::Number(n);
-    }
-    Value::String(s.to_owned())
 }
 
 #[cfg(test)]

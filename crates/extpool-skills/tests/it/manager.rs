@@ -492,20 +492,24 @@ async fn a_child_found_down_by_a_call_is_hidden_until_it_answers_again() {
     cap.start().await.unwrap();
     assert_eq!(cap.toolset().await.unwrap().len(), 1);
 
+    // The window is the runtime's clock: paused, it moves only when told.
+    tokio::time::pause();
     hub.set_down(true);
     let err = cap.call_tool("ping", Default::default()).await.unwrap_err();
-    // Found down during the call: hidden until at most `RETRY` from now.
-    let asked_again_by = tokio::time::Instant::now() + RETRY;
+    // Found down during the call: hidden for `RETRY` from now.
     assert!(matches!(err, ExtensionError::Unavailable { .. }));
     assert!(cap.toolset().await.unwrap().is_empty());
     assert_eq!(cap.child_failures().len(), 1);
 
-    // Once the window has passed it is asked again: the behaviour is a
-    // time window, so the test waits for its end, not for a guessed time.
+    // Just before the window ends it is still hidden; once it has passed
+    // it is asked again.
     hub.set_down(false);
-    tokio::time::sleep_until(asked_again_by).await;
+    tokio::time::advance(RETRY - Duration::from_millis(1)).await;
+    assert!(cap.toolset().await.unwrap().is_empty());
+    tokio::time::advance(Duration::from_millis(1)).await;
     assert_eq!(cap.toolset().await.unwrap().len(), 1);
     assert!(cap.child_failures().is_empty());
+    tokio::time::resume();
 
     // A change reported by the child re-admits it at once.
     hub.set_down(true);

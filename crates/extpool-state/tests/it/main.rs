@@ -63,4 +63,8 @@ on_both_backends!(
     a_handle_hears_its_own_writes,
     a_pinned_revision_names_the_replica_that_saw_it,
     an_older_store_is_migrated_forward_keeping_its_sessions,
+    sessions_are_listed_per_owner_with_paging,
+    an_mcp_sessions_owner_is_kept_when_rmcp_stores_it_again,
+    an_api_key_round_trips_and_its_secret_never_shows,
+    a_schema_2_store_opens_at_3_with_its_sessions_intact_and_unowned,
 );

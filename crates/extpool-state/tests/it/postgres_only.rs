@@ -104,3 +104,37 @@ async fn other_replicas_writes_arrive_and_a_lost_listener_resyncs() {
     there.delete(&id).await.expect("delete");
     assert_eq!(next_event(&mut events).await, StoreEvent::Deleted(id));
 }
+
+/// Creating and revoking an API key on one replica tells the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_key_changes_reach_other_replicas() {
+    use extpool_state::StoreEvent;
+
+    use crate::replicas::next_event;
+
+    let f = crate::support::Fixture::new("postgres").await;
+    let here = f.open().await;
+    let there = f.open().await;
+    let mut events = here.events();
+    assert_eq!(
+        next_event(&mut events).await,
+        StoreEvent::Resync,
+        "listening"
+    );
+    let key = there.create_api_key("far", false).await.expect("create");
+    assert_eq!(next_event(&mut events).await, StoreEvent::ApiKeysChanged);
+    assert!(
+        here.api_key_for(&key.secret)
+            .await
+            .expect("lookup")
+            .is_some()
+    );
+    assert!(there.revoke_api_key("far").await.expect("revoke"));
+    assert_eq!(next_event(&mut events).await, StoreEvent::ApiKeysChanged);
+    assert!(
+        here.api_key_for(&key.secret)
+            .await
+            .expect("lookup")
+            .is_none()
+    );
+}

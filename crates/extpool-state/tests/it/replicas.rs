@@ -241,12 +241,7 @@ pub async fn an_older_store_is_migrated_forward_keeping_its_sessions(f: &Fixture
         .expect("create");
     s.close().await;
     // Back to schema version 1, as an extpool of that version left it.
-    f.exec(
-        "DROP TABLE mcp_sessions; DROP TABLE session_holders; DROP TABLE replicas; \
-         ALTER TABLE sessions DROP COLUMN revision_by; \
-         DELETE FROM extpool_schema WHERE version > 1",
-    )
-    .await;
+    f.back_to_schema(1).await;
     let again = StateStore::open_url(&f.url()).await.expect("migrate");
     assert_eq!(
         again.schema_version().await.expect("version"),

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use extpool_mcp::config::McpServerConfig;
 use extpool_state::{
-    Limits, NewSession, SCHEMA_VERSION, SessionCursor, SessionId, SessionStatus, StateError,
-    StateStore,
+    API_KEY_PREFIX, Limits, NewSession, SCHEMA_VERSION, SessionCursor, SessionId, SessionStatus,
+    StateError, StateStore, StoreEvent, api_key_digest,
 };
 use extpool_testkit::postgres::PASSWORD;
 use tokio::sync::Barrier;
@@ -636,4 +636,454 @@ pub async fn a_reopened_store_restores_every_session_and_authority(f: &Fixture) 
     for (id, was) in ids.iter().zip(before) {
         assert_eq!(again.get(id).await.expect("get after reopen"), was);
     }
+}
+
+/// Every page of `owner`'s sessions (`None`: every session), `size` at a
+/// time; returns the ids in order and how many pages it took.
+async fn all_pages(s: &StateStore, owner: Option<&str>, size: usize) -> (Vec<String>, usize) {
+    let mut ids = Vec::new();
+    let mut cursor: Option<SessionCursor> = None;
+    let mut pages = 0;
+    loop {
+        let page = s
+            .list_owned(owner, cursor.as_ref(), size)
+            .await
+            .expect("list owned");
+        pages += 1;
+        assert!(
+            size == 0 || page.sessions.len() <= size,
+            "0 asks for the largest"
+        );
+        for summary in &page.sessions {
+            if let Some(o) = owner {
+                assert_eq!(summary.owner.as_deref(), Some(o), "{}", summary.id);
+            }
+            ids.push(summary.id.to_string());
+        }
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => return (ids, pages),
+        }
+        assert!(pages <= 20, "the list never ends");
+    }
+}
+
+pub async fn sessions_are_listed_per_owner_with_paging(f: &Fixture) {
+    const ALICE: &str = "https://idp.example/ alice";
+    const BOB: &str = "https://idp.example/ bob";
+    let s = f.open().await;
+    // Interleaved, so each owner's sessions are not one run of the list.
+    for i in 0..3 {
+        for (who, owner) in [("a", ALICE), ("b", BOB)] {
+            let created = s
+                .create(&NewSession::new(sid(&format!("{who}{i}"))).owner(owner))
+                .await
+                .expect("create owned");
+            assert_eq!(created.summary.owner.as_deref(), Some(owner));
+        }
+    }
+    let other = f.open().await;
+    assert_eq!(
+        all_pages(&other, Some(ALICE), 2).await,
+        (vec!["a0".into(), "a1".into(), "a2".into()], 2)
+    );
+    assert_eq!(
+        all_pages(&other, Some(BOB), 2).await,
+        (vec!["b0".into(), "b1".into(), "b2".into()], 2)
+    );
+    let (every, pages) = all_pages(&other, None, 2).await;
+    assert_eq!(pages, 3);
+    assert_eq!(
+        every.iter().cloned().collect::<BTreeSet<_>>(),
+        set(["a0", "a1", "a2", "b0", "b1", "b2"])
+    );
+    assert_eq!(every.len(), 6);
+    // `list` is the list of every session.
+    let listed: Vec<String> = other
+        .list(None, 0)
+        .await
+        .expect("list")
+        .sessions
+        .iter()
+        .map(|s| s.id.to_string())
+        .collect();
+    assert_eq!(listed, every);
+    assert!(
+        all_pages(&other, Some("https://idp.example/ carol"), 2)
+            .await
+            .0
+            .is_empty()
+    );
+    // The owner travels with the session, and shows only when there is one.
+    let got = other.get(&sid("b1")).await.expect("get");
+    assert_eq!(got.summary.owner.as_deref(), Some(BOB));
+    let json = serde_json::to_value(&got).expect("json");
+    assert_eq!(json["owner"], BOB);
+    let unowned = s
+        .create(&NewSession::new(sid("nobody")))
+        .await
+        .expect("create unowned");
+    assert_eq!(unowned.summary.owner, None);
+    let json = serde_json::to_value(&unowned).expect("json");
+    assert!(json.get("owner").is_none(), "{json}");
+    assert_eq!(all_pages(&s, None, 2).await.0.len(), 7);
+    assert_eq!(all_pages(&s, Some(ALICE), 0).await.0.len(), 3);
+    // An owner is opaque but bounded: 512 bytes fit, 513 are refused.
+    let longest = "x".repeat(512);
+    s.create(&NewSession::new(sid("long")).owner(longest.as_str()))
+        .await
+        .expect("512 bytes");
+    assert_eq!(all_pages(&s, Some(&longest), 2).await.0, ["long"]);
+    let e = s
+        .create(&NewSession::new(sid("too-long")).owner("x".repeat(513)))
+        .await
+        .expect_err("513 bytes");
+    assert!(matches!(e, StateError::InvalidOwner { .. }), "{e:?}");
+    assert_eq!(e.session(), Some(&sid("too-long")));
+    let shown = e.to_string();
+    assert!(
+        shown.starts_with("session too-long: invalid owner \"xxx"),
+        "{shown}"
+    );
+    assert!(
+        shown.ends_with("513 bytes, over the limit of 512"),
+        "{shown}"
+    );
+    let e = s
+        .create(&NewSession::new(sid("empty")).owner(""))
+        .await
+        .expect_err("empty");
+    assert!(matches!(e, StateError::InvalidOwner { .. }), "{e:?}");
+    assert_eq!(f.scalar("SELECT COUNT(*) FROM sessions").await, 8);
+    let e = s
+        .list_owned(Some(&"x".repeat(513)), None, 2)
+        .await
+        .expect_err("no such owner can exist");
+    assert!(e.to_string().starts_with("invalid owner \"xxx"), "{e}");
+}
+
+pub async fn an_mcp_sessions_owner_is_kept_when_rmcp_stores_it_again(f: &Fixture) {
+    const ALICE: &str = "https://idp.example/ alice";
+    let a = f.open().await;
+    let b = f.open().await;
+    a.create(&NewSession::new(sid("s1"))).await.expect("create");
+    a.put_mcp_session("s1", "m1", r#"{"v":1}"#)
+        .await
+        .expect("put");
+    assert_eq!(
+        b.mcp_session_owner("s1", "m1").await.expect("owner"),
+        Some(None),
+        "kept, without owner"
+    );
+    assert!(
+        a.set_mcp_session_owner("s1", "m1", ALICE)
+            .await
+            .expect("set owner")
+    );
+    assert_eq!(
+        b.mcp_session_owner("s1", "m1").await.expect("owner"),
+        Some(Some(ALICE.to_owned()))
+    );
+    // rmcp stores the record again (from another replica): the parameters
+    // change, the owner stays.
+    b.put_mcp_session("s1", "m1", r#"{"v":2}"#)
+        .await
+        .expect("put again");
+    assert_eq!(
+        a.mcp_session("s1", "m1").await.expect("load").as_deref(),
+        Some(r#"{"v":2}"#)
+    );
+    assert_eq!(
+        a.mcp_session_owner("s1", "m1").await.expect("owner"),
+        Some(Some(ALICE.to_owned()))
+    );
+    // Only the record on its endpoint has one.
+    for (endpoint, id) in [("", "m1"), ("s2", "m1"), ("s1", "m2"), ("s1", "bad id")] {
+        assert_eq!(
+            a.mcp_session_owner(endpoint, id).await.expect("owner"),
+            None,
+            "{endpoint:?} {id:?}"
+        );
+        assert!(
+            !a.set_mcp_session_owner(endpoint, id, ALICE)
+                .await
+                .expect("set owner"),
+            "{endpoint:?} {id:?}"
+        );
+    }
+    assert_eq!(
+        f.scalar("SELECT COUNT(*) FROM mcp_sessions").await,
+        1,
+        "setting an owner creates no record"
+    );
+    let e = a
+        .set_mcp_session_owner("s1", "m1", &"x".repeat(513))
+        .await
+        .expect_err("too long");
+    assert!(matches!(e, StateError::BadMcpSession { .. }), "{e:?}");
+    assert!(
+        e.to_string().ends_with("513 bytes, over the limit of 512"),
+        "{e}"
+    );
+    assert_eq!(
+        a.mcp_session_owner("s1", "m1").await.expect("owner"),
+        Some(Some(ALICE.to_owned())),
+        "a refused owner changes nothing"
+    );
+    // Ended, it has no owner either.
+    assert!(a.delete_mcp_session("s1", "m1").await.expect("end"));
+    assert_eq!(a.mcp_session_owner("s1", "m1").await.expect("owner"), None);
+}
+
+pub async fn an_api_key_round_trips_and_its_secret_never_shows(f: &Fixture) {
+    let s = f.open().await;
+    let mut events = s.events();
+    let key = s.create_api_key("ci-bot", false).await.expect("create");
+    assert_eq!(key.name, "ci-bot");
+    assert!(!key.operator);
+    assert!(key.created_at_ms > 0);
+    let secret = key.secret.clone();
+    let body = secret.strip_prefix(API_KEY_PREFIX).expect("epk_ prefix");
+    assert_eq!(body.len(), 43, "{secret}");
+    assert!(
+        body.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_')),
+        "URL-safe base64: {secret}"
+    );
+    assert!(!format!("{key:?}").contains(body), "Debug hides the secret");
+    let admin = s.create_api_key("admin", true).await.expect("create admin");
+    assert_ne!(admin.secret, secret);
+
+    // Found by its secret, through any handle; nothing else finds it.
+    let other = f.open().await;
+    let found = other
+        .api_key_for(&secret)
+        .await
+        .expect("lookup")
+        .expect("found");
+    assert_eq!(
+        (
+            found.name.as_str(),
+            found.operator,
+            found.created_at_ms,
+            found.last_used_ms
+        ),
+        ("ci-bot", false, key.created_at_ms, None)
+    );
+    assert!(
+        other
+            .api_key_for(&admin.secret)
+            .await
+            .expect("lookup")
+            .expect("admin")
+            .operator
+    );
+    let megabyte = format!("{secret}{}", "x".repeat(1024 * 1024));
+    for wrong in [
+        "",
+        body,
+        &secret[..secret.len() - 1],
+        &format!("{secret}x"),
+        &secret.to_uppercase(),
+        &megabyte,
+    ] {
+        assert_eq!(
+            other.api_key_for(wrong).await.expect("lookup"),
+            None,
+            "{:?}",
+            &wrong[..wrong.len().min(60)]
+        );
+    }
+
+    // Listed by name, without secret or digest; stored as the digest only.
+    let listed = other.api_keys().await.expect("list");
+    let names: Vec<&str> = listed.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(names, ["admin", "ci-bot"]);
+    let digest = api_key_digest(&secret);
+    let shown = format!(
+        "{listed:?} {}",
+        serde_json::to_string(&listed).expect("json")
+    );
+    assert!(!shown.contains(body), "{shown}");
+    assert!(!shown.contains(&digest), "{shown}");
+    assert_eq!(
+        f.scalar(&format!(
+            "SELECT COUNT(*) FROM api_keys WHERE name = 'ci-bot' AND digest = '{digest}'"
+        ))
+        .await,
+        1
+    );
+    assert_eq!(
+        f.scalar(&format!(
+            "SELECT COUNT(*) FROM api_keys WHERE name LIKE '%{body}%' OR digest LIKE '%{body}%'"
+        ))
+        .await,
+        0,
+        "the secret is stored nowhere"
+    );
+
+    // Use is recorded.
+    other.touch_api_key("ci-bot").await;
+    other.touch_api_key("no-such-key").await;
+    other.touch_api_key("bad name").await;
+    let used = s
+        .api_key_for(&secret)
+        .await
+        .expect("lookup")
+        .expect("found");
+    assert!(used.last_used_ms.is_some_and(|t| t >= key.created_at_ms));
+
+    // Refusals name the key, never a secret.
+    let mut errors = Vec::new();
+    let e = other
+        .create_api_key("ci-bot", true)
+        .await
+        .expect_err("duplicate name");
+    assert!(
+        matches!(&e, StateError::ApiKeyExists { name } if name == "ci-bot"),
+        "{e:?}"
+    );
+    assert_eq!(e.to_string(), "API key \"ci-bot\" already exists");
+    errors.push(e);
+    for bad in ["", "a b", "a/b", ".", "..", &"k".repeat(65)] {
+        let e = s.create_api_key(bad, false).await.expect_err(bad);
+        assert!(matches!(e, StateError::InvalidApiKeyName { .. }), "{e:?}");
+        assert!(
+            e.to_string()
+                .contains("1 to 64 characters of A-Z, a-z, 0-9 and _ . -"),
+            "{e}"
+        );
+        errors.push(e);
+    }
+    for e in &errors {
+        let shown = format!("{e} {e:?}");
+        for s in [body, admin.secret.as_str(), &digest] {
+            assert!(!shown.contains(s), "{shown}");
+        }
+    }
+    assert!(
+        !other
+            .api_key_for(&secret)
+            .await
+            .expect("lookup")
+            .expect("found")
+            .operator,
+        "a refused duplicate changes nothing"
+    );
+
+    // Revoked: found no more, listed no more.
+    assert!(other.revoke_api_key("ci-bot").await.expect("revoke"));
+    assert!(!other.revoke_api_key("ci-bot").await.expect("again"));
+    assert!(!other.revoke_api_key("bad name").await.expect("bad name"));
+    assert_eq!(s.api_key_for(&secret).await.expect("lookup"), None);
+    let names: Vec<String> = s
+        .api_keys()
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|k| k.name)
+        .collect();
+    assert_eq!(names, ["admin"]);
+    // The name is free again, with a new secret.
+    let again = s.create_api_key("ci-bot", true).await.expect("recreate");
+    assert_ne!(again.secret, secret);
+    assert_eq!(s.api_key_for(&secret).await.expect("lookup"), None);
+
+    // This handle heard its own changes (create, create, recreate); on
+    // PostgreSQL the other handle's revoke reaches it too, in any order.
+    let mut heard = 0;
+    while heard < 3 {
+        match tokio::time::timeout(std::time::Duration::from_secs(60), events.recv())
+            .await
+            .expect("an event within a minute")
+            .expect("open")
+        {
+            StoreEvent::ApiKeysChanged => heard += 1,
+            StoreEvent::Resync => {}
+            other => panic!("unexpected event {other:?}"),
+        }
+    }
+}
+
+pub async fn a_schema_2_store_opens_at_3_with_its_sessions_intact_and_unowned(f: &Fixture) {
+    let s = f.open().await;
+    let ids = [sid("old-1"), sid("old-2")];
+    for (i, id) in ids.iter().enumerate() {
+        s.create(
+            &NewSession::new(id.clone())
+                .server("github", github())
+                .granting(names("m", i + 1), 5),
+        )
+        .await
+        .expect("create");
+    }
+    s.put_mcp_session("old-1", "m-old", "{}")
+        .await
+        .expect("put");
+    let mut before = Vec::new();
+    for id in &ids {
+        before.push(s.get(id).await.expect("get"));
+    }
+    s.close().await;
+    // Back to schema version 2, as an extpool of that version left it.
+    f.back_to_schema(2).await;
+    let again = StateStore::open_url(&f.url()).await.expect("migrate");
+    assert_eq!(again.schema_version().await.expect("version"), 3);
+    assert_eq!(SCHEMA_VERSION, 3);
+    assert_eq!(
+        f.scalar("SELECT COUNT(*) FROM extpool_schema").await,
+        3,
+        "version 3 recorded once"
+    );
+    for (id, was) in ids.iter().zip(before) {
+        let got = again.get(id).await.expect("kept");
+        assert_eq!(got, was);
+        assert_eq!(got.summary.owner, None);
+    }
+    let page = again.list_owned(None, None, 0).await.expect("list");
+    assert_eq!(page.sessions.len(), 2);
+    assert!(page.sessions.iter().all(|s| s.owner.is_none()));
+    assert!(
+        again
+            .list_owned(Some("https://idp.example/ alice"), None, 0)
+            .await
+            .expect("list owned")
+            .sessions
+            .is_empty()
+    );
+    assert_eq!(
+        again
+            .mcp_session_owner("old-1", "m-old")
+            .await
+            .expect("owner"),
+        Some(None)
+    );
+    // What version 3 added works.
+    assert!(
+        again
+            .set_mcp_session_owner("old-1", "m-old", "https://idp.example/ alice")
+            .await
+            .expect("set owner")
+    );
+    let key = again.create_api_key("k", true).await.expect("api key");
+    assert!(
+        again
+            .api_key_for(&key.secret)
+            .await
+            .expect("lookup")
+            .is_some()
+    );
+    again
+        .create(&NewSession::new(sid("new")).owner("https://idp.example/ alice"))
+        .await
+        .expect("owned session");
+    assert_eq!(
+        again
+            .list_owned(Some("https://idp.example/ alice"), None, 0)
+            .await
+            .expect("list owned")
+            .sessions
+            .len(),
+        1
+    );
 }

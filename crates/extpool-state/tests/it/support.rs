@@ -1,7 +1,7 @@
 //! One store location per test, on either backend, plus raw SQL access
 //! to check what the store wrote.
 
-use extpool_state::{Limits, OpenOptions, StateStore, StoreUrl};
+use extpool_state::{Limits, OpenOptions, SCHEMA_VERSION, StateStore, StoreUrl};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use extpool_testkit::postgres::{PASSWORD, PgServer};
@@ -112,6 +112,43 @@ impl Fixture {
             }
         })
         .await;
+    }
+
+    /// Takes the store (opened at [`SCHEMA_VERSION`] and closed) back to
+    /// schema `version`, as an extpool of that version left it: drops what
+    /// every later version added and forgets that it was applied.
+    pub async fn back_to_schema(&self, version: i64) {
+        // Newest first; each entry undoes its version's migration.
+        const UNDO: [(i64, &str); 2] = [
+            (
+                3,
+                "DROP TABLE api_keys; DROP INDEX sessions_by_owner; \
+                 ALTER TABLE sessions DROP COLUMN owner; \
+                 ALTER TABLE mcp_sessions DROP COLUMN owner;",
+            ),
+            (
+                2,
+                "DROP TABLE mcp_sessions; DROP TABLE session_holders; DROP TABLE replicas; \
+                 ALTER TABLE sessions DROP COLUMN revision_by;",
+            ),
+        ];
+        assert_eq!(
+            UNDO[0].0, SCHEMA_VERSION,
+            "teach back_to_schema the newest version"
+        );
+        for (v, sql) in UNDO {
+            if v > version {
+                self.exec(sql).await;
+            }
+        }
+        self.exec(&format!(
+            "DELETE FROM extpool_schema WHERE version > {version}"
+        ))
+        .await;
+        assert_eq!(
+            self.scalar("SELECT MAX(version) FROM extpool_schema").await,
+            version
+        );
     }
 
     /// The one `BIGINT` value `sql` selects.

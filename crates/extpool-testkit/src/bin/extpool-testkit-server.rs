@@ -10,7 +10,7 @@ use std::{io::Write, net::SocketAddr, path::PathBuf};
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
 use extpool_testkit::{
-    server::{ServerOptions, TestServer, http, stdio},
+    server::{PagingFault, ServerOptions, TestServer, http, stdio},
     state,
 };
 use tokio_util::sync::CancellationToken;
@@ -24,6 +24,15 @@ enum Transport {
     Stdio,
     /// Streamable HTTP at /mcp.
     Http,
+}
+
+/// How `--paging-fault` pages wrongly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Fault {
+    /// A new next cursor on every page.
+    Endless,
+    /// The same next cursor on every page.
+    Repeat,
 }
 
 /// An MCP server with tools, resources, prompts and skills made for tests.
@@ -51,6 +60,11 @@ struct Cli {
     /// Paginate tools/list, resources/list and prompts/list with K items a page.
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
     page_size: Option<u64>,
+    /// Page tools/list, resources/list and prompts/list wrongly: `endless`
+    /// gives a new next cursor on every page, `repeat` the same one
+    /// (`same`); every page holds the first page's items.
+    #[arg(long, value_enum, value_name = "FAULT")]
+    paging_fault: Option<Fault>,
     /// Do not declare the SEP-2640 skills extension (skills stay readable as resources).
     #[arg(long)]
     no_skills_extension: bool,
@@ -92,6 +106,20 @@ struct Cli {
     /// `axum::serve` does; for benchmarks of HTTP clients.
     #[arg(long)]
     nagle: bool,
+    /// Serve the tools of FILE (a JSON array of MCP tool definitions: name,
+    /// inputSchema, annotations…) instead of every other; a call answers
+    /// `called <name> with <arguments>`.
+    #[arg(long, value_name = "FILE")]
+    tools_file: Option<PathBuf>,
+    /// Write `argv: <every argument>` to stderr before anything else, as
+    /// servers that log their command line do (for tests of what extpool
+    /// shows of a server's stderr).
+    #[arg(long)]
+    echo_argv: bool,
+    /// Arguments after `--`, accepted and otherwise ignored (a server's own
+    /// flags, such as `--api-key=…`, for `--echo-argv` to echo).
+    #[arg(last = true, value_name = "ARG")]
+    passthrough: Vec<String>,
 }
 
 /// Logs to stderr. With `quiet_failures`, a log line that cannot be
@@ -181,6 +209,10 @@ fn main() -> anyhow::Result<()> {
 async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     init_tracing(cli.ignore_eof);
+    if cli.echo_argv {
+        let argv: Vec<String> = std::env::args().skip(1).collect();
+        let _ = writeln!(std::io::stderr(), "argv: {}", argv.join(" "));
+    }
 
     if let Some(dir) = &cli.state_dir {
         let starts = state::record_start(dir)
@@ -215,6 +247,17 @@ async fn run() -> anyhow::Result<()> {
     options.modern = cli.modern;
     options.bad_tool_names = cli.bad_tool_names;
     options.write_barrier = cli.write_barrier;
+    options.paging_fault = cli.paging_fault.map(|fault| match fault {
+        Fault::Endless => PagingFault::Endless,
+        Fault::Repeat => PagingFault::Repeat,
+    });
+    if let Some(file) = &cli.tools_file {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        let tools = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a JSON array of tools", file.display()))?;
+        options.tools = Some(tools);
+    }
     let server = TestServer::new(options);
 
     let result = match cli.transport {

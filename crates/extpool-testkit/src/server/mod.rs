@@ -26,6 +26,7 @@ mod tool_calls;
 mod tools;
 
 pub use barrier::arrivals_counter;
+pub use paging::PagingFault;
 
 use std::{
     collections::BTreeMap,
@@ -93,6 +94,13 @@ pub struct ServerOptions {
     /// Also serve `barrier_write` (`--write-barrier`): `barrier` without
     /// `readOnlyHint`, a held call a client must never send twice.
     pub write_barrier: bool,
+    /// Page tools/list, resources/list and prompts/list wrongly
+    /// (`--paging-fault`): a next cursor on every page.
+    pub paging_fault: Option<PagingFault>,
+    /// Tools to serve instead of every other (`--tools-file`): a call of one
+    /// answers `called <name> with <arguments as JSON>`, so a test can give
+    /// a client any schema and annotations and see what it sent.
+    pub tools: Option<Vec<rmcp::model::Tool>>,
 }
 
 impl Default for ServerOptions {
@@ -109,6 +117,8 @@ impl Default for ServerOptions {
             modern: false,
             bad_tool_names: false,
             write_barrier: false,
+            paging_fault: None,
+            tools: None,
         }
     }
 }
@@ -320,10 +330,11 @@ impl ServerHandler for TestServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.count_contact();
-        let (items, next) = paging::page(
+        let (items, next) = paging::page_with_fault(
             self.all_tools(),
             Self::cursor(request.as_ref()),
             self.shared.options.page_size,
+            self.shared.options.paging_fault,
         )?;
         let mut result = ListToolsResult::with_all_items(items);
         result.next_cursor = next;
@@ -351,10 +362,11 @@ impl ServerHandler for TestServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         self.count_contact();
-        let (items, next) = paging::page(
+        let (items, next) = paging::page_with_fault(
             self.all_resources(),
             Self::cursor(request.as_ref()),
             self.shared.options.page_size,
+            self.shared.options.paging_fault,
         )?;
         let mut result = ListResourcesResult::with_all_items(items);
         result.next_cursor = next;
@@ -446,10 +458,11 @@ impl ServerHandler for TestServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         self.count_contact();
-        let (items, next) = paging::page(
+        let (items, next) = paging::page_with_fault(
             self.all_prompts(),
             Self::cursor(request.as_ref()),
             self.shared.options.page_size,
+            self.shared.options.paging_fault,
         )?;
         let mut result = ListPromptsResult::with_all_items(items);
         result.next_cursor = next;

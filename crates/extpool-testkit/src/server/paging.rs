@@ -32,6 +32,40 @@ pub(crate) fn page<T>(
     ))
 }
 
+/// A server that pages wrongly (`--paging-fault`), so clients can prove
+/// they bound their listings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PagingFault {
+    /// Every page gives a new next cursor: the list never ends.
+    Endless,
+    /// Every page gives the same next cursor, `same`.
+    Repeat,
+}
+
+/// [`page`], or the faulty page of `fault`: the first page's items (at
+/// most `page_size`) and a next cursor on every page — the page number
+/// after the cursor's (`Endless`), or always `same` (`Repeat`).
+pub(crate) fn page_with_fault<T>(
+    items: Vec<T>,
+    cursor: Option<&str>,
+    page_size: Option<usize>,
+    fault: Option<PagingFault>,
+) -> Result<(Vec<T>, Option<String>), ErrorData> {
+    let Some(fault) = fault else {
+        return page(items, cursor, page_size);
+    };
+    let size = page_size.filter(|&s| s > 0).unwrap_or(items.len());
+    let next = match fault {
+        PagingFault::Endless => {
+            let n = cursor.and_then(|c| c.parse::<u64>().ok()).unwrap_or(0);
+            n.saturating_add(1).to_string()
+        }
+        PagingFault::Repeat => "same".to_owned(),
+    };
+    Ok((items.into_iter().take(size).collect(), Some(next)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,6 +87,18 @@ mod tests {
         let (all, next) = page(vec![1, 2, 3], None, None).unwrap();
         assert_eq!(all, vec![1, 2, 3]);
         assert_eq!(next, None);
+    }
+
+    #[test]
+    fn faulty_pages_never_end() {
+        let fault = Some(PagingFault::Endless);
+        let (p1, c1) = page_with_fault(vec![1, 2, 3], None, Some(2), fault).unwrap();
+        assert_eq!((p1, c1.as_deref()), (vec![1, 2], Some("1")));
+        let (_, c2) = page_with_fault(vec![1, 2, 3], c1.as_deref(), Some(2), fault).unwrap();
+        assert_eq!(c2.as_deref(), Some("2"));
+        let fault = Some(PagingFault::Repeat);
+        let (all, same) = page_with_fault(vec![1, 2, 3], Some("same"), None, fault).unwrap();
+        assert_eq!((all, same.as_deref()), (vec![1, 2, 3], Some("same")));
     }
 
     #[test]

@@ -103,8 +103,8 @@ mod tests {
 
     #[test]
     fn frontmatter_json_is_the_file_frontmatter() {
-        let yaml = SKILL_MD.split("---\n").nth(1).unwrap();
-        let parsed: serde_json::Value = serde_yaml_ng::from_str(yaml).unwrap();
+        // Read as extpool reads a hosted SKILL.md to check it.
+        let parsed = extpool_skills::frontmatter_json(SKILL_MD).unwrap();
         let entry = serde_json::to_value(&entry(false).frontmatter).unwrap();
         assert_eq!(parsed, entry);
     }

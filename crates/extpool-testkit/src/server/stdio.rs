@@ -32,12 +32,26 @@ pub enum StdioError {
     /// `initialize`).
     #[error("MCP handshake over stdio failed: {0}")]
     Handshake(Box<rmcp::service::ServerInitializeError>),
-    /// stdin or stdout could not be set up.
+    /// stdin or stdout could not be set up (shown in the message, so not
+    /// a `source()`).
     #[error("cannot serve stdio: {0}")]
-    Io(#[from] std::io::Error),
-    /// The session ended with an error.
+    Io(std::io::Error),
+    /// The session ended with an error (shown in the message, so not a
+    /// `source()`).
     #[error("stdio session failed: {0}")]
-    Session(#[from] tokio::task::JoinError),
+    Session(tokio::task::JoinError),
+}
+
+impl From<std::io::Error> for StdioError {
+    fn from(error: std::io::Error) -> Self {
+        Self::Io(error)
+    }
+}
+
+impl From<tokio::task::JoinError> for StdioError {
+    fn from(error: tokio::task::JoinError) -> Self {
+        Self::Session(error)
+    }
 }
 
 /// How a stdio session ended.

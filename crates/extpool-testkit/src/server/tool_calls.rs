@@ -155,6 +155,16 @@ impl TestServer {
         let counters = &self.shared.counters;
         let name = request.name.as_ref();
         tracing::debug!(tool = name, "call");
+        if let Some(tools) = &self.shared.options.tools {
+            if !tools.iter().any(|t| t.name == name) {
+                return Err(ErrorData::invalid_params(
+                    format!("unknown tool {name:?}"),
+                    None,
+                ));
+            }
+            let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+            return Ok(text(format!("called {name} with {arguments}")));
+        }
         if self.shared.options.conformance && super::conformance::is_tool(name) {
             return self
                 .conformance_call(name, request.arguments.as_ref(), &context)

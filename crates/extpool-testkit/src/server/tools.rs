@@ -307,6 +307,9 @@ fn extra(index: usize) -> Tool {
 impl TestServer {
     /// Every tool: built-in, then `tool_0000`…, then the dynamic ones by name.
     pub(crate) fn all_tools(&self) -> Vec<Tool> {
+        if let Some(tools) = &self.shared.options.tools {
+            return tools.clone();
+        }
         let mut all = builtin().to_vec();
         if self.shared.options.conformance {
             all.extend_from_slice(super::conformance::tools());
@@ -337,6 +340,9 @@ impl TestServer {
 
     /// Looks one tool up without building the whole list.
     pub(crate) fn find_tool(&self, name: &str) -> Option<Tool> {
+        if let Some(tools) = &self.shared.options.tools {
+            return tools.iter().find(|t| t.name == name).cloned();
+        }
         if let Some(tool) = builtin().iter().find(|t| t.name == name) {
             return Some(tool.clone());
         }

@@ -15,6 +15,7 @@ mod helpers;
 mod http;
 mod modern;
 mod notifications;
+mod oidc;
 mod pagination;
 mod peers;
 mod raw_echo;

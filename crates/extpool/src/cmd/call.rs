@@ -38,7 +38,7 @@ pub fn parse_arguments(
         },
     };
     for pair in pairs {
-        let Some((key, value)) = pair.split_once('=') else {
+        let Some((key, value)) = split_pair(pair) else {
             return Err(UsageError(format!(
                 "argument {pair:?} is not key=value (use --args for JSON)"
             )));
@@ -51,6 +51,11 @@ pub fn parse_arguments(
         args.insert(key.to_owned(), value);
     }
     Ok(args)
+}
+
+/// `key=value` as its key and its text.
+fn split_pair(pair: &str) -> Option<(&str, &str)> {
+    pair.split_once('=')
 }
 
 fn kind(v: &Value) -> &'static str {
@@ -96,13 +101,24 @@ pub fn render_result(result: &ToolResult) -> String {
 
 /// Calls the tool and prints its result; a tool error exits 1.
 pub async fn run(ctx: &mut Ctx, args: CallArgs) -> Result<ExitCode> {
-    let arguments = parse_arguments(args.args.as_deref(), &args.pairs)?;
-    let opened = open_host(ctx, Need::Named(args.tool.clone())).await?;
+    super::check_tool_name(&args.tool)?;
+    let mut arguments = parse_arguments(args.args.as_deref(), &args.pairs)?;
+    let opened = open_host(ctx, Need::Call(args.tool.clone(), arguments.clone())).await?;
+    // A name the view does not know is left to the call, which says why.
+    if let Ok(tool) = opened.view.tool(&args.tool) {
+        let pairs: Vec<_> = args.pairs.iter().filter_map(|p| split_pair(p)).collect();
+        super::arguments::strings_as_typed(&tool, &mut arguments, &pairs);
+        if let Some(problem) = super::arguments::problems(&tool, &arguments) {
+            opened.shutdown().await;
+            anyhow::bail!(problem);
+        }
+    }
     let result = opened
         .until_signal(opened.view.call(&args.tool, arguments))
         .await;
+    let skipped = super::skipped_note(&opened);
     opened.shutdown().await;
-    let result = result??;
+    let result = result?.map_err(|e| super::noting_skipped(e, skipped.as_deref()))?;
     if ctx.global.json {
         ctx.out.json_value(&result)?;
     } else if result.is_error {

@@ -66,17 +66,8 @@ fn report_error(ctx: &mut Ctx, e: ConfigError) -> Result<ExitCode> {
         };
         ctx.out.json_value(&report)?;
     } else {
-        let mut err = std::io::stderr().lock();
-        for d in e.diagnostics() {
-            let _ = writeln!(err, "{}", ctx.diagnostic_line(d));
-        }
-        let errors = e.diagnostics().iter().filter(|d| d.is_error()).count();
-        let _ = writeln!(
-            err,
-            "{}: the configuration has {errors} error{}",
-            ctx.err_style.red("error"),
-            if errors == 1 { "" } else { "s" }
-        );
+        let report = crate::context::config_error_report(ctx.err_style, e.diagnostics());
+        let _ = std::io::stderr().lock().write_all(report.as_bytes());
     }
     Err(Reported.into())
 }
@@ -91,6 +82,7 @@ fn check(ctx: &mut Ctx) -> Result<ExitCode> {
     };
     let mut diagnostics: Vec<extpool_host::config::Diagnostic> = loaded.diagnostics.clone();
     diagnostics.extend(loaded.unresolved_variables(&process_env));
+    diagnostics.extend(loaded.remote_problems(&process_env));
     // A discovered file skipped for its syntax or encoding, or an entry
     // skipped for its shape, is an error: what runs is not what the files
     // say, so the check fails although the rest still loads.
@@ -132,13 +124,7 @@ fn check(ctx: &mut Ctx) -> Result<ExitCode> {
             if n == 1 { "" } else { "s" }
         ))?;
     }
-    let mut skipped: Vec<&str> = Vec::new();
-    for d in diagnostics.iter().filter(|d| d.is_error()) {
-        if !loaded.sources.iter().any(|s| s.file == d.file) && !skipped.contains(&d.file.as_str()) {
-            skipped.push(&d.file);
-        }
-    }
-    for file in &skipped {
+    for file in loaded.skipped_files() {
         ctx.out.line(format!(
             "{} {}  skipped (see the error above)",
             style.red("✗"),

@@ -9,7 +9,7 @@ use extpool_host::ToolInfo;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Need, open_host};
+use super::{Need, open_host, suggest};
 use crate::cli::DescribeArgs;
 use crate::context::Ctx;
 use crate::output::shown;
@@ -24,21 +24,15 @@ struct DescribeJson<'a> {
     output_schema: Option<&'a Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     annotations: Option<&'a Value>,
-    example: String,
+    /// A call to try, for a tool marked read-only ([`suggest::call_to_try`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    example: Option<String>,
+    /// How to call it: each required argument a placeholder to fill in.
+    usage: String,
 }
 
-/// An example value for a JSON Schema property.
-fn example_value(schema: &Value) -> String {
-    match schema.get("type").and_then(Value::as_str) {
-        Some("number" | "integer") => "2".into(),
-        Some("boolean") => "true".into(),
-        Some("array") => "'[]'".into(),
-        Some("object") => "'{}'".into(),
-        _ => "hello".into(),
-    }
-}
-
-fn properties(tool: &ToolInfo) -> Vec<(&str, &Value)> {
+/// The tool's arguments and their schemas (`properties`).
+pub(super) fn properties(tool: &ToolInfo) -> Vec<(&str, &Value)> {
     tool.input_schema
         .get("properties")
         .and_then(Value::as_object)
@@ -46,7 +40,8 @@ fn properties(tool: &ToolInfo) -> Vec<(&str, &Value)> {
         .unwrap_or_default()
 }
 
-fn required(tool: &ToolInfo) -> Vec<&str> {
+/// The names its schema marks `required`.
+pub(super) fn required(tool: &ToolInfo) -> Vec<&str> {
     tool.input_schema
         .get("required")
         .and_then(Value::as_array)
@@ -54,23 +49,8 @@ fn required(tool: &ToolInfo) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-/// `extpool call <tool> k=v …` with the tool's required arguments filled.
-pub fn call_example(tool: &ToolInfo) -> String {
-    let mut s = format!("extpool call {}", tool.name);
-    let props = properties(tool);
-    for name in required(tool) {
-        let schema = props
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| *v)
-            .unwrap_or(&Value::Null);
-        s.push_str(&format!(" {name}={}", example_value(schema)));
-    }
-    s
-}
-
 /// A property's type as one word (`string`, `number|null`, `enum`, `any`).
-fn type_of(schema: &Value) -> String {
+pub(super) fn type_of(schema: &Value) -> String {
     match schema.get("type") {
         Some(Value::String(t)) => t.clone(),
         Some(Value::Array(ts)) => ts
@@ -107,11 +87,13 @@ fn hints(annotations: Option<&Value>) -> Vec<&'static str> {
 
 /// Prints one tool.
 pub async fn run(ctx: &mut Ctx, args: DescribeArgs) -> Result<ExitCode> {
+    super::check_tool_name(&args.tool)?;
     let opened = open_host(ctx, Need::Named(args.tool.clone())).await?;
     let tool = opened.view.tool(&args.tool);
     opened.shutdown().await;
     let tool = tool?;
-    let example = call_example(&tool);
+    let example = suggest::call_to_try(&tool).map(|c| c.command);
+    let usage = suggest::call_line(&tool, false).command;
     if ctx.global.json {
         ctx.out.json_value(&DescribeJson {
             tool: &tool,
@@ -119,6 +101,7 @@ pub async fn run(ctx: &mut Ctx, args: DescribeArgs) -> Result<ExitCode> {
             output_schema: tool.details.output_schema.as_ref(),
             annotations: tool.details.annotations.as_ref(),
             example,
+            usage,
         })?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -178,8 +161,17 @@ pub async fn run(ctx: &mut Ctx, args: DescribeArgs) -> Result<ExitCode> {
             .line(style.dim("Returns structured content (see --json for its schema)"))?;
     }
     ctx.out.line("")?;
-    ctx.out.line(style.bold("Try"))?;
-    ctx.out.line(format!("  {}", shown(&example)))?;
+    // A call to try only for a tool that changes nothing; else the form.
+    match example {
+        Some(example) => {
+            ctx.out.line(style.bold("Try"))?;
+            ctx.out.line(format!("  {}", shown(&example)))?;
+        }
+        None => {
+            ctx.out.line(style.bold("Call"))?;
+            ctx.out.line(format!("  {}", shown(&usage)))?;
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -44,7 +44,7 @@ pub async fn run(ctx: &mut Ctx, args: ListArgs) -> Result<ExitCode> {
         Need::Servers
     };
     let opened = open_host(ctx, need).await?;
-    let skills = ctx.shown_skills(opened.view.skills().await);
+    let skills = ctx.shown_skills(opened.view.skills());
     let templates = match args.kind {
         None | Some(ListKind::Resources | ListKind::Templates) => {
             opened.view.resource_templates().await
@@ -116,6 +116,7 @@ fn print(ctx: &mut Ctx, host: &Opened, listed: &Listed, kind: Option<ListKind>) 
 fn table(ctx: &mut Ctx, host: &Opened, listed: &Listed, kind: ListKind) -> Result<()> {
     let view = &host.view;
     let skills = listed.skills;
+    let no_tools = no_tools_line(host);
     let (headers, rows, empty): (&[&str], Vec<Vec<String>>, &str) = match kind {
         ListKind::Tools => (
             &["TOOL", "DESCRIPTION"],
@@ -123,7 +124,7 @@ fn table(ctx: &mut Ctx, host: &Opened, listed: &Listed, kind: ListKind) -> Resul
                 .into_iter()
                 .map(|t| vec![t.name, t.description])
                 .collect(),
-            "no tools (no server is ready; see `extpool list sources`)",
+            &no_tools,
         ),
         ListKind::Skills => (
             &["SKILL", "SOURCE", "DESCRIPTION"],
@@ -194,9 +195,24 @@ fn table(ctx: &mut Ctx, host: &Opened, listed: &Listed, kind: ListKind) -> Resul
                         .map(|d| vec![format!("  {}", s.name), d.clone()])
                 })
                 .collect();
+            // The command that shows why a root's skills are not loaded:
+            // the CLI's to say, not the rows' (a gateway's model reads them).
+            let unloaded: std::collections::HashSet<String> = host
+                .host
+                .skill_root_reports()
+                .iter()
+                .filter(|r| !r.skipped.is_empty())
+                .map(|r| ctx.show_path(&r.root))
+                .collect();
             let rows: Vec<Vec<String>> = sources
                 .into_iter()
-                .map(|s| vec![s.kind.into(), s.name, s.state, s.detail])
+                .map(|s| {
+                    let mut detail = s.detail;
+                    if s.kind == "skills" && unloaded.contains(&s.name) {
+                        detail.push_str(&format!("; see `extpool skills validate {}`", s.name));
+                    }
+                    vec![s.kind.into(), s.name, s.state, detail]
+                })
                 .collect();
             if rows.is_empty() {
                 ctx.out.line(ctx.out.style.dim("no sources configured"))?;
@@ -235,6 +251,19 @@ fn table(ctx: &mut Ctx, host: &Opened, listed: &Listed, kind: ListKind) -> Resul
     Ok(())
 }
 
+/// What an empty tool list says: that no server is ready, or, when none
+/// is configured because a file was skipped, which file.
+fn no_tools_line(host: &Opened) -> String {
+    let skipped = host.host.config().skipped_files();
+    if host.configured_servers == 0 && !skipped.is_empty() {
+        return format!(
+            "no tools: no server is configured ({} skipped for the error above; see `extpool config check`)",
+            shown(&skipped.join(", "))
+        );
+    }
+    "no tools (no server is ready; see `extpool list sources`)".into()
+}
+
 fn template_rows(templates: &[TemplateInfo]) -> Vec<Vec<String>> {
     templates
         .iter()
@@ -268,8 +297,14 @@ fn servers(ctx: &mut Ctx) -> Result<ExitCode> {
                 .unwrap_or_default(),
         })
         .collect();
+    let skipped = loaded.skipped_files();
     if ctx.global.json {
         ctx.out.json_value(&rows)?;
+    } else if rows.is_empty() && !skipped.is_empty() {
+        ctx.out.line(ctx.out.style.dim(&format!(
+            "no servers configured: {} skipped for the error above (see `extpool config check`)",
+            shown(&skipped.join(", "))
+        )))?;
     } else if rows.is_empty() {
         ctx.out.line(ctx.out.style.dim(
             "no servers configured (see `extpool config paths` for where configs are read)",
@@ -289,5 +324,10 @@ fn servers(ctx: &mut Ctx) -> Result<ExitCode> {
         ctx.out
             .table(&["SERVER", "STATE", "DEFINED IN", "TRANSPORT"], &table)?;
     }
-    Ok(ExitCode::SUCCESS)
+    // A skipped file or entry fails the listing, as it fails `config check`.
+    Ok(if loaded.errors().next().is_none() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -53,6 +53,15 @@ pub struct LoginArgs {
     /// Direct DCR: replace a ready registration and its valid grant.
     #[arg(long)]
     pub reset_dcr_registration: bool,
+    /// Log in through a running gateway instead, as its caller (the token
+    /// in EXTPOOL_GATEWAY_TOKEN): for a server whose grant is each caller's
+    /// own (`oauth: {per_user: true}`).
+    #[arg(
+        long,
+        value_name = "URL",
+        conflicts_with_all = ["file", "retry_dcr_registration", "reset_dcr_registration"]
+    )]
+    pub gateway: Option<String>,
 }
 
 /// `extpool mcp logout`.
@@ -153,6 +162,9 @@ fn stdin_lines() -> tokio::sync::mpsc::Receiver<String> {
 }
 
 async fn login(ctx: &mut Ctx, args: LoginArgs) -> Result<ExitCode> {
+    if let Some(gateway) = &args.gateway {
+        return super::gateway_login::run(ctx, gateway, &args.server, !args.no_browser).await;
+    }
     let loaded = load(ctx, &args.file)?;
     let (url, profile) = profile(&loaded, &args.server)?;
     let auth = AuthContext::default();

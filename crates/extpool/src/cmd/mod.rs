@@ -1,9 +1,13 @@
 //! One module per command; [`run`] dispatches.
 
+mod api_keys;
+mod arguments;
 mod call;
 mod completions;
 mod config;
 mod describe;
+mod gateway_login;
+mod identity;
 mod list;
 pub mod mcp;
 mod overview;
@@ -12,6 +16,7 @@ mod run;
 mod serve;
 mod sessions;
 mod skills;
+mod suggest;
 mod watch;
 
 use std::process::ExitCode;
@@ -42,6 +47,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Mcp(cmd)) => mcp::run(&mut ctx, cmd).await,
         Some(Command::Serve(args)) => serve::run(&mut ctx, *args).await,
         Some(Command::Sessions(args)) => sessions::run(&mut ctx, args).await,
+        Some(Command::ApiKeys(args)) => api_keys::run(&mut ctx, args).await,
     }
 }
 
@@ -69,10 +75,12 @@ impl Opened {
     }
 
     /// The exit code of a listing (the overview, `list`): 1 when a
-    /// configured server failed to start — everything that works is still
-    /// shown, and the failure with it — else 0.
+    /// configured server failed to start or the configuration has an error
+    /// (a file or entry skipped, as `config check` fails on) — everything
+    /// that works is still shown, and the failure with it — else 0.
     pub fn listing_code(&self) -> ExitCode {
-        if self.host.status().failed_servers().is_empty() {
+        let config_ok = self.host.config().errors().next().is_none();
+        if config_ok && self.host.status().failed_servers().is_empty() {
             ExitCode::SUCCESS
         } else {
             ExitCode::from(1)
@@ -82,6 +90,62 @@ impl Opened {
     /// Shuts the host down (servers closed, process groups ended).
     pub async fn shutdown(self) {
         self.host.shutdown().await;
+    }
+}
+
+/// The configuration files skipped for an error, as a note for a "not
+/// found" answer (what was asked for may be defined in one of them).
+pub fn skipped_note(opened: &Opened) -> Option<String> {
+    let skipped = opened.host.config().skipped_files();
+    (!skipped.is_empty()).then(|| {
+        format!(
+            "{} skipped for the error above: what {} defines is not loaded",
+            skipped.join(", "),
+            if skipped.len() == 1 { "it" } else { "they" }
+        )
+    })
+}
+
+/// The command that shows more about a host error: the CLI's own words,
+/// added where it renders the error (the host's message says the fact and
+/// the name to use, for a gateway's client or model as much as for a
+/// terminal).
+pub fn next_step(e: &extpool_host::HostError) -> Option<&'static str> {
+    use extpool_host::HostError;
+    Some(match e {
+        HostError::UnknownTool { failed, .. } if !failed.is_empty() => {
+            "see `extpool list sources` and `extpool list tools`"
+        }
+        HostError::UnknownTool { .. } => "see `extpool list tools`",
+        HostError::ServerFailed { .. } => "see `extpool list sources`",
+        HostError::UnknownCommand { .. } => "see `extpool list commands`",
+        HostError::UnknownSkill { .. } => "see `extpool list skills`",
+        _ => return None,
+    })
+}
+
+/// `text` (an error as shown) with the [`next_step`] of the first host
+/// error in `e`'s chain, if it has one.
+pub fn with_next_step(text: String, e: &anyhow::Error) -> String {
+    let step = e
+        .chain()
+        .find_map(|c| c.downcast_ref::<extpool_host::HostError>())
+        .and_then(next_step);
+    match step {
+        Some(step) => format!("{text}; {step}"),
+        None => text,
+    }
+}
+
+/// `e`, with `note` ([`skipped_note`]) added when it says something was
+/// not found.
+pub fn noting_skipped(e: extpool_host::HostError, note: Option<&str>) -> anyhow::Error {
+    match note {
+        Some(note) if e.is_not_found() => {
+            let step = next_step(&e).map(|s| format!("; {s}")).unwrap_or_default();
+            anyhow::anyhow!("{e}{step} ({note})")
+        }
+        _ => e.into(),
     }
 }
 
@@ -128,6 +192,30 @@ pub enum Need {
     /// name is one of a configured server's (`mcp__<server>__…`), so an
     /// unrelated server that hangs never delays it; every server otherwise.
     Named(String),
+    /// What calling tool `name` with these arguments needs: as
+    /// [`Need::Named`], and a built-in that names its server in its
+    /// arguments (`CallMcpWithQuery server=…`) starts only that one
+    /// ([`extpool_host::servers::call_selection`]).
+    Call(String, serde_json::Map<String, serde_json::Value>),
+}
+
+/// Refuses at once, before any server starts, a tool name no tool can
+/// have: an empty (or blank) one, or one longer than a catalog name may be
+/// — shown cut, as every outside name an error shows.
+pub(crate) fn check_tool_name(name: &str) -> Result<(), crate::UsageError> {
+    use extpool_host::catalog::names::MAX_NAME_BYTES;
+    if name.trim().is_empty() {
+        return Err(crate::UsageError(
+            "a tool name is needed, not an empty one; see `extpool list tools`".into(),
+        ));
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err(crate::UsageError(format!(
+            "no tool is named {}: a tool name is at most {MAX_NAME_BYTES} bytes; see `extpool list tools`",
+            extpool_host::core::text::shown_name(name)
+        )));
+    }
+    Ok(())
 }
 
 /// Loads the configuration and starts the host on it, drawing each
@@ -168,8 +256,9 @@ async fn open_loaded(
 
 /// Says once, on stderr, what was found but not loaded: skills whose
 /// SKILL.md has errors (how many, and the command that shows why), a skill
-/// root whose scan stopped at a bound, and names a server advertised that
-/// the catalog refused. Without this they would just be missing.
+/// root whose scan stopped at a bound, names a server advertised that the
+/// catalog refused, and entries a server listed that could not be read.
+/// Without this they would just be missing.
 /// `skills`: the skill roots too (false when they were reported already).
 fn report_unloaded(ctx: &Ctx, host: &Host, skills: bool) {
     use std::io::Write;
@@ -202,6 +291,9 @@ fn report_unloaded(ctx: &Ctx, host: &Host, skills: bool) {
             extpool_host::sources::dropped_line(&d.problem)
         ));
     }
+    for (server, line) in host.unreadable_entries() {
+        lines.push(format!("{warning}: MCP server {server:?}: {line}"));
+    }
     let mut err = std::io::stderr().lock();
     for line in lines {
         let _ = writeln!(err, "{}", crate::output::shown(&line));
@@ -231,24 +323,34 @@ pub async fn start_host_with(
     relay: bool,
     discovery: extpool_host::DiscoveryOptions,
 ) -> Result<Host> {
-    let selection = match &need {
-        Need::Named(name) => match extpool_host::servers::server_of(&loaded, name) {
-            Some(server) => ServerSelection::Only([server].into()),
-            // `mcp__x__…` with no server `x`: no server can have it, so
-            // none is started (and none waited for) to say so.
-            None if name.starts_with(extpool_host::catalog::names::MCP_PREFIX) => {
-                ServerSelection::Only(Default::default())
-            }
-            None => ServerSelection::All,
-        },
-        Need::Servers => ServerSelection::All,
-        Need::Nothing => ServerSelection::None,
+    let (selection, note) = match &need {
+        Need::Named(name) => {
+            let (selection, _) =
+                extpool_host::servers::call_selection(&loaded, name, &Default::default());
+            (selection, None)
+        }
+        Need::Call(name, arguments) => {
+            extpool_host::servers::call_selection(&loaded, name, arguments)
+        }
+        Need::Servers => (ServerSelection::All, None),
+        Need::Nothing => (ServerSelection::None, None),
     };
+    if let Some(note) = note {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "{}: {}",
+            ctx.err_style.yellow("note"),
+            crate::output::shown(&note)
+        );
+    }
     let names: Vec<String> = loaded
         .config
         .mcp_servers
         .iter()
         .filter(|(n, c)| c.enabled && selection.includes(n))
+        // A gateway starts each caller's own servers for its callers.
+        .filter(|(_, c)| !(relay && extpool_host::servers::is_per_user(c)))
         .map(|(n, _)| n.clone())
         .collect();
     let watch = watch && loaded.config.skills.watch;
@@ -260,6 +362,9 @@ pub async fn start_host_with(
         events: Some(tx),
         relay,
         discovery,
+        // The gateway (the one host that relays) serves many callers: a
+        // server whose grant is each caller's is started for each.
+        per_caller_servers: relay,
         ..HostOptions::loaded(loaded)
     };
     // A signal during start-up ends it (see `crate::signals`).

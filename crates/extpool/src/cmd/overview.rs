@@ -16,6 +16,9 @@ use crate::output::shown;
 struct Overview<'a> {
     version: &'static str,
     configs: Vec<ConfigJson<'a>>,
+    /// Files found but skipped for an error (reported on stderr).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    skipped: Vec<&'a str>,
     servers: Vec<SourceInfo>,
     tools: usize,
     skills: Vec<SkillInfo>,
@@ -38,7 +41,11 @@ fn next_steps(
 ) -> Vec<String> {
     let mut next = Vec::new();
     let loaded = host.host.config();
-    if loaded.sources.is_empty() {
+    if loaded.errors().next().is_some() {
+        next.push(
+            "extpool config check            every problem of the configuration, located".into(),
+        );
+    } else if loaded.sources.is_empty() {
         next.push(
             "extpool config paths            where extpool looks for .mcp.json, ~/.claude.json, …"
                 .into(),
@@ -46,12 +53,7 @@ fn next_steps(
     }
     if !tools.is_empty() {
         next.push("extpool list tools".into());
-        // Prefer a tool whose required arguments are all simple.
-        let tool = tools
-            .iter()
-            .find(|t| t.name.ends_with("__echo"))
-            .unwrap_or(&tools[0]);
-        next.push(super::describe::call_example(tool));
+        next.extend(super::suggest::suggestion(tools));
     }
     if let Some(skill) = skills
         .iter()
@@ -83,7 +85,7 @@ fn next_steps(
 pub async fn run(ctx: &mut Ctx) -> Result<ExitCode> {
     let host = open_host(ctx, Need::Servers).await?;
     let tools = host.view.tools();
-    let skills = ctx.shown_skills(host.view.skills().await);
+    let skills = ctx.shown_skills(host.view.skills());
     let commands: Vec<String> = host.view.commands().into_iter().map(|c| c.name).collect();
     let servers: Vec<SourceInfo> = host
         .host
@@ -127,6 +129,7 @@ fn print(
                     servers: s.servers.len(),
                 })
                 .collect(),
+            skipped: host.host.config().skipped_files(),
             servers: servers.to_vec(),
             tools: tools.len(),
             skills: skills.to_vec(),
@@ -144,7 +147,8 @@ fn print(
     ))?;
     out.line("")?;
     out.line(s.bold("Configuration"))?;
-    if host.host.config().sources.is_empty() {
+    let skipped = host.host.config().skipped_files();
+    if host.host.config().sources.is_empty() && skipped.is_empty() {
         out.line(
             "  no configuration file found (extpool reads extpool.yaml, .mcp.json, ~/.claude.json,",
         )?;
@@ -152,7 +156,7 @@ fn print(
             "  Cursor, Claude Desktop, VS Code and Codex configs; see `extpool config paths`)",
         )?;
     } else {
-        let rows: Vec<Vec<String>> = host
+        let mut rows: Vec<Vec<String>> = host
             .host
             .config()
             .sources
@@ -166,6 +170,13 @@ fn print(
                 ]
             })
             .collect();
+        rows.extend(skipped.iter().map(|file| {
+            vec![
+                format!("  {}", shown(file)),
+                "skipped".into(),
+                "for the error above (extpool config check)".into(),
+            ]
+        }));
         out.text(
             &crate::output::render_table(&["", "", ""], &rows, None, s)
                 .lines()

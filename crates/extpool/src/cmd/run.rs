@@ -22,7 +22,7 @@ struct RunJson<'a> {
 /// Renders the command and prints the prompt.
 pub async fn run(ctx: &mut Ctx, args: RunArgs) -> Result<ExitCode> {
     let name = args.command.trim_start_matches('/').to_owned();
-    let text = if name.starts_with(extpool_host::catalog::names::MCP_PREFIX) {
+    let text = if extpool_host::catalog::names::is_namespaced(&name) {
         // An MCP prompt: only its own server.
         let opened = open_host(ctx, Need::Named(name.clone())).await?;
         let text = opened

@@ -37,8 +37,7 @@ fn overview_lists_servers_skills_and_next_steps() {
     assert!(r.stdout.contains("✓ testkit  ready"), "{}", r.stdout);
     assert!(r.stdout.contains("hello"), "{}", r.stdout);
     assert!(
-        r.stdout
-            .contains("extpool call mcp__testkit__echo message=hello"),
+        r.stdout.contains("extpool call mcp__testkit__add a=1 b=1"),
         "{}",
         r.stdout
     );
@@ -134,8 +133,9 @@ fn call_errors_and_usage() {
     let r = sb.run(&["call", "mcp__testkit__ech", "message=x"]);
     assert_eq!(r.code, 1);
     assert!(
-        r.stderr
-            .contains("unknown tool mcp__testkit__ech; did you mean mcp__testkit__echo?"),
+        r.stderr.contains(
+            "unknown tool mcp__testkit__ech; did you mean mcp__testkit__echo?; see `extpool list tools`"
+        ),
         "{}",
         r.stderr
     );
@@ -183,6 +183,37 @@ fn read_skills_and_resources() {
     assert!(
         r.stderr.contains("known skills: hello, testkit-skill"),
         "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn an_unknown_skill_lists_a_bounded_number_of_known_ones() {
+    let sb = Sandbox::new();
+    for i in 0..500 {
+        sb.write(
+            &format!("skills/s{i:03}/SKILL.md"),
+            &format!("---\nname: s{i:03}\ndescription: skill {i}\n---\nbody\n"),
+        );
+    }
+    sb.write(
+        "extpool.yaml",
+        "skills:\n  paths: [./skills]\n  default_roots: false\n",
+    );
+    let r = sb.run(&["read", "skill://nobody/SKILL.md"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("known skills: s000, s001, ")
+            && r.stderr
+                .contains("s019, … and 480 more; see `extpool list skills`"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("s020"), "{}", r.stderr);
+    assert!(
+        r.stderr.len() < 1000,
+        "{} bytes: {}",
+        r.stderr.len(),
         r.stderr
     );
 }
@@ -399,7 +430,7 @@ fn describe_shows_a_tools_arguments_and_a_call_to_try() {
         .unwrap_or_else(|| panic!("{}", r.stdout));
     assert!(arg_a.contains("number") && arg_a.contains("yes"), "{arg_a}");
     assert!(
-        r.stdout.contains("extpool call mcp__testkit__add a=2 b=2"),
+        r.stdout.contains("extpool call mcp__testkit__add a=1 b=1"),
         "{}",
         r.stdout
     );

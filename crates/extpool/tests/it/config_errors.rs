@@ -350,3 +350,106 @@ fn a_server_name_with_an_escape_or_300_characters_is_refused_and_named_escaped()
         assert_refused_without_raw_escapes(&sb);
     }
 }
+
+#[test]
+fn a_type_error_hides_no_other_error_of_the_file() {
+    // One run reports the entry that cannot be read and every finding of
+    // the servers that can, in the file's order, whichever command reads it;
+    // the unreadable entry is left out whole (no "needs either `command`"
+    // about what is left of it).
+    let sb = Sandbox::new();
+    sb.write(
+        "extpool.yaml",
+        "mcp_servers:\n  s: {command: [1]}\n  t: {url: 5}\n  my-server: {command: x}\n  ok: {command: echo}\nextensions:\n  max_clients: many\n",
+    );
+    let expected = [
+        "extpool.yaml:2:16: error: mcp_servers.s.command: expected a string, found a sequence",
+        "extpool.yaml:3:12: error: mcp_servers.t.url: invalid URL \"5\": expected an http:// or https:// URL",
+        "extpool.yaml:4:3: error: mcp_servers.my-server: server name \"my-server\" has '-' at byte 2",
+        "extpool.yaml:7:16: error: extensions.max_clients: expected a non-negative integer, found a string",
+        "the configuration has 4 errors",
+    ];
+    for args in [
+        &["config", "check"][..],
+        &["list", "servers"],
+        &["list", "tools"],
+    ] {
+        let r = sb.run(args);
+        assert_eq!(r.code, 1, "{args:?}: {}{}", r.stdout, r.stderr);
+        let mut from = 0;
+        for line in expected {
+            let at = r.stderr[from..].find(line).map(|i| i + from);
+            assert!(
+                at.is_some(),
+                "{args:?}: {line:?} after byte {from} in:\n{}",
+                r.stderr
+            );
+            from = at.unwrap_or(from) + line.len();
+        }
+        assert!(!r.stderr.contains("mcp_servers.s: needs"), "{}", r.stderr);
+    }
+    let r = sb.run(&["config", "check", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["diagnostics"].as_array().map(Vec::len), Some(4), "{v:#}");
+}
+
+#[test]
+fn a_server_url_the_mcp_client_refuses_fails_check_naming_the_server_and_the_rule() {
+    // What would fail at start fails the check, each located, with the
+    // client's own rule and the URL's password masked.
+    check_fails(
+        "extpool.yaml",
+        "mcp_servers:\n  creds:\n    url: https://user:pw@example.com/mcp\n  v6:\n    url: http://[::1\n  empty:\n    url: https://\n  ok:\n    url: https://example.com/mcp\n",
+        &[
+            "extpool.yaml:3:10: error: mcp_servers.creds.url: invalid URL \"https://user:********@example.com/mcp\": credentials in the URL are not allowed; use MCP_<NAME>_TOKEN",
+            "extpool.yaml:5:10: error: mcp_servers.v6.url: invalid URL \"http://[::1\": invalid IPv6 address",
+            "extpool.yaml:7:10: error: mcp_servers.empty.url: invalid URL \"https://\": empty host",
+            "the configuration has 3 errors",
+        ],
+    );
+
+    // In a discovered file of another program only the refused entries are
+    // skipped: the rest runs.
+    let sb = Sandbox::new();
+    sb.testkit_config(
+        "  from_env:\n    url: https://${EXTPOOL_TEST_USERINFO}example.com/mcp\nskills:\n  default_roots: false\n",
+    );
+    sb.write(
+        ".mcp.json",
+        r#"{"mcpServers": {"passwd": {"type": "http", "url": "file:///etc/passwd"}, "creds": {"url": "https://u:s3cr3t@x.example/mcp"}}}"#,
+    );
+    let env = [("EXTPOOL_TEST_USERINFO", "me:hunter2@")];
+    let r = sb.run_with(&["config", "check"], &env);
+    assert_eq!(r.code, 1, "stdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+    for line in [
+        ".mcp.json:1:51: error: mcpServers.passwd.url: invalid URL \"file:///etc/passwd\": scheme \"file\" is not http or https; this server is skipped",
+        ".mcp.json:1:91: error: mcpServers.creds.url: invalid URL \"https://u:********@x.example/mcp\": credentials in the URL are not allowed; use MCP_<NAME>_TOKEN; this server is skipped",
+        // A URL made with the environment's values is checked with them.
+        "extpool.yaml:4:3: warning: mcp_servers.from_env.url: with the values its variables have here, the server will not start: invalid URL \"https://${EXTPOOL_TEST_USERINFO}example.com/mcp\": credentials in the URL are not allowed",
+        "error: 2 errors: the files or entries named are skipped",
+    ] {
+        assert!(
+            r.stderr.contains(line) || r.stdout.contains(line),
+            "{line:?} in:\n{}{}",
+            r.stdout,
+            r.stderr
+        );
+    }
+    for secret in ["s3cr3t", "hunter2"] {
+        assert!(
+            !r.stderr.contains(secret) && !r.stdout.contains(secret),
+            "{}{}",
+            r.stdout,
+            r.stderr
+        );
+    }
+    let r = sb.run_with(&["list", "servers"], &env);
+    assert!(
+        !r.stdout.contains("passwd") && !r.stdout.contains("creds"),
+        "{}",
+        r.stdout
+    );
+    let r = sb.run_with(&["call", "mcp__testkit__add", "a=2", "b=3"], &env);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.trim(), "5");
+}

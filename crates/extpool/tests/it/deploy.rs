@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use serde_yaml_ng::Value;
+use serde_json::Value;
 
 use crate::support::Sandbox;
 
@@ -23,10 +23,30 @@ fn read(rel: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// A deployment file read by extpool's own YAML reader, as JSON.
 fn yaml(rel: &str) -> Value {
-    let mut v: Value = serde_yaml_ng::from_str(&read(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
-    v.apply_merge().unwrap();
+    use extpool_host::config::{de, tree};
+    let node = tree::parse_yaml(&read(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    let mut v: Value = de::from_node(&node).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    merge_keys(&mut v);
     v
+}
+
+/// YAML's merge keys (`<<: *anchor`) as Compose reads them: the anchored
+/// mapping's entries beneath the ones written beside the key.
+fn merge_keys(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            if let Some(Value::Object(base)) = map.remove("<<") {
+                for (key, value) in base {
+                    map.entry(key).or_insert(value);
+                }
+            }
+            map.values_mut().for_each(merge_keys);
+        }
+        Value::Array(items) => items.iter_mut().for_each(merge_keys),
+        _ => {}
+    }
 }
 
 fn s<'a>(v: &'a Value, what: &str) -> &'a str {
@@ -35,7 +55,7 @@ fn s<'a>(v: &'a Value, what: &str) -> &'a str {
 }
 
 fn list<'a>(v: &'a Value, what: &str) -> &'a Vec<Value> {
-    v.as_sequence()
+    v.as_array()
         .unwrap_or_else(|| panic!("{what} is not a list: {v:?}"))
 }
 

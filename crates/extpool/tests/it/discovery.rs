@@ -34,7 +34,7 @@ fn testkit_entry(name: &str, state: &StateDir, extra: &[&str]) -> String {
 }
 
 /// A GET or POST of the gateway's `/v1` API, as JSON.
-fn api(method: &str, url: &str) -> Value {
+pub fn api(method: &str, url: &str) -> Value {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -57,7 +57,7 @@ fn api(method: &str, url: &str) -> Value {
 /// Reads `/v1/sources` until `check` holds, each read after the first
 /// waiting in the daemon for discovery's next change (`?after=`), failing
 /// after [`PATIENCE`].
-fn sources_until(base: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+pub fn sources_until(base: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + PATIENCE;
     let mut url = format!("{base}/v1/sources");
     loop {
@@ -101,9 +101,14 @@ fn tools(endpoint: &str) -> Vec<String> {
         .collect()
 }
 
+/// `extpool serve ARGS`; sessions' own servers here are on loopback,
+/// which these gateways' operator allows.
 fn serve(sb: &Sandbox, args: &[&str]) -> Served {
     let mut command = sb.command();
-    command.arg("serve").args(args);
+    command
+        .arg("serve")
+        .args(args)
+        .arg("--private-session-servers");
     Served::spawn(command)
 }
 
@@ -229,7 +234,7 @@ fn toolhive_servers_reach_existing_sessions_only_through_a_refresh() {
         serves(s, "toolhive", "found_it")
     });
     assert!(tools(&s1).contains(&"mcp__found_it__echo".to_owned()));
-    assert_eq!(sigterm(&mut served), 0);
+    assert_eq!(sigterm(&mut served), 143);
 }
 
 #[test]
@@ -296,7 +301,7 @@ fn config_edits_apply_while_serving_and_an_invalid_one_is_refused() {
         "nothing changed: {refused:#}"
     );
     assert!(tools(&served.url).contains(&"mcp__extra__echo".to_owned()));
-    assert_eq!(sigterm(&mut served), 0);
+    assert_eq!(sigterm(&mut served), 143);
 }
 
 #[test]
@@ -319,7 +324,7 @@ fn watch_config_false_serves_the_configuration_as_started() {
     let base = served.url.trim_end_matches("/mcp").to_owned();
     let sources = api("GET", &format!("{base}/v1/sources"));
     assert_eq!(sources["discovery"], json!([]), "{sources:#}");
-    assert_eq!(sigterm(&mut served), 0);
+    assert_eq!(sigterm(&mut served), 143);
 }
 
 /// `ListMcpSources` as the Python SDK client gets it from `endpoint`.
@@ -436,7 +441,7 @@ fn each_server_shows_where_it_was_discovered_and_a_failed_one_its_reason() {
         json!([{"op": "call", "name": "mcp__good__echo", "args": {"message": "found"}}]),
     );
     assert_eq!(called[1]["text"], json!(["found"]), "{called:?}");
-    assert_eq!(sigterm(&mut served), 0);
+    assert_eq!(sigterm(&mut served), 143);
 }
 
 /// A POST of `body` to the gateway's `/v1` API, as JSON.
@@ -622,7 +627,7 @@ fn discovery_never_takes_a_name_a_session_resolves_nor_grants_without_a_refresh(
     sources_until(&base, "the freed name discovered", |s| {
         serves(s, "toolhive", "mine")
     });
-    assert_eq!(sigterm(&mut served), 0);
+    assert_eq!(sigterm(&mut served), 143);
 }
 
 #[test]
@@ -643,7 +648,7 @@ fn toolhive_is_found_at_toolhive_api_url_and_without_it_is_stale_not_fatal() {
     });
     let endpoint = discovery(&found, "toolhive")["endpoint"].as_str().unwrap();
     assert_eq!(endpoint, format!("{}/api/v1beta/workloads", toolhive.url()));
-    assert_eq!(sigterm(&mut served), 0);
+    assert_eq!(sigterm(&mut served), 143);
 
     // Nothing at the URL: the source is stale with the reason, the gateway serves.
     let gone = found_nothing_url();
@@ -666,7 +671,7 @@ fn toolhive_is_found_at_toolhive_api_url_and_without_it_is_stale_not_fatal() {
         "{error}"
     );
     assert!(tools(&served.url).contains(&"ListMcpSources".to_owned()));
-    assert_eq!(sigterm(&mut served), 0);
+    assert_eq!(sigterm(&mut served), 143);
 }
 
 /// The URL of a ToolHive that has stopped (its port no longer answers).
@@ -700,7 +705,7 @@ fn a_server_discovered_while_a_session_was_closed_does_not_take_its_servers_name
         &json!({"id": "s1", "mcp_servers": {"mine": {"url": own.url()}}}),
     );
     count_at(&format!("{base}/sessions/s1/mcp"), "mcp__mine__counter");
-    assert_eq!(sigterm(&mut served), 0);
+    assert_eq!(sigterm(&mut served), 143);
 
     // While no gateway holds s1 open, ToolHive starts a server of that name.
     toolhive.set_workloads(vec![Workload::running("mine", intruder.url())]);
@@ -733,5 +738,5 @@ fn a_server_discovered_while_a_session_was_closed_does_not_take_its_servers_name
     // The discovered server serves everyone else.
     count_at(&served.url, "mcp__mine__counter");
     assert_eq!(intruder_state.counter("who"), 1);
-    assert_eq!(sigterm(&mut served), 0);
+    assert_eq!(sigterm(&mut served), 143);
 }

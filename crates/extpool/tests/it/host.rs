@@ -118,6 +118,86 @@ fn a_call_starts_only_its_own_server() {
     assert!(!r.stderr.contains("hung"), "{}", r.stderr);
 }
 
+#[test]
+fn a_built_in_that_names_its_server_starts_only_that_one() {
+    // CallMcpWithQuery, ReadMcpResource and ListMcpResources name their
+    // server in their arguments: `hung` is never started (its state
+    // directory records no start), so nothing waits for it.
+    let (sb, ok, hung) = ok_and_hung();
+    for (call, answer) in [
+        (
+            &[
+                "CallMcpWithQuery",
+                "server=ok",
+                "tool=add",
+                r#"args={"a":2,"b":3}"#,
+                "jq_filter=.",
+            ][..],
+            "5",
+        ),
+        (
+            &["ReadMcpResource", "server=ok", "uri=testkit://info"],
+            "testkit",
+        ),
+        (&["ListMcpResources", "server=ok"], "testkit://info"),
+    ] {
+        let r = sb.run(&[&["call"][..], call].concat());
+        assert_eq!(r.code, 0, "{call:?}: {}", r.stderr);
+        assert!(r.stdout.contains(answer), "{call:?}: {}", r.stdout);
+        assert!(!r.stderr.contains("hung"), "{call:?}: {}", r.stderr);
+        assert!(!r.stderr.contains("note:"), "{call:?}: {}", r.stderr);
+    }
+    assert_eq!(ok.starts(), 3);
+    assert_eq!(hung.starts(), 0, "the unrelated server was started");
+}
+
+#[test]
+fn a_built_in_naming_no_server_or_an_unknown_one_starts_every_server_and_says_so() {
+    let sb = Sandbox::new();
+    let (one, two) = (
+        extpool_testkit::StateDir::new(),
+        extpool_testkit::StateDir::new(),
+    );
+    sb.write(
+        "extpool.yaml",
+        &format!(
+            "mcp_servers:\n  one:\n    command: {bin}\n    args: {}\n  two:\n    command: {bin}\n    args: {}\nskills:\n  default_roots: false\n",
+            serde_json::to_string(&one.args()).unwrap(),
+            serde_json::to_string(&two.args()).unwrap(),
+            bin = testkit().display()
+        ),
+    );
+    let r = sb.run(&[
+        "call",
+        "CallMcpWithQuery",
+        "server=nope",
+        "tool=add",
+        "jq_filter=.",
+    ]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "note: CallMcpWithQuery names \"nope\", which is not a configured server; starting every server"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("error: unknown MCP server \"nope\""),
+        "{}",
+        r.stderr
+    );
+    let r = sb.run(&["call", "ReadMcpResource", "uri=testkit://info"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("note: ReadMcpResource names no server (server=…); starting every server"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!((one.starts(), two.starts()), (2, 2));
+}
+
 /// [`ok_and_hung`] with a local skill `hello` that has a command.
 fn ok_hung_and_a_skill() -> (
     Sandbox,

@@ -3,22 +3,34 @@
 //! nothing of the machine's own configuration is read.
 #![allow(clippy::unwrap_used)]
 
+mod answers;
+mod banner;
 mod catalog;
 mod commands;
 mod config_errors;
 mod deploy;
-mod discovery;
+pub mod discovery;
 mod display;
+mod first_steps;
 mod floods;
 mod foreign_import;
+mod guardrails;
 mod host;
+mod json_logs;
+mod listings;
+mod log_feedback;
+mod masking;
 mod mcp_auth;
 mod messages;
 mod quickstart;
 mod replicas;
 pub mod serve;
+mod shutdown;
 mod signals;
 mod starting;
+mod stdio;
+mod suggestions;
 mod support;
+mod teams;
 mod tty;
 mod unloaded;

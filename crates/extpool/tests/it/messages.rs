@@ -161,3 +161,94 @@ fn a_query_secret_never_reaches_the_overview_json_or_trace_logs() {
         }
     }
 }
+
+#[test]
+fn a_jq_error_is_shown_once() {
+    let sb = Sandbox::new();
+    sb.testkit_config("skills:\n  default_roots: false\n");
+    for (args, message) in [
+        (
+            &["tool=large_text", r#"args={"bytes":300000}"#, "jq_filter=."][..],
+            "jq output exceeds 100000 bytes; select fewer fields",
+        ),
+        (
+            &["tool=echo", r#"args={"message":"x"}"#, "jq_filter=.["],
+            "jq syntax error at line 1, column 3 (byte 2)",
+        ),
+    ] {
+        let mut call = vec!["call", "CallMcpWithQuery", "server=testkit"];
+        call.extend_from_slice(args);
+        let r = sb.run(&call);
+        assert_eq!(r.code, 1, "{args:?}: {}", r.stderr);
+        let line = error_line(&r.stderr);
+        assert!(
+            line.starts_with(&format!(
+                "error: CallMcpWithQuery on mcp__testkit__{}: {message}",
+                &args[0][5..]
+            )),
+            "{line}"
+        );
+        assert_eq!(
+            r.stderr.matches(message).count(),
+            1,
+            "{args:?}: said once:\n{}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
+fn a_tool_name_no_tool_can_have_is_refused_at_once_and_shown_cut() {
+    let sb = Sandbox::new();
+    sb.testkit_config("skills:\n  default_roots: false\n");
+    let long = "x".repeat(100_000);
+    for command in ["call", "describe"] {
+        let r = sb.run(&[command, ""]);
+        assert_eq!(r.code, 2, "{command}: {}{}", r.stdout, r.stderr);
+        assert_eq!(
+            error_line(&r.stderr),
+            "error: a tool name is needed, not an empty one; see `extpool list tools`",
+            "{command}"
+        );
+        assert!(!r.stderr.contains("testkit"), "{command}: {}", r.stderr);
+        let r = sb.run(&[command, &long]);
+        assert_eq!(r.code, 2, "{command}: {}", r.stdout);
+        assert_eq!(
+            error_line(&r.stderr),
+            format!(
+                "error: no tool is named {}… (100000 bytes): a tool name is at most 256 bytes; see `extpool list tools`",
+                "x".repeat(64)
+            ),
+            "{command}"
+        );
+        assert!(r.stderr.len() < 1000, "{command}: {} bytes", r.stderr.len());
+        // Refused before anything started: no server's start is drawn.
+        assert!(!r.stderr.contains("testkit"), "{command}: {}", r.stderr);
+    }
+}
+
+#[test]
+fn a_config_size_limit_that_is_no_number_is_said_with_the_default_that_applies() {
+    let sb = Sandbox::new();
+    sb.testkit_config("skills:\n  default_roots: false\n");
+    for value in ["abc", "0"] {
+        let r = sb.run_with(&["config", "check"], &[("EXTPOOL_MAX_CONFIG_BYTES", value)]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(
+            r.stderr.contains(&format!(
+                "warning: EXTPOOL_MAX_CONFIG_BYTES={value:?} is not a positive number of bytes; the default limit of 67108864 bytes (64 MiB) applies"
+            )),
+            "{}",
+            r.stderr
+        );
+    }
+    let r = sb.run_with(
+        &["config", "check"],
+        &[("EXTPOOL_MAX_CONFIG_BYTES", "100000")],
+    );
+    assert!(
+        !r.stderr.contains("EXTPOOL_MAX_CONFIG_BYTES"),
+        "{}",
+        r.stderr
+    );
+}

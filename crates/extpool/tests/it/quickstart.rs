@@ -70,7 +70,7 @@ fn the_first_readme_command_serves_the_example_configuration() {
             .contains("# Release notes for v1.2.0")
     );
     assert!(out[4]["text"][0].is_string());
-    assert_eq!(sigterm(&mut served), 0);
+    assert_eq!(sigterm(&mut served), 143);
 
     // The commands the example configuration suggests work from the root.
     let exe = env!("CARGO_BIN_EXE_extpool");
@@ -107,5 +107,5 @@ fn the_first_readme_command_serves_an_empty_machine() {
             .all(|t| !t.as_str().unwrap().starts_with("mcp__")),
         "{tools:?}"
     );
-    assert_eq!(sigterm(&mut served), 0);
+    assert_eq!(sigterm(&mut served), 143);
 }

@@ -188,7 +188,7 @@ async fn any_replica_serves_any_session_in_both_eras() {
             &db,
             "SELECT string_agg(version::text, ',' ORDER BY version) FROM extpool_schema"
         ),
-        "1,2",
+        every_version(),
         "every migration applied once"
     );
     // Created on A; listed, shown, refreshed on B.
@@ -386,9 +386,14 @@ async fn a_replica_killed_mid_call_leaves_the_session_usable_on_another() {
     let db = pg.database();
     let sb = Sandbox::new();
     config(&sb, "  {}\n");
-    // Heartbeats every second: A is taken for gone 3 s after it dies.
-    let mut replicas =
-        Replica::start_together(&sb, &db, &["a-3", "b-3"], &["--replica-heartbeat", "1"]);
+    // Heartbeats every second: A is taken for gone 3 s after it dies. The
+    // per-session server is on loopback, which the operator allows here.
+    let mut replicas = Replica::start_together(
+        &sb,
+        &db,
+        &["a-3", "b-3"],
+        &["--replica-heartbeat", "1", "--private-session-servers"],
+    );
     let lb = Balancer::start(
         [replicas[0].base.clone(), replicas[1].base.clone()],
         Policy::Failover,
@@ -551,7 +556,7 @@ fn a_replica_refuses_a_store_it_cannot_use_saying_why_once() {
             &db,
             "SELECT string_agg(version::text, ',' ORDER BY version) FROM extpool_schema"
         ),
-        "1,2,999",
+        format!("{},999", every_version()),
         "the store is untouched"
     );
 }
@@ -571,4 +576,13 @@ fn a_plain_path_and_an_sqlite_url_name_the_same_store() {
     let got = sessions_cli(&sb, &replicas[0].base, &["get", "kept"]);
     assert_eq!(got["session"]["id"], "kept", "{got}");
     drop(replicas);
+}
+
+/// Every schema version this build applies, as `extpool_schema` lists
+/// them (`1,2,…`).
+fn every_version() -> String {
+    (1..=extpool_state::SCHEMA_VERSION)
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }

@@ -89,7 +89,16 @@ const CLIENT_PATIENCE: Duration = Duration::from_secs(300);
 /// Runs the Python SDK test client with `connect` and `steps`; its results,
 /// one per step. A client that hangs is killed after [`CLIENT_PATIENCE`].
 pub fn python(connect: &[&str], steps: Value) -> Vec<Value> {
-    let mut child = extpool_testkit::peers::python_client()
+    python_as(None, connect, steps)
+}
+
+/// [`python`] presenting `bearer` as its token on every HTTP request.
+pub fn python_as(bearer: Option<&str>, connect: &[&str], steps: Value) -> Vec<Value> {
+    let mut command = extpool_testkit::peers::python_client();
+    if let Some(bearer) = bearer {
+        command.env("MCP_CLIENT_BEARER", bearer);
+    }
+    let mut child = command
         .args(connect)
         .arg(steps.to_string())
         .stdout(Stdio::piped())
@@ -177,7 +186,7 @@ fn serve_prints_its_endpoint_serves_a_client_and_stops_cleanly_on_sigterm() {
     assert_eq!(out[1]["text"], json!(["served"]));
     let marker = state.path().display().to_string();
     assert_eq!(live(&marker), 1);
-    assert_eq!(sigterm(&mut served), 0);
+    assert_eq!(sigterm(&mut served), 143);
     assert_eq!(
         live(&marker),
         0,
@@ -237,7 +246,7 @@ fn mcp_server_flags_add_an_upstream_and_bad_ones_are_named() {
         json!([{"op": "call", "name": "mcp__kit__echo", "args": {"message": "flagged"}}]),
     );
     assert_eq!(out[1]["text"], json!(["flagged"]));
-    assert_eq!(sigterm(&mut served), 0);
+    assert_eq!(sigterm(&mut served), 143);
     let r = sb.run(&["serve", "--mcp-server", "a__b=http://127.0.0.1:1/mcp"]);
     assert_eq!(r.code, 1);
     assert!(
@@ -298,7 +307,7 @@ fn the_sessions_command_drives_a_running_gateway() {
         "{}",
         r.stderr
     );
-    assert_eq!(sigterm(&mut served), 0);
+    assert_eq!(sigterm(&mut served), 143);
 }
 
 #[test]
@@ -326,7 +335,7 @@ fn unprefixed_lists_a_server_by_its_own_names_and_an_unknown_one_is_named() {
             .contains(&json!("greet")),
         "{out:?}"
     );
-    assert_eq!(sigterm(&mut served), 0);
+    assert_eq!(sigterm(&mut served), 143);
     let r = sb.run(&["serve", "--unprefixed", "nosuch"]);
     assert_eq!(r.code, 1);
     assert!(
@@ -350,7 +359,7 @@ fn resource_tool_and_prompt_flags_switch_what_serve_offers() {
             &["--url", &served.url],
             json!([{"op": "list_tools"}, {"op": "list_prompts"}]),
         );
-        assert_eq!(sigterm(&mut served), 0);
+        assert_eq!(sigterm(&mut served), 143);
         (strings(&out[1]["tools"]), strings(&out[2]["prompts"]))
     };
     let resource_tools = ["ListMcpResources", "ReadMcpResource"];
@@ -502,7 +511,7 @@ fn a_kill_9_in_a_loop_of_refreshes_loses_no_acknowledged_grant() {
         .filter(|n| !granted.contains(n))
         .collect();
     assert!(lost.is_empty(), "acknowledged grants lost: {lost:?}");
-    assert_eq!(sigterm(&mut again), 0);
+    assert_eq!(sigterm(&mut again), 143);
 }
 
 #[test]
@@ -535,7 +544,7 @@ fn tool_search_flags_defer_schemas_behind_a_search_tool() {
     );
     let found: Value = serde_json::from_str(out[2]["text"][0].as_str().unwrap()).unwrap();
     assert_eq!(found["tools"][0]["name"], "mcp__testkit__echo", "{found}");
-    assert_eq!(sigterm(&mut served), 0);
+    assert_eq!(sigterm(&mut served), 143);
 }
 
 #[test]
@@ -582,10 +591,12 @@ fn the_limit_flags_bound_request_bodies_and_sessions_with_clear_errors() {
     let (status, text) = post(initialize.clone());
     assert_eq!(status, 200, "{text}");
     assert!(text.contains("\"serverInfo\""), "{text}");
-    let (_, text) = post(initialize);
+    let (status, text) = post(initialize);
+    assert_eq!(status, 503, "{text}");
     assert!(
-        text.contains("serves at most 1 sessions at once (extpool serve --max-sessions)"),
+        text.contains("holds at most 1 MCP sessions at once (extpool serve --max-sessions)")
+            && text.contains("--session-idle-timeout"),
         "{text}"
     );
-    assert_eq!(sigterm(&mut served), 0);
+    assert_eq!(sigterm(&mut served), 143);
 }

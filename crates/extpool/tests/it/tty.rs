@@ -1,19 +1,63 @@
 //! The live status display, driven through tmux like a person at a
 //! terminal, and its plain-line form when stderr is piped.
 
+use std::io::Read;
 use std::process::Command;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::support::Sandbox;
 
+/// Upper bound of any wait for the screen; reached only when broken.
+const PATIENCE: Duration = Duration::from_secs(120);
+
 struct Tmux {
     socket: String,
+    /// A message each time the pane prints something (tmux's pipe-pane),
+    /// once [`Tmux::watch`] ran.
+    printed: Option<mpsc::Receiver<()>>,
 }
 
 impl Tmux {
     fn new(sb: &Sandbox) -> Self {
         let socket = sb.dir.path().join("tmux.sock").display().to_string();
-        Self { socket }
+        Self {
+            socket,
+            printed: None,
+        }
+    }
+
+    /// Hears the pane's output from now on: tmux copies it into a FIFO
+    /// this test reads, so the screen is captured again each time the
+    /// pane printed something, never on a timer.
+    fn watch(&mut self, sb: &Sandbox) {
+        let fifo = sb.fifo("pane.fifo");
+        let (tx, rx) = mpsc::channel();
+        let path = fifo.clone();
+        std::thread::spawn(move || {
+            // Opening waits for tmux's end of the pipe.
+            let Ok(mut pipe) = std::fs::File::open(&path) else {
+                return;
+            };
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buf) {
+                if n == 0 || tx.send(()).is_err() {
+                    return;
+                }
+            }
+        });
+        let out = self.cmd(&[
+            "pipe-pane",
+            "-t",
+            "t",
+            &format!("cat > '{}'", fifo.display()),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.printed = Some(rx);
     }
 
     fn cmd(&self, args: &[&str]) -> std::process::Output {
@@ -33,19 +77,24 @@ impl Tmux {
         self.wait_until(needle, |screen| screen.contains(needle))
     }
 
-    /// Polls the screen until `done` holds for it; returns that screen.
+    /// Captures the screen until `done` holds for it, again each time the
+    /// pane printed something; returns that screen.
     fn wait_until(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        let printed = self
+            .printed
+            .as_ref()
+            .expect("Tmux::watch runs before the screen is waited on");
         let start = Instant::now();
         loop {
             let screen = self.capture();
             if done(&screen) {
                 return screen;
             }
+            let left = PATIENCE.saturating_sub(start.elapsed());
             assert!(
-                start.elapsed() < Duration::from_secs(120),
+                printed.recv_timeout(left).is_ok(),
                 "never happened: {what}; screen:\n{screen}"
             );
-            std::thread::sleep(Duration::from_millis(100));
         }
     }
 }
@@ -72,7 +121,7 @@ fn shell_line(sb: &Sandbox, tag: &str, args: &str) -> String {
 fn live_status_on_a_terminal_and_plain_lines_when_piped() {
     let sb = Sandbox::new();
     sb.testkit_config("  broken:\n    command: ./does-not-exist\n");
-    let tmux = Tmux::new(&sb);
+    let mut tmux = Tmux::new(&sb);
     let out = tmux.cmd(&[
         "new-session",
         "-d",
@@ -89,6 +138,7 @@ fn live_status_on_a_terminal_and_plain_lines_when_piped() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    tmux.watch(&sb);
 
     // On a terminal: the block of per-server lines with marks, then the summary.
     tmux.cmd(&[
@@ -175,13 +225,14 @@ fn a_narrow_terminal_keeps_one_line_per_server() {
     }
     config.push_str("skills:\n  default_roots: false\n");
     sb.write("extpool.yaml", &config);
-    let tmux = Tmux::new(&sb);
+    let mut tmux = Tmux::new(&sb);
     let out = tmux.cmd(&["new-session", "-d", "-s", "t", "-x", "60", "-y", "40", "sh"]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    tmux.watch(&sb);
     tmux.cmd(&[
         "send-keys",
         "-t",

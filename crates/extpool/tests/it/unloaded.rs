@@ -84,7 +84,19 @@ fn skills_not_loaded_are_counted_with_where_to_look() {
     let r = sb.run(&["list", "sources"]);
     assert!(
         r.stdout
-            .contains("1 skill, 2 not loaded (see `extpool skills validate skills`)"),
+            .contains("1 skill, 2 not loaded; see `extpool skills validate skills`"),
+        "{}",
+        r.stdout
+    );
+    // The rows say the fact; the command is the table's, not the data's.
+    let r = sb.run(&["list", "sources", "--json"]);
+    assert!(
+        r.stdout.contains("\"1 skill, 2 not loaded\""),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        !r.stdout.contains("extpool skills validate"),
         "{}",
         r.stdout
     );
@@ -216,7 +228,7 @@ fn an_oversized_or_too_deep_answer_is_said_at_once_not_as_a_timeout() {
     assert_eq!(r.code, 1, "{}", r.stdout);
     assert!(
         r.stderr.contains(
-            "MCP server \"testkit\" sent a 3.0 MiB message in answer to tools/call; the limit is 1.0 MiB (`max_message_bytes` in the server's config)"
+            "MCP server \"testkit\" sent a message of more than 1.0 MiB in answer to tools/call; the limit is 1.0 MiB (`max_message_bytes` in the server's config)"
         ),
         "{}",
         r.stderr
@@ -225,7 +237,7 @@ fn an_oversized_or_too_deep_answer_is_said_at_once_not_as_a_timeout() {
     assert_eq!(r.code, 1, "{}", r.stdout);
     assert!(
         r.stderr.contains(
-            "MCP server \"testkit\" sent a message nested more than 128 levels deep in answer to tools/call; it cannot be read"
+            "MCP server \"testkit\" sent a message nested more than 127 levels deep in answer to tools/call; it cannot be read"
         ),
         "{}",
         r.stderr

@@ -1,0 +1,330 @@
+//! Calling: a tool by catalog name, alias or built-in name on a pinned
+//! revision (its outcome feeding [`crate::health`]), through the
+//! configuration's [`crate::guardrails`] before dispatch and on its result,
+//! a command rendered, and the errors a wrong name gets, with the name to
+//! use instead.
+
+use std::sync::Arc;
+
+use extpool_catalog::{BuiltinTool, CallError, CatalogRevision, Runner, ToolRef};
+use extpool_core::{CallContext, Capability, ToolResult};
+use serde_json::{Map, Value};
+
+use super::{View, tools_of};
+use crate::error::HostError;
+use crate::guardrails::{Blocked, Subject, Verdict};
+use crate::policy::{Refusal, Resolved, Row, ToolTable};
+
+/// A call's outcome and the guardrail decisions made on its way
+/// ([`View::call_guarded`]): what a front end that keeps an audit log
+/// records. A call that passed every guardrail untouched has none.
+#[derive(Debug)]
+pub struct GuardedCall {
+    /// The result, or why there is none (a blocked call is
+    /// [`HostError::Blocked`]).
+    pub outcome: Result<ToolResult, HostError>,
+    /// Each guardrail decision, in the order made: blocks, redactions,
+    /// webhook failures let through.
+    pub guardrails: Vec<Verdict>,
+}
+
+/// Whether the server of the call running here answered `input_required`
+/// instead of a result.
+fn input_asked() -> bool {
+    CallContext::current()
+        .and_then(|c| c.input().map(|round| round.asked().is_some()))
+        .unwrap_or(false)
+}
+
+/// The blocked call as the host reports it.
+fn blocked(subject: &Subject, b: Blocked) -> HostError {
+    HostError::Blocked {
+        tool: subject.tool.clone(),
+        phase: b.phase,
+        guardrail: b.guardrail,
+        reason: b.reason,
+    }
+}
+
+/// What guardrails see of a call of `row` with `args`: the tool it
+/// reaches (through `CallMcpWithQuery`, the tool named in its arguments)
+/// and who calls, as the front end put it in the call's context.
+fn subject_of(table: &ToolTable, row: &Row, args: &Map<String, Value>) -> Subject {
+    let principal = CallContext::current().and_then(|c| c.caller().map(str::to_owned));
+    if row.builtin == Some(BuiltinTool::CallMcpWithQuery) {
+        let arg = |key: &str| args.get(key).and_then(Value::as_str);
+        if let (Some(server), Some(tool)) = (arg("server"), arg("tool"))
+            && let Some(target) = table.revision().remote_tool(server, tool)
+        {
+            return Subject {
+                tool: target.name.clone(),
+                server: target.server.to_string(),
+                via: Some(row.tool.name.clone()),
+                principal,
+            };
+        }
+    }
+    Subject {
+        tool: row.tool.name.clone(),
+        server: row.tool.server.clone(),
+        via: None,
+        principal,
+    }
+}
+
+/// A refusal as the host reports it: the permission rules' as the catalog
+/// words it, any other layer's as the policy's.
+pub(crate) fn refused(refusal: Refusal, through: Option<&str>) -> HostError {
+    match (refusal, through) {
+        (Refusal::Denied { name, rule }, None) => {
+            HostError::Call(CallError::Denied { name, reason: rule })
+        }
+        (refusal, through) => HostError::NotAllowed {
+            refusal,
+            through: through.map(str::to_owned),
+        },
+    }
+}
+
+impl View {
+    /// The error for a tool name `rev` does not have: the start failure of
+    /// the server the name belongs to, when that server failed (not a
+    /// suggestion of some other server's tool), else "unknown tool" with
+    /// the closest name.
+    pub(super) fn unknown_tool(&self, rev: &CatalogRevision, name: &str) -> HostError {
+        let host = &self.inner.host;
+        if let Some(server) = crate::servers::server_of(&host.loaded, name) {
+            // The view's own source of that name (a per-session server, a
+            // caller's own server) says why first: it is the one the call
+            // would have reached.
+            let own = self
+                .own_sources()
+                .into_iter()
+                .find(|s| s.id == server)
+                .and_then(|s| s.last_error.map(|e| e.to_string()));
+            if let Some(reason) = own.or_else(|| host.failure_of(&server)) {
+                return HostError::ServerFailed {
+                    tool: name.to_owned(),
+                    server,
+                    reason,
+                };
+            }
+        }
+        HostError::UnknownTool {
+            name: name.to_owned(),
+            suggestion: suggest_tool(rev, name)
+                .or_else(|| suggest_namespace(rev, &host.loaded, name)),
+            failed: host.failed_servers(),
+        }
+    }
+
+    /// Calls a tool by catalog name, alias, listed or built-in name, on
+    /// this view's table now (its revision pinned for the call).
+    pub async fn call(
+        &self,
+        name: &str,
+        args: Map<String, Value>,
+    ) -> Result<ToolResult, HostError> {
+        self.call_in(&self.table(), name, args).await
+    }
+
+    /// Calls a tool on `rev`, a revision pinned earlier (a turn's), under
+    /// this view's policy: its names, schemas, permissions and dispatch
+    /// targets, even when a newer revision has been published since.
+    pub async fn call_on(
+        &self,
+        rev: &Arc<CatalogRevision>,
+        name: &str,
+        args: Map<String, Value>,
+    ) -> Result<ToolResult, HostError> {
+        let table = self.table_on(&self.policy(), rev);
+        self.call_in(&table, name, args).await
+    }
+
+    /// Calls a tool as `table` (a table pinned earlier) resolves it: a
+    /// refused name is refused with why, a built-in reaches no further
+    /// than a call by name would, the front end's own built-ins are its
+    /// to answer, and the configuration's guardrails check the call before
+    /// dispatch and its result before it is returned. Outcomes feed
+    /// [`crate::health`].
+    pub async fn call_in(
+        &self,
+        table: &ToolTable,
+        name: &str,
+        args: Map<String, Value>,
+    ) -> Result<ToolResult, HostError> {
+        self.call_guarded(table, name, args).await.outcome
+    }
+
+    /// [`View::call_in`], with the guardrail decisions made on the way
+    /// (what blocked, what was redacted, a webhook failure let through),
+    /// for a front end's audit log.
+    pub async fn call_guarded(
+        &self,
+        table: &ToolTable,
+        name: &str,
+        args: Map<String, Value>,
+    ) -> GuardedCall {
+        let mut guardrails = Vec::new();
+        let outcome = self.call_checked(table, name, args, &mut guardrails).await;
+        GuardedCall {
+            outcome,
+            guardrails,
+        }
+    }
+
+    async fn call_checked(
+        &self,
+        table: &ToolTable,
+        name: &str,
+        args: Map<String, Value>,
+        verdicts: &mut Vec<Verdict>,
+    ) -> Result<ToolResult, HostError> {
+        self.check_open()?;
+        let rev = table.revision();
+        let row = match table.resolve(name) {
+            Resolved::Tool(row) => row,
+            Resolved::Refused(refusal) => return Err(refused(refusal, None)),
+            _ => return Err(self.unknown_tool(rev, name)),
+        };
+        match row.builtin {
+            Some(b) if b.runner() != Runner::Catalog => {
+                return Err(HostError::FrontEndTool {
+                    name: b.name().to_owned(),
+                });
+            }
+            Some(BuiltinTool::CallMcpWithQuery) => {
+                let arg = |key: &str| args.get(key).and_then(Value::as_str);
+                if let (Some(server), Some(tool)) = (arg("server"), arg("tool"))
+                    && let Some(refusal) = table.refusal_through(server, tool)
+                {
+                    return Err(refused(refusal, Some(&row.tool.name)));
+                }
+            }
+            _ => {}
+        }
+        let name = row.tool.name.as_str();
+        let guardrails = self.inner.host.guardrails.clone();
+        let mut checked = None;
+        if let Some(g) = &guardrails {
+            let subject = subject_of(table, row, &args);
+            g.check_call(&subject, &args, verdicts)
+                .await
+                .map_err(|b| blocked(&subject, b))?;
+            let kept = g.wants_arguments().then(|| args.clone());
+            checked = Some((g, subject, kept));
+        }
+        let target = remote_capability(rev, name);
+        let outcome = rev.call(name, args).await;
+        if let Some(cap) = &target {
+            match &outcome {
+                Ok(_) => {
+                    self.inner.host.health.record(cap, Ok(()));
+                }
+                Err(CallError::Source { error, .. }) => {
+                    self.inner.host.health.record(cap, Err(error));
+                }
+                Err(_) => {}
+            }
+        }
+        match outcome {
+            // A server that asked for input (2026-07-28 `input_required`)
+            // gave no result yet: its questions go back to the client, and
+            // the result of the retry is checked.
+            Ok(result) if input_asked() => Ok(result),
+            Ok(result) => match checked {
+                Some((g, subject, args)) => g
+                    .check_result(&subject, args.as_ref(), result, verdicts)
+                    .await
+                    .map_err(|b| blocked(&subject, b)),
+                None => Ok(result),
+            },
+            // The name unknown may be the one a built-in reaches
+            // (`CallMcpWithQuery`'s `tool`): that one is said.
+            Err(CallError::UnknownTool { name: unknown }) => Err(self.unknown_tool(rev, &unknown)),
+            Err(e) => Err(HostError::Call(e)),
+        }
+    }
+
+    /// Renders command `name` (with or without its `/`) with `args`: a
+    /// skill's body with `$ARGUMENTS` substituted, or an MCP prompt
+    /// (`key=value` arguments).
+    pub async fn run(&self, name: &str, args: &[String]) -> Result<String, HostError> {
+        self.check_open()?;
+        let name = name.trim_start_matches('/');
+        let rev = self.revision();
+        rev.render_command(name, args)
+            .await
+            .map_err(|e| self.command_error(&rev, name, e))
+    }
+
+    /// A command's error as the host reports it: an unknown name with the
+    /// closest known command.
+    pub(crate) fn command_error(
+        &self,
+        rev: &CatalogRevision,
+        name: &str,
+        e: extpool_catalog::CommandError,
+    ) -> HostError {
+        if e.is_unknown() {
+            return HostError::UnknownCommand {
+                name: name.to_owned(),
+                suggestion: extpool_config::diagnostics::did_you_mean(
+                    name,
+                    rev.all_commands().map(|c| c.name.as_str()),
+                )
+                .map(|s| format!("/{s}")),
+            };
+        }
+        HostError::Command(e)
+    }
+}
+
+/// The capability a remote tool of `rev` dispatches to.
+fn remote_capability(rev: &CatalogRevision, name: &str) -> Option<Arc<dyn Capability>> {
+    match rev.tool(name)? {
+        ToolRef::Remote(tool) => rev
+            .chain()
+            .find_map(|r| r.source(&tool.server))
+            .map(|s| s.capability.clone()),
+        _ => None,
+    }
+}
+
+/// A suggestion for an unknown tool: the one tool whose own name it is
+/// (a call without the `mcp__<server>__` prefix), else the closest name.
+/// For `mcp__<namespace>__<tool>` whose namespace no configured server has
+/// and nothing visible is named under (the server's name mistyped, so none
+/// was started): the same tool under the closest configured namespace.
+fn suggest_namespace(
+    rev: &CatalogRevision,
+    loaded: &extpool_config::Loaded,
+    name: &str,
+) -> Option<String> {
+    use extpool_catalog::names;
+    let (namespace, tool) = names::split(name)?;
+    if crate::servers::server_of(loaded, name).is_some() {
+        return None;
+    }
+    if rev
+        .all_tools()
+        .any(|t| names::in_namespace(&t.name, namespace))
+    {
+        return None;
+    }
+    let namespaces = loaded
+        .enabled_servers()
+        .map(|(server, c)| c.prefix.as_deref().unwrap_or(server.as_str()));
+    let closest = extpool_config::diagnostics::did_you_mean(namespace, namespaces)?;
+    Some(names::compose(closest, tool))
+}
+
+fn suggest_tool(rev: &CatalogRevision, name: &str) -> Option<String> {
+    let mut by_original = rev.all_tools().filter(|t| t.original() == name);
+    if let (Some(only), None) = (by_original.next(), by_original.next()) {
+        return Some(only.name.clone());
+    }
+    let names: Vec<String> = tools_of(rev).into_iter().map(|t| t.name).collect();
+    extpool_config::diagnostics::did_you_mean(name, names.iter().map(String::as_str))
+        .map(str::to_owned)
+}

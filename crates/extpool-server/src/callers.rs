@@ -1,0 +1,83 @@
+//! Each caller's own servers: a server whose OAuth grant is per user
+//! (`oauth.per_user`) is not started for everyone but in each session's
+//! view, with the grant of the caller who owns the session — one upstream
+//! connection per caller and server, shared by that caller's sessions,
+//! never another caller's credential. A caller without a grant finds the
+//! server failed with the words that say how to log in ([`crate::login`]).
+
+use extpool_host::View;
+use extpool_host::core::Principal;
+use parking_lot::Mutex;
+
+use crate::gateway::Shared;
+
+/// Most callers whose own view for requests without a session is kept
+/// (the least recently used is closed first; made again on its caller's
+/// next request).
+const KEPT: usize = 256;
+
+/// Each caller's own view for requests without a session (2026-07-28
+/// requests on `/mcp`), most recently used first.
+#[derive(Default)]
+pub(crate) struct CallerViews {
+    views: Mutex<Vec<(String, View)>>,
+    /// One caller's view is made once.
+    making: tokio::sync::Mutex<()>,
+}
+
+/// `principal`'s own view for requests without a session: the gateway's
+/// policy, and its per-caller servers with its own grant.
+pub(crate) async fn stateless_view(shared: &Shared, principal: &Principal) -> View {
+    let owner = principal.owner();
+    let kept = &shared.callers;
+    let found = |views: &mut Vec<(String, View)>| {
+        let i = views.iter().position(|(o, _)| *o == owner)?;
+        let entry = views.remove(i);
+        let view = entry.1.clone();
+        views.insert(0, entry);
+        Some(view)
+    };
+    if let Some(view) = found(&mut kept.views.lock()) {
+        return view;
+    }
+    let _making = kept.making.lock().await;
+    if let Some(view) = found(&mut kept.views.lock()) {
+        return view;
+    }
+    // A `/` is in no durable session's id, so no session's view is this.
+    let id = format!("caller/{}", extpool_auth::profile::principal_digest(&owner));
+    let view = match shared.host.session(&id) {
+        Ok(view) => view,
+        Err(e) => {
+            tracing::warn!("a caller's own view could not be opened: {e}");
+            return shared.stateless.clone();
+        }
+    };
+    view.set_policy(shared.policy.clone());
+    register(shared, &view, Some(owner.clone())).await;
+    let evicted = {
+        let mut views = kept.views.lock();
+        views.insert(0, (owner, view.clone()));
+        if views.len() > KEPT {
+            views.pop()
+        } else {
+            None
+        }
+    };
+    if let Some((_, old)) = evicted {
+        tokio::spawn(async move { old.close().await });
+    }
+    view
+}
+
+/// Registers the per-caller servers of the caller whose owner key is
+/// `owner` (`None`: the gateway's one caller) in `view`. A server that
+/// cannot be registered is logged; the session goes on without it.
+pub(crate) async fn register(shared: &Shared, view: &View, owner: Option<String>) {
+    for cap in shared.host.caller_servers(owner.as_deref()) {
+        let name = extpool_host::core::Capability::id(cap.as_ref()).to_owned();
+        if let Err(e) = view.register(cap).await {
+            tracing::warn!(server = %name, "a caller's own server could not be added to its session: {e}");
+        }
+    }
+}

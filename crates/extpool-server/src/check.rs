@@ -1,0 +1,242 @@
+//! The one rule for what a client's JSON-RPC message must be, over HTTP
+//! (a POSTed body, [`crate::inbound`]) and over stdio (a line,
+//! [`stdio_reply`]) alike: JSON (else `-32700`), one JSON-RPC message, not
+//! a batch (else `-32600`), and the params of a method MCP defines of the
+//! shape it defines (else `-32602`, naming the method and what is wrong).
+//! A refusal carries the request's id whenever one can be read, so no
+//! client waits for an answer that never comes.
+
+use serde_json::Value;
+
+/// Why a message is refused: the JSON-RPC error it is answered with.
+#[derive(Debug)]
+pub(crate) struct Refused {
+    /// The JSON-RPC error code.
+    pub code: i64,
+    /// The request's id, when it can be read (else the answer's is null).
+    pub id: Option<Value>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// A JSON-RPC error answer to request `id` (null when unknown).
+pub(crate) fn error_answer(id: Option<&Value>, code: i64, message: &str) -> Value {
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id.cloned().unwrap_or(Value::Null),
+        "error": {"code": code, "message": message},
+    })
+}
+
+/// The answer over stdio to one line the client wrote (without its
+/// newline), when [`check_message`] refuses it: the JSON-RPC error HTTP
+/// answers the same message with, as the text of one line. A blank line
+/// separates nothing and is passed over, as an empty one is.
+pub(crate) fn stdio_reply(line: &[u8]) -> Option<Vec<u8>> {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    let refused = check_message(line).err()?;
+    let answer = error_answer(refused.id.as_ref(), refused.code, &refused.message);
+    Some(answer.to_string().into_bytes())
+}
+
+/// What the gateway needs of a checked message.
+#[derive(Debug, Default)]
+pub(crate) struct Message {
+    /// The request's id, if it is a request.
+    pub id: Option<Value>,
+    /// Whether it is `initialize`.
+    pub initialize: bool,
+    /// Whether it is `subscriptions/listen` (a stream that stays open).
+    pub listen: bool,
+}
+
+impl Message {
+    /// The id as JSON text (the key of requests in flight).
+    pub(crate) fn id_text(&self) -> Option<String> {
+        self.id.as_ref().map(Value::to_string)
+    }
+}
+
+/// `value` in a refusal: a number, boolean or null as written, anything
+/// else by its kind (a client's 4 MiB array is not sent back to it).
+fn shown(value: &Value) -> String {
+    match value {
+        Value::Null | Value::Bool(_) | Value::Number(_) => value.to_string(),
+        Value::String(_) => "a string".into(),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+/// Checks one message (a POSTed body, a line of stdio): JSON, one
+/// JSON-RPC message, known methods' params of the right shape. `Err` is
+/// the JSON-RPC error it is answered with.
+pub(crate) fn check_message(bytes: &[u8]) -> Result<Message, Refused> {
+    let bad = |code, id: Option<&Value>, message: String| Refused {
+        code,
+        id: id.cloned(),
+        message,
+    };
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(bad(
+            -32700,
+            None,
+            "the request body is empty; send one JSON-RPC message".into(),
+        ));
+    }
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+        // Its id, if it comes before what cannot be read: the client
+        // waiting for that answer gets it.
+        let id =
+            extpool_host::mcp::top_level_id(bytes).and_then(|id| serde_json::to_value(id).ok());
+        bad(
+            -32700,
+            id.as_ref(),
+            format!("the request body is not JSON: {e}"),
+        )
+    })?;
+    let Value::Object(object) = &value else {
+        let message = if value.is_array() {
+            "a JSON-RPC batch (an array) is not accepted: since MCP 2025-06-18 each request carries one message".to_owned()
+        } else {
+            "expected one JSON-RPC message (an object)".to_owned()
+        };
+        return Err(bad(-32600, None, message));
+    };
+    if object.get("id").is_some_and(Value::is_null) {
+        return Err(bad(
+            -32600,
+            None,
+            "a request id is a string or an integer, not null".into(),
+        ));
+    }
+    let id = object.get("id");
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(bad(
+            -32600,
+            id,
+            "not a JSON-RPC 2.0 message: \"jsonrpc\": \"2.0\" is missing".into(),
+        ));
+    }
+    if let Some(id) = id
+        && !(id.is_string() || id.is_i64())
+    {
+        let what = if id.is_u64() {
+            format!("an integer of at most {}, not {id}", i64::MAX)
+        } else {
+            format!("a string or an integer, not {}", shown(id))
+        };
+        return Err(bad(-32600, None, format!("a request id is {what}")));
+    }
+    if let Some(method) = object.get("method")
+        && !method.is_string()
+    {
+        return Err(bad(
+            -32600,
+            id,
+            format!("\"method\" is a string, not {}", shown(method)),
+        ));
+    }
+    let method = object.get("method").and_then(Value::as_str);
+    if let Some(method) = method
+        && id.is_some()
+        && let Some(why) = crate::methods::params_error(method, &value)
+    {
+        return Err(bad(
+            -32602,
+            id,
+            format!("invalid params for {method}: {why}"),
+        ));
+    }
+    if let Some(method) = method
+        && let Some(params) = object.get("params")
+        && !(params.is_object() || params.is_null())
+    {
+        return Err(bad(
+            -32602,
+            id,
+            format!(
+                "invalid params for {method}: params are an object, not {}",
+                shown(params)
+            ),
+        ));
+    }
+    // Anything else rmcp cannot read as a client's message it would
+    // answer with HTTP 415 and plain text: say so as JSON-RPC instead.
+    if let Err(e) = serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(bytes) {
+        return Err(bad(
+            -32600,
+            id,
+            format!("not a JSON-RPC request, notification or response a client sends: {e}"),
+        ));
+    }
+    let is_request = method.is_some() && id.is_some();
+    Ok(Message {
+        id: is_request.then(|| id.cloned()).flatten(),
+        initialize: method == Some("initialize"),
+        listen: method == Some("subscriptions/listen"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(line: &[u8]) -> Option<Value> {
+        stdio_reply(line).map(|text| serde_json::from_slice(&text).expect("JSON"))
+    }
+
+    #[test]
+    fn a_refused_line_is_answered_with_its_id_when_one_can_be_read() {
+        for (line, id, code) in [
+            (
+                &br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":7}}"#[..],
+                Value::from(3),
+                -32602,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":"a","method":"x/y","params":[1]}"#,
+                Value::from("a"),
+                -32602,
+            ),
+            (b"{nope", Value::Null, -32700),
+            (b"\xff", Value::Null, -32700),
+            // Read up to its id: a client waiting for it hears.
+            (
+                br#"{"jsonrpc":"2.0","id":6,"method":"ping","#,
+                Value::from(6),
+                -32700,
+            ),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"id\":\"b\",\"params\":{\"x\":\"\xff\"}}",
+                Value::from("b"),
+                -32700,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+                Value::Null,
+                -32600,
+            ),
+        ] {
+            let shown = String::from_utf8_lossy(line);
+            let answer = reply(line).unwrap_or_else(|| panic!("no answer to {shown}"));
+            assert_eq!(answer["jsonrpc"], "2.0", "{shown}: {answer}");
+            assert_eq!(answer["id"], id, "{shown}: {answer}");
+            assert_eq!(answer["error"]["code"], code, "{shown}: {answer}");
+        }
+    }
+
+    #[test]
+    fn a_valid_or_blank_line_is_left_to_the_session() {
+        for line in [
+            &br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#[..],
+            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            br#"{"jsonrpc":"2.0","id":2,"method":"vendor/x","params":{}}"#,
+            b"   \t",
+        ] {
+            assert_eq!(reply(line), None, "{}", String::from_utf8_lossy(line));
+        }
+    }
+}

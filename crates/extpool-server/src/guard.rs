@@ -1,0 +1,557 @@
+//! The one guard in front of every route of the gateway's router: `Host`
+//! and `Origin` (DNS rebinding and cross-site requests), the bearer token,
+//! and the declared body size, in that order. It wraps the whole router,
+//! so a route added later is guarded without anyone remembering to.
+//!
+//! - `Host` must name this gateway: a loopback name (any port), the
+//!   listen address, an `--allowed-host`, or the IP address and port the
+//!   request's connection arrived on (a load balancer's probe or a client
+//!   that dials the address itself: a rebinding page always sends its own
+//!   host *name*, never this machine's address). One `Host` only, and a
+//!   request target in absolute form must name the same host: a proxy
+//!   that reads the other one must not be shown a host the guard did not
+//!   check. A `Host` that is empty or blank names nothing and is refused
+//!   as a missing one is; one that names a port of no host is malformed.
+//! - `Origin`, when a browser sends one, must be a loopback origin or an
+//!   `--allowed-origin`; `null` (sandboxed frames, files) and several
+//!   `Origin` headers are refused.
+//! - Who is calling ([`crate::identity`]): the gateway's token, an API key
+//!   or an issuer's access token, when any is configured, is required
+//!   everywhere but the probes and the protected-resource metadata
+//!   ([`is_public`]), which load balancers and logging-in clients read
+//!   without one; the [`Principal`](extpool_host::core::Principal) found is
+//!   put on the request for what follows.
+//! - A declared body larger than `--max-request-bytes` is refused at once
+//!   (HTTP 413); a body sent without a length is cut at the same size
+//!   where it is read.
+//!
+//! Refusals are plain text naming the rule and the flag that changes it;
+//! they are counted in `/metrics` and logged at debug level only (a web
+//! page could send them by the thousand).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::identity::{Identity, RESOURCE_METADATA_PATH};
+use crate::metrics::{Metrics, Refusal};
+
+/// Paths answered without the bearer token (health probes). Every other
+/// path, present or future, needs it when one is set, but the
+/// protected-resource metadata ([`is_public`]).
+pub const PUBLIC_PATHS: &[&str] = &["/healthz", "/readyz"];
+
+/// Whether `path` is answered without a token: the probes, the
+/// protected-resource metadata a client reads to learn where to log in,
+/// and the OAuth callback a caller's browser comes back to (its `state`
+/// ties it to the login that sent it).
+pub fn is_public(path: &str) -> bool {
+    PUBLIC_PATHS.contains(&path)
+        || path == crate::login::CALLBACK_PATH
+        || path == RESOURCE_METADATA_PATH
+        || path
+            .strip_prefix(RESOURCE_METADATA_PATH)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// Where a request's connection arrived: set by the gateway's listener on
+/// every request, read by the `Host` rule.
+#[derive(Debug, Clone, Copy)]
+pub struct Arrival {
+    /// The local address the connection was accepted on.
+    pub local: SocketAddr,
+    /// The peer's address.
+    pub peer: SocketAddr,
+}
+
+/// A `host[:port]` this gateway answers to; no port: any port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct HostRule {
+    host: String,
+    port: Option<u16>,
+}
+
+/// An origin this gateway accepts; no port: any port (`:*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct OriginRule {
+    scheme: String,
+    host: String,
+    port: Option<u16>,
+}
+
+/// The guard's rules, made once per router.
+pub(crate) struct Guard {
+    hosts: Vec<HostRule>,
+    origins: Vec<OriginRule>,
+    identity: Arc<Identity>,
+    max_body: usize,
+    metrics: Arc<Metrics>,
+}
+
+/// A host name or IP literal, lower case, without IPv6 brackets.
+fn normal_host(host: &str) -> String {
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase()
+}
+
+/// `host[:port]` as a rule or a `Host` value; `None` when malformed.
+fn parse_authority(value: &str) -> Option<HostRule> {
+    let value = value.trim();
+    if value.is_empty() || value.contains(['/', '@', '?', '#']) {
+        return None;
+    }
+    let authority = http::uri::Authority::try_from(value).ok()?;
+    let host = normal_host(authority.host());
+    if host.is_empty() {
+        // `:8520` names a port of no host.
+        return None;
+    }
+    Some(HostRule {
+        host,
+        port: authority.port_u16(),
+    })
+}
+
+/// `scheme://host[:port]` (or `…:*`) as an origin; `None` when malformed.
+fn parse_origin(value: &str) -> Option<OriginRule> {
+    let value = value.trim();
+    let (value, any_port) = match value.strip_suffix(":*") {
+        Some(base) => (base, true),
+        None => (value, false),
+    };
+    let (scheme, rest) = value.split_once("://")?;
+    if !extpool_host::core::is_http_scheme(scheme) {
+        return None;
+    }
+    let scheme = scheme.to_ascii_lowercase();
+    let rule = parse_authority(rest.trim_end_matches('/'))?;
+    let port = match (any_port, rule.port) {
+        (true, Some(_)) => return None,
+        (true, None) => None,
+        (false, Some(port)) => Some(port),
+        (false, None) => Some(if scheme == "https" { 443 } else { 80 }),
+    };
+    Some(OriginRule {
+        scheme,
+        host: rule.host,
+        port,
+    })
+}
+
+impl Guard {
+    /// The rules of a gateway listening on `listen`: loopback names and
+    /// origins, the listen address, and what the operator allowed.
+    pub(crate) fn new(
+        listen: SocketAddr,
+        allowed_hosts: &[String],
+        allowed_origins: &[String],
+        identity: Arc<Identity>,
+        max_body: usize,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        let mut hosts: Vec<HostRule> = ["localhost", "127.0.0.1", "[::1]"]
+            .into_iter()
+            .filter_map(parse_authority)
+            .collect();
+        hosts.push(HostRule {
+            host: normal_host(&listen.ip().to_string()),
+            port: Some(listen.port()),
+        });
+        for allowed in allowed_hosts {
+            match parse_authority(allowed) {
+                Some(rule) => hosts.push(rule),
+                None => tracing::warn!(
+                    host = allowed.as_str(),
+                    "--allowed-host is not a host[:port]; ignored"
+                ),
+            }
+        }
+        let mut origins: Vec<OriginRule> =
+            ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"]
+                .into_iter()
+                .filter_map(parse_origin)
+                .collect();
+        for allowed in allowed_origins {
+            match parse_origin(allowed) {
+                Some(rule) => origins.push(rule),
+                None => tracing::warn!(
+                    origin = allowed.as_str(),
+                    "--allowed-origin is not an http(s)://host[:port] origin; ignored"
+                ),
+            }
+        }
+        Self {
+            hosts,
+            origins,
+            identity,
+            max_body,
+            metrics,
+        }
+    }
+
+    /// Whether the one `Host` (or, without one, the URI's authority; the
+    /// two must agree when both are sent) names this gateway; `Err`
+    /// carries the refusal.
+    fn check_host(&self, request: &Request) -> Result<(), Box<Response>> {
+        let headers = request.headers();
+        if headers.get_all(header::HOST).iter().nth(1).is_some() {
+            return Err(self.refuse(
+                Refusal::Host,
+                StatusCode::BAD_REQUEST,
+                "this extpool gateway takes one Host header, not several\n".into(),
+            ));
+        }
+        let target = request.uri().authority().map(|a| a.as_str().to_owned());
+        // A Host that is empty (or blank) names nothing: as if none were
+        // sent, and never made up for by the target.
+        let value = match headers.get(header::HOST) {
+            Some(v) => v
+                .to_str()
+                .ok()
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned),
+            None => target.clone(),
+        };
+        // A request target in absolute form names the host itself (and
+        // wins over Host, RFC 9112): it must be the same host.
+        let default_port = if request.uri().scheme_str() == Some("https") {
+            443
+        } else {
+            80
+        };
+        let same = |a: &str, b: &str| {
+            let place =
+                |v: &str| parse_authority(v).map(|r| (r.host, r.port.unwrap_or(default_port)));
+            place(a) == place(b)
+        };
+        if let (Some(target), Some(value)) = (&target, &value)
+            && !same(target, value)
+        {
+            return Err(self.refuse(
+                Refusal::Host,
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "the request target names the host {target:?} and the Host header {value:?}; send one host\n"
+                ),
+            ));
+        }
+        let Some(value) = value else {
+            return Err(self.refuse(
+                Refusal::Host,
+                StatusCode::BAD_REQUEST,
+                "this extpool gateway needs a Host header that names it\n".into(),
+            ));
+        };
+        let Some(host) = parse_authority(&value) else {
+            return Err(self.refuse(
+                Refusal::Host,
+                StatusCode::BAD_REQUEST,
+                format!("the Host header {value:?} is not a host[:port]\n"),
+            ));
+        };
+        let named = |rule: &HostRule| {
+            rule.host == host.host && rule.port.is_none_or(|p| host.port.unwrap_or(80) == p)
+        };
+        let arrived = request.extensions().get::<Arrival>().is_some_and(|a| {
+            normal_host(&a.local.ip().to_string()) == host.host
+                && host.port.unwrap_or(80) == a.local.port()
+        });
+        if arrived || self.hosts.iter().any(named) {
+            return Ok(());
+        }
+        Err(self.refuse(
+            Refusal::Host,
+            StatusCode::FORBIDDEN,
+            format!(
+                "this extpool gateway does not answer to the host {value:?} (a protection against DNS rebinding); if that is this gateway's name, start it with --allowed-host {value}\n"
+            ),
+        ))
+    }
+
+    /// Whether a browser's `Origin`, if any, is one this gateway accepts.
+    fn check_origin(&self, headers: &HeaderMap) -> Result<(), Box<Response>> {
+        let Some(value) = headers.get(header::ORIGIN) else {
+            return Ok(());
+        };
+        if headers.get_all(header::ORIGIN).iter().nth(1).is_some() {
+            return Err(self.refuse(
+                Refusal::Origin,
+                StatusCode::FORBIDDEN,
+                "this extpool gateway refuses a request with several Origin headers (a browser sends one)\n"
+                    .into(),
+            ));
+        }
+        let text = value.to_str().unwrap_or("");
+        let accepted = parse_origin(text).is_some_and(|origin| {
+            self.origins.iter().any(|rule| {
+                rule.scheme == origin.scheme
+                    && rule.host == origin.host
+                    && rule.port.is_none_or(|p| origin.port == Some(p))
+            })
+        });
+        if accepted {
+            return Ok(());
+        }
+        Err(self.refuse(
+            Refusal::Origin,
+            StatusCode::FORBIDDEN,
+            format!(
+                "this extpool gateway refuses requests from web pages of another origin (Origin: {text:?}); start it with --allowed-origin ORIGIN to allow a page of yours\n"
+            ),
+        ))
+    }
+
+    /// Who sends `request` (the local caller on a public path); `Err` is
+    /// the refusal.
+    async fn check_identity(
+        &self,
+        path: &str,
+        headers: &HeaderMap,
+    ) -> Result<Arc<extpool_host::core::Principal>, Box<Response>> {
+        if is_public(path) {
+            return Ok(self.identity.local());
+        }
+        match self.identity.authenticate(headers).await {
+            Ok(principal) => Ok(principal),
+            Err(why) => {
+                self.metrics.refused(Refusal::Auth);
+                tracing::debug!(reason = ?why, "a request was refused for its credentials");
+                Err(Box::new(crate::identity::refusal(
+                    &self.identity,
+                    headers,
+                    &why,
+                )))
+            }
+        }
+    }
+
+    /// Whether the declared body fits.
+    fn check_length(&self, headers: &HeaderMap) -> Result<(), Box<Response>> {
+        let declared = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        match declared {
+            Some(size) if size > self.max_body as u64 => Err(self.refuse(
+                Refusal::Body,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                crate::inbound::too_large(Some(size), self.max_body),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// A refusal: counted, logged at debug level, answered in plain text.
+    fn refuse(&self, why: Refusal, status: StatusCode, message: String) -> Box<Response> {
+        self.metrics.refused(why);
+        tracing::debug!(
+            reason = why.label(),
+            status = status.as_u16(),
+            "{}",
+            message.trim_end()
+        );
+        Box::new(
+            (
+                status,
+                [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                message,
+            )
+                .into_response(),
+        )
+    }
+}
+
+/// The middleware: every rule, then the route.
+pub(crate) async fn check(
+    State(guard): State<Arc<Guard>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let mut request = request;
+    let checked = guard
+        .check_host(&request)
+        .and_then(|()| guard.check_origin(request.headers()));
+    if let Err(refusal) = checked {
+        return *refusal;
+    }
+    let principal = match guard
+        .check_identity(request.uri().path(), request.headers())
+        .await
+    {
+        Ok(principal) => principal,
+        Err(refusal) => return *refusal,
+    };
+    if let Err(refusal) = guard.check_length(request.headers()) {
+        return *refusal;
+    }
+    request.extensions_mut().insert(principal);
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guard() -> Guard {
+        Guard::new(
+            "127.0.0.1:8520".parse().unwrap(),
+            &["gw.example".into(), "other.example:9000".into()],
+            &["https://app.example".into(), "http://dev.example:*".into()],
+            Arc::new(Identity::new(None, None, None)),
+            1024,
+            Arc::default(),
+        )
+    }
+
+    fn request(host: Option<&str>, origin: Option<&str>) -> Request {
+        let mut builder = http::Request::builder().uri("/v1/sessions");
+        if let Some(host) = host {
+            builder = builder.header(header::HOST, host);
+        }
+        if let Some(origin) = origin {
+            builder = builder.header(header::ORIGIN, origin);
+        }
+        builder.body(axum::body::Body::empty()).unwrap()
+    }
+
+    #[test]
+    fn hosts_of_this_gateway_pass_and_others_are_refused() {
+        let g = guard();
+        for ok in [
+            "localhost",
+            "localhost:1234",
+            "127.0.0.1:8520",
+            "[::1]:8520",
+            "GW.example:8443",
+            "other.example:9000",
+        ] {
+            assert!(g.check_host(&request(Some(ok), None)).is_ok(), "{ok}");
+        }
+        for bad in [
+            "evil.example",
+            "other.example:9001",
+            "localhost.evil.example",
+            "127.0.0.2:8520",
+            "user@localhost",
+            ":8520",
+            "[]:8520",
+        ] {
+            assert!(g.check_host(&request(Some(bad), None)).is_err(), "{bad}");
+        }
+        // No Host, or one that names nothing: refused alike.
+        for nothing in [None, Some(""), Some(" "), Some(" \t ")] {
+            let refusal = g.check_host(&request(nothing, None)).unwrap_err();
+            assert_eq!(refusal.status(), StatusCode::BAD_REQUEST, "{nothing:?}");
+        }
+        let mut absolute = http::Request::builder()
+            .uri("http://localhost/v1/sessions")
+            .header(header::HOST, "")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        assert!(
+            g.check_host(&absolute).is_err(),
+            "an empty Host is not the target's"
+        );
+        absolute.headers_mut().remove(header::HOST);
+        assert!(g.check_host(&absolute).is_ok(), "the target names the host");
+    }
+
+    #[test]
+    fn the_address_a_connection_arrived_on_is_this_gateways() {
+        let g = guard();
+        let mut r = request(Some("10.1.2.3:8520"), None);
+        assert!(g.check_host(&r).is_err());
+        r.extensions_mut().insert(Arrival {
+            local: "10.1.2.3:8520".parse().unwrap(),
+            peer: "10.9.9.9:5000".parse().unwrap(),
+        });
+        assert!(g.check_host(&r).is_ok());
+        let mut other_port = request(Some("10.1.2.3:9999"), None);
+        other_port.extensions_mut().insert(Arrival {
+            local: "10.1.2.3:8520".parse().unwrap(),
+            peer: "10.9.9.9:5000".parse().unwrap(),
+        });
+        assert!(g.check_host(&other_port).is_err());
+    }
+
+    #[test]
+    fn loopback_and_allowed_origins_pass_and_others_are_refused() {
+        let g = guard();
+        for ok in [
+            "http://localhost:3000",
+            "http://127.0.0.1:9",
+            "http://[::1]:80",
+            "https://app.example",
+            "https://app.example:443",
+            "http://dev.example:5173",
+        ] {
+            assert!(
+                g.check_origin(request(None, Some(ok)).headers()).is_ok(),
+                "{ok}"
+            );
+        }
+        for bad in [
+            "http://evil.example",
+            "https://localhost:3000",
+            "https://app.example:8443",
+            "http://app.example",
+            "null",
+            "file://",
+            "not an origin",
+        ] {
+            assert!(
+                g.check_origin(request(None, Some(bad)).headers()).is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn only_probes_and_the_resource_metadata_go_without_the_token() {
+        let mut g = guard();
+        g.identity = Arc::new(Identity::new(
+            Some(crate::auth::BearerToken::new("s3cret")),
+            None,
+            None,
+        ));
+        let paths = PUBLIC_PATHS.iter().copied().chain([
+            RESOURCE_METADATA_PATH,
+            "/.well-known/oauth-protected-resource/mcp",
+            crate::login::CALLBACK_PATH,
+        ]);
+        for path in paths {
+            let r = http::Request::builder()
+                .uri(path)
+                .body(axum::body::Body::empty())
+                .unwrap();
+            assert!(
+                g.check_identity(r.uri().path(), r.headers()).await.is_ok(),
+                "{path}"
+            );
+        }
+        for path in [
+            "/",
+            "/mcp",
+            "/metrics",
+            "/v1",
+            "/anything-new",
+            "/healthz/x",
+            "/.well-known/oauth-protected-resourcex",
+        ] {
+            let r = http::Request::builder()
+                .uri(path)
+                .body(axum::body::Body::empty())
+                .unwrap();
+            assert!(
+                g.check_identity(r.uri().path(), r.headers()).await.is_err(),
+                "{path}"
+            );
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! A caller's login asked of its MCP client when a call needs it: a call
+//! of a per-user server's tool by a caller without a grant starts the
+//! caller's login ([`crate::login`]) and sends the authorization URL as a
+//! URL-mode elicitation (`elicitation/create`, `mode: "url"`, MCP
+//! 2025-11-25) to a client that supports it; when the caller accepts and
+//! the login completes (its browser came back to the gateway), the call
+//! runs again with the caller's new grant. Clients without URL-mode
+//! elicitation, and 2026-07-28 requests (no server-to-client requests),
+//! get the error that says how to log in.
+
+use std::time::Duration;
+
+use extpool_host::core::Principal;
+use rmcp::RoleServer;
+use rmcp::model::ServerRequest;
+use rmcp::service::RequestContext;
+use serde_json::json;
+
+use super::GatewayHandler;
+use crate::login::LoginStatus;
+
+/// How long a call waits for its caller's login to complete.
+const LOGIN_WAIT: Duration = Duration::from_secs(600);
+
+/// Whether the client of `context` takes URL-mode elicitations.
+fn takes_url_elicitation(context: &RequestContext<RoleServer>) -> bool {
+    context.peer.peer_info().is_some_and(|info| {
+        info.capabilities
+            .elicitation
+            .as_ref()
+            .is_some_and(|e| e.url.is_some())
+    })
+}
+
+impl GatewayHandler {
+    /// Logs `principal` in to per-user server `server` through its client;
+    /// true when the login completed (the call may run again).
+    pub(super) async fn log_in_through_client(
+        &self,
+        context: &RequestContext<RoleServer>,
+        principal: &Principal,
+        server: &str,
+    ) -> bool {
+        if !takes_url_elicitation(context) {
+            return false;
+        }
+        let Some(parts) = context.extensions.get::<http::request::Parts>() else {
+            return false;
+        };
+        let base = crate::identity::base_url(&parts.headers);
+        let mut begun = match crate::login::begin(&self.shared, principal, server, &base).await {
+            Ok(begun) => begun,
+            Err(_) => return false,
+        };
+        let message = format!(
+            "{server} needs you to log in to it (your own account): open the link, authorize, and the call goes on"
+        );
+        let request = json!({
+            "method": "elicitation/create",
+            "params": {
+                "mode": "url",
+                "message": message,
+                "url": begun.authorization_url,
+                "elicitationId": begun.state,
+            },
+        });
+        let Ok(request) = serde_json::from_value::<ServerRequest>(request) else {
+            return false;
+        };
+        let answered = tokio::select! {
+            answer = context.peer.send_request(request) => answer,
+            () = context.ct.cancelled() => return false,
+        };
+        let accepted = answered
+            .ok()
+            .and_then(|answer| serde_json::to_value(answer).ok())
+            .is_some_and(|answer| answer["action"] == "accept");
+        if !accepted {
+            return false;
+        }
+        let done = async {
+            loop {
+                let now = begun.status.borrow_and_update().clone();
+                match now {
+                    LoginStatus::Done => return true,
+                    LoginStatus::Failed { .. } | LoginStatus::None => return false,
+                    LoginStatus::Pending { .. } => {}
+                }
+                if begun.status.changed().await.is_err() {
+                    return false;
+                }
+            }
+        };
+        let completed = tokio::select! {
+            done = tokio::time::timeout(LOGIN_WAIT, done) => done.unwrap_or(false),
+            () = context.ct.cancelled() => false,
+        };
+        if completed {
+            // The caller's server is listed again with the new grant.
+            let _ = self.view().reconcile_now().await;
+        }
+        completed
+    }
+}

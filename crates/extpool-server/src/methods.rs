@@ -1,0 +1,76 @@
+//! The requests MCP defines that a client sends, each with the shape of
+//! its params (rmcp's types): a request of one of these methods whose
+//! params do not have that shape is an invalid-params error (`-32602`),
+//! not an unknown method — rmcp, failing to read it as its type, would
+//! take it for a method of nobody's and answer `-32601`.
+
+#[allow(deprecated)] // logging and resources/subscribe are the session era's
+use rmcp::model::{
+    CallToolRequest, CancelTaskRequest, CompleteRequest, DiscoverRequest, GetPromptRequest,
+    GetSkillRequest, GetTaskRequest, InitializeRequest, ListPromptsRequest,
+    ListResourceTemplatesRequest, ListResourcesRequest, ListSkillsRequest, ListToolsRequest,
+    ReadResourceDirectoryRequest, ReadResourceRequest, SetLevelRequest, SubscribeRequest,
+    UnsubscribeRequest, UpdateTaskRequest,
+};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// What is wrong with `request`'s params as a `T`, if anything.
+fn shape<T: DeserializeOwned>(request: &Value) -> Option<String> {
+    T::deserialize(request).err().map(|e| e.to_string())
+}
+
+/// Why the params of `request` (a whole JSON-RPC request of `method`) are
+/// not those MCP defines for it; `None` when they are, or when `method` is
+/// not one MCP defines for clients (its handler decides).
+pub(crate) fn params_error(method: &str, request: &Value) -> Option<String> {
+    #[allow(deprecated)] // logging and resources/subscribe are the session era's
+    match method {
+        "initialize" => shape::<InitializeRequest>(request),
+        "server/discover" => shape::<DiscoverRequest>(request),
+        "completion/complete" => shape::<CompleteRequest>(request),
+        "logging/setLevel" => shape::<SetLevelRequest>(request),
+        "prompts/get" => shape::<GetPromptRequest>(request),
+        "prompts/list" => shape::<ListPromptsRequest>(request),
+        "resources/list" => shape::<ListResourcesRequest>(request),
+        "resources/templates/list" => shape::<ListResourceTemplatesRequest>(request),
+        "resources/read" => shape::<ReadResourceRequest>(request),
+        "resources/subscribe" => shape::<SubscribeRequest>(request),
+        "resources/unsubscribe" => shape::<UnsubscribeRequest>(request),
+        "resources/directory/read" => shape::<ReadResourceDirectoryRequest>(request),
+        "tools/call" => shape::<CallToolRequest>(request),
+        "tools/list" => shape::<ListToolsRequest>(request),
+        "tasks/get" => shape::<GetTaskRequest>(request),
+        "tasks/update" => shape::<UpdateTaskRequest>(request),
+        "tasks/cancel" => shape::<CancelTaskRequest>(request),
+        "skills/list" => shape::<ListSkillsRequest>(request),
+        "skills/get" => shape::<GetSkillRequest>(request),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn well_shaped_requests_pass_and_others_say_what_is_wrong() {
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"message": "hi"}, "_meta": {"progressToken": 1}}});
+        assert_eq!(params_error("tools/call", &call), None);
+        let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+        assert_eq!(params_error("tools/list", &list), None);
+        let bad = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": 5}});
+        let why = params_error("tools/call", &bad).expect("a number is no name");
+        assert!(why.contains("invalid type"), "{why}");
+        let missing = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}});
+        assert!(
+            params_error("tools/call", &missing)
+                .expect("no name")
+                .contains("name")
+        );
+        let custom = json!({"jsonrpc": "2.0", "id": 1, "method": "vendor/x", "params": 7});
+        assert_eq!(params_error("vendor/x", &custom), None);
+    }
+}

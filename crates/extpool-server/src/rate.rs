@@ -1,0 +1,248 @@
+//! Rate limits (`gateway.rate_limits`): token buckets, each caller's own.
+//! A bucket holds `burst` tokens and refills at `calls_per_minute`; a
+//! `tools/call` takes one token from every bucket whose rule matches its
+//! name (the all-tools rule, and each `tools` rule), or none when one of
+//! them is empty — then the call is refused with a JSON-RPC error naming
+//! the limit and when a token will be there, and counted in `/metrics`.
+//!
+//! A caller is a principal ([`extpool_host::core::Principal::owner`]): one
+//! caller's calls never spend another's tokens. The buckets are bounded: a
+//! full bucket is as good as none and is dropped first.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use extpool_host::catalog::permissions::Glob;
+use extpool_host::config::RateLimitsConfig;
+use parking_lot::Mutex;
+use tokio::time::Instant;
+
+/// Most buckets kept (callers × rules); past it, full ones are dropped,
+/// then all (a caller then starts with a full bucket again).
+const MAX_BUCKETS: usize = 100_000;
+
+/// One limit.
+#[derive(Debug)]
+struct Rule {
+    /// The names it limits (`None`: every tool).
+    tools: Option<(String, Glob)>,
+    per_minute: u32,
+    burst: u32,
+}
+
+impl Rule {
+    fn new(tools: Option<&str>, per_minute: u32, burst: Option<u32>) -> Self {
+        Self {
+            tools: tools.map(|t| (t.to_owned(), Glob::new(t))),
+            per_minute: per_minute.max(1),
+            burst: burst.unwrap_or(per_minute / 10).max(1),
+        }
+    }
+
+    fn matches(&self, name: &str) -> bool {
+        self.tools.as_ref().is_none_or(|(_, g)| g.matches(name))
+    }
+
+    /// The limit in words, for the refusal and the metric's label.
+    fn label(&self) -> String {
+        let what = match &self.tools {
+            Some((pattern, _)) => format!("calls to {pattern}"),
+            None => "tool calls".to_owned(),
+        };
+        format!(
+            "{} {what} a minute per caller (burst {})",
+            self.per_minute, self.burst
+        )
+    }
+
+    /// Tokens a second.
+    fn rate(&self) -> f64 {
+        f64::from(self.per_minute) / 60.0
+    }
+}
+
+/// A caller's tokens under one rule.
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+/// A call refused for a limit.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Limited {
+    /// The limit, in words (also the metric's label).
+    pub limit: String,
+    /// When the next token is there.
+    pub retry_after: Duration,
+}
+
+impl Limited {
+    /// The refusal's message: the limit and when to retry.
+    pub(crate) fn message(&self) -> String {
+        format!(
+            "rate limit reached: at most {} (gateway.rate_limits); retry in {:.1} s",
+            self.limit,
+            self.retry_after.as_secs_f64()
+        )
+    }
+}
+
+/// The gateway's limits and every caller's buckets.
+#[derive(Debug)]
+pub(crate) struct RateLimits {
+    rules: Vec<Rule>,
+    buckets: Mutex<HashMap<(String, usize), Bucket>>,
+}
+
+impl RateLimits {
+    /// The limits `config` sets; `None` when it sets none.
+    pub(crate) fn new(config: &RateLimitsConfig) -> Option<Self> {
+        let mut rules = Vec::new();
+        if let Some(per_minute) = config.calls_per_minute {
+            rules.push(Rule::new(None, per_minute, config.burst));
+        }
+        for tool in &config.tools {
+            rules.push(Rule::new(
+                Some(&tool.tools),
+                tool.calls_per_minute,
+                tool.burst,
+            ));
+        }
+        (!rules.is_empty()).then(|| Self {
+            rules,
+            buckets: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Takes a token for `caller`'s call of `name` from each bucket whose
+    /// rule matches, or none and the limit that refuses it.
+    pub(crate) fn take(&self, caller: &str, name: &str) -> Result<(), Limited> {
+        let now = Instant::now();
+        let matching: Vec<usize> = (0..self.rules.len())
+            .filter(|&i| self.rules[i].matches(name))
+            .collect();
+        if matching.is_empty() {
+            return Ok(());
+        }
+        let mut buckets = self.buckets.lock();
+        if buckets.len() + matching.len() > MAX_BUCKETS {
+            self.drop_full(&mut buckets, now);
+        }
+        let mut refused: Option<Limited> = None;
+        let mut filled = Vec::with_capacity(matching.len());
+        for &i in &matching {
+            let rule = &self.rules[i];
+            let bucket = buckets
+                .get(&(caller.to_owned(), i))
+                .copied()
+                .unwrap_or(Bucket {
+                    tokens: f64::from(rule.burst),
+                    at: now,
+                });
+            let elapsed = now.saturating_duration_since(bucket.at).as_secs_f64();
+            let tokens = (bucket.tokens + elapsed * rule.rate()).min(f64::from(rule.burst));
+            if tokens < 1.0 {
+                let wait = Duration::from_secs_f64((1.0 - tokens) / rule.rate());
+                if refused.as_ref().is_none_or(|r| wait > r.retry_after) {
+                    refused = Some(Limited {
+                        limit: rule.label(),
+                        retry_after: wait,
+                    });
+                }
+            }
+            filled.push((i, tokens));
+        }
+        if let Some(limited) = refused {
+            return Err(limited);
+        }
+        for (i, tokens) in filled {
+            buckets.insert(
+                (caller.to_owned(), i),
+                Bucket {
+                    tokens: tokens - 1.0,
+                    at: now,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Drops the buckets that refilled (as good as none); all of them if
+    /// that frees too little.
+    fn drop_full(&self, buckets: &mut HashMap<(String, usize), Bucket>, now: Instant) {
+        buckets.retain(|(_, i), b| {
+            let rule = &self.rules[*i];
+            let elapsed = now.saturating_duration_since(b.at).as_secs_f64();
+            b.tokens + elapsed * rule.rate() < f64::from(rule.burst)
+        });
+        if buckets.len() >= MAX_BUCKETS / 2 {
+            buckets.clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use extpool_host::config::ToolRateLimit;
+
+    fn limits() -> RateLimits {
+        RateLimits::new(&RateLimitsConfig {
+            calls_per_minute: Some(60),
+            burst: Some(3),
+            tools: vec![ToolRateLimit {
+                tools: "mcp__gh__create*".into(),
+                calls_per_minute: 6,
+                burst: Some(1),
+            }],
+        })
+        .unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_callers_burst_is_spent_then_refilled_at_the_rate() {
+        let l = limits();
+        for _ in 0..3 {
+            l.take("alice", "mcp__gh__get").unwrap();
+        }
+        let refused = l.take("alice", "mcp__gh__get").unwrap_err();
+        assert!(
+            refused.limit.starts_with("60 tool calls a minute"),
+            "{refused:?}"
+        );
+        assert_eq!(refused.retry_after, Duration::from_secs(1));
+        assert!(
+            refused.message().contains("retry in 1.0 s"),
+            "{}",
+            refused.message()
+        );
+        // Another caller has its own tokens.
+        l.take("bob", "mcp__gh__get").unwrap();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        l.take("alice", "mcp__gh__get").unwrap();
+        assert!(l.take("alice", "mcp__gh__get").is_err());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_tool_rule_limits_its_tools_and_a_refused_call_takes_no_token() {
+        let l = limits();
+        l.take("alice", "mcp__gh__create_issue").unwrap();
+        let refused = l.take("alice", "mcp__gh__create_pr").unwrap_err();
+        assert!(
+            refused.limit.contains("calls to mcp__gh__create*"),
+            "{refused:?}"
+        );
+        assert_eq!(refused.retry_after, Duration::from_secs(10));
+        // The refused call spent nothing of the all-tools bucket: two of
+        // its three tokens are left.
+        l.take("alice", "mcp__gh__get").unwrap();
+        l.take("alice", "mcp__gh__get").unwrap();
+        assert!(l.take("alice", "mcp__gh__get").is_err());
+    }
+
+    #[test]
+    fn no_limit_configured_is_no_limiter() {
+        assert!(RateLimits::new(&RateLimitsConfig::default()).is_none());
+    }
+}
