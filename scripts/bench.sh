@@ -7,8 +7,10 @@
 #     contenders interleaved per round; calls/s vs calls in flight 1…256);
 #   - the gateway (extpool serve) vs supergateway, mcp-proxy (npm and
 #     PyPI), a TypeScript SDK proxy, FastMCP's proxy and ContextForge's
-#     bridge, in front of the same stdio server, against the floor of one
-#     rmcp HTTP hop (extpool-server, benches/gateway.rs);
+#     bridge, in front of the same stdio servers (testkit, raw echo), against
+#     one rmcp HTTP hop and two fixed-body HTTP servers (nginx, hyper: the
+#     load generator's ceiling), at 1 to 512 connections
+#     (extpool-server, benches/gateway.rs);
 #   - scale-out: session create and refresh latency on SQLite vs PostgreSQL,
 #     calls/s through two gateway replicas vs one (benches/replicas.rs);
 #   - the view policy: calls/s and p50 through the gateway with an upstream

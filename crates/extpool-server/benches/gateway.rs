@@ -1,31 +1,40 @@
 //! The gateway benchmark: `tools/call echo` through extpool serve and
 //! through the MCP gateways and proxies people use, all in front of the
-//! same stdio upstream (the testkit server), with the same client (rmcp's
-//! streamable HTTP client on a pooled reqwest client with TCP_NODELAY, 64
-//! requests at once allowed), interleaved per round so machine drift
-//! affects every contender alike.
+//! same stdio upstream, driven by one load generator that costs far less
+//! per call than any of them (raw HTTP/1.1 on hyper's client connections,
+//! one current-thread runtime, pre-built bodies: `gateway/loadgen.rs`),
+//! interleaved per round so machine drift affects every contender alike.
 //!
-//! Contenders (see `gateway/contenders.rs`): the upstream straight over
-//! stdio (what each hop adds is measured against it), the floor (the
-//! same rmcp client straight to the testkit server's own streamable HTTP
-//! transport: the cost of one HTTP hop with nothing behind it), extpool's
+//! Contenders (see `gateway/contenders.rs`): two fixed-body HTTP floors
+//! with no MCP at all (nginx, and a hyper server) — the load generator's
+//! ceiling, printed in the same run —, the testkit server on rmcp's own
+//! streamable HTTP (one HTTP hop with nothing behind it), extpool's
 //! `Gateway::serve_http` in its own process (what `extpool serve` runs),
 //! `supergateway` and `mcp-proxy` from npm, a 30-line proxy on the
 //! TypeScript SDK, `mcp-proxy` and FastMCP's `as_proxy` from PyPI, and
-//! ContextForge's stdio bridge. Every contender process starts fresh each
-//! round; each is measured sequentially and with 32 calls in flight.
+//! ContextForge's stdio bridge. Each MCP contender runs in front of two
+//! upstreams: the testkit server and the raw echo server (so that what a
+//! contender costs itself shows). Every contender process starts fresh for
+//! each upstream and round; one session-era session per contender, then
+//! 1, 8, 32, 128 and 512 keep-alive connections with one call in flight
+//! each (1 connection is the sequential figure).
 //!
-//! Prints a Markdown table (medians over rounds, min–max, p50/p99, p50
-//! added over direct stdio) and the targets of issue 10, and writes every
-//! sample to `$EXTPOOL_BENCH_OUT/gateway.json` (default `target/bench`).
+//! Prints Markdown tables (medians over rounds, min–max), the CPU per call
+//! of the load generator, of the contender's HTTP process and of its whole
+//! process tree, the targets of the call-path issue as ratios within each
+//! round, and writes every sample to `$EXTPOOL_BENCH_OUT/gateway.json`
+//! and an SVG chart of calls/s against connections per upstream (default
+//! directory `target/bench`).
 //!
 //! Run: `scripts/peers.sh --bench` once (the benchmark-only peers), then
 //! `cargo bench -p extpool-server --bench gateway`, or all benchmarks with
 //! `scripts/bench.sh`. A missing peer fails the run; leave it out with
-//! `EXTPOOL_BENCH_ONLY`. Knobs: `EXTPOOL_BENCH_ROUNDS` (3),
-//! `EXTPOOL_BENCH_SEQ` (1000), `EXTPOOL_BENCH_CONC` (5000),
-//! `EXTPOOL_BENCH_ONLY` (keys, e.g. `stdio,floor,extpool,supergateway`),
-//! `EXTPOOL_BENCH_VERBOSE` (show the contenders' output).
+//! `EXTPOOL_BENCH_ONLY`. Knobs: `EXTPOOL_BENCH_ROUNDS` (2),
+//! `EXTPOOL_BENCH_MS` (2000: each level's measured time; 300 ms of
+//! warm-up before it), `EXTPOOL_BENCH_ONLY` (keys, e.g.
+//! `nginx,fixed,floor,extpool,supergateway`), `EXTPOOL_BENCH_UPSTREAMS`
+//! (`raw-echo,testkit`), `EXTPOOL_BENCH_VERBOSE` (show the contenders'
+//! output).
 #![allow(
     missing_docs,
     clippy::print_stdout,
@@ -37,137 +46,122 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rmcp::ServiceExt;
-use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
+#[allow(dead_code)]
 #[path = "common/mod.rs"]
 mod common;
 #[path = "gateway/contenders.rs"]
 mod contenders;
+#[path = "gateway/cpu.rs"]
+mod cpu;
+#[path = "gateway/loadgen.rs"]
+mod loadgen;
 #[path = "gateway/report.rs"]
 mod report;
 
-use common::{echo_phases, env_usize, quantile_us};
-use contenders::Contender;
+use common::{env_usize, quantile_us};
+use contenders::{Contender, Upstream};
 
-/// Calls in flight in the concurrent phase (the issue's figure).
+/// Connections the load generator drives, one call in flight on each.
+pub const LEVELS: [usize; 5] = [1, 8, 32, 128, 512];
+/// The level the in-flight targets are read at.
 pub const INFLIGHT: usize = 32;
-const WARMUP: usize = 200;
+const WARMUP: Duration = Duration::from_millis(300);
 
-/// One measured phase of one contender in one round.
+/// One measured level of one contender in one round.
 #[derive(Debug, Clone, Serialize)]
 pub struct Sample {
     pub round: usize,
+    /// The upstream's key, or `none` for a floor.
+    pub upstream: &'static str,
     pub contender: &'static str,
     pub peer: bool,
-    pub mode: &'static str,
-    pub inflight: usize,
+    pub connections: usize,
     pub calls: usize,
+    /// Answers that were not a successful result.
+    pub failures: usize,
     pub calls_per_sec: f64,
     pub p50_us: f64,
     pub p99_us: f64,
-    /// Latency at 0, 1, …, 100 %.
-    pub percentiles_us: Vec<f64>,
+    /// The load generator's CPU per call.
+    pub client_cpu_us: f64,
+    /// CPU per call of the contender's HTTP process alone.
+    pub front_cpu_us: f64,
+    /// CPU per call of the contender and its descendants (upstream included).
+    pub tree_cpu_us: f64,
 }
 
-fn sample(
-    round: usize,
-    c: Contender,
-    inflight: usize,
-    mut lat: Vec<Duration>,
-    t: Duration,
-) -> Sample {
+struct Level {
+    run: loadgen::Run,
+    front: Duration,
+    tree: Duration,
+}
+
+fn sample(round: usize, upstream: &'static str, c: Contender, conns: usize, l: Level) -> Sample {
+    let mut lat = l.run.latencies;
     lat.sort();
-    let q = |p: f64| quantile_us(&lat, p);
+    let calls = lat.len().max(1) as f64;
+    let per_call = |d: Duration| d.as_secs_f64() * 1e6 / calls;
     Sample {
         round,
+        upstream,
         contender: c.name(),
         peer: c.is_peer(),
-        mode: if inflight == 1 {
-            "sequential"
-        } else {
-            "concurrent"
-        },
-        inflight,
+        connections: conns,
         calls: lat.len(),
-        calls_per_sec: lat.len() as f64 / t.as_secs_f64(),
-        p50_us: q(0.5),
-        p99_us: q(0.99),
-        percentiles_us: (0..=100).map(|p| q(f64::from(p) / 100.0)).collect(),
+        failures: l.run.failures,
+        calls_per_sec: lat.len() as f64 / l.run.took.as_secs_f64(),
+        p50_us: quantile_us(&lat, 0.5),
+        p99_us: quantile_us(&lat, 0.99),
+        client_cpu_us: per_call(l.run.client_cpu),
+        front_cpu_us: per_call(l.front),
+        tree_cpu_us: per_call(l.tree),
     }
 }
 
-type Client = RunningService<RoleClient, ()>;
-
-/// The one client: rmcp over streamable HTTP, pooled, TCP_NODELAY.
-async fn connect_http(url: &str) -> Client {
-    let http = reqwest::Client::builder()
-        .tcp_nodelay(true)
-        .build()
-        .unwrap();
-    let config =
-        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).max_concurrent_requests(64);
-    let transport = StreamableHttpClientTransport::with_client(http, config);
-    ().serve(transport)
-        .await
-        .unwrap_or_else(|e| panic!("connecting to {url}: {e}"))
-}
-
-async fn connect_stdio() -> Client {
-    let (program, args) = contenders::upstream();
-    let command = extpool_testkit::StdioCommand { program, args };
-    extpool_testkit::client::connect_stdio(&command)
-        .await
-        .expect("starting the testkit server")
-}
-
-/// The name the contender gives the upstream's `echo` (extpool namespaces it).
-async fn echo_name(client: &Client) -> String {
-    let tools = client.peer().list_all_tools().await.unwrap();
-    tools
-        .iter()
-        .map(|t| t.name.to_string())
-        .find(|n| n == "echo" || n.ends_with("__echo"))
-        .unwrap_or_else(|| panic!("no echo tool among {} tools", tools.len()))
-}
-
-async fn measure(
+fn run_one(
     round: usize,
     c: Contender,
-    client: &Client,
-    seq: usize,
-    conc: usize,
-) -> [Sample; 2] {
-    let name = echo_name(client).await;
-    let args: Map<String, Value> = json!({"message": "ping"}).as_object().cloned().unwrap();
-    let [sequential, concurrent] =
-        echo_phases(client.peer(), &name, &args, (WARMUP, seq, conc, INFLIGHT)).await;
-    [
-        sample(round, c, 1, sequential.latencies, sequential.took),
-        sample(round, c, INFLIGHT, concurrent.latencies, concurrent.took),
-    ]
-}
-
-async fn run_one(
-    round: usize,
-    c: Contender,
+    upstream: Upstream,
     config: &Path,
-    seq: usize,
-    conc: usize,
-) -> [Sample; 2] {
-    let served = contenders::start(c, config);
-    let client = match &served {
-        None => connect_stdio().await,
-        Some(s) => connect_http(&s.url).await,
-    };
-    let samples = measure(round, c, &client, seq, conc).await;
-    let _ = client.cancel().await;
-    drop(served);
-    samples
+    length: Duration,
+) -> Vec<Sample> {
+    let served = contenders::start(c, upstream, config);
+    let target = loadgen::open(served.addr, "/mcp", "echo", c.is_fixed());
+    let key = if c.is_floor() { "none" } else { upstream.key() };
+    LEVELS
+        .iter()
+        .map(|&conns| {
+            let before = cpu::of(served.pid());
+            let run = loadgen::run(&target, conns, WARMUP, length);
+            let after = cpu::of(served.pid());
+            // The warm-up's CPU is in the difference too: scale it out by
+            // the share of time measured.
+            let share = length.as_secs_f64() / (length + WARMUP).as_secs_f64();
+            let tree = after.1.saturating_sub(before.1).mul_f64(share);
+            // nginx's master only forks: its workers answer.
+            let front = if c == Contender::Nginx {
+                tree
+            } else {
+                after.0.saturating_sub(before.0).mul_f64(share)
+            };
+            let level = Level { run, front, tree };
+            sample(round, key, c, conns, level)
+        })
+        .collect()
+}
+
+fn wanted<T: Copy>(all: &[T], env: &str, key: impl Fn(T) -> &'static str) -> Vec<T> {
+    let only = std::env::var(env).ok();
+    all.iter()
+        .copied()
+        .filter(|&x| {
+            only.as_ref()
+                .is_none_or(|o| o.split(',').any(|k| k.trim() == key(x)))
+        })
+        .collect()
 }
 
 fn main() {
@@ -175,52 +169,64 @@ fn main() {
         let port = env_usize(contenders::GATEWAY_PORT_ENV, 0) as u16;
         contenders::run_gateway(Path::new(&config), port);
     }
-    let rounds = env_usize("EXTPOOL_BENCH_ROUNDS", 3).max(1);
-    let seq = env_usize("EXTPOOL_BENCH_SEQ", 1000).max(1);
-    let conc = env_usize("EXTPOOL_BENCH_CONC", 5000).max(INFLIGHT);
-    let only = std::env::var("EXTPOOL_BENCH_ONLY").ok();
-    let wanted: Vec<Contender> = contenders::ALL
-        .into_iter()
-        .filter(|c| {
-            only.as_ref()
-                .is_none_or(|o| o.split(',').any(|k| k.trim() == c.key()))
-        })
-        .collect();
+    if let Ok(port) = std::env::var(contenders::FIXED_PORT_ENV) {
+        contenders::run_fixed(port.parse().expect("a port"));
+    }
+    let rounds = env_usize("EXTPOOL_BENCH_ROUNDS", 2).max(1);
+    let length = Duration::from_millis(env_usize("EXTPOOL_BENCH_MS", 2000).max(100) as u64);
+    let contenders = wanted(&contenders::ALL, "EXTPOOL_BENCH_ONLY", Contender::key);
+    let upstreams = wanted(
+        &[Upstream::RawEcho, Upstream::Testkit],
+        "EXTPOOL_BENCH_UPSTREAMS",
+        Upstream::key,
+    );
     let out_dir = std::env::var_os("EXTPOOL_BENCH_OUT")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench"));
     let project = tempfile::tempdir().unwrap();
     let config = contenders::gateway_project(project.path());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
     let load_start = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let mut samples: Vec<Sample> = Vec::new();
-    rt.block_on(async {
-        for round in 0..rounds {
-            for &c in &wanted {
+    for round in 0..rounds {
+        for &c in contenders.iter().filter(|c| c.is_floor()) {
+            let t = Instant::now();
+            samples.extend(run_one(round, c, Upstream::Testkit, &config, length));
+            eprintln!(
+                "gateway bench: round {round} {} in {:.1?}",
+                c.name(),
+                t.elapsed()
+            );
+        }
+        for &upstream in &upstreams {
+            for &c in contenders.iter().filter(|c| !c.is_floor()) {
                 let t = Instant::now();
-                samples.extend(run_one(round, c, &config, seq, conc).await);
+                samples.extend(run_one(round, c, upstream, &config, length));
                 eprintln!(
-                    "gateway bench: round {round} {} done in {:.1?}",
+                    "gateway bench: round {round} {} before the {} in {:.1?}",
                     c.name(),
+                    upstream.name(),
                     t.elapsed()
                 );
             }
         }
-    });
+    }
     let load_end = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let first3 = |s: &str| s.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
     let machine = format!(
-        "{} cores, load average {} at the start, {} at the end; {rounds} rounds, {WARMUP} warm-up + {seq} sequential + {conc} calls at {INFLIGHT} in flight per contender and round",
+        "{} cores, load average {} at the start, {} at the end; {rounds} rounds, each level {length:?} measured after {WARMUP:?} of warm-up",
         std::thread::available_parallelism().map_or(1, |n| n.get()),
         first3(&load_start),
         first3(&load_end),
     );
-    let markdown = report::markdown(&samples, &wanted, &machine);
+    let markdown = report::markdown(&samples, &contenders, &upstreams, &machine);
     println!("{markdown}");
     std::fs::create_dir_all(&out_dir).unwrap();
+    for &upstream in &upstreams {
+        let svg = report::svg(&samples, &contenders, upstream);
+        let path = out_dir.join(format!("gateway-{}.svg", upstream.key()));
+        std::fs::write(&path, svg).unwrap();
+        println!("chart: {}", path.display());
+    }
     let json = json!({"machine": machine, "samples": samples});
     std::fs::write(
         out_dir.join("gateway.json"),

@@ -1,5 +1,6 @@
 //! The contenders: how each one is started in front of the same stdio
-//! upstream (the testkit server), and the gateway's own child process.
+//! upstream (the testkit server or the raw echo server), the two
+//! fixed-body HTTP floors, and the gateway's own child process.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -15,13 +16,53 @@ const START_PATIENCE: Duration = Duration::from_secs(180);
 pub const GATEWAY_CONFIG_ENV: &str = "EXTPOOL_BENCH_GATEWAY_CONFIG";
 /// The port the gateway child listens on.
 pub const GATEWAY_PORT_ENV: &str = "EXTPOOL_BENCH_GATEWAY_PORT";
+/// Makes the benchmark binary run the fixed-body HTTP server on this port.
+pub const FIXED_PORT_ENV: &str = "EXTPOOL_BENCH_FIXED_PORT";
+/// Calls in flight one session may have in the gateway under test: above
+/// the most connections measured, since every connection shares one session.
+pub const GATEWAY_CALLS_PER_SESSION: usize = 1024;
 
-/// One contender: a way of reaching the testkit's `echo` tool.
+/// The body both fixed-body floors answer every request with: a
+/// `tools/call` result as extpool would give it.
+pub const FIXED_BODY: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ping"}],"isError":false}}"#;
+
+/// The stdio server behind every MCP contender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Upstream {
+    /// The testkit server (rmcp's stdio server, with its many tools).
+    Testkit,
+    /// `extpool-raw-echo`: a hand-written stdio echo, so that what a
+    /// contender costs itself shows.
+    RawEcho,
+}
+
+impl Upstream {
+    /// The label in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Testkit => "testkit server",
+            Self::RawEcho => "raw echo server",
+        }
+    }
+
+    /// The key in file names and samples.
+    pub fn key(self) -> &'static str {
+        match self {
+            Self::Testkit => "testkit",
+            Self::RawEcho => "raw-echo",
+        }
+    }
+}
+
+/// One contender: a way of reaching an `echo` tool over HTTP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Contender {
-    /// rmcp client straight to the testkit server over stdio (no hop).
-    Stdio,
-    /// rmcp client straight to the testkit server's own streamable HTTP
+    /// nginx answering every request with one fixed body (no MCP): the
+    /// HTTP floor, and the load generator's ceiling.
+    Nginx,
+    /// A hyper server (axum) answering every request with one fixed body.
+    Fixed,
+    /// The load generator straight to the testkit server's own streamable HTTP
     /// transport (rmcp's server): the floor of one HTTP hop.
     Floor,
     /// extpool's gateway (`extpool_server::Gateway::serve_http`, as
@@ -42,8 +83,9 @@ pub enum Contender {
 }
 
 /// Every contender, in the order each round runs them.
-pub const ALL: [Contender; 9] = [
-    Contender::Stdio,
+pub const ALL: [Contender; 10] = [
+    Contender::Nginx,
+    Contender::Fixed,
     Contender::Floor,
     Contender::Extpool,
     Contender::Supergateway,
@@ -58,8 +100,9 @@ impl Contender {
     /// The label in tables and samples.
     pub fn name(self) -> &'static str {
         match self {
-            Self::Stdio => "direct stdio (rmcp → testkit)",
-            Self::Floor => "floor: rmcp → rmcp HTTP",
+            Self::Nginx => "nginx, fixed body (no MCP)",
+            Self::Fixed => "hyper, fixed body (no MCP)",
+            Self::Floor => "testkit on rmcp HTTP (no hop)",
             Self::Extpool => "extpool serve",
             Self::Supergateway => "supergateway",
             Self::McpProxyNpm => "mcp-proxy (npm)",
@@ -73,7 +116,8 @@ impl Contender {
     /// The key `EXTPOOL_BENCH_ONLY` selects it by.
     pub fn key(self) -> &'static str {
         match self {
-            Self::Stdio => "stdio",
+            Self::Nginx => "nginx",
+            Self::Fixed => "fixed",
             Self::Floor => "floor",
             Self::Extpool => "extpool",
             Self::Supergateway => "supergateway",
@@ -87,20 +131,37 @@ impl Contender {
 
     /// A third-party gateway or proxy (what the targets compare with).
     pub fn is_peer(self) -> bool {
-        !matches!(self, Self::Stdio | Self::Floor | Self::Extpool)
+        !matches!(
+            self,
+            Self::Nginx | Self::Fixed | Self::Floor | Self::Extpool
+        )
+    }
+
+    /// A contender with no stdio upstream behind it: measured once a
+    /// round, whatever the upstream.
+    pub fn is_floor(self) -> bool {
+        matches!(self, Self::Nginx | Self::Fixed | Self::Floor)
+    }
+
+    /// Answers every request with one body: no session, no tool list.
+    pub fn is_fixed(self) -> bool {
+        matches!(self, Self::Nginx | Self::Fixed)
     }
 }
 
-/// The upstream every contender fronts: the testkit server over stdio.
-pub fn upstream() -> (PathBuf, Vec<String>) {
-    extpool_testkit::stdio_command(Vec::<String>::new()).into_parts()
+/// The command of the stdio server behind every MCP contender.
+pub fn upstream(which: Upstream) -> (PathBuf, Vec<String>) {
+    match which {
+        Upstream::Testkit => extpool_testkit::stdio_command(Vec::<String>::new()).into_parts(),
+        Upstream::RawEcho => (extpool_testkit::raw_echo_binary().to_path_buf(), Vec::new()),
+    }
 }
 
 /// A contender's HTTP server in its own process group, killed on drop.
 pub struct Served {
     child: Child,
-    /// The MCP endpoint.
-    pub url: String,
+    /// Where it listens.
+    pub addr: SocketAddr,
     what: &'static str,
 }
 
@@ -113,6 +174,11 @@ impl Drop for Served {
 }
 
 impl Served {
+    /// The contender's process id (its process group's leader).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Whether the process still runs.
     pub fn check_alive(&mut self) {
         if let Ok(Some(status)) = self.child.try_wait() {
@@ -150,7 +216,7 @@ fn need(path: &Path, what: &str) -> PathBuf {
 }
 
 /// Starts `command` (listening on `port`) and waits until the port accepts.
-fn spawn(mut command: Command, port: u16, path: &str, what: &'static str) -> Served {
+fn spawn(mut command: Command, port: u16, what: &'static str) -> Served {
     command
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -162,12 +228,8 @@ fn spawn(mut command: Command, port: u16, path: &str, what: &'static str) -> Ser
     let child = command
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
-    let mut served = Served {
-        child,
-        url: format!("http://127.0.0.1:{port}{path}"),
-        what,
-    };
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut served = Served { child, addr, what };
     let deadline = Instant::now() + START_PATIENCE;
     // Waits on the condition "the port accepts"; each try blocks in connect.
     while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
@@ -178,15 +240,56 @@ fn spawn(mut command: Command, port: u16, path: &str, what: &'static str) -> Ser
     served
 }
 
-/// Starts `contender` in front of the upstream; `None` for direct stdio.
-pub fn start(contender: Contender, gateway_config: &Path) -> Option<Served> {
-    let (program, args) = upstream();
+/// nginx's configuration for the fixed-body floor in `dir`.
+fn nginx_conf(dir: &Path, port: u16) -> PathBuf {
+    let conf = dir.join(format!("nginx-{port}.conf"));
+    let body = FIXED_BODY.replace('\'', "\\'");
+    let text = format!(
+        "worker_processes auto;\npid {pid};\nerror_log {err} error;\n\
+         events {{ worker_connections 4096; }}\n\
+         http {{ access_log off; keepalive_requests 10000000; keepalive_timeout 600s;\n\
+         client_body_temp_path {tmp}; proxy_temp_path {tmp}; fastcgi_temp_path {tmp};\n\
+         uwsgi_temp_path {tmp}; scgi_temp_path {tmp};\n\
+         server {{ listen 127.0.0.1:{port}; location / {{ default_type application/json;\n\
+         return 200 '{body}'; }} }} }}\n",
+        pid = dir.join(format!("nginx-{port}.pid")).display(),
+        err = dir.join("nginx-error.log").display(),
+        tmp = dir.display(),
+    );
+    std::fs::write(&conf, text).expect("writing nginx.conf");
+    conf
+}
+
+fn nginx() -> PathBuf {
+    ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .expect("nginx missing: run `scripts/peers.sh` (it installs nginx-light)")
+}
+
+/// Starts `contender` in front of `which` upstream.
+pub fn start(contender: Contender, which: Upstream, gateway_config: &Path) -> Served {
+    let (program, args) = upstream(which);
     let port = free_port();
     let node = extpool_testkit::peers::node();
     let npm = peers().join("bench/npm/node_modules");
     let bench_peers = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/peers");
+    let dir = gateway_config.parent().expect("the project dir");
     let command = match contender {
-        Contender::Stdio => return None,
+        Contender::Nginx => {
+            let mut c = Command::new(nginx());
+            c.arg("-c")
+                .arg(nginx_conf(dir, port))
+                .args(["-g", "daemon off;", "-p"])
+                .arg(dir);
+            c
+        }
+        Contender::Fixed => {
+            let mut c = Command::new(std::env::current_exe().expect("the bench binary"));
+            c.env(FIXED_PORT_ENV, port.to_string());
+            c
+        }
         Contender::Floor => {
             let mut c = Command::new(&program);
             c.args(["--transport", "http", "--bind"])
@@ -196,7 +299,8 @@ pub fn start(contender: Contender, gateway_config: &Path) -> Option<Served> {
         Contender::Extpool => {
             let mut c = Command::new(std::env::current_exe().expect("the bench binary"));
             c.env(GATEWAY_CONFIG_ENV, gateway_config)
-                .env(GATEWAY_PORT_ENV, port.to_string());
+                .env(GATEWAY_PORT_ENV, port.to_string())
+                .env(UPSTREAM_ENV, which.key());
             c
         }
         Contender::Supergateway => {
@@ -267,7 +371,6 @@ pub fn start(contender: Contender, gateway_config: &Path) -> Option<Served> {
                 .chain(args.iter().cloned())
                 .collect::<Vec<_>>()
                 .join(" ");
-            let dir = gateway_config.parent().expect("the project dir");
             let mut c = Command::new(python);
             // It refuses to start without secrets of its own: fresh ones per run.
             c.args(["-m", "mcpgateway.translate", "--stdio", &line])
@@ -284,31 +387,44 @@ pub fn start(contender: Contender, gateway_config: &Path) -> Option<Served> {
             c
         }
     };
-    Some(spawn(command, port, "/mcp", contender.name()))
+    spawn(command, port, contender.name())
 }
 
-/// Writes the gateway's project: an `extpool.yaml` with the upstream as
-/// server `bench`, no skills; returns the config's path.
+/// Tells the gateway child which upstream its project names.
+pub const UPSTREAM_ENV: &str = "EXTPOOL_BENCH_UPSTREAM";
+
+/// Writes the gateway's projects: one `extpool-<upstream>.yaml` per
+/// upstream, that upstream as server `bench`, no skills; returns the
+/// testkit one (the other sits beside it).
 pub fn gateway_project(dir: &Path) -> PathBuf {
-    let (program, args) = upstream();
-    let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
     std::fs::create_dir_all(dir.join("home")).expect("home dir");
-    let path = dir.join("extpool.yaml");
+    for which in [Upstream::RawEcho, Upstream::Testkit] {
+        write_project(dir, which);
+    }
+    dir.join("extpool-testkit.yaml")
+}
+
+fn write_project(dir: &Path, which: Upstream) {
+    let (program, args) = upstream(which);
+    let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+    let path = dir.join(format!("extpool-{}.yaml", which.key()));
     let yaml = format!(
         "mcp_servers:\n  bench:\n    command: {:?}\n    args: [{}]\nskills:\n  paths: [./skills]\n  default_roots: false\n  watch: false\n",
         program.display().to_string(),
         args.join(", ")
     );
     std::fs::write(&path, yaml).expect("writing extpool.yaml");
-    path
 }
 
-/// The gateway child: a host on the project of `config`, served over
-/// streamable HTTP on the given port, as `extpool serve` does. Never returns.
+/// The gateway child: a host on the project of `config` (or the one beside
+/// it for the upstream `UPSTREAM_ENV` names), served over streamable HTTP
+/// on the given port, as `extpool serve` does. Never returns.
 pub fn run_gateway(config: &Path, port: u16) -> ! {
     use extpool_host::{Host, HostOptions, Places};
     use extpool_server::{Gateway, GatewayOptions};
     let dir = config.parent().expect("the project dir").to_path_buf();
+    let key = std::env::var(UPSTREAM_ENV).unwrap_or_else(|_| "testkit".into());
+    let config = dir.join(format!("extpool-{key}.yaml"));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -326,13 +442,44 @@ pub fn run_gateway(config: &Path, port: u16) -> ! {
         })
         .await
         .expect("starting the host");
-        let gateway = Gateway::new(host, GatewayOptions::default())
+        let options = GatewayOptions {
+            max_calls_per_session: GATEWAY_CALLS_PER_SESSION,
+            ..GatewayOptions::default()
+        };
+        let gateway = Gateway::new(host, options)
             .await
             .expect("starting the gateway");
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
             .await
             .expect("binding the gateway port");
         gateway.serve_http(listener).await.expect("serving");
+    });
+    std::process::exit(0)
+}
+
+/// The fixed-body floor's child: axum on a multi-threaded runtime, every
+/// request answered 200 with [`FIXED_BODY`]. Never returns.
+pub fn run_fixed(port: u16) -> ! {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async move {
+        let app = axum::Router::new().fallback(|| async {
+            (
+                [(axum::http::header::CONTENT_TYPE, "application/json")],
+                FIXED_BODY,
+            )
+        });
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .expect("binding the fixed-body port");
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, app)
+            .await
+            .expect("serving the fixed body");
     });
     std::process::exit(0)
 }

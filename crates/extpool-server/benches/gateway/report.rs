@@ -1,11 +1,13 @@
-//! The gateway benchmark's Markdown: figures per contender, the p50 each
-//! adds over direct stdio, and issue 10's targets (ratios taken within each
-//! round, where every contender ran under the same machine load).
+//! The gateway benchmark's Markdown and chart: calls/s per contender at
+//! every connection count, latency one call at a time, CPU per call of
+//! the load generator and of each contender, and the call-path issue's
+//! targets as ratios taken within each round (where every contender ran
+//! under the same machine load).
 
 use std::fmt::Write as _;
 
-use super::contenders::Contender;
-use super::{INFLIGHT, Sample};
+use super::contenders::{Contender, Upstream};
+use super::{INFLIGHT, LEVELS, Sample};
 
 fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
@@ -20,21 +22,34 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-fn spread(v: &[f64]) -> String {
+fn spread(v: &[f64], digits: usize) -> String {
+    if v.is_empty() {
+        return "–".to_owned();
+    }
     let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    format!("{:.0} ({lo:.0}–{hi:.0})", median(v.to_vec()))
+    let m = median(v.to_vec());
+    format!("{m:.digits$} ({lo:.digits$}–{hi:.digits$})")
 }
 
-fn pick<'a>(s: &'a [Sample], c: Contender, mode: &str) -> Vec<&'a Sample> {
+/// The samples of `c` behind `upstream` (a floor's are its own) at `conns`.
+fn pick(s: &[Sample], c: Contender, upstream: Upstream, conns: usize) -> Vec<&Sample> {
+    let key = if c.is_floor() { "none" } else { upstream.key() };
     s.iter()
-        .filter(|x| x.contender == c.name() && x.mode == mode)
+        .filter(|x| x.contender == c.name() && x.upstream == key && x.connections == conns)
         .collect()
 }
 
-fn of<'a>(s: &'a [Sample], round: usize, c: Contender, mode: &str) -> Option<&'a Sample> {
-    s.iter()
-        .find(|x| x.round == round && x.contender == c.name() && x.mode == mode)
+fn of(
+    s: &[Sample],
+    round: usize,
+    c: Contender,
+    upstream: Upstream,
+    conns: usize,
+) -> Option<&Sample> {
+    pick(s, c, upstream, conns)
+        .into_iter()
+        .find(|x| x.round == round)
 }
 
 fn rounds(s: &[Sample]) -> Vec<usize> {
@@ -44,26 +59,71 @@ fn rounds(s: &[Sample]) -> Vec<usize> {
     r
 }
 
-/// p50 over direct stdio, per round (sequential).
-fn added_p50(s: &[Sample], c: Contender) -> Vec<f64> {
-    rounds(s)
-        .into_iter()
-        .filter_map(|r| {
-            let base = of(s, r, Contender::Stdio, "sequential")?;
-            Some(of(s, r, c, "sequential")?.p50_us - base.p50_us)
-        })
-        .collect()
+fn values(x: &[&Sample], f: impl Fn(&Sample) -> f64) -> Vec<f64> {
+    x.iter().map(|x| f(x)).collect()
 }
 
-/// Per round: extpool's calls/s at 32 in flight ÷ `den(round)`.
-fn ratio(s: &[Sample], den: impl Fn(usize) -> Option<f64>) -> Vec<f64> {
-    rounds(s)
-        .into_iter()
-        .filter_map(|r| Some(of(s, r, Contender::Extpool, "concurrent")?.calls_per_sec / den(r)?))
-        .collect()
+fn throughput_table(out: &mut String, s: &[Sample], wanted: &[Contender], upstream: Upstream) {
+    let _ = writeln!(
+        out,
+        "\n#### calls/s by connections (one call in flight on each), MCP contenders in front of the {}\n",
+        upstream.name()
+    );
+    let head: Vec<String> = LEVELS.iter().map(|l| format!("{l}")).collect();
+    let _ = writeln!(
+        out,
+        "| contender | {} | failed |\n|---|{}---:|",
+        head.join(" | "),
+        "---:|".repeat(LEVELS.len())
+    );
+    for &c in wanted {
+        let cells: Vec<String> = LEVELS
+            .iter()
+            .map(|&l| spread(&values(&pick(s, c, upstream, l), |x| x.calls_per_sec), 0))
+            .collect();
+        let failed: usize = LEVELS
+            .iter()
+            .flat_map(|&l| pick(s, c, upstream, l))
+            .map(|x| x.failures)
+            .sum();
+        if cells.iter().all(|c| c == "–") {
+            continue;
+        }
+        let _ = writeln!(out, "| {} | {} | {failed} |", c.name(), cells.join(" | "));
+    }
 }
 
-fn target(out: &mut String, what: &str, v: &[f64], unit: &str, met: impl Fn(f64) -> bool) {
+fn latency_and_cpu_table(out: &mut String, s: &[Sample], wanted: &[Contender], upstream: Upstream) {
+    let _ = writeln!(
+        out,
+        "\n#### One call at a time, and CPU per call at {INFLIGHT} connections ({})\n",
+        upstream.name()
+    );
+    let _ = writeln!(
+        out,
+        "| contender | p50 µs (1 conn.) | p99 µs (1 conn.) | p50 µs ({INFLIGHT}) | load generator CPU µs/call | contender's HTTP process CPU µs/call | with its upstream µs/call |\n|---|---:|---:|---:|---:|---:|---:|"
+    );
+    for &c in wanted {
+        let one = pick(s, c, upstream, 1);
+        let many = pick(s, c, upstream, INFLIGHT);
+        if one.is_empty() && many.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            c.name(),
+            spread(&values(&one, |x| x.p50_us), 0),
+            spread(&values(&one, |x| x.p99_us), 0),
+            spread(&values(&many, |x| x.p50_us), 0),
+            spread(&values(&many, |x| x.client_cpu_us), 1),
+            spread(&values(&many, |x| x.front_cpu_us), 1),
+            spread(&values(&many, |x| x.tree_cpu_us), 1),
+        );
+    }
+}
+
+fn target(out: &mut String, what: &str, v: &[f64], met: impl Fn(f64) -> bool) {
     let m = median(v.to_vec());
     let verdict = if v.is_empty() {
         "not measured"
@@ -72,90 +132,242 @@ fn target(out: &mut String, what: &str, v: &[f64], unit: &str, met: impl Fn(f64)
     } else {
         "NOT met"
     };
-    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let _ = writeln!(out, "| {what} | {} | {verdict} |", spread(v, 2));
+}
+
+/// Per round: `num(round) ÷ den(round)` where both were measured.
+fn per_round(
+    s: &[Sample],
+    num: impl Fn(usize) -> Option<f64>,
+    den: impl Fn(usize) -> Option<f64>,
+) -> Vec<f64> {
+    rounds(s)
+        .into_iter()
+        .filter_map(|r| Some(num(r)? / den(r)?))
+        .collect()
+}
+
+fn targets(out: &mut String, s: &[Sample], wanted: &[Contender]) {
+    let peers: Vec<Contender> = wanted.iter().copied().filter(|c| c.is_peer()).collect();
+    let at = |c, u, l, r, f: fn(&Sample) -> f64| of(s, r, c, u, l).map(f);
+    let cps = |x: &Sample| x.calls_per_sec;
+    let p50 = |x: &Sample| x.p50_us;
+    let fastest = |u, l, r, f: fn(&Sample) -> f64, best: fn(f64, f64) -> f64| {
+        peers.iter().filter_map(|&p| at(p, u, l, r, f)).reduce(best)
+    };
+    let (raw, kit) = (Upstream::RawEcho, Upstream::Testkit);
+    let ext = Contender::Extpool;
     let _ = writeln!(
         out,
-        "| {what} | {m:.2}{unit} ({lo:.2}–{hi:.2}) | {verdict} |"
+        "\n#### Targets (the call-path issue; ratios within each round, median (min–max))\n"
+    );
+    let _ = writeln!(out, "| target | measured | met |\n|---|---:|---|");
+    target(
+        out,
+        &format!("extpool calls/s ÷ fastest peer's, {INFLIGHT} connections, raw echo ≥ 8×"),
+        &per_round(
+            s,
+            |r| at(ext, raw, INFLIGHT, r, cps),
+            |r| fastest(raw, INFLIGHT, r, cps, f64::max),
+        ),
+        |m| m >= 8.0,
+    );
+    for u in [raw, kit] {
+        target(
+            out,
+            &format!(
+                "extpool p50 ÷ fastest peer's, one call at a time, {} ≤ 0.4×",
+                u.name()
+            ),
+            &per_round(
+                s,
+                |r| at(ext, u, 1, r, p50),
+                |r| fastest(u, 1, r, p50, f64::min),
+            ),
+            |m| m <= 0.4,
+        );
+    }
+    target(
+        out,
+        "extpool p50 (testkit upstream) ÷ testkit on rmcp HTTP's, one call at a time ≤ 1.5×",
+        &per_round(
+            s,
+            |r| at(ext, kit, 1, r, p50),
+            |r| at(Contender::Floor, kit, 1, r, p50),
+        ),
+        |m| m <= 1.5,
+    );
+    target(
+        out,
+        &format!(
+            "extpool calls/s (testkit upstream) ÷ testkit on rmcp HTTP's, {INFLIGHT} connections ≥ 0.8×"
+        ),
+        &per_round(
+            s,
+            |r| at(ext, kit, INFLIGHT, r, cps),
+            |r| at(Contender::Floor, kit, INFLIGHT, r, cps),
+        ),
+        |m| m >= 0.8,
+    );
+    for floor in [Contender::Nginx, Contender::Fixed] {
+        target(
+            out,
+            &format!(
+                "extpool calls/s (raw echo) ÷ {}'s, {INFLIGHT} connections ≥ 0.3×",
+                floor.name()
+            ),
+            &per_round(
+                s,
+                |r| at(ext, raw, INFLIGHT, r, cps),
+                |r| at(floor, raw, INFLIGHT, r, cps),
+            ),
+            |m| m >= 0.3,
+        );
+    }
+    let cpu: Vec<f64> = rounds(s)
+        .into_iter()
+        .filter_map(|r| at(ext, raw, INFLIGHT, r, |x| x.front_cpu_us))
+        .collect();
+    let _ = writeln!(
+        out,
+        "| extpool's own CPU per call, {INFLIGHT} connections, raw echo ≤ 25 µs | {} µs | {} |",
+        spread(&cpu, 1),
+        if cpu.is_empty() {
+            "not measured"
+        } else if median(cpu.clone()) <= 25.0 {
+            "met"
+        } else {
+            "NOT met"
+        }
     );
 }
 
 /// The whole report.
-pub fn markdown(s: &[Sample], wanted: &[Contender], machine: &str) -> String {
+pub fn markdown(
+    s: &[Sample],
+    wanted: &[Contender],
+    upstreams: &[Upstream],
+    machine: &str,
+) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "#### Gateway: `tools/call echo` in front of the testkit stdio server\n"
+        "### Gateway: `tools/call echo`, one session, 1–512 keep-alive connections\n"
     );
-    let _ = writeln!(out, "{machine}. Medians over rounds, (min–max).\n");
-    let _ = writeln!(
-        out,
-        "| contender | mode | calls/s | p50 µs | p99 µs | p50 added over stdio µs |\n|---|---|---:|---:|---:|---:|"
-    );
-    for &c in wanted {
-        for (mode, label) in [
-            ("sequential", "sequential".to_owned()),
-            ("concurrent", format!("{INFLIGHT} in flight")),
-        ] {
-            let x = pick(s, c, mode);
-            if x.is_empty() {
-                continue;
-            }
-            let cps: Vec<f64> = x.iter().map(|x| x.calls_per_sec).collect();
-            let p50: Vec<f64> = x.iter().map(|x| x.p50_us).collect();
-            let p99: Vec<f64> = x.iter().map(|x| x.p99_us).collect();
-            let added = if mode == "sequential" && c != Contender::Stdio {
-                spread(&added_p50(s, c))
-            } else {
-                String::new()
-            };
-            let _ = writeln!(
-                out,
-                "| {} | {label} | {} | {} | {} | {added} |",
-                c.name(),
-                spread(&cps),
-                spread(&p50),
-                spread(&p99)
-            );
-        }
-    }
-    let peers: Vec<Contender> = wanted.iter().copied().filter(|c| c.is_peer()).collect();
-    let fastest_peer = |r: usize| {
-        peers
-            .iter()
-            .filter_map(|&p| of(s, r, p, "concurrent").map(|x| x.calls_per_sec))
-            .reduce(f64::max)
-    };
-    let floor = |r: usize| of(s, r, Contender::Floor, "concurrent").map(|x| x.calls_per_sec);
-    let _ = writeln!(
-        out,
-        "\n#### Targets (issue 10; ratios within each round, median (min–max))\n"
-    );
-    let _ = writeln!(out, "| target | measured | met |\n|---|---:|---|");
-    target(
-        &mut out,
-        &format!("extpool calls/s ÷ fastest peer's, {INFLIGHT} in flight ≥ 10×"),
-        &ratio(s, fastest_peer),
-        "×",
-        |m| m >= 10.0,
-    );
-    target(
-        &mut out,
-        &format!("extpool calls/s ÷ rmcp-direct floor's, {INFLIGHT} in flight ≥ 0.7×"),
-        &ratio(s, floor),
-        "×",
-        |m| m >= 0.7,
-    );
-    let added: Vec<f64> = added_p50(s, Contender::Extpool)
-        .iter()
-        .map(|us| us / 1000.0)
+    let _ = writeln!(out, "{machine}. Medians over rounds, (min–max).");
+    let ceiling: Vec<String> = [Contender::Nginx, Contender::Fixed]
+        .into_iter()
+        .filter_map(|c| {
+            let x = pick(s, c, Upstream::Testkit, INFLIGHT);
+            (!x.is_empty()).then(|| {
+                format!(
+                    "{}: {} calls/s at {INFLIGHT} connections, the load generator using {} µs of CPU a call",
+                    c.name(),
+                    spread(&values(&x, |x| x.calls_per_sec), 0),
+                    spread(&values(&x, |x| x.client_cpu_us), 1)
+                )
+            })
+        })
         .collect();
-    target(
-        &mut out,
-        "extpool p50 added over direct stdio (sequential) ≤ 0.3 ms",
-        &added,
-        " ms",
-        |m| m <= 0.3,
+    if !ceiling.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nThe load generator's ceiling (fixed-body servers, no MCP): {}.",
+            ceiling.join("; ")
+        );
+    }
+    for &u in upstreams {
+        throughput_table(&mut out, s, wanted, u);
+        latency_and_cpu_table(&mut out, s, wanted, u);
+    }
+    targets(&mut out, s, wanted);
+    out
+}
+
+const COLOURS: [&str; 10] = [
+    "#888888", "#bbbbbb", "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
+    "#e377c2", "#17becf",
+];
+
+/// An SVG chart of median calls/s against connections (log scales) for
+/// every contender in front of `upstream`, the floors included.
+pub fn svg(s: &[Sample], wanted: &[Contender], upstream: Upstream) -> String {
+    let (w, h, left, bottom, top, right) = (760.0, 460.0, 70.0, 50.0, 40.0, 230.0);
+    let lines: Vec<(Contender, Vec<(usize, f64)>)> = wanted
+        .iter()
+        .map(|&c| {
+            let pts = LEVELS
+                .iter()
+                .filter_map(|&l| {
+                    let v = values(&pick(s, c, upstream, l), |x| x.calls_per_sec);
+                    (!v.is_empty()).then(|| (l, median(v)))
+                })
+                .collect();
+            (c, pts)
+        })
+        .filter(|(_, p): &(Contender, Vec<(usize, f64)>)| !p.is_empty())
+        .collect();
+    let max = lines
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|x| x.1))
+        .fold(1.0_f64, f64::max);
+    let (lo, hi) = (100.0_f64.log10(), max.log10().ceil().max(3.0));
+    let x = |l: usize| left + (l as f64).log2() / 9.0 * (w - left - right);
+    let y = |v: f64| top + (1.0 - (v.max(100.0).log10() - lo) / (hi - lo)) * (h - top - bottom);
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{left}\" y=\"22\" font-size=\"14\">calls/s against connections, tools/call echo, {} behind MCP contenders</text>\n",
+        upstream.name()
     );
+    for &l in &LEVELS {
+        let _ = writeln!(
+            out,
+            "<line x1=\"{0}\" x2=\"{0}\" y1=\"{top}\" y2=\"{1}\" stroke=\"#eee\"/><text x=\"{0}\" y=\"{2}\" text-anchor=\"middle\">{l}</text>",
+            x(l),
+            h - bottom,
+            h - bottom + 16.0
+        );
+    }
+    let mut decade = 10f64.powf(lo);
+    while decade <= 10f64.powf(hi) {
+        let _ = writeln!(
+            out,
+            "<line x1=\"{left}\" x2=\"{0}\" y1=\"{1}\" y2=\"{1}\" stroke=\"#eee\"/><text x=\"{2}\" y=\"{3}\" text-anchor=\"end\">{decade:.0}</text>",
+            w - right,
+            y(decade),
+            left - 6.0,
+            y(decade) + 4.0
+        );
+        decade *= 10.0;
+    }
+    let _ = writeln!(
+        out,
+        "<text x=\"{0}\" y=\"{1}\" text-anchor=\"middle\">connections (one call in flight each)</text>",
+        (left + w - right) / 2.0,
+        h - 12.0
+    );
+    for (i, (c, pts)) in lines.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        let path: Vec<String> = pts
+            .iter()
+            .map(|&(l, v)| format!("{:.1},{:.1}", x(l), y(v)))
+            .collect();
+        let width = if *c == Contender::Extpool { "3" } else { "1.5" };
+        let _ = writeln!(
+            out,
+            "<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"{width}\" points=\"{}\"/>",
+            path.join(" ")
+        );
+        let ly = top + 16.0 * i as f64;
+        let _ = writeln!(
+            out,
+            "<rect x=\"{0}\" y=\"{1}\" width=\"14\" height=\"4\" fill=\"{colour}\"/><text x=\"{2}\" y=\"{3}\">{4}</text>",
+            w - right + 10.0,
+            ly,
+            w - right + 30.0,
+            ly + 5.0,
+            c.name()
+        );
+    }
+    out.push_str("</svg>\n");
     out
 }
