@@ -64,6 +64,11 @@ mod report;
 use common::{env_usize, quantile_us};
 use contenders::{Contender, Upstream};
 
+/// The allocator of `extpool serve` (crates/extpool/src/main.rs), since
+/// this binary is also the gateway child it measures.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Connections the load generator drives, one call in flight on each.
 pub const LEVELS: [usize; 5] = [1, 8, 32, 128, 512];
 /// The level the in-flight targets are read at.

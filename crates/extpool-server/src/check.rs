@@ -140,10 +140,11 @@ pub(crate) fn check_message(bytes: &[u8]) -> Result<Message, Refused> {
         ));
     }
     let method = object.get("method").and_then(Value::as_str);
-    if let Some(method) = method
-        && id.is_some()
-        && let Some(why) = crate::methods::params_error(method, &value)
-    {
+    let shape = match method {
+        Some(method) if id.is_some() => crate::methods::params_shape(method, &value),
+        _ => crate::methods::Shape::NotDefined,
+    };
+    if let (Some(method), crate::methods::Shape::Wrong(why)) = (method, &shape) {
         return Err(bad(
             -32602,
             id,
@@ -164,8 +165,17 @@ pub(crate) fn check_message(bytes: &[u8]) -> Result<Message, Refused> {
         ));
     }
     // Anything else rmcp cannot read as a client's message it would
-    // answer with HTTP 415 and plain text: say so as JSON-RPC instead.
-    if let Err(e) = serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(bytes) {
+    // answer with HTTP 415 and plain text: say so as JSON-RPC instead. A
+    // request of a method MCP defines, its params read as their type and
+    // nothing beside the four members of a request, is one rmcp reads:
+    // it is not read a second time here (the hot path: `tools/call`).
+    let plain_request = matches!(shape, crate::methods::Shape::Right)
+        && object
+            .keys()
+            .all(|k| matches!(k.as_str(), "jsonrpc" | "id" | "method" | "params"));
+    if !plain_request
+        && let Err(e) = serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(bytes)
+    {
         return Err(bad(
             -32600,
             id,
@@ -237,6 +247,40 @@ mod tests {
             b"   \t",
         ] {
             assert_eq!(reply(line), None, "{}", String::from_utf8_lossy(line));
+        }
+    }
+
+    /// What lets `check_message` read a plain request of a method MCP
+    /// defines once: rmcp reads every such request whose params have their
+    /// method's shape as a client's message.
+    #[test]
+    fn a_well_shaped_request_of_each_defined_method_is_one_rmcp_reads() {
+        let requests = [
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "c", "version": "1"}}}),
+            serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"message": "hi"}, "_meta": {"progressToken": 1}}}),
+            serde_json::json!({"jsonrpc": "2.0", "id": "s", "method": "tools/list", "params": {"cursor": "x"}}),
+            serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+            serde_json::json!({"jsonrpc": "2.0", "id": 4, "method": "resources/read", "params": {"uri": "test://a"}}),
+            serde_json::json!({"jsonrpc": "2.0", "id": 5, "method": "prompts/get", "params": {"name": "p"}}),
+            serde_json::json!({"jsonrpc": "2.0", "id": 6, "method": "logging/setLevel", "params": {"level": "info"}}),
+            serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "completion/complete", "params": {
+                "ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a", "value": "b"}}}),
+        ];
+        for request in requests {
+            let method = request["method"].as_str().expect("a method");
+            assert_eq!(
+                crate::methods::params_shape(method, &request),
+                crate::methods::Shape::Right,
+                "{request}"
+            );
+            let bytes = serde_json::to_vec(&request).expect("JSON");
+            let read = serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(&bytes);
+            assert!(read.is_ok(), "{request}: {read:?}");
+            let checked = check_message(&bytes).expect("a plain request passes");
+            assert_eq!(checked.id.as_ref(), request.get("id"), "{request}");
         }
     }
 }

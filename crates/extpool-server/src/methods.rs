@@ -15,15 +15,39 @@ use rmcp::model::{
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-/// What is wrong with `request`'s params as a `T`, if anything.
-fn shape<T: DeserializeOwned>(request: &Value) -> Option<String> {
-    T::deserialize(request).err().map(|e| e.to_string())
+/// How a request's params compare with the shape MCP defines for its method.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// The method is one MCP defines for clients, its params of its shape.
+    Right,
+    /// The method is one MCP defines, its params not of its shape: why.
+    Wrong(String),
+    /// Not a method MCP defines for clients (its handler decides).
+    NotDefined,
+}
+
+/// `request` read as a `T`.
+fn shape<T: DeserializeOwned>(request: &Value) -> Shape {
+    match T::deserialize(request) {
+        Ok(_) => Shape::Right,
+        Err(e) => Shape::Wrong(e.to_string()),
+    }
 }
 
 /// Why the params of `request` (a whole JSON-RPC request of `method`) are
 /// not those MCP defines for it; `None` when they are, or when `method` is
 /// not one MCP defines for clients (its handler decides).
+#[cfg(test)]
 pub(crate) fn params_error(method: &str, request: &Value) -> Option<String> {
+    match params_shape(method, request) {
+        Shape::Wrong(why) => Some(why),
+        Shape::Right | Shape::NotDefined => None,
+    }
+}
+
+/// Whether the params of `request` (a whole JSON-RPC request of `method`)
+/// are those MCP defines for it.
+pub(crate) fn params_shape(method: &str, request: &Value) -> Shape {
     #[allow(deprecated)] // logging and resources/subscribe are the session era's
     match method {
         "initialize" => shape::<InitializeRequest>(request),
@@ -45,7 +69,7 @@ pub(crate) fn params_error(method: &str, request: &Value) -> Option<String> {
         "tasks/cancel" => shape::<CancelTaskRequest>(request),
         "skills/list" => shape::<ListSkillsRequest>(request),
         "skills/get" => shape::<GetSkillRequest>(request),
-        _ => None,
+        _ => Shape::NotDefined,
     }
 }
 

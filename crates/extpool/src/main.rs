@@ -19,6 +19,11 @@ use clap::Parser;
 use crate::cli::Cli;
 use crate::output::Style;
 
+/// mimalloc instead of glibc's malloc, whose arena locks the gateway's
+/// worker threads contend on (BENCHMARKS.md, "The gateway").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// An error in how the command was used (exit code 2).
 #[derive(Debug)]
 pub struct UsageError(pub String);
