@@ -20,8 +20,11 @@
 //!   (through `WWW-Authenticate: Bearer resource_metadata=…`) to find the
 //!   issuer.
 //!
-//! A token is never logged nor shown in an error.
+//! A token is never logged nor shown in an error. A token accepted once is
+//! remembered by its digest (bounded) until it expires or the keys are
+//! fetched again, so a client's every request does not check a signature.
 
+mod accepted;
 mod discovery;
 mod keys;
 mod verify;

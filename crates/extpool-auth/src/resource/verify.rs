@@ -11,6 +11,7 @@ use jsonwebtoken::{Algorithm, Validation};
 use parking_lot::RwLock;
 use serde_json::{Map, Value};
 
+use super::accepted::{self, Accepted};
 use super::discovery::{self, DiscoveryError, IssuerMetadata, get_json};
 use super::keys::KeySet;
 use super::{IssuerSettings, MAX_TOKEN_BYTES};
@@ -77,6 +78,9 @@ pub struct TokenVerifier {
     /// id caused started.
     fetching: tokio::sync::Mutex<Option<Instant>>,
     fetches: AtomicU64,
+    /// Tokens accepted under the current keys, by digest.
+    accepted: Accepted,
+    signature_checks: AtomicU64,
 }
 
 impl std::fmt::Debug for TokenVerifier {
@@ -134,6 +138,8 @@ impl TokenVerifier {
             keys: RwLock::new(Arc::new(keys)),
             fetching: tokio::sync::Mutex::new(None),
             fetches: AtomicU64::new(1),
+            accepted: Accepted::default(),
+            signature_checks: AtomicU64::new(0),
         })
     }
 
@@ -152,10 +158,24 @@ impl TokenVerifier {
         self.fetches.load(Ordering::Relaxed)
     }
 
-    /// Checks `token` and answers who presented it.
+    /// How many tokens had their signature and claims checked (a token
+    /// accepted before, under the same keys, is not checked again).
+    pub fn signature_checks(&self) -> u64 {
+        self.signature_checks.load(Ordering::Relaxed)
+    }
+
+    /// Checks `token` and answers who presented it: at once for a token
+    /// accepted before under the current keys and not expired since.
     pub async fn verify(&self, token: &str) -> Result<Principal, TokenError> {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(TokenError::TooLong);
+        }
+        let digest = accepted::digest(token);
+        let current = self.keys.read().clone();
+        if current.fetched.elapsed() < self.settings.keys_max_age
+            && let Some(principal) = self.accepted.get(&digest, &current, self.settings.leeway)
+        {
+            return Ok(principal);
         }
         let header = jsonwebtoken::decode_header(token).map_err(|e| {
             // `alg: none` (or anything unknown) cannot be read as a header.
@@ -193,9 +213,17 @@ impl TokenVerifier {
         validation.set_issuer(&[&self.settings.issuer]);
         validation.set_audience(&self.settings.accepted_audiences());
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        self.signature_checks.fetch_add(1, Ordering::Relaxed);
         let data = jsonwebtoken::decode::<Map<String, Value>>(token, &key.key, &validation)
             .map_err(|e| refusal(&e))?;
-        self.principal(&data.claims)
+        let principal = self.principal(&data.claims)?;
+        // `exp` is required and was checked: a number of seconds.
+        if let Some(exp) = data.claims.get("exp").and_then(Value::as_f64) {
+            let exp = exp.max(0.0) as u64;
+            self.accepted
+                .insert(digest, exp, &keys, &principal, self.settings.leeway);
+        }
+        Ok(principal)
     }
 
     /// The principal of verified `claims`.

@@ -758,11 +758,17 @@ async fn a_rotated_key_is_fetched_once_and_an_unknown_kid_is_refused_without_mor
     assert_eq!(g.verifier.key_fetches(), 1);
 
     let before = within(provider.token_for("alice", &g.audience)).await;
+    let checks = g.verifier.signature_checks();
     for _ in 0..3 {
         let answer = api(Method::GET, &sessions, Some(&before), None).await;
         assert_eq!(answer.status, 200, "{}", answer.body);
     }
     assert_eq!(fetches(&provider), 1, "a known key is not fetched again");
+    assert_eq!(
+        g.verifier.signature_checks(),
+        checks + 1,
+        "a token accepted once is not checked again under the same keys"
+    );
 
     // The provider rotates: a token of the new key makes the gateway fetch
     // the keys once, and is accepted; more of them fetch nothing.
@@ -774,11 +780,13 @@ async fn a_rotated_key_is_fetched_once_and_an_unknown_kid_is_refused_without_mor
     assert_eq!(answer.status, 200, "{}", answer.body);
     assert_eq!(fetches(&provider), 2, "the new key was fetched once");
     assert_eq!(g.verifier.key_fetches(), 2);
+    let checks = g.verifier.signature_checks();
     for _ in 0..3 {
         let answer = api(Method::GET, &sessions, Some(&after), None).await;
         assert_eq!(answer.status, 200, "{}", answer.body);
     }
     assert_eq!(fetches(&provider), 2);
+    assert_eq!(g.verifier.signature_checks(), checks, "remembered");
 
     // The old key is no longer published: its token is refused, and so is
     // one under a made-up kid — neither fetches again within the interval,
