@@ -33,7 +33,9 @@
 //! `EXTPOOL_BENCH_MS` (2000: each level's measured time; 300 ms of
 //! warm-up before it), `EXTPOOL_BENCH_ONLY` (keys, e.g.
 //! `nginx,fixed,floor,extpool,supergateway`), `EXTPOOL_BENCH_UPSTREAMS`
-//! (`raw-echo,testkit`), `EXTPOOL_BENCH_VERBOSE` (show the contenders'
+//! (`raw-echo,testkit`), `EXTPOOL_BENCH_IDLE` (`10000,100000`: open idle
+//! MCP sessions on extpool and on the testkit's rmcp HTTP, and the memory
+//! each adds; `0` skips it), `EXTPOOL_BENCH_VERBOSE` (show the contenders'
 //! output).
 #![allow(
     missing_docs,
@@ -56,6 +58,8 @@ mod common;
 mod contenders;
 #[path = "gateway/cpu.rs"]
 mod cpu;
+#[path = "gateway/idle.rs"]
+mod idle;
 #[path = "gateway/loadgen.rs"]
 mod loadgen;
 #[path = "gateway/report.rs"]
@@ -66,8 +70,9 @@ use contenders::{Contender, Upstream};
 
 /// The allocator of `extpool serve` (crates/extpool/src/main.rs), since
 /// this binary is also the gateway child it measures.
+#[cfg(not(target_env = "msvc"))]
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// Connections the load generator drives, one call in flight on each.
 pub const LEVELS: [usize; 5] = [1, 8, 32, 128, 512];
@@ -169,6 +174,42 @@ fn wanted<T: Copy>(all: &[T], env: &str, key: impl Fn(T) -> &'static str) -> Vec
         .collect()
 }
 
+/// Memory of idle sessions, for extpool (raw echo upstream) and the
+/// testkit on rmcp's HTTP: `EXTPOOL_BENCH_IDLE` steps (cumulative; default
+/// `10000,100000`, `0` to skip).
+fn idle_sessions(contenders: &[Contender], config: &Path) -> Vec<idle::Step> {
+    let steps: Vec<usize> = std::env::var("EXTPOOL_BENCH_IDLE")
+        .unwrap_or_else(|_| "10000,100000".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .filter(|&n| n > 0)
+        .collect();
+    if steps.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for &c in contenders
+        .iter()
+        .filter(|c| matches!(c, Contender::Extpool | Contender::Floor))
+    {
+        let t = Instant::now();
+        // The floor is the testkit server itself.
+        let upstream = if c.is_floor() {
+            Upstream::Testkit
+        } else {
+            Upstream::RawEcho
+        };
+        let served = contenders::start(c, upstream, config);
+        out.extend(idle::measure(&served, c.name(), &steps));
+        eprintln!(
+            "gateway bench: idle sessions of {} in {:.1?}",
+            c.name(),
+            t.elapsed()
+        );
+    }
+    out
+}
+
 fn main() {
     if let Some(config) = std::env::var_os(contenders::GATEWAY_CONFIG_ENV) {
         let port = env_usize(contenders::GATEWAY_PORT_ENV, 0) as u16;
@@ -215,6 +256,7 @@ fn main() {
             }
         }
     }
+    let idle = idle_sessions(&contenders, &config);
     let load_end = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let first3 = |s: &str| s.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
     let machine = format!(
@@ -223,7 +265,8 @@ fn main() {
         first3(&load_start),
         first3(&load_end),
     );
-    let markdown = report::markdown(&samples, &contenders, &upstreams, &machine);
+    let mut markdown = report::markdown(&samples, &contenders, &upstreams, &machine);
+    markdown.push_str(&report::idle(&idle));
     println!("{markdown}");
     std::fs::create_dir_all(&out_dir).unwrap();
     for &upstream in &upstreams {
@@ -232,7 +275,7 @@ fn main() {
         std::fs::write(&path, svg).unwrap();
         println!("chart: {}", path.display());
     }
-    let json = json!({"machine": machine, "samples": samples});
+    let json = json!({"machine": machine, "samples": samples, "idle_sessions": idle});
     std::fs::write(
         out_dir.join("gateway.json"),
         serde_json::to_vec_pretty(&json).unwrap(),

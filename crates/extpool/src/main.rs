@@ -19,10 +19,11 @@ use clap::Parser;
 use crate::cli::Cli;
 use crate::output::Style;
 
-/// mimalloc instead of glibc's malloc, whose arena locks the gateway's
+/// jemalloc instead of glibc's malloc, whose arena locks the gateway's
 /// worker threads contend on (BENCHMARKS.md, "The gateway").
+#[cfg(not(target_env = "msvc"))]
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// An error in how the command was used (exit code 2).
 #[derive(Debug)]

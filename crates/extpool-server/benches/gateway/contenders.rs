@@ -21,6 +21,9 @@ pub const FIXED_PORT_ENV: &str = "EXTPOOL_BENCH_FIXED_PORT";
 /// Calls in flight one session may have in the gateway under test: above
 /// the most connections measured, since every connection shares one session.
 pub const GATEWAY_CALLS_PER_SESSION: usize = 1024;
+/// Sessions the gateway under test holds at once: above the idle-session
+/// measurement's largest step.
+pub const GATEWAY_MAX_SESSIONS: usize = 200_000;
 
 /// The body both fixed-body floors answer every request with: a
 /// `tools/call` result as extpool would give it.
@@ -444,6 +447,7 @@ pub fn run_gateway(config: &Path, port: u16) -> ! {
         .expect("starting the host");
         let options = GatewayOptions {
             max_calls_per_session: GATEWAY_CALLS_PER_SESSION,
+            max_sessions: GATEWAY_MAX_SESSIONS,
             ..GatewayOptions::default()
         };
         let gateway = Gateway::new(host, options)

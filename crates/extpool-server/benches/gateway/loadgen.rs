@@ -258,3 +258,50 @@ pub fn run(target: &Target, conns: usize, warmup: Duration, length: Duration) ->
     .join()
     .expect("the load generator's thread")
 }
+
+/// Opens `n` session-era sessions (`initialize`, then
+/// `notifications/initialized`) over `conns` keep-alive connections and
+/// leaves them open, idle; returns how many the server opened.
+pub fn open_sessions(addr: SocketAddr, path: &str, n: usize, conns: usize) -> usize {
+    let path = path.to_owned();
+    std::thread::spawn(move || {
+        let rt = runtime();
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, async {
+            let next = std::cell::Cell::new(0usize);
+            let opened = std::cell::Cell::new(0usize);
+            let one = |_| async {
+                let mut sender = connect(addr).await;
+                while next.get() < n {
+                    next.set(next.get() + 1);
+                    let mut target = Target {
+                        addr,
+                        path: path.clone(),
+                        session: None,
+                        tool: String::new(),
+                    };
+                    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                        "protocolVersion": PROTOCOL, "capabilities": {},
+                        "clientInfo": {"name": "extpool-bench-idle", "version": "1"}}});
+                    let (status, headers, _) = post(&mut sender, &target, init).await;
+                    target.session = headers
+                        .get("mcp-session-id")
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned);
+                    if !status.is_success() || target.session.is_none() {
+                        continue;
+                    }
+                    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+                    let (status, _, _) = post(&mut sender, &target, note).await;
+                    if status.is_success() {
+                        opened.set(opened.get() + 1);
+                    }
+                }
+            };
+            futures::future::join_all((0..conns).map(one)).await;
+            opened.get()
+        })
+    })
+    .join()
+    .expect("the session opener's thread")
+}

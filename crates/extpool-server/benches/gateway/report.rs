@@ -7,6 +7,7 @@
 use std::fmt::Write as _;
 
 use super::contenders::{Contender, Upstream};
+use super::idle::Step;
 use super::{INFLIGHT, LEVELS, Sample};
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -281,6 +282,35 @@ pub fn markdown(
         latency_and_cpu_table(&mut out, s, wanted, u);
     }
     targets(&mut out, s, wanted);
+    out
+}
+
+/// The idle-session table.
+pub fn idle(steps: &[Step]) -> String {
+    let mut out = String::new();
+    if steps.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "\n#### Open idle MCP sessions (session-era `initialize` on `/mcp`, no calls)\n"
+    );
+    let _ = writeln!(
+        out,
+        "| contender | sessions asked | opened | RSS MiB | above the process before, MiB | per session |\n|---|---:|---:|---:|---:|---:|"
+    );
+    for s in steps {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.1} | {:.1} | {:.1} KiB |",
+            s.contender,
+            s.sessions,
+            s.opened,
+            s.rss_kib as f64 / 1024.0,
+            s.above_kib as f64 / 1024.0,
+            s.bytes_per_session / 1024.0
+        );
+    }
     out
 }
 
