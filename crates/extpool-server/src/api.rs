@@ -174,14 +174,11 @@ async fn list(
     let cursor = q.cursor.map(extpool_state::SessionCursor);
     // An operator sees every session; anyone else their own.
     let owner = (!principal.operator).then(|| principal.owner());
-    match sessions
+    let page = sessions
         .store()
         .list_owned(owner.as_deref(), cursor.as_ref(), q.limit.unwrap_or(100))
-        .await
-    {
-        Ok(page) => Json(page).into_response(),
-        Err(e) => session_error(&e.into()),
-    }
+        .await;
+    answered(page.map_err(SessionError::from))
 }
 
 async fn get_one(
@@ -223,13 +220,11 @@ async fn delete(
     Extension(principal): Extension<Arc<Principal>>,
     Path(id): Path<String>,
 ) -> Response {
-    let Some(sessions) = api.shared.sessions.as_ref() else {
-        return no_store();
+    let answer = match api.shared.sessions.as_ref() {
+        Some(sessions) => sessions.delete(&api.shared, &id, &principal).await,
+        None => return no_store(),
     };
-    match sessions.delete(&api.shared, &id, &principal).await {
-        Ok(servers) => Json(json!({"deleted": id, "closed_servers": servers})).into_response(),
-        Err(e) => session_error(&e),
-    }
+    answered(answer.map(|servers| json!({"deleted": id, "closed_servers": servers})))
 }
 
 async fn refresh(
@@ -237,10 +232,16 @@ async fn refresh(
     Extension(principal): Extension<Arc<Principal>>,
     Path(id): Path<String>,
 ) -> Response {
-    let Some(sessions) = api.shared.sessions.as_ref() else {
-        return no_store();
+    let answer = match api.shared.sessions.as_ref() {
+        Some(sessions) => sessions.refresh(&api.shared, &id, &principal).await,
+        None => return no_store(),
     };
-    match sessions.refresh(&api.shared, &id, &principal).await {
+    answered(answer)
+}
+
+/// A session operation's answer as JSON, or its error's.
+fn answered<T: serde::Serialize>(answer: Result<T, SessionError>) -> Response {
+    match answer {
         Ok(answer) => Json(answer).into_response(),
         Err(e) => session_error(&e),
     }

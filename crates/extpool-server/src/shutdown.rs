@@ -366,23 +366,33 @@ mod tests {
         response
     }
 
-    #[tokio::test]
-    async fn a_request_unanswered_at_the_stop_gets_the_error_and_ends() {
+    /// Request 3's stream, its first event `first` already sent, as
+    /// `follow` passes it on; the stop token, and the sender that keeps
+    /// the source open.
+    async fn request_three(
+        first: &'static [u8],
+    ) -> (
+        Response,
+        CancellationToken,
+        tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
+    ) {
         let (draining, stop) = (CancellationToken::new(), CancellationToken::new());
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
-        tx.send(Ok(Bytes::from_static(
-            b"data: {\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n\n",
-        )))
-        .await
-        .unwrap();
-        let inner = sse(tokio_stream_like(rx));
+        tx.send(Ok(Bytes::from_static(first))).await.unwrap();
         let response = follow(
-            inner,
+            sse(tokio_stream_like(rx)),
             Stream::Request(Value::from(3)),
             &draining,
             &stop,
             Duration::from_secs(10),
         );
+        (response, stop, tx)
+    }
+
+    #[tokio::test]
+    async fn a_request_unanswered_at_the_stop_gets_the_error_and_ends() {
+        let (response, stop, tx) =
+            request_three(b"data: {\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n\n").await;
         stop.cancel();
         let text = body_text(response).await;
         assert!(text.contains("\"method\":\"n\""), "{text}");
@@ -395,21 +405,8 @@ mod tests {
 
     #[tokio::test]
     async fn an_answered_request_gets_no_second_answer() {
-        let (draining, stop) = (CancellationToken::new(), CancellationToken::new());
-        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
-        tx.send(Ok(Bytes::from_static(
-            b"data: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n",
-        )))
-        .await
-        .unwrap();
-        let inner = sse(tokio_stream_like(rx));
-        let response = follow(
-            inner,
-            Stream::Request(Value::from(3)),
-            &draining,
-            &stop,
-            Duration::from_secs(10),
-        );
+        let (response, stop, tx) =
+            request_three(b"data: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n").await;
         let reader = tokio::spawn(body_text(response));
         stop.cancel();
         drop(tx);

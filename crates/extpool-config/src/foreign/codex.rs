@@ -31,10 +31,9 @@ use extpool_mcp::config::McpServerConfig;
 use serde::Deserialize;
 
 use super::typed::StrictString;
-use super::{ForeignConfig, ForeignContext, convert_vars};
-use crate::de::from_node;
+use super::{ForeignConfig, ForeignContext, command_and_args, convert_vars, read_entry};
 use crate::diagnostics::{Diagnostic, Severity};
-use crate::tree::{Node, Value};
+use crate::tree::Node;
 
 const KNOWN: &[&str] = &[
     "command",
@@ -149,32 +148,7 @@ fn convert(
     original_name: &str,
     out: &mut ForeignConfig,
 ) -> Option<McpServerConfig> {
-    let entry: Entry = match from_node(node) {
-        Ok(e) => e,
-        Err(e) => {
-            let mut d = Diagnostic::schema(&ctx.file, &e);
-            d.path = if d.path.is_empty() {
-                path.to_owned()
-            } else {
-                format!("{path}.{}", d.path)
-            };
-            d.message.push_str(ctx.skip_note());
-            out.diagnostics.push(d);
-            return None;
-        }
-    };
-    if let Value::Map(keys) = &node.value {
-        for k in keys {
-            if !KNOWN.contains(&k.key.as_str()) && !QUIET.contains(&k.key.as_str()) {
-                out.diagnostics.push(ctx.diag(
-                    Severity::Note,
-                    k.key_pos,
-                    path,
-                    format!("key {:?} is not used by extpool and is ignored", k.key),
-                ));
-            }
-        }
-    }
+    let entry: Entry = read_entry(ctx, node, path, (KNOWN, QUIET), &mut out.diagnostics)?;
     let pos_of = |key: &str| node.get(key).map_or(node.pos, |n| n.pos);
     let diags = &mut out.diagnostics;
     let conv = |s: &str, key: &str, diags: &mut Vec<Diagnostic>| {
@@ -184,15 +158,16 @@ fn convert(
         enabled: entry.enabled.unwrap_or(true),
         ..McpServerConfig::default()
     };
-    config.command = entry
-        .command
-        .as_ref()
-        .map(|c| conv(c.as_str(), "command", diags));
-    config.args = entry
-        .args
-        .iter()
-        .map(|a| conv(a.as_str(), "args", diags))
-        .collect();
+    (config.command, config.args) = command_and_args(
+        ctx,
+        node,
+        path,
+        (
+            entry.command.as_ref().map(StrictString::as_str),
+            entry.args.iter().map(StrictString::as_str),
+        ),
+        diags,
+    );
     for (k, v) in &entry.env {
         let v = conv(v.as_str(), "env", diags);
         config.env.insert(k.clone(), v);
@@ -252,6 +227,18 @@ mod tests {
     use crate::locate::Origin;
     use crate::tree::parse_toml;
 
+    /// `text` read as a Codex `config.toml` in workspace `/ws`.
+    fn read_text(text: &str) -> ForeignConfig {
+        let ctx = ForeignContext {
+            file: "config.toml".into(),
+            origin: Origin::Codex,
+            workspace: "/ws".into(),
+            cwd: "/ws".into(),
+            strict: false,
+        };
+        read(&parse_toml(text).unwrap(), &ctx)
+    }
+
     #[test]
     fn reads_codex_servers() {
         let text = r#"
@@ -272,14 +259,7 @@ bearer_token_env_var = "FIGMA_TOKEN"
 env_http_headers = { "X-Key" = "FIGMA_KEY" }
 enabled = false
 "#;
-        let ctx = ForeignContext {
-            file: "config.toml".into(),
-            origin: Origin::Codex,
-            workspace: "/ws".into(),
-            cwd: "/ws".into(),
-            strict: false,
-        };
-        let out = read(&parse_toml(text).unwrap(), &ctx);
+        let out = read_text(text);
         assert!(out.diagnostics.is_empty(), "{:#?}", out.diagnostics);
         let docs = &out.servers[0].config;
         assert_eq!(docs.args[2], "$${literal}");
@@ -297,14 +277,7 @@ enabled = false
     #[test]
     fn a_number_or_boolean_where_a_string_belongs_is_a_located_error() {
         let text = "[mcp_servers.a]\ncommand = 7\n\n[mcp_servers.b]\nurl = false\n\n[mcp_servers.ok]\ncommand = \"x\"\n";
-        let ctx = ForeignContext {
-            file: "config.toml".into(),
-            origin: Origin::Codex,
-            workspace: "/ws".into(),
-            cwd: "/ws".into(),
-            strict: false,
-        };
-        let out = read(&parse_toml(text).unwrap(), &ctx);
+        let out = read_text(text);
         let names: Vec<_> = out.servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["ok"]);
         let msgs: Vec<String> = out.diagnostics.iter().map(|d| d.to_string()).collect();

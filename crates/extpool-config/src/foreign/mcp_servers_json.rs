@@ -16,10 +16,9 @@ use extpool_mcp::config::McpServerConfig;
 use serde::Deserialize;
 
 use super::typed::StrictString;
-use super::{ForeignConfig, ForeignContext, convert_vars};
-use crate::de::from_node;
+use super::{ForeignConfig, ForeignContext, command_and_args, convert_vars, read_entry};
 use crate::diagnostics::{Diagnostic, Severity};
-use crate::tree::{Node, Value};
+use crate::tree::Node;
 
 /// Keys of a server entry that extpool understands.
 const KNOWN: &[&str] = &[
@@ -128,32 +127,7 @@ pub(crate) fn convert_entry(
     path: &str,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<McpServerConfig> {
-    let entry: Entry = match from_node(node) {
-        Ok(e) => e,
-        Err(e) => {
-            let mut d = Diagnostic::schema(&ctx.file, &e);
-            d.path = if d.path.is_empty() {
-                path.to_owned()
-            } else {
-                format!("{path}.{}", d.path)
-            };
-            d.message.push_str(ctx.skip_note());
-            diags.push(d);
-            return None;
-        }
-    };
-    if let Value::Map(keys) = &node.value {
-        for k in keys {
-            if !KNOWN.contains(&k.key.as_str()) && !QUIET.contains(&k.key.as_str()) {
-                diags.push(ctx.diag(
-                    Severity::Note,
-                    k.key_pos,
-                    path,
-                    format!("key {:?} is not used by extpool and is ignored", k.key),
-                ));
-            }
-        }
-    }
+    let entry: Entry = read_entry(ctx, node, path, (KNOWN, QUIET), diags)?;
     let pos_of = |key: &str| node.get(key).map_or(node.pos, |n| n.pos);
     let conv = |s: &str, key: &str, diags: &mut Vec<Diagnostic>| {
         convert_vars(s, ctx, pos_of(key), &format!("{path}.{key}"), diags)
@@ -162,15 +136,16 @@ pub(crate) fn convert_entry(
         enabled: true,
         ..McpServerConfig::default()
     };
-    config.command = entry
-        .command
-        .as_ref()
-        .map(|c| conv(c.as_str(), "command", diags));
-    config.args = entry
-        .args
-        .iter()
-        .map(|a| conv(a.as_str(), "args", diags))
-        .collect();
+    (config.command, config.args) = command_and_args(
+        ctx,
+        node,
+        path,
+        (
+            entry.command.as_ref().map(StrictString::as_str),
+            entry.args.iter().map(StrictString::as_str),
+        ),
+        diags,
+    );
     for (k, v) in &entry.env {
         match v {
             Some(v) => {

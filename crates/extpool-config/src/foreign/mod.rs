@@ -222,6 +222,63 @@ pub(crate) fn convert_vars(
     out
 }
 
+/// One server entry of another program's file read as its `T`: a schema
+/// error is reported located at `path` and skips the entry (`None`); a
+/// key outside `known` and `quiet` gets a note that extpool ignores it.
+pub(crate) fn read_entry<'n, T: serde::Deserialize<'n>>(
+    ctx: &ForeignContext,
+    node: &'n Node,
+    path: &str,
+    (known, quiet): (&[&str], &[&str]),
+    diags: &mut Vec<Diagnostic>,
+) -> Option<T> {
+    let entry = match crate::de::from_node(node) {
+        Ok(e) => e,
+        Err(e) => {
+            let mut d = Diagnostic::schema(&ctx.file, &e);
+            d.path = if d.path.is_empty() {
+                path.to_owned()
+            } else {
+                format!("{path}.{}", d.path)
+            };
+            d.message.push_str(ctx.skip_note());
+            diags.push(d);
+            return None;
+        }
+    };
+    if let crate::tree::Value::Map(keys) = &node.value {
+        for k in keys {
+            if !known.contains(&k.key.as_str()) && !quiet.contains(&k.key.as_str()) {
+                diags.push(ctx.diag(
+                    Severity::Note,
+                    k.key_pos,
+                    path,
+                    format!("key {:?} is not used by extpool and is ignored", k.key),
+                ));
+            }
+        }
+    }
+    Some(entry)
+}
+
+/// The `command` and `args` of an entry at `path`, their variables
+/// converted ([`convert_vars`]), each located at its key.
+pub(crate) fn command_and_args<'a>(
+    ctx: &ForeignContext,
+    node: &Node,
+    path: &str,
+    (command, args): (Option<&str>, impl Iterator<Item = &'a str>),
+    diags: &mut Vec<Diagnostic>,
+) -> (Option<String>, Vec<String>) {
+    let pos_of = |key: &str| node.get(key).map_or(node.pos, |n| n.pos);
+    let command =
+        command.map(|c| convert_vars(c, ctx, pos_of("command"), &format!("{path}.command"), diags));
+    let args = args
+        .map(|a| convert_vars(a, ctx, pos_of("args"), &format!("{path}.args"), diags))
+        .collect();
+    (command, args)
+}
+
 fn convert_one(
     body: &str,
     ctx: &ForeignContext,
