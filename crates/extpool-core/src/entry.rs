@@ -83,6 +83,10 @@ pub struct ToolEntry {
     /// Tool annotations (read-only hint, …) as the source sent them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Value>,
+    /// Icons (`src`, `mimeType`, `sizes`, `theme`) as the source sent them,
+    /// passed on to clients unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Value>,
 }
 
 impl ToolEntry {
@@ -99,6 +103,7 @@ impl ToolEntry {
             input_schema: Arc::new(input_schema),
             output_schema: None,
             annotations: None,
+            icons: None,
         }
     }
 }

@@ -44,6 +44,8 @@ pub struct ToolDetails {
     pub output_schema: Option<Value>,
     /// Annotations (read-only hint, …).
     pub annotations: Option<Value>,
+    /// Icons, as the server sent them.
+    pub icons: Option<Value>,
 }
 
 impl ToolDetails {
@@ -53,6 +55,7 @@ impl ToolDetails {
             title: entry.title.clone(),
             output_schema: entry.output_schema.as_deref().cloned(),
             annotations: entry.annotations.clone(),
+            icons: entry.icons.clone(),
         }
     }
 }

@@ -42,6 +42,10 @@ pub fn tool_entry(tool: &Tool) -> ToolEntry {
             .annotations
             .as_ref()
             .and_then(|a| serde_json::to_value(a).ok()),
+        icons: tool
+            .icons
+            .as_ref()
+            .and_then(|i| serde_json::to_value(i).ok()),
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use extpool_host::{CommandInfo, ModelTool, ResourceInfo, SkillInfo, TemplateInfo};
 use rmcp::model::{
-    JsonObject, Prompt, PromptArgument, Resource, ResourceTemplate, Skill, SkillFrontmatter,
+    Icon, JsonObject, Prompt, PromptArgument, Resource, ResourceTemplate, Skill, SkillFrontmatter,
     SkillResource, SkillResources, Tool, ToolAnnotations,
 };
 use serde_json::Value;
@@ -23,8 +23,8 @@ fn object(value: &Value) -> JsonObject {
 }
 
 /// A tool as `tools/list` shows it, under the name the client sees
-/// (`listed`, its table's): description, schemas, title and annotations
-/// as its server sent them.
+/// (`listed`, its table's): description, schemas, title, annotations and
+/// icons as its server sent them.
 pub fn tool(info: &ModelTool, listed: &str) -> Tool {
     let mut tool = Tool::new(
         listed.to_owned(),
@@ -42,6 +42,11 @@ pub fn tool(info: &ModelTool, listed: &str) -> Tool {
         .annotations
         .clone()
         .and_then(|a| serde_json::from_value::<ToolAnnotations>(a).ok());
+    tool.icons = info
+        .details
+        .icons
+        .clone()
+        .and_then(|i| serde_json::from_value::<Vec<Icon>>(i).ok());
     tool
 }
 

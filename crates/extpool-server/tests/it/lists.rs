@@ -109,3 +109,48 @@ async fn every_list_and_read_says_it_may_not_be_cached() {
     client.cancel().await.unwrap();
     served.stop().await;
 }
+
+/// A tool's icons reach every client as its server sent them (MCP
+/// 2025-11-25 `icons`: `src`, `mimeType`, `sizes`, `theme`), in both eras.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_icons_reach_the_client_as_its_server_sent_them() {
+    let project = Project::new();
+    let icons = json!([
+        {"src": "https://example.com/paint.png", "mimeType": "image/png", "sizes": ["48x48"]},
+        {"src": "data:image/svg+xml;base64,PHN2Zy8+", "mimeType": "image/svg+xml",
+         "sizes": ["any"], "theme": "dark"}
+    ]);
+    let tools = json!([
+        {"name": "paint", "description": "Paints.", "inputSchema": {"type": "object"},
+         "icons": icons},
+        {"name": "plain", "description": "No icons.", "inputSchema": {"type": "object"}}
+    ]);
+    let file = project.path().join("tools.json");
+    std::fs::write(&file, tools.to_string()).unwrap();
+    let command =
+        extpool_testkit::stdio_command(["--tools-file".to_owned(), file.display().to_string()]);
+    project.config(&crate::support::server_yaml("art", command));
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let session =
+        within(SessionEra.serve(StreamableHttpClientTransport::from_uri(served.url.clone())))
+            .await
+            .unwrap();
+    let new = modern(&served.url).await;
+    for listed in [
+        within(session.list_all_tools()).await.unwrap(),
+        within(new.list_all_tools()).await.unwrap(),
+    ] {
+        let find = |name: &str| {
+            listed
+                .iter()
+                .find(|t| t.name == name)
+                .unwrap_or_else(|| panic!("{name} not listed"))
+                .clone()
+        };
+        let paint = find("mcp__art__paint");
+        assert_eq!(serde_json::to_value(&paint.icons).unwrap(), icons);
+        assert_eq!(find("mcp__art__plain").icons, None);
+    }
+    let _ = session.cancel().await;
+    let _ = new.cancel().await;
+}
