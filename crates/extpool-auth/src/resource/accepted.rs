@@ -8,13 +8,14 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use extpool_core::Principal;
 use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
 
 use super::keys::KeySet;
+use crate::grant::now_secs as now;
 
 /// How many accepted tokens are remembered at most.
 pub(crate) const MAX_ACCEPTED: usize = 4096;
@@ -32,13 +33,6 @@ struct Entry {
 #[derive(Default)]
 pub(crate) struct Accepted {
     entries: Mutex<HashMap<[u8; 32], Entry>>,
-}
-
-/// Seconds since the epoch now.
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 /// Whether a token of expiry `exp` is still accepted at `now`: the full

@@ -101,6 +101,13 @@ fn message(body: &[u8]) -> Option<Value> {
         .find(|v| v.get("result").is_some() || v.get("error").is_some())
 }
 
+/// A session-era `initialize` request.
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": PROTOCOL, "capabilities": {},
+        "clientInfo": {"name": "extpool-bench-loadgen", "version": "1"}}})
+}
+
 async fn post(
     sender: &mut SendRequest<Full<Bytes>>,
     target: &Target,
@@ -133,10 +140,7 @@ pub fn open(addr: SocketAddr, path: &str, tool: &str, fixed: bool) -> Target {
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async {
         let mut sender = connect(addr).await;
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": PROTOCOL, "capabilities": {},
-            "clientInfo": {"name": "extpool-bench-loadgen", "version": "1"}}});
-        let (status, headers, body) = post(&mut sender, &target, init).await;
+        let (status, headers, body) = post(&mut sender, &target, initialize()).await;
         assert!(status.is_success(), "initialize: {status} {body:?}");
         target.session = headers
             .get("mcp-session-id")
@@ -280,10 +284,7 @@ pub fn open_sessions(addr: SocketAddr, path: &str, n: usize, conns: usize) -> us
                         session: None,
                         tool: String::new(),
                     };
-                    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                        "protocolVersion": PROTOCOL, "capabilities": {},
-                        "clientInfo": {"name": "extpool-bench-idle", "version": "1"}}});
-                    let (status, headers, _) = post(&mut sender, &target, init).await;
+                    let (status, headers, _) = post(&mut sender, &target, initialize()).await;
                     target.session = headers
                         .get("mcp-session-id")
                         .and_then(|v| v.to_str().ok())
