@@ -50,6 +50,8 @@ pub(crate) struct Message {
     pub initialize: bool,
     /// Whether it is `subscriptions/listen` (a stream that stays open).
     pub listen: bool,
+    /// The request id a `notifications/cancelled` names.
+    pub cancels: Option<Value>,
 }
 
 impl Message {
@@ -187,6 +189,9 @@ pub(crate) fn check_message(bytes: &[u8]) -> Result<Message, Refused> {
         id: is_request.then(|| id.cloned()).flatten(),
         initialize: method == Some("initialize"),
         listen: method == Some("subscriptions/listen"),
+        cancels: (method == Some("notifications/cancelled"))
+            .then(|| object.get("params")?.get("requestId").cloned())
+            .flatten(),
     })
 }
 

@@ -317,6 +317,15 @@ impl ServerHandler for GatewayHandler {
             Some(open) => open.notifier.add_peer(context.peer.clone()),
             None => self.shared.notifier.add_peer(context.peer.clone()),
         }
+        // The front end answers the session's requests itself from now on
+        // (crate::inline), with this handler and this peer.
+        if let Some(registration) = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<crate::inline::Registration>())
+        {
+            registration.register(self.clone(), context.peer.clone());
+        }
         self.negotiate_initialize(&request)
     }
 

@@ -374,7 +374,19 @@ where
     // Admitted while another request resumes the session: rmcp sees this
     // one once that is done.
     busy.until_resumed().await;
-    let response = serve(request).await;
+    let inline = resuming.is_none().then(|| live.inline(&key)).flatten();
+    if let (Some(session), Some(request_id)) = (&inline, &message.cancels) {
+        session.cancel(request_id);
+    }
+    let response = match inline {
+        Some(session) if message.id.is_some() => {
+            match crate::inline::answer(&session, request).await {
+                Ok(response) => response,
+                Err(request) => serve(request).await,
+            }
+        }
+        _ => serve(request).await,
+    };
     let resumed = resuming.is_some();
     // rmcp has resumed the session (or failed to): the requests waiting
     // for it go on.
@@ -415,6 +427,9 @@ where
         Ok(slot) => slot,
         Err(full) => return refuse_full(shared, message, &full),
     };
+    let registration = crate::inline::Registration::default();
+    let mut request = request;
+    request.extensions_mut().insert(registration.clone());
     let response = serve(request).await;
     let Some(id) = response
         .headers()
@@ -456,7 +471,11 @@ where
             // one still serves it.
             tracing::warn!("cannot record an MCP session's owner: {e}");
         }
-        slot.fill((endpoint.to_owned(), id), owner);
+        let key = (endpoint.to_owned(), id);
+        slot.fill(key.clone(), owner);
+        if let Some(inline) = registration.registered() {
+            shared.live.set_inline(&key, inline);
+        }
     }
     Response::from_parts(parts, Body::from(bytes))
 }

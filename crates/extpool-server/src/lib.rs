@@ -49,6 +49,7 @@ pub mod handler;
 pub mod http;
 pub mod identity;
 pub(crate) mod inbound;
+mod inline;
 pub mod listener;
 pub mod lists;
 pub(crate) mod live;

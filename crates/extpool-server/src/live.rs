@@ -48,6 +48,9 @@ pub(crate) type Key = (String, String);
 
 #[derive(Debug)]
 struct Entry {
+    /// What answers its requests in the HTTP task ([`crate::inline`]),
+    /// once its `initialize` was answered here; dropped with the entry.
+    inline: Option<Arc<crate::inline::InlineSession>>,
     /// Requests and streams open now.
     open: usize,
     /// When the last of them ended (or the session began).
@@ -64,6 +67,7 @@ struct Entry {
 impl Entry {
     fn new(owner: Option<String>) -> Self {
         Self {
+            inline: None,
             open: 0,
             last: Instant::now(),
             ids: HashSet::new(),
@@ -218,6 +222,20 @@ impl Live {
     /// made without identities).
     pub(crate) fn owner(&self, key: &Key) -> Option<Option<String>> {
         self.state.lock().sessions.get(key).map(|e| e.owner.clone())
+    }
+
+    /// Keeps `inline` as what answers session `key`'s requests in the HTTP
+    /// task, for as long as the session is held here.
+    pub(crate) fn set_inline(&self, key: &Key, inline: Arc<crate::inline::InlineSession>) {
+        if let Some(entry) = self.state.lock().sessions.get_mut(key) {
+            entry.inline = Some(inline);
+        }
+    }
+
+    /// What answers session `key`'s requests in the HTTP task, if it was
+    /// made here.
+    pub(crate) fn inline(&self, key: &Key) -> Option<Arc<crate::inline::InlineSession>> {
+        self.state.lock().sessions.get(key)?.inline.clone()
     }
 
     /// Forgets session `key` (its client ended it, or rmcp did).

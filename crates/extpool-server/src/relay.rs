@@ -86,15 +86,40 @@ impl CallClient for PeerClient {
     }
 }
 
+/// Where a call answered in the HTTP task ([`crate::inline`]) sends its
+/// log messages and progress: channels its answer reads, so no task is
+/// spawned to forward them. Put on the request's context extensions.
+#[derive(Clone)]
+pub(crate) struct InlineRelay {
+    /// The call's log messages (`notifications/message` params).
+    pub logs: mpsc::Sender<Value>,
+    /// The call's progress (sent only when the client gave a token).
+    pub progress: mpsc::Sender<ProgressUpdate>,
+}
+
 /// The call context of a request: progress to the client's token (when it
 /// sent one), requests and logs (of `level` and above) to the client. The
 /// returned tasks forward progress and logs until every copy of the
 /// context is dropped; await them before answering, so that nothing the
-/// server sent before its result follows the result.
+/// server sent before its result follows the result. A request answered
+/// in the HTTP task ([`InlineRelay`] on its extensions) has none: its
+/// answer reads the channels itself.
 pub fn call_context(
     ctx: &RequestContext<RoleServer>,
     level: Arc<AtomicUsize>,
 ) -> (CallContext, Vec<tokio::task::JoinHandle<()>>) {
+    if let Some(inline) = ctx.extensions.get::<InlineRelay>() {
+        let client = PeerClient {
+            peer: ctx.peer.clone(),
+            logs: Some(inline.logs.clone()),
+            level,
+        };
+        let mut call = CallContext::new().with_client(Arc::new(client));
+        if ctx.meta.get_progress_token().is_some() {
+            call = call.with_progress(inline.progress.clone());
+        }
+        return (call, Vec::new());
+    }
     let (log_tx, log_rx) = mpsc::channel(LOG_QUEUE);
     let mut forwarders = vec![tokio::spawn(forward_logs(ctx.peer.clone(), log_rx))];
     let client = PeerClient {

@@ -4,6 +4,7 @@
 //! clients of both protocol eras.
 #![allow(clippy::unwrap_used)]
 
+mod answers;
 mod callers;
 mod clients;
 mod conformance;

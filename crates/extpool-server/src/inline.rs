@@ -1,0 +1,473 @@
+//! A session-era session's requests answered in the HTTP task that
+//! received them, without rmcp's session worker: the request is read once,
+//! dispatched to the session's [`GatewayHandler`] there, and answered as
+//! `application/json` when nothing has to precede its result — as an SSE
+//! stream only when the call's progress or an upstream's log messages come
+//! first (then each message is an event, the result the last one).
+//!
+//! rmcp still makes the session (its `initialize`), and still answers
+//! everything this module does not take: notifications and responses, the
+//! `GET` stream, `DELETE`, a resumed session, and a request whose headers
+//! or client need what only rmcp's transport does — a header it must
+//! check against the body (`MCP-Protocol-Version` 2026-07-28 and later,
+//! `Mcp-Method`, `Mcp-Name`, a per-request protocol version), an `Accept`
+//! or `Content-Type` it refuses, or a client that takes sampling or
+//! elicitation, whose server requests travel on rmcp's streams. What the
+//! handler sends a client outside a call's answer (a list change, a
+//! resource update) still goes through the session's rmcp peer, on its
+//! `GET` stream.
+//!
+//! A request answered here is cancelled by the client's
+//! `notifications/cancelled` naming its id ([`InlineSession::cancel`]), and
+//! by the client going away before its answer.
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+
+use axum::body::{Body, Bytes};
+use axum::extract::Request;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use extpool_host::ProgressUpdate;
+use parking_lot::Mutex;
+#[allow(deprecated)] // logging (SEP-2577) is deprecated but clients still show it
+use rmcp::model::LoggingMessageNotificationParam;
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, GetExtensions, GetMeta, JsonRpcRequest,
+    ProgressNotificationParam, ProgressToken, ServerJsonRpcMessage, ServerNotification,
+};
+use rmcp::service::{Peer, RequestContext};
+use rmcp::{RoleServer, Service};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::handler::GatewayHandler;
+use crate::relay::InlineRelay;
+
+/// How many log messages of one call may wait for its answer's stream.
+const LOG_QUEUE: usize = 256;
+/// How many progress updates of one call may wait for its answer's stream.
+const PROGRESS_QUEUE: usize = 64;
+
+/// A session whose requests are answered in the HTTP task: its handler,
+/// the peer rmcp made for it (what the handler sends outside a call's
+/// answer), and the requests in flight here, to cancel.
+pub(crate) struct InlineSession {
+    handler: GatewayHandler,
+    peer: Peer<RoleServer>,
+    /// Each request answered here now, by its id as JSON text.
+    in_flight: Mutex<HashMap<String, CancellationToken>>,
+}
+
+impl std::fmt::Debug for InlineSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InlineSession")
+            .field("in_flight", &self.in_flight.lock().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl InlineSession {
+    /// Cancels the request answered here whose id is `request_id` (the
+    /// `requestId` of the client's `notifications/cancelled`), if any.
+    pub(crate) fn cancel(&self, request_id: &Value) {
+        if let Some(ct) = self.in_flight.lock().get(&request_id.to_string()) {
+            ct.cancel();
+        }
+    }
+
+    /// Whether the client takes requests of the server (sampling,
+    /// elicitation): those travel on rmcp's streams, so its requests are
+    /// left to rmcp.
+    fn takes_server_requests(&self) -> bool {
+        self.peer.peer_info().is_none_or(|info| {
+            info.capabilities.sampling.is_some() || info.capabilities.elicitation.is_some()
+        })
+    }
+}
+
+/// Put on an `initialize` request's extensions by [`crate::inbound`], and
+/// filled by the handler that answers it: the session's handler and peer,
+/// known only there.
+#[derive(Clone, Default)]
+pub(crate) struct Registration(Arc<OnceLock<Arc<InlineSession>>>);
+
+impl Registration {
+    /// Keeps `handler` and `peer` as the session's (the first time only).
+    pub(crate) fn register(&self, handler: GatewayHandler, peer: Peer<RoleServer>) {
+        let _ = self.0.set(Arc::new(InlineSession {
+            handler,
+            peer,
+            in_flight: Mutex::new(HashMap::new()),
+        }));
+    }
+
+    /// The session registered, if the handler did.
+    pub(crate) fn registered(&self) -> Option<Arc<InlineSession>> {
+        self.0.get().cloned()
+    }
+}
+
+/// Whether `headers` ask nothing of rmcp's transport a request answered
+/// here would skip: `Accept` naming JSON and SSE (no weights), a JSON
+/// `Content-Type`, no protocol version whose headers rmcp checks against
+/// the body, and no such header.
+fn plain_headers(headers: &HeaderMap) -> bool {
+    let accepts = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .collect::<Vec<_>>();
+    let accepts_all = ["application/json", "text/event-stream"]
+        .iter()
+        .all(|want| accepts.iter().any(|a| a.eq_ignore_ascii_case(want)));
+    let json_body = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            let essence = v.split_once(';').map_or(v, |(essence, _)| essence);
+            essence.trim().eq_ignore_ascii_case("application/json")
+        });
+    let legacy_version =
+        match headers.get(rmcp::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION) {
+            None => true,
+            Some(v) => v.to_str().is_ok_and(|v| {
+                v < rmcp::model::ProtocolVersion::STANDARD_HEADERS.as_str()
+                    && rmcp::model::ProtocolVersion::KNOWN_VERSIONS
+                        .iter()
+                        .any(|known| known.as_str() == v)
+            }),
+        };
+    let no_standard_headers = !headers.keys().any(|k| {
+        k.as_str().starts_with("mcp-")
+            && k.as_str() != "mcp-session-id"
+            && k.as_str() != "mcp-protocol-version"
+    });
+    accepts_all && json_body && legacy_version && no_standard_headers
+}
+
+/// Whether `request` is one this module answers: any request but the
+/// handshake and the streams (`initialize`, `server/discover`,
+/// `subscriptions/listen`), without a per-request protocol version.
+fn answered_here(request: &ClientRequest) -> bool {
+    use rmcp::model::ClientRequest as R;
+    !matches!(
+        request,
+        R::InitializeRequest(_) | R::DiscoverRequest(_) | R::SubscriptionsListenRequest(_)
+    ) && request.get_meta().protocol_version().is_none()
+}
+
+/// Answers `request` of `session` here, or gives it back for rmcp when it
+/// is not one this module answers (see the module's documentation).
+pub(crate) async fn answer(
+    session: &Arc<InlineSession>,
+    request: Request,
+) -> Result<Response, Request> {
+    if request.method() != Method::POST
+        || !plain_headers(request.headers())
+        || session.takes_server_requests()
+    {
+        return Err(request);
+    }
+    let (parts, body) = request.into_parts();
+    // The body was read and checked already: this is its one buffer.
+    let bytes = match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(bytes) => bytes,
+        Err(_) => return Err(Request::from_parts(parts, Body::empty())),
+    };
+    let message = match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
+        Ok(ClientJsonRpcMessage::Request(JsonRpcRequest { id, request, .. }))
+            if answered_here(&request) =>
+        {
+            (id, request)
+        }
+        _ => return Err(Request::from_parts(parts, Body::from(bytes))),
+    };
+    Ok(dispatch(session, parts, message).await)
+}
+
+/// Runs one request on the session's handler and answers it.
+async fn dispatch(
+    session: &Arc<InlineSession>,
+    parts: axum::http::request::Parts,
+    (id, mut request): (rmcp::model::RequestId, ClientRequest),
+) -> Response {
+    let key = serde_json::to_string(&id).unwrap_or_default();
+    let ct = CancellationToken::new();
+    session.in_flight.lock().insert(key.clone(), ct.clone());
+    let in_flight = InFlight {
+        session: session.clone(),
+        key,
+    };
+    let (logs_tx, logs) = mpsc::channel(LOG_QUEUE);
+    let (progress_tx, progress) = mpsc::channel(PROGRESS_QUEUE);
+    let meta = std::mem::take(request.get_meta_mut());
+    let token = meta.get_progress_token();
+    let mut context = RequestContext::new(id.clone(), session.peer.clone());
+    context.ct = ct;
+    context.meta = meta;
+    context.extensions = std::mem::take(request.extensions_mut());
+    context.extensions.insert(parts);
+    context.extensions.insert(InlineRelay {
+        logs: logs_tx,
+        progress: progress_tx,
+    });
+    let handler = session.handler.clone();
+    let call: Call = Box::pin(async move {
+        let answer = match handler.handle_request(request, context).await {
+            Ok(result) => ServerJsonRpcMessage::response(result, id),
+            Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+        };
+        drop(in_flight);
+        answer
+    });
+    let mut running = Running {
+        call,
+        outbox: Outbox {
+            logs,
+            progress,
+            token,
+        },
+    };
+    match running.first().await {
+        First::Answer(answer) => json(&answer),
+        First::Before(before) => sse(before, running),
+    }
+}
+
+/// The call of a request answered here, ending in its answer.
+type Call = Pin<Box<dyn Future<Output = ServerJsonRpcMessage> + Send>>;
+
+/// A request's place in its session's requests in flight, given up when
+/// the call ends or is dropped.
+struct InFlight {
+    session: Arc<InlineSession>,
+    key: String,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.session.in_flight.lock().remove(&self.key);
+    }
+}
+
+/// What a call sends its client before its answer: log messages and, when
+/// the client gave a progress token, progress.
+struct Outbox {
+    logs: mpsc::Receiver<Value>,
+    progress: mpsc::Receiver<ProgressUpdate>,
+    token: Option<ProgressToken>,
+}
+
+impl Outbox {
+    #[allow(deprecated)] // logging (SEP-2577) is deprecated but clients still show it
+    fn log(params: Value) -> Option<ServerJsonRpcMessage> {
+        let params: LoggingMessageNotificationParam = serde_json::from_value(params).ok()?;
+        Some(ServerJsonRpcMessage::notification(
+            ServerNotification::LoggingMessageNotification(rmcp::model::Notification::new(params)),
+        ))
+    }
+
+    fn progress(&self, update: ProgressUpdate) -> Option<ServerJsonRpcMessage> {
+        let mut param = ProgressNotificationParam::new(self.token.clone()?, update.progress);
+        param.total = update.total;
+        param.message = update.message;
+        Some(ServerJsonRpcMessage::notification(
+            ServerNotification::ProgressNotification(rmcp::model::Notification::new(param)),
+        ))
+    }
+
+    /// A message already waiting, if any.
+    fn waiting(&mut self) -> Option<ServerJsonRpcMessage> {
+        while let Ok(params) = self.logs.try_recv() {
+            if let Some(message) = Self::log(params) {
+                return Some(message);
+            }
+        }
+        while let Ok(update) = self.progress.try_recv() {
+            if let Some(message) = self.progress(update) {
+                return Some(message);
+            }
+        }
+        None
+    }
+
+    /// The next message; pending for ever once the call's senders are gone
+    /// (the call's answer ends the stream then).
+    async fn next(&mut self) -> ServerJsonRpcMessage {
+        loop {
+            tokio::select! {
+                Some(params) = self.logs.recv() => {
+                    if let Some(message) = Self::log(params) {
+                        return message;
+                    }
+                }
+                Some(update) = self.progress.recv() => {
+                    if let Some(message) = self.progress(update) {
+                        return message;
+                    }
+                }
+                else => std::future::pending::<()>().await,
+            }
+        }
+    }
+}
+
+/// A request's call and what it sends before its answer.
+struct Running {
+    call: Call,
+    outbox: Outbox,
+}
+
+/// What came first of a call.
+enum First {
+    /// Its answer, nothing before it.
+    Answer(ServerJsonRpcMessage),
+    /// A message that precedes its answer.
+    Before(ServerJsonRpcMessage),
+}
+
+impl Running {
+    async fn first(&mut self) -> First {
+        tokio::select! {
+            biased;
+            message = self.outbox.next() => First::Before(message),
+            answer = &mut self.call => match self.outbox.waiting() {
+                // Sent before the answer, found with it: it goes first.
+                Some(message) => {
+                    self.call = Box::pin(std::future::ready(answer));
+                    First::Before(message)
+                }
+                None => First::Answer(answer),
+            },
+        }
+    }
+}
+
+/// The answer as `application/json`.
+fn json(answer: &ServerJsonRpcMessage) -> Response {
+    match serde_json::to_vec(answer) {
+        Ok(body) => (
+            StatusCode::OK,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            body,
+        )
+            .into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the gateway could not write its answer: {e}\n"),
+        )
+            .into_response(),
+    }
+}
+
+/// One SSE event of `message`.
+fn event(message: &ServerJsonRpcMessage) -> Bytes {
+    let data = serde_json::to_string(message).unwrap_or_default();
+    Bytes::from(format!("data: {data}\n\n"))
+}
+
+/// The answer as an SSE stream: `before`, what else the call sends, then
+/// its answer.
+fn sse(before: ServerJsonRpcMessage, running: Running) -> Response {
+    enum State {
+        Running(Box<Running>),
+        Done,
+    }
+    let first = futures::stream::once(std::future::ready(Ok::<_, std::convert::Infallible>(
+        event(&before),
+    )));
+    let rest = futures::stream::unfold(State::Running(Box::new(running)), |state| async move {
+        let State::Running(mut running) = state else {
+            return None;
+        };
+        let next = tokio::select! {
+            biased;
+            message = running.outbox.next() => (event(&message), State::Running(running)),
+            answer = &mut running.call => {
+                let mut out = Vec::new();
+                while let Some(message) = running.outbox.waiting() {
+                    out.extend_from_slice(&event(&message));
+                }
+                out.extend_from_slice(&event(&answer));
+                (Bytes::from(out), State::Done)
+            }
+        };
+        Some((Ok(next.0), next.1))
+    });
+    let body = Body::from_stream(futures::StreamExt::chain(first, rest));
+    (
+        StatusCode::OK,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (k, v) in pairs {
+            map.append(
+                axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                HeaderValue::from_str(v).unwrap(),
+            );
+        }
+        map
+    }
+
+    #[test]
+    fn only_plain_headers_are_answered_here() {
+        let base = [
+            ("accept", "application/json, text/event-stream"),
+            ("content-type", "application/json"),
+            ("mcp-session-id", "s"),
+        ];
+        assert!(plain_headers(&headers(&base)));
+        let with = |extra: (&'static str, &'static str)| {
+            let mut pairs = base.to_vec();
+            pairs.push(extra);
+            plain_headers(&headers(&pairs))
+        };
+        assert!(with(("mcp-protocol-version", "2025-11-25")));
+        assert!(with(("mcp-protocol-version", "2025-03-26")));
+        assert!(
+            !with(("mcp-protocol-version", "2026-07-28")),
+            "rmcp checks its headers"
+        );
+        assert!(
+            !with(("mcp-protocol-version", "1999-01-01")),
+            "rmcp refuses it"
+        );
+        assert!(!with(("mcp-method", "tools/call")));
+        assert!(!with(("mcp-name", "echo")));
+        assert!(!plain_headers(&headers(&[
+            ("accept", "application/json"),
+            ("content-type", "application/json"),
+        ])));
+        assert!(!plain_headers(&headers(&[
+            ("accept", "application/json;q=0, text/event-stream"),
+            ("content-type", "application/json"),
+        ])));
+        assert!(!plain_headers(&headers(&[
+            ("accept", "application/json, text/event-stream"),
+            ("content-type", "text/plain"),
+        ])));
+    }
+}

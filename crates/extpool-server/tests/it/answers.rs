@@ -1,0 +1,245 @@
+//! How a session-era request is answered over raw HTTP: as
+//! `application/json` when nothing precedes its result, as an SSE stream
+//! when the call's progress or log messages come first (each before the
+//! result, the result last), and always as SSE for a client that takes
+//! sampling or elicitation (whose server requests share the stream). A
+//! `notifications/cancelled` naming a call in flight cancels it upstream.
+
+use extpool_server::GatewayOptions;
+use extpool_testkit::StateDir;
+use serde_json::{Value, json};
+
+use crate::support::{PATIENCE, Project, Served, testkit_yaml, within};
+
+const VERSION: &str = "2025-11-25";
+
+/// An answer's content type and its JSON-RPC messages (one for JSON, each
+/// event's for SSE).
+struct Answer {
+    status: u16,
+    content_type: String,
+    session: Option<String>,
+    messages: Vec<Value>,
+}
+
+async fn post(url: &str, session: Option<&str>, body: Value) -> Answer {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_string());
+    if let Some(id) = session {
+        request = request
+            .header("mcp-session-id", id)
+            .header("mcp-protocol-version", VERSION);
+    }
+    let response = within(request.send()).await.unwrap();
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let (status, content_type, session) = (
+        response.status().as_u16(),
+        header("content-type").unwrap_or_default(),
+        header("mcp-session-id"),
+    );
+    let text = within(response.text()).await.unwrap();
+    let messages = if content_type.starts_with("application/json") {
+        vec![serde_json::from_str(&text).unwrap()]
+    } else {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .collect()
+    };
+    Answer {
+        status,
+        content_type,
+        session,
+        messages,
+    }
+}
+
+/// A session made with `capabilities`, `initialized` sent.
+async fn session(url: &str, capabilities: Value) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": VERSION, "capabilities": capabilities,
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let answer = post(url, None, init).await;
+    let id = answer.session.expect("a session id");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(url, Some(&id), initialized).await.status, 202);
+    id
+}
+
+fn call(id: u64, tool: &str, args: Value, meta: Option<Value>) -> Value {
+    let mut params = json!({"name": format!("mcp__testkit__{tool}"), "arguments": args});
+    if let Some(meta) = meta {
+        params["_meta"] = meta;
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+fn text(message: &Value) -> &str {
+    message["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text result: {message}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_alone_is_json_and_what_precedes_it_makes_a_stream() {
+    let state = StateDir::new();
+    let project = Project::new();
+    project.config(&testkit_yaml("testkit", &state));
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let url = served.url.clone();
+    let id = session(&url, json!({})).await;
+
+    let plain = post(
+        &url,
+        Some(&id),
+        call(1, "echo", json!({"message": "hi"}), None),
+    )
+    .await;
+    assert_eq!(plain.status, 200);
+    assert!(
+        plain.content_type.starts_with("application/json"),
+        "{}",
+        plain.content_type
+    );
+    assert_eq!(plain.messages[0]["id"], 1);
+    assert_eq!(text(&plain.messages[0]), "hi");
+
+    // Progress before the result: a stream, progress first, result last.
+    let progress = post(
+        &url,
+        Some(&id),
+        call(
+            2,
+            "notify",
+            json!({"kind": "progress", "count": 3}),
+            Some(json!({"progressToken": "p2"})),
+        ),
+    )
+    .await;
+    assert!(
+        progress.content_type.starts_with("text/event-stream"),
+        "{}",
+        progress.content_type
+    );
+    let methods: Vec<&str> = progress
+        .messages
+        .iter()
+        .map(|m| m["method"].as_str().unwrap_or("result"))
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "notifications/progress",
+            "notifications/progress",
+            "notifications/progress",
+            "result"
+        ],
+        "{:?}",
+        progress.messages
+    );
+    let steps: Vec<f64> = progress.messages[..3]
+        .iter()
+        .map(|m| {
+            assert_eq!(m["params"]["progressToken"], "p2");
+            m["params"]["progress"].as_f64().unwrap()
+        })
+        .collect();
+    assert_eq!(steps, [1.0, 2.0, 3.0]);
+    assert_eq!(progress.messages[3]["id"], 2);
+    assert_eq!(text(&progress.messages[3]), "sent 3");
+
+    // Log messages before the result: the same.
+    let logs = post(
+        &url,
+        Some(&id),
+        call(3, "notify", json!({"kind": "log", "count": 2}), None),
+    )
+    .await;
+    assert!(logs.content_type.starts_with("text/event-stream"));
+    let data: Vec<&str> = logs
+        .messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/message")
+        .map(|m| m["params"]["data"].as_str().unwrap())
+        .collect();
+    assert_eq!(data, ["log line 0", "log line 1"], "{:?}", logs.messages);
+    assert_eq!(logs.messages.last().unwrap()["id"], 3);
+
+    // An error is answered as JSON as well, with its id.
+    let unknown = post(&url, Some(&id), call(4, "no_such_tool", json!({}), None)).await;
+    assert!(unknown.content_type.starts_with("application/json"));
+    assert_eq!(unknown.messages[0]["id"], 4);
+    assert!(
+        unknown.messages[0]["error"]["message"].is_string(),
+        "{:?}",
+        unknown.messages
+    );
+
+    // A client that takes elicitation gets every answer on a stream.
+    let asking = session(&url, json!({"elicitation": {}})).await;
+    let streamed = post(
+        &url,
+        Some(&asking),
+        call(5, "echo", json!({"message": "s"}), None),
+    )
+    .await;
+    assert!(
+        streamed.content_type.starts_with("text/event-stream"),
+        "{}",
+        streamed.content_type
+    );
+    let result = streamed.messages.iter().find(|m| m["id"] == 5).unwrap();
+    assert_eq!(text(result), "s");
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_notification_cancels_the_call_it_names() {
+    let state = StateDir::new();
+    let project = Project::new();
+    project.config(&testkit_yaml("testkit", &state));
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let url = served.url.clone();
+    let id = session(&url, json!({})).await;
+    let call_task = {
+        let (url, id) = (url.clone(), id.clone());
+        tokio::spawn(async move {
+            post(
+                &url,
+                Some(&id),
+                call(9, "sleep", json!({"ms": 60_000}), None),
+            )
+            .await
+        })
+    };
+    state
+        .until("the upstream call started", PATIENCE, |s| {
+            s.counter("sleep") == 1
+        })
+        .await;
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 9, "reason": "test"}});
+    assert_eq!(post(&url, Some(&id), cancel).await.status, 202);
+    state
+        .until("the upstream saw the cancellation", PATIENCE, |s| {
+            s.counter("cancelled") == 1
+        })
+        .await;
+    let answered = within(call_task).await.unwrap();
+    assert_eq!(answered.messages[0]["id"], 9, "{:?}", answered.messages);
+    assert!(
+        answered.messages[0]["error"].is_object(),
+        "{:?}",
+        answered.messages
+    );
+    served.stop().await;
+}
