@@ -52,6 +52,9 @@ pub(crate) struct Message {
     pub listen: bool,
     /// The request id a `notifications/cancelled` names.
     pub cancels: Option<Value>,
+    /// Whether it answers a request of the server (a result or an error
+    /// with an id).
+    pub answers: bool,
 }
 
 impl Message {
@@ -189,6 +192,7 @@ pub(crate) fn check_message(bytes: &[u8]) -> Result<Message, Refused> {
         id: is_request.then(|| id.cloned()).flatten(),
         initialize: method == Some("initialize"),
         listen: method == Some("subscriptions/listen"),
+        answers: method.is_none() && id.is_some(),
         cancels: (method == Some("notifications/cancelled"))
             .then(|| object.get("params")?.get("requestId").cloned())
             .flatten(),

@@ -379,7 +379,7 @@ where
         session.cancel(request_id);
     }
     let response = match inline {
-        Some(session) if message.id.is_some() => {
+        Some(session) if message.id.is_some() || message.answers => {
             match crate::inline::answer(&session, request).await {
                 Ok(response) => response,
                 Err(request) => serve(request).await,

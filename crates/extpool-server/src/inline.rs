@@ -2,27 +2,30 @@
 //! received them, without rmcp's session worker: the request is read once,
 //! dispatched to the session's [`GatewayHandler`] there, and answered as
 //! `application/json` when nothing has to precede its result — as an SSE
-//! stream only when the call's progress or an upstream's log messages come
-//! first (then each message is an event, the result the last one).
+//! stream only when something does: the call's progress, an upstream's
+//! log messages, or an upstream's request of the client (sampling,
+//! elicitation). Each of those is an event, the result the last one; the
+//! client's answer to a request comes back by POST and is taken here
+//! ([`InlineSession::answered`]).
 //!
 //! rmcp still makes the session (its `initialize`), and still answers
-//! everything this module does not take: notifications and responses, the
-//! `GET` stream, `DELETE`, a resumed session, and a request whose headers
-//! or client need what only rmcp's transport does — a header it must
+//! everything this module does not take: notifications, the `GET` stream,
+//! `DELETE`, a resumed session, answers to its own requests, and a request
+//! whose headers need what only rmcp's transport does — a header it must
 //! check against the body (`MCP-Protocol-Version` 2026-07-28 and later,
-//! `Mcp-Method`, `Mcp-Name`, a per-request protocol version), an `Accept`
-//! or `Content-Type` it refuses, or a client that takes sampling or
-//! elicitation, whose server requests travel on rmcp's streams. What the
-//! handler sends a client outside a call's answer (a list change, a
-//! resource update) still goes through the session's rmcp peer, on its
-//! `GET` stream.
+//! `Mcp-Method`, `Mcp-Name`, a per-request protocol version), or an
+//! `Accept` or `Content-Type` it refuses. What the handler sends a client
+//! outside a call's answer (a list change, a resource update) still goes
+//! through the session's rmcp peer, on its `GET` stream.
 //!
 //! A request answered here is cancelled by the client's
 //! `notifications/cancelled` naming its id ([`InlineSession::cancel`]), and
-//! by the client going away before its answer.
+//! by the client going away before its answer. An SSE answer made here has
+//! no event ids: it is not resumed.
 
 use std::collections::HashMap;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use axum::body::{Body, Bytes};
@@ -35,19 +38,21 @@ use parking_lot::Mutex;
 use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::model::{
     ClientJsonRpcMessage, ClientRequest, GetExtensions, GetMeta, JsonRpcRequest,
-    ProgressNotificationParam, ProgressToken, ServerJsonRpcMessage, ServerNotification,
+    ProgressNotificationParam, ProgressToken, RequestId, ServerJsonRpcMessage, ServerNotification,
+    ServerRequest,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{RoleServer, Service};
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::handler::GatewayHandler;
 use crate::relay::InlineRelay;
 
-/// How many log messages of one call may wait for its answer's stream.
-const LOG_QUEUE: usize = 256;
+/// How many log messages and requests of one call may wait for its
+/// answer's stream.
+const OUTBOX_QUEUE: usize = 256;
 /// How many progress updates of one call may wait for its answer's stream.
 const PROGRESS_QUEUE: usize = 64;
 
@@ -59,6 +64,11 @@ pub(crate) struct InlineSession {
     peer: Peer<RoleServer>,
     /// Each request answered here now, by its id as JSON text.
     in_flight: Mutex<HashMap<String, CancellationToken>>,
+    /// Each request sent to the client on a call's stream and not yet
+    /// answered, by its id as JSON text.
+    asked: Mutex<HashMap<String, oneshot::Sender<Result<Value, String>>>>,
+    /// Numbers the requests sent to the client.
+    next_ask: AtomicU64,
 }
 
 impl std::fmt::Debug for InlineSession {
@@ -78,13 +88,96 @@ impl InlineSession {
         }
     }
 
-    /// Whether the client takes requests of the server (sampling,
-    /// elicitation): those travel on rmcp's streams, so its requests are
-    /// left to rmcp.
-    fn takes_server_requests(&self) -> bool {
-        self.peer.peer_info().is_none_or(|info| {
-            info.capabilities.sampling.is_some() || info.capabilities.elicitation.is_some()
-        })
+    /// Takes the client's answer to a request sent on a call's stream;
+    /// `false` when no such request waits for it (rmcp's, then).
+    fn answered(&self, message: &ClientJsonRpcMessage) -> bool {
+        let (id, answer) = match message {
+            ClientJsonRpcMessage::Response(response) => (
+                &response.id,
+                serde_json::to_value(&response.result).map_err(|e| e.to_string()),
+            ),
+            ClientJsonRpcMessage::Error(error) => {
+                let Some(id) = &error.id else { return false };
+                (
+                    id,
+                    Err(format!(
+                        "the client answered with an error: {}",
+                        error.error.message
+                    )),
+                )
+            }
+            _ => return false,
+        };
+        let key = serde_json::to_string(id).unwrap_or_default();
+        match self.asked.lock().remove(&key) {
+            Some(waiting) => {
+                let _ = waiting.send(answer);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// The client of a call answered here, as its upstream servers see it:
+/// their requests (sampling, elicitation) and log messages go on the
+/// call's stream, and the client's answers come back by POST
+/// ([`InlineSession::answered`]).
+struct InlineClient {
+    session: Arc<InlineSession>,
+    outbox: mpsc::Sender<ServerJsonRpcMessage>,
+    /// The least severe log level the client wants (`logging/setLevel`).
+    level: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// A request sent to the client, forgotten when its call no longer waits.
+struct Asked<'a> {
+    session: &'a InlineSession,
+    key: String,
+}
+
+impl Drop for Asked<'_> {
+    fn drop(&mut self) {
+        self.session.asked.lock().remove(&self.key);
+    }
+}
+
+#[async_trait::async_trait]
+impl extpool_host::CallClient for InlineClient {
+    async fn request(&self, method: &str, params: Value) -> Result<Value, String> {
+        let request: ServerRequest =
+            serde_json::from_value(serde_json::json!({"method": method, "params": params}))
+                .map_err(|e| format!("cannot relay {method}: {e}"))?;
+        let n = self.session.next_ask.fetch_add(1, Ordering::Relaxed);
+        let id = RequestId::String(format!("extpool-{n}").into());
+        let key = serde_json::to_string(&id).unwrap_or_default();
+        let (tx, rx) = oneshot::channel();
+        self.session.asked.lock().insert(key.clone(), tx);
+        let _asked = Asked {
+            session: &self.session,
+            key,
+        };
+        self.outbox
+            .send(ServerJsonRpcMessage::request(request, id))
+            .await
+            .map_err(|_| format!("the client did not answer {method}: its stream is closed"))?;
+        rx.await
+            .map_err(|_| format!("the client did not answer {method}: its session ended"))?
+            .map_err(|e| format!("the client did not answer {method}: {e}"))
+    }
+
+    fn accepts(&self, method: &str) -> bool {
+        crate::relay::accepts(&self.session.peer, method)
+    }
+
+    fn log(&self, params: Value) {
+        if !crate::relay::wanted(&params, &self.level) {
+            return;
+        }
+        let sent = Outbox::log(params).is_some_and(|message| self.outbox.try_send(message).is_ok());
+        if !sent {
+            tracing::debug!("a log message was dropped: the client reads too slowly");
+        }
     }
 }
 
@@ -101,6 +194,8 @@ impl Registration {
             handler,
             peer,
             in_flight: Mutex::new(HashMap::new()),
+            asked: Mutex::new(HashMap::new()),
+            next_ask: AtomicU64::new(0),
         }));
     }
 
@@ -167,10 +262,7 @@ pub(crate) async fn answer(
     session: &Arc<InlineSession>,
     request: Request,
 ) -> Result<Response, Request> {
-    if request.method() != Method::POST
-        || !plain_headers(request.headers())
-        || session.takes_server_requests()
-    {
+    if request.method() != Method::POST || !plain_headers(request.headers()) {
         return Err(request);
     }
     let (parts, body) = request.into_parts();
@@ -184,6 +276,9 @@ pub(crate) async fn answer(
             if answered_here(&request) =>
         {
             (id, request)
+        }
+        Ok(answer) if session.answered(&answer) => {
+            return Ok(StatusCode::ACCEPTED.into_response());
         }
         _ => return Err(Request::from_parts(parts, Body::from(bytes))),
     };
@@ -203,8 +298,18 @@ async fn dispatch(
         session: session.clone(),
         key,
     };
-    let (logs_tx, logs) = mpsc::channel(LOG_QUEUE);
+    let (outbox_tx, messages) = mpsc::channel(OUTBOX_QUEUE);
     let (progress_tx, progress) = mpsc::channel(PROGRESS_QUEUE);
+    let level = session
+        .handler
+        .session_parts()
+        .map(|(_, _, level)| level.clone())
+        .unwrap_or_default();
+    let client = InlineClient {
+        session: session.clone(),
+        outbox: outbox_tx,
+        level,
+    };
     let meta = std::mem::take(request.get_meta_mut());
     let token = meta.get_progress_token();
     let mut context = RequestContext::new(id.clone(), session.peer.clone());
@@ -213,7 +318,7 @@ async fn dispatch(
     context.extensions = std::mem::take(request.extensions_mut());
     context.extensions.insert(parts);
     context.extensions.insert(InlineRelay {
-        logs: logs_tx,
+        client: Arc::new(client),
         progress: progress_tx,
     });
     let handler = session.handler.clone();
@@ -228,7 +333,7 @@ async fn dispatch(
     let mut running = Running {
         call,
         outbox: Outbox {
-            logs,
+            messages,
             progress,
             token,
         },
@@ -255,10 +360,10 @@ impl Drop for InFlight {
     }
 }
 
-/// What a call sends its client before its answer: log messages and, when
-/// the client gave a progress token, progress.
+/// What a call sends its client before its answer: its servers' requests
+/// and log messages and, when the client gave a progress token, progress.
 struct Outbox {
-    logs: mpsc::Receiver<Value>,
+    messages: mpsc::Receiver<ServerJsonRpcMessage>,
     progress: mpsc::Receiver<ProgressUpdate>,
     token: Option<ProgressToken>,
 }
@@ -283,10 +388,8 @@ impl Outbox {
 
     /// A message already waiting, if any.
     fn waiting(&mut self) -> Option<ServerJsonRpcMessage> {
-        while let Ok(params) = self.logs.try_recv() {
-            if let Some(message) = Self::log(params) {
-                return Some(message);
-            }
+        if let Ok(message) = self.messages.try_recv() {
+            return Some(message);
         }
         while let Ok(update) = self.progress.try_recv() {
             if let Some(message) = self.progress(update) {
@@ -301,11 +404,7 @@ impl Outbox {
     async fn next(&mut self) -> ServerJsonRpcMessage {
         loop {
             tokio::select! {
-                Some(params) = self.logs.recv() => {
-                    if let Some(message) = Self::log(params) {
-                        return message;
-                    }
-                }
+                Some(message) = self.messages.recv() => return message,
                 Some(update) = self.progress.recv() => {
                     if let Some(message) = self.progress(update) {
                         return message;

@@ -45,6 +45,30 @@ impl PeerClient {
     }
 }
 
+/// Whether the client behind `peer` accepts server request `method` (it
+/// declared the capability at `initialize`).
+pub(crate) fn accepts(peer: &Peer<RoleServer>, method: &str) -> bool {
+    let Some(info) = peer.peer_info() else {
+        return false;
+    };
+    match method {
+        extpool_host::mcp::handler::SAMPLING => info.capabilities.sampling.is_some(),
+        extpool_host::mcp::handler::ELICITATION => info.capabilities.elicitation.is_some(),
+        _ => false,
+    }
+}
+
+/// Whether a log message of `params` is at or above `level` (a rank of
+/// [`extpool_host::passthrough::LOG_LEVELS`]), the least severe the client
+/// wants.
+pub(crate) fn wanted(params: &Value, level: &AtomicUsize) -> bool {
+    let rank = params["level"]
+        .as_str()
+        .and_then(log_level_rank)
+        .unwrap_or(0);
+    rank >= level.load(Ordering::Relaxed)
+}
+
 #[async_trait::async_trait]
 impl CallClient for PeerClient {
     async fn request(&self, method: &str, params: Value) -> Result<Value, String> {
@@ -61,23 +85,12 @@ impl CallClient for PeerClient {
     }
 
     fn accepts(&self, method: &str) -> bool {
-        let Some(info) = self.peer.peer_info() else {
-            return false;
-        };
-        match method {
-            extpool_host::mcp::handler::SAMPLING => info.capabilities.sampling.is_some(),
-            extpool_host::mcp::handler::ELICITATION => info.capabilities.elicitation.is_some(),
-            _ => false,
-        }
+        accepts(&self.peer, method)
     }
 
     fn log(&self, params: Value) {
         let Some(logs) = &self.logs else { return };
-        let rank = params["level"]
-            .as_str()
-            .and_then(log_level_rank)
-            .unwrap_or(0);
-        if rank < self.level.load(Ordering::Relaxed) {
+        if !wanted(&params, &self.level) {
             return;
         }
         if logs.try_send(params).is_err() {
@@ -91,8 +104,8 @@ impl CallClient for PeerClient {
 /// spawned to forward them. Put on the request's context extensions.
 #[derive(Clone)]
 pub(crate) struct InlineRelay {
-    /// The call's log messages (`notifications/message` params).
-    pub logs: mpsc::Sender<Value>,
+    /// The client as the call sees it: its requests and log messages.
+    pub client: Arc<dyn CallClient>,
     /// The call's progress (sent only when the client gave a token).
     pub progress: mpsc::Sender<ProgressUpdate>,
 }
@@ -109,12 +122,7 @@ pub fn call_context(
     level: Arc<AtomicUsize>,
 ) -> (CallContext, Vec<tokio::task::JoinHandle<()>>) {
     if let Some(inline) = ctx.extensions.get::<InlineRelay>() {
-        let client = PeerClient {
-            peer: ctx.peer.clone(),
-            logs: Some(inline.logs.clone()),
-            level,
-        };
-        let mut call = CallContext::new().with_client(Arc::new(client));
+        let mut call = CallContext::new().with_client(inline.client.clone());
         if ctx.meta.get_progress_token().is_some() {
             call = call.with_progress(inline.progress.clone());
         }

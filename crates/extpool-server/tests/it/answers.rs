@@ -1,8 +1,8 @@
 //! How a session-era request is answered over raw HTTP: as
 //! `application/json` when nothing precedes its result, as an SSE stream
-//! when the call's progress or log messages come first (each before the
-//! result, the result last), and always as SSE for a client that takes
-//! sampling or elicitation (whose server requests share the stream). A
+//! when the call's progress, log messages or an upstream's requests of the
+//! client come first (each before the result, the result last; the
+//! client's answers POSTed back reach the upstream). A
 //! `notifications/cancelled` naming a call in flight cancels it upstream.
 
 use extpool_server::GatewayOptions;
@@ -184,22 +184,84 @@ async fn a_result_alone_is_json_and_what_precedes_it_makes_a_stream() {
         unknown.messages
     );
 
-    // A client that takes elicitation gets every answer on a stream.
+    // An upstream's request of the client goes on the call's stream, and
+    // the client's answer, POSTed back, reaches the upstream.
     let asking = session(&url, json!({"elicitation": {}})).await;
-    let streamed = post(
+    let mut stream = start(
         &url,
-        Some(&asking),
-        call(5, "echo", json!({"message": "s"}), None),
+        &asking,
+        call(5, "notify", json!({"kind": "elicit", "count": 2}), None),
     )
     .await;
-    assert!(
-        streamed.content_type.starts_with("text/event-stream"),
-        "{}",
-        streamed.content_type
+    for _ in 0..2 {
+        let ask = next_message(&mut stream).await;
+        assert_eq!(ask["method"], "elicitation/create", "{ask}");
+        let answer = json!({"jsonrpc": "2.0", "id": ask["id"],
+            "result": {"action": "decline"}});
+        assert_eq!(post(&url, Some(&asking), answer).await.status, 202);
+    }
+    let result = next_message(&mut stream).await;
+    assert_eq!(result["id"], 5, "{result}");
+    assert_eq!(
+        text(&result),
+        "accepted 0, declined 2, cancelled 0, failed 0"
     );
-    let result = streamed.messages.iter().find(|m| m["id"] == 5).unwrap();
-    assert_eq!(text(result), "s");
     served.stop().await;
+}
+
+/// An SSE answer being read, and what of it was read but not yet taken.
+struct Stream {
+    response: reqwest::Response,
+    buffered: String,
+}
+
+/// POSTs `body` on session `id` and returns its answer, which must be an
+/// SSE stream, unread.
+async fn start(url: &str, id: &str, body: Value) -> Stream {
+    let response = within(
+        reqwest::Client::new()
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", id)
+            .header("mcp-protocol-version", VERSION)
+            .body(body.to_string())
+            .send(),
+    )
+    .await
+    .unwrap();
+    let content_type = response.headers()["content-type"].to_str().unwrap();
+    assert!(
+        content_type.starts_with("text/event-stream"),
+        "{content_type}"
+    );
+    Stream {
+        response,
+        buffered: String::new(),
+    }
+}
+
+/// The next JSON-RPC message of `stream` (reading more as needed).
+async fn next_message(stream: &mut Stream) -> Value {
+    loop {
+        while let Some(end) = stream.buffered.find("\n\n") {
+            let event: String = stream.buffered.drain(..end + 2).collect();
+            if let Some(message) = event
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .find_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            {
+                return message;
+            }
+        }
+        let chunk = within(stream.response.chunk())
+            .await
+            .unwrap()
+            .expect("the stream ended before the message");
+        stream
+            .buffered
+            .push_str(std::str::from_utf8(&chunk).unwrap());
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
