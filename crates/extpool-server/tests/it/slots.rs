@@ -20,6 +20,8 @@ const VERSION: &str = "2025-11-25";
 /// An answer: status, headers and the JSON-RPC message (from JSON or SSE).
 struct Answer {
     status: u16,
+    /// `Content-Type`, to tell a JSON answer from a stream.
+    content_type: String,
     session: Option<String>,
     retry_after: Option<String>,
     message: Value,
@@ -46,6 +48,7 @@ async fn post(url: &str, session: Option<&str>, body: &str) -> Answer {
             .map(str::to_owned)
     };
     let (session, retry_after) = (header("mcp-session-id"), header("retry-after"));
+    let content_type = header("content-type").unwrap_or_default();
     let text = within(response.text()).await.unwrap();
     let message = serde_json::from_str(&text).unwrap_or_else(|_| {
         text.lines()
@@ -56,6 +59,7 @@ async fn post(url: &str, session: Option<&str>, body: &str) -> Answer {
     });
     Answer {
         status,
+        content_type,
         session,
         retry_after,
         message,
@@ -181,6 +185,25 @@ async fn an_abandoned_session_frees_its_slot_and_is_resumed_when_its_client_retu
         "{}",
         back.message
     );
+    // Resumed, it is answered in the gateway's HTTP task like a session
+    // made here: a result alone as JSON (rmcp answers on a stream).
+    assert!(
+        echo.content_type.starts_with("application/json"),
+        "{}",
+        echo.content_type
+    );
+    let again = post(
+        url,
+        Some(&first),
+        &call(3, "mcp__testkit__echo", json!({"message": "again"})),
+    )
+    .await;
+    assert!(
+        again.content_type.starts_with("application/json"),
+        "{}",
+        again.content_type
+    );
+    assert_eq!(again.message["result"]["content"][0]["text"], "again");
     served.stop().await;
 }
 
