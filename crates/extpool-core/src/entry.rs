@@ -49,6 +49,10 @@ pub struct ResourceEntry {
     pub description: String,
     /// Its MIME type, when the source said.
     pub mime_type: Option<String>,
+    /// Icons (`src`, `mimeType`, `sizes`, `theme`) as the source sent them,
+    /// passed on to clients unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Value>,
 }
 
 /// A resource template (RFC 6570 URI template) listed by a
@@ -63,6 +67,10 @@ pub struct ResourceTemplateEntry {
     pub description: String,
     /// The MIME type of what it names, when the source said.
     pub mime_type: Option<String>,
+    /// Icons (`src`, `mimeType`, `sizes`, `theme`) as the source sent them,
+    /// passed on to clients unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Value>,
 }
 
 /// A tool a capability contributes: name, description and JSON Schemas.
@@ -280,6 +288,10 @@ pub struct CommandEntry {
     /// Display-only hint for the argument line, when the source gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argument_hint: Option<String>,
+    /// Icons (`src`, `mimeType`, `sizes`, `theme`) as the source sent them (an MCP prompt's),
+    /// passed on to clients unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Value>,
 }
 
 impl CommandEntry {
@@ -290,6 +302,7 @@ impl CommandEntry {
             description: description.into(),
             arguments: Vec::new(),
             argument_hint: None,
+            icons: None,
         }
     }
 }

@@ -154,6 +154,9 @@ pub struct CommandInfo {
     pub arguments: Vec<ArgInfo>,
     /// `skill`, or `prompt:<server>`.
     pub source: String,
+    /// Its icons, as its server sent them (an MCP prompt's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Value>,
 }
 
 /// One resource of an MCP server.
@@ -170,6 +173,9 @@ pub struct ResourceInfo {
     pub mime_type: Option<String>,
     /// What it is.
     pub description: String,
+    /// Its icons, as its server sent them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Value>,
 }
 
 /// One capability's contribution to the system prompt.

@@ -28,6 +28,9 @@ pub struct TemplateInfo {
     pub mime_type: Option<String>,
     /// What it is.
     pub description: String,
+    /// Its icons, as its server sent them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Value>,
 }
 
 /// A resource a server reported updated.
@@ -114,6 +117,7 @@ impl View {
                     server: server.clone(),
                     mime_type: t.mime_type,
                     description: t.description,
+                    icons: t.icons,
                 })),
                 Err(e) => tracing::warn!(server, "resource templates not listed: {e}"),
             }

@@ -10,8 +10,8 @@ use extpool_core::{
     ResourceTemplateEntry, ToolEntry, ToolResult,
 };
 use rmcp::model::{
-    CallToolResult, ContentBlock, GetPromptResult, JsonObject, Prompt, Resource, ResourceContents,
-    ResourceTemplate, Tool,
+    CallToolResult, ContentBlock, GetPromptResult, Icon, JsonObject, Prompt, Resource,
+    ResourceContents, ResourceTemplate, Tool,
 };
 use serde_json::Value;
 
@@ -21,6 +21,11 @@ use serde_json::Value;
 pub struct InvalidBlob {
     /// The resource URI.
     pub uri: String,
+}
+
+/// Icons of a tool, resource, template or prompt as JSON, kept whole.
+fn icons(icons: Option<&[Icon]>) -> Option<Value> {
+    icons.and_then(|i| serde_json::to_value(i).ok())
 }
 
 /// A tool as listed by `tools/list`.
@@ -42,10 +47,7 @@ pub fn tool_entry(tool: &Tool) -> ToolEntry {
             .annotations
             .as_ref()
             .and_then(|a| serde_json::to_value(a).ok()),
-        icons: tool
-            .icons
-            .as_ref()
-            .and_then(|i| serde_json::to_value(i).ok()),
+        icons: icons(tool.icons.as_deref()),
     }
 }
 
@@ -132,6 +134,7 @@ pub fn resource_entry(resource: &Resource) -> ResourceEntry {
         name: resource.name.clone(),
         description: resource.description.clone().unwrap_or_default(),
         mime_type: resource.mime_type.clone(),
+        icons: icons(resource.icons.as_deref()),
     }
 }
 
@@ -142,6 +145,7 @@ pub fn template_entry(template: &ResourceTemplate) -> ResourceTemplateEntry {
         name: template.name.clone(),
         description: template.description.clone().unwrap_or_default(),
         mime_type: template.mime_type.clone(),
+        icons: icons(template.icons.as_deref()),
     }
 }
 
@@ -165,6 +169,7 @@ pub fn command_entry(prompt: &Prompt) -> CommandEntry {
             })
             .collect(),
         argument_hint: None,
+        icons: icons(prompt.icons.as_deref()),
     }
 }
 

@@ -22,6 +22,12 @@ fn object(value: &Value) -> JsonObject {
     }
 }
 
+/// Icons kept as their server sent them, back as MCP's type (`None` when
+/// there were none, or they no longer read as icons).
+fn icons(icons: Option<&Value>) -> Option<Vec<Icon>> {
+    icons.and_then(|i| serde_json::from_value::<Vec<Icon>>(i.clone()).ok())
+}
+
 /// A tool as `tools/list` shows it, under the name the client sees
 /// (`listed`, its table's): description, schemas, title, annotations and
 /// icons as its server sent them.
@@ -42,28 +48,27 @@ pub fn tool(info: &ModelTool, listed: &str) -> Tool {
         .annotations
         .clone()
         .and_then(|a| serde_json::from_value::<ToolAnnotations>(a).ok());
-    tool.icons = info
-        .details
-        .icons
-        .clone()
-        .and_then(|i| serde_json::from_value::<Vec<Icon>>(i).ok());
+    tool.icons = icons(info.details.icons.as_ref());
     tool
 }
 
-/// A resource as `resources/list` shows it.
+/// A resource as `resources/list` shows it, icons included.
 pub fn resource(info: &ResourceInfo) -> Resource {
     let mut r = Resource::new(info.uri.clone(), info.name.clone());
     r.mime_type = info.mime_type.clone();
+    r.icons = icons(info.icons.as_ref());
     if !info.description.is_empty() {
         r.description = Some(info.description.clone());
     }
     r
 }
 
-/// A resource template as `resources/templates/list` shows it.
+/// A resource template as `resources/templates/list` shows it, icons
+/// included.
 pub fn template(info: &TemplateInfo) -> ResourceTemplate {
     let mut t = ResourceTemplate::new(info.uri_template.clone(), info.name.clone());
     t.mime_type = info.mime_type.clone();
+    t.icons = icons(info.icons.as_ref());
     if !info.description.is_empty() {
         t.description = Some(info.description.clone());
     }
@@ -84,7 +89,8 @@ pub const SKILL_ARGUMENTS: &str = "arguments";
 
 /// A command as `prompts/list` shows it, under the name the client sees
 /// (`listed`): an MCP prompt with its arguments, or a skill's slash
-/// command with one optional `arguments` argument.
+/// command with one optional `arguments` argument. A prompt's icons are
+/// its server's.
 pub fn prompt(info: &CommandInfo, listed: &str) -> Prompt {
     let name = listed.to_owned();
     let arguments: Vec<PromptArgument> = if info.source == "skill" {
@@ -103,7 +109,9 @@ pub fn prompt(info: &CommandInfo, listed: &str) -> Prompt {
             .collect()
     };
     let description = (!info.description.is_empty()).then(|| info.description.clone());
-    Prompt::new(name, description, Some(arguments))
+    let mut prompt = Prompt::new(name, description, Some(arguments));
+    prompt.icons = icons(info.icons.as_ref());
+    prompt
 }
 
 /// A skill as `skills/list` shows it, with the digests of `files` (URI and

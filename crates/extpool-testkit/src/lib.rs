@@ -44,11 +44,15 @@
 //! [--state-dir DIR] [--die-on-start] [--hang-on-initialize]
 //! [--extra-tools N] [--page-size K] [--no-skills-extension] [--bad-digest]
 //! [--require-bearer TOKEN] [--ignore-eof] [--ignore-sigterm] [--conformance]
-//! [--nagle] [--tools-file FILE] [--echo-argv] [-- ARG...]`
+//! [--nagle] [--tools-file FILE] [--lists-file FILE] [--echo-argv] [-- ARG...]`
 //!
 //! `--tools-file FILE` serves the tools FILE defines (a JSON array of MCP
 //! tool definitions, any schema and annotations) instead of every other; a
 //! call of one answers `called <name> with <its arguments as JSON>`.
+//! `--lists-file FILE` also lists the prompts, resources and resource
+//! templates FILE defines (a JSON object with `prompts`, `resources` and
+//! `resourceTemplates` arrays of MCP definitions), after the others and as
+//! written; they are only listed, never got or read.
 //!
 //! `--echo-argv` writes `argv: <its arguments>` to stderr first, as servers
 //! that log their command line do; arguments after `--` are accepted and

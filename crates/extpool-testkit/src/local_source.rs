@@ -97,6 +97,7 @@ impl LocalSource {
             name: name.into(),
             description: String::new(),
             mime_type: Some("text/plain".into()),
+            icons: None,
         };
         self.resources.write().push((entry, text.into()));
     }

@@ -459,6 +459,7 @@ impl extpool_core::CommandResource for Parent {
             description: "a skill".into(),
             arguments: Vec::new(),
             argument_hint: None,
+            icons: None,
         }])
     }
     async fn get_command(

@@ -59,6 +59,7 @@ impl View {
                 server: r.server.to_string(),
                 mime_type: r.entry.mime_type.clone(),
                 description: r.entry.description.clone(),
+                icons: r.entry.icons.clone(),
             })
             .collect();
         rows.sort_by(|a, b| (&a.server, &a.uri).cmp(&(&b.server, &b.uri)));
@@ -86,6 +87,7 @@ impl View {
                     CommandKind::McpPrompt => format!("prompt:{}", c.server),
                     _ => "skill".to_owned(),
                 },
+                icons: c.entry.icons.clone(),
             })
             .collect();
         rows.sort_by(|a, b| (a.source != "skill", &a.name).cmp(&(b.source != "skill", &b.name)));

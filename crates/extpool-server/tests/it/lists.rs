@@ -154,3 +154,65 @@ async fn a_tools_icons_reach_the_client_as_its_server_sent_them() {
     let _ = session.cancel().await;
     let _ = new.cancel().await;
 }
+
+/// A prompt's, a resource's and a resource template's icons reach every
+/// client as their server sent them, in both eras; those without icons
+/// have none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompt_resource_and_template_icons_reach_the_client_as_their_server_sent_them() {
+    let project = Project::new();
+    let icons = json!([
+        {"src": "https://example.com/paint.png", "mimeType": "image/png", "sizes": ["48x48"]},
+        {"src": "data:image/svg+xml;base64,PHN2Zy8+", "mimeType": "image/svg+xml",
+         "sizes": ["any"], "theme": "light"}
+    ]);
+    let lists = json!({
+        "prompts": [{"name": "sketch", "description": "Sketches.", "icons": icons}],
+        "resources": [{"uri": "art://canvas", "name": "canvas", "icons": icons}],
+        "resourceTemplates": [
+            {"uriTemplate": "art://works/{id}", "name": "work", "icons": icons}
+        ]
+    });
+    let file = project.path().join("lists.json");
+    std::fs::write(&file, lists.to_string()).unwrap();
+    let command =
+        extpool_testkit::stdio_command(["--lists-file".to_owned(), file.display().to_string()]);
+    project.config(&crate::support::server_yaml("art", command));
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let session =
+        within(SessionEra.serve(StreamableHttpClientTransport::from_uri(served.url.clone())))
+            .await
+            .unwrap();
+    let new = modern(&served.url).await;
+    let icons_of = |listed: Option<&Value>| listed.cloned().unwrap_or(Value::Null);
+    for (era, client) in [("session", session.peer()), ("2026-07-28", new.peer())] {
+        let prompts =
+            serde_json::to_value(within(client.list_all_prompts()).await.unwrap()).unwrap();
+        let resources =
+            serde_json::to_value(within(client.list_all_resources()).await.unwrap()).unwrap();
+        let templates =
+            serde_json::to_value(within(client.list_all_resource_templates()).await.unwrap())
+                .unwrap();
+        let find = |items: &Value, key: &str, value: &str| {
+            items
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|i| i[key] == value)
+                .unwrap_or_else(|| panic!("{era}: {value} not listed in {items}"))
+                .clone()
+        };
+        let sketch = find(&prompts, "name", "mcp__art__sketch");
+        assert_eq!(icons_of(sketch.get("icons")), icons, "{era}: {sketch}");
+        let canvas = find(&resources, "uri", "art://canvas");
+        assert_eq!(icons_of(canvas.get("icons")), icons, "{era}: {canvas}");
+        let work = find(&templates, "uriTemplate", "art://works/{id}");
+        assert_eq!(icons_of(work.get("icons")), icons, "{era}: {work}");
+        let greet = find(&prompts, "name", "mcp__art__greet");
+        assert_eq!(greet.get("icons"), None, "{era}: {greet}");
+        let info = find(&resources, "uri", "testkit://info");
+        assert_eq!(info.get("icons"), None, "{era}: {info}");
+    }
+    let _ = session.cancel().await;
+    let _ = new.cancel().await;
+}

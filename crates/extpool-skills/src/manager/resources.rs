@@ -227,6 +227,7 @@ impl CommandResource for SkillManagerCap {
                         })
                         .collect(),
                     argument_hint: s.meta.argument_hint.clone(),
+                    icons: None,
                 })
                 .collect()
         };

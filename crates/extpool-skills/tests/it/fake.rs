@@ -133,6 +133,7 @@ impl McpResource for FakeServer {
             name: "readme".into(),
             description: String::new(),
             mime_type: Some("text/plain".into()),
+            icons: None,
         }])
     }
 

@@ -111,6 +111,11 @@ struct Cli {
     /// `called <name> with <arguments>`.
     #[arg(long, value_name = "FILE")]
     tools_file: Option<PathBuf>,
+    /// Also list the prompts, resources and resource templates of FILE (a
+    /// JSON object: `prompts`, `resources`, `resourceTemplates`, each an
+    /// array of MCP definitions), after the others, as written.
+    #[arg(long, value_name = "FILE")]
+    lists_file: Option<PathBuf>,
     /// Write `argv: <every argument>` to stderr before anything else, as
     /// servers that log their command line do (for tests of what extpool
     /// shows of a server's stderr).
@@ -257,6 +262,16 @@ async fn run() -> anyhow::Result<()> {
         let tools = serde_json::from_str(&text)
             .with_context(|| format!("{} is not a JSON array of tools", file.display()))?;
         options.tools = Some(tools);
+    }
+    if let Some(file) = &cli.lists_file {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        options.lists = serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{} is not a JSON object of prompts, resources and resourceTemplates",
+                file.display()
+            )
+        })?;
     }
     let server = TestServer::new(options);
 

@@ -14,6 +14,7 @@ mod asking;
 mod barrier;
 mod conformance;
 mod content;
+mod extra;
 pub mod http;
 pub mod modern;
 mod notify;
@@ -26,6 +27,7 @@ mod tool_calls;
 mod tools;
 
 pub use barrier::arrivals_counter;
+pub use extra::ExtraLists;
 pub use paging::PagingFault;
 
 use std::{
@@ -101,6 +103,9 @@ pub struct ServerOptions {
     /// answers `called <name> with <arguments as JSON>`, so a test can give
     /// a client any schema and annotations and see what it sent.
     pub tools: Option<Vec<rmcp::model::Tool>>,
+    /// Prompts, resources and templates listed after the others
+    /// (`--lists-file`), exactly as the test wrote them.
+    pub lists: ExtraLists,
 }
 
 impl Default for ServerOptions {
@@ -119,6 +124,7 @@ impl Default for ServerOptions {
             write_barrier: false,
             paging_fault: None,
             tools: None,
+            lists: ExtraLists::default(),
         }
     }
 }
@@ -387,11 +393,12 @@ impl ServerHandler for TestServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         self.count_contact();
-        let templates = if self.shared.options.conformance {
+        let mut templates = if self.shared.options.conformance {
             self.conformance_templates()
         } else {
             Vec::new()
         };
+        templates.extend(self.shared.options.lists.resource_templates.iter().cloned());
         Ok(ListResourceTemplatesResult::with_all_items(templates))
     }
 

@@ -57,13 +57,15 @@ fn one_message(text: String) -> GetPromptResult {
 }
 
 impl TestServer {
-    /// Every prompt, built-in first, then the dynamic ones by name.
+    /// Every prompt, built-in first, then the dynamic ones by name, then
+    /// those of `--lists-file`.
     pub(crate) fn all_prompts(&self) -> Vec<Prompt> {
         let mut all = builtin();
         if self.shared.options.conformance {
             all.extend(self.conformance_prompts());
         }
         all.extend(self.read_dynamic().prompts.values().cloned());
+        all.extend(self.shared.options.lists.prompts.iter().cloned());
         all
     }
 

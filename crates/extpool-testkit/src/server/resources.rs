@@ -41,7 +41,8 @@ fn builtin() -> Vec<Resource> {
 }
 
 impl TestServer {
-    /// Every resource, built-in first, then the dynamic ones by URI.
+    /// Every resource, built-in first, then the dynamic ones by URI, then
+    /// those of `--lists-file`.
     pub(crate) fn all_resources(&self) -> Vec<Resource> {
         let mut all = builtin();
         if self.shared.options.conformance {
@@ -53,6 +54,7 @@ impl TestServer {
                 .values()
                 .map(|(r, _)| r.clone()),
         );
+        all.extend(self.shared.options.lists.resources.iter().cloned());
         all
     }
 
