@@ -1,8 +1,9 @@
 //! The built-in tools, the one list of them: the catalog's own
 //! (`ListMcpResources`, `ReadMcpResource`, `FetchMcpResource`,
 //! `CallMcpWithQuery`: their definitions and what they do on a pinned
-//! revision), the gateway's (`ListMcpSources`, `RefreshMcpSources`) and
-//! tool search's (`ToolSearch`). Every definition a model is given comes
+//! revision), the gateway's (`ListMcpSources`, `RefreshMcpSources`, and
+//! `CloseSession` on a durable session's endpoint) and tool search's
+//! (`ToolSearch`). Every definition a model is given comes
 //! from here; [`BuiltinTool::runner`] says who answers a call.
 
 use std::sync::{Arc, OnceLock};
@@ -31,6 +32,8 @@ pub enum BuiltinTool {
     ListMcpSources,
     /// A reconciliation cycle, then the names active now granted (gateway).
     RefreshMcpSources,
+    /// Closes the durable session whose endpoint it is called on (gateway).
+    CloseSession,
     /// Searches the deferred tools and loads the best matches (tool search).
     ToolSearch,
 }
@@ -44,7 +47,7 @@ pub const MAX_SEARCH_RESULTS: usize = 20;
 pub enum Runner {
     /// The catalog, on the pinned revision ([`CatalogRevision::call`]).
     Catalog,
-    /// The gateway (its sources and refresh).
+    /// The gateway (its sources, refresh and sessions).
     Gateway,
     /// Tool search, in whichever front end defers tools.
     Search,
@@ -52,13 +55,14 @@ pub enum Runner {
 
 impl BuiltinTool {
     /// Every built-in, in advertising order.
-    pub const ALL: [BuiltinTool; 7] = [
+    pub const ALL: [BuiltinTool; 8] = [
         Self::ListMcpResources,
         Self::ReadMcpResource,
         Self::FetchMcpResource,
         Self::CallMcpWithQuery,
         Self::ListMcpSources,
         Self::RefreshMcpSources,
+        Self::CloseSession,
         Self::ToolSearch,
     ];
 
@@ -73,7 +77,7 @@ impl BuiltinTool {
     /// Who answers a call of it.
     pub fn runner(self) -> Runner {
         match self {
-            Self::ListMcpSources | Self::RefreshMcpSources => Runner::Gateway,
+            Self::ListMcpSources | Self::RefreshMcpSources | Self::CloseSession => Runner::Gateway,
             Self::ToolSearch => Runner::Search,
             _ => Runner::Catalog,
         }
@@ -88,6 +92,7 @@ impl BuiltinTool {
             Self::CallMcpWithQuery => "CallMcpWithQuery",
             Self::ListMcpSources => "ListMcpSources",
             Self::RefreshMcpSources => "RefreshMcpSources",
+            Self::CloseSession => "CloseSession",
             Self::ToolSearch => "ToolSearch",
         }
     }
@@ -112,7 +117,7 @@ impl BuiltinTool {
 
     /// Its definition (description and input schema), shared.
     pub fn entry(self) -> &'static ToolEntry {
-        static ENTRIES: OnceLock<[ToolEntry; 7]> = OnceLock::new();
+        static ENTRIES: OnceLock<[ToolEntry; BuiltinTool::ALL.len()]> = OnceLock::new();
         let entries = ENTRIES.get_or_init(|| BuiltinTool::ALL.map(definition));
         &entries[self as usize]
     }
@@ -192,6 +197,12 @@ fn definition(b: BuiltinTool) -> ToolEntry {
         BuiltinTool::RefreshMcpSources => (
             "Reconciles MCP sources now and grants this session the tool names active after it \
              (a union: nothing is taken away). Reports the revision it pinned and what changed.",
+            json!({"type": "object", "properties": {}}),
+        ),
+        BuiltinTool::CloseSession => (
+            "Closes this session when you no longer need it: its own MCP servers stop and \
+             the session is forgotten, as DELETE /v1/sessions/{id} does. Nothing of it can be \
+             called afterwards.",
             json!({"type": "object", "properties": {}}),
         ),
         BuiltinTool::ToolSearch => (

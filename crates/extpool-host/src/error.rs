@@ -143,7 +143,7 @@ pub enum HostError {
         reason: String,
     },
     /// A built-in its front end answers (`ListMcpSources`,
-    /// `RefreshMcpSources`, `ToolSearch`), asked of the host.
+    /// `RefreshMcpSources`, `CloseSession`, `ToolSearch`), asked of the host.
     #[error("{name} is answered by the front end that lists it")]
     FrontEndTool {
         /// The built-in's name.

@@ -224,6 +224,10 @@ pub(crate) struct Shared {
     /// and tool search. Every view without grants shares it (and so shares
     /// one compiled table per revision).
     pub policy: Arc<ViewPolicy>,
+    /// [`Shared::policy`] with `CloseSession` among the gateway's own
+    /// tools: what durable sessions' grants refine (they share one
+    /// compiled table per revision between them).
+    pub session_policy: Arc<ViewPolicy>,
     /// The servers of [`GatewayOptions::unprefixed`].
     pub unprefixed: HashSet<String>,
     /// Resource subscriptions of every session.
@@ -307,6 +311,10 @@ impl Gateway {
             .deferral(options.tool_search.clone())
             .build();
         stateless.set_policy(policy.clone());
+        let session_policy = policy
+            .to_builder()
+            .front_tools(crate::source_tools::SESSION_TOOLS)
+            .build();
         let instructions = stateless
             .instructions()
             .await
@@ -361,6 +369,7 @@ impl Gateway {
             stateless: stateless.clone(),
             stateless_names: NamesCache::default(),
             policy,
+            session_policy,
             subscriptions: Subscriptions::default(),
             upstream_log_level: AtomicUsize::new(usize::MAX),
             instructions,

@@ -396,7 +396,7 @@ impl Sessions {
             authority: RwLock::new(Arc::default()),
             servers: servers.keys().cloned().collect(),
             notifier: Notifier::default(),
-            base: shared.policy.clone(),
+            base: shared.session_policy.clone(),
             last_used: Mutex::new(tokio::time::Instant::now()),
         };
         // Nothing granted until the store says what is.
@@ -446,6 +446,8 @@ impl Sessions {
 
     /// Deletes session `id`: closes its view (its per-session servers
     /// stop) and removes it from the store. Returns the servers' names.
+    /// `DELETE /v1/sessions/{id}` and the session's own `CloseSession`
+    /// both close a session here.
     pub(crate) async fn delete(
         &self,
         shared: &Shared,

@@ -1,12 +1,16 @@
 //! The model-facing tools every gateway session has: `ListMcpSources` (the
 //! cached state of every source and of reconciliation; never contacts an
 //! upstream) and `RefreshMcpSources` (a reconciliation cycle, then — in a
-//! durable session — the names active now granted). Their definitions are
-//! the catalog's, with the other built-ins; the session's table lists them.
+//! durable session — the names active now granted); and, on a durable
+//! session's endpoint only, `CloseSession` (the session closed as `DELETE
+//! /v1/sessions/{id}` closes it, by the same function). Their definitions
+//! are the catalog's, with the other built-ins; the session's table lists
+//! them.
 
 use std::sync::Arc;
 
 use extpool_host::catalog::BuiltinTool;
+use extpool_host::core::Principal;
 use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::json;
@@ -16,6 +20,14 @@ use crate::sessions::OpenSession;
 
 /// The gateway's own built-ins, listed after the catalog's.
 pub const TOOLS: [BuiltinTool; 2] = [BuiltinTool::ListMcpSources, BuiltinTool::RefreshMcpSources];
+
+/// The gateway's own built-ins on a durable session's endpoint: [`TOOLS`]
+/// and `CloseSession`.
+pub const SESSION_TOOLS: [BuiltinTool; 3] = [
+    BuiltinTool::ListMcpSources,
+    BuiltinTool::RefreshMcpSources,
+    BuiltinTool::CloseSession,
+];
 
 /// The JSON of `ListMcpSources` and `GET /v1/sources`.
 pub(crate) fn sources_json(shared: &Shared) -> serde_json::Value {
@@ -32,13 +44,16 @@ pub(crate) fn sources_json(shared: &Shared) -> serde_json::Value {
     })
 }
 
-/// Answers a call of one of the two tools; `None` for any other.
+/// Answers a call of one of the gateway's tools for `principal`; `None`
+/// for any other.
 pub(crate) async fn call(
     shared: &Shared,
     durable: Option<&Arc<OpenSession>>,
+    principal: &Principal,
     tool: BuiltinTool,
 ) -> Option<Result<CallToolResult, ErrorData>> {
     let text = match tool {
+        BuiltinTool::CloseSession => return Some(Ok(close(shared, durable, principal).await)),
         BuiltinTool::ListMcpSources => sources_json(shared).to_string(),
         BuiltinTool::RefreshMcpSources => match (durable, &shared.sessions) {
             (Some(open), Some(sessions)) => match sessions.refresh_open(open).await {
@@ -64,4 +79,41 @@ pub(crate) async fn call(
         _ => return None,
     };
     Some(Ok(CallToolResult::success(vec![ContentBlock::text(text)])))
+}
+
+/// `CloseSession`: the durable session of this endpoint closed for
+/// `principal` by the one function `DELETE /v1/sessions/{id}` calls
+/// ([`crate::sessions::Sessions::delete`]); a tool error saying why where
+/// there is none.
+async fn close(
+    shared: &Shared,
+    durable: Option<&Arc<OpenSession>>,
+    principal: &Principal,
+) -> CallToolResult {
+    let (Some(open), Some(sessions)) = (durable, &shared.sessions) else {
+        return CallToolResult::error(vec![ContentBlock::text(
+            "CloseSession closes a durable session and is offered only on its endpoint (/sessions/{id}/mcp); this connection belongs to none",
+        )]);
+    };
+    let id = open.id.as_str();
+    match sessions.delete(shared, id, principal).await {
+        Ok(servers) => CallToolResult::success(vec![ContentBlock::text(closed_text(id, &servers))]),
+        Err(e) => {
+            tracing::warn!(session = %id, "CloseSession failed: {e}");
+            CallToolResult::error(vec![ContentBlock::text(format!(
+                "session {id} was not closed: {e}"
+            ))])
+        }
+    }
+}
+
+/// What `CloseSession` answers once session `id` is closed.
+fn closed_text(id: &str, servers: &[String]) -> String {
+    match servers {
+        [] => format!("session {id} was closed"),
+        _ => format!(
+            "session {id} was closed; its servers stopped: {}",
+            servers.join(", ")
+        ),
+    }
 }

@@ -126,7 +126,8 @@ impl GatewayHandler {
             }
             Some(tool) => {
                 if let Some(result) =
-                    crate::source_tools::call(&self.shared, self.durable.as_ref(), tool).await
+                    crate::source_tools::call(&self.shared, self.durable.as_ref(), principal, tool)
+                        .await
                 {
                     return result.map(Into::into);
                 }

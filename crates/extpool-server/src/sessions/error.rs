@@ -35,7 +35,7 @@ pub enum SessionError {
     },
     /// Too many per-session servers open.
     #[error(
-        "{asked} more per-session MCP servers would make {} open, past this gateway's {max} ({open} are open now); close sessions you no longer need (DELETE /v1/sessions/{{id}})", open + asked
+        "{asked} more per-session MCP servers would make {} open, past this gateway's {max} ({open} are open now); close sessions you no longer need (CloseSession on a session's endpoint, or DELETE /v1/sessions/{{id}})", open + asked
     )]
     TooManyServers {
         /// Open now.

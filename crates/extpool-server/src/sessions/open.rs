@@ -26,7 +26,8 @@ pub struct OpenSession {
     pub servers: Vec<String>,
     /// Its MCP clients, for `list_changed`.
     pub notifier: Notifier,
-    /// The gateway's policy, which its own adds its grants to.
+    /// The gateway's policy for durable sessions (its own tools with
+    /// `CloseSession`), which its own adds its grants to.
     pub(super) base: Arc<ViewPolicy>,
     /// When it was last used (opened, refreshed, or asked for by its
     /// endpoint).

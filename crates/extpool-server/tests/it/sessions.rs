@@ -1,14 +1,17 @@
 //! Durable sessions through the HTTP API and real MCP clients: what a
 //! session is granted, refresh (by the model-facing tool and by the API),
 //! per-session servers isolated per session, the limit on them, a restart
-//! that restores every session and its grants.
+//! that restores every session and its grants, a session closed by its own
+//! client (`CloseSession`) as `DELETE` closes it.
 
 use extpool_server::GatewayOptions;
 use extpool_state::StateStore;
 use extpool_testkit::{HttpServer, StateDir};
 use serde_json::{Value, json};
 
-use crate::support::{PATIENCE, Project, Sdk, Served, sdk_client, testkit_yaml};
+use crate::support::{
+    PATIENCE, Project, Sdk, Served, SessionEra, sdk_client, testkit_yaml, within,
+};
 
 async fn store(dir: &std::path::Path) -> StateStore {
     StateStore::open_url(&format!("sqlite:{}", dir.join("state.db").display()))
@@ -439,5 +442,103 @@ async fn delete_stops_a_session_command_server_checked_by_pid() {
     assert_eq!(deleted["closed_servers"], json!(["mine"]));
     // The session's server process is gone after DELETE.
     extpool_testkit::procs::wait_until_gone(&marker).await;
+    served.stop().await;
+}
+
+/// The tool names an rmcp client of `url` (session era) is listed.
+async fn listed_tools(url: &str) -> Vec<String> {
+    use rmcp::ServiceExt;
+    let client = within(SessionEra.serve(
+        rmcp::transport::StreamableHttpClientTransport::from_uri(url.to_owned()),
+    ))
+    .await
+    .unwrap();
+    let tools = within(client.list_all_tools()).await.unwrap();
+    let _ = client.cancel().await;
+    tools.into_iter().map(|t| t.name.to_string()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_session_on_its_endpoint_closes_the_session_as_delete_does() {
+    use rmcp::ServiceExt;
+    let project = Project::new();
+    project.config("");
+    let options = GatewayOptions {
+        session_commands: true,
+        ..GatewayOptions::default()
+    };
+    let served = served_with_store(project, options).await;
+    let kit = StateDir::new();
+    let (program, args) = extpool_testkit::stdio_command(kit.args()).into_parts();
+    let (status, created) = api(
+        reqwest::Method::POST,
+        &format!("{}/v1/sessions", served.base),
+        Some(json!({"id": "done", "mcp_servers": {"mine": {
+            "command": program.display().to_string(),
+            "args": args,
+        }}})),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let marker = kit.path().display().to_string();
+    assert_eq!(crate::support::pids_with(&marker).len(), 1);
+    // Offered where there is a session to close, and only there.
+    let everywhere = listed_tools(&served.url).await;
+    assert!(
+        !everywhere.contains(&"CloseSession".to_owned()),
+        "{everywhere:?}"
+    );
+    let endpoint = format!("{}/sessions/done/mcp", served.base);
+    let tools = listed_tools(&endpoint).await;
+    assert!(tools.contains(&"CloseSession".to_owned()), "{tools:?}");
+
+    let client = within(SessionEra.serve(
+        rmcp::transport::StreamableHttpClientTransport::from_uri(endpoint.clone()),
+    ))
+    .await
+    .unwrap();
+    let closed = within(client.call_tool(rmcp::model::CallToolRequestParams::new("CloseSession")))
+        .await
+        .unwrap();
+    assert_ne!(closed.is_error, Some(true), "{closed:?}");
+    let text = closed.content[0].as_text().unwrap().text.clone();
+    assert_eq!(text, "session done was closed; its servers stopped: mine");
+    let _ = client.cancel().await;
+
+    let (status, _) = api(
+        reqwest::Method::GET,
+        &format!("{}/v1/sessions/done", served.base),
+        None,
+    )
+    .await;
+    assert_eq!(status, 404, "the session is forgotten");
+    // Its server's process is gone, as after DELETE.
+    extpool_testkit::procs::wait_until_gone(&marker).await;
+
+    // A 2026-07-28 client closes its session the same way.
+    let (status, created) = api(
+        reqwest::Method::POST,
+        &format!("{}/v1/sessions", served.base),
+        Some(json!({"id": "later"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let new = crate::support::modern(&format!("{}/sessions/later/mcp", served.base)).await;
+    let closed = within(new.call_tool(rmcp::model::CallToolRequestParams::new("CloseSession")))
+        .await
+        .unwrap();
+    assert_eq!(
+        closed.content[0].as_text().unwrap().text,
+        "session later was closed",
+        "{closed:?}"
+    );
+    let _ = new.cancel().await;
+    let (status, _) = api(
+        reqwest::Method::GET,
+        &format!("{}/v1/sessions/later", served.base),
+        None,
+    )
+    .await;
+    assert_eq!(status, 404, "the session is forgotten");
     served.stop().await;
 }
