@@ -385,8 +385,14 @@ where
     if let (Some(session), Some(request_id)) = (&inline, &message.cancels) {
         session.cancel(request_id);
     }
-    let response = match inline {
-        Some(session) if message.id.is_some() || message.answers => {
+    let resumes = (*method == Method::GET)
+        .then(|| request.headers().get("last-event-id"))
+        .flatten()
+        .and_then(|v| v.to_str().ok())
+        .and_then(|last| inline.as_ref()?.resume(last));
+    let response = match (resumes, inline) {
+        (Some(resumed), _) => resumed,
+        (None, Some(session)) if message.id.is_some() || message.answers => {
             match crate::inline::answer(&session, request).await {
                 Ok(response) => response,
                 Err(request) => serve(request).await,

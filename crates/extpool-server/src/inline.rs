@@ -1,34 +1,37 @@
 //! A session-era session's requests answered in the HTTP task that
-//! received them, without rmcp's session worker: the request is read once,
-//! dispatched to the session's [`GatewayHandler`] there, and answered as
-//! `application/json` when nothing has to precede its result — as an SSE
-//! stream only when something does: the call's progress, an upstream's
-//! log messages, or an upstream's request of the client (sampling,
-//! elicitation). Each of those is an event, the result the last one; the
-//! client's answer to a request comes back by POST and is taken here
-//! ([`InlineSession::answered`]).
+//! received them, without rmcp's session worker: the request is read once
+//! and dispatched to the session's [`GatewayHandler`] there. A result that
+//! comes within [`grace`] with nothing before it is answered as
+//! `application/json`; otherwise the answer is an SSE stream ([`replay`]),
+//! primed at once so a client whose connection breaks resumes it, that
+//! carries what comes first — the call's progress, an upstream's log
+//! messages, or its requests of the client (sampling, elicitation), whose
+//! answers come back by POST and are taken here
+//! ([`InlineSession::answered`]) — and then the result.
 //!
 //! rmcp still makes the session (its `initialize`), and still answers
-//! everything this module does not take: notifications, the `GET` stream,
-//! `DELETE`, a resumed session, answers to its own requests, and a request
-//! whose headers need what only rmcp's transport does — a header it must
-//! check against the body (`MCP-Protocol-Version` 2026-07-28 and later,
-//! `Mcp-Method`, `Mcp-Name`, a per-request protocol version), or an
+//! everything this module does not take: notifications, the `GET` stream
+//! (but a resume of a stream made here), `DELETE`, the request that
+//! resumes a session from the store, answers to its own requests, and a
+//! request whose headers need what only rmcp's transport does — a header
+//! it must check against the body (`MCP-Protocol-Version` 2026-07-28 and
+//! later, `Mcp-Method`, `Mcp-Name`, a per-request protocol version), or an
 //! `Accept` or `Content-Type` it refuses. What the handler sends a client
 //! outside a call's answer (a list change, a resource update) still goes
 //! through the session's rmcp peer, on its `GET` stream.
 //!
 //! A request answered here is cancelled by the client's
-//! `notifications/cancelled` naming its id ([`InlineSession::cancel`]), and
-//! by the client going away before its answer. An SSE answer made here has
-//! no event ids: it is not resumed.
+//! `notifications/cancelled` naming its id ([`InlineSession::cancel`]); one
+//! answered as JSON also when its client goes away before the answer, or
+//! the gateway stops (a stream's call goes on, and the shutdown answers
+//! its stream as it does rmcp's).
 
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -50,6 +53,26 @@ use tokio_util::sync::CancellationToken;
 use crate::handler::GatewayHandler;
 use crate::relay::InlineRelay;
 
+mod replay;
+
+/// How long a request's answer may take to be answered whole, as JSON;
+/// past it the answer becomes a stream (primed, so a client whose
+/// connection breaks resumes it), as it does when anything comes first.
+/// With a state store (replicas that take over each other's sessions) an
+/// answer not ready at once is primed at once, so a client whose replica
+/// dies mid-call always has a stream to resume on another ([`grace`]).
+const GRACE: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// How long `session`'s answers may take to be answered as JSON
+/// ([`GRACE`]; none with a state store).
+fn grace(session: &InlineSession) -> std::time::Duration {
+    if session.handler.shared().sessions.is_some() {
+        std::time::Duration::ZERO
+    } else {
+        GRACE
+    }
+}
+
 /// How many log messages and requests of one call may wait for its
 /// answer's stream.
 const OUTBOX_QUEUE: usize = 256;
@@ -69,6 +92,8 @@ pub(crate) struct InlineSession {
     asked: Mutex<HashMap<String, oneshot::Sender<Result<Value, String>>>>,
     /// Numbers the requests sent to the client.
     next_ask: AtomicU64,
+    /// The answers made as streams, for a client that resumes one.
+    replays: replay::Replays,
 }
 
 impl std::fmt::Debug for InlineSession {
@@ -86,6 +111,13 @@ impl InlineSession {
         if let Some(ct) = self.in_flight.lock().get(&request_id.to_string()) {
             ct.cancel();
         }
+    }
+
+    /// The rest of an answer made here as a stream, for a `GET` whose
+    /// `Last-Event-ID` (as this replica wrote it) names one of its events;
+    /// `None` when it names none of this session's kept streams.
+    pub(crate) fn resume(&self, last_event_id: &str) -> Option<Response> {
+        self.replays.resume(last_event_id)
     }
 
     /// Takes the client's answer to a request sent on a call's stream;
@@ -196,6 +228,7 @@ impl Registration {
             in_flight: Mutex::new(HashMap::new()),
             asked: Mutex::new(HashMap::new()),
             next_ask: AtomicU64::new(0),
+            replays: replay::Replays::default(),
         }));
     }
 
@@ -292,6 +325,8 @@ async fn dispatch(
     (id, mut request): (rmcp::model::RequestId, ClientRequest),
 ) -> Response {
     let key = serde_json::to_string(&id).unwrap_or_default();
+    // Cancelled by the client only: at shutdown the answer is the
+    // shutdown's error (crate::shutdown), as for rmcp's calls.
     let ct = CancellationToken::new();
     session.in_flight.lock().insert(key.clone(), ct.clone());
     let in_flight = InFlight {
@@ -338,9 +373,10 @@ async fn dispatch(
             token,
         },
     };
-    match running.first().await {
-        First::Answer(answer) => json(&answer),
-        First::Before(before) => sse(before, running),
+    match tokio::time::timeout(grace(session), running.first()).await {
+        Ok(First::Answer(answer)) => json(&answer),
+        Ok(First::Before(before)) => stream(session, Some(before), running),
+        Err(_) => stream(session, None, running),
     }
 }
 
@@ -467,53 +503,36 @@ fn json(answer: &ServerJsonRpcMessage) -> Response {
     }
 }
 
-/// One SSE event of `message`.
-fn event(message: &ServerJsonRpcMessage) -> Bytes {
-    let data = serde_json::to_string(message).unwrap_or_default();
-    Bytes::from(format!("data: {data}\n\n"))
-}
-
-/// The answer as an SSE stream: `before`, what else the call sends, then
-/// its answer.
-fn sse(before: ServerJsonRpcMessage, running: Running) -> Response {
-    enum State {
-        Running(Box<Running>),
-        Done,
+/// The answer as a stream kept for resumes ([`replay`]): the priming
+/// event, `before` (what came first, if anything), what else the call
+/// sends, then its answer. The call goes on in a task of its own, so a
+/// client whose connection breaks finds the rest when it resumes.
+fn stream(
+    session: &Arc<InlineSession>,
+    before: Option<ServerJsonRpcMessage>,
+    mut running: Running,
+) -> Response {
+    let replay = session.replays.open();
+    if let Some(before) = &before {
+        replay.message(before, false);
     }
-    let first = futures::stream::once(std::future::ready(Ok::<_, std::convert::Infallible>(
-        event(&before),
-    )));
-    let rest = futures::stream::unfold(State::Running(Box::new(running)), |state| async move {
-        let State::Running(mut running) = state else {
-            return None;
-        };
-        let next = tokio::select! {
-            biased;
-            message = running.outbox.next() => (event(&message), State::Running(running)),
-            answer = &mut running.call => {
-                let mut out = Vec::new();
-                while let Some(message) = running.outbox.waiting() {
-                    out.extend_from_slice(&event(&message));
+    let writer = replay.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                biased;
+                message = running.outbox.next() => writer.message(&message, false),
+                answer = &mut running.call => {
+                    while let Some(message) = running.outbox.waiting() {
+                        writer.message(&message, false);
+                    }
+                    writer.message(&answer, true);
+                    break;
                 }
-                out.extend_from_slice(&event(&answer));
-                (Bytes::from(out), State::Done)
             }
-        };
-        Some((Ok(next.0), next.1))
+        }
     });
-    let body = Body::from_stream(futures::StreamExt::chain(first, rest));
-    (
-        StatusCode::OK,
-        [
-            (
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/event-stream"),
-            ),
-            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-        ],
-        body,
-    )
-        .into_response()
+    replay.answer(0)
 }
 
 #[cfg(test)]

@@ -20,6 +20,11 @@ pub struct Tally {
     pub failed: u32,
     /// `WARNING` checks.
     pub warnings: u32,
+    /// Checks the suite records as not applicable because the server
+    /// answered with JSON instead of an SSE stream (its `INFO` records
+    /// `server-sse-content-type`, and `server-sse-streams-functional` with
+    /// no SSE stream): the spec lets a server answer either way.
+    pub json_answers: u32,
 }
 
 impl Tally {
@@ -56,6 +61,16 @@ pub fn run(args: &[&str], out: &Path) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr)
 }
 
+/// Whether an `INFO` check is the suite saying an SSE check does not apply
+/// because the server answered with JSON.
+fn answered_with_json(check: &serde_json::Value) -> bool {
+    match check["id"].as_str() {
+        Some("server-sse-content-type") => true,
+        Some("server-sse-streams-functional") => check["details"]["numSseStreams"] == 0,
+        _ => false,
+    }
+}
+
 /// The tally of every scenario with a `checks.json` under `dir`, by
 /// scenario name (`server-` prefixes kept as the suite wrote them).
 pub fn results(dir: &Path) -> BTreeMap<String, Tally> {
@@ -82,6 +97,7 @@ fn collect(dir: &Path, prefix: &str, into: &mut BTreeMap<String, Tally>) {
                     Some("SUCCESS") => tally.passed += 1,
                     Some("FAILURE") => tally.failed += 1,
                     Some("WARNING") => tally.warnings += 1,
+                    Some("INFO") if answered_with_json(check) => tally.json_answers += 1,
                     _ => {}
                 }
             }
@@ -107,6 +123,27 @@ pub fn report(tallies: &BTreeMap<String, Tally>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_suites_not_applicable_to_json_records_are_counted_apart() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir
+            .path()
+            .join("server-sse-multiple-streams-2026-11-30T11-29-52-228Z");
+        std::fs::create_dir_all(&path).expect("mkdir");
+        let checks = serde_json::json!([
+            {"id": "server-accepts-multiple-post-streams", "status": "SUCCESS"},
+            {"id": "server-sse-streams-functional", "status": "INFO",
+             "details": {"numSseStreams": 0}},
+            {"id": "server-sse-streams-functional", "status": "INFO",
+             "details": {"numSseStreams": 2}},
+            {"id": "incoming-sse-event", "status": "INFO"},
+            {"id": "server-sse-content-type", "status": "INFO"},
+        ]);
+        std::fs::write(path.join("checks.json"), checks.to_string()).expect("write");
+        let tally = results(dir.path())["server-sse-multiple-streams"];
+        assert_eq!((tally.passed, tally.json_answers), (1, 2));
+    }
 
     #[test]
     fn checks_are_tallied_per_scenario_directory() {
@@ -135,7 +172,8 @@ mod tests {
             Tally {
                 passed: 1,
                 failed: 0,
-                warnings: 0
+                warnings: 0,
+                json_answers: 0
             }
         );
         let auth = found["auth/metadata-var1"];

@@ -2,8 +2,10 @@
 //! `application/json` when nothing precedes its result, as an SSE stream
 //! when the call's progress, log messages or an upstream's requests of the
 //! client come first (each before the result, the result last; the
-//! client's answers POSTed back reach the upstream). A
-//! `notifications/cancelled` naming a call in flight cancels it upstream.
+//! client's answers POSTed back reach the upstream); a call not answered
+//! at once streams, primed, and a client whose connection broke resumes
+//! it with `Last-Event-ID`. A `notifications/cancelled` naming a call in
+//! flight cancels it upstream.
 
 use extpool_server::GatewayOptions;
 use extpool_testkit::StateDir;
@@ -262,6 +264,62 @@ async fn next_message(stream: &mut Stream) -> Value {
             .buffered
             .push_str(std::str::from_utf8(&chunk).unwrap());
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_call_streams_primed_and_is_resumed_after_its_connection_broke() {
+    let state = StateDir::new();
+    let project = Project::new();
+    project.config(&testkit_yaml("testkit", &state));
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let url = served.url.clone();
+    let id = session(&url, json!({})).await;
+    // Not answered at once: a stream, its first event the priming one.
+    let mut stream = start(&url, &id, call(8, "sleep", json!({"ms": 1500}), None)).await;
+    let priming = loop {
+        let chunk = within(stream.response.chunk()).await.unwrap().unwrap();
+        stream
+            .buffered
+            .push_str(std::str::from_utf8(&chunk).unwrap());
+        if let Some(end) = stream.buffered.find("\n\n") {
+            break stream.buffered[..end].to_owned();
+        }
+    };
+    let last_event_id = priming
+        .lines()
+        .find_map(|l| l.strip_prefix("id:"))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("no event id in {priming:?}"))
+        .to_owned();
+    assert!(priming.contains("retry:"), "{priming}");
+    // The connection breaks before the answer; the call goes on.
+    drop(stream);
+    state
+        .until("the upstream call started", PATIENCE, |s| {
+            s.counter("sleep") == 1
+        })
+        .await;
+    let resumed = within(
+        reqwest::Client::new()
+            .get(&url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &id)
+            .header("mcp-protocol-version", VERSION)
+            .header("last-event-id", &last_event_id)
+            .send(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(resumed.status(), 200);
+    let mut resumed = Stream {
+        response: resumed,
+        buffered: String::new(),
+    };
+    let answer = next_message(&mut resumed).await;
+    assert_eq!(answer["id"], 8, "{answer}");
+    assert!(answer["result"].is_object(), "{answer}");
+    assert_eq!(state.counter("cancelled"), 0, "the call was not cancelled");
+    served.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,254 @@
+//! The SSE answers made in the HTTP task ([`crate::inline`]), kept so a
+//! client whose connection broke resumes them: each stream's events are
+//! numbered (`index/i<stream>`, the first a priming event with the
+//! reconnection delay), held while the call runs and for a while after,
+//! and a `GET` with the `Last-Event-ID` of one replays what followed it,
+//! then follows the rest. The call runs in a task of its own once its
+//! answer is a stream, so it outlives its client's connection as rmcp's
+//! calls do.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use parking_lot::Mutex;
+use rmcp::model::ServerJsonRpcMessage;
+use tokio::sync::watch;
+
+/// How long a client waits before it reconnects to a broken stream (the
+/// priming event's `retry`, as rmcp's default).
+const RETRY: Duration = Duration::from_secs(3);
+/// Most events one stream keeps; later log messages and progress are
+/// dropped (its answer never is).
+const MAX_EVENTS: usize = 4096;
+/// Finished streams a session keeps for a late resume.
+const KEPT_FINISHED: usize = 16;
+
+/// One stream's events so far, and whether its answer is among them.
+#[derive(Default)]
+struct Events {
+    events: Vec<Bytes>,
+    done: bool,
+}
+
+/// A stream being written by its call and read by its client (and by a
+/// client that resumes it).
+pub(crate) struct Replay {
+    number: u64,
+    events: Mutex<Events>,
+    /// How many events there are, told to readers as it grows.
+    written: watch::Sender<usize>,
+}
+
+impl Replay {
+    fn new(number: u64) -> Arc<Self> {
+        let replay = Arc::new(Self {
+            number,
+            events: Mutex::new(Events::default()),
+            written: watch::Sender::new(0),
+        });
+        let priming = format!("id: 0/i{number}\nretry: {}\ndata: \n\n", RETRY.as_millis());
+        replay.push(Bytes::from(priming), false);
+        replay
+    }
+
+    /// Appends `event`, unless the stream is full (an answer always is).
+    fn push(&self, event: Bytes, answer: bool) {
+        let len = {
+            let mut events = self.events.lock();
+            if events.events.len() >= MAX_EVENTS && !answer {
+                tracing::debug!("an event of a call's stream was dropped: the stream is full");
+                return;
+            }
+            events.events.push(event);
+            events.done |= answer;
+            events.events.len()
+        };
+        self.written.send_replace(len);
+    }
+
+    /// Appends message `message` as the next event.
+    pub(crate) fn message(&self, message: &ServerJsonRpcMessage, answer: bool) {
+        let data = serde_json::to_string(message).unwrap_or_default();
+        let index = self.events.lock().events.len();
+        let event = format!("id: {index}/i{}\ndata: {data}\n\n", self.number);
+        self.push(Bytes::from(event), answer);
+    }
+
+    fn done(&self) -> bool {
+        self.events.lock().done
+    }
+
+    /// The stream from event `from` on, as an SSE answer that ends after
+    /// the call's answer.
+    pub(crate) fn answer(self: Arc<Self>, from: usize) -> Response {
+        let read = self.written.subscribe();
+        let body = futures::stream::unfold(
+            (self, read, from, false),
+            |(replay, mut read, at, ended)| async move {
+                if ended {
+                    return None;
+                }
+                loop {
+                    let (chunk, next, done) = {
+                        let events = replay.events.lock();
+                        let next = events.events.len();
+                        let chunk: Vec<u8> = events.events.get(at..).unwrap_or_default().concat();
+                        (chunk, next.max(at), events.done)
+                    };
+                    if !chunk.is_empty() {
+                        let chunk = Ok::<_, std::convert::Infallible>(Bytes::from(chunk));
+                        return Some((chunk, (replay, read, next, done)));
+                    }
+                    if done {
+                        return None;
+                    }
+                    if read.changed().await.is_err() {
+                        return None;
+                    }
+                }
+            },
+        );
+        (
+            StatusCode::OK,
+            [
+                (
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/event-stream"),
+                ),
+                (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+            ],
+            Body::from_stream(body),
+        )
+            .into_response()
+    }
+}
+
+/// A session's streams made in the HTTP task: those running, and the last
+/// few finished.
+#[derive(Default)]
+pub(crate) struct Replays {
+    streams: Mutex<VecDeque<Arc<Replay>>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl Replays {
+    /// A new stream, kept for resumes; the oldest finished ones beyond
+    /// [`KEPT_FINISHED`] are forgotten.
+    pub(crate) fn open(&self) -> Arc<Replay> {
+        let number = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let replay = Replay::new(number);
+        let mut streams = self.streams.lock();
+        streams.push_back(replay.clone());
+        let finished = streams.iter().filter(|r| r.done()).count();
+        if finished > KEPT_FINISHED {
+            let mut excess = finished - KEPT_FINISHED;
+            streams.retain(|r| {
+                let drop = excess > 0 && r.done();
+                if drop {
+                    excess -= 1;
+                }
+                !drop
+            });
+        }
+        replay
+    }
+
+    /// The rest of the stream a `Last-Event-ID` names (`index/i<stream>`),
+    /// if it is one of this session's still kept; `None` for any other id.
+    pub(crate) fn resume(&self, last_event_id: &str) -> Option<Response> {
+        let (index, stream) = last_event_id.split_once("/i")?;
+        let index: usize = index.parse().ok()?;
+        let number: u64 = stream.parse().ok()?;
+        let replay = self
+            .streams
+            .lock()
+            .iter()
+            .find(|r| r.number == number)
+            .cloned()?;
+        Some(replay.answer(index + 1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn text(response: Response) -> String {
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    fn answer(n: u64) -> ServerJsonRpcMessage {
+        ServerJsonRpcMessage::response(
+            rmcp::model::ServerResult::empty(()),
+            rmcp::model::RequestId::Number(n as i64),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_stream_is_primed_and_resumed_after_the_last_event_seen() {
+        let replays = Replays::default();
+        let replay = replays.open();
+        let progress = ServerJsonRpcMessage::notification(
+            rmcp::model::ServerNotification::ProgressNotification(rmcp::model::Notification::new(
+                rmcp::model::ProgressNotificationParam::new(
+                    rmcp::model::ProgressToken(rmcp::model::NumberOrString::Number(1)),
+                    1.0,
+                ),
+            )),
+        );
+        replay.message(&progress, false);
+        let reader = tokio::spawn(replay.clone().answer(0).into_body().collect_text());
+        replay.message(&answer(7), true);
+        let whole = reader.await.unwrap();
+        assert!(
+            whole.starts_with("id: 0/i0\nretry: 3000\ndata: \n\n"),
+            "{whole}"
+        );
+        assert!(whole.contains("id: 1/i0\ndata: {"), "{whole}");
+        assert!(
+            whole.contains("id: 2/i0\ndata: {\"jsonrpc\":\"2.0\",\"id\":7"),
+            "{whole}"
+        );
+        // Resumed after the progress: only the answer.
+        let rest = text(replays.resume("1/i0").unwrap()).await;
+        assert!(rest.starts_with("id: 2/i0\n"), "{rest}");
+        assert!(!rest.contains("progress"), "{rest}");
+        // Not one of these streams.
+        assert!(replays.resume("1/i9").is_none());
+        assert!(replays.resume("0/3").is_none());
+    }
+
+    #[tokio::test]
+    async fn only_the_last_finished_streams_are_kept() {
+        let replays = Replays::default();
+        for n in 0..(KEPT_FINISHED as u64 + 4) {
+            replays.open().message(&answer(n), true);
+        }
+        let running = replays.open();
+        assert!(replays.resume("0/i0").is_none(), "the oldest went");
+        assert!(
+            replays
+                .resume(&format!("0/i{}", KEPT_FINISHED + 3))
+                .is_some()
+        );
+        assert!(replays.resume(&format!("0/i{}", running.number)).is_some());
+    }
+
+    trait CollectText {
+        async fn collect_text(self) -> String;
+    }
+
+    impl CollectText for Body {
+        async fn collect_text(self) -> String {
+            let bytes = axum::body::to_bytes(self, usize::MAX).await.unwrap();
+            String::from_utf8(bytes.to_vec()).unwrap()
+        }
+    }
+}
