@@ -156,6 +156,20 @@ pub(crate) struct Attempt<'a> {
 }
 
 impl Attempt<'_> {
+    /// The rmcp client handler of a connection of this attempt, and the
+    /// order its transport shares with it.
+    fn handler(&self) -> (OrderedHandler<Handler>, Arc<Order>) {
+        let handler = Handler::new(
+            self.name.clone(),
+            self.signals.clone(),
+            self.progress.clone(),
+        )
+        .with_elicitation(self.options.elicitation.clone())
+        .with_relay(self.options.relay, self.callers.clone());
+        let order = Arc::new(Order::default());
+        (OrderedHandler::new(handler, order.clone()), order)
+    }
+
     /// `transport` behind this connection's flood gate.
     fn gate<T>(&self, transport: T) -> FloodGate<T> {
         FloodGate::new(
@@ -295,16 +309,68 @@ impl StdioStart {
     }
 }
 
+/// How many pings tell whether a server stalls on a reused connection.
+const STALL_PINGS: usize = 3;
+/// How long one of those pings may take before the server is not judged
+/// (a stalled one takes the delayed ACK's ~40 ms).
+const PING_PATIENCE: Duration = Duration::from_millis(500);
+
 /// Dials an HTTP server and initializes, bounded by the startup timeout.
+/// On a connection kept for reuse, a server found to stall on it
+/// ([`crate::http::stalls_on_reuse`]) is dialled again with a connection
+/// per request, which it keeps.
 async fn dial(
     a: &Attempt<'_>,
     plan: &HttpPlan,
     handler: OrderedHandler<Handler>,
     order: Arc<Order>,
 ) -> Result<Service, Failed> {
+    let name = a.name.as_str();
+    let reusing = a.options.http.keep_alive && !a.options.is_stalling(name);
+    let started = std::time::Instant::now();
+    let service = dial_with(a, plan, handler, order, a.options.http_client_for(name)).await?;
+    if !reusing {
+        return Ok(service);
+    }
+    let handshake = started.elapsed();
+    let mut pings = Vec::with_capacity(STALL_PINGS);
+    for _ in 0..STALL_PINGS {
+        let sent = std::time::Instant::now();
+        let ping =
+            service.send_request(rmcp::model::ClientRequest::PingRequest(Default::default()));
+        match tokio::time::timeout(PING_PATIENCE.min(a.startup), ping).await {
+            Ok(Ok(_)) => pings.push(sent.elapsed()),
+            // A server that does not answer pings at once is not judged.
+            _ => return Ok(service),
+        }
+    }
+    if !crate::http::stalls_on_reuse(handshake, &pings) {
+        return Ok(service);
+    }
+    tracing::info!(
+        server = %name,
+        handshake_ms = handshake.as_millis() as u64,
+        pings_ms = ?pings.iter().map(|p| p.as_millis() as u64).collect::<Vec<_>>(),
+        "this server answers a reused connection only after extpool's delayed ACK (Nagle's algorithm on its side): it gets a connection per request from now on"
+    );
+    a.options.note_stalling(name);
+    let _ = service.cancel().await;
+    let (handler, order) = a.handler();
+    dial_with(a, plan, handler, order, a.options.http_client_for(name)).await
+}
+
+/// Dials an HTTP server on `client` and initializes, bounded by the
+/// startup timeout.
+async fn dial_with(
+    a: &Attempt<'_>,
+    plan: &HttpPlan,
+    handler: OrderedHandler<Handler>,
+    order: Arc<Order>,
+    client: &reqwest::Client,
+) -> Result<Service, Failed> {
     let transport = OrderedTransport::new(
         a.gate(plan.transport(
-            a.options.http_client(),
+            client,
             &a.options.http,
             a.max_message_bytes,
             a.params.clone(),
@@ -337,11 +403,7 @@ async fn dial(
 pub(crate) async fn connect(
     a: Attempt<'_>,
 ) -> Result<Arc<Connection>, (ConnectFailure, Vec<String>)> {
-    let handler = Handler::new(a.name.clone(), a.signals.clone(), a.progress.clone())
-        .with_elicitation(a.options.elicitation.clone())
-        .with_relay(a.options.relay, a.callers.clone());
-    let order = Arc::new(Order::default());
-    let handler = OrderedHandler::new(handler, order.clone());
+    let (handler, order) = a.handler();
     let (service, stderr, pid, driver) = match a.plan {
         Plan::Stdio(plan) => {
             let tail =

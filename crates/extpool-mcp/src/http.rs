@@ -7,11 +7,17 @@
 //!   header) must go over HTTPS, except to a loopback host; `insecure_http`
 //!   lifts that for one named server.
 //! - One `reqwest::Client` serves every HTTP server of a pool (shared DNS,
-//!   TLS and connection state). Idle keep-alive is off by default, as in
-//!   rmcp's own client: reusing a connection to a server that leaves Nagle on
-//!   costs ~40 ms per call (delayed ACK); turn it on for servers known to set
-//!   `TCP_NODELAY`. Redirects are followed only within one origin and only
-//!   for 307/308, so headers and tokens never travel to another host.
+//!   TLS and connection state), with `TCP_NODELAY` on extpool's side. Idle
+//!   connections are kept for reuse by default (rmcp's own client opens
+//!   one per request): a call then costs no TCP or TLS handshake. A
+//!   server that leaves Nagle's algorithm on answers a reused connection
+//!   only after extpool's delayed ACK (~40 ms a call on Linux); such a
+//!   server is found right after it connects ([`stalls_on_reuse`]: its
+//!   pings on the reused connection take the delayed ACK's time, far more
+//!   than its whole handshake on a fresh one) and gets a connection per
+//!   request from then on, while every other server keeps reusing.
+//!   Redirects are followed only within one origin and only for 307/308,
+//!   so headers and tokens never travel to another host.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -90,7 +96,8 @@ const RESERVED_HEADERS: &[&str] = &["accept", "mcp-session-id", "last-event-id",
 /// Settings shared by every HTTP server of a pool.
 #[derive(Debug, Clone)]
 pub struct HttpSettings {
-    /// Keep idle connections for reuse (see the module docs for the trade-off).
+    /// Keep idle connections for reuse (default on; a server found to
+    /// stall on reuse gets a connection per request: see the module docs).
     pub keep_alive: bool,
     /// TCP connect timeout.
     pub connect_timeout: Duration,
@@ -110,7 +117,7 @@ pub struct HttpSettings {
 impl Default for HttpSettings {
     fn default() -> Self {
         Self {
-            keep_alive: false,
+            keep_alive: true,
             connect_timeout: Duration::from_secs(10),
             max_concurrent_requests: 64,
             sse_resume_attempts: 1,
@@ -120,13 +127,14 @@ impl Default for HttpSettings {
 }
 
 impl HttpSettings {
-    /// Builds the pool's shared client.
-    pub fn build_client(&self) -> reqwest::Client {
+    /// Builds a client of the pool: one that keeps idle connections for
+    /// reuse, or (`reuse` false) one that opens a connection per request.
+    pub fn build_client(&self, reuse: bool) -> reqwest::Client {
         let mut builder = reqwest::Client::builder()
             .tcp_nodelay(true)
             .connect_timeout(self.connect_timeout)
             .redirect(same_origin_redirects());
-        if !self.keep_alive {
+        if !reuse {
             builder = builder.pool_max_idle_per_host(0);
         }
         match builder.build() {
@@ -156,6 +164,25 @@ fn same_origin_redirects() -> reqwest::redirect::Policy {
             attempt.follow()
         }
     })
+}
+
+/// Shortest ping on a reused connection that can be the delayed ACK's
+/// wait (Linux delays an ACK by 40 ms at least).
+const STALL_MIN: Duration = Duration::from_millis(30);
+
+/// Whether a server stalls on a reused connection. `pings` were sent one
+/// after another on the connection its handshake left open; the first may
+/// still be acknowledged at once (a young connection's quick ACKs), so it
+/// is not judged. Every later one took at least [`STALL_MIN`] and more
+/// than half the whole handshake (`handshake`: `initialize` on a fresh
+/// connection and `initialized`), which a far server's pings never do: its
+/// handshake pays several round trips and TLS, a ping one round trip.
+pub fn stalls_on_reuse(handshake: Duration, pings: &[Duration]) -> bool {
+    let judged = pings.get(1..).unwrap_or_default();
+    judged.len() >= 2
+        && judged
+            .iter()
+            .all(|ping| *ping >= STALL_MIN && *ping * 2 > handshake)
 }
 
 /// An HTTP server, checked and ready to connect (any number of times).
@@ -401,6 +428,23 @@ mod tests {
         let mut cfg = McpServerConfig::http(url);
         cfg.insecure_http = insecure;
         HttpPlan::with_token(&name(), &cfg, token.then(|| BearerToken::new("s3cr3t")))
+    }
+
+    #[test]
+    fn only_a_servers_delayed_ack_wait_on_reuse_is_a_stall() {
+        let ms = Duration::from_millis;
+        // A local server leaving Nagle on: a quick handshake, then each
+        // ping on the reused connection waits ~40 ms for the ACK.
+        assert!(stalls_on_reuse(ms(6), &[ms(2), ms(41), ms(43)]));
+        assert!(stalls_on_reuse(ms(24), &[ms(44), ms(43), ms(44)]));
+        // A far server: its pings are one round trip, its handshake several.
+        assert!(!stalls_on_reuse(ms(180), &[ms(41), ms(40), ms(42)]));
+        // A quick server, or one that was slow once.
+        assert!(!stalls_on_reuse(ms(6), &[ms(1), ms(1), ms(1)]));
+        assert!(!stalls_on_reuse(ms(6), &[ms(1), ms(45), ms(1)]));
+        // Too few pings to judge.
+        assert!(!stalls_on_reuse(ms(6), &[ms(41), ms(43)]));
+        assert!(!stalls_on_reuse(ms(6), &[]));
     }
 
     #[test]

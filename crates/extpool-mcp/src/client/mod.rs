@@ -53,9 +53,16 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default connect + initialize timeout when the config sets none.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The HTTP client shared by every HTTP server of a pool, built on first use.
+/// The HTTP clients shared by every HTTP server of a pool, built on first
+/// use: one that keeps idle connections for reuse, one that opens a
+/// connection per request (for servers that stall on reuse, see
+/// [`crate::http`]), and the names of those servers.
 #[derive(Clone, Default)]
-pub struct SharedHttpClient(Arc<OnceLock<reqwest::Client>>);
+pub struct SharedHttpClient {
+    reusing: Arc<OnceLock<reqwest::Client>>,
+    fresh: Arc<OnceLock<reqwest::Client>>,
+    stalling: Arc<parking_lot::Mutex<std::collections::HashSet<String>>>,
+}
 
 impl std::fmt::Debug for SharedHttpClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -129,9 +136,43 @@ impl Default for ClientOptions {
 }
 
 impl ClientOptions {
-    /// The shared HTTP client, built on first use.
+    /// The shared HTTP client, built on first use: it keeps idle
+    /// connections for reuse unless [`HttpSettings::keep_alive`] is off.
     pub fn http_client(&self) -> &reqwest::Client {
-        self.http_client.0.get_or_init(|| self.http.build_client())
+        let shared = &self.http_client;
+        if self.http.keep_alive {
+            shared.reusing.get_or_init(|| self.http.build_client(true))
+        } else {
+            self.fresh_http_client()
+        }
+    }
+
+    /// The shared HTTP client that opens a connection per request.
+    pub fn fresh_http_client(&self) -> &reqwest::Client {
+        self.http_client
+            .fresh
+            .get_or_init(|| self.http.build_client(false))
+    }
+
+    /// The HTTP client for server `name`: a connection per request once it
+    /// was found to stall on a reused one ([`ClientOptions::note_stalling`]).
+    pub fn http_client_for(&self, name: &str) -> &reqwest::Client {
+        if self.is_stalling(name) {
+            self.fresh_http_client()
+        } else {
+            self.http_client()
+        }
+    }
+
+    /// Whether server `name` was found to stall on a reused connection.
+    pub fn is_stalling(&self, name: &str) -> bool {
+        self.http_client.stalling.lock().contains(name)
+    }
+
+    /// Remembers that server `name` stalls on a reused connection: it gets
+    /// a connection per request from now on (for this pool's life).
+    pub fn note_stalling(&self, name: &str) {
+        self.http_client.stalling.lock().insert(name.to_owned());
     }
 }
 

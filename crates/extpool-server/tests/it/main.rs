@@ -29,3 +29,4 @@ mod shutdown;
 mod slots;
 mod support;
 mod tool_search;
+mod upstreams;

@@ -168,7 +168,8 @@ pub fn router(server: TestServer, bearer: Option<String>, ct: &CancellationToken
 /// Serves `server` on `listener` until `ct` is cancelled. Accepted
 /// connections get `TCP_NODELAY` unless `nagle` is set (what `axum::serve`
 /// does by default: small response writes then wait for the client's
-/// delayed ACK on a reused connection; for benchmarks of clients).
+/// delayed ACK on a reused connection; for benchmarks of clients). Each
+/// accepted connection increments counter `http_connections`.
 pub async fn serve(
     listener: TcpListener,
     server: TestServer,
@@ -176,8 +177,10 @@ pub async fn serve(
     ct: CancellationToken,
     nagle: bool,
 ) -> std::io::Result<()> {
+    let counted = server.clone();
     let app = router(server, bearer, &ct);
     let listener = listener.tap_io(move |tcp| {
+        let _ = counted.counters().increment("http_connections");
         if nagle {
             return;
         }
