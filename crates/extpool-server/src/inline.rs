@@ -63,14 +63,10 @@ mod replay;
 /// dies mid-call always has a stream to resume on another ([`grace`]).
 const GRACE: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// How long `session`'s answers may take to be answered as JSON
-/// ([`GRACE`]; none with a state store).
-fn grace(session: &InlineSession) -> std::time::Duration {
-    if session.handler.shared().sessions.is_some() {
-        std::time::Duration::ZERO
-    } else {
-        GRACE
-    }
+/// How long `session`'s answers may take to be answered as JSON:
+/// [`GRACE`], or `None` with a state store (only an answer ready at once).
+fn grace(session: &InlineSession) -> Option<std::time::Duration> {
+    session.handler.shared().sessions.is_none().then_some(GRACE)
 }
 
 /// How many log messages and requests of one call may wait for its
@@ -373,10 +369,16 @@ async fn dispatch(
             token,
         },
     };
-    match tokio::time::timeout(grace(session), running.first()).await {
-        Ok(First::Answer(answer)) => json(&answer),
-        Ok(First::Before(before)) => stream(session, Some(before), running),
-        Err(_) => stream(session, None, running),
+    let first = match grace(session) {
+        Some(grace) => tokio::time::timeout(grace, running.first()).await.ok(),
+        // Ready when first polled, or not at all (a timer's resolution
+        // would let a quick call pass).
+        None => futures::FutureExt::now_or_never(running.first()),
+    };
+    match first {
+        Some(First::Answer(answer)) => json(&answer),
+        Some(First::Before(before)) => stream(session, Some(before), running),
+        None => stream(session, None, running),
     }
 }
 
