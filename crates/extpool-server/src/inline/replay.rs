@@ -26,6 +26,9 @@ const RETRY: Duration = Duration::from_secs(3);
 const MAX_EVENTS: usize = 4096;
 /// Finished streams a session keeps for a late resume.
 const KEPT_FINISHED: usize = 16;
+/// How long a stream may stay quiet before a comment is sent on it (as
+/// rmcp's default keep-alive).
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// One stream's events so far, and whether its answer is among them.
 #[derive(Default)]
@@ -106,8 +109,15 @@ impl Replay {
                     if done {
                         return None;
                     }
-                    if read.changed().await.is_err() {
-                        return None;
+                    match tokio::time::timeout(KEEP_ALIVE, read.changed()).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(_)) => return None,
+                        // Quiet for a while: a comment, so that nothing on
+                        // the way takes the stream for dead.
+                        Err(_) => {
+                            let comment = Ok(Bytes::from_static(b":\n\n"));
+                            return Some((comment, (replay, read, at, false)));
+                        }
                     }
                 }
             },
@@ -223,6 +233,26 @@ mod tests {
         // Not one of these streams.
         assert!(replays.resume("1/i9").is_none());
         assert!(replays.resume("0/3").is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_quiet_stream_gets_a_comment_every_keep_alive() {
+        use futures::StreamExt;
+        let replays = Replays::default();
+        let replay = replays.open();
+        let mut body = replay.clone().answer(0).into_body().into_data_stream();
+        let priming = body.next().await.unwrap().unwrap();
+        assert!(priming.starts_with(b"id: 0/i0\n"));
+        // Paused time: the wait for the next event runs into the bound.
+        let comment = body.next().await.unwrap().unwrap();
+        assert_eq!(&comment[..], b":\n\n");
+        replay.message(&answer(1), true);
+        let last = body.next().await.unwrap().unwrap();
+        assert!(last.starts_with(b"id: 1/i0\n"));
+        assert!(
+            body.next().await.is_none(),
+            "the stream ends after its answer"
+        );
     }
 
     #[tokio::test]
