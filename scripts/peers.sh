@@ -14,6 +14,9 @@ mkdir -p "$peers"
 
 NPM_PACKAGES=(
   "@modelcontextprotocol/server-everything@2026.8.31"
+  # The MCP Apps example server (a tool with a ui:// resource), for the
+  # gateway's MCP Apps pass-through test.
+  "@modelcontextprotocol/server-basic-vanillajs@2.0.3"
   "@modelcontextprotocol/sdk@1.32.2"
   # The official conformance suite, and the Node >= 22 it needs.
   "@modelcontextprotocol/conformance@0.1.16"

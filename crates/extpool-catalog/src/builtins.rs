@@ -392,6 +392,7 @@ async fn fetch(revision: &CatalogRevision, args: FetchArgs) -> Result<ToolResult
             uri: fetched.url,
             mime_type: mime,
             body: ResourceBody::Blob(fetched.body),
+            meta: None,
         }
     };
     Ok(resource_result(content))

@@ -53,6 +53,11 @@ pub struct ResourceEntry {
     /// passed on to clients unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub icons: Option<Value>,
+    /// The resource's `_meta` as the source listed it (an MCP App view's
+    /// `ui`: `csp`, `permissions`, `domain`, `prefersBorder`), passed on
+    /// to clients unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
 }
 
 /// A resource template (RFC 6570 URI template) listed by a
@@ -95,6 +100,11 @@ pub struct ToolEntry {
     /// passed on to clients unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub icons: Option<Value>,
+    /// The tool's `_meta` as the source sent it (MCP Apps' `ui`, with its
+    /// `resourceUri` and `visibility`, among others), passed on to clients
+    /// unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
 }
 
 impl ToolEntry {
@@ -112,6 +122,7 @@ impl ToolEntry {
             output_schema: None,
             annotations: None,
             icons: None,
+            meta: None,
         }
     }
 }
@@ -135,6 +146,11 @@ pub struct ResourceContent {
     pub mime_type: Option<String>,
     /// The content.
     pub body: ResourceBody,
+    /// The content's `_meta` as the source sent it (an MCP App view's
+    /// `ui`: `csp`, `permissions`, `domain`, `prefersBorder`), passed on
+    /// to clients unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
 }
 
 impl ResourceContent {
@@ -148,6 +164,7 @@ impl ResourceContent {
             uri: uri.into(),
             mime_type,
             body: ResourceBody::Text(text.into()),
+            meta: None,
         }
     }
 
@@ -333,6 +350,7 @@ mod tests {
             uri: "skill://x/a.png".into(),
             mime_type: Some("image/png".into()),
             body: ResourceBody::Blob(vec![0, 1, 2, 255]),
+            meta: None,
         };
         let json = serde_json::to_value(&c).unwrap();
         assert_eq!(json["body"]["blob"], "AAEC/w==");

@@ -89,6 +89,15 @@ pub trait McpResource: Send + Sync {
     async fn set_log_level(&self, _level: &str) -> Result<bool, ExtensionError> {
         Ok(false)
     }
+
+    /// The protocol extensions this source declared at connection
+    /// (MCP `capabilities.extensions`, SEP-1724), by identifier with their
+    /// settings, so a front end can declare those it passes through (MCP
+    /// Apps' `io.modelcontextprotocol/ui`). Empty when it declared none or
+    /// is not connected: never a reason to connect.
+    fn extensions(&self) -> Map<String, Value> {
+        Map::new()
+    }
 }
 
 /// Provides user-triggered commands (slash commands, MCP prompts).

@@ -46,6 +46,8 @@ pub struct ToolDetails {
     pub annotations: Option<Value>,
     /// Icons, as the server sent them.
     pub icons: Option<Value>,
+    /// `_meta`, as the server sent it (MCP Apps' `ui` among its keys).
+    pub meta: Option<Value>,
 }
 
 impl ToolDetails {
@@ -56,7 +58,23 @@ impl ToolDetails {
             output_schema: entry.output_schema.as_deref().cloned(),
             annotations: entry.annotations.clone(),
             icons: entry.icons.clone(),
+            meta: entry.meta.clone(),
         }
+    }
+
+    /// True for a tool its server offers only to its MCP App (SEP-1865):
+    /// `_meta.ui.visibility` lists where it is visible, and `"model"` is
+    /// not among them. Such a tool is callable by name but never shown to
+    /// a model. Without a list the tool is visible to both, as the
+    /// extension says.
+    pub fn is_app_only(&self) -> bool {
+        let visibility = self
+            .meta
+            .as_ref()
+            .and_then(|m| m.get("ui"))
+            .and_then(|ui| ui.get("visibility"))
+            .and_then(Value::as_array);
+        visibility.is_some_and(|v| !v.iter().any(|place| place.as_str() == Some("model")))
     }
 }
 
@@ -176,6 +194,9 @@ pub struct ResourceInfo {
     /// Its icons, as its server sent them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub icons: Option<Value>,
+    /// Its `_meta`, as its server listed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
 }
 
 /// One capability's contribution to the system prompt.

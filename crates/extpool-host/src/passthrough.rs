@@ -85,6 +85,17 @@ fn relay(operation: &'static str, server: &str, error: ExtensionError) -> HostEr
 }
 
 impl View {
+    /// The settings protocol extension `id` has at the first visible MCP
+    /// server that declared it (`capabilities.extensions`), for a front end
+    /// that passes the extension through and declares it only when some
+    /// server does; `None` when none of the connected ones did.
+    pub fn upstream_extension(&self, id: &str) -> Option<Value> {
+        let rev = self.revision();
+        sources(&rev)
+            .into_iter()
+            .find_map(|(_, cap)| cap.mcp()?.extensions().remove(id))
+    }
+
     /// Gets MCP prompt `name` (its catalog name, without `/`) whole, as
     /// MCP's `GetPromptResult` JSON: every message as the server sent it
     /// (images and embedded resources included). `Ok(None)` for a command

@@ -10,7 +10,7 @@ use extpool_core::{
     ResourceTemplateEntry, ToolEntry, ToolResult,
 };
 use rmcp::model::{
-    CallToolResult, ContentBlock, GetPromptResult, Icon, JsonObject, Prompt, Resource,
+    CallToolResult, ContentBlock, GetPromptResult, Icon, JsonObject, MetaObject, Prompt, Resource,
     ResourceContents, ResourceTemplate, Tool,
 };
 use serde_json::Value;
@@ -48,32 +48,40 @@ pub fn tool_entry(tool: &Tool) -> ToolEntry {
             .as_ref()
             .and_then(|a| serde_json::to_value(a).ok()),
         icons: icons(tool.icons.as_deref()),
+        meta: meta(tool.meta.as_ref()),
     }
 }
 
-/// A resource's contents (text or decoded bytes).
+/// A `_meta` object as JSON, kept whole.
+fn meta(meta: Option<&MetaObject>) -> Option<Value> {
+    meta.map(|m| Value::Object(m.0.clone()))
+}
+
+/// A resource's contents (text or decoded bytes), its `_meta` kept.
 pub fn resource_content(contents: ResourceContents) -> Result<ResourceContent, InvalidBlob> {
     match contents {
         ResourceContents::TextResourceContents {
             uri,
             mime_type,
             text,
-            ..
+            meta: m,
         } => Ok(ResourceContent {
             uri,
             mime_type,
             body: ResourceBody::Text(text),
+            meta: meta(m.as_ref()),
         }),
         ResourceContents::BlobResourceContents {
             uri,
             mime_type,
             blob,
-            ..
+            meta: m,
         } => match base64::engine::general_purpose::STANDARD.decode(blob.as_bytes()) {
             Ok(bytes) => Ok(ResourceContent {
                 uri,
                 mime_type,
                 body: ResourceBody::Blob(bytes),
+                meta: meta(m.as_ref()),
             }),
             Err(_) => Err(InvalidBlob { uri }),
         },
@@ -81,6 +89,7 @@ pub fn resource_content(contents: ResourceContents) -> Result<ResourceContent, I
             uri: String::new(),
             mime_type: None,
             body: ResourceBody::Text(serde_json::to_string(&other).unwrap_or_default()),
+            meta: None,
         }),
     }
 }
@@ -135,6 +144,7 @@ pub fn resource_entry(resource: &Resource) -> ResourceEntry {
         description: resource.description.clone().unwrap_or_default(),
         mime_type: resource.mime_type.clone(),
         icons: icons(resource.icons.as_deref()),
+        meta: meta(resource.meta.as_ref()),
     }
 }
 
@@ -377,22 +387,27 @@ mod tests {
 pub mod wire {
     use base64::Engine as _;
     use extpool_core::{ContentPart, ResourceBody, ResourceContent, ToolResult};
-    use rmcp::model::{CallToolResult, ContentBlock, Resource, ResourceContents};
+    use rmcp::model::{CallToolResult, ContentBlock, MetaObject, Resource, ResourceContents};
 
-    /// A resource's contents (text as text, bytes as base64 `blob`).
+    /// A resource's contents (text as text, bytes as base64 `blob`), its
+    /// `_meta` as its server sent it.
     pub fn resource_contents(content: &ResourceContent) -> ResourceContents {
+        let meta = match &content.meta {
+            Some(serde_json::Value::Object(m)) => Some(MetaObject(m.clone())),
+            _ => None,
+        };
         match &content.body {
             ResourceBody::Text(text) => ResourceContents::TextResourceContents {
                 uri: content.uri.clone(),
                 mime_type: content.mime_type.clone(),
                 text: text.clone(),
-                meta: None,
+                meta,
             },
             ResourceBody::Blob(bytes) => ResourceContents::BlobResourceContents {
                 uri: content.uri.clone(),
                 mime_type: content.mime_type.clone(),
                 blob: base64::engine::general_purpose::STANDARD.encode(bytes),
-                meta: None,
+                meta,
             },
         }
     }
@@ -454,6 +469,7 @@ pub mod wire {
                             uri: "x://b".into(),
                             mime_type: None,
                             body: ResourceBody::Blob(vec![0, 1, 2]),
+                            meta: None,
                         },
                     },
                     ContentPart::ResourceLink {

@@ -277,12 +277,13 @@ pub(crate) fn first_content(
             uri: u,
             mime_type,
             blob,
-            ..
+            meta,
         } => match base64::engine::general_purpose::STANDARD.decode(blob.as_bytes()) {
             Ok(bytes) => Ok(ResourceContent {
                 uri: u,
                 mime_type,
                 body: ResourceBody::Blob(bytes),
+                meta: meta.map(|m| serde_json::Value::Object(m.0)),
             }),
             Err(_) => Err(ClientError::Protocol {
                 server: client.name().clone(),

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use extpool_host::{CommandInfo, ModelTool, ResourceInfo, SkillInfo, TemplateInfo};
 use rmcp::model::{
-    Icon, JsonObject, Prompt, PromptArgument, Resource, ResourceTemplate, Skill, SkillFrontmatter,
-    SkillResource, SkillResources, Tool, ToolAnnotations,
+    Icon, JsonObject, MetaObject, Prompt, PromptArgument, Resource, ResourceTemplate, Skill,
+    SkillFrontmatter, SkillResource, SkillResources, Tool, ToolAnnotations,
 };
 use serde_json::Value;
 
@@ -28,9 +28,19 @@ fn icons(icons: Option<&Value>) -> Option<Vec<Icon>> {
     icons.and_then(|i| serde_json::from_value::<Vec<Icon>>(i.clone()).ok())
 }
 
+/// A `_meta` kept as its server sent it, back as MCP's type (`None` when
+/// there was none, or it was not an object).
+fn meta(meta: Option<&Value>) -> Option<MetaObject> {
+    match meta {
+        Some(Value::Object(m)) => Some(MetaObject(m.clone())),
+        _ => None,
+    }
+}
+
 /// A tool as `tools/list` shows it, under the name the client sees
-/// (`listed`, its table's): description, schemas, title, annotations and
-/// icons as its server sent them.
+/// (`listed`, its table's): description, schemas, title, annotations,
+/// icons and `_meta` (an MCP App's `ui.resourceUri`, which names a resource
+/// read through the gateway under the same URI) as its server sent them.
 pub fn tool(info: &ModelTool, listed: &str) -> Tool {
     let mut tool = Tool::new(
         listed.to_owned(),
@@ -49,14 +59,16 @@ pub fn tool(info: &ModelTool, listed: &str) -> Tool {
         .clone()
         .and_then(|a| serde_json::from_value::<ToolAnnotations>(a).ok());
     tool.icons = icons(info.details.icons.as_ref());
+    tool.meta = meta(info.details.meta.as_ref());
     tool
 }
 
-/// A resource as `resources/list` shows it, icons included.
+/// A resource as `resources/list` shows it, icons and `_meta` included.
 pub fn resource(info: &ResourceInfo) -> Resource {
     let mut r = Resource::new(info.uri.clone(), info.name.clone());
     r.mime_type = info.mime_type.clone();
     r.icons = icons(info.icons.as_ref());
+    r.meta = meta(info.meta.as_ref());
     if !info.description.is_empty() {
         r.description = Some(info.description.clone());
     }

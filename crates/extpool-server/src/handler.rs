@@ -19,6 +19,7 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
 
 use crate::convert;
 use crate::gateway::Shared;
@@ -276,6 +277,30 @@ impl GatewayHandler {
     }
 }
 
+/// The protocol extensions the gateway passes through whole, declared to
+/// its clients only when an upstream server declares them: MCP Apps
+/// (SEP-1865), whose tools' `_meta.ui` and `ui://` resources reach the
+/// client unchanged.
+const PASSED_EXTENSIONS: [&str; 1] = [UI_EXTENSION];
+
+/// The MCP Apps extension's identifier.
+pub const UI_EXTENSION: &str = "io.modelcontextprotocol/ui";
+
+impl GatewayHandler {
+    /// Adds to `capabilities.extensions` each of [`PASSED_EXTENSIONS`] a
+    /// server visible here declares, with that server's settings.
+    fn declare_passed_extensions(&self, capabilities: &mut ServerCapabilities) {
+        for id in PASSED_EXTENSIONS {
+            if let Some(Value::Object(settings)) = self.view().upstream_extension(id) {
+                capabilities
+                    .extensions
+                    .get_or_insert_default()
+                    .insert(id.to_owned(), settings);
+            }
+        }
+    }
+}
+
 fn internal(e: HostError) -> ErrorData {
     ErrorData::internal_error(e.to_string(), None)
 }
@@ -296,6 +321,7 @@ impl ServerHandler for GatewayHandler {
         if let Some(resources) = capabilities.resources.as_mut() {
             resources.subscribe = Some(true);
         }
+        self.declare_passed_extensions(&mut capabilities);
         let mut config = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")));
         if !self.shared.instructions.is_empty() {

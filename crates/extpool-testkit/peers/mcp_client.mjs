@@ -4,6 +4,11 @@
 //
 //   node mcp_client.mjs (--url URL | --stdio CMD ARG...) STEPS_JSON
 //
+// With `"whole": true`, `list_tools` and `list_resources` also print every
+// definition as the SDK received it (`definitions`: `_meta`, icons,
+// schemas…) and `read` every content item (`contents`: uri, mimeType,
+// `_meta`, text or blob).
+//
 // Sampling requests are answered with "sampled by the typescript client";
 // elicitation requests are accepted with content {"answer": "yes"}.
 // The SDK is imported from EXTPOOL_NODE_MODULES (the peers' node_modules),
@@ -62,7 +67,8 @@ for (const step of steps) {
   switch (step.op) {
     case "list_tools": {
       const r = await client.listTools();
-      emit({ op: step.op, tools: r.tools.map((t) => t.name) });
+      const whole = step.whole ? { definitions: r.tools } : {};
+      emit({ op: step.op, tools: r.tools.map((t) => t.name), ...whole });
       break;
     }
     case "call": {
@@ -95,12 +101,14 @@ for (const step of steps) {
     }
     case "list_resources": {
       const r = await client.listResources();
-      emit({ op: step.op, resources: r.resources.map((x) => x.uri) });
+      const whole = step.whole ? { definitions: r.resources } : {};
+      emit({ op: step.op, resources: r.resources.map((x) => x.uri), ...whole });
       break;
     }
     case "read": {
       const r = await client.readResource({ uri: step.uri });
-      emit({ op: step.op, text: r.contents.map((c) => c.text ?? null) });
+      const whole = step.whole ? { contents: r.contents } : {};
+      emit({ op: step.op, text: r.contents.map((c) => c.text ?? null), ...whole });
       break;
     }
     case "wait_tools_changed": {

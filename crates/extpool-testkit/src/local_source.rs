@@ -98,6 +98,7 @@ impl LocalSource {
             description: String::new(),
             mime_type: Some("text/plain".into()),
             icons: None,
+            meta: None,
         };
         self.resources.write().push((entry, text.into()));
     }

@@ -1,7 +1,9 @@
 //! The third-party MCP peers that tests and benchmarks run against, as
 //! installed by `scripts/peers.sh` into `.peers/`:
-//! `@modelcontextprotocol/server-everything` and the TypeScript SDK under
-//! `.peers/node_modules` (with panva's `oidc-provider`, for identity tests),
+//! `@modelcontextprotocol/server-everything`, the MCP Apps example server
+//! `@modelcontextprotocol/server-basic-vanillajs` and the TypeScript SDK
+//! under `.peers/node_modules` (with panva's `oidc-provider`, for identity
+//! tests),
 //! and a Python venv with the `mcp` SDK (and `skills-ref`) under
 //! `.peers/venv`.
 //!
@@ -102,6 +104,37 @@ pub fn server_everything() -> StdioCommand {
         args: vec![
             server_everything_script().to_string_lossy().into_owned(),
             "stdio".to_owned(),
+        ],
+    }
+}
+
+/// `dist/index.js` of `@modelcontextprotocol/server-basic-vanillajs`, the
+/// MCP Apps example server: tool `get-time`, whose `_meta.ui.resourceUri`
+/// names its view, the `ui://get-time/mcp-app.html` resource.
+///
+/// # Panics
+///
+/// When the package is not installed.
+pub fn server_basic_vanillajs_script() -> PathBuf {
+    require(
+        peers_dir().join("node_modules/@modelcontextprotocol/server-basic-vanillajs/dist/index.js"),
+        "@modelcontextprotocol/server-basic-vanillajs",
+    )
+}
+
+/// The MCP Apps example server over stdio: `node …/dist/index.js --stdio`.
+///
+/// # Panics
+///
+/// When node or the package is missing.
+pub fn server_basic_vanillajs() -> StdioCommand {
+    StdioCommand {
+        program: node(),
+        args: vec![
+            server_basic_vanillajs_script()
+                .to_string_lossy()
+                .into_owned(),
+            "--stdio".to_owned(),
         ],
     }
 }

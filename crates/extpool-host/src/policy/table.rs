@@ -113,10 +113,14 @@ impl ToolTable {
         &self.rows.rows
     }
 
-    /// Every tool the model sees, listed or deferred, in list order.
+    /// Every tool the model sees, listed or deferred, in list order: not
+    /// the tools their servers offer only to their MCP Apps
+    /// ([`crate::ToolDetails::is_app_only`]), which stay callable by name
+    /// ([`ToolTable::resolve`]).
     pub fn visible(&self) -> impl Iterator<Item = (usize, &Row)> + '_ {
         self.rows.rows.iter().enumerate().filter(|(i, r)| {
             !self.hidden.contains(&(*i as u32))
+                && !r.tool.details.is_app_only()
                 && (self.deferring || r.builtin != Some(BuiltinTool::ToolSearch))
         })
     }
@@ -204,14 +208,17 @@ impl ToolTable {
     }
 
     /// The best `limit` matches of `query` among every tool but the
-    /// built-ins (deferred or loaded: a search answers which tool fits),
-    /// by row index; the index is built on first search and shared by
-    /// every view of these rows.
+    /// built-ins and app-only tools (deferred or loaded: a search answers
+    /// which tool fits), by row index; the index is built on first search
+    /// and shared by every view of these rows.
     pub fn search(&self, query: &str, limit: usize) -> Vec<usize> {
         let rows = &self.rows;
         let index = rows.index.get_or_init(|| {
             let searchable: Vec<usize> = (0..rows.rows.len())
-                .filter(|&i| !rows.rows[i].tool.builtin)
+                .filter(|&i| {
+                    let tool = &rows.rows[i].tool;
+                    !tool.builtin && !tool.details.is_app_only()
+                })
                 .collect();
             ToolIndex::build(&rows.rows, &searchable)
         });

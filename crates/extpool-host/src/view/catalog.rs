@@ -60,6 +60,7 @@ impl View {
                 mime_type: r.entry.mime_type.clone(),
                 description: r.entry.description.clone(),
                 icons: r.entry.icons.clone(),
+                meta: r.entry.meta.clone(),
             })
             .collect();
         rows.sort_by(|a, b| (&a.server, &a.uri).cmp(&(&b.server, &b.uri)));

@@ -123,6 +123,20 @@ impl McpResource for McpServerCap {
         client.set_level(level).await.map_err(|e| self.err(e))?;
         Ok(true)
     }
+
+    /// What the current connection's server declared (nothing before it
+    /// connected: a lazy server is not started to answer).
+    fn extensions(&self) -> Map<String, Value> {
+        let declared = self
+            .client()
+            .and_then(|c| c.capabilities())
+            .and_then(|c| c.extensions);
+        declared
+            .into_iter()
+            .flatten()
+            .map(|(id, settings)| (id, Value::Object(settings)))
+            .collect()
+    }
 }
 
 #[async_trait]

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod answers;
+mod apps;
 mod callers;
 mod clients;
 mod conformance;

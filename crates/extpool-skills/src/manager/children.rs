@@ -223,6 +223,10 @@ impl McpResource for FilteredCap {
         self.inner.mcp()?.resource_updates()
     }
 
+    fn extensions(&self) -> Map<String, Value> {
+        self.inner.mcp().map(|m| m.extensions()).unwrap_or_default()
+    }
+
     async fn set_log_level(&self, level: &str) -> Result<bool, ExtensionError> {
         match self.inner.mcp() {
             Some(m) => m.set_log_level(level).await,

@@ -81,6 +81,7 @@ pub(crate) fn read_local(
         uri: uri.to_owned(),
         mime_type: Some(file.mime_type),
         body,
+        meta: None,
     }))
 }
 

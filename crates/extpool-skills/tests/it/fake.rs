@@ -134,6 +134,7 @@ impl McpResource for FakeServer {
             description: String::new(),
             mime_type: Some("text/plain".into()),
             icons: None,
+            meta: None,
         }])
     }
 

@@ -113,9 +113,15 @@ struct Cli {
     tools_file: Option<PathBuf>,
     /// Also list the prompts, resources and resource templates of FILE (a
     /// JSON object: `prompts`, `resources`, `resourceTemplates`, each an
-    /// array of MCP definitions), after the others, as written.
+    /// array of MCP definitions), after the others, as written; a read of
+    /// a URI among its `contents` (MCP resource contents) answers that
+    /// content as written.
     #[arg(long, value_name = "FILE")]
     lists_file: Option<PathBuf>,
+    /// Declare the MCP Apps extension (`io.modelcontextprotocol/ui`) in
+    /// the server's capabilities.
+    #[arg(long)]
+    ui_extension: bool,
     /// Write `argv: <every argument>` to stderr before anything else, as
     /// servers that log their command line do (for tests of what extpool
     /// shows of a server's stderr).
@@ -252,6 +258,7 @@ async fn run() -> anyhow::Result<()> {
     options.modern = cli.modern;
     options.bad_tool_names = cli.bad_tool_names;
     options.write_barrier = cli.write_barrier;
+    options.ui_extension = cli.ui_extension;
     options.paging_fault = cli.paging_fault.map(|fault| match fault {
         Fault::Endless => PagingFault::Endless,
         Fault::Repeat => PagingFault::Repeat,
@@ -268,7 +275,7 @@ async fn run() -> anyhow::Result<()> {
             std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
         options.lists = serde_json::from_str(&text).with_context(|| {
             format!(
-                "{} is not a JSON object of prompts, resources and resourceTemplates",
+                "{} is not a JSON object of prompts, resources, resourceTemplates and contents",
                 file.display()
             )
         })?;

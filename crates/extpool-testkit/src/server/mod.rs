@@ -103,9 +103,14 @@ pub struct ServerOptions {
     /// answers `called <name> with <arguments as JSON>`, so a test can give
     /// a client any schema and annotations and see what it sent.
     pub tools: Option<Vec<rmcp::model::Tool>>,
-    /// Prompts, resources and templates listed after the others
-    /// (`--lists-file`), exactly as the test wrote them.
+    /// Prompts, resources and templates listed after the others, and the
+    /// contents reads of their URIs answer (`--lists-file`), exactly as
+    /// the test wrote them.
     pub lists: ExtraLists,
+    /// Declare the MCP Apps extension, `io.modelcontextprotocol/ui`, with
+    /// the MIME type of its views, as an MCP Apps server may
+    /// (`--ui-extension`), so a test can see who passes it on.
+    pub ui_extension: bool,
 }
 
 impl Default for ServerOptions {
@@ -125,6 +130,7 @@ impl Default for ServerOptions {
             paging_fault: None,
             tools: None,
             lists: ExtraLists::default(),
+            ui_extension: false,
         }
     }
 }
@@ -256,6 +262,17 @@ impl ServerHandler for TestServer {
             if let Some(resources) = capabilities.resources.as_mut() {
                 resources.subscribe = Some(true);
             }
+        }
+        if self.shared.options.ui_extension {
+            let mut settings = rmcp::model::JsonObject::new();
+            settings.insert(
+                "mimeTypes".to_owned(),
+                serde_json::json!(["text/html;profile=mcp-app"]),
+            );
+            capabilities
+                .extensions
+                .get_or_insert_default()
+                .insert("io.modelcontextprotocol/ui".to_owned(), settings);
         }
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))

@@ -74,6 +74,9 @@ impl TestServer {
                     {
                         return Ok(ReadResourceResult::new(vec![contents]));
                     }
+                    if let Some(contents) = self.shared.options.lists.content(uri) {
+                        return Ok(ReadResourceResult::new(vec![contents.clone()]));
+                    }
                     let dynamic = self.read_dynamic();
                     let Some((_, text)) = dynamic.resources.get(uri) else {
                         return Err(ErrorData::resource_not_found(
