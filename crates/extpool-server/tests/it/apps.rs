@@ -181,6 +181,48 @@ async fn an_app_only_tool_is_not_listed_but_answers_a_call() {
     served.stop().await;
 }
 
+/// With tool search, an app-only tool is neither named in the search
+/// tool's listing of deferred tools nor found by a search that matches
+/// its description best; it still answers a call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_search_never_offers_an_app_only_tool() {
+    let options = GatewayOptions {
+        tool_search: Some(extpool_host::DeferralConfig {
+            budget_bytes: 1,
+            ..extpool_host::DeferralConfig::default()
+        }),
+        ..GatewayOptions::default()
+    };
+    let served = Served::start(board(&[]), options).await;
+    let out = sdk_client(
+        Sdk::TypeScript,
+        &served.url,
+        json!([
+            {"op": "list_tools", "whole": true},
+            {"op": "call", "name": "ToolSearch", "args": {"query": "refreshes the board's view"}},
+            {"op": "call", "name": "mcp__board__refresh"}
+        ]),
+    )
+    .await;
+    let search = definitions(&out[1])
+        .iter()
+        .find(|t| t["name"] == "ToolSearch")
+        .unwrap_or_else(|| panic!("no ToolSearch: {}", out[1]));
+    let listing = search["description"].as_str().unwrap();
+    assert!(listing.contains("mcp__board__show"), "{listing}");
+    assert!(!listing.contains("mcp__board__refresh"), "{listing}");
+    let found = out[2]["text"][0].as_str().unwrap();
+    assert!(found.contains("mcp__board__"), "nothing found: {found}");
+    assert!(!found.contains("mcp__board__refresh"), "{found}");
+    assert_eq!(
+        out[3]["text"],
+        json!(["called refresh with {}"]),
+        "{}",
+        out[3]
+    );
+    served.stop().await;
+}
+
 /// Behind `--unprefixed`, an app-only tool answers the name its app knows
 /// it by, its server's own, and is still not listed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
