@@ -374,36 +374,10 @@ where
     // Admitted while another request resumes the session: rmcp sees this
     // one once that is done.
     busy.until_resumed().await;
-    // A session rmcp resumes from the store is answered here from then on
-    // as well: its handler registers as it replays `initialize`.
-    let registration = crate::inline::Registration::default();
-    let mut request = request;
-    if resuming.is_some() {
-        request.extensions_mut().insert(registration.clone());
-    }
-    let inline = resuming.is_none().then(|| live.inline(&key)).flatten();
-    if let (Some(session), Some(request_id)) = (&inline, &message.cancels) {
-        session.cancel(request_id);
-    }
-    let resumes = (*method == Method::GET)
-        .then(|| request.headers().get("last-event-id"))
-        .flatten()
-        .and_then(|v| v.to_str().ok())
-        .and_then(|last| inline.as_ref()?.resume(last));
-    let response = match (resumes, inline) {
-        (Some(resumed), _) => resumed,
-        (None, Some(session)) if message.id.is_some() || message.answers => {
-            match crate::inline::answer(&session, request).await {
-                Ok(response) => response,
-                Err(request) => serve(request).await,
-            }
-        }
-        _ => serve(request).await,
-    };
+    let response =
+        crate::inline::serve_admitted(live, &key, resuming.is_some(), message, request, serve)
+            .await;
     let resumed = resuming.is_some();
-    if let Some(inline) = registration.registered() {
-        live.set_inline(&key, inline);
-    }
     // rmcp has resumed the session (or failed to): the requests waiting
     // for it go on.
     drop(resuming);

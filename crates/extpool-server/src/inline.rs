@@ -33,7 +33,7 @@ use std::sync::{Arc, OnceLock};
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use extpool_host::ProgressUpdate;
 use parking_lot::Mutex;
@@ -53,7 +53,10 @@ use tokio_util::sync::CancellationToken;
 use crate::handler::GatewayHandler;
 use crate::relay::InlineRelay;
 
+mod headers;
 mod replay;
+
+use headers::plain_headers;
 
 /// How long a request's answer may take to be answered whole, as JSON;
 /// past it the answer becomes a stream (primed, so a client whose
@@ -234,44 +237,52 @@ impl Registration {
     }
 }
 
-/// Whether `headers` ask nothing of rmcp's transport a request answered
-/// here would skip: `Accept` naming JSON and SSE (no weights), a JSON
-/// `Content-Type`, no protocol version whose headers rmcp checks against
-/// the body, and no such header.
-fn plain_headers(headers: &HeaderMap) -> bool {
-    let accepts = headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(str::trim)
-        .collect::<Vec<_>>();
-    let accepts_all = ["application/json", "text/event-stream"]
-        .iter()
-        .all(|want| accepts.iter().any(|a| a.eq_ignore_ascii_case(want)));
-    let json_body = headers
-        .get(header::CONTENT_TYPE)
+/// Serves `request` (carrying `message`) of session `key`, admitted to it
+/// (`resuming`: its request resumes the session from the store): here when
+/// this module answers it — a request, a client's answer to a request sent
+/// here, a `GET` resuming a stream made here; else by `serve` (rmcp's
+/// service). A `notifications/cancelled` cancels the call it names here
+/// too. A session rmcp resumes is answered here from then on: its handler
+/// registers as rmcp replays its `initialize`.
+pub(crate) async fn serve_admitted<F, Fut>(
+    live: &crate::live::Live,
+    key: &crate::live::Key,
+    resuming: bool,
+    message: &crate::check::Message,
+    mut request: Request,
+    serve: F,
+) -> Response
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: Future<Output = Response>,
+{
+    let registration = Registration::default();
+    if resuming {
+        request.extensions_mut().insert(registration.clone());
+    }
+    let inline = (!resuming).then(|| live.inline(key)).flatten();
+    if let (Some(session), Some(request_id)) = (&inline, &message.cancels) {
+        session.cancel(request_id);
+    }
+    let resumed_here = (request.method() == Method::GET)
+        .then(|| request.headers().get("last-event-id"))
+        .flatten()
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            let essence = v.split_once(';').map_or(v, |(essence, _)| essence);
-            essence.trim().eq_ignore_ascii_case("application/json")
-        });
-    let legacy_version =
-        match headers.get(rmcp::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION) {
-            None => true,
-            Some(v) => v.to_str().is_ok_and(|v| {
-                v < rmcp::model::ProtocolVersion::STANDARD_HEADERS.as_str()
-                    && rmcp::model::ProtocolVersion::KNOWN_VERSIONS
-                        .iter()
-                        .any(|known| known.as_str() == v)
-            }),
-        };
-    let no_standard_headers = !headers.keys().any(|k| {
-        k.as_str().starts_with("mcp-")
-            && k.as_str() != "mcp-session-id"
-            && k.as_str() != "mcp-protocol-version"
-    });
-    accepts_all && json_body && legacy_version && no_standard_headers
+        .and_then(|last| inline.as_ref()?.resume(last));
+    let response = match (resumed_here, inline) {
+        (Some(resumed), _) => resumed,
+        (None, Some(session)) if message.id.is_some() || message.answers => {
+            match answer(&session, request).await {
+                Ok(response) => response,
+                Err(request) => serve(request).await,
+            }
+        }
+        _ => serve(request).await,
+    };
+    if let Some(registered) = registration.registered() {
+        live.set_inline(key, registered);
+    }
+    response
 }
 
 /// Whether `request` is one this module answers: any request but the
@@ -535,59 +546,4 @@ fn stream(
         }
     });
     replay.answer(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (k, v) in pairs {
-            map.append(
-                axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
-                HeaderValue::from_str(v).unwrap(),
-            );
-        }
-        map
-    }
-
-    #[test]
-    fn only_plain_headers_are_answered_here() {
-        let base = [
-            ("accept", "application/json, text/event-stream"),
-            ("content-type", "application/json"),
-            ("mcp-session-id", "s"),
-        ];
-        assert!(plain_headers(&headers(&base)));
-        let with = |extra: (&'static str, &'static str)| {
-            let mut pairs = base.to_vec();
-            pairs.push(extra);
-            plain_headers(&headers(&pairs))
-        };
-        assert!(with(("mcp-protocol-version", "2025-11-25")));
-        assert!(with(("mcp-protocol-version", "2025-03-26")));
-        assert!(
-            !with(("mcp-protocol-version", "2026-07-28")),
-            "rmcp checks its headers"
-        );
-        assert!(
-            !with(("mcp-protocol-version", "1999-01-01")),
-            "rmcp refuses it"
-        );
-        assert!(!with(("mcp-method", "tools/call")));
-        assert!(!with(("mcp-name", "echo")));
-        assert!(!plain_headers(&headers(&[
-            ("accept", "application/json"),
-            ("content-type", "application/json"),
-        ])));
-        assert!(!plain_headers(&headers(&[
-            ("accept", "application/json;q=0, text/event-stream"),
-            ("content-type", "application/json"),
-        ])));
-        assert!(!plain_headers(&headers(&[
-            ("accept", "application/json, text/event-stream"),
-            ("content-type", "text/plain"),
-        ])));
-    }
 }

@@ -115,7 +115,7 @@ pub(crate) struct InlineRelay {
 /// returned tasks forward progress and logs until every copy of the
 /// context is dropped; await them before answering, so that nothing the
 /// server sent before its result follows the result. A request answered
-/// in the HTTP task ([`InlineRelay`] on its extensions) has none: its
+/// in the HTTP task (`InlineRelay` on its extensions) has none: its
 /// answer reads the channels itself.
 pub fn call_context(
     ctx: &RequestContext<RoleServer>,

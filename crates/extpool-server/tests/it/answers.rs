@@ -77,6 +77,17 @@ async fn session(url: &str, capabilities: Value) -> String {
     id
 }
 
+/// The gateway in front of the testkit server (recording in the state
+/// returned), and a session made on it without capabilities.
+async fn served_with_session() -> (StateDir, Served, String) {
+    let state = StateDir::new();
+    let project = Project::new();
+    project.config(&testkit_yaml("testkit", &state));
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let id = session(&served.url, json!({})).await;
+    (state, served, id)
+}
+
 fn call(id: u64, tool: &str, args: Value, meta: Option<Value>) -> Value {
     let mut params = json!({"name": format!("mcp__testkit__{tool}"), "arguments": args});
     if let Some(meta) = meta {
@@ -93,12 +104,8 @@ fn text(message: &Value) -> &str {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_result_alone_is_json_and_what_precedes_it_makes_a_stream() {
-    let state = StateDir::new();
-    let project = Project::new();
-    project.config(&testkit_yaml("testkit", &state));
-    let served = Served::start(project, GatewayOptions::default()).await;
+    let (_state, served, id) = served_with_session().await;
     let url = served.url.clone();
-    let id = session(&url, json!({})).await;
 
     let plain = post(
         &url,
@@ -268,12 +275,8 @@ async fn next_message(stream: &mut Stream) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_call_streams_primed_and_is_resumed_after_its_connection_broke() {
-    let state = StateDir::new();
-    let project = Project::new();
-    project.config(&testkit_yaml("testkit", &state));
-    let served = Served::start(project, GatewayOptions::default()).await;
+    let (state, served, id) = served_with_session().await;
     let url = served.url.clone();
-    let id = session(&url, json!({})).await;
     // Not answered at once: a stream, its first event the priming one.
     let mut stream = start(&url, &id, call(8, "sleep", json!({"ms": 1500}), None)).await;
     let priming = loop {
@@ -324,12 +327,8 @@ async fn a_long_call_streams_primed_and_is_resumed_after_its_connection_broke() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_notification_cancels_the_call_it_names() {
-    let state = StateDir::new();
-    let project = Project::new();
-    project.config(&testkit_yaml("testkit", &state));
-    let served = Served::start(project, GatewayOptions::default()).await;
+    let (state, served, id) = served_with_session().await;
     let url = served.url.clone();
-    let id = session(&url, json!({})).await;
     let call_task = {
         let (url, id) = (url.clone(), id.clone());
         tokio::spawn(async move {

@@ -1,0 +1,101 @@
+//! Which requests' headers ask nothing of rmcp's transport, so that a
+//! request answered in the HTTP task ([`super`]) skips no check rmcp would
+//! make.
+
+use axum::http::{HeaderMap, header};
+
+/// Whether `headers` ask nothing of rmcp's transport a request answered
+/// here would skip: `Accept` naming JSON and SSE (no weights), a JSON
+/// `Content-Type`, no protocol version whose headers rmcp checks against
+/// the body, and no such header.
+pub(super) fn plain_headers(headers: &HeaderMap) -> bool {
+    let accepts = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .collect::<Vec<_>>();
+    let accepts_all = ["application/json", "text/event-stream"]
+        .iter()
+        .all(|want| accepts.iter().any(|a| a.eq_ignore_ascii_case(want)));
+    let json_body = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            let essence = v.split_once(';').map_or(v, |(essence, _)| essence);
+            essence.trim().eq_ignore_ascii_case("application/json")
+        });
+    let legacy_version =
+        match headers.get(rmcp::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION) {
+            None => true,
+            Some(v) => v.to_str().is_ok_and(|v| {
+                v < rmcp::model::ProtocolVersion::STANDARD_HEADERS.as_str()
+                    && rmcp::model::ProtocolVersion::KNOWN_VERSIONS
+                        .iter()
+                        .any(|known| known.as_str() == v)
+            }),
+        };
+    let no_standard_headers = !headers.keys().any(|k| {
+        k.as_str().starts_with("mcp-")
+            && k.as_str() != "mcp-session-id"
+            && k.as_str() != "mcp-protocol-version"
+    });
+    accepts_all && json_body && legacy_version && no_standard_headers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (k, v) in pairs {
+            map.append(
+                axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                HeaderValue::from_str(v).unwrap(),
+            );
+        }
+        map
+    }
+
+    #[test]
+    fn only_plain_headers_are_answered_here() {
+        let base = [
+            ("accept", "application/json, text/event-stream"),
+            ("content-type", "application/json"),
+            ("mcp-session-id", "s"),
+        ];
+        assert!(plain_headers(&headers(&base)));
+        let with = |extra: (&'static str, &'static str)| {
+            let mut pairs = base.to_vec();
+            pairs.push(extra);
+            plain_headers(&headers(&pairs))
+        };
+        assert!(with(("mcp-protocol-version", "2025-11-25")));
+        assert!(with(("mcp-protocol-version", "2025-03-26")));
+        assert!(
+            !with(("mcp-protocol-version", "2026-07-28")),
+            "rmcp checks its headers"
+        );
+        assert!(
+            !with(("mcp-protocol-version", "1999-01-01")),
+            "rmcp refuses it"
+        );
+        assert!(!with(("mcp-method", "tools/call")));
+        assert!(!with(("mcp-name", "echo")));
+        assert!(!plain_headers(&headers(&[
+            ("accept", "application/json"),
+            ("content-type", "application/json"),
+        ])));
+        assert!(!plain_headers(&headers(&[
+            ("accept", "application/json;q=0, text/event-stream"),
+            ("content-type", "application/json"),
+        ])));
+        assert!(!plain_headers(&headers(&[
+            ("accept", "application/json, text/event-stream"),
+            ("content-type", "text/plain"),
+        ])));
+    }
+}
