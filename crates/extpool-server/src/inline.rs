@@ -42,7 +42,6 @@ use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::model::{
     ClientJsonRpcMessage, ClientRequest, GetExtensions, GetMeta, JsonRpcRequest,
     ProgressNotificationParam, ProgressToken, RequestId, ServerJsonRpcMessage, ServerNotification,
-    ServerRequest,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{RoleServer, Service};
@@ -77,6 +76,13 @@ fn grace(session: &InlineSession) -> Option<std::time::Duration> {
 const OUTBOX_QUEUE: usize = 256;
 /// How many progress updates of one call may wait for its answer's stream.
 const PROGRESS_QUEUE: usize = 64;
+
+/// A request id as the JSON text it was sent as: the key of requests in
+/// flight and of requests waiting for the client's answer (as
+/// [`crate::check::Message::id_text`] keys a checked message's id).
+fn id_key(id: &RequestId) -> String {
+    serde_json::to_string(id).unwrap_or_default()
+}
 
 /// A session whose requests are answered in the HTTP task: its handler,
 /// the peer rmcp made for it (what the handler sends outside a call's
@@ -139,8 +145,7 @@ impl InlineSession {
             }
             _ => return false,
         };
-        let key = serde_json::to_string(id).unwrap_or_default();
-        match self.asked.lock().remove(&key) {
+        match self.asked.lock().remove(&id_key(id)) {
             Some(waiting) => {
                 let _ = waiting.send(answer);
                 true
@@ -176,12 +181,10 @@ impl Drop for Asked<'_> {
 #[async_trait::async_trait]
 impl extpool_host::CallClient for InlineClient {
     async fn request(&self, method: &str, params: Value) -> Result<Value, String> {
-        let request: ServerRequest =
-            serde_json::from_value(serde_json::json!({"method": method, "params": params}))
-                .map_err(|e| format!("cannot relay {method}: {e}"))?;
+        let request = crate::relay::server_request(method, params)?;
         let n = self.session.next_ask.fetch_add(1, Ordering::Relaxed);
         let id = RequestId::String(format!("extpool-{n}").into());
-        let key = serde_json::to_string(&id).unwrap_or_default();
+        let key = id_key(&id);
         let (tx, rx) = oneshot::channel();
         self.session.asked.lock().insert(key.clone(), tx);
         let _asked = Asked {
@@ -331,7 +334,7 @@ async fn dispatch(
     parts: axum::http::request::Parts,
     (id, mut request): (rmcp::model::RequestId, ClientRequest),
 ) -> Response {
-    let key = serde_json::to_string(&id).unwrap_or_default();
+    let key = id_key(&id);
     // Cancelled by the client only: at shutdown the answer is the
     // shutdown's error (crate::shutdown), as for rmcp's calls.
     let ct = CancellationToken::new();

@@ -45,6 +45,14 @@ impl PeerClient {
     }
 }
 
+/// An upstream's request of the client (`method`, `params` as MCP's
+/// JSON) as the message the gateway sends its own client; `Err` says why
+/// it cannot be relayed.
+pub(crate) fn server_request(method: &str, params: Value) -> Result<ServerRequest, String> {
+    serde_json::from_value(json!({"method": method, "params": params}))
+        .map_err(|e| format!("cannot relay {method}: {e}"))
+}
+
 /// Whether the client behind `peer` accepts server request `method` (it
 /// declared the capability at `initialize`).
 pub(crate) fn accepts(peer: &Peer<RoleServer>, method: &str) -> bool {
@@ -72,9 +80,7 @@ pub(crate) fn wanted(params: &Value, level: &AtomicUsize) -> bool {
 #[async_trait::async_trait]
 impl CallClient for PeerClient {
     async fn request(&self, method: &str, params: Value) -> Result<Value, String> {
-        let request: ServerRequest =
-            serde_json::from_value(json!({"method": method, "params": params}))
-                .map_err(|e| format!("cannot relay {method}: {e}"))?;
+        let request = server_request(method, params)?;
         let result = self
             .peer
             .send_request(request)

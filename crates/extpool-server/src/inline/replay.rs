@@ -179,7 +179,8 @@ impl Replays {
             .iter()
             .find(|r| r.number == number)
             .cloned()?;
-        Some(replay.answer(index + 1))
+        // The header is the client's: an index past every event is none.
+        Some(replay.answer(index.checked_add(1)?))
     }
 }
 
@@ -233,6 +234,7 @@ mod tests {
         // Not one of these streams.
         assert!(replays.resume("1/i9").is_none());
         assert!(replays.resume("0/3").is_none());
+        assert!(replays.resume(&format!("{}/i0", usize::MAX)).is_none());
     }
 
     #[tokio::test(start_paused = true)]

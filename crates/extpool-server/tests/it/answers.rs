@@ -11,7 +11,7 @@ use extpool_server::GatewayOptions;
 use extpool_testkit::StateDir;
 use serde_json::{Value, json};
 
-use crate::support::{PATIENCE, Project, Served, testkit_yaml, within};
+use crate::support::{PATIENCE, Project, Served, mcp_post, testkit_yaml, within};
 
 const VERSION: &str = "2025-11-25";
 
@@ -25,16 +25,7 @@ struct Answer {
 }
 
 async fn post(url: &str, session: Option<&str>, body: Value) -> Answer {
-    let mut request = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body.to_string());
-    if let Some(id) = session {
-        request = request
-            .header("mcp-session-id", id)
-            .header("mcp-protocol-version", VERSION);
-    }
+    let request = mcp_post(url, session.map(|id| (id, VERSION)), body.to_string());
     let response = within(request.send()).await.unwrap();
     let header = |name: &str| {
         response
@@ -227,18 +218,9 @@ struct Stream {
 /// POSTs `body` on session `id` and returns its answer, which must be an
 /// SSE stream, unread.
 async fn start(url: &str, id: &str, body: Value) -> Stream {
-    let response = within(
-        reqwest::Client::new()
-            .post(url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", id)
-            .header("mcp-protocol-version", VERSION)
-            .body(body.to_string())
-            .send(),
-    )
-    .await
-    .unwrap();
+    let response = within(mcp_post(url, Some((id, VERSION)), body.to_string()).send())
+        .await
+        .unwrap();
     let content_type = response.headers()["content-type"].to_str().unwrap();
     assert!(
         content_type.starts_with("text/event-stream"),

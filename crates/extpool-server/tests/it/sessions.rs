@@ -392,8 +392,10 @@ async fn list_mcp_sources_never_contacts_an_upstream() {
     served.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn delete_stops_a_session_command_server_checked_by_pid() {
+/// A gateway that takes local commands as session servers, and session
+/// `id` made through the API with one: the testkit server `mine`,
+/// recording in the state returned. The session's record is returned too.
+async fn session_with_a_command_server(id: &str) -> (Served, StateDir, Value) {
     let project = Project::new();
     project.config("");
     let options = GatewayOptions {
@@ -406,13 +408,19 @@ async fn delete_stops_a_session_command_server_checked_by_pid() {
     let (status, created) = api(
         reqwest::Method::POST,
         &format!("{}/v1/sessions", served.base),
-        Some(json!({"id": "local", "mcp_servers": {"mine": {
+        Some(json!({"id": id, "mcp_servers": {"mine": {
             "command": program.display().to_string(),
             "args": args,
         }}})),
     )
     .await;
     assert_eq!(status, 201, "{created}");
+    (served, kit, created)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_stops_a_session_command_server_checked_by_pid() {
+    let (served, kit, created) = session_with_a_command_server("local").await;
     assert!(
         names(&created["granted"]).contains(&"mcp__mine__echo".to_owned()),
         "{created}"
@@ -461,25 +469,7 @@ async fn listed_tools(url: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_session_on_its_endpoint_closes_the_session_as_delete_does() {
     use rmcp::ServiceExt;
-    let project = Project::new();
-    project.config("");
-    let options = GatewayOptions {
-        session_commands: true,
-        ..GatewayOptions::default()
-    };
-    let served = served_with_store(project, options).await;
-    let kit = StateDir::new();
-    let (program, args) = extpool_testkit::stdio_command(kit.args()).into_parts();
-    let (status, created) = api(
-        reqwest::Method::POST,
-        &format!("{}/v1/sessions", served.base),
-        Some(json!({"id": "done", "mcp_servers": {"mine": {
-            "command": program.display().to_string(),
-            "args": args,
-        }}})),
-    )
-    .await;
-    assert_eq!(status, 201, "{created}");
+    let (served, kit, _) = session_with_a_command_server("done").await;
     let marker = kit.path().display().to_string();
     assert_eq!(crate::support::pids_with(&marker).len(), 1);
     // Offered where there is a session to close, and only there.

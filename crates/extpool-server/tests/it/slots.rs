@@ -13,7 +13,7 @@ use extpool_server::GatewayOptions;
 use extpool_testkit::StateDir;
 use serde_json::{Value, json};
 
-use crate::support::{PATIENCE, Project, Served, testkit_yaml, within};
+use crate::support::{PATIENCE, Project, Served, mcp_post, testkit_yaml, within};
 
 const VERSION: &str = "2025-11-25";
 
@@ -29,16 +29,7 @@ struct Answer {
 }
 
 async fn post(url: &str, session: Option<&str>, body: &str) -> Answer {
-    let mut request = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body.to_owned());
-    if let Some(id) = session {
-        request = request
-            .header("mcp-session-id", id)
-            .header("mcp-protocol-version", VERSION);
-    }
+    let request = mcp_post(url, session.map(|id| (id, VERSION)), body.to_owned());
     let response = within(request.send()).await.unwrap();
     let status = response.status().as_u16();
     let header = |name: &str| {

@@ -365,3 +365,20 @@ pub async fn modern_http_upstream(state: &StateDir, args: &[&str]) -> extpool_te
 pub fn remote_yaml(name: &str, url: &str, protocol: &str, extra: &str) -> String {
     format!("  {name}:\n    url: {url:?}\n    protocol: {protocol:?}\n{extra}")
 }
+
+/// A POST of `body` to MCP endpoint `url` as a session-era client sends
+/// it: JSON, accepting JSON and SSE, with `session`'s id and protocol
+/// version when given.
+pub fn mcp_post(url: &str, session: Option<(&str, &str)>, body: String) -> reqwest::RequestBuilder {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body);
+    if let Some((id, version)) = session {
+        request = request
+            .header("mcp-session-id", id)
+            .header("mcp-protocol-version", version);
+    }
+    request
+}
