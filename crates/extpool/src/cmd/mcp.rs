@@ -27,7 +27,8 @@ pub enum McpCommand {
 Examples:
   extpool mcp login github                 opens the browser, waits for the redirect
   extpool mcp login github --no-browser    prints the URL; paste the address the browser ends on
-  extpool mcp login linear --retry-dcr-registration")]
+  extpool mcp login linear --retry-dcr-registration
+  extpool mcp login github --permission-config base.yaml --permission-config team.yaml")]
     Login(LoginArgs),
     /// Forget a profile's stored grant (the upstream client is not revoked).
     Logout(ProfileArgs),
@@ -44,9 +45,9 @@ pub struct LoginArgs {
     /// the redirect URL (or let the local redirect arrive).
     #[arg(long)]
     pub no_browser: bool,
-    /// Read the profile from this configuration file only.
-    #[arg(long, value_name = "PATH")]
-    pub file: Option<PathBuf>,
+    /// Where the profile is read from.
+    #[command(flatten)]
+    pub source: ConfigSource,
     /// Direct DCR: redo an interrupted registration (same profile, principal, resource and issuer).
     #[arg(long, conflicts_with = "reset_dcr_registration")]
     pub retry_dcr_registration: bool,
@@ -59,7 +60,7 @@ pub struct LoginArgs {
     #[arg(
         long,
         value_name = "URL",
-        conflicts_with_all = ["file", "retry_dcr_registration", "reset_dcr_registration"]
+        conflicts_with_all = ["file", "permission_config", "retry_dcr_registration", "reset_dcr_registration"]
     )]
     pub gateway: Option<String>,
 }
@@ -69,17 +70,32 @@ pub struct LoginArgs {
 pub struct ProfileArgs {
     /// The server (its `mcp_servers` name).
     pub server: String,
-    /// Read the profile from this configuration file only.
-    #[arg(long, value_name = "PATH")]
-    pub file: Option<PathBuf>,
+    /// Where the profile is read from.
+    #[command(flatten)]
+    pub source: ConfigSource,
 }
 
 /// `extpool mcp auth-status`.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// Read profiles from this configuration file only.
-    #[arg(long, value_name = "PATH")]
+    /// Where the profiles are read from.
+    #[command(flatten)]
+    pub source: ConfigSource,
+}
+
+/// The configuration an `mcp` subcommand reads its profiles from: one file,
+/// the layered files a gateway serves with, or (neither given) the global
+/// `--config` files or discovery.
+#[derive(Debug, Args)]
+pub struct ConfigSource {
+    /// Read the profile from this configuration file only.
+    #[arg(long, value_name = "PATH", conflicts_with = "permission_config")]
     pub file: Option<PathBuf>,
+    /// Read the profile from these configuration files, layered as
+    /// `extpool serve --config` layers them (the first definition of a server
+    /// wins): the files a gateway serves with. Repeatable.
+    #[arg(long, value_name = "PATH")]
+    pub permission_config: Vec<PathBuf>,
 }
 
 /// Runs an `mcp` subcommand.
@@ -91,18 +107,18 @@ pub async fn run(ctx: &mut Ctx, command: McpCommand) -> Result<ExitCode> {
     }
 }
 
-fn load(ctx: &Ctx, file: &Option<PathBuf>) -> Result<Loaded> {
-    match file {
-        Some(path) => {
-            let loaded = extpool_host::config::load(&LoadRequest {
-                files: vec![path.clone()],
-                places: ctx.places.clone(),
-            })?;
-            ctx.warn(&loaded.diagnostics);
-            Ok(loaded)
-        }
-        None => ctx.load_reporting(),
-    }
+fn load(ctx: &Ctx, source: &ConfigSource) -> Result<Loaded> {
+    let files = match (&source.file, source.permission_config.as_slice()) {
+        (Some(path), _) => vec![path.clone()],
+        (None, []) => return ctx.load_reporting(),
+        (None, layers) => layers.to_vec(),
+    };
+    let loaded = extpool_host::config::load(&LoadRequest {
+        files,
+        places: ctx.places.clone(),
+    })?;
+    ctx.warn(&loaded.diagnostics);
+    Ok(loaded)
 }
 
 /// The server's URL and OAuth profile, `${VAR}` expanded.
@@ -165,7 +181,7 @@ async fn login(ctx: &mut Ctx, args: LoginArgs) -> Result<ExitCode> {
     if let Some(gateway) = &args.gateway {
         return super::gateway_login::run(ctx, gateway, &args.server, !args.no_browser).await;
     }
-    let loaded = load(ctx, &args.file)?;
+    let loaded = load(ctx, &args.source)?;
     let (url, profile) = profile(&loaded, &args.server)?;
     let auth = AuthContext::default();
     let store = CredentialStore::open(auth.store_dir_for(&profile))?;
@@ -211,7 +227,7 @@ async fn login(ctx: &mut Ctx, args: LoginArgs) -> Result<ExitCode> {
 }
 
 fn logout(ctx: &mut Ctx, args: ProfileArgs) -> Result<ExitCode> {
-    let loaded = load(ctx, &args.file)?;
+    let loaded = load(ctx, &args.source)?;
     let (_, profile) = profile(&loaded, &args.server)?;
     let outcome = extpool_auth::logout(&args.server, &profile, &AuthContext::default())?;
     if ctx.global.json {
@@ -230,7 +246,7 @@ fn logout(ctx: &mut Ctx, args: ProfileArgs) -> Result<ExitCode> {
 }
 
 fn status(ctx: &mut Ctx, args: StatusArgs) -> Result<ExitCode> {
-    let loaded = load(ctx, &args.file)?;
+    let loaded = load(ctx, &args.source)?;
     let auth = AuthContext::default();
     let mut rows = Vec::new();
     for (name, config) in &loaded.config.mcp_servers {

@@ -299,3 +299,101 @@ async fn dcr_flags_fail_closed_on_the_wrong_state() {
     assert_eq!(both.code, 2, "{}", both.stderr);
     assert_eq!(server.counts().registrations, 0, "nothing was registered");
 }
+
+/// `--permission-config` reads the profile from the files a gateway serves
+/// with, layered as `--config` layers them (the first definition wins),
+/// instead of the configuration discovered where the command runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_reads_the_profile_from_the_permission_config_layers() {
+    let server = OAuthServer::start(OAuthServerOptions::default())
+        .await
+        .unwrap();
+    let sandbox = std::sync::Arc::new(Sandbox::new());
+    sandbox.write(
+        "extpool.yaml",
+        "mcp_servers:\n  elsewhere:\n    url: http://127.0.0.1:9/mcp\n",
+    );
+    let base = sandbox.write(
+        "layers/base/extpool.yaml",
+        &format!(
+            "mcp_servers:\n  demo:\n    url: {}\n    oauth: {{}}\n",
+            server.mcp_url()
+        ),
+    );
+    let team = sandbox.write(
+        "layers/team/extpool.yaml",
+        "mcp_servers:\n  demo:\n    url: http://127.0.0.1:9/shadowed\n    oauth: {}\n",
+    );
+    let (base, team) = (base.display().to_string(), team.display().to_string());
+
+    let sb = sandbox.clone();
+    let discovered =
+        blocking(move || extpool(&sb, &["mcp", "login", "demo", "--no-browser"])).await;
+    assert_eq!(discovered.code, 2, "{}", discovered.stderr);
+    assert!(
+        discovered.stderr.contains("no MCP server named \"demo\""),
+        "{}",
+        discovered.stderr
+    );
+
+    let sb = sandbox.clone();
+    let args = ["--permission-config", &base, "--permission-config", &team];
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let login = blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        login_no_browser(&sb, &args)
+    })
+    .await;
+    assert_eq!(login.code, 0, "{}\n{}", login.stdout, login.stderr);
+    assert!(
+        login.stdout.contains("logged in to demo"),
+        "{}",
+        login.stdout
+    );
+    assert_eq!(server.counts().authorizations, 1, "the base layer's server");
+
+    let sb = sandbox.clone();
+    let (base2, team2) = (base.clone(), team.clone());
+    let status = blocking(move || {
+        extpool(
+            &sb,
+            &[
+                "--json",
+                "mcp",
+                "auth-status",
+                "--permission-config",
+                &base2,
+                "--permission-config",
+                &team2,
+            ],
+        )
+    })
+    .await;
+    assert_eq!(status.code, 0, "{}", status.stderr);
+    let rows: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    assert_eq!(rows[0]["server"], "demo");
+    assert_eq!(rows[0]["state"], "valid");
+
+    let sb = sandbox.clone();
+    let both = blocking(move || {
+        extpool(
+            &sb,
+            &[
+                "mcp",
+                "login",
+                "demo",
+                "--file",
+                &base,
+                "--permission-config",
+                &team,
+            ],
+        )
+    })
+    .await;
+    assert_eq!(both.code, 2, "{}", both.stderr);
+    assert!(
+        both.stderr.contains("cannot be used with"),
+        "{}",
+        both.stderr
+    );
+}
