@@ -364,6 +364,13 @@ impl Host {
         crate::sources::unreadable(&self.inner.runtime.entries())
     }
 
+    /// Each running server's connection now: process, protocol version,
+    /// open or closed, requests on it, its stderr tail (servers with no
+    /// client yet are left out). Never contacts a server.
+    pub fn server_connections(&self) -> Vec<crate::ServerConnection> {
+        self.inner.runtime.read(crate::connections::of)
+    }
+
     /// Every source with its state: servers, skill-embedded servers, skill
     /// roots and the catalog (what `extpool list sources` shows).
     pub fn sources(&self) -> Vec<SourceInfo> {

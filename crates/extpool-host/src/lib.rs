@@ -59,6 +59,7 @@
 //! - [`search`]: tool search, deferred loading of tool schemas;
 //! - [`info`], [`status`], [`skill_roots`]: the rows front ends render.
 
+pub mod connections;
 pub mod discovery;
 pub mod embedded;
 pub mod error;
@@ -77,6 +78,7 @@ pub mod sources;
 pub mod status;
 pub mod view;
 
+pub use connections::{ServerConnection, ShownState};
 pub use discovery::{DiscoverySource, DiscoveryStatus};
 pub use error::HostError;
 pub use guardrails::{GuardrailError, Guardrails, Verdict};
