@@ -100,6 +100,19 @@ if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
   fi
 fi
 
+# Chromium, the headless browser the operator page's tests drive over the
+# DevTools protocol.
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "peers: installing chromium (apt-get)" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    (apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null; }) >&2
+  else
+    echo "peers: chromium is missing; install Debian's chromium (the operator page's tests drive it)" >&2
+    exit 1
+  fi
+fi
+
 # Benchmark-only peers: the MCP gateways and proxies the gateway benchmark
 # (`cargo bench -p extpool-server --bench gateway`) measures extpool serve
 # against. Each in its own prefix or venv under .peers/bench/, since their
