@@ -43,6 +43,16 @@ pub trait CallClient: Send + Sync {
 
     /// Forwards a `notifications/message` (its params) to the client.
     fn log(&self, params: Value);
+
+    /// Sends notification `method` with `params` to the client's session,
+    /// outside any call's answer: what a server tells the client after the
+    /// call that asked is over (`notifications/elicitation/complete` of a
+    /// URL-mode elicitation). A client without a session to reach answers
+    /// why it cannot.
+    async fn notify(&self, method: &str, params: Value) -> Result<(), String> {
+        let _ = params;
+        Err(format!("this client takes no {method} outside a call"))
+    }
 }
 
 /// One round of a call in the stateless era (MCP 2026-07-28, SEP-2322):

@@ -218,6 +218,18 @@ impl HostError {
             _ => None,
         }
     }
+
+    /// The JSON-RPC error an MCP server answered a call with, exactly as
+    /// sent, when that is why the call failed (a front end that speaks MCP
+    /// may pass one on whole: a `URLElicitationRequiredError`, say).
+    pub fn server_error(&self) -> Option<&rmcp::model::ErrorData> {
+        match self {
+            Self::Call(CallError::Source { error, .. }) => error
+                .downcast_source::<extpool_mcp::ClientError>()?
+                .rpc_error(),
+            _ => None,
+        }
+    }
 }
 
 /// Most skill names an unknown skill's error lists.

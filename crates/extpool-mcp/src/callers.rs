@@ -19,6 +19,9 @@ use parking_lot::Mutex;
 pub struct Callers {
     next: AtomicU64,
     active: Mutex<Vec<(u64, Arc<dyn CallClient>)>>,
+    /// The URL-mode elicitations relayed and not yet complete, with the
+    /// client each went to (kept past the call that asked).
+    pub(crate) elicitations: crate::url_elicitation::Sent,
 }
 
 impl std::fmt::Debug for Callers {

@@ -25,6 +25,10 @@ use crate::progress::ProgressRoutes;
 pub const SAMPLING: &str = "sampling/createMessage";
 /// The method of an elicitation request.
 pub const ELICITATION: &str = "elicitation/create";
+/// What a client accepts when it takes URL-mode elicitation requests (it
+/// declared `elicitation.url`): asked of [`extpool_core::CallClient::accepts`]
+/// like a method, and never sent (the request is [`ELICITATION`]).
+pub const ELICITATION_URL: &str = "elicitation/create#url";
 
 /// How many resource updates may wait for a slow subscriber before it
 /// misses some.
@@ -156,17 +160,25 @@ impl Handler {
         self
     }
 
-    /// With `relay`, declares sampling and form elicitation and passes the
-    /// server's requests and log messages to the latest of `callers`.
+    /// With `relay`, declares sampling and elicitation (form and URL
+    /// mode) and passes the server's requests and log messages to the
+    /// latest of `callers`. The connection is shared by every caller, so it
+    /// declares all a caller may take; a URL-mode request for a caller that
+    /// did not declare URL mode is refused ([`Handler::relay_url`]).
     pub(crate) fn with_relay(mut self, relay: bool, callers: Arc<Callers>) -> Self {
         if relay {
             self.info.capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
-            if self.info.capabilities.elicitation.is_none() {
-                self.info.capabilities.elicitation = Some(
+            let elicitation = self
+                .info
+                .capabilities
+                .elicitation
+                .take()
+                .unwrap_or_else(|| {
                     rmcp::model::ElicitationCapability::new()
-                        .with_form(rmcp::model::FormElicitationCapability::new()),
-                );
-            }
+                        .with_form(rmcp::model::FormElicitationCapability::new())
+                });
+            self.info.capabilities.elicitation =
+                Some(elicitation.with_url(rmcp::model::UrlElicitationCapability::new()));
             self.callers = Some(callers);
         }
         self
@@ -179,12 +191,69 @@ impl Handler {
         params: &P,
     ) -> Option<Result<R, rmcp::ErrorData>> {
         let client = self.callers.as_ref()?.latest(method)?;
+        Some(self.relay_to(&client, method, params).await)
+    }
+
+    /// Relays a URL-mode elicitation `request` (named `id`) to the latest
+    /// caller that takes elicitation, remembering that it went there for
+    /// the server's `notifications/elicitation/complete`. A caller that did
+    /// not declare URL mode gets nothing, and the server an error saying
+    /// so; `None` when there is no caller to ask.
+    async fn relay_url(
+        &self,
+        request: &rmcp::model::ElicitRequestParams,
+        id: &str,
+    ) -> Option<Result<rmcp::model::ElicitResult, rmcp::ErrorData>> {
+        let callers = self.callers.as_ref()?;
+        let client = callers.latest(ELICITATION)?;
+        if !client.accepts(ELICITATION_URL) {
+            tracing::debug!(server = %self.server, "a URL-mode elicitation for a client without URL mode was refused");
+            return Some(Err(rmcp::ErrorData::invalid_params(
+                "the client of this call does not support URL-mode elicitation requests",
+                None,
+            )));
+        }
+        // Remembered before it is sent: the server may complete it as soon
+        // as the user accepts.
+        callers.elicitations.remember(id, client.clone());
+        let answer: Result<rmcp::model::ElicitResult, _> =
+            self.relay_to(&client, ELICITATION, request).await;
+        if !matches!(&answer, Ok(r) if r.action == rmcp::model::ElicitationAction::Accept) {
+            // Declined, cancelled or failed: nothing will complete.
+            callers.elicitations.take(id);
+        }
+        Some(answer)
+    }
+
+    /// Tells the client a URL-mode elicitation of this connection went to
+    /// that it is complete; a completion of anything else is dropped.
+    async fn completed(&self, params: Option<serde_json::Value>) {
+        let Some(callers) = &self.callers else { return };
+        let id = crate::url_elicitation::completed_id(params.as_ref());
+        let Some(client) = id.and_then(|id| callers.elicitations.take(id)) else {
+            tracing::debug!(server = %self.server, "an elicitation completion for no elicitation relayed here was dropped");
+            return;
+        };
+        let params = params.unwrap_or_default();
+        let method = crate::url_elicitation::ELICITATION_COMPLETE;
+        if let Err(e) = client.notify(method, params).await {
+            tracing::debug!(server = %self.server, "an elicitation completion could not be relayed: {e}");
+        }
+    }
+
+    /// Sends request `method` to `client` and reads its answer.
+    async fn relay_to<P: serde::Serialize, R: serde::de::DeserializeOwned>(
+        &self,
+        client: &Arc<dyn extpool_core::CallClient>,
+        method: &str,
+        params: &P,
+    ) -> Result<R, rmcp::ErrorData> {
         let params = match serde_json::to_value(params) {
             Ok(p) => p,
-            Err(e) => return Some(Err(rmcp::ErrorData::internal_error(e.to_string(), None))),
+            Err(e) => return Err(rmcp::ErrorData::internal_error(e.to_string(), None)),
         };
         tracing::debug!(server = %self.server, method, "relaying a server request to its caller");
-        Some(match client.request(method, params).await {
+        match client.request(method, params).await {
             Ok(value) => serde_json::from_value(value).map_err(|e| {
                 rmcp::ErrorData::internal_error(
                     format!("the client's answer to {method} is not valid: {e}"),
@@ -192,7 +261,7 @@ impl Handler {
                 )
             }),
             Err(message) => Err(rmcp::ErrorData::internal_error(message, None)),
-        })
+        }
     }
 }
 
@@ -228,7 +297,17 @@ impl ClientHandler for Handler {
         request: rmcp::model::ElicitRequestParams,
         _: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        if let Some(answer) = self.relay(ELICITATION, &request).await {
+        let url_id = match &request {
+            rmcp::model::ElicitRequestParams::UrlElicitationParams { elicitation_id, .. } => {
+                Some(elicitation_id.clone())
+            }
+            _ => None,
+        };
+        let relayed = match &url_id {
+            Some(id) => self.relay_url(&request, id).await,
+            None => self.relay(ELICITATION, &request).await,
+        };
+        if let Some(answer) = relayed {
             return answer;
         }
         match &self.elicitation {
@@ -260,6 +339,16 @@ impl ClientHandler for Handler {
     ) {
         tracing::debug!(server = %self.server, uri = %params.uri, "resources/updated");
         self.signals.resource_updated(params.uri);
+    }
+
+    async fn on_custom_notification(
+        &self,
+        notification: rmcp::model::CustomNotification,
+        _: NotificationContext<RoleClient>,
+    ) {
+        if notification.method == crate::url_elicitation::ELICITATION_COMPLETE {
+            self.completed(notification.params).await;
+        }
     }
 
     async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {

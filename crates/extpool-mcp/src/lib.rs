@@ -84,6 +84,7 @@ mod startup;
 pub mod stderr;
 mod stdio;
 pub mod transport;
+pub mod url_elicitation;
 
 pub use cap::{CapError, McpServerCap, StaticToolError};
 pub use client::{ClientOptions, McpClient, SharedHttpClient};

@@ -204,6 +204,10 @@ impl extpool_host::CallClient for InlineClient {
         crate::relay::accepts(&self.session.peer, method)
     }
 
+    async fn notify(&self, method: &str, params: Value) -> Result<(), String> {
+        crate::relay::notify(&self.session.peer, method, params).await
+    }
+
     fn log(&self, params: Value) {
         if !crate::relay::wanted(&params, &self.level) {
             return;

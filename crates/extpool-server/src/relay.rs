@@ -62,8 +62,29 @@ pub(crate) fn accepts(peer: &Peer<RoleServer>, method: &str) -> bool {
     match method {
         extpool_host::mcp::handler::SAMPLING => info.capabilities.sampling.is_some(),
         extpool_host::mcp::handler::ELICITATION => info.capabilities.elicitation.is_some(),
+        extpool_host::mcp::handler::ELICITATION_URL => info
+            .capabilities
+            .elicitation
+            .as_ref()
+            .is_some_and(|e| e.url.is_some()),
         _ => false,
     }
+}
+
+/// Sends notification `method` with `params` to the client behind `peer`
+/// outside any call's answer (on its session's `GET` stream: rmcp keeps
+/// what is sent before the client opens it).
+pub(crate) async fn notify(
+    peer: &Peer<RoleServer>,
+    method: &str,
+    params: Value,
+) -> Result<(), String> {
+    let notification = rmcp::model::ServerNotification::CustomNotification(
+        rmcp::model::CustomNotification::new(method, Some(params)),
+    );
+    peer.send_notification(notification)
+        .await
+        .map_err(|e| format!("the client did not take {method}: {e}"))
 }
 
 /// Whether a log message of `params` is at or above `level` (a rank of
@@ -92,6 +113,10 @@ impl CallClient for PeerClient {
 
     fn accepts(&self, method: &str) -> bool {
         accepts(&self.peer, method)
+    }
+
+    async fn notify(&self, method: &str, params: Value) -> Result<(), String> {
+        notify(&self.peer, method, params).await
     }
 
     fn log(&self, params: Value) {

@@ -324,3 +324,18 @@ pub fn typescript_client() -> Command {
         .env("EXTPOOL_NODE_MODULES", node_modules());
     command
 }
+
+/// This crate's `peers/url_elicitation.mjs`: several TypeScript SDK
+/// clients, each a session of its own, that run a JSON list of steps about
+/// URL-mode elicitation (see the script). Append `--url URL`, then the steps.
+///
+/// # Panics
+///
+/// When Node.js or the SDK is missing.
+pub fn typescript_url_elicitation_clients() -> Command {
+    let mut command = Command::new(node());
+    command
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/url_elicitation.mjs"))
+        .env("EXTPOOL_NODE_MODULES", node_modules());
+    command
+}

@@ -194,6 +194,26 @@ impl McpClient {
         let Some(ctx) = extpool_core::CallContext::current() else {
             return self.call_tool(name, arguments).await;
         };
+        let result = self.call_tool_for(&ctx, name, arguments).await;
+        // The URL elicitations a `URLElicitationRequiredError` names went
+        // to this call's client: their completion goes there too.
+        if let (Err(e), Some(client)) = (&result, ctx.client())
+            && let Some(error) = e.rpc_error()
+        {
+            for id in crate::url_elicitation::required_ids(error) {
+                self.inner.callers.elicitations.remember(id, client.clone());
+            }
+        }
+        result
+    }
+
+    /// [`McpClient::call_tool_in_context`] in context `ctx`.
+    async fn call_tool_for(
+        &self,
+        ctx: &extpool_core::CallContext,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<CallToolResult, ClientError> {
         let _caller = ctx
             .client()
             .map(|client| self.inner.callers.enter(client.clone()));

@@ -37,9 +37,16 @@ fn takes_input_rounds(context: &RequestContext<RoleServer>) -> bool {
 
 /// A host error as the client sees it: a name it got wrong or may not
 /// call is invalid params (a refusal the session's grants made says how a
-/// refresh grants names, `session` the session to refresh); anything else
-/// a server did is a tool error the model can read.
+/// refresh grants names, `session` the session to refresh); an upstream's
+/// `URLElicitationRequiredError` (-32042) is passed on as it came, for the
+/// client to open its URLs and retry; anything else a server did is a tool
+/// error the model can read.
 fn call_error(e: HostError, session: &str) -> Result<CallToolResult, ErrorData> {
+    if let Some(error) = e.server_error()
+        && error.code == extpool_host::mcp::url_elicitation::URL_ELICITATION_REQUIRED
+    {
+        return Err(error.clone());
+    }
     match &e {
         HostError::UnknownTool { .. } => Err(ErrorData::invalid_params(e.to_string(), None)),
         _ if e.refusal().is_some_and(Refusal::is_not_granted) => Err(ErrorData::invalid_params(

@@ -31,3 +31,4 @@ mod slots;
 mod support;
 mod tool_search;
 mod upstreams;
+mod url_elicitation;

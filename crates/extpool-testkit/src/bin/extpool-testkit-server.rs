@@ -122,6 +122,15 @@ struct Cli {
     /// the server's capabilities.
     #[arg(long)]
     ui_extension: bool,
+    /// Also serve the URL-mode elicitation tools: `elicit_url`,
+    /// `url_required` (-32042) and `complete_elicitation`.
+    #[arg(long)]
+    url_elicitation: bool,
+    /// Report the implementation of FILE (a JSON MCP `Implementation`:
+    /// name, version, title, icons, websiteUrl…) as the server's
+    /// `serverInfo` instead of the testkit's own.
+    #[arg(long, value_name = "FILE")]
+    server_info: Option<PathBuf>,
     /// Write `argv: <every argument>` to stderr before anything else, as
     /// servers that log their command line do (for tests of what extpool
     /// shows of a server's stderr).
@@ -259,6 +268,14 @@ async fn run() -> anyhow::Result<()> {
     options.bad_tool_names = cli.bad_tool_names;
     options.write_barrier = cli.write_barrier;
     options.ui_extension = cli.ui_extension;
+    options.url_elicitation = cli.url_elicitation;
+    if let Some(file) = &cli.server_info {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        let info = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a JSON MCP implementation", file.display()))?;
+        options.server_info = Some(info);
+    }
     options.paging_fault = cli.paging_fault.map(|fault| match fault {
         Fault::Endless => PagingFault::Endless,
         Fault::Repeat => PagingFault::Repeat,

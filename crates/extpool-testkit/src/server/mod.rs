@@ -25,6 +25,7 @@ mod skills;
 pub mod stdio;
 mod tool_calls;
 mod tools;
+mod url_elicitation;
 
 pub use barrier::arrivals_counter;
 pub use extra::ExtraLists;
@@ -111,6 +112,14 @@ pub struct ServerOptions {
     /// the MIME type of its views, as an MCP Apps server may
     /// (`--ui-extension`), so a test can see who passes it on.
     pub ui_extension: bool,
+    /// Also serve the URL-mode elicitation tools (`--url-elicitation`; see
+    /// the `url_elicitation` module): `elicit_url`, `url_required` and
+    /// `complete_elicitation`.
+    pub url_elicitation: bool,
+    /// The `serverInfo` to report instead of the testkit's own name and
+    /// version (`--server-info`: title, icons, websiteUrl…), so a test can
+    /// see who keeps and shows it.
+    pub server_info: Option<Implementation>,
 }
 
 impl Default for ServerOptions {
@@ -131,6 +140,8 @@ impl Default for ServerOptions {
             tools: None,
             lists: ExtraLists::default(),
             ui_extension: false,
+            url_elicitation: false,
+            server_info: None,
         }
     }
 }
@@ -275,7 +286,13 @@ impl ServerHandler for TestServer {
                 .insert("io.modelcontextprotocol/ui".to_owned(), settings);
         }
         ServerConfig::new(capabilities)
-            .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
+            .with_server_info(
+                self.shared
+                    .options
+                    .server_info
+                    .clone()
+                    .unwrap_or_else(|| Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))),
+            )
             .with_instructions(
                 "extpool test server: tools, resources, prompts and skills for tests",
             )

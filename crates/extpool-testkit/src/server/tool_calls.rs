@@ -170,6 +170,9 @@ impl TestServer {
                 .conformance_call(name, request.arguments.as_ref(), &context)
                 .await;
         }
+        if self.shared.options.url_elicitation && super::url_elicitation::is_tool(name) {
+            return self.url_elicitation_call(&request, &context).await;
+        }
         match name {
             "echo" => Ok(text(args.str("message")?)),
             "add" => Ok(text(sum(args.number("a")?, args.number("b")?))),

@@ -317,6 +317,9 @@ impl TestServer {
         if self.shared.options.modern {
             all.extend_from_slice(super::modern::tools());
         }
+        if self.shared.options.url_elicitation {
+            all.extend_from_slice(super::url_elicitation::tools());
+        }
         all.extend((0..self.shared.options.extra_tools).map(extra));
         all.extend(self.read_dynamic().tools.values().cloned());
         if self.shared.options.bad_tool_names {
@@ -353,6 +356,13 @@ impl TestServer {
         }
         if self.shared.options.modern
             && let Some(tool) = super::modern::tools().iter().find(|t| t.name == name)
+        {
+            return Some(tool.clone());
+        }
+        if self.shared.options.url_elicitation
+            && let Some(tool) = super::url_elicitation::tools()
+                .iter()
+                .find(|t| t.name == name)
         {
             return Some(tool.clone());
         }
