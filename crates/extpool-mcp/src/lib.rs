@@ -83,6 +83,7 @@ mod sse_guard;
 mod startup;
 pub mod stderr;
 mod stdio;
+pub mod trace;
 pub mod transport;
 pub mod url_elicitation;
 

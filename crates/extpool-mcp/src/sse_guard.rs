@@ -81,6 +81,7 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
         if let Some(params) = &self.params {
             params.fill(&message, &mut custom_headers);
         }
+        custom_headers.extend(crate::trace::headers_of(&message));
         let id = match &message {
             ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
             _ => None,

@@ -55,6 +55,8 @@ pub(crate) struct Message {
     /// Whether it answers a request of the server (a result or an error
     /// with an id).
     pub answers: bool,
+    /// What its span says of a request, when requests' spans are recorded.
+    pub traced: Option<Box<crate::trace::Traced>>,
 }
 
 impl Message {
@@ -196,6 +198,9 @@ pub(crate) fn check_message(bytes: &[u8]) -> Result<Message, Refused> {
         cancels: (method == Some("notifications/cancelled"))
             .then(|| object.get("params")?.get("requestId").cloned())
             .flatten(),
+        traced: method
+            .filter(|_| is_request && crate::trace::wanted())
+            .map(|method| crate::trace::traced(method, object.get("params"))),
     })
 }
 

@@ -175,6 +175,17 @@ where
     if new_work && shared.draining.is_cancelled() {
         return crate::shutdown::refused(message.id.as_ref());
     }
+    let span = crate::trace::request_span(
+        message.traced.as_deref(),
+        message.id.as_ref(),
+        &parts.headers,
+        session.as_ref().map(|(_, id)| id.as_str()),
+    );
+    if !span.is_disabled() {
+        parts
+            .extensions
+            .insert(crate::trace::RequestSpan(span.clone()));
+    }
     let request = Request::from_parts(parts, body);
     let method = request.method().clone();
     let tag_id = message.id.as_ref().map(|id| hex::encode(id.to_string()));
@@ -198,12 +209,14 @@ where
         Some(id) => crate::shutdown::cancelled(Some(id), grace),
         None => crate::shutdown::refused(None),
     };
+    let work = tracing::Instrument::instrument(work, span.clone());
     let response = tokio::select! {
         // Cancelled before anything was sent: the whole answer is the error.
         biased;
         () = shared.stop.cancelled() => stopped(),
         response = work => response,
     };
+    crate::trace::ended(&span, response.status());
     // rmcp answers its own cancellation (which follows `stop`) with an
     // empty 500: the client gets the shutdown error instead.
     let response = if response.status().is_server_error() && shared.stop.is_cancelled() {

@@ -537,7 +537,7 @@ fn stream(
         replay.message(before, false);
     }
     let writer = replay.clone();
-    tokio::spawn(async move {
+    let call = async move {
         loop {
             tokio::select! {
                 biased;
@@ -551,6 +551,9 @@ fn stream(
                 }
             }
         }
-    });
+    };
+    // The request's span goes on with the call, so what the call does
+    // upstream stays a child of it.
+    tokio::spawn(tracing::Instrument::in_current_span(call));
     replay.answer(0)
 }

@@ -70,6 +70,7 @@ pub mod skills;
 pub mod source_tools;
 pub mod subscriptions;
 pub mod tool_search;
+mod trace;
 
 pub use gateway::{Gateway, GatewayError, GatewayOptions};
 pub use handler::GatewayHandler;

@@ -75,6 +75,13 @@ pub struct GlobalArgs {
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text,
           env = "EXTPOOL_LOG_FORMAT", value_name = "FORMAT")]
     pub log_format: LogFormat,
+
+    /// Export traces over OTLP (HTTP/protobuf) to this collector, e.g.
+    /// http://127.0.0.1:4318 (`/v1/traces` is added): a span per MCP
+    /// request and a child span per upstream call. The standard
+    /// OTEL_EXPORTER_OTLP_* variables work too.
+    #[arg(long, global = true, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
 }
 
 /// `--log-format`.
@@ -322,6 +329,11 @@ pub struct ServeArgs {
     /// Append one JSON line per tool call to this file (no arguments, only their hash).
     #[arg(long, value_name = "FILE")]
     pub audit_log: Option<PathBuf>,
+
+    /// Offer a form on the operator page (`/`) to call each tool: it calls
+    /// real tools, as any client of /mcp may.
+    #[arg(long)]
+    pub playground: bool,
 
     /// Largest request body accepted, in bytes; a larger one gets HTTP 413.
     #[arg(long, value_name = "BYTES", default_value_t = extpool_server::gateway::DEFAULT_MAX_BODY_BYTES as u64,

@@ -7,6 +7,7 @@
 mod cli;
 mod cmd;
 mod context;
+mod otel;
 mod output;
 mod progress;
 mod signals;
@@ -125,8 +126,15 @@ impl Drop for MaskedLine {
 }
 
 /// Logs to stderr at the level `verbose` asks for (`EXTPOOL_LOG` wins),
-/// as `format` says, in colour only when `colour` says stderr shows it.
-fn init_tracing(verbose: u8, colour: Style, format: cli::LogFormat) {
+/// as `format` says, in colour only when `colour` says stderr shows it;
+/// and, when an OTLP endpoint is set, exports the request and upstream-call
+/// spans as traces ([`otel`]; those spans never show in the log).
+fn init_tracing(
+    verbose: u8,
+    colour: Style,
+    format: cli::LogFormat,
+    otlp: Option<&str>,
+) -> anyhow::Result<Option<otel::Traces>> {
     let default = match verbose {
         0 => "off",
         1 => {
@@ -135,34 +143,40 @@ fn init_tracing(verbose: u8, colour: Style, format: cli::LogFormat) {
         2 => "debug",
         _ => "trace",
     };
+    use tracing_subscriber::Layer;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_env("EXTPOOL_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let backend_asked = std::env::var("EXTPOOL_LOG").is_ok_and(|v| v.contains(WATCH_BACKEND));
     let quiet = tracing_subscriber::filter::filter_fn(move |meta| {
-        backend_asked || !is_watch_backend_chatter(meta)
+        (backend_asked || !is_watch_backend_chatter(meta))
+            && !extpool_host::mcp::trace::is_exported(meta.target())
     });
-    if format == cli::LogFormat::Json {
-        let subscriber = tracing_subscriber::fmt()
+    let (layer, traces) = match otel::start(otlp)? {
+        Some((layer, traces)) => (Some(layer), Some(traces)),
+        None => (None, None),
+    };
+    let log = if format == cli::LogFormat::Json {
+        tracing_subscriber::fmt::layer()
             .json()
             .with_current_span(true)
             .with_span_list(true)
-            .with_env_filter(filter)
             .with_writer(MaskedLine::json)
-            .finish()
-            .with(quiet);
-        let _ = subscriber.try_init();
-        return;
-    }
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(MaskedLine::text)
-        .with_ansi(colour.is_on())
-        .with_target(false)
-        .finish()
-        .with(quiet);
-    let _ = subscriber.try_init();
+            .boxed()
+    } else {
+        tracing_subscriber::fmt::layer()
+            .with_writer(MaskedLine::text)
+            .with_ansi(colour.is_on())
+            .with_target(false)
+            .boxed()
+    };
+    let log = log.with_filter(filter).with_filter(quiet);
+    let _ = tracing_subscriber::registry()
+        .with(log)
+        .with(layer)
+        .try_init();
+    Ok(traces)
 }
 
 /// The crate behind the file watchers (configuration reload, skills).
@@ -191,7 +205,18 @@ fn main() -> ExitCode {
         }
     };
     let err_style = Style::new(cli.global.color, std::io::stderr().is_terminal());
-    init_tracing(cli.global.verbose, err_style, cli.global.log_format);
+    let traces = match init_tracing(
+        cli.global.verbose,
+        err_style,
+        cli.global.log_format,
+        cli.global.otlp_endpoint.as_deref(),
+    ) {
+        Ok(traces) => traces,
+        Err(e) => {
+            eprintln!("{}: {e:#}", err_style.red("error"));
+            return ExitCode::from(2);
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -207,6 +232,9 @@ fn main() -> ExitCode {
     // Servers and watchers are closed by the commands; do not wait for
     // stray blocking tasks (a stdin read) beyond a moment.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    if let Some(traces) = traces {
+        traces.shutdown();
+    }
     match result {
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,

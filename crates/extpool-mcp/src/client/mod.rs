@@ -443,7 +443,28 @@ impl McpClient {
     /// dropped connection (or an HTTP session the server no longer knows)
     /// the client reconnects once, and sends the request again only when it
     /// never left or `repeat` says repeating it is harmless.
+    ///
+    /// The request runs in a span of its own ([`crate::trace::client_span`]),
+    /// the child of the caller's, so a trace follows a call to its server.
     async fn run<T, F, Fut>(
+        &self,
+        operation: &'static str,
+        repeat: Repeat<'_>,
+        timeout: Option<Duration>,
+        f: F,
+    ) -> Result<T, ClientError>
+    where
+        F: Fn(Peer<RoleClient>) -> Fut,
+        Fut: Future<Output = Result<T, ServiceError>>,
+    {
+        use tracing::Instrument;
+        let span = crate::trace::client_span(operation, self.inner.name.as_str(), repeat.target());
+        self.run_traced(operation, repeat, timeout, f)
+            .instrument(span)
+            .await
+    }
+
+    async fn run_traced<T, F, Fut>(
         &self,
         operation: &'static str,
         repeat: Repeat<'_>,

@@ -141,6 +141,8 @@ impl McpClient {
             let round = round.clone();
             let server = self.inner.name.clone();
             async move {
+                let mut params = params;
+                crate::trace::inject_meta(&mut params.meta);
                 let response = p.call_tool_once(params).await?;
                 settle(ServerResult::from(response), round.as_deref(), &server)
             }
@@ -163,7 +165,9 @@ impl McpClient {
         let params = tool_params(name, arguments, round.as_deref());
         let routes = self.inner.progress.clone();
         self.run("tools/call", Repeat::Tool(name), timeout, |peer| {
-            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
+            let mut params = params.clone();
+            crate::trace::inject_meta(&mut params.meta);
+            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
             let routes = routes.clone();
             let progress = progress.clone();
             let round = round.clone();

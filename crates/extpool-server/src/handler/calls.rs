@@ -98,7 +98,10 @@ impl GatewayHandler {
                     .unwrap_or_else(|| extpool_host::BUILTIN.to_owned()),
             ),
         };
+        // The request's span, which rmcp may have left in another task.
+        let parent = crate::trace::parent_of(&context.extensions);
         let span = tracing::info_span!(
+            parent: &parent,
             "tool_call",
             principal = %principal.label(),
             session = %self.session_id(),

@@ -7,7 +7,7 @@
 //! itself is never logged. A `tools/call` of the `http_status` tool is
 //! answered by this layer with the HTTP status it names. With a state
 //! directory, every POST is recorded in its request log (the JSON-RPC
-//! method, the `mcp-*` headers, a digest of `Authorization`), so tests can
+//! method, the `mcp-*` and trace-context headers, a digest of `Authorization`), so tests can
 //! see what a client really sent.
 
 use std::{sync::Arc, time::Duration};
@@ -84,16 +84,23 @@ fn requested_status(body: &[u8]) -> Option<StatusCode> {
 }
 
 /// What the request log keeps of one POST: its JSON-RPC method, its
-/// `mcp-*` headers, and the SHA-256 of its `Authorization` header (never
-/// the value).
+/// `mcp-*` and trace-context headers, its `params._meta.traceparent`, and
+/// the SHA-256 of its `Authorization` header (never the value).
 fn request_record(headers: &axum::http::HeaderMap, body: &[u8]) -> serde_json::Value {
     use sha2::Digest;
-    let method = serde_json::from_slice::<serde_json::Value>(body)
-        .ok()
+    let message = serde_json::from_slice::<serde_json::Value>(body).ok();
+    let method = message
+        .as_ref()
         .and_then(|m| m.get("method").and_then(|m| m.as_str()).map(str::to_owned));
+    let meta_traceparent = message
+        .as_ref()
+        .and_then(|m| m.pointer("/params/_meta/traceparent").cloned());
     let mcp: serde_json::Map<String, serde_json::Value> = headers
         .iter()
-        .filter(|(name, _)| name.as_str().starts_with("mcp-"))
+        .filter(|(name, _)| {
+            let name = name.as_str();
+            name.starts_with("mcp-") || name == "traceparent" || name == "tracestate"
+        })
         .map(|(name, value)| {
             let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
             (name.as_str().to_owned(), serde_json::Value::String(value))
@@ -106,6 +113,7 @@ fn request_record(headers: &axum::http::HeaderMap, body: &[u8]) -> serde_json::V
         "method": method,
         "headers": mcp,
         "authorization_sha256": authorization,
+        "meta_traceparent": meta_traceparent,
     })
 }
 

@@ -32,5 +32,6 @@ mod stdio;
 mod suggestions;
 mod support;
 mod teams;
+mod traces;
 mod tty;
 mod unloaded;

@@ -1,0 +1,162 @@
+//! The span each MCP request gets at the gateway, exported as a trace when
+//! an OTLP endpoint is set: named and attributed as the OpenTelemetry MCP
+//! semantic conventions say (`mcp.method.name`, `mcp.session.id`,
+//! `jsonrpc.request.id`, `gen_ai.tool.name`, …), the child of the trace
+//! context the client sent (its `traceparent` header or `_meta`), and
+//! never holding an argument value.
+//!
+//! What the span needs of a message is read while it is checked
+//! ([`crate::check`]) and only when the span is recorded ([`wanted`]), so
+//! a gateway without traces pays one cached callsite check a request.
+
+use axum::http::HeaderMap;
+use extpool_host::mcp::trace::{SERVER_TARGET, adopt, extract};
+use serde_json::Value;
+use tracing::Span;
+use tracing::field::Empty;
+
+/// What a request's span says about it, read from its message.
+#[derive(Debug, Default)]
+pub(crate) struct Traced {
+    /// The MCP method.
+    pub method: String,
+    /// What it acts on: the tool or prompt name, the resource URI.
+    pub target: Option<String>,
+    /// Its `params._meta`, when that carries a trace context.
+    pub meta: Option<serde_json::Map<String, Value>>,
+}
+
+/// The longest target name kept for a span (a name a client sent).
+const MAX_TARGET: usize = 256;
+
+/// Whether requests' spans are recorded (an OTLP layer takes them).
+pub(crate) fn wanted() -> bool {
+    tracing::enabled!(target: SERVER_TARGET, tracing::Level::INFO)
+}
+
+/// What the span of request `method` with `params` says (only called when
+/// [`wanted`]).
+pub(crate) fn traced(method: &str, params: Option<&Value>) -> Box<Traced> {
+    let field = |key: &str| {
+        let value = params?.get(key)?.as_str()?;
+        (value.len() <= MAX_TARGET).then(|| value.to_owned())
+    };
+    let target = match method {
+        "tools/call" | "prompts/get" => field("name"),
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => field("uri"),
+        _ => None,
+    };
+    let meta = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(Value::as_object)
+        .filter(|meta| meta.contains_key("traceparent"))
+        .map(|meta| {
+            meta.iter()
+                .filter(|(k, _)| matches!(k.as_str(), "traceparent" | "tracestate"))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        });
+    Box::new(Traced {
+        method: method.to_owned(),
+        target,
+        meta,
+    })
+}
+
+/// The span of one request (disabled when traces are off or the message
+/// is not a request), the child of the client's trace context.
+pub(crate) fn request_span(
+    traced: Option<&Traced>,
+    id: Option<&Value>,
+    headers: &HeaderMap,
+    session: Option<&str>,
+) -> Span {
+    let Some(traced) = traced else {
+        return Span::none();
+    };
+    let span = tracing::info_span!(
+        target: SERVER_TARGET,
+        "mcp.request",
+        otel.name = Empty,
+        otel.kind = "server",
+        otel.status_code = Empty,
+        mcp.method.name = %traced.method,
+        mcp.session.id = Empty,
+        mcp.protocol.version = Empty,
+        jsonrpc.request.id = Empty,
+        gen_ai.tool.name = Empty,
+        gen_ai.prompt.name = Empty,
+        gen_ai.operation.name = Empty,
+        mcp.resource.uri = Empty,
+        network.transport = "tcp",
+        network.protocol.name = "http",
+        http.response.status_code = Empty,
+    );
+    if span.is_disabled() {
+        return span;
+    }
+    let name = match &traced.target {
+        Some(target) => format!("{} {target}", traced.method),
+        None => traced.method.clone(),
+    };
+    span.record("otel.name", name);
+    if let Some(session) = session {
+        span.record("mcp.session.id", session);
+    }
+    if let Some(version) = headers
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+    {
+        span.record("mcp.protocol.version", version);
+    }
+    if let Some(id) = id {
+        match id {
+            Value::String(s) => span.record("jsonrpc.request.id", s.as_str()),
+            other => span.record("jsonrpc.request.id", other.to_string()),
+        };
+    }
+    if let Some(target) = &traced.target {
+        match traced.method.as_str() {
+            "tools/call" => {
+                span.record("gen_ai.tool.name", target.as_str());
+                span.record("gen_ai.operation.name", "execute_tool");
+            }
+            "prompts/get" => {
+                span.record("gen_ai.prompt.name", target.as_str());
+            }
+            _ => {
+                span.record("mcp.resource.uri", target.as_str());
+            }
+        }
+    }
+    if let Some(parent) = extract(headers, traced.meta.as_ref()) {
+        adopt(&span, parent);
+    }
+    span
+}
+
+/// Records how the request ended on its span.
+pub(crate) fn ended(span: &Span, status: axum::http::StatusCode) {
+    if span.is_disabled() {
+        return;
+    }
+    span.record("http.response.status_code", status.as_u16());
+    if status.is_client_error() || status.is_server_error() {
+        span.record("otel.status_code", "ERROR");
+    }
+}
+
+/// The span of the request being answered, kept in its extensions so the
+/// handler (which rmcp may run in another task) makes its work a child of
+/// it.
+#[derive(Clone, Debug)]
+pub(crate) struct RequestSpan(pub Span);
+
+/// The request span kept in a handler's `extensions`, or the current span.
+pub(crate) fn parent_of(extensions: &rmcp::model::Extensions) -> Span {
+    extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<RequestSpan>())
+        .map(|kept| kept.0.clone())
+        .unwrap_or_else(Span::current)
+}
