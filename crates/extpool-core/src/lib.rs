@@ -13,6 +13,7 @@ pub mod call;
 pub mod capability;
 pub mod change;
 pub mod composition;
+pub mod directory;
 pub mod dirs;
 pub mod entry;
 pub mod error;
@@ -31,6 +32,7 @@ pub use call::{CallClient, CallContext, InputRound, ProgressUpdate};
 pub use capability::{Capability, CapabilityKind, TurnContext};
 pub use change::{ChangeEvent, ChangeKind, ChangeStream};
 pub use composition::{CircularCompositionError, ParentChain};
+pub use directory::{DIRECTORY_MIME_TYPE, DirectoryPage};
 pub use entry::{
     CommandArgument, CommandEntry, ContentPart, ResourceBody, ResourceContent, ResourceEntry,
     ResourceTemplateEntry, SkillEntry, ToolEntry, ToolResult,

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use crate::{
-    ChangeStream, CommandEntry, ExtensionError, ResourceContent, ResourceEntry,
+    ChangeStream, CommandEntry, DirectoryPage, ExtensionError, ResourceContent, ResourceEntry,
     ResourceTemplateEntry, SkillEntry, ToolEntry, ToolResult,
 };
 
@@ -32,6 +32,19 @@ pub trait SkillResource: Send + Sync {
 
     /// Cheap check whether `uri` belongs to this source.
     async fn skill_exists(&self, uri: &str) -> Result<bool, ExtensionError>;
+
+    /// The direct children of the skill directory `uri` (a skill's root
+    /// `skill://<skill-path>` or a folder in it), the page after `cursor`
+    /// (SEP-2640 `resources/directory/read`). `Ok(None)` when no skill of
+    /// this source has `uri`; an error when it is a skill's file, not a
+    /// directory. None by default.
+    async fn read_skill_directory(
+        &self,
+        _uri: &str,
+        _cursor: Option<&str>,
+    ) -> Result<Option<DirectoryPage>, ExtensionError> {
+        Ok(None)
+    }
 }
 
 /// Provides MCP-style tools and resources.

@@ -7,7 +7,7 @@
 //! when it renders the error.
 
 use extpool_catalog::{CallError, CatalogError, CommandError};
-use extpool_core::{RegistryError, ResolveError};
+use extpool_core::{ExtensionError, RegistryError, ResolveError};
 
 /// Why a host operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -80,6 +80,14 @@ pub enum HostError {
         skill: String,
         /// The missing path inside it.
         path: String,
+    },
+    /// No skill visible here has the directory a directory read named.
+    #[error("no skill visible here has the directory {uri}; known skills: {known}")]
+    NoSkillDirectory {
+        /// The URI.
+        uri: String,
+        /// The known skills, as [`known_skills`] lists them.
+        known: String,
     },
     /// A URI could not be read (malformed, unknown scheme, the owner failed).
     #[error(transparent)]
@@ -189,8 +197,23 @@ impl HostError {
             | Self::ServerFailed { .. }
             | Self::UnknownCommand { .. }
             | Self::UnknownSkill { .. }
-            | Self::NoSkillFile { .. } => true,
+            | Self::NoSkillFile { .. }
+            | Self::NoSkillDirectory { .. } => true,
             Self::Read(e) => e.is_not_found() || matches!(e, ResolveError::UnknownScheme { .. }),
+            _ => false,
+        }
+    }
+
+    /// True when what was asked is itself wrong: a malformed or traversing
+    /// URI, or one its owner refused (a file where a directory was asked,
+    /// a path out of a skill's folder).
+    pub fn is_invalid_request(&self) -> bool {
+        match self {
+            Self::Read(ResolveError::Uri(_)) => true,
+            Self::Read(ResolveError::Capability { error, .. }) => matches!(
+                error,
+                ExtensionError::InvalidArgument(_) | ExtensionError::Denied(_)
+            ),
             _ => false,
         }
     }

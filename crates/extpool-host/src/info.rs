@@ -199,6 +199,19 @@ pub struct ResourceInfo {
     pub meta: Option<Value>,
 }
 
+/// One page of a skill directory's direct children (SEP-2640
+/// `resources/directory/read`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DirectoryInfo {
+    /// The children on this page, by URI; each one's `server` is the
+    /// skill's source (`local`, or the server that hosts it), and a folder
+    /// has the MIME type `inode/directory`.
+    pub resources: Vec<ResourceInfo>,
+    /// The cursor of the next page; `None` on the last.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
 /// One capability's contribution to the system prompt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct InstructionInfo {
@@ -210,7 +223,7 @@ pub struct InstructionInfo {
 
 /// A configured source and its state, for `extpool list sources` and
 /// `ListMcpSources`: servers, skill-embedded servers, skill roots, the catalog.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SourceInfo {
     /// `server`, `embedded`, `skills`, `discovery` or `catalog`.
     pub kind: &'static str,
@@ -244,6 +257,11 @@ pub struct SourceInfo {
     /// for a server of the configuration and for other kinds of rows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub discovered_by: Option<String>,
+    /// What a server said it is at its latest connection (`serverInfo`:
+    /// name, version, title, icons, website), as it said it; absent
+    /// before it connected and for other kinds of rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub implementation: Option<rmcp::model::Implementation>,
 }
 
 /// The host's status, every source and every discovery source, read at

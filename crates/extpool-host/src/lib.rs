@@ -85,8 +85,8 @@ pub use guardrails::{GuardrailError, Guardrails, Verdict};
 pub use health::{Degraded, Health, HealthEvent};
 pub use host::{Host, SKILLS_ID};
 pub use info::{
-    ArgInfo, BUILTIN, CommandInfo, InstructionInfo, ModelTool, ResourceInfo, SkillInfo, SourceInfo,
-    SourcesReport, ToolDetails, ToolInfo,
+    ArgInfo, BUILTIN, CommandInfo, DirectoryInfo, InstructionInfo, ModelTool, ResourceInfo,
+    SkillInfo, SourceInfo, SourcesReport, ToolDetails, ToolInfo,
 };
 pub use options::{
     ConfigOverrides, ConfigReload, ConfigSource, DiscoveryOptions, HostOptions, ServerSelection,

@@ -77,6 +77,7 @@ mod param_headers;
 mod pool;
 mod progress;
 mod redact;
+mod skill_dir;
 mod skills;
 mod spawner;
 mod sse_guard;

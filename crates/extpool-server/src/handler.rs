@@ -13,9 +13,10 @@ use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams, GetSkillResult,
     Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
-    SubscriptionFilter, UnsubscribeRequestParams,
+    PaginatedRequestParams, ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -314,7 +315,7 @@ impl ServerHandler for GatewayHandler {
             .enable_resources_list_changed()
             .enable_prompts()
             .enable_prompts_list_changed()
-            .enable_skills()
+            .enable_skills_with_directory_read()
             .build();
         capabilities.logging = Some(rmcp::model::JsonObject::new());
         capabilities.completions = Some(rmcp::model::JsonObject::new());
@@ -538,6 +539,14 @@ impl ServerHandler for GatewayHandler {
             out.push(skills::manifest(view, &info).await);
         }
         Ok(lists::skills(out))
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
+        skills::read_directory(self.view(), request).await
     }
 
     async fn get_skill(

@@ -73,6 +73,16 @@ pub fn templates(mut items: Vec<ResourceTemplate>) -> ListResourceTemplatesResul
         .with_cache_scope(CACHE_SCOPE)
 }
 
+/// `resources/directory/read`: one page, in the order the view gave it
+/// (by URI, the page's own order), `next_cursor` passed on.
+pub fn directory(items: Vec<Resource>, next_cursor: Option<String>) -> ListResourcesResult {
+    let mut result = ListResourcesResult::with_all_items(items)
+        .with_ttl_ms(TTL_MS)
+        .with_cache_scope(CACHE_SCOPE);
+    result.next_cursor = next_cursor;
+    result
+}
+
 /// `skills/list`: by URI.
 pub fn skills(mut items: Vec<Skill>) -> ListSkillsResult {
     sort_by(&mut items, |s| &s.uri);

@@ -5,8 +5,9 @@
 
 use std::path::Path;
 
-use extpool_host::{ResourceBody, SkillInfo, View};
-use rmcp::model::Skill;
+use extpool_host::{HostError, ResourceBody, SkillInfo, View};
+use rmcp::ErrorData;
+use rmcp::model::{ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, Skill};
 
 use crate::convert;
 
@@ -28,6 +29,30 @@ pub async fn manifest(view: &View, info: &SkillInfo) -> Skill {
         None => read_all(view, info, &[]).await,
     };
     convert::skill(info, files.as_deref())
+}
+
+/// `resources/directory/read` (SEP-2640): one page of the direct children
+/// of a skill's directory, local or MCP-hosted, as the view reads it. A
+/// URI that names no directory of a visible skill, a file, or a path out
+/// of a skill is invalid params (`-32602`), as the SEP says.
+pub async fn read_directory(
+    view: &View,
+    request: ReadResourceDirectoryRequestParams,
+) -> Result<ReadResourceDirectoryResult, ErrorData> {
+    let page = view
+        .read_directory(&request.uri, request.cursor.as_deref())
+        .await
+        .map_err(directory_error)?;
+    let resources = page.resources.iter().map(convert::resource).collect();
+    Ok(crate::lists::directory(resources, page.next_cursor))
+}
+
+fn directory_error(e: HostError) -> ErrorData {
+    if e.is_not_found() || e.is_invalid_request() {
+        ErrorData::invalid_params(e.to_string(), None)
+    } else {
+        ErrorData::internal_error(e.to_string(), None)
+    }
 }
 
 /// `SKILL.md` and then every other file (as URI and bytes), or `None` when

@@ -58,6 +58,20 @@ pub enum FileError {
         /// The cap.
         limit: u64,
     },
+    /// The path names a file or something else that is not a directory.
+    #[error("not a directory: {path:?}")]
+    NotADirectory {
+        /// The path as asked.
+        path: String,
+    },
+    /// The directory has more children than are listed.
+    #[error("{path:?} has more than {limit} entries")]
+    TooManyEntries {
+        /// The path as asked.
+        path: String,
+        /// The cap.
+        limit: usize,
+    },
     /// Reading failed.
     #[error("cannot read {}: {error}", path.display())]
     Io {
@@ -216,6 +230,85 @@ pub fn read_confined(
     })
 }
 
+/// One direct child of a skill folder, as [`list_confined`] gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirChild {
+    /// Its path relative to the skill directory, normalised.
+    pub path: String,
+    /// True for a folder.
+    pub is_dir: bool,
+}
+
+/// The direct children of `rel` in a skill directory (`""` is the skill's
+/// own folder), sorted by name, confined as [`read_confined`] is: `rel`
+/// through [`resolve_confined`], and a child that is a symlink listed only
+/// when it resolves inside the skill (as the file or folder it names).
+/// Hidden children (a leading `.`) and names that are not UTF-8 are left
+/// out, as the skill's manifest leaves them out; more than `max_entries`
+/// children is an error, so a listing is bounded.
+pub fn list_confined(
+    canonical_dir: &Path,
+    rel: &str,
+    max_entries: usize,
+) -> Result<Vec<DirChild>, FileError> {
+    let (dir, norm) = if rel.is_empty() {
+        (canonical_dir.to_path_buf(), String::new())
+    } else {
+        (
+            resolve_confined(canonical_dir, rel)?,
+            normalize_relative(rel)?,
+        )
+    };
+    let io = |error| FileError::Io {
+        path: dir.clone(),
+        error,
+    };
+    let before = fs::symlink_metadata(&dir).map_err(io)?;
+    if !before.is_dir() {
+        return Err(FileError::NotADirectory { path: norm });
+    }
+    let mut out = Vec::new();
+    for entry in fs::read_dir(&dir).map_err(io)? {
+        let entry = entry.map_err(io)?;
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        if name.starts_with('.') {
+            continue;
+        }
+        let path = if norm.is_empty() {
+            name
+        } else {
+            format!("{norm}/{name}")
+        };
+        let kind = entry.file_type().map_err(io)?;
+        let is_dir = if kind.is_symlink() {
+            match resolve_confined(canonical_dir, &path).map(fs::metadata) {
+                Ok(Ok(target)) if target.is_dir() || target.is_file() => target.is_dir(),
+                _ => continue,
+            }
+        } else if kind.is_dir() || kind.is_file() {
+            kind.is_dir()
+        } else {
+            continue;
+        };
+        if out.len() == max_entries {
+            return Err(FileError::TooManyEntries {
+                path: norm,
+                limit: max_entries,
+            });
+        }
+        out.push(DirChild { path, is_dir });
+    }
+    // The folder listed is the one resolved: not swapped for a symlink since.
+    let after = fs::symlink_metadata(&dir).map_err(io)?;
+    if !same_file(&before, &after) {
+        return Err(FileError::Escapes { path: norm });
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
 #[cfg(unix)]
 fn same_file(a: &fs::Metadata, b: &fs::Metadata) -> bool {
     use std::os::unix::fs::MetadataExt;
@@ -304,6 +397,67 @@ mod tests {
             let e = normalize_relative(bad).unwrap_err();
             assert!(e.is_confinement(), "{bad:?}: {e}");
         }
+    }
+
+    #[test]
+    fn folders_list_their_direct_children_confined() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(tmp.path()).unwrap();
+        let dir = root.join("skill");
+        fs::create_dir_all(dir.join("refs/deep")).unwrap();
+        fs::write(dir.join("SKILL.md"), "x").unwrap();
+        fs::write(dir.join("refs/a.md"), "a").unwrap();
+        fs::write(dir.join("refs/deep/b.md"), "b").unwrap();
+        fs::write(dir.join(".hidden"), "h").unwrap();
+        fs::write(root.join("outside.md"), "secret").unwrap();
+        let child = |path: &str, is_dir| DirChild {
+            path: path.into(),
+            is_dir,
+        };
+        assert_eq!(
+            list_confined(&dir, "", 10).unwrap(),
+            vec![child("SKILL.md", false), child("refs", true)]
+        );
+        assert_eq!(
+            list_confined(&dir, "./refs", 10).unwrap(),
+            vec![child("refs/a.md", false), child("refs/deep", true)]
+        );
+        assert!(matches!(
+            list_confined(&dir, "SKILL.md", 10),
+            Err(FileError::NotADirectory { .. })
+        ));
+        assert!(matches!(
+            list_confined(&dir, "nope", 10),
+            Err(FileError::NotFound { .. })
+        ));
+        assert!(list_confined(&dir, "../", 10).unwrap_err().is_confinement());
+        assert!(matches!(
+            list_confined(&dir, "", 1),
+            Err(FileError::TooManyEntries { limit: 1, .. })
+        ));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_out_of_the_skill_are_neither_listed_nor_listable() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(tmp.path()).unwrap();
+        let dir = root.join("skill");
+        fs::create_dir_all(dir.join("refs")).unwrap();
+        fs::create_dir_all(root.join("elsewhere")).unwrap();
+        fs::write(root.join("elsewhere/secret.md"), "s").unwrap();
+        std::os::unix::fs::symlink(root.join("elsewhere"), dir.join("out")).unwrap();
+        std::os::unix::fs::symlink(dir.join("refs"), dir.join("inside")).unwrap();
+        let listed: Vec<String> = list_confined(&dir, "", 10)
+            .unwrap()
+            .into_iter()
+            .map(|c| c.path)
+            .collect();
+        assert_eq!(listed, ["inside", "refs"]);
+        assert!(matches!(
+            list_confined(&dir, "out", 10),
+            Err(FileError::Escapes { .. })
+        ));
     }
 
     #[test]

@@ -29,7 +29,7 @@ mod yaml;
 pub use diagnostic::{Diagnostic, DiagnosticCode, Severity};
 pub use discover::{Discovery, DiscoveryConfig, DiscoveryStats, Root, discover};
 pub use error::SkillError;
-pub use files::{FileContent, FileError, SkillFile};
+pub use files::{DirChild, FileContent, FileError, SkillFile};
 pub use frontmatter::{FrontmatterError, frontmatter_json};
 pub use manager::{
     AllowedTools, ChildFailure, EmbeddedServerFactory, ManagerError, ReloadSummary,

@@ -9,6 +9,12 @@ STEPS_JSON is a JSON list; each step is one of
       (with expect_error, a JSON-RPC error is printed as {"op": "call", "error": MESSAGE})
   {"op": "list_prompts"} | {"op": "get_prompt", "name": N, "args": {...}}
   {"op": "list_resources"} | {"op": "read", "uri": U}
+  {"op": "extensions"}   the server's capabilities.extensions, as it declared them
+  {"op": "read_directory", "uri": U, "cursor": C?, "all_pages": true?, "expect_error": true?}
+      SEP-2640 resources/directory/read, sent through the SDK's generic
+      send_request (the SDK has no method of its own for it); prints the
+      children's uri, name and mimeType and the nextCursor, a line per page
+      (all_pages: every page, each asked with the cursor of the one before)
   {"op": "wait_tools_changed"}   waits for notifications/tools/list_changed
   {"op": "set_level", "level": L}   logging/setLevel
   {"op": "wait_logs", "count": N}   waits until N log messages (notifications/message)
@@ -24,6 +30,8 @@ import asyncio
 import json
 import os
 import sys
+
+from typing import Any
 
 import anyio
 from mcp import ClientSession, types
@@ -74,6 +82,7 @@ async def run(read, write, steps):
         message_handler=on_message,
     ) as session:
         init = await session.initialize()
+        extensions = init.capabilities.extensions or {}
         emit({"op": "initialize", "server": init.server_info.name, "protocol": init.protocol_version})
         for step in steps:
             op = step["op"]
@@ -114,6 +123,26 @@ async def run(read, write, steps):
             elif op == "read":
                 r = await session.read_resource(step["uri"])
                 emit({"op": op, "text": [getattr(c, "text", None) for c in r.contents]})
+            elif op == "extensions":
+                emit({"op": op, "extensions": extensions})
+            elif op == "read_directory":
+                params = {"uri": step["uri"]}
+                if step.get("cursor"):
+                    params["cursor"] = step["cursor"]
+                while True:
+                    request = types.Request[dict[str, Any], str](method="resources/directory/read", params=params)
+                    try:
+                        r = await session.send_request(request, types.ListResourcesResult)
+                    except Exception as e:  # a JSON-RPC error answer
+                        if not step.get("expect_error"):
+                            raise
+                        emit({"op": op, "error": str(e), "code": getattr(getattr(e, "error", None), "code", None)})
+                        break
+                    children = [{"uri": str(x.uri), "name": x.name, "mimeType": x.mime_type} for x in r.resources]
+                    emit({"op": op, "resources": children, "next_cursor": r.next_cursor})
+                    if not (step.get("all_pages") and r.next_cursor):
+                        break
+                    params = {"uri": step["uri"], "cursor": r.next_cursor}
             elif op == "set_level":
                 await session.set_logging_level(step["level"])
                 emit({"op": op})

@@ -42,7 +42,7 @@
 //!
 //! `extpool-testkit-server [--transport stdio|http] [--bind ADDR]
 //! [--state-dir DIR] [--die-on-start] [--hang-on-initialize]
-//! [--extra-tools N] [--page-size K] [--no-skills-extension] [--bad-digest]
+//! [--extra-tools N] [--page-size K] [--no-skills-extension] [--bad-digest] [--directory-read]
 //! [--require-bearer TOKEN] [--ignore-eof] [--ignore-sigterm] [--conformance]
 //! [--nagle] [--tools-file FILE] [--lists-file FILE] [--echo-argv] [-- ARG...]`
 //!
@@ -101,7 +101,9 @@
 //! Unknown tools and bad arguments are JSON-RPC -32602 errors. Resources:
 //! `testkit://info` (text), `testkit://blob` (PNG), `skill://testkit-skill/SKILL.md`
 //! and `skill://testkit-skill/references/guide.md`; the skill is also served
-//! through SEP-2640 `skills/list` / `skills/get`. Prompts: `greet {name,
+//! through SEP-2640 `skills/list` / `skills/get` (and, with `--directory-read`,
+//! `resources/directory/read` of `skill://testkit-skill` and its
+//! `references` folder, counted as `directory_reads`). Prompts: `greet {name,
 //! style?}` → `"Hello, <name>!"` (+ `" (style: <style>)"`), `summarize {topic}` →
 //! `"Please summarize <topic>."`.
 //!

@@ -36,6 +36,7 @@ use crate::shared::HostInner;
 mod calls;
 mod catalog;
 mod content;
+mod directory;
 mod lifecycle;
 mod policy;
 

@@ -3,9 +3,10 @@
 //! (`SkillResource`), prompts as commands (`CommandResource`).
 
 use async_trait::async_trait;
+use extpool_core::directory::trim_directory_uri;
 use extpool_core::{
-    CommandEntry, CommandResource, ExtensionError, McpResource, ResourceContent, ResourceEntry,
-    ResourceTemplateEntry, SkillEntry, SkillResource, ToolEntry, ToolResult,
+    CommandEntry, CommandResource, DirectoryPage, ExtensionError, McpResource, ResourceContent,
+    ResourceEntry, ResourceTemplateEntry, SkillEntry, SkillResource, ToolEntry, ToolResult,
 };
 #[allow(deprecated)] // logging (SEP-2577) is deprecated but servers still offer it
 use rmcp::model::LoggingLevel;
@@ -16,7 +17,7 @@ use super::McpServerCap;
 use super::cache::template_matches;
 use crate::convert;
 use crate::error::ClientError;
-use crate::skills;
+use crate::{skill_dir, skills};
 
 #[async_trait]
 impl McpResource for McpServerCap {
@@ -165,6 +166,28 @@ impl SkillResource for McpServerCap {
             self.remember_skill(&client, fresh);
         }
         Ok(Some(content))
+    }
+
+    /// Forwarded when the server declared `directoryRead`, else answered
+    /// from the skill's manifest (see [`crate::skill_dir`]).
+    async fn read_skill_directory(
+        &self,
+        uri: &str,
+        cursor: Option<&str>,
+    ) -> Result<Option<DirectoryPage>, ExtensionError> {
+        if !uri.starts_with("skill://") || self.is_dormant() {
+            return Ok(None);
+        }
+        let dir = trim_directory_uri(uri);
+        let (client, index) = self.skill_index().await.map_err(|e| self.err(e))?;
+        let Some(skill) = skill_dir::owner(&index, dir) else {
+            return Ok(None);
+        };
+        match skill_dir::read(&client, skill, dir, cursor).await {
+            Ok(page) => Ok(page),
+            Err(skill_dir::DirError::Client(e)) => Err(self.err(e)),
+            Err(skill_dir::DirError::Refused(e)) => Err(e),
+        }
     }
 
     async fn skill_exists(&self, uri: &str) -> Result<bool, ExtensionError> {

@@ -11,8 +11,9 @@ use extpool_core::{CallContext, InputRound};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, CompleteRequestParams,
     CompleteResult, ContentBlock, GetPromptRequestParams, GetPromptResult, GetSkillRequestParams,
-    JsonObject, LoggingLevel, PingRequest, Prompt, ReadResourceRequestParams, ReadResourceResult,
-    Resource, ResourceTemplate, ServerCapabilities, ServerResult, SetLevelRequestParams, Skill,
+    JsonObject, ListResourcesResult, LoggingLevel, PingRequest, Prompt,
+    ReadResourceDirectoryRequestParams, ReadResourceRequestParams, ReadResourceResult, Resource,
+    ResourceTemplate, ServerCapabilities, ServerResult, SetLevelRequestParams, Skill,
     SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::PeerRequestOptions;
@@ -316,6 +317,31 @@ impl McpClient {
         self.run("skills/get", Repeat::Always, None, |p| {
             let params = params.clone();
             async move { p.get_skill(params).await.map(|r| r.skill) }
+        })
+        .await
+    }
+
+    /// True when the server declared `directoryRead` in the skills
+    /// extension: only then may `resources/directory/read` be sent.
+    pub async fn supports_directory_read(&self) -> Result<bool, ClientError> {
+        self.has(ServerCapabilities::supports_directory_read).await
+    }
+
+    /// SEP-2640 `resources/directory/read`: the page after `cursor` of the
+    /// direct children of directory `uri` (rmcp sends nothing, and answers
+    /// `-32601`, when the server did not declare `directoryRead`).
+    pub async fn read_resource_directory(
+        &self,
+        uri: &str,
+        cursor: Option<&str>,
+    ) -> Result<ListResourcesResult, ClientError> {
+        let mut params = ReadResourceDirectoryRequestParams::new(uri.to_owned());
+        if let Some(cursor) = cursor {
+            params = params.with_cursor(cursor.to_owned());
+        }
+        self.run("resources/directory/read", Repeat::Always, None, |p| {
+            let params = params.clone();
+            async move { p.read_resource_directory(params).await }
         })
         .await
     }

@@ -27,6 +27,7 @@ mod session_api;
 mod sessions;
 mod sharing;
 mod shutdown;
+mod skill_dirs;
 mod slots;
 mod support;
 mod tool_search;

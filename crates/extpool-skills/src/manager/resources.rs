@@ -8,17 +8,18 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use extpool_core::directory::{DIRECTORY_PAGE_SIZE, MAX_DIRECTORY_ENTRIES, child_entry};
 use extpool_core::{
-    Capability, CommandArgument, CommandEntry, CommandResource, ExtUri, ExtensionError,
-    McpResource, ResourceBody, ResourceContent, ResourceEntry, SkillEntry, SkillResource,
-    ToolEntry, ToolResult, UriError,
+    Capability, CommandArgument, CommandEntry, CommandResource, DIRECTORY_MIME_TYPE, DirectoryPage,
+    ExtUri, ExtensionError, McpResource, ResourceBody, ResourceContent, ResourceEntry, SkillEntry,
+    SkillResource, ToolEntry, ToolResult, UriError,
 };
 use futures::future::join_all;
 use serde_json::{Map, Value};
 
 use super::{Inner, SkillManagerCap};
 use crate::args;
-use crate::files::{FileContent, FileError, read_confined};
+use crate::files::{FileContent, FileError, list_confined, read_confined};
 use crate::skill::Skill;
 
 /// Decodes `%XX` escapes of a URI path (confinement checks run afterwards).
@@ -83,6 +84,47 @@ pub(crate) fn read_local(
         body,
         meta: None,
     }))
+}
+
+/// The page after `cursor` of the direct children of folder `rel` (empty
+/// = the skill's own) of a local skill, confined as its file reads are;
+/// `None` when the skill has no such folder.
+pub(crate) fn list_local(
+    inner: &Inner,
+    skill: &Skill,
+    rel: &str,
+    cursor: Option<&str>,
+) -> Result<Option<DirectoryPage>, ExtensionError> {
+    let rel = rel.trim_end_matches('/');
+    let children = match list_confined(&skill.canonical_dir, rel, MAX_DIRECTORY_ENTRIES) {
+        Ok(children) => children,
+        Err(FileError::NotFound { .. }) => return Ok(None),
+        Err(e) if e.is_confinement() => {
+            tracing::warn!(skill = %skill.meta.name, rel, error = %e, "skill directory read refused");
+            return Err(ExtensionError::Denied(e.to_string()));
+        }
+        Err(e @ (FileError::NotADirectory { .. } | FileError::TooManyEntries { .. })) => {
+            return Err(ExtensionError::InvalidArgument(e.to_string()));
+        }
+        Err(e) => return Err(ExtensionError::source(&inner.id, e)),
+    };
+    let name = &skill.meta.name;
+    let entries = children
+        .into_iter()
+        .map(|c| {
+            let mime = if c.is_dir {
+                DIRECTORY_MIME_TYPE
+            } else {
+                crate::files::mime_for(&c.path)
+            };
+            child_entry(format!("skill://{name}/{}", c.path), mime)
+        })
+        .collect();
+    Ok(Some(DirectoryPage::of(
+        entries,
+        cursor,
+        DIRECTORY_PAGE_SIZE,
+    )))
 }
 
 /// The children's tools merged (first child wins a name), remembering which
@@ -168,6 +210,37 @@ impl SkillResource for SkillManagerCap {
                 Ok(true) => return skills.read_skill(uri).await,
                 Ok(false) => {}
                 Err(e) => self.inner.record_failure(child.id(), &e),
+            }
+        }
+        Ok(None)
+    }
+
+    /// A local skill's folder from disk, else the first child or hosting
+    /// server that has the directory.
+    async fn read_skill_directory(
+        &self,
+        uri: &str,
+        cursor: Option<&str>,
+    ) -> Result<Option<DirectoryPage>, ExtensionError> {
+        let parsed = ExtUri::parse(uri).map_err(uri_error)?;
+        if parsed.scheme != "skill" {
+            return Ok(None);
+        }
+        let skill = self.inner.state.load().skill(parsed.authority).cloned();
+        if let Some(skill) = skill
+            && let Some(page) =
+                list_local(&self.inner, &skill, &percent_decode(parsed.path), cursor)?
+        {
+            return Ok(Some(page));
+        }
+        for child in self.inner.skill_sources() {
+            let Some(skills) = child.skills() else {
+                continue;
+            };
+            match skills.read_skill_directory(uri, cursor).await {
+                Ok(None) => {}
+                Err(e) if self.inner.is_down_error(&e) => self.inner.record_failure(child.id(), &e),
+                answer => return answer,
             }
         }
         Ok(None)

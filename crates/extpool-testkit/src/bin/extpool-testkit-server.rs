@@ -71,6 +71,10 @@ struct Cli {
     /// Serve a wrong digest for one skill file.
     #[arg(long)]
     bad_digest: bool,
+    /// Declare `directoryRead` in the skills extension and answer
+    /// `resources/directory/read` (paged by `--page-size`).
+    #[arg(long)]
+    directory_read: bool,
     /// Serve stdio through rmcp's own stdio transport (for benchmarks).
     #[arg(long)]
     rmcp_stdio: bool,
@@ -262,6 +266,7 @@ async fn run() -> anyhow::Result<()> {
         .context("--page-size is too large")?;
     options.skills_extension = !cli.no_skills_extension;
     options.bad_digest = cli.bad_digest;
+    options.directory_read = cli.directory_read;
     options.rmcp_stdio = cli.rmcp_stdio;
     options.conformance = cli.conformance;
     options.modern = cli.modern;

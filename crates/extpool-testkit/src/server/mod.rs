@@ -46,9 +46,10 @@ use rmcp::{
         DiscoverResult, GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams,
         GetSkillResult, Implementation, InitializeRequestParams, InitializeResult,
         ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult,
-        ListToolsResult, PaginatedRequestParams, Prompt, ReadResourceRequestParams,
-        ReadResourceResponse, Resource, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-        SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+        ListToolsResult, PaginatedRequestParams, Prompt, ReadResourceDirectoryRequestParams,
+        ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse, Resource,
+        ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+        SubscriptionFilter, Tool, UnsubscribeRequestParams,
     },
     service::{NotificationContext, Peer, RequestContext, SubscriptionContext, SubscriptionSink},
 };
@@ -79,6 +80,11 @@ pub struct ServerOptions {
     /// Serve one wrong digest in the skills manifest (`--bad-digest`), so
     /// clients can prove they verify digests.
     pub bad_digest: bool,
+    /// Declare `directoryRead` in the skills extension and answer SEP-2640
+    /// `resources/directory/read` (`--directory-read`), paged by
+    /// `--page-size`; every such request increments counter
+    /// `directory_reads`.
+    pub directory_read: bool,
     /// Serve stdio through rmcp's own transport (blocking-pool stdin and
     /// stdout) instead of extpool's (`--rmcp-stdio`), so benchmarks can
     /// measure the server before and after in one run.
@@ -131,6 +137,7 @@ impl Default for ServerOptions {
             page_size: None,
             skills_extension: true,
             bad_digest: false,
+            directory_read: false,
             rmcp_stdio: false,
             conformance: false,
             modern: false,
@@ -263,7 +270,11 @@ impl ServerHandler for TestServer {
             .enable_tools()
             .enable_tool_list_changed();
         let mut capabilities = if self.shared.options.skills_extension {
-            builder.enable_skills().build()
+            if self.shared.options.directory_read {
+                builder.enable_skills_with_directory_read().build()
+            } else {
+                builder.enable_skills().build()
+            }
         } else {
             builder.build()
         };
@@ -527,6 +538,26 @@ impl ServerHandler for TestServer {
         Ok(ListSkillsResult::with_all_items(vec![skills::entry(
             self.shared.options.bad_digest,
         )]))
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
+        if let Err(error) = self.shared.counters.increment("directory_reads") {
+            tracing::warn!("cannot count a directory read: {error}");
+        }
+        let children =
+            skills::directory(&request.uri).map_err(|why| ErrorData::invalid_params(why, None))?;
+        let (items, next) = paging::page(
+            children,
+            request.cursor.as_deref(),
+            self.shared.options.page_size,
+        )?;
+        let mut result = ListResourcesResult::with_all_items(items);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn get_skill(

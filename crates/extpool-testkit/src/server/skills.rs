@@ -7,7 +7,9 @@
 //! `--bad-digest`, which corrupts the digest of the reference file on
 //! purpose.
 
-use rmcp::model::{Skill, SkillFrontmatter, SkillResource, SkillResources};
+use rmcp::model::{
+    DIRECTORY_MIME_TYPE, Resource, Skill, SkillFrontmatter, SkillResource, SkillResources,
+};
 use sha2::{Digest, Sha256};
 
 /// Name of the hosted skill (frontmatter `name`, last URI segment).
@@ -74,6 +76,31 @@ pub(crate) fn entry(bad_digest: bool) -> Skill {
             SkillResource::new(GUIDE_URI, guide_digest, GUIDE_MD.len() as u64),
         ]),
     )
+}
+
+/// The skill's root, `skill://<name>`.
+const ROOT_URI: &str = "skill://testkit-skill";
+/// Its one folder.
+const REFERENCES_URI: &str = "skill://testkit-skill/references";
+
+/// The direct children `resources/directory/read` answers for `uri`
+/// (`--directory-read`), or why `uri` is no directory of the skill.
+pub(crate) fn directory(uri: &str) -> Result<Vec<Resource>, String> {
+    let file = |uri: &str, name: &str| {
+        let mut r = Resource::new(uri, name);
+        r.mime_type = Some(MARKDOWN_MIME.into());
+        r
+    };
+    match uri.trim_end_matches('/') {
+        ROOT_URI => {
+            let mut references = Resource::new(REFERENCES_URI, "references");
+            references.mime_type = Some(DIRECTORY_MIME_TYPE.into());
+            Ok(vec![file(SKILL_MD_URI, "SKILL.md"), references])
+        }
+        REFERENCES_URI => Ok(vec![file(GUIDE_URI, "guide.md")]),
+        SKILL_MD_URI | GUIDE_URI => Err(format!("not a directory: {uri}")),
+        _ => Err(format!("no skill directory {uri}")),
+    }
 }
 
 #[cfg(test)]
