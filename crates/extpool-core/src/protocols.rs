@@ -111,6 +111,32 @@ pub trait McpResource: Send + Sync {
     fn extensions(&self) -> Map<String, Value> {
         Map::new()
     }
+
+    /// Capability `name` as this source declared it at connection, for
+    /// capabilities the typed protocol model has no field for (MCP
+    /// 2025-11-25 `tasks`); `None` when it declared none or is not
+    /// connected: never a reason to connect.
+    fn declared_capability(&self, _name: &str) -> Option<Value> {
+        None
+    }
+
+    /// Sends request `method` with `params` as given (the 2025-11-25 task
+    /// methods, a task-augmented `tools/call`) and answers its result
+    /// whole; `Ok(None)` when this source takes no such requests.
+    async fn request_whole(
+        &self,
+        _method: &str,
+        _params: Value,
+    ) -> Result<Option<Value>, ExtensionError> {
+        Ok(None)
+    }
+
+    /// The params of this source's task status notifications (MCP
+    /// 2025-11-25 `notifications/tasks/status`), from now on; `None` when
+    /// it never sends any.
+    fn task_status(&self) -> Option<futures::stream::BoxStream<'static, Value>> {
+        None
+    }
 }
 
 /// Provides user-triggered commands (slash commands, MCP prompts).

@@ -63,7 +63,7 @@ pub fn log_level_rank(level: &str) -> Option<usize> {
 /// Every MCP server the revision dispatches to (its own and its
 /// parents'), skill-embedded ones included (they are sources themselves;
 /// the skill manager that aggregates them is not asked again).
-fn sources(rev: &CatalogRevision) -> Vec<(String, Arc<dyn Capability>)> {
+pub(crate) fn sources(rev: &CatalogRevision) -> Vec<(String, Arc<dyn Capability>)> {
     let mut out: Vec<(String, Arc<dyn Capability>)> = Vec::new();
     for r in rev.chain() {
         for s in r.sources() {

@@ -27,6 +27,7 @@ use crate::progress::ProgressRoutes;
 use crate::redact::Redactor;
 use crate::stderr::StderrTail;
 use crate::stdio::{ProcessGroup, StdioPlan};
+use crate::transport::whole::Declared;
 
 /// How a server is reached, checked once at construction.
 #[derive(Debug, Clone)]
@@ -73,6 +74,9 @@ pub(crate) struct Connection {
     group: Option<ProcessGroup>,
     /// The task following a 2026-07-28 server's list changes.
     listener: Option<tokio::task::AbortHandle>,
+    /// The capabilities the server declared, as it sent them (kept by the
+    /// stdio transport; empty over HTTP, whose answers rmcp reads).
+    pub(crate) declared: Declared,
     /// The stdio connection's own thread, if it has one; last, so that it
     /// is told to finish after the service is.
     driver: parking_lot::Mutex<Option<Driver>>,
@@ -227,6 +231,8 @@ struct StdioStart {
     max_message_bytes: usize,
     startup: Duration,
     protocol: Protocol,
+    /// Where the capabilities the server declares are kept as sent.
+    declared: Declared,
 }
 
 impl StdioStart {
@@ -278,7 +284,9 @@ impl StdioStart {
             )
         })?;
         let transport = FloodGate::new(
-            transport.with_max_message_bytes(self.max_message_bytes),
+            transport
+                .with_max_message_bytes(self.max_message_bytes)
+                .with_declared(self.declared.clone()),
             self.name.clone(),
             self.limits,
             self.flood,
@@ -404,6 +412,7 @@ pub(crate) async fn connect(
     a: Attempt<'_>,
 ) -> Result<Arc<Connection>, (ConnectFailure, Vec<String>)> {
     let (handler, order) = a.handler();
+    let declared = Declared::default();
     let (service, stderr, pid, driver) = match a.plan {
         Plan::Stdio(plan) => {
             let tail =
@@ -419,6 +428,7 @@ pub(crate) async fn connect(
                 max_message_bytes: usize::try_from(a.max_message_bytes).unwrap_or(usize::MAX),
                 startup: a.startup,
                 protocol: a.protocol,
+                declared: declared.clone(),
             };
             let (service, pid, driver) = start.on_driver(a.options.stdio_driver).await?;
             (service, Some(tail), pid, driver)
@@ -461,5 +471,6 @@ pub(crate) async fn connect(
         group: pid.map(ProcessGroup),
         listener,
         driver: parking_lot::Mutex::new(driver),
+        declared,
     }))
 }

@@ -30,6 +30,9 @@ pub const ELICITATION: &str = "elicitation/create";
 /// like a method, and never sent (the request is [`ELICITATION`]).
 pub const ELICITATION_URL: &str = "elicitation/create#url";
 
+/// The method of a 2025-11-25 task status notification.
+pub const TASK_STATUS: &str = "notifications/tasks/status";
+
 /// How many resource updates may wait for a slow subscriber before it
 /// misses some.
 const UPDATES_QUEUE: usize = 256;
@@ -43,6 +46,8 @@ pub struct ChangeSignals {
     tx: broadcast::Sender<ChangeKind>,
     /// URIs of `notifications/resources/updated`.
     updated: broadcast::Sender<String>,
+    /// The params of 2025-11-25 `notifications/tasks/status`, as sent.
+    task_status: broadcast::Sender<serde_json::Value>,
 }
 
 impl Default for ChangeSignals {
@@ -53,6 +58,7 @@ impl Default for ChangeSignals {
             prompts: AtomicU64::new(0),
             tx: broadcast::channel(64).0,
             updated: broadcast::channel(UPDATES_QUEUE).0,
+            task_status: broadcast::channel(UPDATES_QUEUE).0,
         }
     }
 }
@@ -66,6 +72,16 @@ impl ChangeSignals {
     /// A new subscription to resource updates.
     pub fn subscribe_updates(&self) -> broadcast::Receiver<String> {
         self.updated.subscribe()
+    }
+
+    /// Tells subscribers the server's `notifications/tasks/status` params.
+    pub fn task_status(&self, params: serde_json::Value) {
+        let _ = self.task_status.send(params);
+    }
+
+    /// A new subscription to task status notifications.
+    pub fn subscribe_task_status(&self) -> broadcast::Receiver<serde_json::Value> {
+        self.task_status.subscribe()
     }
 
     /// Records a change of `kind` and tells subscribers.
@@ -348,6 +364,11 @@ impl ClientHandler for Handler {
     ) {
         if notification.method == crate::url_elicitation::ELICITATION_COMPLETE {
             self.completed(notification.params).await;
+        } else if notification.method == TASK_STATUS
+            && let Some(params) = notification.params
+        {
+            tracing::debug!(server = %self.server, "notifications/tasks/status");
+            self.signals.task_status(params);
         }
     }
 

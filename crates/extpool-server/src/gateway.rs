@@ -232,6 +232,8 @@ pub(crate) struct Shared {
     pub unprefixed: HashSet<String>,
     /// Resource subscriptions of every session.
     pub subscriptions: Subscriptions,
+    /// The tasks started through the gateway, and whose they are.
+    pub tasks: Arc<crate::tasks::Tasks>,
     /// The most verbose log level any client asked for and upstream
     /// servers were told (a rank of `LOG_LEVELS`; `usize::MAX`: none yet).
     pub upstream_log_level: AtomicUsize,
@@ -371,6 +373,7 @@ impl Gateway {
             policy,
             session_policy,
             subscriptions: Subscriptions::default(),
+            tasks: Arc::default(),
             upstream_log_level: AtomicUsize::new(usize::MAX),
             instructions,
             next_session: AtomicU64::new(1),

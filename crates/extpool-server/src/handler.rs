@@ -32,6 +32,7 @@ use crate::skills;
 
 mod calls;
 mod login;
+mod tasks;
 
 /// Name the gateway reports in `serverInfo`.
 pub const SERVER_NAME: &str = "extpool";
@@ -182,6 +183,20 @@ impl GatewayHandler {
             return open.id.as_str();
         }
         self.session.get().map_or("stateless", |s| s.id.as_str())
+    }
+
+    /// A handle that dies with this connection's session (its durable
+    /// session, its implicit one, else the connection): what outlives its
+    /// session is told by it ([`crate::tasks`]).
+    pub(crate) fn liveness(&self) -> std::sync::Weak<dyn std::any::Any + Send + Sync> {
+        type Alive = std::sync::Weak<dyn std::any::Any + Send + Sync>;
+        if let Some(open) = &self.durable {
+            return Arc::downgrade(open) as Alive;
+        }
+        if let Some(session) = self.session.get() {
+            return Arc::downgrade(session) as Alive;
+        }
+        Arc::downgrade(&self.connection) as Alive
     }
 
     /// Whether this connection belongs to a session (implicit or durable);
@@ -539,6 +554,14 @@ impl ServerHandler for GatewayHandler {
             out.push(skills::manifest(view, &info).await);
         }
         Ok(lists::skills(out))
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        self.custom_request(request, context).await
     }
 
     async fn read_resource_directory(

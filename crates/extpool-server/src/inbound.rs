@@ -448,7 +448,7 @@ where
         axum::body::to_bytes(body, MAX_INITIALIZE_ANSWER),
     )
     .await;
-    let bytes = match read {
+    let mut bytes = match read {
         Ok(Ok(bytes)) => bytes,
         _ => {
             shared.resume.discard(endpoint, &id).await;
@@ -477,6 +477,10 @@ where
         let key = (endpoint.to_owned(), id);
         slot.fill(key.clone(), owner);
         if let Some(inline) = registration.registered() {
+            if let Some(declared) = inline.declare_tasks(&bytes) {
+                parts.headers.remove(header::CONTENT_LENGTH);
+                bytes = declared.into();
+            }
             shared.live.set_inline(&key, inline);
         }
     }

@@ -118,6 +118,13 @@ impl InlineSession {
         }
     }
 
+    /// The session's `initialize` answer (`bytes`) with the `tasks`
+    /// capability its gateway declares, when it declares it
+    /// ([`crate::tasks`]); rmcp's model has no field for it.
+    pub(crate) fn declare_tasks(&self, bytes: &[u8]) -> Option<Vec<u8>> {
+        crate::tasks::declare_in(bytes, &self.handler.declared_tasks()?)
+    }
+
     /// The rest of an answer made here as a stream, for a `GET` whose
     /// `Last-Event-ID` (as this replica wrote it) names one of its events;
     /// `None` when it names none of this session's kept streams.
@@ -322,7 +329,7 @@ pub(crate) async fn answer(
         Ok(ClientJsonRpcMessage::Request(JsonRpcRequest { id, request, .. }))
             if answered_here(&request) =>
         {
-            (id, request)
+            (id, crate::tasks::session_request(request, &bytes))
         }
         Ok(answer) if session.answered(&answer) => {
             return Ok(StatusCode::ACCEPTED.into_response());

@@ -69,6 +69,7 @@ mod shutdown;
 pub mod skills;
 pub mod source_tools;
 pub mod subscriptions;
+mod tasks;
 pub mod tool_search;
 mod trace;
 

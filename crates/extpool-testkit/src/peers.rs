@@ -339,3 +339,19 @@ pub fn typescript_url_elicitation_clients() -> Command {
         .env("EXTPOOL_NODE_MODULES", node_modules());
     command
 }
+
+/// This crate's `peers/tasks.mjs`: several TypeScript SDK clients, each a
+/// session of its own, that run a JSON list of steps about tasks (MCP
+/// 2025-11-25: start, get, wait, result, list, cancel; see the script).
+/// Append `--url URL`, then the steps.
+///
+/// # Panics
+///
+/// When Node.js or the SDK is missing.
+pub fn typescript_tasks_clients() -> Command {
+    let mut command = Command::new(node());
+    command
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/tasks.mjs"))
+        .env("EXTPOOL_NODE_MODULES", node_modules());
+    command
+}

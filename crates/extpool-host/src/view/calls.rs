@@ -15,6 +15,8 @@ use crate::error::HostError;
 use crate::guardrails::{Blocked, Subject, Verdict};
 use crate::policy::{Refusal, Resolved, Row, ToolTable};
 
+mod tasks;
+
 /// A call's outcome and the guardrail decisions made on its way
 /// ([`View::call_guarded`]): what a front end that keeps an audit log
 /// records. A call that passed every guardrail untouched has none.

@@ -7,6 +7,7 @@ use extpool_core::{ChangeEvent, ChangeKind, ChangeObservable, ChangeStream};
 use tokio::sync::{broadcast, watch};
 
 use super::{Attached, McpServerCap, SIGNALLED};
+use crate::handler::ChangeSignals;
 
 struct EventState {
     attached: watch::Receiver<Option<Attached>>,
@@ -127,23 +128,43 @@ impl McpServerCap {
     /// following the client the capability uses (a replacement client too);
     /// updates a slow reader misses are skipped.
     pub(super) fn updates(&self) -> futures::stream::BoxStream<'static, String> {
-        struct State {
+        self.follow(ChangeSignals::subscribe_updates)
+    }
+
+    /// The params of the server's 2025-11-25 `notifications/tasks/status`
+    /// from now on, as [`McpServerCap::updates`] follows its client.
+    pub(super) fn task_status_stream(
+        &self,
+    ) -> futures::stream::BoxStream<'static, serde_json::Value> {
+        self.follow(ChangeSignals::subscribe_task_status)
+    }
+
+    /// What `subscribe` gives of the client the capability uses from now
+    /// on (a replacement client too); what a slow reader misses is skipped.
+    fn follow<T: Clone + Send + 'static>(
+        &self,
+        subscribe: fn(&ChangeSignals) -> broadcast::Receiver<T>,
+    ) -> futures::stream::BoxStream<'static, T> {
+        struct State<T> {
             attached: watch::Receiver<Option<Attached>>,
-            rx: Option<broadcast::Receiver<String>>,
+            rx: Option<broadcast::Receiver<T>>,
+            subscribe: fn(&ChangeSignals) -> broadcast::Receiver<T>,
         }
-        impl State {
+        impl<T: Clone> State<T> {
             /// Listens to the client attached now, if any.
             fn follow(&mut self) {
+                let subscribe = self.subscribe;
                 self.rx = self
                     .attached
                     .borrow_and_update()
                     .as_ref()
-                    .map(|a| a.client.signals().subscribe_updates());
+                    .map(|a| subscribe(a.client.signals()));
             }
         }
         let mut state = State {
             attached: self.attached.subscribe(),
             rx: None,
+            subscribe,
         };
         state.follow();
         let stream = futures::stream::unfold(state, |mut st| async move {
@@ -157,9 +178,9 @@ impl McpServerCap {
                 };
                 tokio::select! {
                     received = rx.recv() => match received {
-                        Ok(uri) => return Some((uri, st)),
+                        Ok(item) => return Some((item, st)),
                         Err(broadcast::error::RecvError::Lagged(missed)) => {
-                            tracing::debug!(missed, "resource updates skipped for a slow reader");
+                            tracing::debug!(missed, "server notifications skipped for a slow reader");
                         }
                         Err(broadcast::error::RecvError::Closed) => st.rx = None,
                     },

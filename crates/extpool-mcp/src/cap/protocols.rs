@@ -138,6 +138,27 @@ impl McpResource for McpServerCap {
             .map(|(id, settings)| (id, Value::Object(settings)))
             .collect()
     }
+
+    fn declared_capability(&self, name: &str) -> Option<Value> {
+        self.client()?.declared_capability(name)
+    }
+
+    async fn request_whole(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<Option<Value>, ExtensionError> {
+        let client = self.ensure_client().await.map_err(|e| self.err(e))?;
+        client
+            .request_whole(method, params)
+            .await
+            .map(Some)
+            .map_err(|e| self.err(e))
+    }
+
+    fn task_status(&self) -> Option<futures::stream::BoxStream<'static, Value>> {
+        Some(self.task_status_stream())
+    }
 }
 
 #[async_trait]

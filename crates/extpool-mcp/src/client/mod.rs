@@ -37,6 +37,7 @@ use crate::error::{ClientError, ConnectFailure, SharedError};
 use crate::limits::Exceeded;
 mod ops;
 mod repeat;
+mod whole;
 
 pub(crate) use repeat::Repeat;
 use repeat::ToolHints;

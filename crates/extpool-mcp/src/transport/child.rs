@@ -72,6 +72,13 @@ impl ChildTransport {
         self
     }
 
+    /// Keeps the capabilities the server declares, as it sends them, in
+    /// `declared` (see [`super::whole`]).
+    pub fn with_declared(mut self, declared: super::whole::Declared) -> Self {
+        self.inner.keep_declared_in(declared);
+        self
+    }
+
     /// The child's process id, while it has not been reaped.
     pub fn id(&self) -> Option<u32> {
         self.child.as_ref()?.id()

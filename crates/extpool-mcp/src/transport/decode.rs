@@ -30,7 +30,7 @@ use rmcp::model::{
     ReadResourceRequest, RequestId, ResourceListChangedNotification, ResourceUpdatedNotification,
     ServerNotification, ServerResult, ToolListChangedNotification,
 };
-use rmcp::service::{RoleClient, RoleServer, RxJsonRpcMessage, ServiceRole};
+use rmcp::service::{RoleClient, RoleServer, RxJsonRpcMessage, ServiceRole, TxJsonRpcMessage};
 use serde::de::{Deserialize, DeserializeOwned, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
@@ -59,6 +59,15 @@ pub trait FastDecode: ServiceRole {
     /// fails the request it answers, so its caller hears at once: true on
     /// the client side, where callers wait on responses.
     const FAILS_REQUESTS_ON_LIMITS: bool = false;
+    /// What outgoing request `item` wants kept of its answer (see
+    /// [`super::whole`]), with its id; `None` for everything else.
+    fn keeps(_item: &TxJsonRpcMessage<Self>) -> Option<(super::whole::Keep, &RequestId)> {
+        None
+    }
+    /// The answer of `id` carrying `result` as JSON, unread.
+    fn whole_result(_id: RequestId, _result: serde_json::Value) -> Option<RxJsonRpcMessage<Self>> {
+        None
+    }
 }
 
 /// A UTF-8 byte order mark, taken off a line before it is read.
@@ -107,6 +116,26 @@ impl FastDecode for RoleServer {
 
 impl FastDecode for RoleClient {
     const FAILS_REQUESTS_ON_LIMITS: bool = true;
+
+    fn keeps(item: &TxJsonRpcMessage<Self>) -> Option<(super::whole::Keep, &RequestId)> {
+        use super::whole::Keep;
+        let JsonRpcMessage::Request(JsonRpcRequest { id, request, .. }) = item else {
+            return None;
+        };
+        match request {
+            ClientRequest::CustomRequest(_) => Some((Keep::Result, id)),
+            ClientRequest::InitializeRequest(_) => Some((Keep::Capabilities, id)),
+            _ => None,
+        }
+    }
+
+    fn whole_result(id: RequestId, result: serde_json::Value) -> Option<RxJsonRpcMessage<Self>> {
+        Some(JsonRpcMessage::Response(JsonRpcResponse {
+            jsonrpc: JsonRpcVersion2_0,
+            id,
+            result: ServerResult::CustomResult(rmcp::model::CustomResult(result)),
+        }))
+    }
 
     fn request(_: &str, _: &[u8]) -> Option<rmcp::model::ServerRequest> {
         None

@@ -38,6 +38,7 @@ mod child;
 pub mod decode;
 mod lines;
 mod server;
+pub mod whole;
 mod writer;
 
 use std::io;
@@ -144,6 +145,8 @@ pub struct LineTransport<R> {
     screen: Option<Screening>,
     /// The error that ended the connection, if one did.
     failure: Failure,
+    /// The requests whose answers are kept whole ([`whole`]).
+    whole: whole::Whole,
     _role: PhantomData<fn() -> R>,
 }
 
@@ -159,6 +162,7 @@ impl<R: FastDecode> LineTransport<R> {
             ended: false,
             screen: None,
             failure: Failure::default(),
+            whole: whole::Whole::default(),
             _role: PhantomData,
         })
     }
@@ -172,6 +176,17 @@ impl<R: FastDecode> LineTransport<R> {
     /// taken off) before it is decoded, and answer it in its place.
     pub fn set_screen(&mut self, screen: Screen) {
         self.screen = Some(Screening(screen));
+    }
+
+    /// The capabilities the peer declared, as it sent them (once its
+    /// `initialize` answer came).
+    pub fn declared(&self) -> whole::Declared {
+        self.whole.declared()
+    }
+
+    /// Keeps the capabilities the peer declares in `declared`.
+    pub fn keep_declared_in(&mut self, declared: whole::Declared) {
+        self.whole.keep_declared_in(declared);
     }
 
     /// Where the error that ends this connection, if one does, is kept.
@@ -244,6 +259,9 @@ impl<R: FastDecode> Transport<R> for LineTransport<R> {
         &mut self,
         item: TxJsonRpcMessage<R>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let Some((keep, id)) = R::keeps(&item) {
+            self.whole.expect(keep, id);
+        }
         match self.encode(&item) {
             Ok(Sent::Done) => Either::Left(std::future::ready(Ok(()))),
             Ok(Sent::Full) => Either::Right(self.writer.room()),
@@ -264,6 +282,14 @@ impl<R: FastDecode> Transport<R> for LineTransport<R> {
                         return None;
                     }
                     continue;
+                }
+                if self.whole.waiting()
+                    && let Some((id, result)) = self
+                        .whole
+                        .take(line.strip_prefix(decode::BOM).unwrap_or(line))
+                    && let Some(message) = R::whole_result(id, result)
+                {
+                    return Some(message);
                 }
                 match decode::decode::<R>(line) {
                     Decoded::Message(message) => return Some(message),

@@ -209,7 +209,7 @@ impl GatewayHandler {
 
     /// A token of each of `principal`'s buckets a call of `name` takes, or
     /// the error naming the limit and when to retry ([`crate::rate`]).
-    fn within_rate(&self, principal: &Principal, name: &str) -> Result<(), ErrorData> {
+    pub(super) fn within_rate(&self, principal: &Principal, name: &str) -> Result<(), ErrorData> {
         let Some(limits) = &self.shared.rate_limits else {
             return Ok(());
         };

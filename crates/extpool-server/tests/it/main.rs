@@ -30,6 +30,7 @@ mod shutdown;
 mod skill_dirs;
 mod slots;
 mod support;
+mod tasks;
 mod tool_search;
 mod upstreams;
 mod url_elicitation;

@@ -1,0 +1,121 @@
+//! Tasks (MCP 2025-11-25): a task-augmented `tools/call` started at the
+//! server that owns the tool, through the same name resolution, rules and
+//! guardrails as any call; the task methods (`tasks/get`, `tasks/result`,
+//! `tasks/list`, `tasks/cancel`) sent to a named server whole; and the
+//! servers' task status notifications. Which task belongs to whom is the
+//! front end's to keep: the host only reaches the servers.
+
+use futures::{Stream, StreamExt};
+use serde_json::{Map, Value};
+
+use super::{blocked, refused, subject_of};
+use crate::error::HostError;
+use crate::passthrough::sources;
+use crate::policy::{Resolved, ToolTable};
+use crate::view::View;
+use extpool_catalog::ToolRef;
+use extpool_core::ExtensionError;
+
+/// `error` of `server` relayed for `operation`.
+fn relay(operation: &'static str, server: &str, error: ExtensionError) -> HostError {
+    HostError::Relay {
+        operation,
+        server: server.to_owned(),
+        error,
+    }
+}
+
+impl View {
+    /// Capability `name` as the first visible MCP server that declared it
+    /// sent it, for capabilities the typed protocol model has no field for
+    /// (MCP 2025-11-25 `tasks`): a front end declares them only when some
+    /// server does. `None` when no connected server did.
+    pub fn upstream_capability(&self, name: &str) -> Option<Value> {
+        sources(&self.revision())
+            .into_iter()
+            .find_map(|(_, cap)| cap.mcp()?.declared_capability(name))
+    }
+
+    /// Starts tool `name` (as `table` names it) as a task: `params` are
+    /// the client's `tools/call` params whole (`task` among them), sent to
+    /// the tool's server under the tool's own name after the rules and
+    /// guardrails passed the call. Answers the server that holds the task
+    /// and its answer whole (MCP's `CreateTaskResult`, the task under
+    /// `task`). A built-in tool is no task.
+    pub async fn start_task(
+        &self,
+        table: &ToolTable,
+        name: &str,
+        mut params: Map<String, Value>,
+    ) -> Result<(String, Value), HostError> {
+        self.check_open()?;
+        let rev = table.revision();
+        let row = match table.resolve(name) {
+            Resolved::Tool(row) => row,
+            Resolved::Refused(refusal) => return Err(refused(refusal, None)),
+            _ => return Err(self.unknown_tool(rev, name)),
+        };
+        let Some(ToolRef::Remote(tool)) = rev.tool(&row.tool.name) else {
+            return Err(HostError::Unsupported {
+                what: format!("{name} as a task"),
+                server: row.tool.server.clone(),
+            });
+        };
+        let args = match params.get("arguments") {
+            Some(Value::Object(args)) => args.clone(),
+            _ => Map::new(),
+        };
+        if let Some(g) = &self.inner.host.guardrails {
+            let subject = subject_of(table, row, &args);
+            g.check_call(&subject, &args, &mut Vec::new())
+                .await
+                .map_err(|b| blocked(&subject, b))?;
+        }
+        let server = tool.server.to_string();
+        params.insert("name".into(), Value::String(tool.original().to_owned()));
+        let answer = self
+            .request_server(&server, "tools/call", Value::Object(params))
+            .await?;
+        Ok((server, answer))
+    }
+
+    /// Sends request `method` with `params` whole to visible MCP server
+    /// `server` and answers its result whole (the task methods).
+    pub async fn request_server(
+        &self,
+        server: &str,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, HostError> {
+        self.check_open()?;
+        let cap = sources(&self.revision())
+            .into_iter()
+            .find(|(id, _)| id == server)
+            .and_then(|(_, cap)| cap.mcp().is_some().then_some(cap));
+        let unsupported = || HostError::Unsupported {
+            what: method.to_owned(),
+            server: server.to_owned(),
+        };
+        let Some(mcp) = cap.as_ref().and_then(|cap| cap.mcp()) else {
+            return Err(unsupported());
+        };
+        match mcp.request_whole(method, params).await {
+            Ok(Some(answer)) => Ok(answer),
+            Ok(None) => Err(unsupported()),
+            Err(e) => Err(relay("a task request", server, e)),
+        }
+    }
+
+    /// The task status notifications of the servers visible now, as
+    /// `(server, params)`, until dropped.
+    pub fn task_status(&self) -> impl Stream<Item = (String, Value)> + Send + 'static {
+        let streams: Vec<_> = sources(&self.revision())
+            .into_iter()
+            .filter_map(|(server, cap)| {
+                let status = cap.mcp()?.task_status()?;
+                Some(status.map(move |params| (server.clone(), params)).boxed())
+            })
+            .collect();
+        futures::stream::select_all(streams)
+    }
+}

@@ -1,0 +1,68 @@
+//! Requests rmcp has no typed variant for, sent and answered whole: the
+//! 2025-11-25 task methods (`tasks/get`, `tasks/result`, `tasks/list`,
+//! `tasks/cancel`) and a task-augmented `tools/call`, whose `task` member
+//! rmcp's `CallToolRequestParams` would drop. Over stdio the answer comes
+//! back as the server sent it ([`crate::transport::whole`]); over HTTP as
+//! rmcp read it.
+
+use rmcp::model::{ClientRequest, CustomRequest, ServerResult};
+use serde_json::Value;
+
+use super::{McpClient, Repeat};
+use crate::error::ClientError;
+
+impl McpClient {
+    /// Capability `name` as the server declared it in its `initialize`
+    /// answer on the current connection, when rmcp has no field for it
+    /// (the 2025-11-25 `tasks`); `None` when it declared none, before it
+    /// connected, and over HTTP.
+    pub fn declared_capability(&self, name: &str) -> Option<Value> {
+        self.inner
+            .conn
+            .load()
+            .as_ref()?
+            .declared
+            .capability(name)
+            .cloned()
+    }
+
+    /// Sends request `method` with `params` as given and answers its
+    /// result whole. A `tools/call` is not sent again after a lost
+    /// connection (the server may have acted on it); anything else is.
+    pub async fn request_whole(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+        let params = match params {
+            Value::Null => None,
+            params => Some(params),
+        };
+        let request = CustomRequest::new(method.to_owned(), params);
+        let tool = (method == "tools/call")
+            .then(|| {
+                request
+                    .params
+                    .as_ref()?
+                    .get("name")?
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .flatten();
+        let repeat = match &tool {
+            Some(name) => Repeat::Tool(name),
+            None => Repeat::Always,
+        };
+        self.run("request", repeat, None, |peer| {
+            let request = ClientRequest::CustomRequest(request.clone());
+            async move {
+                match peer.send_request(request).await? {
+                    ServerResult::CustomResult(result) => Ok(result.0),
+                    other => serde_json::to_value(other).map_err(|e| {
+                        rmcp::ServiceError::McpError(rmcp::ErrorData::internal_error(
+                            e.to_string(),
+                            None,
+                        ))
+                    }),
+                }
+            }
+        })
+        .await
+    }
+}

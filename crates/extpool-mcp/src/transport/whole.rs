@@ -1,0 +1,170 @@
+//! Answers kept whole, where rmcp's types would drop what they do not
+//! name: the answer to a request rmcp has no variant for (a
+//! `CustomRequest`, such as the 2025-11-25 task methods and a task-augmented
+//! `tools/call`) reaches its caller as the server's JSON
+//! (`ServerResult::CustomResult`), never read into the first typed result
+//! it happens to fit; and the `capabilities` the server declared in its
+//! `initialize` answer are kept as sent (rmcp's `ServerCapabilities` has
+//! no `tasks`, for one).
+
+use std::collections::HashSet;
+use std::sync::{Arc, OnceLock};
+
+use rmcp::model::{JsonObject, RequestId};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// How many requests may wait for a whole answer at once; past it the
+/// oldest are forgotten (a server that never answers them must not grow
+/// the set), and their answers, if they come, are read as rmcp reads them.
+const MAX_WAITING: usize = 1024;
+
+/// What an outgoing request asks of its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// The whole result, as JSON.
+    Result,
+    /// The `capabilities` of an `initialize` answer, kept aside.
+    Capabilities,
+}
+
+/// The capabilities a server declared, as it sent them; empty until its
+/// `initialize` answer came (and for transports that do not keep them).
+#[derive(Debug, Clone, Default)]
+pub struct Declared(Arc<OnceLock<JsonObject>>);
+
+impl Declared {
+    /// Capability `name` as the server declared it.
+    pub fn capability(&self, name: &str) -> Option<&serde_json::Value> {
+        self.0.get()?.get(name)
+    }
+}
+
+/// The requests of one connection waiting for an answer kept whole.
+#[derive(Debug, Default)]
+pub(crate) struct Whole {
+    results: HashSet<String>,
+    /// Their order, oldest first, to forget the oldest past the bound.
+    order: std::collections::VecDeque<String>,
+    initialize: Option<String>,
+    declared: Declared,
+}
+
+/// The members of an answer this module reads.
+#[derive(Deserialize)]
+struct Answer<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    result: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Initialized {
+    capabilities: Option<JsonObject>,
+}
+
+impl Whole {
+    /// Where the server's declared capabilities are kept.
+    pub(crate) fn declared(&self) -> Declared {
+        self.declared.clone()
+    }
+
+    /// Keeps the server's declared capabilities in `declared` (shared with
+    /// whoever holds it).
+    pub(crate) fn keep_declared_in(&mut self, declared: Declared) {
+        self.declared = declared;
+    }
+
+    /// Notes that request `id` wants its answer kept as `keep` says.
+    pub(crate) fn expect(&mut self, keep: Keep, id: &RequestId) {
+        let key = serde_json::to_string(id).unwrap_or_default();
+        match keep {
+            Keep::Capabilities => self.initialize = Some(key),
+            Keep::Result => {
+                if self.order.len() >= MAX_WAITING
+                    && let Some(oldest) = self.order.pop_front()
+                {
+                    self.results.remove(&oldest);
+                }
+                self.results.insert(key.clone());
+                self.order.push_back(key);
+            }
+        }
+    }
+
+    /// Whether any answer is awaited (else lines need not be looked at).
+    pub(crate) fn waiting(&self) -> bool {
+        !self.results.is_empty() || self.initialize.is_some()
+    }
+
+    /// For an answer to a request that wants it whole: its id and result
+    /// as JSON. An `initialize` answer has its capabilities kept, and goes
+    /// on to be read as usual (`None`), as does anything else.
+    pub(crate) fn take(&mut self, line: &[u8]) -> Option<(RequestId, serde_json::Value)> {
+        let answer: Answer = serde_json::from_slice(line).ok()?;
+        let id = answer.id?.get();
+        if self.initialize.as_deref() == Some(id) {
+            self.initialize = None;
+            if let Some(result) = answer.result
+                && let Ok(Initialized {
+                    capabilities: Some(capabilities),
+                }) = serde_json::from_str(result.get())
+            {
+                let _ = self.declared.0.set(capabilities);
+            }
+            return None;
+        }
+        if !self.results.remove(id) {
+            return None;
+        }
+        self.order.retain(|k| k != id);
+        let result = serde_json::from_str(answer.result?.get()).ok()?;
+        let id = serde_json::from_str(id).ok()?;
+        Some((id, result))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_custom_answer_is_kept_whole_and_initialize_keeps_its_capabilities() {
+        let mut whole = Whole::default();
+        assert!(!whole.waiting());
+        whole.expect(Keep::Capabilities, &RequestId::Number(0));
+        whole.expect(Keep::Result, &RequestId::Number(7));
+        assert!(whole.waiting());
+        let init = br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tasks":{"list":{}}},"serverInfo":{"name":"s","version":"1"}}}"#;
+        assert!(whole.take(init).is_none());
+        assert_eq!(
+            whole.declared().capability("tasks"),
+            Some(&serde_json::json!({"list": {}}))
+        );
+        let other = br#"{"jsonrpc":"2.0","id":8,"result":{"task":{"taskId":"x"}}}"#;
+        assert!(whole.take(other).is_none());
+        let mine = br#"{"jsonrpc":"2.0","id":7,"result":{"task":{"taskId":"x","ttl":null}}}"#;
+        let (id, result) = whole.take(mine).expect("kept whole");
+        assert_eq!(id, RequestId::Number(7));
+        assert_eq!(
+            result,
+            serde_json::json!({"task": {"taskId": "x", "ttl": null}})
+        );
+        assert!(!whole.waiting());
+    }
+
+    #[test]
+    fn requests_never_answered_are_forgotten_past_the_bound() {
+        let mut whole = Whole::default();
+        for n in 0..(MAX_WAITING as i64 + 10) {
+            whole.expect(Keep::Result, &RequestId::Number(n));
+        }
+        assert_eq!(whole.results.len(), MAX_WAITING);
+        assert!(
+            whole
+                .take(br#"{"jsonrpc":"2.0","id":0,"result":{}}"#)
+                .is_none()
+        );
+    }
+}

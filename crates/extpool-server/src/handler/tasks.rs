@@ -1,0 +1,247 @@
+//! The 2025-11-25 task requests of a session, answered through the
+//! gateway's task map ([`crate::tasks`]): a task-augmented `tools/call`
+//! started at the tool's server, and `tasks/get`, `tasks/result`,
+//! `tasks/list` and `tasks/cancel` sent to the server that holds the task
+//! under its own id, the answer carrying the gateway's. The server's
+//! `notifications/tasks/status` about a task go to the session that holds
+//! it, renamed likewise.
+//!
+//! These come as `CustomRequest`s (rmcp has no variants for them; the
+//! answers made in the HTTP task turn a `tools/call` with `task` into one,
+//! [`crate::inline`]), and their answers are the JSON the server sent.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use rmcp::ErrorData;
+use rmcp::model::{CustomNotification, CustomRequest, CustomResult, ServerNotification};
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::{Map, Value};
+
+use super::GatewayHandler;
+use crate::passthrough::host_error;
+use crate::tasks::{self, Asker, Found, Tasks};
+
+/// The methods answered here.
+pub(crate) const METHODS: [&str; 5] = [
+    "tools/call",
+    "tasks/get",
+    "tasks/result",
+    "tasks/list",
+    "tasks/cancel",
+];
+
+/// The method of a task status notification.
+const STATUS: &str = "notifications/tasks/status";
+
+impl GatewayHandler {
+    /// The `tasks` capability this connection's gateway declares: when a
+    /// server visible here takes task-augmented `tools/call`.
+    pub(crate) fn declared_tasks(&self) -> Option<Value> {
+        tasks::declared(&self.view().upstream_capability("tasks")?)
+    }
+
+    /// Who asks, for the task map.
+    fn asker(&self, context: &RequestContext<RoleServer>) -> Asker {
+        let principal = super::principal_of(context);
+        Asker {
+            session: self.session_id().to_owned(),
+            alive: self.liveness(),
+            owner: crate::identity::owner_of(&principal),
+            peer: context.peer.clone(),
+        }
+    }
+
+    /// Answers a `CustomRequest`: a task request, else method not found.
+    pub(super) async fn custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        if !METHODS.contains(&request.method.as_str()) || !self.has_session() {
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                request.method,
+                None,
+            ));
+        }
+        let params = match request.params {
+            Some(Value::Object(params)) => params,
+            None | Some(Value::Null) => Map::new(),
+            Some(_) => {
+                return Err(ErrorData::invalid_params(
+                    format!("{}: params must be an object", request.method),
+                    None,
+                ));
+            }
+        };
+        let asker = self.asker(&context);
+        let answer = match request.method.as_str() {
+            "tools/call" => self.start_task(params, &asker, &context).await,
+            "tasks/list" => self.list_tasks(&asker).await,
+            method => self.task_request(method, params, &asker).await,
+        };
+        answer.map(CustomResult)
+    }
+
+    /// A task-augmented `tools/call`: started at the tool's server under
+    /// the name the session's table resolves, its task kept for `asker`.
+    async fn start_task(
+        &self,
+        params: Map<String, Value>,
+        asker: &Asker,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Value, ErrorData> {
+        let Some(name) = params
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
+            return Err(ErrorData::invalid_params("tools/call: no tool name", None));
+        };
+        let principal = super::principal_of(context);
+        let table = self.table_for(&principal);
+        self.within_rate(&principal, &name)?;
+        // Listening before the start: the server's first status may come
+        // before its answer.
+        let status = self.view().task_status();
+        let (server, mut answer) = self
+            .view()
+            .start_task(&table, &name, params)
+            .await
+            .map_err(|e| host_error(&e))?;
+        let Some(upstream) = answer
+            .pointer("/task/taskId")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
+            // Not a task after all (a server may answer at once).
+            return Ok(answer);
+        };
+        let ttl = answer.pointer("/task/ttl").and_then(Value::as_u64);
+        let id = self.shared.tasks.insert(asker, &server, &upstream, ttl)?;
+        tasks::rename(&mut answer, &id);
+        tracing::info!(task = %id, server = %server, tool = %name, session = %asker.session, "task started");
+        relay_status(
+            self.shared.tasks.clone(),
+            id,
+            server,
+            upstream,
+            status.boxed(),
+        );
+        Ok(answer)
+    }
+
+    /// `tasks/get`, `tasks/result` or `tasks/cancel` of the task `params`
+    /// name, at its server.
+    async fn task_request(
+        &self,
+        method: &str,
+        mut params: Map<String, Value>,
+        asker: &Asker,
+    ) -> Result<Value, ErrorData> {
+        let Some(id) = params
+            .get("taskId")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
+            return Err(ErrorData::invalid_params(
+                format!("{method}: no taskId"),
+                None,
+            ));
+        };
+        let (server, upstream) = match self.shared.tasks.find(&id, asker) {
+            Found::Task { server, upstream } => (server, upstream),
+            Found::Lost if method == "tasks/get" => return Ok(tasks::lost(&id)),
+            Found::Lost if method == "tasks/result" => return Err(tasks::lost_result(&id)),
+            Found::Lost => {
+                return Err(ErrorData::invalid_params(
+                    format!("task {id:?} already failed: the gateway restarted while it ran"),
+                    None,
+                ));
+            }
+            Found::Unknown => return Err(tasks::unknown(&id)),
+        };
+        params.insert("taskId".into(), Value::String(upstream));
+        let answer = self
+            .view()
+            .request_server(&server, method, Value::Object(params))
+            .await;
+        let mut answer = answer.map_err(|e| host_error(&e))?;
+        tasks::rename(&mut answer, &id);
+        Ok(answer)
+    }
+
+    /// `tasks/list`: the asker's tasks, each as its server answers
+    /// `tasks/get` now (those it no longer knows are forgotten).
+    async fn list_tasks(&self, asker: &Asker) -> Result<Value, ErrorData> {
+        let held = self.shared.tasks.list(asker);
+        let view = self.view();
+        let asked = held.iter().map(|(id, entry)| async move {
+            let params = serde_json::json!({"taskId": entry.upstream});
+            match view.request_server(&entry.server, "tasks/get", params).await {
+                Ok(mut task) => {
+                    tasks::rename(&mut task, id);
+                    if let Value::Object(task) = &mut task {
+                        task.remove("_meta");
+                    }
+                    Some(task)
+                }
+                Err(e) => {
+                    tracing::debug!(task = %id, error = %e, "a task is no longer known to its server");
+                    self.shared.tasks.forget(id);
+                    None
+                }
+            }
+        });
+        let listed: Vec<Value> = futures::future::join_all(asked)
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
+        Ok(serde_json::json!({ "tasks": listed }))
+    }
+}
+
+/// Relays the server's status notifications about task `upstream` of
+/// `server` to whichever session holds gateway task `id`, renamed, until
+/// the task ends, is forgotten, or the server's notifications end.
+fn relay_status(
+    tasks: Arc<Tasks>,
+    id: String,
+    server: String,
+    upstream: String,
+    mut status: futures::stream::BoxStream<'static, (String, Value)>,
+) {
+    let relay = async move {
+        while let Some((from, mut params)) = status.next().await {
+            if from != server
+                || params.get("taskId").and_then(Value::as_str) != Some(upstream.as_str())
+            {
+                continue;
+            }
+            let Some(peer) = tasks.peer_of(&id) else {
+                return;
+            };
+            tasks::rename(&mut params, &id);
+            let terminal = matches!(
+                params.get("status").and_then(Value::as_str),
+                Some("completed" | "failed" | "cancelled")
+            );
+            let notification = ServerNotification::CustomNotification(CustomNotification::new(
+                STATUS,
+                Some(params),
+            ));
+            if let Err(e) = peer.send_notification(notification).await {
+                tracing::debug!(task = %id, error = %e, "a task status could not be sent to its session");
+            }
+            if terminal {
+                return;
+            }
+        }
+    };
+    // A task is kept no longer than this, and neither is its relay.
+    tokio::spawn(async move {
+        let _ = tokio::time::timeout(tasks::MAX_TTL, relay).await;
+    });
+}

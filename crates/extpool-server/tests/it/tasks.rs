@@ -1,0 +1,164 @@
+//! Tasks (MCP 2025-11-25) through the gateway, with server-everything's
+//! task tool (`simulate-research-query`) behind it and the SDK clients in
+//! front: the gateway declares `tasks` because server-everything does; a
+//! task-augmented call is started, polled, fetched and cancelled under an
+//! id of the gateway's; a second session can neither see, fetch, list nor
+//! cancel the first's task; status notifications reach the session that
+//! started the task.
+
+use extpool_server::GatewayOptions;
+use serde_json::{Value, json};
+
+use crate::support::{Project, Served, client_lines, server_yaml, testkit_yaml};
+
+const RESEARCH: &str = "mcp__everything__simulate-research-query";
+
+fn everything_yaml() -> String {
+    server_yaml("everything", extpool_testkit::peers::server_everything())
+}
+
+/// Runs `steps` with the TypeScript SDK's task clients against `url`.
+async fn typescript(url: &str, steps: Value) -> Vec<Value> {
+    let mut command = extpool_testkit::peers::typescript_tasks_clients();
+    command.args(["--url", url]).arg(steps.to_string());
+    client_lines(command, "TypeScript SDK task clients").await
+}
+
+/// The line of step `op` of client `who` (the `n`th such, from 0).
+fn step<'a>(out: &'a [Value], op: &str, who: &str, n: usize) -> &'a Value {
+    out.iter()
+        .filter(|l| l["op"] == op && l["as"] == who)
+        .nth(n)
+        .unwrap_or_else(|| panic!("no {op} #{n} of {who} in {out:#?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_is_started_polled_and_fetched_and_only_its_session_sees_it() {
+    let project = Project::new();
+    project.config(&everything_yaml());
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let out = typescript(
+        &served.url,
+        json!([
+            {"op": "connect", "as": "a"},
+            {"op": "connect", "as": "b"},
+            {"op": "start", "as": "a", "name": RESEARCH, "args": {"topic": "gateways"}, "save": "t"},
+            {"op": "get", "as": "b", "task": "$t"},
+            {"op": "result", "as": "b", "task": "$t"},
+            {"op": "cancel", "as": "b", "task": "$t"},
+            {"op": "list", "as": "b"},
+            {"op": "get", "as": "b", "task": "extpool-task-nobody"},
+            {"op": "list", "as": "a"},
+            {"op": "wait", "as": "a", "task": "$t"},
+            {"op": "result", "as": "a", "task": "$t"},
+            {"op": "statuses", "as": "a"},
+            {"op": "statuses", "as": "b"},
+        ]),
+    )
+    .await;
+    // Declared because server-everything declares task-augmented calls.
+    let declared = &step(&out, "connect", "a", 0)["tasks"];
+    assert!(
+        declared.pointer("/requests/tools/call").is_some(),
+        "{out:#?}"
+    );
+    let task = &step(&out, "start", "a", 0)["task"];
+    let id = task["taskId"].as_str().unwrap();
+    assert!(
+        id.starts_with("extpool-task-"),
+        "the gateway's own id: {task}"
+    );
+    assert_eq!(task["status"], "working", "{task}");
+
+    // Session b: the same error as for an id nobody made, for every method.
+    let nobody = &step(&out, "get", "b", 1)["error"];
+    assert_eq!(nobody["code"], -32602, "{out:#?}");
+    for op in ["get", "result", "cancel"] {
+        let error = &step(&out, op, "b", 0)["error"];
+        assert_eq!(error["code"], nobody["code"], "{op}: {out:#?}");
+        assert_eq!(
+            error["message"].as_str().unwrap().replace(id, "ID"),
+            nobody["message"]
+                .as_str()
+                .unwrap()
+                .replace("extpool-task-nobody", "ID"),
+            "{op}: {out:#?}"
+        );
+    }
+    assert_eq!(step(&out, "list", "b", 0)["tasks"], json!([]), "{out:#?}");
+
+    // Session a: its task, listed, done, and its result under its id.
+    assert_eq!(
+        step(&out, "list", "a", 0)["tasks"][0][0],
+        json!(id),
+        "{out:#?}"
+    );
+    let done = &step(&out, "wait", "a", 0)["task"];
+    assert_eq!(done["taskId"], json!(id), "{done}");
+    assert_eq!(done["status"], "completed", "{done}");
+    let result = step(&out, "result", "a", 0);
+    assert!(
+        result["text"]
+            .as_str()
+            .unwrap()
+            .contains("# Research Report: gateways"),
+        "{result}"
+    );
+    assert_eq!(result["related"], json!(id), "{result}");
+
+    // The server's status notifications reached a, renamed, and not b.
+    let statuses = step(&out, "statuses", "a", 0)["statuses"]
+        .as_array()
+        .unwrap();
+    assert!(statuses.contains(&json!([id, "completed"])), "{out:#?}");
+    assert!(statuses.iter().all(|s| s[0] == json!(id)), "{out:#?}");
+    assert_eq!(step(&out, "statuses", "b", 0)["statuses"], json!([]));
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_is_cancelled_by_its_session_only() {
+    let project = Project::new();
+    project.config(&everything_yaml());
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let out = typescript(
+        &served.url,
+        json!([
+            {"op": "connect", "as": "a"},
+            {"op": "connect", "as": "b"},
+            {"op": "start", "as": "a", "name": RESEARCH, "args": {"topic": "cancels"}, "save": "t"},
+            {"op": "cancel", "as": "b", "task": "$t"},
+            {"op": "get", "as": "a", "task": "$t"},
+            {"op": "cancel", "as": "a", "task": "$t"},
+            {"op": "get", "as": "a", "task": "$t"},
+        ]),
+    )
+    .await;
+    assert_eq!(step(&out, "cancel", "b", 0)["error"]["code"], -32602);
+    assert_eq!(
+        step(&out, "get", "a", 0)["task"]["status"],
+        "working",
+        "{out:#?}"
+    );
+    let cancelled = &step(&out, "cancel", "a", 0)["task"];
+    assert_eq!(cancelled["status"], "cancelled", "{out:#?}");
+    let id = &step(&out, "start", "a", 0)["task"]["taskId"];
+    assert_eq!(&cancelled["taskId"], id, "{out:#?}");
+    assert_eq!(step(&out, "get", "a", 1)["task"]["status"], "cancelled");
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_are_not_declared_without_an_upstream_that_takes_them() {
+    let state = extpool_testkit::StateDir::new();
+    let project = Project::new();
+    project.config(&testkit_yaml("kit", &state));
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let out = typescript(&served.url, json!([{"op": "connect", "as": "a"}])).await;
+    assert_eq!(
+        step(&out, "connect", "a", 0)["tasks"],
+        Value::Null,
+        "{out:#?}"
+    );
+    served.stop().await;
+}
