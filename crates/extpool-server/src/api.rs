@@ -130,6 +130,7 @@ async fn create(
     };
     match sessions.create(&api.shared, request, &principal).await {
         Ok((session, open)) => {
+            api.shared.page.touch();
             let id = session.summary.id.as_str().to_owned();
             (
                 StatusCode::CREATED,
@@ -224,6 +225,7 @@ async fn delete(
         Some(sessions) => sessions.delete(&api.shared, &id, &principal).await,
         None => return no_store(),
     };
+    api.shared.page.touch();
     answered(answer.map(|servers| json!({"deleted": id, "closed_servers": servers})))
 }
 

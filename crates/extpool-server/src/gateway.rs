@@ -112,6 +112,9 @@ pub struct GatewayOptions {
     pub unprefixed: Vec<String>,
     /// How many tool calls each caller may make ([`crate::rate`]).
     pub rate_limits: extpool_host::config::RateLimitsConfig,
+    /// Whether the operator page offers a form to call each tool (off by
+    /// default: it calls real tools).
+    pub playground: bool,
 }
 
 impl Default for GatewayOptions {
@@ -140,6 +143,7 @@ impl Default for GatewayOptions {
             replica_heartbeat: crate::replica::DEFAULT_HEARTBEAT,
             unprefixed: Vec::new(),
             rate_limits: extpool_host::config::RateLimitsConfig::default(),
+            playground: false,
         }
     }
 }
@@ -214,6 +218,8 @@ pub(crate) struct Shared {
     /// The MCP sessions held here, their slots and activity.
     pub live: Arc<crate::live::Live>,
     pub audit: Option<AuditLog>,
+    /// What the operator page's streams share ([`crate::page`]).
+    pub page: crate::page::PageState,
     pub notifier: Notifier,
     /// The view of clients without a session (2026-07-28 requests).
     pub stateless: View,
@@ -367,6 +373,7 @@ impl Gateway {
             metrics: Arc::default(),
             live,
             audit,
+            page: crate::page::PageState::default(),
             notifier: Notifier::default(),
             stateless: stateless.clone(),
             stateless_names: NamesCache::default(),
@@ -388,6 +395,7 @@ impl Gateway {
         until_stopped(&shared, async move {
             follower.subscriptions.follow(stateless).await
         });
+        until_stopped(&shared, crate::page::follow(shared.clone()));
         tokio::spawn(crate::reaper::run(shared.clone()));
         if shared.sessions.is_some() {
             tokio::spawn(crate::replica::run(shared.clone()));

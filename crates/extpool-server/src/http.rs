@@ -1,7 +1,8 @@
 //! The gateway over HTTP: `/mcp` (streamable HTTP, both protocol eras),
 //! `/healthz` (the process answers), `/readyz` (the first catalog revision
 //! is published and the state store answered the last heartbeat),
-//! `/metrics` (Prometheus), and the `/v1` API ([`crate::api`]). Every
+//! `/metrics` (Prometheus), the `/v1` API ([`crate::api`]) and the
+//! operator page at `/` (`crate::page`). Every
 //! route is behind the one [`crate::guard`] (Host, Origin, bearer token,
 //! body size); connections are bounded by [`crate::listener`].
 
@@ -187,6 +188,7 @@ impl Gateway {
             ),
         ];
         routes.extend(crate::api::routes(&api));
+        routes.extend(crate::page::routes(&shared));
         routes
     }
 

@@ -34,7 +34,8 @@
 //!   time;
 //! - `shutdown`: the one shutdown path (stop taking work, let requests in
 //!   flight finish within a bound, answer and cancel the rest);
-//! - [`metrics`], [`audit`]: what operators watch and keep.
+//! - [`metrics`], [`audit`]: what operators watch and keep;
+//! - `page`: the operator page at `/`, live over server-sent events.
 
 pub mod api;
 pub mod audit;
@@ -58,6 +59,7 @@ pub(crate) mod methods;
 pub mod metrics;
 pub mod names;
 pub mod notify;
+pub(crate) mod page;
 pub mod passthrough;
 mod rate;
 mod reaper;

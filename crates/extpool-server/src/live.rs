@@ -171,6 +171,17 @@ impl Live {
         self.expired.subscribe()
     }
 
+    /// Requests in flight on `endpoint` now (`""`: `/mcp`; else a
+    /// durable session's id), sessions or not.
+    pub(crate) fn in_flight(&self, endpoint: &str) -> usize {
+        self.state
+            .lock()
+            .endpoints
+            .get(endpoint)
+            .copied()
+            .unwrap_or(0)
+    }
+
     /// The idle timeout.
     pub(crate) fn idle(&self) -> Duration {
         self.idle

@@ -88,11 +88,14 @@ pub struct Metrics {
     principals: Mutex<BTreeMap<String, u64>>,
     /// Calls refused by each rate limit (labels from the configuration).
     limited: Mutex<BTreeMap<String, u64>>,
+    /// The last minute of calls per server, for the operator page.
+    window: crate::page::window::Window,
 }
 
 impl Metrics {
     /// Records one call of `tool` on `server` that took `elapsed`.
     pub fn record_call(&self, server: &str, tool: &str, elapsed: Duration, failed: bool) {
+        self.window.record(server, elapsed, failed);
         let mut calls = self.calls.lock();
         let key = (server.to_owned(), tool.to_owned());
         let key = if calls.contains_key(&key) || calls.len() < MAX_SERIES {
@@ -112,6 +115,11 @@ impl Metrics {
                 series.buckets[i] += 1;
             }
         }
+    }
+
+    /// The last minute of calls per server (the operator page's charts).
+    pub(crate) fn window(&self) -> &crate::page::window::Window {
+        &self.window
     }
 
     /// Counts a tool call of `principal` (its label).

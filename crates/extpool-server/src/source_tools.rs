@@ -33,7 +33,15 @@ pub const SESSION_TOOLS: [BuiltinTool; 3] = [
 pub(crate) fn sources_json(shared: &Shared) -> serde_json::Value {
     // Read before the report: a change after it is past this number.
     let updates = *shared.host.discovery_updates().borrow();
-    let report = shared.host.sources_report();
+    sources_value(updates, &shared.host.sources_report())
+}
+
+/// [`sources_json`] of a report already read (`updates`: the discovery
+/// counter read before it), for the operator page, which shows the same.
+pub(crate) fn sources_value(
+    updates: u64,
+    report: &extpool_host::SourcesReport,
+) -> serde_json::Value {
     json!({
         "updates": updates,
         "revision": report.status.catalog.revision,

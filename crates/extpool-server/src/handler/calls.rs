@@ -198,9 +198,15 @@ impl GatewayHandler {
         self.shared
             .metrics
             .record_call(&server, &name, started.elapsed(), failed);
-        if let Some(args) = &digest_args {
-            self.audit(principal, table, &name, args, word, &verdicts, started);
-        }
+        self.audit(
+            principal,
+            table,
+            &name,
+            digest_args.as_ref(),
+            word,
+            &verdicts,
+            started,
+        );
         if let Some(asked) = asked {
             return relay::input_required(asked).map(Into::into);
         }
@@ -282,14 +288,11 @@ impl GatewayHandler {
         principal: &Principal,
         table: &ToolTable,
         name: &str,
-        args: &serde_json::Map<String, serde_json::Value>,
+        args: Option<&serde_json::Map<String, serde_json::Value>>,
         outcome: &'static str,
         guardrails: &[Verdict],
         started: Instant,
     ) {
-        let Some(log) = &self.shared.audit else {
-            return;
-        };
         let decision = self.view().permission(name);
         // A caller's own rule refused it: that rule decided.
         let (allowed, rule) = match table.resolve(name) {
@@ -298,7 +301,7 @@ impl GatewayHandler {
             }
             _ => (decision.is_allowed(), decision.reason()),
         };
-        log.write(&AuditRecord {
+        let record = AuditRecord {
             time_ms: now_ms(),
             principal: principal.label(),
             session: self.session_id(),
@@ -308,8 +311,14 @@ impl GatewayHandler {
             outcome,
             guardrails,
             duration_ms: millis(started.elapsed()),
-            args_sha256: args_digest(args),
-        });
+            // Only the file keeps it: the digest costs a copy of the
+            // arguments, made only when there is a file.
+            args_sha256: args.map(args_digest).unwrap_or_default(),
+        };
+        self.shared.page.feed.push(&record);
+        if let Some(log) = &self.shared.audit {
+            log.write(&record);
+        }
     }
 }
 

@@ -20,6 +20,7 @@ mod messages;
 mod mrtr;
 mod names;
 mod ops;
+mod page;
 mod passthrough;
 mod refresh;
 mod relay;

@@ -151,6 +151,7 @@ fn gateway_options(
         allowed_hosts: args.allowed_hosts.clone(),
         allowed_origins: args.allowed_origins.clone(),
         audit_log: args.audit_log.clone(),
+        playground: args.playground,
         unprefixed: args.unprefixed.clone(),
         replica_id: Some(replica),
         replica_heartbeat: std::time::Duration::from_secs(args.replica_heartbeat),

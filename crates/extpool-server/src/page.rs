@@ -1,0 +1,263 @@
+//! The operator page: `GET /` of `extpool serve`, behind the router's one
+//! guard like every route (loopback open, otherwise the gateway's token or
+//! an API key; only an operator principal is shown it). Server-rendered
+//! HTML with a small dependency-free script and style sheet embedded in
+//! the binary (`/page/app.js`, `/page/app.css`), under a content security
+//! policy that allows nothing but this gateway: no external request, no
+//! inline script.
+//!
+//! The page is live: `GET /v1/page/events` is a server-sent event stream
+//! that sends a `snapshot` (servers, catalog, sources, sessions, skills,
+//! last calls: [`snapshot`]) when any of them changes, and `tools` when the
+//! catalog's revision does. It wakes on the gateway's own change signals
+//! (calls, sessions made or deleted through the API, reconciliation
+//! cycles, discovery, health marks) and once a second for what moves by
+//! itself (a process that exits, the last minute's charts), sending only
+//! what differs from what it sent last. The page never polls.
+//!
+//! Session buttons call the `/v1` API (`DELETE /v1/sessions/{id}`, `POST
+//! …/mcp-refresh`); the playground (`extpool serve --playground`) calls a
+//! tool with a 2026-07-28 request to `/mcp`, the path every client's call
+//! takes (audited, metered, permission-checked). The script builds the DOM
+//! with `textContent` only: every value is text, never markup.
+
+pub(crate) mod feed;
+pub(crate) mod snapshot;
+pub mod window;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Extension, State};
+use axum::http::{StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, get};
+use extpool_host::core::Principal;
+use parking_lot::Mutex;
+use tokio::sync::watch;
+
+use crate::gateway::Shared;
+
+/// The path of the page's event stream.
+pub const EVENTS_PATH: &str = "/v1/page/events";
+
+/// The least time between two snapshots of one stream (calls arriving by
+/// the thousand make one snapshot, not a thousand).
+const MIN_INTERVAL: Duration = Duration::from_millis(250);
+
+/// How often a stream looks again without a signal: for what changes by
+/// itself (a server's process exiting, the last minute moving on).
+const TICK: Duration = Duration::from_secs(1);
+
+const HTML: &str = include_str!("page/index.html");
+const SCRIPT: &str = include_str!("page/app.js");
+const STYLE: &str = include_str!("page/app.css");
+
+/// Only this gateway's own script, style sheet and stream; nothing inline,
+/// nothing from elsewhere; never framed.
+const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// What the page's streams share: the last calls, when each revision was
+/// published, and a counter moved when sessions change through the API.
+#[derive(Debug)]
+pub(crate) struct PageState {
+    /// The last tool calls.
+    pub feed: feed::Feed,
+    /// The revision last seen published and when (Unix ms).
+    published: Mutex<(u64, u64)>,
+    /// Moved by whatever changes what the page shows without another
+    /// signal (a session made or deleted).
+    changed: watch::Sender<u64>,
+}
+
+impl Default for PageState {
+    fn default() -> Self {
+        Self {
+            feed: feed::Feed::default(),
+            published: Mutex::new((0, 0)),
+            changed: watch::Sender::new(0),
+        }
+    }
+}
+
+impl PageState {
+    /// Tells the page's streams to look again.
+    pub(crate) fn touch(&self) {
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// When `revision` was published (first seen), Unix ms; `None` for 0.
+    pub(crate) fn published_ms(&self, revision: u64) -> Option<u64> {
+        if revision == 0 {
+            return None;
+        }
+        let mut published = self.published.lock();
+        if published.0 != revision {
+            *published = (revision, crate::audit::now_ms());
+        }
+        Some(published.1)
+    }
+}
+
+/// Notes each revision's publication as it happens (for "published at").
+pub(crate) async fn follow(shared: Arc<Shared>) {
+    let mut revisions = shared.host.catalog().subscribe();
+    loop {
+        let revision = *revisions.borrow_and_update();
+        shared.page.published_ms(revision);
+        shared.page.touch();
+        if revisions.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+fn refused(principal: &Principal) -> Option<Response> {
+    (!principal.operator).then(|| {
+        (
+            StatusCode::FORBIDDEN,
+            "the operator page is for this gateway's operators (an operator's token or API key)\n",
+        )
+            .into_response()
+    })
+}
+
+fn asset(kind: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, kind),
+            (header::CONTENT_SECURITY_POLICY, POLICY),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (header::REFERRER_POLICY, "no-referrer"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+async fn page(Extension(principal): Extension<Arc<Principal>>) -> Response {
+    refused(&principal).unwrap_or_else(|| asset("text/html; charset=utf-8", HTML))
+}
+
+async fn script() -> Response {
+    asset("text/javascript; charset=utf-8", SCRIPT)
+}
+
+async fn style() -> Response {
+    asset("text/css; charset=utf-8", STYLE)
+}
+
+/// Waits for `rx` to move; forever once its sender is gone.
+async fn moved<T>(rx: &mut watch::Receiver<T>) {
+    if rx.changed().await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// One stream's signals and what it sent last.
+struct Watcher {
+    shared: Arc<Shared>,
+    calls: watch::Receiver<u64>,
+    changed: watch::Receiver<u64>,
+    cycles: watch::Receiver<u64>,
+    discovery: watch::Receiver<u64>,
+    health: tokio::sync::broadcast::Receiver<extpool_host::HealthEvent>,
+    tick: tokio::time::Interval,
+    last_snapshot: String,
+    last_tools: Option<u64>,
+    /// Events ready to send.
+    queue: std::collections::VecDeque<Event>,
+    first: bool,
+}
+
+impl Watcher {
+    fn new(shared: Arc<Shared>) -> Self {
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Self {
+            calls: shared.page.feed.changes(),
+            changed: shared.page.changed.subscribe(),
+            cycles: shared.host.catalog().cycles(),
+            discovery: shared.host.discovery_updates(),
+            health: shared.host.health().subscribe(),
+            tick,
+            shared,
+            last_snapshot: String::new(),
+            last_tools: None,
+            queue: std::collections::VecDeque::new(),
+            first: true,
+        }
+    }
+
+    /// Waits for any signal (not at all the first time).
+    async fn signal(&mut self) {
+        if std::mem::take(&mut self.first) {
+            return;
+        }
+        tokio::time::sleep(MIN_INTERVAL).await;
+        tokio::select! {
+            () = moved(&mut self.calls) => {}
+            () = moved(&mut self.changed) => {}
+            () = moved(&mut self.cycles) => {}
+            () = moved(&mut self.discovery) => {}
+            _ = self.health.recv() => {}
+            _ = self.tick.tick() => {}
+        }
+    }
+
+    /// The next event to send; `None` when the gateway is shutting down.
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(event) = self.queue.pop_front() {
+                return Some(event);
+            }
+            let draining = self.shared.draining.clone();
+            tokio::select! {
+                () = self.signal() => {}
+                () = draining.cancelled() => return None,
+            }
+            let revision = self.shared.host.catalog().current().number();
+            if self.last_tools != Some(revision) {
+                self.last_tools = Some(revision);
+                let tools = snapshot::tools(&self.shared).to_string();
+                self.queue
+                    .push_back(Event::default().event("tools").data(tools));
+            }
+            let text = snapshot::snapshot(&self.shared).await.to_string();
+            if text != self.last_snapshot {
+                self.queue
+                    .push_back(Event::default().event("snapshot").data(text.clone()));
+                self.last_snapshot = text;
+            }
+        }
+    }
+}
+
+async fn events(
+    State(shared): State<Arc<Shared>>,
+    Extension(principal): Extension<Arc<Principal>>,
+) -> Response {
+    if let Some(refusal) = refused(&principal) {
+        return refusal;
+    }
+    let stream = futures::stream::unfold(Watcher::new(shared), |mut watcher| async move {
+        let event = watcher.next().await?;
+        Some((Ok::<_, Infallible>(event), watcher))
+    });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// The page's routes.
+pub(crate) fn routes(shared: &Arc<Shared>) -> Vec<(&'static str, MethodRouter)> {
+    vec![
+        ("/", get(page)),
+        ("/page/app.js", get(script)),
+        ("/page/app.css", get(style)),
+        (EVENTS_PATH, get(events).with_state(shared.clone())),
+    ]
+}
