@@ -269,7 +269,11 @@ async fn the_page_fits_a_360_pixel_screen_and_has_a_dark_theme() {
         alpha.url(),
         board.url()
     ));
-    let (served, _db) = served(project, GatewayOptions::default()).await;
+    let options = GatewayOptions {
+        replica_id: Some(extpool_state::ReplicaId::new("gateway-1").unwrap()),
+        ..GatewayOptions::default()
+    };
+    let (served, _db) = served(project, options).await;
     echo(&served.url, 12).await;
     create_session(&served.base).await;
     let browser = Browser::launch().await;
