@@ -3,7 +3,8 @@
 //! goes through its generic `send_request`): a local skill's folders read
 //! from disk, page by page, with traversal refused; an MCP-hosted skill's
 //! forwarded to a server that declared `directoryRead`, and answered from
-//! the skill's manifest for one that did not (never sent to it).
+//! the skill's manifest for one that did not (never sent to it). A
+//! 2026-07-28 rmcp client reads them too, with rmcp's typed method.
 
 use extpool_server::GatewayOptions;
 use extpool_testkit::{StateDir, stdio_command};
@@ -231,5 +232,51 @@ async fn an_mcp_hosted_skill_directory_is_answered_from_its_manifest_without_dir
     assert_eq!(refused(&out[4]).0, -32602);
     // The server did not declare directoryRead: it was never asked.
     assert_eq!(state.counter("directory_reads"), 0);
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_client_reads_skill_directories_with_rmcp_typed_method() {
+    use rmcp::model::ReadResourceDirectoryRequestParams as Params;
+    let state = StateDir::new();
+    let served = Served::start(project(&state, &[]), GatewayOptions::default()).await;
+    let client = crate::support::modern(&served.url).await;
+    // rmcp's client sends the method only when server/discover declared it.
+    assert!(
+        client
+            .peer_info()
+            .unwrap()
+            .capabilities
+            .supports_directory_read()
+    );
+    let read = |params: Params| {
+        let client = &client;
+        async move { crate::support::within(client.read_resource_directory(params)).await }
+    };
+    let first = read(Params::new("skill://review/references/many"))
+        .await
+        .unwrap();
+    let cursor = first.next_cursor.clone().expect("a second page");
+    let second = read(Params::new("skill://review/references/many").with_cursor(cursor))
+        .await
+        .unwrap();
+    assert_eq!(
+        (first.resources.len(), second.resources.len()),
+        (100, MANY - 100)
+    );
+    assert_eq!(second.next_cursor, None);
+    let hosted = read(Params::new("skill://testkit-skill/references"))
+        .await
+        .unwrap();
+    let uris: Vec<&str> = hosted.resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris, ["skill://testkit-skill/references/guide.md"]);
+    let error = read(Params::new("skill://review/references/out"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, rmcp::ServiceError::McpError(e) if e.code == rmcp::model::ErrorCode::INVALID_PARAMS),
+        "{error:?}"
+    );
+    client.cancel().await.unwrap();
     served.stop().await;
 }
