@@ -260,8 +260,8 @@ impl Host {
         self.inner
             .runtime
             .entries()
-            .into_iter()
-            .map(|s| s.info)
+            .iter()
+            .map(servers::ServerEntry::shown)
             .collect()
     }
 
@@ -388,7 +388,7 @@ impl Host {
         let (discovery, entries) = self.discovery_and_servers();
         let catalog = self.inner.catalog.status();
         let sources = crate::sources::rows(&self.inner, &entries, &discovery, &catalog);
-        let servers = entries.into_iter().map(|e| e.info).collect();
+        let servers = entries.iter().map(servers::ServerEntry::shown).collect();
         SourcesReport {
             status: self.status_of(servers, catalog),
             sources,

@@ -27,6 +27,22 @@ pub(crate) struct ServerEntry {
     pub written: McpServerConfig,
 }
 
+impl ServerEntry {
+    /// What the server said it is at its latest connection, read from its
+    /// connection now (it may have reconnected to a new version).
+    pub(crate) fn implementation(&self) -> Option<rmcp::model::Implementation> {
+        self.cap.as_ref()?.implementation()
+    }
+
+    /// Its row as a status shows it: with what it said it is.
+    pub(crate) fn shown(&self) -> ServerInfo {
+        ServerInfo {
+            implementation: self.implementation(),
+            ..self.info.clone()
+        }
+    }
+}
+
 /// How a server is reached, for listings: no env, no headers, no secrets.
 pub fn transport(config: &McpServerConfig) -> String {
     match (&config.command, &config.url) {
@@ -177,6 +193,7 @@ pub(crate) async fn start(
                 origin,
                 transport: transport(config),
                 state,
+                implementation: None,
             },
             cap: None,
             source: crate::status::CONFIG_SOURCE.to_owned(),

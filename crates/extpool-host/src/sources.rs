@@ -40,6 +40,7 @@ fn server_row(server: &ServerInfo, status: &CatalogStatus) -> SourceInfo {
         dropped: Vec::new(),
         last_success_ms: None,
         discovered_by: None,
+        implementation: None,
     };
     match &server.state {
         ServerState::Failed { reason } => row.detail = reason.clone(),
@@ -142,6 +143,7 @@ fn failed_rows(rows: &mut Vec<SourceInfo>, discovery: &[DiscoveryStatus]) {
                 dropped: Vec::new(),
                 last_success_ms: None,
                 discovered_by: (d.source != CONFIG_SOURCE).then(|| d.source.clone()),
+                implementation: None,
             });
         }
     }
@@ -170,6 +172,7 @@ pub(crate) fn rows(
                 ));
             }
             row.discovered_by = (e.source != CONFIG_SOURCE).then(|| e.source.clone());
+            row.implementation = e.implementation();
             row
         })
         .collect();
@@ -192,6 +195,7 @@ pub(crate) fn rows(
             dropped: dropped_of(&dropped, &s.id),
             last_success_ms: None,
             discovered_by: None,
+            implementation: None,
         });
     }
     let places = &host.places;
@@ -230,6 +234,7 @@ pub(crate) fn rows(
             dropped,
             last_success_ms: None,
             discovered_by: None,
+            implementation: None,
         });
     }
     for d in discovery {
@@ -249,6 +254,7 @@ pub(crate) fn rows(
             last_success_ms: d.last_success_ms,
             dropped: d.notes.clone(),
             discovered_by: None,
+            implementation: None,
         });
     }
     let skills_stale = status.source(SKILLS_ID).is_some_and(|s| s.stale);
@@ -269,6 +275,7 @@ pub(crate) fn rows(
         dropped: Vec::new(),
         last_success_ms: None,
         discovered_by: None,
+        implementation: None,
     });
     rows
 }

@@ -98,6 +98,11 @@ pub struct ServerInfo {
     /// Its state.
     #[serde(flatten)]
     pub state: ServerState,
+    /// What the server said it is at its latest connection (`serverInfo`:
+    /// name, version, title, icons, website), as it said it; absent before
+    /// it connected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub implementation: Option<rmcp::model::Implementation>,
 }
 
 /// The host's cached state.

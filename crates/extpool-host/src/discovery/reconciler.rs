@@ -260,6 +260,7 @@ impl Reconciler {
                         origin: want.server.origin.clone(),
                         transport: transport(&want.server.written),
                         state,
+                        implementation: None,
                     },
                     cap,
                 }),

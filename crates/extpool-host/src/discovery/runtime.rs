@@ -98,6 +98,7 @@ pub(crate) fn disabled_entry(server: &DiscoveredServer, source: &str) -> ServerE
             origin: server.origin.clone(),
             transport: transport(&server.written),
             state: ServerState::Disabled,
+            implementation: None,
         },
         cap: None,
         source: source.to_owned(),

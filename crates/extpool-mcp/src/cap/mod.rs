@@ -251,6 +251,13 @@ impl McpServerCap {
         self.held.load().as_ref().map(|h| h.client().clone())
     }
 
+    /// What the server said it is at its latest connection (`serverInfo`:
+    /// name, version, title, icons, website), as it said it; `None` before
+    /// it connected or when it said nothing. Never connects.
+    pub fn implementation(&self) -> Option<rmcp::model::Implementation> {
+        self.client()?.server_info()?.server_info.clone()
+    }
+
     /// The client, taking it from the pool when none is attached yet.
     pub async fn ensure_client(&self) -> Result<McpClient, ClientError> {
         if self.shut.load(Ordering::Acquire) {

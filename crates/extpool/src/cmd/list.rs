@@ -204,20 +204,33 @@ fn table(ctx: &mut Ctx, host: &Opened, listed: &Listed, kind: ListKind) -> Resul
                 .filter(|r| !r.skipped.is_empty())
                 .map(|r| ctx.show_path(&r.root))
                 .collect();
+            // What each server said it is, in a column of its own when any did.
+            let said = sources.iter().any(|s| s.implementation.is_some());
             let rows: Vec<Vec<String>> = sources
                 .into_iter()
                 .map(|s| {
+                    let implementation = implementation_cell(&s);
                     let mut detail = s.detail;
                     if s.kind == "skills" && unloaded.contains(&s.name) {
                         detail.push_str(&format!("; see `extpool skills validate {}`", s.name));
                     }
-                    vec![s.kind.into(), s.name, s.state, detail]
+                    let mut row = vec![s.kind.into(), s.name, s.state];
+                    if said {
+                        row.push(implementation);
+                    }
+                    row.push(detail);
+                    row
                 })
                 .collect();
+            let headers: &[&str] = if said {
+                &["KIND", "NAME", "STATE", "IMPLEMENTATION", "DETAIL"]
+            } else {
+                &["KIND", "NAME", "STATE", "DETAIL"]
+            };
             if rows.is_empty() {
                 ctx.out.line(ctx.out.style.dim("no sources configured"))?;
             } else {
-                ctx.out.table(&["KIND", "NAME", "STATE", "DETAIL"], &rows)?;
+                ctx.out.table(headers, &rows)?;
             }
             if !dropped.is_empty() {
                 ctx.out.line("")?;
@@ -249,6 +262,30 @@ fn table(ctx: &mut Ctx, host: &Opened, listed: &Listed, kind: ListKind) -> Resul
         )?;
     }
     Ok(())
+}
+
+/// Longest implementation shown in a table cell (the whole is in `--json`).
+const IMPLEMENTATION_WIDTH: usize = 48;
+
+/// What the server of `source` said it is, as a table cell: `title (name
+/// version)`, or `name version` when it gave no title; cut to
+/// [`IMPLEMENTATION_WIDTH`] characters, and empty for any other row.
+fn implementation_cell(source: &extpool_host::SourceInfo) -> String {
+    let Some(i) = &source.implementation else {
+        return String::new();
+    };
+    let named = format!("{} {}", i.name, i.version);
+    let text = match i.title.as_deref().filter(|t| !t.trim().is_empty()) {
+        Some(title) => format!("{title} ({named})"),
+        None => named,
+    };
+    if text.chars().count() <= IMPLEMENTATION_WIDTH {
+        return text;
+    }
+    text.chars()
+        .take(IMPLEMENTATION_WIDTH - 1)
+        .chain(std::iter::once('…'))
+        .collect()
 }
 
 /// What an empty tool list says: that no server is ready, or, when none

@@ -16,6 +16,7 @@ mod floods;
 mod foreign_import;
 mod guardrails;
 mod host;
+mod implementation;
 mod json_logs;
 mod listings;
 mod log_feedback;
