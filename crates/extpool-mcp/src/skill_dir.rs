@@ -55,25 +55,36 @@ pub(crate) async fn read(
     if client.supports_directory_read().await? {
         return forwarded(client, dir, cursor).await.map(Some);
     }
+    known(client.name().as_str(), skill, dir, cursor).map_err(DirError::Refused)
+}
+
+/// The page after `cursor` of directory `dir` of `skill` from what is known
+/// of its files (its manifest, or its resources), for server `server` that
+/// cannot be asked; `None` when no file of the skill is under `dir`.
+fn known(
+    server: &str,
+    skill: &HostedSkill,
+    dir: &str,
+    cursor: Option<&str>,
+) -> Result<Option<DirectoryPage>, ExtensionError> {
     let files: Vec<&str> = match &skill.origin {
         Origin::Extension(manifest) => match &manifest.resources {
             SkillResources::Files(files) => files.iter().map(|f| f.uri.as_str()).collect(),
             _ => {
-                return Err(DirError::Refused(ExtensionError::InvalidArgument(format!(
-                    "server {} does not declare directoryRead and lists the files of skill {} \
-                     as dynamic: its directory {dir} cannot be listed",
-                    client.name(),
+                return Err(ExtensionError::InvalidArgument(format!(
+                    "server {server} does not declare directoryRead and lists the files of \
+                     skill {} as dynamic: its directory {dir} cannot be listed",
                     skill.entry.name
-                ))));
+                )));
             }
         },
         Origin::Resources { files } => files.iter().map(String::as_str).collect(),
     };
     if files.contains(&dir) {
-        return Err(DirError::Refused(ExtensionError::InvalidArgument(format!(
+        return Err(ExtensionError::InvalidArgument(format!(
             "not a directory: {dir} is a file of skill {}",
             skill.entry.name
-        ))));
+        )));
     }
     let children = known_children(&files, dir);
     if children.is_empty() {
@@ -209,6 +220,47 @@ mod tests {
         );
         assert!(listed("skill://acme/demo/nothing").is_empty());
         assert!(listed("skill://acme/dem").is_empty());
+    }
+
+    fn hosted(resources: SkillResources) -> HostedSkill {
+        let manifest = rmcp::model::Skill::new(
+            "skill://acme/demo/SKILL.md",
+            rmcp::model::SkillFrontmatter::new("demo", "A demo."),
+            resources,
+        );
+        HostedSkill {
+            entry: extpool_core::SkillEntry::new("skill://acme/demo/SKILL.md", "demo", "A demo."),
+            root: "skill://acme/demo".into(),
+            origin: Origin::Extension(Box::new(manifest)),
+        }
+    }
+
+    #[test]
+    fn a_manifest_answers_pages_files_and_dynamic_skills_for_a_server_not_asked() {
+        let files = FILES
+            .iter()
+            .map(|uri| rmcp::model::SkillResource::from_bytes(*uri, b"x"))
+            .collect();
+        let skill = hosted(SkillResources::Files(files));
+        let page = known("kit", &skill, "skill://acme/demo/references", None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(page.entries.len(), 2);
+        assert_eq!(page.next_cursor, None);
+        let file = known("kit", &skill, "skill://acme/demo/SKILL.md", None).unwrap_err();
+        assert!(file.to_string().contains("not a directory"), "{file}");
+        assert!(matches!(
+            known("kit", &skill, "skill://acme/demo/none", None),
+            Ok(None)
+        ));
+        let dynamic = hosted(SkillResources::Dynamic);
+        let refused = known("kit", &dynamic, "skill://acme/demo", None).unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("server kit does not declare directoryRead"),
+            "{refused}"
+        );
     }
 
     #[test]
