@@ -12,9 +12,10 @@
 //!   that reads the other one must not be shown a host the guard did not
 //!   check. A `Host` that is empty or blank names nothing and is refused
 //!   as a missing one is; one that names a port of no host is malformed.
-//! - `Origin`, when a browser sends one, must be a loopback origin or an
-//!   `--allowed-origin`; `null` (sandboxed frames, files) and several
-//!   `Origin` headers are refused.
+//! - `Origin`, when a browser sends one, must be a loopback origin, an
+//!   `--allowed-origin`, or the origin of the host `Host` names (a page
+//!   this gateway served, its operator page); `null` (sandboxed frames,
+//!   files) and several `Origin` headers are refused.
 //! - Who is calling ([`crate::identity`]): the gateway's token, an API key
 //!   or an issuer's access token, when any is configured, is required
 //!   everywhere but the probes and the protected-resource metadata
@@ -289,11 +290,12 @@ impl Guard {
         }
         let text = value.to_str().unwrap_or("");
         let accepted = parse_origin(text).is_some_and(|origin| {
-            self.origins.iter().any(|rule| {
-                rule.scheme == origin.scheme
-                    && rule.host == origin.host
-                    && rule.port.is_none_or(|p| origin.port == Some(p))
-            })
+            same_origin(&origin, headers)
+                || self.origins.iter().any(|rule| {
+                    rule.scheme == origin.scheme
+                        && rule.host == origin.host
+                        && rule.port.is_none_or(|p| origin.port == Some(p))
+                })
         });
         if accepted {
             return Ok(());
@@ -365,6 +367,24 @@ impl Guard {
                 .into_response(),
         )
     }
+}
+
+/// Whether `origin` names the host the request's `Host` header names (a
+/// page this gateway served, such as its operator page, calling it back):
+/// the `Host` rule already found that name to be this gateway's, and a
+/// page elsewhere cannot send this gateway's name as its origin. A `Host`
+/// without a port matches the origin scheme's default (a proxy in front
+/// that ends TLS).
+fn same_origin(origin: &OriginRule, headers: &HeaderMap) -> bool {
+    let Some(host) = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_authority)
+    else {
+        return false;
+    };
+    let default = if origin.scheme == "https" { 443 } else { 80 };
+    host.host == origin.host && origin.port == Some(host.port.unwrap_or(default))
 }
 
 /// The middleware: every rule, then the route.
@@ -508,6 +528,34 @@ mod tests {
             assert!(
                 g.check_origin(request(None, Some(bad)).headers()).is_err(),
                 "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_page_of_the_host_the_request_names_is_of_this_gateway() {
+        let g = guard();
+        for (host, origin) in [
+            ("gw.example:8520", "http://gw.example:8520"),
+            ("gw.example", "http://gw.example"),
+            ("gw.example", "https://gw.example"),
+            ("10.1.2.3:8520", "http://10.1.2.3:8520"),
+        ] {
+            assert!(
+                g.check_origin(request(Some(host), Some(origin)).headers())
+                    .is_ok(),
+                "{host} {origin}"
+            );
+        }
+        for (host, origin) in [
+            ("gw.example:8520", "http://gw.example:8521"),
+            ("gw.example:8520", "http://evil.example:8520"),
+            ("gw.example", "https://gw.example:8443"),
+        ] {
+            assert!(
+                g.check_origin(request(Some(host), Some(origin)).headers())
+                    .is_err(),
+                "{host} {origin}"
             );
         }
     }

@@ -128,6 +128,12 @@ async fn the_page_follows_servers_and_sessions_live_and_shows_hostile_text_as_te
         .eval("[typeof window.__pwned, document.querySelectorAll('#tools script, #tools img').length]")
         .await;
     assert_eq!(injected, json!(["undefined", 0]));
+    // No playground unless the gateway offers it.
+    assert_eq!(
+        tab.eval("document.querySelectorAll('#tools textarea, #tools button').length")
+            .await,
+        json!(0)
+    );
 
     // Calls show in the last calls and the server's minute.
     echo(&served.url, 3).await;
@@ -372,5 +378,122 @@ async fn behind_a_token_the_page_answers_only_a_browser_that_sends_it() {
     open_page(&tab, &served, &base).await;
     assert_eq!(tab.eval(&text_of("#link")).await, json!("live"));
     drop(browser);
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_playground_calls_a_tool_through_mcp_when_the_gateway_offers_it() {
+    let state = StateDir::new();
+    let options = GatewayOptions {
+        playground: true,
+        ..GatewayOptions::default()
+    };
+    let (served, _db) = served(project(&state), options).await;
+    let browser = Browser::launch().await;
+    let tab = browser.tab().await;
+    open_page(&tab, &served, &served.base).await;
+    let tool = "[data-tool=\"mcp__alpha__echo\"]";
+    tab.wait_for(
+        &format!(
+            "!!document.querySelector({})",
+            json!(format!("{tool} textarea"))
+        ),
+        "the echo tool's form",
+    )
+    .await;
+    tab.eval(&format!(
+        "document.querySelector({}).value = JSON.stringify({{message: 'from the page <b>'}})",
+        json!(format!("{tool} textarea"))
+    ))
+    .await;
+    tab.click(&format!("{tool} button")).await;
+    let result = tab
+        .wait_for(
+            &format!(
+                "(t => t.includes('from the page') && t)({})",
+                text_of(&format!("{tool} pre.result"))
+            ),
+            "the call's result shown",
+        )
+        .await;
+    let result: Value = serde_json::from_str(result.as_str().unwrap()).unwrap();
+    assert_eq!(result["content"][0]["text"], json!("from the page <b>"));
+    // It went the way every client's call goes: audited among the last calls.
+    tab.wait_for(
+        &format!(
+            "{} === 'mcp__alpha__echo'",
+            text_of("#calls tbody tr td:nth-child(3)")
+        ),
+        "the playground's call among the last calls",
+    )
+    .await;
+    drop(browser);
+    served.stop().await;
+}
+
+/// Reads the page's event stream until its first `snapshot`.
+async fn first_snapshot(base: &str) -> Value {
+    use futures::StreamExt as _;
+    let response = within(reqwest::get(format!("{base}/v1/page/events")))
+        .await
+        .unwrap();
+    assert_eq!(
+        response.headers()["content-type"].to_str().unwrap(),
+        "text/event-stream"
+    );
+    let mut body = response.bytes_stream();
+    let mut text = String::new();
+    loop {
+        let chunk = within(body.next())
+            .await
+            .expect("the stream ended")
+            .unwrap();
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        if let Some(at) = text.find("event: snapshot\ndata: ") {
+            let rest = &text[at + "event: snapshot\ndata: ".len()..];
+            if let Some(end) = rest.find('\n') {
+                return serde_json::from_str(&rest[..end]).unwrap();
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_shows_what_the_api_and_the_command_line_show() {
+    let state = StateDir::new();
+    let (served, _db) = served(project(&state), GatewayOptions::default()).await;
+    let id = create_session(&served.base).await;
+    let snapshot = first_snapshot(&served.base).await;
+    let get = |path: &'static str| {
+        let url = format!("{}{path}", served.base);
+        async move {
+            within(reqwest::get(url))
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    };
+    // `extpool sessions sources` (GET /v1/sources): the same rows.
+    let sources = get("/v1/sources").await;
+    assert_eq!(snapshot["sources"]["sources"], sources["sources"]);
+    assert_eq!(snapshot["sources"]["revision"], sources["revision"]);
+    assert_eq!(snapshot["catalog"]["revision"], sources["revision"]);
+    // `extpool sessions list` (GET /v1/sessions): the same sessions.
+    let listed = get("/v1/sessions").await;
+    let ids = |rows: &Value| -> Vec<String> {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(ids(&snapshot["sessions"]["rows"]), vec![id.clone()]);
+    assert_eq!(ids(&listed["sessions"]), vec![id]);
+    assert_eq!(
+        snapshot["sessions"]["rows"][0]["granted_count"],
+        listed["sessions"][0]["granted_count"]
+    );
     served.stop().await;
 }
