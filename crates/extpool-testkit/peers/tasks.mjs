@@ -14,8 +14,9 @@
 //   {"op": "result", "as": "a", "task": ID}  tasks/result: the text, or the error
 //   {"op": "list", "as": "a"}  tasks/list: the ids and statuses
 //   {"op": "cancel", "as": "a", "task": ID}  tasks/cancel: the task, or the error
-//   {"op": "statuses", "as": "a"}  the notifications/tasks/status the
-//       client got: [taskId, status] each, in order
+//   {"op": "statuses", "as": "a", "until": [ID, STATUS]?}  the
+//       notifications/tasks/status the client got: [taskId, status] each,
+//       in order (with until: once that one came, waiting 60 s at most)
 //   {"op": "close", "as": "a"}  ends the client's session
 // An ID "$name" is the id a start step with "save": "name" printed.
 // The SDK is imported from EXTPOOL_NODE_MODULES.
@@ -116,8 +117,17 @@ async function run(step, state) {
       } catch (e) {
         return { op: step.op, as: step.as, ...failure(e) };
       }
-    case "statuses":
+    case "statuses": {
+      if (step.until) {
+        const id = idOf({ task: step.until[0] });
+        const deadline = Date.now() + 60000;
+        while (!state.statuses.some(([t, s]) => t === id && s === step.until[1])) {
+          if (Date.now() > deadline) throw new Error(`no status ${step.until[1]} of ${id} within 60 s`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
       return { op: step.op, as: step.as, statuses: state.statuses };
+    }
     case "close":
       await state.transport.terminateSession();
       await state.client.close();

@@ -355,3 +355,16 @@ pub fn typescript_tasks_clients() -> Command {
         .env("EXTPOOL_NODE_MODULES", node_modules());
     command
 }
+
+/// This crate's `peers/tasks.py`: the steps of [`typescript_tasks_clients`]
+/// with the Python SDK's clients (its task types, sent through its generic
+/// `send_request`). Append `--url URL`, then the steps.
+///
+/// # Panics
+///
+/// When Python or the SDK is missing.
+pub fn python_tasks_clients() -> Command {
+    let mut command = Command::new(python());
+    command.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/tasks.py"));
+    command
+}

@@ -9,7 +9,7 @@
 use extpool_server::GatewayOptions;
 use serde_json::{Value, json};
 
-use crate::support::{Project, Served, client_lines, server_yaml, testkit_yaml};
+use crate::support::{Project, Sdk, Served, client_lines, server_yaml, testkit_yaml};
 
 const RESEARCH: &str = "mcp__everything__simulate-research-query";
 
@@ -17,11 +17,14 @@ fn everything_yaml() -> String {
     server_yaml("everything", extpool_testkit::peers::server_everything())
 }
 
-/// Runs `steps` with the TypeScript SDK's task clients against `url`.
-async fn typescript(url: &str, steps: Value) -> Vec<Value> {
-    let mut command = extpool_testkit::peers::typescript_tasks_clients();
+/// Runs `steps` with `sdk`'s task clients against `url`.
+async fn clients(sdk: Sdk, url: &str, steps: Value) -> Vec<Value> {
+    let mut command = match sdk {
+        Sdk::TypeScript => extpool_testkit::peers::typescript_tasks_clients(),
+        Sdk::Python => extpool_testkit::peers::python_tasks_clients(),
+    };
     command.args(["--url", url]).arg(steps.to_string());
-    client_lines(command, "TypeScript SDK task clients").await
+    client_lines(command, &format!("{sdk:?} SDK task clients")).await
 }
 
 /// The line of step `op` of client `who` (the `n`th such, from 0).
@@ -33,11 +36,21 @@ fn step<'a>(out: &'a [Value], op: &str, who: &str, n: usize) -> &'a Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_task_is_started_polled_and_fetched_and_only_its_session_sees_it() {
+async fn a_typescript_task_is_started_polled_and_fetched_and_only_its_session_sees_it() {
+    started_polled_and_fetched(Sdk::TypeScript).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_task_is_started_polled_and_fetched_and_only_its_session_sees_it() {
+    started_polled_and_fetched(Sdk::Python).await;
+}
+
+async fn started_polled_and_fetched(sdk: Sdk) {
     let project = Project::new();
     project.config(&everything_yaml());
     let served = Served::start(project, GatewayOptions::default()).await;
-    let out = typescript(
+    let out = clients(
+        sdk,
         &served.url,
         json!([
             {"op": "connect", "as": "a"},
@@ -51,7 +64,7 @@ async fn a_task_is_started_polled_and_fetched_and_only_its_session_sees_it() {
             {"op": "list", "as": "a"},
             {"op": "wait", "as": "a", "task": "$t"},
             {"op": "result", "as": "a", "task": "$t"},
-            {"op": "statuses", "as": "a"},
+            {"op": "statuses", "as": "a", "until": ["$t", "completed"]},
             {"op": "statuses", "as": "b"},
         ]),
     )
@@ -117,11 +130,21 @@ async fn a_task_is_started_polled_and_fetched_and_only_its_session_sees_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_task_is_cancelled_by_its_session_only() {
+async fn a_typescript_task_is_cancelled_by_its_session_only() {
+    cancelled_by_its_session_only(Sdk::TypeScript).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_task_is_cancelled_by_its_session_only() {
+    cancelled_by_its_session_only(Sdk::Python).await;
+}
+
+async fn cancelled_by_its_session_only(sdk: Sdk) {
     let project = Project::new();
     project.config(&everything_yaml());
     let served = Served::start(project, GatewayOptions::default()).await;
-    let out = typescript(
+    let out = clients(
+        sdk,
         &served.url,
         json!([
             {"op": "connect", "as": "a"},
@@ -154,11 +177,10 @@ async fn tasks_are_not_declared_without_an_upstream_that_takes_them() {
     let project = Project::new();
     project.config(&testkit_yaml("kit", &state));
     let served = Served::start(project, GatewayOptions::default()).await;
-    let out = typescript(&served.url, json!([{"op": "connect", "as": "a"}])).await;
-    assert_eq!(
-        step(&out, "connect", "a", 0)["tasks"],
-        Value::Null,
-        "{out:#?}"
-    );
+    for sdk in [Sdk::TypeScript, Sdk::Python] {
+        let out = clients(sdk, &served.url, json!([{"op": "connect", "as": "a"}])).await;
+        let declared = &step(&out, "connect", "a", 0)["tasks"];
+        assert_eq!(declared, &Value::Null, "{sdk:?}: {out:#?}");
+    }
     served.stop().await;
 }
