@@ -57,8 +57,8 @@ pub(crate) struct Asker {
     pub alive: Weak<dyn Any + Send + Sync>,
     /// The principal's owner key (`None`: the local caller).
     pub owner: Option<String>,
-    /// Where the session's notifications go.
-    pub peer: Peer<RoleServer>,
+    /// Where the session's notifications go (none: nowhere).
+    pub peer: Option<Peer<RoleServer>>,
 }
 
 /// One task the gateway started.
@@ -228,7 +228,10 @@ impl Tasks {
     pub(crate) fn peer_of(&self, id: &str) -> Option<Peer<RoleServer>> {
         let map = self.map.lock();
         let entry = map.get(id)?;
-        (entry.expires > Instant::now()).then(|| entry.asker.peer.clone())
+        if entry.expires <= Instant::now() {
+            return None;
+        }
+        entry.asker.peer.clone()
     }
 
     /// Forgets task `id` (its server no longer knows it).
@@ -416,6 +419,55 @@ mod tests {
         assert!(!now.of_earlier_process("extpool-task-zz-00"));
         assert!(!now.of_earlier_process("some-server-id"));
         assert_ne!(now.mint(), now.mint());
+    }
+
+    fn asker(session: &str, alive: &std::sync::Arc<()>, owner: Option<&str>) -> Asker {
+        let alive: Weak<dyn Any + Send + Sync> = std::sync::Arc::downgrade(alive) as _;
+        Asker {
+            session: session.into(),
+            alive,
+            owner: owner.map(str::to_owned),
+            peer: None,
+        }
+    }
+
+    #[test]
+    fn an_ended_sessions_task_goes_to_its_principal_only() {
+        let tasks = Tasks::default();
+        let (one, two, three) = (
+            std::sync::Arc::new(()),
+            std::sync::Arc::new(()),
+            std::sync::Arc::new(()),
+        );
+        let alice = asker("s1", &one, Some("alice"));
+        let id = tasks.insert(&alice, "srv", "up-1", Some(60_000)).unwrap();
+        let found = |f: Found| matches!(f, Found::Task { upstream, .. } if upstream == "up-1");
+        assert!(found(tasks.find(&id, &alice)));
+        // Alice's other session, while the first lives: nothing.
+        let alice_again = asker("s2", &two, Some("alice"));
+        assert!(matches!(tasks.find(&id, &alice_again), Found::Unknown));
+        drop(one);
+        // Bob, once it ended: still nothing, and no listing.
+        let bob = asker("s3", &three, Some("bob"));
+        assert!(matches!(tasks.find(&id, &bob), Found::Unknown));
+        assert!(tasks.list(&bob).is_empty());
+        // Alice's other session takes it over, and it is hers alone now.
+        assert!(found(tasks.find(&id, &alice_again)));
+        assert!(matches!(tasks.find(&id, &alice), Found::Unknown));
+        assert_eq!(tasks.list(&alice_again).len(), 1);
+    }
+
+    #[test]
+    fn a_session_holds_a_bounded_number_of_tasks() {
+        let tasks = Tasks::default();
+        let alive = std::sync::Arc::new(());
+        let me = asker("s", &alive, None);
+        for n in 0..MAX_TASKS_PER_SESSION {
+            tasks.insert(&me, "srv", &n.to_string(), None).unwrap();
+        }
+        assert!(tasks.insert(&me, "srv", "one more", None).is_err());
+        let other = asker("t", &alive, None);
+        assert!(tasks.insert(&other, "srv", "theirs", None).is_ok());
     }
 
     #[test]

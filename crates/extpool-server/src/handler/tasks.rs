@@ -48,7 +48,7 @@ impl GatewayHandler {
             session: self.session_id().to_owned(),
             alive: self.liveness(),
             owner: crate::identity::owner_of(&principal),
-            peer: context.peer.clone(),
+            peer: Some(context.peer.clone()),
         }
     }
 

@@ -184,3 +184,114 @@ async fn tasks_are_not_declared_without_an_upstream_that_takes_them() {
     }
     served.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_outlives_its_session_for_the_same_principal() {
+    let project = Project::new();
+    project.config(&everything_yaml());
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let out = clients(
+        Sdk::TypeScript,
+        &served.url,
+        json!([
+            {"op": "connect", "as": "a"},
+            {"op": "connect", "as": "b"},
+            {"op": "start", "as": "a", "name": RESEARCH, "args": {"topic": "orphans"}, "save": "t"},
+            {"op": "get", "as": "b", "task": "$t"},
+            {"op": "close", "as": "a"},
+            {"op": "connect", "as": "c"},
+            {"op": "wait", "as": "c", "task": "$t"},
+            {"op": "result", "as": "c", "task": "$t"},
+            {"op": "list", "as": "c"},
+            {"op": "get", "as": "b", "task": "$t"},
+        ]),
+    )
+    .await;
+    let id = &step(&out, "start", "a", 0)["task"]["taskId"];
+    // b's session was alive while a's held the task: b never sees it,
+    // not even after a's session ended and c's took it over.
+    assert_eq!(
+        step(&out, "get", "b", 0)["error"]["code"],
+        -32602,
+        "{out:#?}"
+    );
+    assert_eq!(
+        step(&out, "wait", "c", 0)["task"]["status"],
+        "completed",
+        "{out:#?}"
+    );
+    let result = step(&out, "result", "c", 0);
+    assert!(
+        result["text"].as_str().unwrap().contains("orphans"),
+        "{result}"
+    );
+    assert_eq!(&result["related"], id, "{result}");
+    assert_eq!(step(&out, "list", "c", 0)["tasks"][0][0], *id, "{out:#?}");
+    assert_eq!(
+        step(&out, "get", "b", 1)["error"]["code"],
+        -32602,
+        "{out:#?}"
+    );
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_the_gateways_restart_lost_is_failed_not_pending() {
+    let project = Project::new();
+    project.config(&everything_yaml());
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let out = clients(
+        Sdk::TypeScript,
+        &served.url,
+        json!([
+            {"op": "connect", "as": "a"},
+            {"op": "start", "as": "a", "name": RESEARCH, "args": {"topic": "restarts"}},
+        ]),
+    )
+    .await;
+    let id = step(&out, "start", "a", 0)["task"]["taskId"].clone();
+    served.stop().await;
+
+    let project = Project::new();
+    project.config(&everything_yaml());
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let out = clients(
+        Sdk::TypeScript,
+        &served.url,
+        json!([
+            {"op": "connect", "as": "a"},
+            {"op": "get", "as": "a", "task": id},
+            {"op": "result", "as": "a", "task": id},
+            {"op": "cancel", "as": "a", "task": id},
+            {"op": "get", "as": "a", "task": "extpool-task-0123456789ab-0123"},
+        ]),
+    )
+    .await;
+    let lost = &step(&out, "get", "a", 0)["task"];
+    assert_eq!(lost["taskId"], id, "{out:#?}");
+    assert_eq!(lost["status"], "failed", "{out:#?}");
+    assert!(
+        lost["statusMessage"]
+            .as_str()
+            .unwrap()
+            .contains("restarted"),
+        "{out:#?}"
+    );
+    let result = &step(&out, "result", "a", 0)["error"];
+    assert!(
+        result["message"].as_str().unwrap().contains("restarted"),
+        "{out:#?}"
+    );
+    assert_eq!(
+        step(&out, "cancel", "a", 0)["error"]["code"],
+        -32602,
+        "{out:#?}"
+    );
+    // Not shaped as the gateway's ids are: unknown, not lost.
+    assert_eq!(
+        step(&out, "get", "a", 1)["error"]["code"],
+        -32602,
+        "{out:#?}"
+    );
+    served.stop().await;
+}
