@@ -107,8 +107,33 @@ async fn the_page_follows_servers_and_sessions_live_and_shows_hostile_text_as_te
     open_page(&tab, &served, &served.base).await;
     // Marks this document: a reload would lose it.
     tab.eval("window.__same = 'this load'").await;
+    hostile_text_is_text(&tab).await;
+    // Calls show in the last calls and the server's minute.
+    echo(&served.url, 3).await;
+    tab.wait_for(
+        "document.querySelectorAll('#calls tbody tr').length === 3",
+        "three calls listed",
+    )
+    .await;
+    assert_eq!(
+        tab.eval(&text_of("#calls tbody tr td:nth-child(3)")).await,
+        json!("mcp__alpha__echo")
+    );
+    assert_eq!(
+        tab.eval(&text_of("#calls tbody tr td:nth-child(5)")).await,
+        json!("ok")
+    );
 
-    // The hostile description is text: no script ran, no element was made.
+    session_deleted_from_the_page(&tab, &served).await;
+    killed_server_turns_failed(&tab, &served).await;
+    assert_eq!(tab.eval("window.__same").await, json!("this load"));
+    drop(browser);
+    served.stop().await;
+}
+
+/// The hostile description is shown as text: no script ran, no element
+/// was made, ESC is its visible symbol; and no playground is offered.
+async fn hostile_text_is_text(tab: &Tab) {
     let description = tab
         .wait_for(
             &text_of("[data-tool=\"mcp__board__hostile\"] .desc"),
@@ -134,24 +159,11 @@ async fn the_page_follows_servers_and_sessions_live_and_shows_hostile_text_as_te
             .await,
         json!(0)
     );
+}
 
-    // Calls show in the last calls and the server's minute.
-    echo(&served.url, 3).await;
-    tab.wait_for(
-        "document.querySelectorAll('#calls tbody tr').length === 3",
-        "three calls listed",
-    )
-    .await;
-    assert_eq!(
-        tab.eval(&text_of("#calls tbody tr td:nth-child(3)")).await,
-        json!("mcp__alpha__echo")
-    );
-    assert_eq!(
-        tab.eval(&text_of("#calls tbody tr td:nth-child(5)")).await,
-        json!("ok")
-    );
-
-    // A session made through the API appears.
+/// A session made through the API appears; its delete button (pressed,
+/// then confirmed) deletes it.
+async fn session_deleted_from_the_page(tab: &Tab, served: &Served) {
     let id = create_session(&served.base).await;
     let row = format!("[data-session={}]", json!(id));
     tab.wait_for(
@@ -183,8 +195,10 @@ async fn the_page_follows_servers_and_sessions_live_and_shows_hostile_text_as_te
     .unwrap()
     .status();
     assert_eq!(status.as_u16(), 404);
+}
 
-    // alpha's process killed: failed on the open page, no reload.
+/// alpha's process killed: `failed` on the open page, with why.
+async fn killed_server_turns_failed(tab: &Tab, served: &Served) {
     let pid = served
         .gateway
         .host()
@@ -218,9 +232,6 @@ async fn the_page_follows_servers_and_sessions_live_and_shows_hostile_text_as_te
             .await,
         json!("ready")
     );
-    assert_eq!(tab.eval("window.__same").await, json!("this load"));
-    drop(browser);
-    served.stop().await;
 }
 
 /// Calls `mcp__alpha__echo` `n` times through `/mcp`; each must succeed.
