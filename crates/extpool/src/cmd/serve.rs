@@ -404,6 +404,8 @@ fn announce(ctx: &mut Ctx, gateway: &Gateway, addr: std::net::SocketAddr) -> Res
         plural(servers, "server"),
         plural(tools, "tool")
     ))?;
+    ctx.out
+        .text(&format!("The operator page, live: http://{addr}/\n"))?;
     ctx.out.text(&format!(
         "\nAdd it to your agent:\n  Claude Code  claude mcp add --transport http extpool {url}\n  Codex        in ~/.codex/config.toml:\n                 [mcp_servers.extpool]\n                 url = \"{url}\"\n  Cursor       in .cursor/mcp.json: {{\"mcpServers\": {{\"extpool\": {{\"url\": \"{url}\"}}}}}}\n  VS Code      code --add-mcp '{{\"name\":\"extpool\",\"type\":\"http\",\"url\":\"{url}\"}}'\n  (or run `extpool serve --stdio` as the agent's one stdio server)\n\nStop with Ctrl-C.\n"
     ))?;

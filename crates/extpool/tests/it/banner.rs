@@ -470,5 +470,10 @@ fn serve_names_the_config_file_it_serves_without() {
         warnings.contains("warning: serving without .mcp.json: it was skipped for the error above"),
         "{warnings}"
     );
-    assert!(gateway.banner()[0].starts_with("extpool serves 0 servers and 2 tools on http://"));
+    let banner = gateway.banner();
+    assert!(banner[0].starts_with("extpool serves 0 servers and 2 tools on http://"));
+    // The operator page is named at the listener's root.
+    let url = banner[0].rsplit(' ').next().unwrap();
+    let page = url.strip_suffix("mcp").unwrap();
+    assert_eq!(banner[1], format!("The operator page, live: {page}"));
 }

@@ -600,3 +600,45 @@ fn the_limit_flags_bound_request_bodies_and_sessions_with_clear_errors() {
     );
     assert_eq!(sigterm(&mut served), 143);
 }
+
+/// The first `snapshot` of the operator page's event stream at `base`
+/// (`http://host:port`), read over a plain HTTP/1.1 connection.
+fn page_snapshot(base: &str) -> Value {
+    use std::io::Write;
+    let authority = base.strip_prefix("http://").unwrap();
+    let mut tcp = std::net::TcpStream::connect(authority).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(
+        tcp,
+        "GET /v1/page/events HTTP/1.1\r\nHost: {authority}\r\nAccept: text/event-stream\r\n\r\n"
+    )
+    .unwrap();
+    let mut lines = BufReader::new(tcp).lines();
+    let mut snapshot = false;
+    loop {
+        let line = lines.next().expect("the stream ended").unwrap();
+        if line == "event: snapshot" {
+            snapshot = true;
+        } else if let Some(data) = line.strip_prefix("data: ")
+            && snapshot
+        {
+            return serde_json::from_str(data).unwrap();
+        }
+    }
+}
+
+#[test]
+fn the_operator_page_offers_the_playground_only_with_the_flag() {
+    let sb = Sandbox::new();
+    let state = StateDir::new();
+    testkit_config(&sb, &state);
+    for (args, offered) in [(&[][..], false), (&["--playground"][..], true)] {
+        let mut command_args = vec!["--listen", "127.0.0.1:0"];
+        command_args.extend(args);
+        let served = serve(&sb, &command_args);
+        let base = served.url.strip_suffix("/mcp").unwrap();
+        let snapshot = page_snapshot(base);
+        assert_eq!(snapshot["playground"], json!(offered), "{args:?}");
+        assert_eq!(snapshot["servers"][0]["name"], json!("testkit"));
+    }
+}
