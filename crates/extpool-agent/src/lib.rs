@@ -74,4 +74,4 @@ pub use factory::{AgentEvent, AgentFactory, AgentOptions, CallOutcome, CallRecor
 pub use filter::CatalogFilter;
 pub use function::{FunctionTools, ToolHandler};
 pub use run::RunHandle;
-pub use turn::Turn;
+pub use turn::{TaskState, ToolTask, Turn};

@@ -27,6 +27,10 @@ use crate::error::AgentError;
 use crate::factory::{AgentEvent, CallOutcome, CallRecord};
 use extpool_host::describe;
 
+mod task;
+
+pub use task::{MAX_POLL, MIN_POLL, TaskState, ToolTask};
+
 struct TurnInner {
     agent: Agent,
     view: View,

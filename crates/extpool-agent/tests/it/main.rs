@@ -12,4 +12,5 @@ mod rig;
 mod scenarios;
 mod search;
 mod support;
+mod tasks;
 mod turns;

@@ -5,8 +5,9 @@
 //! servers' task status notifications. Which task belongs to whom is the
 //! front end's to keep: the host only reaches the servers.
 
+use extpool_core::ToolResult;
 use futures::{Stream, StreamExt};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::{blocked, refused, subject_of};
 use crate::error::HostError;
@@ -103,6 +104,25 @@ impl View {
             Ok(Some(answer)) => Ok(answer),
             Ok(None) => Err(unsupported()),
             Err(e) => Err(relay("a task request", server, e)),
+        }
+    }
+
+    /// The result of task `id` at `server` (`tasks/result`, which waits
+    /// for the task to end), as a tool result. A failed task's error is a
+    /// tool error the model can read; the host's own failures are errors.
+    pub async fn task_result(&self, server: &str, id: &str) -> Result<ToolResult, HostError> {
+        let answer = self
+            .request_server(server, "tasks/result", json!({ "taskId": id }))
+            .await;
+        match answer {
+            Ok(answer) => match serde_json::from_value::<rmcp::model::CallToolResult>(answer) {
+                Ok(result) => Ok(extpool_mcp::convert::tool_result(result)),
+                Err(e) => Ok(ToolResult::error(format!(
+                    "task {id} of {server}: its result is no tool result: {e}"
+                ))),
+            },
+            Err(e @ (HostError::ShutDown | HostError::Scope(_))) => Err(e),
+            Err(e) => Ok(ToolResult::error(e.to_string())),
         }
     }
 
