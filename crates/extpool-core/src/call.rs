@@ -44,15 +44,23 @@ pub trait CallClient: Send + Sync {
     /// Forwards a `notifications/message` (its params) to the client.
     fn log(&self, params: Value);
 
-    /// Sends notification `method` with `params` to the client's session,
-    /// outside any call's answer: what a server tells the client after the
-    /// call that asked is over (`notifications/elicitation/complete` of a
-    /// URL-mode elicitation). A client without a session to reach answers
-    /// why it cannot.
-    async fn notify(&self, method: &str, params: Value) -> Result<(), String> {
-        let _ = params;
-        Err(format!("this client takes no {method} outside a call"))
+    /// The client's session as it outlives the call, for what a server
+    /// tells the client after the call that asked is over
+    /// (`notifications/elicitation/complete` of a URL-mode elicitation);
+    /// `None` for a client without one. It holds nothing of the call, so
+    /// keeping it never keeps the call's relays open.
+    fn session(&self) -> Option<Arc<dyn ClientSession>> {
+        None
     }
+}
+
+/// The session of a call's client, past the call: see
+/// [`CallClient::session`].
+#[async_trait::async_trait]
+pub trait ClientSession: Send + Sync {
+    /// Sends notification `method` with `params` to the client, outside
+    /// any call's answer; `Err` says why it could not.
+    async fn notify(&self, method: &str, params: Value) -> Result<(), String>;
 }
 
 /// One round of a call in the stateless era (MCP 2026-07-28, SEP-2322):

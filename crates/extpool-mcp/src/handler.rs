@@ -231,7 +231,9 @@ impl Handler {
         }
         // Remembered before it is sent: the server may complete it as soon
         // as the user accepts.
-        callers.elicitations.remember(id, client.clone());
+        if let Some(session) = client.session() {
+            callers.elicitations.remember(id, session);
+        }
         let answer: Result<rmcp::model::ElicitResult, _> =
             self.relay_to(&client, ELICITATION, request).await;
         if !matches!(&answer, Ok(r) if r.action == rmcp::model::ElicitationAction::Accept) {
@@ -246,13 +248,13 @@ impl Handler {
     async fn completed(&self, params: Option<serde_json::Value>) {
         let Some(callers) = &self.callers else { return };
         let id = crate::url_elicitation::completed_id(params.as_ref());
-        let Some(client) = id.and_then(|id| callers.elicitations.take(id)) else {
+        let Some(session) = id.and_then(|id| callers.elicitations.take(id)) else {
             tracing::debug!(server = %self.server, "an elicitation completion for no elicitation relayed here was dropped");
             return;
         };
         let params = params.unwrap_or_default();
         let method = crate::url_elicitation::ELICITATION_COMPLETE;
-        if let Err(e) = client.notify(method, params).await {
+        if let Err(e) = session.notify(method, params).await {
             tracing::debug!(server = %self.server, "an elicitation completion could not be relayed: {e}");
         }
     }

@@ -9,14 +9,15 @@
 //! with that id, by then often after the call is over. One upstream
 //! connection serves every session of a gateway, so the id is the only
 //! link back: each connection keeps the ids it relayed with the client they
-//! went to ([`Sent`]). A complete notification whose id was not relayed on
-//! that connection goes nowhere. The ids are the server's, on this
-//! connection only: a client cannot name another's.
+//! went to ([`Sent`]): its session only, never its call (which must end
+//! when it ends). A complete notification whose id was not relayed on that
+//! connection goes nowhere. The ids are the server's, on this connection
+//! only: a client cannot name another's.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use extpool_core::CallClient;
+use extpool_core::ClientSession;
 use parking_lot::Mutex;
 use rmcp::model::{ErrorCode, ErrorData};
 use serde_json::Value;
@@ -38,7 +39,8 @@ pub(crate) const MAX_WAITING: usize = 1024;
 const MAX_ID_LEN: usize = 512;
 
 /// The URL elicitations relayed on one connection and not yet complete,
-/// by id, with the client each went to; oldest first in `order`.
+/// by id, with the session of the client each went to; oldest first in
+/// `order`.
 #[derive(Default)]
 pub(crate) struct Sent {
     inner: Mutex<SentInner>,
@@ -46,19 +48,19 @@ pub(crate) struct Sent {
 
 #[derive(Default)]
 struct SentInner {
-    clients: HashMap<String, Arc<dyn CallClient>>,
+    clients: HashMap<String, Arc<dyn ClientSession>>,
     order: VecDeque<String>,
 }
 
 impl Sent {
-    /// Remembers that elicitation `id` went to `client` (replacing what
-    /// the same id went to before).
-    pub(crate) fn remember(&self, id: &str, client: Arc<dyn CallClient>) {
+    /// Remembers that elicitation `id` went to the client of `session`
+    /// (replacing what the same id went to before).
+    pub(crate) fn remember(&self, id: &str, session: Arc<dyn ClientSession>) {
         if id.is_empty() || id.len() > MAX_ID_LEN {
             return;
         }
         let mut inner = self.inner.lock();
-        if inner.clients.insert(id.to_owned(), client).is_some() {
+        if inner.clients.insert(id.to_owned(), session).is_some() {
             inner.order.retain(|kept| kept != id);
         }
         inner.order.push_back(id.to_owned());
@@ -69,9 +71,9 @@ impl Sent {
         }
     }
 
-    /// The client elicitation `id` went to, forgotten now (a completion is
-    /// told once).
-    pub(crate) fn take(&self, id: &str) -> Option<Arc<dyn CallClient>> {
+    /// The session of the client elicitation `id` went to, forgotten now
+    /// (a completion is told once).
+    pub(crate) fn take(&self, id: &str) -> Option<Arc<dyn ClientSession>> {
         let mut inner = self.inner.lock();
         let client = inner.clients.remove(id)?;
         inner.order.retain(|kept| kept != id);
@@ -116,18 +118,14 @@ mod tests {
     struct Named(&'static str);
 
     #[async_trait::async_trait]
-    impl CallClient for Named {
-        async fn request(&self, _: &str, _: Value) -> Result<Value, String> {
-            Ok(Value::String(self.0.into()))
+    impl ClientSession for Named {
+        async fn notify(&self, _: &str, _: Value) -> Result<(), String> {
+            Err(self.0.into())
         }
-        fn accepts(&self, _: &str) -> bool {
-            true
-        }
-        fn log(&self, _: Value) {}
     }
 
-    async fn who(client: Arc<dyn CallClient>) -> Value {
-        client.request("m", Value::Null).await.unwrap()
+    async fn who(client: Arc<dyn ClientSession>) -> String {
+        client.notify("m", Value::Null).await.unwrap_err()
     }
 
     #[tokio::test]

@@ -211,8 +211,10 @@ impl extpool_host::CallClient for InlineClient {
         crate::relay::accepts(&self.session.peer, method)
     }
 
-    async fn notify(&self, method: &str, params: Value) -> Result<(), String> {
-        crate::relay::notify(&self.session.peer, method, params).await
+    fn session(&self) -> Option<Arc<dyn extpool_host::core::ClientSession>> {
+        Some(Arc::new(crate::relay::PeerSession(
+            self.session.peer.clone(),
+        )))
     }
 
     fn log(&self, params: Value) {

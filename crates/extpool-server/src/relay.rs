@@ -71,20 +71,23 @@ pub(crate) fn accepts(peer: &Peer<RoleServer>, method: &str) -> bool {
     }
 }
 
-/// Sends notification `method` with `params` to the client behind `peer`
-/// outside any call's answer (on its session's `GET` stream: rmcp keeps
-/// what is sent before the client opens it).
-pub(crate) async fn notify(
-    peer: &Peer<RoleServer>,
-    method: &str,
-    params: Value,
-) -> Result<(), String> {
-    let notification = rmcp::model::ServerNotification::CustomNotification(
-        rmcp::model::CustomNotification::new(method, Some(params)),
-    );
-    peer.send_notification(notification)
-        .await
-        .map_err(|e| format!("the client did not take {method}: {e}"))
+/// The session of the client behind a peer, past any call: what a server
+/// tells it later goes outside any call's answer (over HTTP on its
+/// session's `GET` stream, which rmcp keeps what is sent before the client
+/// opens it for).
+pub(crate) struct PeerSession(pub Peer<RoleServer>);
+
+#[async_trait::async_trait]
+impl extpool_host::core::ClientSession for PeerSession {
+    async fn notify(&self, method: &str, params: Value) -> Result<(), String> {
+        let notification = rmcp::model::ServerNotification::CustomNotification(
+            rmcp::model::CustomNotification::new(method, Some(params)),
+        );
+        self.0
+            .send_notification(notification)
+            .await
+            .map_err(|e| format!("the client did not take {method}: {e}"))
+    }
 }
 
 /// Whether a log message of `params` is at or above `level` (a rank of
@@ -115,8 +118,8 @@ impl CallClient for PeerClient {
         accepts(&self.peer, method)
     }
 
-    async fn notify(&self, method: &str, params: Value) -> Result<(), String> {
-        notify(&self.peer, method, params).await
+    fn session(&self) -> Option<Arc<dyn extpool_host::core::ClientSession>> {
+        Some(Arc::new(PeerSession(self.peer.clone())))
     }
 
     fn log(&self, params: Value) {

@@ -3,8 +3,9 @@
 // on stdout: for URL-mode elicitation, where what one session does must
 // reach that session only.
 //
-//   node url_elicitation.mjs --url URL STEPS_JSON
+//   node url_elicitation.mjs (--url URL | --stdio CMD ARG...) STEPS_JSON
 //
+// (with --stdio, each client starts a server process of its own).
 // Steps (each names its client with "as"):
 //   {"op": "connect", "as": "a", "elicitation": {...}}  the client's
 //       elicitation capability, as declared at initialize
@@ -29,15 +30,19 @@ if (!nm) {
 const sdk = (rel) => import(pathToFileURL(join(nm, "@modelcontextprotocol/sdk/dist/esm", rel)).href);
 const { Client } = await sdk("client/index.js");
 const { StreamableHTTPClientTransport } = await sdk("client/streamableHttp.js");
+const { StdioClientTransport } = await sdk("client/stdio.js");
 const { ElicitRequestSchema, ElicitationCompleteNotificationSchema } = await sdk("types.js");
 
 const args = process.argv.slice(2);
-if (args[0] !== "--url" || args.length !== 3) {
-  console.error("usage: url_elicitation.mjs --url URL STEPS_JSON");
+if ((args[0] !== "--url" || args.length !== 3) && (args[0] !== "--stdio" || args.length < 3)) {
+  console.error("usage: url_elicitation.mjs (--url URL | --stdio CMD ARG...) STEPS_JSON");
   process.exit(2);
 }
-const url = new URL(args[1]);
-const steps = JSON.parse(args[2]);
+const transport = () =>
+  args[0] === "--url"
+    ? new StreamableHTTPClientTransport(new URL(args[1]))
+    : new StdioClientTransport({ command: args[1], args: args.slice(2, -1) });
+const steps = JSON.parse(args[args.length - 1]);
 const emit = (o) => process.stdout.write(JSON.stringify(o) + "\n");
 
 const clients = new Map();
@@ -57,7 +62,7 @@ async function connect(name, elicitation) {
     state.completes.push(n.params.elicitationId);
     if (state.wake) state.wake();
   });
-  await client.connect(new StreamableHTTPClientTransport(url));
+  await client.connect(transport());
   clients.set(name, state);
 }
 

@@ -327,7 +327,8 @@ pub fn typescript_client() -> Command {
 
 /// This crate's `peers/url_elicitation.mjs`: several TypeScript SDK
 /// clients, each a session of its own, that run a JSON list of steps about
-/// URL-mode elicitation (see the script). Append `--url URL`, then the steps.
+/// URL-mode elicitation (see the script). Append `--url URL` or `--stdio
+/// CMD ARGS…` (a process per client), then the steps.
 ///
 /// # Panics
 ///

@@ -202,11 +202,14 @@ impl McpClient {
         let result = self.call_tool_for(&ctx, name, arguments).await;
         // The URL elicitations a `URLElicitationRequiredError` names went
         // to this call's client: their completion goes there too.
-        if let (Err(e), Some(client)) = (&result, ctx.client())
+        if let (Err(e), Some(session)) = (&result, ctx.client().and_then(|c| c.session()))
             && let Some(error) = e.rpc_error()
         {
             for id in crate::url_elicitation::required_ids(error) {
-                self.inner.callers.elicitations.remember(id, client.clone());
+                self.inner
+                    .callers
+                    .elicitations
+                    .remember(id, session.clone());
             }
         }
         result

@@ -112,8 +112,7 @@
       ["last cycle", c.last_reconcile],
     ]).childNodes);
     const stale = (c.stale || []).map((s) => el("p", { class: "detail" }, `stale: ${s.source}: ${s.reason || "no reason given"}`));
-    const dropped = (c.dropped || []).map((d) => el("p", { class: "muted" }, d));
-    $("stale").replaceChildren(...stale, ...dropped);
+    $("stale").replaceChildren(...stale);
   }
 
   async function sessionAction(id, how) {

@@ -120,7 +120,6 @@ fn catalog(shared: &Shared, report: &extpool_host::SourcesReport) -> Value {
         "failures": status.failures,
         "last_reconcile": status.last_reconcile.map(extpool_host::core::time::rfc3339),
         "stale": stale,
-        "dropped": report.status.diagnostics,
     })
 }
 

@@ -161,8 +161,8 @@ async fn hostile_text_is_text(tab: &Tab) {
     );
 }
 
-/// A session made through the API appears; its delete button (pressed,
-/// then confirmed) deletes it.
+/// A session made through the API appears; its refresh button refreshes
+/// it, and its delete button (pressed, then confirmed) deletes it.
 async fn session_deleted_from_the_page(tab: &Tab, served: &Served) {
     let id = create_session(&served.base).await;
     let row = format!("[data-session={}]", json!(id));
@@ -172,6 +172,17 @@ async fn session_deleted_from_the_page(tab: &Tab, served: &Served) {
     )
     .await;
 
+    // Its refresh button refreshes it through the API.
+    tab.click(&format!("[data-refresh={}]", json!(id))).await;
+    tab.wait_for(
+        &format!(
+            "{} === {}",
+            text_of("#session-note"),
+            json!(format!("refreshed {id}"))
+        ),
+        "the session refreshed",
+    )
+    .await;
     // Its delete button (pressed, then confirmed) deletes it.
     let button = format!("[data-delete={}]", json!(id));
     tab.click(&button).await;
@@ -281,6 +292,14 @@ async fn the_page_fits_a_360_pixel_screen_and_has_a_dark_theme() {
     std::fs::write(&file, hostile_tools().to_string()).unwrap();
     let board = HttpServer::spawn(["--tools-file".to_owned(), file.display().to_string()]);
     project.skill("review", "Review the change, then call echo.");
+    // A skill whose name is not its folder's: loaded, with a warning.
+    let odd = project.path().join("skills/odd");
+    std::fs::create_dir_all(&odd).unwrap();
+    std::fs::write(
+        odd.join("SKILL.md"),
+        "---\nname: not-odd\ndescription: Misnamed, for tests\n---\nBody.\n",
+    )
+    .unwrap();
     project.config(&format!(
         "  alpha:\n    url: {}\n  board:\n    url: {}\n",
         alpha.url(),
@@ -306,9 +325,23 @@ async fn the_page_fits_a_360_pixel_screen_and_has_a_dark_theme() {
         "the calls and the session listed",
     )
     .await;
-    assert_eq!(
-        tab.eval(&text_of("#skills tbody td:nth-child(3)")).await,
-        json!("valid")
+    let skills = tab
+        .eval("[...document.querySelectorAll('#skills tbody tr')].map(r => [...r.cells].map(c => c.textContent))")
+        .await;
+    let skills = skills.as_array().unwrap();
+    assert_eq!(skills.len(), 2, "{skills:?}");
+    let row = |name: &str| {
+        skills
+            .iter()
+            .find(|r| r[0] == json!(name))
+            .unwrap_or_else(|| panic!("no skill {name}: {skills:?}"))
+    };
+    assert_eq!(row("review")[2], json!("valid"));
+    let odd = row("not-odd");
+    assert_eq!(odd[2], json!("warnings"));
+    assert!(
+        odd[3].as_str().unwrap().starts_with("warning (line 2): "),
+        "{odd}"
     );
     // Dark: light text on a dark background.
     let colours = tab
@@ -403,6 +436,20 @@ async fn the_playground_calls_a_tool_through_mcp_when_the_gateway_offers_it() {
     let browser = Browser::launch().await;
     let tab = browser.tab().await;
     open_page(&tab, &served, &served.base).await;
+    // The search keeps the tools whose name or description matches.
+    tab.eval(
+        "(i => { i.value = 'HOSTILE'; i.dispatchEvent(new Event('input')); })(document.getElementById('tool-search'))",
+    )
+    .await;
+    assert_eq!(
+        tab.eval("[...document.querySelectorAll('#tools details')].map(d => d.dataset.tool)")
+            .await,
+        json!(["mcp__board__hostile"])
+    );
+    tab.eval(
+        "(i => { i.value = ''; i.dispatchEvent(new Event('input')); })(document.getElementById('tool-search'))",
+    )
+    .await;
     let tool = "[data-tool=\"mcp__alpha__echo\"]";
     tab.wait_for(
         &format!(

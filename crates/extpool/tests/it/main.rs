@@ -36,3 +36,4 @@ mod teams;
 mod traces;
 mod tty;
 mod unloaded;
+mod url_elicitation;
