@@ -119,6 +119,30 @@ mod tests {
     }
 
     #[test]
+    fn directory_reads_list_direct_children_and_refuse_files() {
+        let uris = |uri: &str| -> Vec<String> {
+            directory(uri).unwrap().into_iter().map(|r| r.uri).collect()
+        };
+        assert_eq!(
+            uris("skill://testkit-skill"),
+            [SKILL_MD_URI, REFERENCES_URI]
+        );
+        assert_eq!(uris("skill://testkit-skill/references/"), [GUIDE_URI]);
+        assert!(
+            directory(GUIDE_URI)
+                .unwrap_err()
+                .contains("not a directory")
+        );
+        assert!(directory("skill://other").is_err());
+        // Every file of the manifest is under a folder the reads list.
+        let SkillResources::Files(files) = &entry(false).resources else {
+            panic!("static manifest expected")
+        };
+        let listed = [uris("skill://testkit-skill"), uris(REFERENCES_URI)].concat();
+        assert!(files.iter().all(|f| listed.contains(&f.uri)));
+    }
+
+    #[test]
     fn bad_digest_is_well_formed_but_wrong() {
         let skill = entry(true);
         skill.validate().unwrap();
