@@ -59,6 +59,7 @@ pub(crate) mod methods;
 pub mod metrics;
 pub mod names;
 pub mod notify;
+pub mod otel;
 pub(crate) mod page;
 pub mod passthrough;
 mod rate;

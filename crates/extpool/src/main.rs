@@ -7,7 +7,6 @@
 mod cli;
 mod cmd;
 mod context;
-mod otel;
 mod output;
 mod progress;
 mod signals;
@@ -128,13 +127,13 @@ impl Drop for MaskedLine {
 /// Logs to stderr at the level `verbose` asks for (`EXTPOOL_LOG` wins),
 /// as `format` says, in colour only when `colour` says stderr shows it;
 /// and, when an OTLP endpoint is set, exports the request and upstream-call
-/// spans as traces ([`otel`]; those spans never show in the log).
+/// spans as traces ([`extpool_server::otel`]; those spans never show in the log).
 fn init_tracing(
     verbose: u8,
     colour: Style,
     format: cli::LogFormat,
     otlp: Option<&str>,
-) -> anyhow::Result<Option<otel::Traces>> {
+) -> Result<Option<extpool_server::otel::Traces>, extpool_server::otel::OtelError> {
     let default = match verbose {
         0 => "off",
         1 => {
@@ -153,7 +152,7 @@ fn init_tracing(
         (backend_asked || !is_watch_backend_chatter(meta))
             && !extpool_host::mcp::trace::is_exported(meta.target())
     });
-    let (layer, traces) = match otel::start(otlp)? {
+    let (layer, traces) = match extpool_server::otel::start(otlp)? {
         Some((layer, traces)) => (Some(layer), Some(traces)),
         None => (None, None),
     };
@@ -213,7 +212,7 @@ fn main() -> ExitCode {
     ) {
         Ok(traces) => traces,
         Err(e) => {
-            eprintln!("{}: {e:#}", err_style.red("error"));
+            eprintln!("{}: {e}", err_style.red("error"));
             return ExitCode::from(2);
         }
     };

@@ -16,6 +16,8 @@ const START_PATIENCE: Duration = Duration::from_secs(180);
 pub const GATEWAY_CONFIG_ENV: &str = "EXTPOOL_BENCH_GATEWAY_CONFIG";
 /// The port the gateway child listens on.
 pub const GATEWAY_PORT_ENV: &str = "EXTPOOL_BENCH_GATEWAY_PORT";
+/// The OTLP endpoint the gateway child exports its traces to, if any.
+pub const GATEWAY_OTLP_ENV: &str = "EXTPOOL_BENCH_GATEWAY_OTLP";
 /// Makes the benchmark binary run the fixed-body HTTP server on this port.
 pub const FIXED_PORT_ENV: &str = "EXTPOOL_BENCH_FIXED_PORT";
 /// Calls in flight one session may have in the gateway under test: above
@@ -71,6 +73,9 @@ pub enum Contender {
     /// extpool's gateway (`extpool_server::Gateway::serve_http`, as
     /// `extpool serve` runs it) in its own process.
     Extpool,
+    /// The same gateway exporting its traces over OTLP to a collector that
+    /// is down (a closed port): what tracing costs when it cannot send.
+    ExtpoolOtlp,
     /// `supergateway` (npm), stdio → streamable HTTP, stateful.
     Supergateway,
     /// `mcp-proxy` (npm, punkpeye; on the TypeScript SDK 2.x packages).
@@ -86,11 +91,12 @@ pub enum Contender {
 }
 
 /// Every contender, in the order each round runs them.
-pub const ALL: [Contender; 10] = [
+pub const ALL: [Contender; 11] = [
     Contender::Nginx,
     Contender::Fixed,
     Contender::Floor,
     Contender::Extpool,
+    Contender::ExtpoolOtlp,
     Contender::Supergateway,
     Contender::McpProxyNpm,
     Contender::SdkProxy,
@@ -107,6 +113,7 @@ impl Contender {
             Self::Fixed => "hyper, fixed body (no MCP)",
             Self::Floor => "testkit on rmcp HTTP (no hop)",
             Self::Extpool => "extpool serve",
+            Self::ExtpoolOtlp => "extpool serve, OTLP collector down",
             Self::Supergateway => "supergateway",
             Self::McpProxyNpm => "mcp-proxy (npm)",
             Self::SdkProxy => "TS SDK proxy (30 lines)",
@@ -123,6 +130,7 @@ impl Contender {
             Self::Fixed => "fixed",
             Self::Floor => "floor",
             Self::Extpool => "extpool",
+            Self::ExtpoolOtlp => "extpool-otlp",
             Self::Supergateway => "supergateway",
             Self::McpProxyNpm => "mcp-proxy-npm",
             Self::SdkProxy => "sdk-proxy",
@@ -136,7 +144,7 @@ impl Contender {
     pub fn is_peer(self) -> bool {
         !matches!(
             self,
-            Self::Nginx | Self::Fixed | Self::Floor | Self::Extpool
+            Self::Nginx | Self::Fixed | Self::Floor | Self::Extpool | Self::ExtpoolOtlp
         )
     }
 
@@ -299,11 +307,14 @@ pub fn start(contender: Contender, which: Upstream, gateway_config: &Path) -> Se
                 .arg(format!("127.0.0.1:{port}"));
             c
         }
-        Contender::Extpool => {
+        Contender::Extpool | Contender::ExtpoolOtlp => {
             let mut c = Command::new(std::env::current_exe().expect("the bench binary"));
             c.env(GATEWAY_CONFIG_ENV, gateway_config)
                 .env(GATEWAY_PORT_ENV, port.to_string())
                 .env(UPSTREAM_ENV, which.key());
+            if contender == Contender::ExtpoolOtlp {
+                c.env(GATEWAY_OTLP_ENV, closed_port_url());
+            }
             c
         }
         Contender::Supergateway => {
@@ -432,6 +443,20 @@ pub fn run_gateway(config: &Path, port: u16) -> ! {
         .enable_all()
         .build()
         .expect("runtime");
+    // With an OTLP endpoint, the layer `extpool serve --otlp-endpoint`
+    // installs; kept until the process exits.
+    let _traces = std::env::var(GATEWAY_OTLP_ENV).ok().map(|endpoint| {
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::util::SubscriberInitExt;
+        let (layer, traces) = extpool_server::otel::start(Some(&endpoint))
+            .expect("starting the OTLP exporter")
+            .expect("an endpoint was given");
+        tracing_subscriber::registry()
+            .with(layer)
+            .try_init()
+            .expect("one subscriber");
+        traces
+    });
     rt.block_on(async move {
         let host = Host::start(HostOptions {
             places: Places {
@@ -486,4 +511,11 @@ pub fn run_fixed(port: u16) -> ! {
             .expect("serving the fixed body");
     });
     std::process::exit(0)
+}
+
+/// The URL of a port nothing listens on (it was bound, then closed): a
+/// collector that is down.
+fn closed_port_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    format!("http://{}", listener.local_addr().expect("its address"))
 }

@@ -225,6 +225,18 @@ fn targets(out: &mut String, s: &[Sample], wanted: &[Contender]) {
             |m| m >= 0.3,
         );
     }
+    target(
+        out,
+        &format!(
+            "extpool with OTLP to a collector that is down ÷ extpool, calls/s, {INFLIGHT} connections, raw echo ≥ 0.95×"
+        ),
+        &per_round(
+            s,
+            |r| at(Contender::ExtpoolOtlp, raw, INFLIGHT, r, cps),
+            |r| at(ext, raw, INFLIGHT, r, cps),
+        ),
+        |m| m >= 0.95,
+    );
     let cpu: Vec<f64> = rounds(s)
         .into_iter()
         .filter_map(|r| at(ext, raw, INFLIGHT, r, |x| x.front_cpu_us))

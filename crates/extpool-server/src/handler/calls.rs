@@ -108,8 +108,11 @@ impl GatewayHandler {
             server = %server,
             tool = %name,
         );
+        // Inside the request's span too: when `tool_call` is not recorded,
+        // what the call does upstream is still the request's child.
         self.call_in_span(request, context, &table, &principal, name, server)
             .instrument(span)
+            .instrument(parent)
             .await
     }
 

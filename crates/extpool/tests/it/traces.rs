@@ -297,6 +297,23 @@ async fn a_call_is_a_gateway_span_with_a_child_per_upstream_call_in_the_clients_
         })
         .await;
 
+    // A 2026-07-28 request (answered by rmcp's service, in another task):
+    // its upstream call is still a child of its request's span.
+    let modern_trace = "5b8aa5a2d2c872e8321cf37308d69df2";
+    let answer = modern_echo(&served.url, &format!("00-{modern_trace}-{PARENT}-01")).await;
+    assert!(answer.contains(ARGUMENT), "{answer}");
+    receiver
+        .until("2026-07-28 request span with its upstream child", |spans| {
+            let request = spans
+                .iter()
+                .find(|s| hex(&s.trace_id) == modern_trace && s.kind == SpanKind::Server as i32)?;
+            spans
+                .iter()
+                .find(|s| s.parent_span_id == request.span_id && s.kind == SpanKind::Client as i32)
+                .map(|_| ())
+        })
+        .await;
+
     for span in receiver.spans.lock().unwrap().iter() {
         for kv in &span.attributes {
             let shown = format!("{:?}", kv.value);
@@ -308,6 +325,32 @@ async fn a_call_is_a_gateway_span_with_a_child_per_upstream_call_in_the_clients_
             );
         }
     }
+}
+
+/// A 2026-07-28 `tools/call` of the echo with `traceparent`: the answer's text.
+async fn modern_echo(url: &str, traceparent: &str) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "mcp__up__echo",
+        "arguments": {"message": ARGUMENT},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "traces-test", "version": "1"},
+        },
+    }});
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "mcp__up__echo")
+        .header("traceparent", traceparent)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success(), "{response:?}");
+    response.text().await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,8 @@
 //! Traces over OTLP (HTTP/protobuf): the exporter, its bounded queue and
 //! the layer that turns extpool's request and upstream-call spans
-//! (`extpool_host::mcp::trace`) into OpenTelemetry spans.
+//! (`extpool_host::mcp::trace`) into OpenTelemetry spans. The binary
+//! installs it beside its log layer; the gateway benchmark installs it to
+//! measure what it costs.
 //!
 //! On when `--otlp-endpoint` or one of the standard variables
 //! (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is
@@ -14,7 +16,6 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{Protocol, WithExportConfig};
 use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
@@ -27,6 +28,17 @@ pub const MAX_QUEUE: usize = 4096;
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(2);
 /// The prefix of the targets of the spans exported.
 const TARGETS: &str = "extpool::otel";
+
+/// Why traces cannot be exported as asked.
+#[derive(Debug, thiserror::Error)]
+pub enum OtelError {
+    /// `--otlp-endpoint` is not an HTTP URL without credentials.
+    #[error("--otlp-endpoint {0}")]
+    Endpoint(String),
+    /// The exporter refused its configuration (an `OTEL_*` variable).
+    #[error("starting the OTLP trace exporter: {0}")]
+    Exporter(#[from] opentelemetry_otlp::ExporterBuildError),
+}
 
 /// The running exporter; [`Traces::shutdown`] sends what is queued.
 pub struct Traces {
@@ -48,25 +60,28 @@ fn set(name: &str) -> bool {
 /// `--otlp-endpoint`: the collector's base URL (as in
 /// `OTEL_EXPORTER_OTLP_ENDPOINT`), checked: HTTP or HTTPS, no credentials
 /// in it (they would show in errors; headers carry them).
-fn traces_url(base: &str) -> Result<String> {
-    let url = url::Url::parse(base)
-        .map_err(|e| anyhow::anyhow!("--otlp-endpoint {base:?} is not a URL: {e}"))?;
+fn traces_url(base: &str) -> Result<String, OtelError> {
+    let url =
+        url::Url::parse(base).map_err(|e| OtelError::Endpoint(format!("is not a URL ({e})")))?;
     if !matches!(url.scheme(), "http" | "https") {
-        bail!(
-            "--otlp-endpoint must be an http:// or https:// URL (OTLP over HTTP), not {}://",
+        return Err(OtelError::Endpoint(format!(
+            "must be an http:// or https:// URL (OTLP over HTTP), not {}://",
             url.scheme()
-        );
+        )));
     }
     if !url.username().is_empty() || url.password().is_some() {
-        bail!(
-            "--otlp-endpoint must not carry credentials; set them as headers in OTEL_EXPORTER_OTLP_HEADERS"
-        );
+        return Err(OtelError::Endpoint(
+            "must not carry credentials; set them as headers in OTEL_EXPORTER_OTLP_HEADERS".into(),
+        ));
     }
     Ok(format!("{}/v1/traces", base.trim_end_matches('/')))
 }
 
-/// Starts the exporter when asked for, and the layer that feeds it.
-pub fn start<S>(endpoint: Option<&str>) -> Result<Option<(impl Layer<S> + use<S>, Traces)>>
+/// Starts the exporter when asked for (`endpoint`, the `--otlp-endpoint`
+/// flag, or the standard variables), and the layer that feeds it.
+pub fn start<S>(
+    endpoint: Option<&str>,
+) -> Result<Option<(impl Layer<S> + use<S>, Traces)>, OtelError>
 where
     S: tracing::Subscriber + for<'a> LookupSpan<'a>,
 {
@@ -84,9 +99,7 @@ where
     if let Some(base) = endpoint {
         builder = builder.with_endpoint(traces_url(base)?);
     }
-    let exporter = builder
-        .build()
-        .context("starting the OTLP trace exporter")?;
+    let exporter = builder.build()?;
     let processor = BatchSpanProcessor::builder(exporter)
         .with_batch_config(
             BatchConfigBuilder::default()
