@@ -120,6 +120,14 @@ pub trait McpResource: Send + Sync {
         None
     }
 
+    /// Whether this source's tool `tool` (its own name) takes
+    /// task-augmented calls, as it listed it (MCP 2025-11-25
+    /// `execution.taskSupport`: `optional` or `required`); `None` when it
+    /// does not, or is not known to.
+    fn tool_task_support(&self, _tool: &str) -> Option<String> {
+        None
+    }
+
     /// Sends request `method` with `params` as given (the 2025-11-25 task
     /// methods, a task-augmented `tools/call`) and answers its result
     /// whole; `Ok(None)` when this source takes no such requests.

@@ -32,6 +32,7 @@ use crate::skills;
 
 mod calls;
 mod login;
+mod task_extension;
 mod tasks;
 
 /// Name the gateway reports in `serverInfo`.
@@ -338,6 +339,12 @@ impl ServerHandler for GatewayHandler {
             resources.subscribe = Some(true);
         }
         self.declare_passed_extensions(&mut capabilities);
+        if self.declared_tasks().is_some() {
+            capabilities.extensions.get_or_insert_default().insert(
+                rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                rmcp::model::JsonObject::new(),
+            );
+        }
         let mut config = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")));
         if !self.shared.instructions.is_empty() {
@@ -434,7 +441,26 @@ impl ServerHandler for GatewayHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if self.call_makes_task(&request.name, &context) {
+            return self.call_as_task(request, context).await;
+        }
         self.call(request, context).await
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        self.get_extension_task(request, context).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.cancel_extension_task(request, context).await
     }
 
     async fn list_resources(
@@ -556,20 +582,20 @@ impl ServerHandler for GatewayHandler {
         Ok(lists::skills(out))
     }
 
-    async fn on_custom_request(
-        &self,
-        request: rmcp::model::CustomRequest,
-        context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::CustomResult, ErrorData> {
-        self.custom_request(request, context).await
-    }
-
     async fn read_resource_directory(
         &self,
         request: ReadResourceDirectoryRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceDirectoryResult, ErrorData> {
         skills::read_directory(self.view(), request).await
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        self.custom_request(request, context).await
     }
 
     async fn get_skill(

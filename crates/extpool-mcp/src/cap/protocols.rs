@@ -143,6 +143,10 @@ impl McpResource for McpServerCap {
         self.client()?.declared_capability(name)
     }
 
+    fn tool_task_support(&self, tool: &str) -> Option<String> {
+        self.client()?.task_support(tool)
+    }
+
     async fn request_whole(
         &self,
         method: &str,

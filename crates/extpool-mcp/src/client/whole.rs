@@ -26,6 +26,13 @@ impl McpClient {
             .cloned()
     }
 
+    /// The `execution.taskSupport` of tool `name` (`optional` or
+    /// `required`) in the server's latest listing on the current connection;
+    /// `None` when it takes no task-augmented calls, and over HTTP.
+    pub fn task_support(&self, name: &str) -> Option<String> {
+        self.inner.conn.load().as_ref()?.declared.task_support(name)
+    }
+
     /// Sends request `method` with `params` as given and answers its
     /// result whole. A `tools/call` is not sent again after a lost
     /// connection (the server may have acted on it); anything else is.

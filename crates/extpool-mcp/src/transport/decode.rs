@@ -125,6 +125,10 @@ impl FastDecode for RoleClient {
         match request {
             ClientRequest::CustomRequest(_) => Some((Keep::Result, id)),
             ClientRequest::InitializeRequest(_) => Some((Keep::Capabilities, id)),
+            ClientRequest::ListToolsRequest(list) => {
+                let first = list.params.as_ref().is_none_or(|p| p.cursor.is_none());
+                Some((Keep::Tools { first }, id))
+            }
             _ => None,
         }
     }

@@ -7,7 +7,7 @@
 //! `initialize` answer are kept as sent (rmcp's `ServerCapabilities` has
 //! no `tasks`, for one).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{JsonObject, RequestId};
@@ -26,18 +26,58 @@ pub enum Keep {
     Result,
     /// The `capabilities` of an `initialize` answer, kept aside.
     Capabilities,
+    /// The tools' `execution.taskSupport` of a `tools/list` answer (the
+    /// first page when `first`), kept aside.
+    Tools {
+        /// Whether the request asked for the first page (no cursor).
+        first: bool,
+    },
 }
 
-/// The capabilities a server declared, as it sent them; empty until its
-/// `initialize` answer came (and for transports that do not keep them).
+/// What a server declared that rmcp's types drop, as it sent it: its
+/// capabilities (empty until its `initialize` answer came) and which of
+/// its tools take task-augmented calls (`execution.taskSupport`, MCP
+/// 2025-11-25); empty for transports that do not keep them.
 #[derive(Debug, Clone, Default)]
-pub struct Declared(Arc<OnceLock<JsonObject>>);
+pub struct Declared(Arc<DeclaredInner>);
+
+#[derive(Debug, Default)]
+struct DeclaredInner {
+    capabilities: OnceLock<JsonObject>,
+    task_tools: parking_lot::RwLock<HashMap<String, String>>,
+}
 
 impl Declared {
     /// Capability `name` as the server declared it.
     pub fn capability(&self, name: &str) -> Option<&serde_json::Value> {
-        self.0.get()?.get(name)
+        self.0.capabilities.get()?.get(name)
     }
+
+    /// The `execution.taskSupport` of tool `name` (`optional` or
+    /// `required`) in the server's latest listing; `None`: forbidden.
+    pub fn task_support(&self, name: &str) -> Option<String> {
+        self.0.task_tools.read().get(name).cloned()
+    }
+}
+
+/// The members of a tool this module reads.
+#[derive(Deserialize)]
+struct ListedTool {
+    name: String,
+    #[serde(default)]
+    execution: Option<Execution>,
+}
+
+#[derive(Deserialize)]
+struct Execution {
+    #[serde(rename = "taskSupport", default)]
+    task_support: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Listed {
+    #[serde(default)]
+    tools: Vec<ListedTool>,
 }
 
 /// The requests of one connection waiting for an answer kept whole.
@@ -47,6 +87,9 @@ pub(crate) struct Whole {
     /// Their order, oldest first, to forget the oldest past the bound.
     order: std::collections::VecDeque<String>,
     initialize: Option<String>,
+    /// `tools/list` requests waiting, with whether each asked for the
+    /// first page.
+    listings: HashMap<String, bool>,
     declared: Declared,
 }
 
@@ -81,6 +124,12 @@ impl Whole {
         let key = serde_json::to_string(id).unwrap_or_default();
         match keep {
             Keep::Capabilities => self.initialize = Some(key),
+            Keep::Tools { first } => {
+                if self.listings.len() >= MAX_WAITING {
+                    self.listings.clear();
+                }
+                self.listings.insert(key, first);
+            }
             Keep::Result => {
                 if self.order.len() >= MAX_WAITING
                     && let Some(oldest) = self.order.pop_front()
@@ -95,12 +144,13 @@ impl Whole {
 
     /// Whether any answer is awaited (else lines need not be looked at).
     pub(crate) fn waiting(&self) -> bool {
-        !self.results.is_empty() || self.initialize.is_some()
+        !self.results.is_empty() || self.initialize.is_some() || !self.listings.is_empty()
     }
 
     /// For an answer to a request that wants it whole: its id and result
-    /// as JSON. An `initialize` answer has its capabilities kept, and goes
-    /// on to be read as usual (`None`), as does anything else.
+    /// as JSON. An `initialize` answer has its capabilities kept, a
+    /// `tools/list` answer its tools' task support, and each goes on to be
+    /// read as usual (`None`), as does anything else.
     pub(crate) fn take(&mut self, line: &[u8]) -> Option<(RequestId, serde_json::Value)> {
         let answer: Answer = serde_json::from_slice(line).ok()?;
         let id = answer.id?.get();
@@ -111,7 +161,24 @@ impl Whole {
                     capabilities: Some(capabilities),
                 }) = serde_json::from_str(result.get())
             {
-                let _ = self.declared.0.set(capabilities);
+                let _ = self.declared.0.capabilities.set(capabilities);
+            }
+            return None;
+        }
+        if let Some(first) = self.listings.remove(id) {
+            if let Some(result) = answer.result
+                && let Ok(listed) = serde_json::from_str::<Listed>(result.get())
+            {
+                let mut tools = self.declared.0.task_tools.write();
+                if first {
+                    tools.clear();
+                }
+                for tool in listed.tools {
+                    let support = tool.execution.and_then(|e| e.task_support);
+                    if let Some(support @ ("optional" | "required")) = support.as_deref() {
+                        tools.insert(tool.name, support.to_owned());
+                    }
+                }
             }
             return None;
         }
@@ -142,6 +209,13 @@ mod tests {
             whole.declared().capability("tasks"),
             Some(&serde_json::json!({"list": {}}))
         );
+        whole.expect(Keep::Tools { first: true }, &RequestId::Number(3));
+        let tools = br#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"a","inputSchema":{},"execution":{"taskSupport":"required"}},{"name":"b","inputSchema":{}},{"name":"c","execution":{"taskSupport":"forbidden"}}]}}"#;
+        assert!(whole.take(tools).is_none());
+        let declared = whole.declared();
+        assert_eq!(declared.task_support("a").as_deref(), Some("required"));
+        assert_eq!(declared.task_support("b"), None);
+        assert_eq!(declared.task_support("c"), None);
         let other = br#"{"jsonrpc":"2.0","id":8,"result":{"task":{"taskId":"x"}}}"#;
         assert!(whole.take(other).is_none());
         let mine = br#"{"jsonrpc":"2.0","id":7,"result":{"task":{"taskId":"x","ttl":null}}}"#;

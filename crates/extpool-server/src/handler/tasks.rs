@@ -41,14 +41,28 @@ impl GatewayHandler {
         tasks::declared(&self.view().upstream_capability("tasks")?)
     }
 
-    /// Who asks, for the task map.
-    fn asker(&self, context: &RequestContext<RoleServer>) -> Asker {
+    /// Who asks, for the task map: the session (its peer takes the
+    /// task's notifications), or, for a request without one, its
+    /// principal.
+    pub(super) fn asker(&self, context: &RequestContext<RoleServer>) -> Asker {
         let principal = super::principal_of(context);
+        let owner = crate::identity::owner_of(&principal);
+        if self.has_session() {
+            return Asker {
+                session: self.session_id().to_owned(),
+                alive: self.liveness(),
+                owner,
+                peer: Some(context.peer.clone()),
+            };
+        }
+        // No session id has a space.
+        let session = format!("principal {}", owner.as_deref().unwrap_or("local"));
+        let alive: std::sync::Weak<dyn std::any::Any + Send + Sync> = std::sync::Weak::<()>::new();
         Asker {
-            session: self.session_id().to_owned(),
-            alive: self.liveness(),
-            owner: crate::identity::owner_of(&principal),
-            peer: Some(context.peer.clone()),
+            session,
+            alive,
+            owner,
+            peer: None,
         }
     }
 
@@ -86,7 +100,7 @@ impl GatewayHandler {
 
     /// A task-augmented `tools/call`: started at the tool's server under
     /// the name the session's table resolves, its task kept for `asker`.
-    async fn start_task(
+    pub(super) async fn start_task(
         &self,
         params: Map<String, Value>,
         asker: &Asker,

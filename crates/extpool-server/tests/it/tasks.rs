@@ -295,3 +295,89 @@ async fn a_task_the_gateways_restart_lost_is_failed_not_pending() {
     );
     served.stop().await;
 }
+
+/// A 2026-07-28 client that declares the tasks extension (SEP-2663).
+struct ExtensionClient;
+
+impl rmcp::ClientHandler for ExtensionClient {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::builder()
+                .enable_tasks()
+                .build(),
+            rmcp::model::Implementation::new("extpool-tasks-test", "1.0.0"),
+        )
+    }
+}
+
+/// Polls `tasks/get` of `id` until the task ended.
+async fn ended(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ExtensionClient>,
+    id: &str,
+) -> rmcp::model::DetailedTask {
+    crate::support::within(async {
+        loop {
+            let got = client
+                .get_task(rmcp::model::GetTaskParams::new(id))
+                .await
+                .unwrap();
+            if got.task.status().is_terminal() {
+                return got.task;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tasks_extension_of_2026_07_28_runs_a_servers_task() {
+    use rmcp::model::{CallToolRequestParams, CallToolResponse, TaskPayload, TaskStatus};
+    let project = Project::new();
+    project.config(&everything_yaml());
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let client = crate::support::modern_with(&served.url, ExtensionClient).await;
+    let info = client.peer_info().unwrap();
+    assert!(info.capabilities.supports_tasks(), "{info:?}");
+
+    let call = |topic: &str| {
+        CallToolRequestParams::new(RESEARCH)
+            .with_arguments(json!({"topic": topic}).as_object().unwrap().clone())
+    };
+    let CallToolResponse::Task(created) = client.call_tool_once(call("eras")).await.unwrap() else {
+        panic!("a task tool's call makes a task");
+    };
+    let id = created.task.task_id.clone();
+    assert!(id.starts_with("extpool-task-"), "{created:?}");
+    assert_eq!(created.task.status, TaskStatus::Working);
+    let done = ended(&client, &id).await;
+    let TaskPayload::Completed { result } = &done.payload else {
+        panic!("completed: {done:?}");
+    };
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("# Research Report: eras"), "{text}");
+
+    let CallToolResponse::Task(second) = client.call_tool_once(call("halts")).await.unwrap() else {
+        panic!("a task");
+    };
+    let second = second.task.task_id;
+    client
+        .cancel_task(rmcp::model::CancelTaskParams::new(second.as_str()))
+        .await
+        .unwrap();
+    assert_eq!(
+        ended(&client, &second).await.status(),
+        TaskStatus::Cancelled
+    );
+    let unknown = client
+        .get_task(rmcp::model::GetTaskParams::new("extpool-task-nobody"))
+        .await;
+    assert!(unknown.is_err(), "{unknown:?}");
+
+    // A client without the extension gets no task: the server's answer
+    // to a plain call of a task-only tool, as a tool error.
+    let plain = crate::support::modern(&served.url).await;
+    let answered = plain.call_tool(call("plain")).await.unwrap();
+    assert_eq!(answered.is_error, Some(true), "{answered:?}");
+    served.stop().await;
+}

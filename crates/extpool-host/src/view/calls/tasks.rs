@@ -37,6 +37,24 @@ impl View {
             .find_map(|(_, cap)| cap.mcp()?.declared_capability(name))
     }
 
+    /// Whether tool `name` (as `table` names it) takes task-augmented
+    /// calls at its server (`optional` or `required`, as the server listed
+    /// it); `None` when it does not, or is not known to.
+    pub fn task_support(&self, table: &ToolTable, name: &str) -> Option<String> {
+        let Resolved::Tool(row) = table.resolve(name) else {
+            return None;
+        };
+        let rev = table.revision();
+        let Some(ToolRef::Remote(tool)) = rev.tool(&row.tool.name) else {
+            return None;
+        };
+        let cap = rev
+            .chain()
+            .find_map(|r| r.source(&tool.server))
+            .map(|s| s.capability.clone())?;
+        cap.mcp()?.tool_task_support(tool.original())
+    }
+
     /// Starts tool `name` (as `table` names it) as a task: `params` are
     /// the client's `tools/call` params whole (`task` among them), sent to
     /// the tool's server under the tool's own name after the rules and
