@@ -331,7 +331,12 @@ pub(crate) async fn answer(
         Ok(ClientJsonRpcMessage::Request(JsonRpcRequest { id, request, .. }))
             if answered_here(&request) =>
         {
-            (id, crate::tasks::session_request(request, &bytes))
+            (
+                id,
+                crate::tasks::session_request(request, &bytes, || {
+                    session.handler.declared_tasks().is_some()
+                }),
+            )
         }
         Ok(answer) if session.answered(&answer) => {
             return Ok(StatusCode::ACCEPTED.into_response());

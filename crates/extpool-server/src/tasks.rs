@@ -376,16 +376,19 @@ pub(crate) fn declare_in(bytes: &[u8], tasks: &Value) -> Option<Vec<u8>> {
 
 /// A session-era request as the task handlers take it
 /// ([`crate::handler`]'s `CustomRequest`s): a `tools/call` whose params
-/// (in `body`, the request's JSON) carry `task`, and `tasks/get` and
-/// `tasks/cancel` (which rmcp reads as the 2026-07-28 extension's); any
-/// other request as it is.
+/// (in `body`, the request's JSON) carry `task`, `tasks/get` and
+/// `tasks/cancel` (which rmcp reads as the 2026-07-28 extension's), and,
+/// when `declares` (the session's gateway declares tasks), `tools/list`,
+/// whose tools then say which take tasks (`execution`, which rmcp's
+/// `Tool` has no field for); any other request as it is.
 pub(crate) fn session_request(
     request: rmcp::model::ClientRequest,
     body: &[u8],
+    declares: impl FnOnce() -> bool,
 ) -> rmcp::model::ClientRequest {
     use rmcp::model::{ClientRequest as R, CustomRequest};
-    let custom = |method: &str, params: Value| {
-        R::CustomRequest(CustomRequest::new(method.to_owned(), Some(params)))
+    let custom = |method: &str, params: Option<Value>| {
+        R::CustomRequest(CustomRequest::new(method.to_owned(), params))
     };
     match request {
         R::CallToolRequest(_) if body.windows(6).any(|w| w == b"\"task\"") => {
@@ -394,13 +397,19 @@ pub(crate) fn session_request(
                 .and_then(|mut v| v.get_mut("params").map(Value::take))
             {
                 Some(params) if params.get("task").is_some_and(Value::is_object) => {
-                    custom("tools/call", params)
+                    custom("tools/call", Some(params))
                 }
                 _ => request,
             }
         }
-        R::GetTaskRequest(r) => custom("tasks/get", json!({"taskId": r.params.task_id})),
-        R::CancelTaskRequest(r) => custom("tasks/cancel", json!({"taskId": r.params.task_id})),
+        R::GetTaskRequest(r) => custom("tasks/get", Some(json!({"taskId": r.params.task_id}))),
+        R::CancelTaskRequest(r) => {
+            custom("tasks/cancel", Some(json!({"taskId": r.params.task_id})))
+        }
+        R::ListToolsRequest(list) if declares() => custom(
+            "tools/list",
+            list.params.and_then(|p| serde_json::to_value(p).ok()),
+        ),
         other => other,
     }
 }

@@ -8,6 +8,11 @@
 //   {"op": "connect", "as": "a"}  prints the server's `tasks` capability
 //   {"op": "start", "as": "a", "name": N, "args": {...}, "ttl": MS}
 //       a task-augmented tools/call; prints the task it created
+//   {"op": "tools", "as": "a"}  tools/list: [name, execution.taskSupport]
+//       of each tool that has one
+//   {"op": "stream", "as": "a", "name": N, "args": {...}}  callToolStream
+//       without a task option (the SDK makes a task of a tool listed as
+//       one): the types of the messages it yields, and the result's text
 //   {"op": "get", "as": "a", "task": ID}  tasks/get: the task, or the error
 //   {"op": "wait", "as": "a", "task": ID}  polls tasks/get (60 s at most)
 //       until the task is terminal; prints it
@@ -79,6 +84,21 @@ async function run(step, state) {
       }
       if (step.save) saved.set(step.save, message.task.taskId);
       return { op: step.op, as: step.as, task: message.task };
+    }
+    case "tools": {
+      const listed = await state.client.listTools();
+      const tools = listed.tools.filter((t) => t.execution?.taskSupport).map((t) => [t.name, t.execution.taskSupport]);
+      return { op: step.op, as: step.as, tools };
+    }
+    case "stream": {
+      const types = [];
+      let text = null;
+      for await (const message of tasks.callToolStream({ name: step.name, arguments: step.args ?? {} })) {
+        types.push(message.type);
+        if (message.type === "result") text = message.result.content?.map((c) => c.text ?? "").join("");
+        if (message.type === "error") text = String(message.error?.message ?? message.error);
+      }
+      return { op: step.op, as: step.as, types: [...new Set(types)], text };
     }
     case "get":
       try {

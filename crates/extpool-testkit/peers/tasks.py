@@ -14,6 +14,8 @@ Steps (each names its client with "as"), as peers/tasks.mjs takes them:
   {"op": "connect", "as": "a"}  prints the server's `tasks` capability
   {"op": "start", "as": "a", "name": N, "args": {...}, "ttl": MS, "save": S?}
       a task-augmented tools/call; prints the task it created
+  {"op": "tools", "as": "a"}  tools/list: [name, execution.taskSupport]
+      of each tool that has one
   {"op": "get" | "result" | "cancel", "as": "a", "task": ID}
       prints the task (get, cancel), the text and related task (result),
       or the error
@@ -131,6 +133,14 @@ async def step_of(client, step, task_id):
         except Exception as e:
             return out | failure(e)
         return out | {"task": task_json(task)}
+    if op == "tools":
+        listed = await s.list_tools()
+        tools = [
+            [t.name, t.execution.task_support]
+            for t in listed.tools
+            if t.execution is not None and t.execution.task_support is not None
+        ]
+        return out | {"tools": tools}
     if op == "list":
         listed = await s.send_request(types.ListTasksRequest(), types.ListTasksResult)
         return out | {"tasks": [[t.task_id, t.status] for t in listed.tasks]}

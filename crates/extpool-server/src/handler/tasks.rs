@@ -23,7 +23,8 @@ use crate::passthrough::host_error;
 use crate::tasks::{self, Asker, Found, Tasks};
 
 /// The methods answered here.
-pub(crate) const METHODS: [&str; 5] = [
+pub(crate) const METHODS: [&str; 6] = [
+    "tools/list",
     "tools/call",
     "tasks/get",
     "tasks/result",
@@ -91,11 +92,47 @@ impl GatewayHandler {
         };
         let asker = self.asker(&context);
         let answer = match request.method.as_str() {
+            "tools/list" => {
+                return self
+                    .list_with_execution(params, context)
+                    .await
+                    .map(CustomResult);
+            }
             "tools/call" => self.start_task(params, &asker, &context).await,
             "tasks/list" => self.list_tasks(&asker).await,
             method => self.task_request(method, params, &asker).await,
         };
         answer.map(CustomResult)
+    }
+
+    /// `tools/list` as the typed handler answers it, each tool whose server
+    /// takes it as a task saying so (`execution.taskSupport`).
+    async fn list_with_execution(
+        &self,
+        params: Map<String, Value>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<Value, ErrorData> {
+        let page = (!params.is_empty())
+            .then(|| serde_json::from_value(Value::Object(params)))
+            .transpose()
+            .map_err(|e| ErrorData::invalid_params(format!("tools/list: {e}"), None))?;
+        let table = self.table_for(&super::principal_of(&context));
+        let listed = rmcp::ServerHandler::list_tools(self, page, context).await?;
+        // As rmcp answers a session-era client.
+        let mut result = rmcp::model::ServerResult::ListToolsResult(listed);
+        result.strip_result_type_for_legacy_peer();
+        result.strip_non_object_output_for_legacy_peer();
+        let mut value = serde_json::to_value(result)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        if let Some(Value::Array(tools)) = value.get_mut("tools") {
+            for tool in tools {
+                let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+                if let Some(support) = self.view().task_support(&table, name) {
+                    tool["execution"] = serde_json::json!({ "taskSupport": support });
+                }
+            }
+        }
+        Ok(value)
     }
 
     /// A task-augmented `tools/call`: started at the tool's server under

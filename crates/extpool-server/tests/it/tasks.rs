@@ -55,6 +55,7 @@ async fn started_polled_and_fetched(sdk: Sdk) {
         json!([
             {"op": "connect", "as": "a"},
             {"op": "connect", "as": "b"},
+            {"op": "tools", "as": "a"},
             {"op": "start", "as": "a", "name": RESEARCH, "args": {"topic": "gateways"}, "save": "t"},
             {"op": "get", "as": "b", "task": "$t"},
             {"op": "result", "as": "b", "task": "$t"},
@@ -73,6 +74,12 @@ async fn started_polled_and_fetched(sdk: Sdk) {
     let declared = &step(&out, "connect", "a", 0)["tasks"];
     assert!(
         declared.pointer("/requests/tools/call").is_some(),
+        "{out:#?}"
+    );
+    // The tools its server takes as tasks say so, under the gateway's names.
+    assert_eq!(
+        step(&out, "tools", "a", 0)["tools"],
+        json!([[RESEARCH, "required"]]),
         "{out:#?}"
     );
     let task = &step(&out, "start", "a", 0)["task"];
@@ -182,6 +189,37 @@ async fn tasks_are_not_declared_without_an_upstream_that_takes_them() {
         let declared = &step(&out, "connect", "a", 0)["tasks"];
         assert_eq!(declared, &Value::Null, "{sdk:?}: {out:#?}");
     }
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_typescript_sdk_makes_a_task_of_a_tool_listed_as_one() {
+    let project = Project::new();
+    project.config(&everything_yaml());
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let out = clients(
+        Sdk::TypeScript,
+        &served.url,
+        json!([
+            {"op": "connect", "as": "a"},
+            {"op": "tools", "as": "a"},
+            {"op": "stream", "as": "a", "name": RESEARCH, "args": {"topic": "streams"}},
+        ]),
+    )
+    .await;
+    let streamed = step(&out, "stream", "a", 0);
+    assert_eq!(
+        streamed["types"],
+        json!(["taskCreated", "taskStatus", "result"]),
+        "{out:#?}"
+    );
+    assert!(
+        streamed["text"]
+            .as_str()
+            .unwrap()
+            .contains("# Research Report: streams"),
+        "{streamed}"
+    );
     served.stop().await;
 }
 
