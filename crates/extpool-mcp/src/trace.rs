@@ -12,6 +12,10 @@
 //! the session, the tool, never an argument value. Without an OTLP layer
 //! the current span carries no OpenTelemetry context and nothing is added.
 
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 use opentelemetry::trace::TraceContextExt;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
@@ -29,6 +33,59 @@ const FIELDS: [&str; 2] = ["traceparent", "tracestate"];
 /// The longest value of a trace-context field taken from a client (W3C
 /// caps `tracestate` at 512 bytes; `traceparent` is 55).
 const MAX_FIELD: usize = 512;
+
+/// While the collector refuses spans, how often one request is traced
+/// anyway, to learn that it is back (milliseconds).
+pub const PROBE_EVERY_MS: u64 = 1000;
+
+/// Whether the collector took the last batch sent to it: while it does
+/// not, requests build no spans (a collector that is down costs no call
+/// anything), but one every [`PROBE_EVERY_MS`], whose batch tells when it
+/// is back.
+static COLLECTOR_DOWN: AtomicBool = AtomicBool::new(false);
+/// When the next probe may be taken, in milliseconds of [`clock_ms`].
+static NEXT_PROBE_MS: AtomicU64 = AtomicU64::new(0);
+
+/// Milliseconds since the first time this process asked.
+fn clock_ms() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    let start = START.get_or_init(Instant::now);
+    u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Tells how the collector answered a batch (the exporter calls it).
+pub fn collector_answered(took: bool) {
+    let was_down = COLLECTOR_DOWN.swap(!took, Ordering::Relaxed);
+    // A change: down and took now, or up and refused now.
+    if was_down == took {
+        if took {
+            tracing::info!("the trace collector takes spans again");
+        } else {
+            tracing::warn!(
+                "the trace collector refused a batch of spans; requests are traced once a second until it takes one"
+            );
+        }
+    }
+}
+
+/// Whether a request starting now gets a span: always while the collector
+/// takes spans, else one a [`PROBE_EVERY_MS`].
+pub fn tracing_request() -> bool {
+    if !COLLECTOR_DOWN.load(Ordering::Relaxed) {
+        return true;
+    }
+    let now = clock_ms();
+    let next = NEXT_PROBE_MS.load(Ordering::Relaxed);
+    now >= next
+        && NEXT_PROBE_MS
+            .compare_exchange(
+                next,
+                now + PROBE_EVERY_MS,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+}
 
 /// Whether `target` is one of the spans exported as traces.
 pub fn is_exported(target: &str) -> bool {
@@ -142,32 +199,30 @@ pub fn headers_of(message: &ClientJsonRpcMessage) -> Vec<(http::HeaderName, http
 /// The span of one call to upstream `server` (`operation` is the MCP
 /// method; `tool` the server's own name of the tool called, if any), named
 /// and attributed as the OpenTelemetry MCP semantic conventions say.
+///
+/// While the collector refuses spans, a call gets one only inside a
+/// request that is traced (a probe, [`tracing_request`]).
 pub fn client_span(operation: &'static str, server: &str, tool: Option<&str>) -> tracing::Span {
-    let span = tracing::info_span!(
+    if !tracing::enabled!(target: CLIENT_TARGET, tracing::Level::INFO) {
+        return tracing::Span::none();
+    }
+    if COLLECTOR_DOWN.load(Ordering::Relaxed) && tracing::Span::current().is_disabled() {
+        return tracing::Span::none();
+    }
+    let name = match tool {
+        Some(tool) => format!("{operation} {tool}"),
+        None => operation.to_owned(),
+    };
+    tracing::info_span!(
         target: CLIENT_TARGET,
         "mcp.client",
-        otel.name = tracing::field::Empty,
+        otel.name = name,
         otel.kind = "client",
         mcp.method.name = operation,
-        mcp.server.name = tracing::field::Empty,
-        gen_ai.tool.name = tracing::field::Empty,
-        gen_ai.operation.name = tracing::field::Empty,
-    );
-    if span.is_disabled() {
-        return span;
-    }
-    span.record("mcp.server.name", server);
-    match tool {
-        Some(tool) => {
-            span.record("otel.name", format!("{operation} {tool}"));
-            span.record("gen_ai.tool.name", tool);
-            span.record("gen_ai.operation.name", "execute_tool");
-        }
-        None => {
-            span.record("otel.name", operation);
-        }
-    }
-    span
+        mcp.server.name = server,
+        gen_ai.tool.name = tool,
+        gen_ai.operation.name = tool.map(|_| "execute_tool"),
+    )
 }
 
 #[cfg(test)]
@@ -213,6 +268,19 @@ mod tests {
         assert!(extract(&http::HeaderMap::new(), Some(&meta)).is_none());
         meta.insert("traceparent".into(), Value::from(5));
         assert!(extract(&http::HeaderMap::new(), Some(&meta)).is_none());
+    }
+
+    #[test]
+    fn while_the_collector_refuses_spans_one_request_a_second_is_traced() {
+        assert!(tracing_request(), "a collector not yet tried");
+        collector_answered(false);
+        let traced = (0..1000).filter(|_| tracing_request()).count();
+        assert!(traced <= 1, "{traced} of 1000 requests traced in a moment");
+        NEXT_PROBE_MS.store(0, Ordering::Relaxed);
+        assert!(tracing_request(), "the probe once its time came");
+        assert!(!tracing_request(), "one probe");
+        collector_answered(true);
+        assert!((0..10).all(|_| tracing_request()), "the collector is back");
     }
 
     #[test]

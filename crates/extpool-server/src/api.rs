@@ -179,7 +179,33 @@ async fn list(
         .store()
         .list_owned(owner.as_deref(), cursor.as_ref(), q.limit.unwrap_or(100))
         .await;
-    answered(page.map_err(SessionError::from))
+    answered(page.map_err(SessionError::from).map(|page| {
+        json!({
+            "sessions": session_rows(&api.shared, &page.sessions),
+            "next": page.next,
+        })
+    }))
+}
+
+/// Sessions as `GET /v1/sessions` and the operator page list them: each
+/// stored summary with what the replica answering knows of it — whether
+/// it is open here (`open_here`) and its requests in flight here
+/// (`in_flight`).
+pub(crate) fn session_rows(
+    shared: &crate::gateway::Shared,
+    sessions: &[extpool_state::SessionSummary],
+) -> Vec<serde_json::Value> {
+    let open = shared.sessions.as_ref();
+    sessions
+        .iter()
+        .map(|s| {
+            let id = s.id.as_str();
+            let mut row = json!(s);
+            row["open_here"] = json!(open.is_some_and(|o| o.open_here(id).is_some()));
+            row["in_flight"] = json!(shared.live.in_flight(id));
+            row
+        })
+        .collect()
 }
 
 async fn get_one(

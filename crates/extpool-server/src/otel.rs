@@ -10,15 +10,19 @@
 //! The other standard variables (headers, timeout, `OTEL_SERVICE_NAME`,
 //! `OTEL_RESOURCE_ATTRIBUTES`, the batch processor's) are read by the
 //! exporter as usual. Spans wait in a queue of at most [`MAX_QUEUE`]
-//! (the batch processor's thread exports them; when it falls behind, as
-//! with a collector that is down, new spans are dropped), so a collector
-//! never slows a call.
+//! (the batch processor's thread exports them; when it falls behind, new
+//! spans are dropped), and while the collector refuses them requests build
+//! none but one a second, which finds it back: a collector never slows a
+//! call.
 
 use std::time::Duration;
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{Protocol, WithExportConfig};
-use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{
+    BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider, SpanData, SpanExporter,
+};
 use tracing_subscriber::Layer;
 use tracing_subscriber::registry::LookupSpan;
 
@@ -49,6 +53,32 @@ impl Traces {
     /// Sends the spans still queued (waiting at most a moment) and stops.
     pub fn shutdown(self) {
         let _ = self.provider.shutdown_with_timeout(SHUTDOWN_WAIT);
+    }
+}
+
+/// The exporter, telling each batch's fate to the gate that stops
+/// requests from building spans while the collector refuses them
+/// ([`extpool_host::mcp::trace::collector_answered`]).
+#[derive(Debug)]
+struct Watched<E>(E);
+
+impl<E: SpanExporter> SpanExporter for Watched<E> {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        let result = self.0.export(batch).await;
+        extpool_host::mcp::trace::collector_answered(result.is_ok());
+        result
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.0.shutdown_with_timeout(timeout)
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.0.force_flush()
+    }
+
+    fn set_resource(&mut self, resource: &opentelemetry_sdk::Resource) {
+        self.0.set_resource(resource);
     }
 }
 
@@ -100,7 +130,7 @@ where
         builder = builder.with_endpoint(traces_url(base)?);
     }
     let exporter = builder.build()?;
-    let processor = BatchSpanProcessor::builder(exporter)
+    let processor = BatchSpanProcessor::builder(Watched(exporter))
         .with_batch_config(
             BatchConfigBuilder::default()
                 .with_max_queue_size(MAX_QUEUE)

@@ -30,8 +30,11 @@ pub(crate) struct Traced {
 const MAX_TARGET: usize = 256;
 
 /// Whether requests' spans are recorded (an OTLP layer takes them).
+/// While the collector refuses spans, one request a second is (a probe,
+/// [`extpool_host::mcp::trace::tracing_request`]).
 pub(crate) fn wanted() -> bool {
     tracing::enabled!(target: SERVER_TARGET, tracing::Level::INFO)
+        && extpool_host::mcp::trace::tracing_request()
 }
 
 /// What the span of request `method` with `params` says (only called when
@@ -74,60 +77,45 @@ pub(crate) fn request_span(
     let Some(traced) = traced else {
         return Span::none();
     };
+    let name = match &traced.target {
+        Some(target) => format!("{} {target}", traced.method),
+        None => traced.method.clone(),
+    };
+    let target = traced.target.as_deref();
+    let (tool, prompt, uri) = match traced.method.as_str() {
+        "tools/call" => (target, None, None),
+        "prompts/get" => (None, target, None),
+        _ => (None, None, target),
+    };
+    let id = id.map(|id| match id {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    });
+    let version = headers
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok());
+    // Every attribute given as the span is made (a field recorded later
+    // costs the OpenTelemetry layer a search of those it has).
     let span = tracing::info_span!(
         target: SERVER_TARGET,
         "mcp.request",
-        otel.name = Empty,
+        otel.name = name,
         otel.kind = "server",
         otel.status_code = Empty,
-        mcp.method.name = %traced.method,
-        mcp.session.id = Empty,
-        mcp.protocol.version = Empty,
-        jsonrpc.request.id = Empty,
-        gen_ai.tool.name = Empty,
-        gen_ai.prompt.name = Empty,
-        gen_ai.operation.name = Empty,
-        mcp.resource.uri = Empty,
+        mcp.method.name = traced.method.as_str(),
+        mcp.session.id = session,
+        mcp.protocol.version = version,
+        jsonrpc.request.id = id,
+        gen_ai.tool.name = tool,
+        gen_ai.prompt.name = prompt,
+        gen_ai.operation.name = tool.map(|_| "execute_tool"),
+        mcp.resource.uri = uri,
         network.transport = "tcp",
         network.protocol.name = "http",
         http.response.status_code = Empty,
     );
     if span.is_disabled() {
         return span;
-    }
-    let name = match &traced.target {
-        Some(target) => format!("{} {target}", traced.method),
-        None => traced.method.clone(),
-    };
-    span.record("otel.name", name);
-    if let Some(session) = session {
-        span.record("mcp.session.id", session);
-    }
-    if let Some(version) = headers
-        .get("mcp-protocol-version")
-        .and_then(|v| v.to_str().ok())
-    {
-        span.record("mcp.protocol.version", version);
-    }
-    if let Some(id) = id {
-        match id {
-            Value::String(s) => span.record("jsonrpc.request.id", s.as_str()),
-            other => span.record("jsonrpc.request.id", other.to_string()),
-        };
-    }
-    if let Some(target) = &traced.target {
-        match traced.method.as_str() {
-            "tools/call" => {
-                span.record("gen_ai.tool.name", target.as_str());
-                span.record("gen_ai.operation.name", "execute_tool");
-            }
-            "prompts/get" => {
-                span.record("gen_ai.prompt.name", target.as_str());
-            }
-            _ => {
-                span.record("mcp.resource.uri", target.as_str());
-            }
-        }
     }
     if let Some(parent) = extract(headers, traced.meta.as_ref()) {
         adopt(&span, parent);

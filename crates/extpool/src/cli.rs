@@ -521,6 +521,12 @@ pub struct ListArgs {
     /// host (without it, `list skills` starts no server).
     #[arg(long)]
     pub hosted: bool,
+    /// With `sources`: the sources of the gateway running at URL (its
+    /// `GET /v1/sources`, what its operator page shows), instead of
+    /// starting this configuration's servers. `EXTPOOL_GATEWAY_TOKEN` is
+    /// sent as its bearer token when set.
+    #[arg(long, value_name = "URL")]
+    pub gateway: Option<String>,
 }
 
 /// `extpool call`.

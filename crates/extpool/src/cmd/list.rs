@@ -6,6 +6,7 @@ use anyhow::Result;
 use extpool_host::config::secrets;
 use serde::Serialize;
 
+use super::sources::{SourceRow, sources_table};
 use super::{Need, Opened, open_host};
 use crate::cli::{ListArgs, ListKind};
 use crate::context::Ctx;
@@ -33,6 +34,16 @@ struct ServerJson {
 
 /// Lists what was asked for.
 pub async fn run(ctx: &mut Ctx, args: ListArgs) -> Result<ExitCode> {
+    if let Some(gateway) = &args.gateway {
+        if args.kind != Some(ListKind::Sources) {
+            return Err(crate::UsageError(
+                "--gateway lists a running gateway's sources: `extpool list sources --gateway URL`"
+                    .into(),
+            )
+            .into());
+        }
+        return super::sources::of_gateway(ctx, gateway).await;
+    }
     if args.kind == Some(ListKind::Servers) {
         return servers(ctx);
     }
@@ -182,19 +193,6 @@ fn table(ctx: &mut Ctx, host: &Opened, listed: &Listed, kind: ListKind) -> Resul
             "no resource templates",
         ),
         ListKind::Sources => {
-            let (catalog, sources): (Vec<_>, Vec<_>) = host
-                .host
-                .sources()
-                .into_iter()
-                .partition(|s| s.kind == "catalog");
-            let dropped: Vec<Vec<String>> = sources
-                .iter()
-                .flat_map(|s| {
-                    s.dropped
-                        .iter()
-                        .map(|d| vec![format!("  {}", s.name), d.clone()])
-                })
-                .collect();
             // The command that shows why a root's skills are not loaded:
             // the CLI's to say, not the rows' (a gateway's model reads them).
             let unloaded: std::collections::HashSet<String> = host
@@ -204,47 +202,8 @@ fn table(ctx: &mut Ctx, host: &Opened, listed: &Listed, kind: ListKind) -> Resul
                 .filter(|r| !r.skipped.is_empty())
                 .map(|r| ctx.show_path(&r.root))
                 .collect();
-            // What each server said it is, in a column of its own when any did.
-            let said = sources.iter().any(|s| s.implementation.is_some());
-            let rows: Vec<Vec<String>> = sources
-                .into_iter()
-                .map(|s| {
-                    let implementation = implementation_cell(&s);
-                    let mut detail = s.detail;
-                    if s.kind == "skills" && unloaded.contains(&s.name) {
-                        detail.push_str(&format!("; see `extpool skills validate {}`", s.name));
-                    }
-                    let mut row = vec![s.kind.into(), s.name, s.state];
-                    if said {
-                        row.push(implementation);
-                    }
-                    row.push(detail);
-                    row
-                })
-                .collect();
-            let headers: &[&str] = if said {
-                &["KIND", "NAME", "STATE", "IMPLEMENTATION", "DETAIL"]
-            } else {
-                &["KIND", "NAME", "STATE", "DETAIL"]
-            };
-            if rows.is_empty() {
-                ctx.out.line(ctx.out.style.dim("no sources configured"))?;
-            } else {
-                ctx.out.table(headers, &rows)?;
-            }
-            if !dropped.is_empty() {
-                ctx.out.line("")?;
-                ctx.out.line(ctx.out.style.bold("Not loaded"))?;
-                ctx.out.table(&["  SOURCE", "WHY"], &dropped)?;
-            }
-            for c in catalog {
-                ctx.out.line(
-                    ctx.out
-                        .style
-                        .dim(&shown(&format!("catalog: {}, {}", c.state, c.detail))),
-                )?;
-            }
-            return Ok(());
+            let rows = host.host.sources().into_iter().map(SourceRow::from);
+            return sources_table(ctx, rows.collect(), &unloaded);
         }
         ListKind::Servers => return Ok(()),
     };
@@ -262,30 +221,6 @@ fn table(ctx: &mut Ctx, host: &Opened, listed: &Listed, kind: ListKind) -> Resul
         )?;
     }
     Ok(())
-}
-
-/// Longest implementation shown in a table cell (the whole is in `--json`).
-const IMPLEMENTATION_WIDTH: usize = 48;
-
-/// What the server of `source` said it is, as a table cell: `title (name
-/// version)`, or `name version` when it gave no title; cut to
-/// [`IMPLEMENTATION_WIDTH`] characters, and empty for any other row.
-fn implementation_cell(source: &extpool_host::SourceInfo) -> String {
-    let Some(i) = &source.implementation else {
-        return String::new();
-    };
-    let named = format!("{} {}", i.name, i.version);
-    let text = match i.title.as_deref().filter(|t| !t.trim().is_empty()) {
-        Some(title) => format!("{title} ({named})"),
-        None => named,
-    };
-    if text.chars().count() <= IMPLEMENTATION_WIDTH {
-        return text;
-    }
-    text.chars()
-        .take(IMPLEMENTATION_WIDTH - 1)
-        .chain(std::iter::once('…'))
-        .collect()
 }
 
 /// What an empty tool list says: that no server is ready, or, when none

@@ -16,6 +16,7 @@ mod run;
 mod serve;
 mod sessions;
 mod skills;
+mod sources;
 mod suggest;
 mod watch;
 

@@ -1,7 +1,7 @@
 //! `extpool sessions …`: the operator API of a running gateway, from the
 //! command line. Requests go to `--gateway` (with `EXTPOOL_GATEWAY_TOKEN`
-//! as the bearer token when set); answers are printed as a table (`list`)
-//! or as JSON.
+//! as the bearer token when set); answers are printed as a table (`list`,
+//! with the columns of the operator page) or as JSON.
 
 use std::process::ExitCode;
 
@@ -13,9 +13,6 @@ use crate::context::Ctx;
 
 /// Runs `extpool sessions …`.
 pub async fn run(ctx: &mut Ctx, args: SessionsArgs) -> Result<ExitCode> {
-    let base = args.gateway.trim_end_matches('/');
-    let client = reqwest::Client::new();
-    let token = std::env::var("EXTPOOL_GATEWAY_TOKEN").ok();
     let (method, path, body) = match &args.command {
         SessionsCommand::List => (reqwest::Method::GET, "/v1/sessions".to_owned(), None),
         SessionsCommand::Create { id, auto_grant } => (
@@ -34,8 +31,32 @@ pub async fn run(ctx: &mut Ctx, args: SessionsArgs) -> Result<ExitCode> {
         }
         SessionsCommand::Sources => (reqwest::Method::GET, "/v1/sources".to_owned(), None),
     };
-    let mut request = client.request(method, format!("{base}{path}"));
-    if let Some(token) = &token {
+    let value = gateway_request(&args.gateway, method, &path, body).await?;
+    if matches!(args.command, SessionsCommand::List) && !ctx.global.json {
+        print_table(ctx, &value)?;
+    } else {
+        ctx.out.json_value(&value)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `GET path` of the gateway at `gateway`: its JSON answer.
+pub async fn gateway_get(gateway: &str, path: &str) -> Result<Value> {
+    gateway_request(gateway, reqwest::Method::GET, path, None).await
+}
+
+/// One request of the operator API of the gateway at `gateway` (with
+/// `EXTPOOL_GATEWAY_TOKEN` as the bearer token when set): its JSON
+/// answer, or the error it answered with.
+async fn gateway_request(
+    gateway: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> Result<Value> {
+    let base = gateway.trim_end_matches('/');
+    let mut request = reqwest::Client::new().request(method, format!("{base}{path}"));
+    if let Ok(token) = std::env::var("EXTPOOL_GATEWAY_TOKEN") {
         request = request.bearer_auth(token);
     }
     if let Some(body) = body {
@@ -53,57 +74,66 @@ pub async fn run(ctx: &mut Ctx, args: SessionsArgs) -> Result<ExitCode> {
         let message = value["error"].as_str().unwrap_or("no reason given");
         bail!("the gateway answered {status}: {message}");
     }
-    if matches!(args.command, SessionsCommand::List) && !ctx.global.json {
-        print_table(ctx, &value)?;
-    } else {
-        ctx.out.json_value(&value)?;
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(value)
 }
 
+/// The sessions as the operator page lists them: id, owner, catalog
+/// revision, grants, calls in flight on this replica, last activity and
+/// state (open on the replica that answered, or the stored status).
 fn print_table(ctx: &mut Ctx, page: &Value) -> Result<()> {
-    let rows: Vec<[String; 4]> = page["sessions"]
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "–".to_owned(),
+        other => other.to_string(),
+    };
+    let rows: Vec<Vec<String>> = page["sessions"]
         .as_array()
         .map(Vec::as_slice)
         .unwrap_or_default()
         .iter()
         .map(|s| {
-            [
-                s["id"].as_str().unwrap_or_default().to_owned(),
-                s["status"].as_str().unwrap_or_default().to_owned(),
-                s["granted_count"].to_string(),
-                s["server_count"].to_string(),
+            let revision = match s["revision_by"].as_str() {
+                Some(by) => format!("{} ({by})", text(&s["revision"])),
+                None => text(&s["revision"]),
+            };
+            let last = s["last_seen_ms"]
+                .as_u64()
+                .map(|ms| {
+                    let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
+                    extpool_host::core::time::rfc3339(at)
+                })
+                .unwrap_or_else(|| "–".to_owned());
+            let state = if s["open_here"] == true {
+                "open here".to_owned()
+            } else {
+                text(&s["status"])
+            };
+            vec![
+                text(&s["id"]),
+                text(&s["owner"]),
+                revision,
+                text(&s["granted_count"]),
+                text(&s["in_flight"]),
+                last,
+                state,
             ]
         })
         .collect();
-    let header = ["SESSION", "STATUS", "GRANTED", "SERVERS"];
-    let width = |i: usize| {
-        rows.iter()
-            .map(|r| r[i].chars().count())
-            .chain([header[i].len()])
-            .max()
-            .unwrap_or(0)
-    };
-    let widths = [width(0), width(1), width(2)];
-    let line = |r: [&str; 4]| {
-        format!(
-            "{:<w0$}  {:<w1$}  {:>w2$}  {}",
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2]
-        )
-    };
-    ctx.out.line(line(header))?;
-    for r in &rows {
-        ctx.out
-            .line(crate::output::shown(&line([&r[0], &r[1], &r[2], &r[3]])))?;
-    }
     if rows.is_empty() {
         ctx.out.line("(no sessions)")?;
+        return Ok(());
     }
+    ctx.out.table(
+        &[
+            "SESSION",
+            "OWNER",
+            "REVISION",
+            "GRANTS",
+            "IN FLIGHT",
+            "LAST ACTIVITY",
+            "STATE",
+        ],
+        &rows,
+    )?;
     Ok(())
 }

@@ -23,6 +23,7 @@ mod log_feedback;
 mod masking;
 mod mcp_auth;
 mod messages;
+mod operator_cli;
 mod quickstart;
 mod replicas;
 pub mod serve;

@@ -30,17 +30,24 @@ pub struct Served {
     child: Child,
     /// The MCP endpoint it printed.
     pub url: String,
+    /// Its standard error, when [`Served::spawn_with_stderr`] was asked
+    /// for it.
+    pub stderr: Option<std::process::ChildStderr>,
 }
 
 impl Served {
     /// Spawns `command` (an `extpool serve` command line) and waits for the
     /// endpoint line on its stdout.
     pub fn spawn(mut command: std::process::Command) -> Served {
-        let mut child = command
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
+        command.stderr(Stdio::inherit());
+        Self::spawn_with_stderr(command)
+    }
+
+    /// [`Served::spawn`] with the standard error `command` sets up (piped:
+    /// in [`Served::stderr`]).
+    pub fn spawn_with_stderr(mut command: std::process::Command) -> Served {
+        let mut child = command.stdout(Stdio::piped()).spawn().unwrap();
+        let stderr = child.stderr.take();
         let stdout = child.stdout.take().unwrap();
         let mut lines = BufReader::new(stdout).lines();
         let url = loop {
@@ -54,7 +61,7 @@ impl Served {
         };
         // Keep reading, as a terminal would, until extpool exits.
         std::thread::spawn(move || lines.for_each(drop));
-        Served { child, url }
+        Served { child, url, stderr }
     }
 }
 

@@ -39,6 +39,11 @@ struct Receiver {
 
 impl Receiver {
     async fn start() -> Receiver {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::start_on(listener)
+    }
+
+    fn start_on(listener: tokio::net::TcpListener) -> Receiver {
         let spans: Arc<Mutex<Vec<Span>>> = Arc::default();
         let arrived = Arc::new(tokio::sync::Notify::new());
         let (kept, notify) = (spans.clone(), arrived.clone());
@@ -64,7 +69,6 @@ impl Receiver {
                 }
             }),
         );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let task = tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
@@ -372,6 +376,98 @@ async fn calls_go_on_with_the_receiver_down() {
             .await;
         assert!(answer.contains(ARGUMENT), "call {id}: {answer}");
     }
+}
+
+/// While the collector refuses spans the gateway builds almost none (one
+/// request a second); once it takes them again, traces flow again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traces_flow_again_once_the_collector_is_back() {
+    use std::io::BufRead;
+    // A port nothing listens on yet: the collector, down.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let kit = StateDir::new();
+    let upstream = HttpServer::spawn(kit.args());
+    let sb = Sandbox::new();
+    sb.write(
+        "extpool.yaml",
+        &format!(
+            "mcp_servers:\n  up:\n    url: {}\nskills:\n  default_roots: false\n",
+            upstream.url()
+        ),
+    );
+    let mut command = sb.command();
+    command
+        .args(["-v", "serve", "--listen", "127.0.0.1:0", "--otlp-endpoint"])
+        .arg(format!("http://{addr}"))
+        .env("OTEL_BSP_SCHEDULE_DELAY", "50")
+        .stderr(std::process::Stdio::piped());
+    let mut served = Served::spawn_with_stderr(command);
+    let stderr = served.stderr.take().unwrap();
+    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let session = Session::open(&served.url).await;
+    let traceparent = format!("00-{TRACE}-{PARENT}-01");
+    // Calls until a batch of their spans was refused.
+    let mut id = 0;
+    let refused = "the trace collector refused a batch of spans";
+    'refused: loop {
+        id += 1;
+        session
+            .echo(id, &[("traceparent", traceparent.as_str())], None)
+            .await;
+        while let Ok(line) = lines.try_recv() {
+            if line.contains(refused) {
+                break 'refused;
+            }
+        }
+        assert!(id < 10_000, "no batch was refused after {id} calls");
+    }
+    // The collector comes back on its address; calls go on until their
+    // spans reach it.
+    let receiver = Receiver::start_on(tokio::net::TcpListener::bind(addr).await.unwrap());
+    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        id += 1;
+        session
+            .echo(id, &[("traceparent", traceparent.as_str())], None)
+            .await;
+        let arrived = receiver
+            .spans
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|s| hex(&s.trace_id) == TRACE && s.kind == SpanKind::Server as i32);
+        if arrived {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no span reached the collector once it was back ({id} calls)"
+        );
+    }
+    let took_again = "the trace collector takes spans again";
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while let Ok(line) =
+        lines.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+    {
+        if line.contains(took_again) {
+            return;
+        }
+    }
+    panic!("the gateway never said the collector was back");
 }
 
 #[test]
