@@ -108,12 +108,18 @@ impl Window {
             .position(|b| micros <= *b)
             .unwrap_or(BOUNDS_US.len() - 1);
         let mut series = self.series.lock();
+        // A name seen before costs no allocation (the common case).
         let key = if series.contains_key(server) || series.len() < MAX_SERVERS {
             server
         } else {
             "other"
         };
-        let s = series.entry(key.to_owned()).or_default();
+        if !series.contains_key(key) {
+            series.insert(key.to_owned(), Series::default());
+        }
+        let Some(s) = series.get_mut(key) else {
+            return;
+        };
         let slot = &mut s.slots[usize::try_from(second).unwrap_or(0) % SECONDS];
         if slot.second != second {
             *slot = Slot {
