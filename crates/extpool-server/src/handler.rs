@@ -186,20 +186,6 @@ impl GatewayHandler {
         self.session.get().map_or("stateless", |s| s.id.as_str())
     }
 
-    /// A handle that dies with this connection's session (its durable
-    /// session, its implicit one, else the connection): what outlives its
-    /// session is told by it ([`crate::tasks`]).
-    pub(crate) fn liveness(&self) -> std::sync::Weak<dyn std::any::Any + Send + Sync> {
-        type Alive = std::sync::Weak<dyn std::any::Any + Send + Sync>;
-        if let Some(open) = &self.durable {
-            return Arc::downgrade(open) as Alive;
-        }
-        if let Some(session) = self.session.get() {
-            return Arc::downgrade(session) as Alive;
-        }
-        Arc::downgrade(&self.connection) as Alive
-    }
-
     /// Whether this connection belongs to a session (implicit or durable);
     /// 2026-07-28 requests do not.
     fn has_session(&self) -> bool {
@@ -339,12 +325,7 @@ impl ServerHandler for GatewayHandler {
             resources.subscribe = Some(true);
         }
         self.declare_passed_extensions(&mut capabilities);
-        if self.declared_tasks().is_some() {
-            capabilities.extensions.get_or_insert_default().insert(
-                rmcp::model::TASKS_EXTENSION_ID.to_owned(),
-                rmcp::model::JsonObject::new(),
-            );
-        }
+        self.declare_tasks_extension(&mut capabilities);
         let mut config = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")));
         if !self.shared.instructions.is_empty() {

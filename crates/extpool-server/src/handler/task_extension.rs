@@ -53,6 +53,20 @@ fn error_object(error: &ErrorData) -> JsonObject {
 }
 
 impl GatewayHandler {
+    /// Declares the extension in `capabilities` when the gateway declares
+    /// tasks (a connected server takes task-augmented calls).
+    pub(super) fn declare_tasks_extension(
+        &self,
+        capabilities: &mut rmcp::model::ServerCapabilities,
+    ) {
+        if self.declared_tasks().is_some() {
+            capabilities.extensions.get_or_insert_default().insert(
+                rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                JsonObject::new(),
+            );
+        }
+    }
+
     /// Whether the `tools/call` of `name` in `context` is made a task: its
     /// client declared the extension and speaks 2026-07-28, and the tool's
     /// server takes the tool only as a task.

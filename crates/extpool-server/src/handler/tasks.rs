@@ -42,6 +42,20 @@ impl GatewayHandler {
         tasks::declared(&self.view().upstream_capability("tasks")?)
     }
 
+    /// A handle that dies with this connection's session (its durable
+    /// session, its implicit one, else the connection): what outlives its
+    /// session is told by it ([`crate::tasks`]).
+    fn liveness(&self) -> std::sync::Weak<dyn std::any::Any + Send + Sync> {
+        type Alive = std::sync::Weak<dyn std::any::Any + Send + Sync>;
+        if let Some(open) = &self.durable {
+            return Arc::downgrade(open) as Alive;
+        }
+        if let Some(session) = self.session.get() {
+            return Arc::downgrade(session) as Alive;
+        }
+        Arc::downgrade(&self.connection) as Alive
+    }
+
     /// Who asks, for the task map: the session (its peer takes the
     /// task's notifications), or, for a request without one, its
     /// principal.
