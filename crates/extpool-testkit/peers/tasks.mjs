@@ -5,7 +5,8 @@
 //   node tasks.mjs --url URL STEPS_JSON
 //
 // Steps (each names its client with "as"):
-//   {"op": "connect", "as": "a"}  prints the server's `tasks` capability
+//   {"op": "connect", "as": "a", "token": T?}  prints the server's `tasks`
+//       capability (with token: sent as the bearer token of every request)
 //   {"op": "start", "as": "a", "name": N, "args": {...}, "ttl": MS}
 //       a task-augmented tools/call; prints the task it created
 //   {"op": "tools", "as": "a"}  tools/list: [name, execution.taskSupport]
@@ -53,13 +54,14 @@ const idOf = (step) => (step.task?.startsWith("$") ? saved.get(step.task.slice(1
 const failure = (e) => ({ error: { code: e.code ?? null, message: String(e.message ?? e) } });
 const terminal = (s) => ["completed", "failed", "cancelled"].includes(s);
 
-async function connect(name) {
+async function connect(name, token) {
   const client = new Client({ name: `extpool-test-tasks-${name}`, version: "1.0.0" }, { capabilities: {} });
   const state = { client, statuses: [] };
   client.setNotificationHandler(TaskStatusNotificationSchema, async (n) => {
     state.statuses.push([n.params.taskId, n.params.status]);
   });
-  const transport = new StreamableHTTPClientTransport(url);
+  const requestInit = token ? { headers: { Authorization: `Bearer ${token}` } } : undefined;
+  const transport = new StreamableHTTPClientTransport(url, { requestInit });
   await client.connect(transport);
   state.transport = transport;
   clients.set(name, state);
@@ -160,7 +162,7 @@ async function run(step, state) {
 
 for (const step of steps) {
   if (step.op === "connect") {
-    emit({ op: step.op, as: step.as, tasks: await connect(step.as) });
+    emit({ op: step.op, as: step.as, tasks: await connect(step.as, step.token) });
     continue;
   }
   const state = clients.get(step.as);

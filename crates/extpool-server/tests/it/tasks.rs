@@ -419,3 +419,52 @@ async fn the_tasks_extension_of_2026_07_28_runs_a_servers_task() {
     assert_eq!(answered.is_error, Some(true), "{answered:?}");
     served.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_outlives_its_session_for_its_principal_and_no_other() {
+    let data = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", data.path().join("state.db").display());
+    let store = extpool_state::StateStore::open_url(&url).await.unwrap();
+    let alice = store.create_api_key("alice", false).await.unwrap().secret;
+    let bob = store.create_api_key("bob", false).await.unwrap().secret;
+    let project = Project::new();
+    project.config(&everything_yaml());
+    let options = GatewayOptions {
+        state: Some(store),
+        ..GatewayOptions::default()
+    };
+    let served = Served::start(project, options).await;
+    let out = clients(
+        Sdk::TypeScript,
+        &served.url,
+        json!([
+            {"op": "connect", "as": "a1", "token": alice},
+            {"op": "start", "as": "a1", "name": RESEARCH, "args": {"topic": "owners"}, "save": "t"},
+            {"op": "close", "as": "a1"},
+            {"op": "connect", "as": "b", "token": bob},
+            {"op": "get", "as": "b", "task": "$t"},
+            {"op": "list", "as": "b"},
+            {"op": "connect", "as": "a2", "token": alice},
+            {"op": "wait", "as": "a2", "task": "$t"},
+            {"op": "get", "as": "b", "task": "$t"},
+        ]),
+    )
+    .await;
+    let id = &step(&out, "start", "a1", 0)["task"]["taskId"];
+    // Bob never sees it, before alice's new session took it or after.
+    assert_eq!(
+        step(&out, "get", "b", 0)["error"]["code"],
+        -32602,
+        "{out:#?}"
+    );
+    assert_eq!(step(&out, "list", "b", 0)["tasks"], json!([]), "{out:#?}");
+    assert_eq!(
+        step(&out, "get", "b", 1)["error"]["code"],
+        -32602,
+        "{out:#?}"
+    );
+    let done = &step(&out, "wait", "a2", 0)["task"];
+    assert_eq!(&done["taskId"], id, "{out:#?}");
+    assert_eq!(done["status"], "completed", "{out:#?}");
+    served.stop().await;
+}
