@@ -375,23 +375,25 @@ pub(crate) fn declare_in(bytes: &[u8], tasks: &Value) -> Option<Vec<u8>> {
 }
 
 /// A session-era request as the task handlers take it
-/// ([`crate::handler`]'s `CustomRequest`s): a `tools/call` whose params
-/// (in `body`, the request's JSON) carry `task`, `tasks/get` and
-/// `tasks/cancel` (which rmcp reads as the 2026-07-28 extension's), and,
-/// when `declares` (the session's gateway declares tasks), `tools/list`,
-/// whose tools then say which take tasks (`execution`, which rmcp's
-/// `Tool` has no field for); any other request as it is.
+/// ([`crate::handler`]'s `CustomRequest`s) when `declares` (the session's
+/// gateway declares tasks): a `tools/call` whose params (in `body`, the
+/// request's JSON) carry `task`, `tasks/get` and `tasks/cancel` (which
+/// rmcp reads as the 2026-07-28 extension's), and `tools/list`, whose
+/// tools then say which take tasks (`execution`, which rmcp's `Tool` has
+/// no field for). Any other request, and every request of a gateway that
+/// declares no tasks, as it is: a `tools/call`'s `task` is then ignored,
+/// as MCP asks of a server without tasks.
 pub(crate) fn session_request(
     request: rmcp::model::ClientRequest,
     body: &[u8],
-    declares: impl FnOnce() -> bool,
+    declares: impl Fn() -> bool,
 ) -> rmcp::model::ClientRequest {
     use rmcp::model::{ClientRequest as R, CustomRequest};
     let custom = |method: &str, params: Option<Value>| {
         R::CustomRequest(CustomRequest::new(method.to_owned(), params))
     };
     match request {
-        R::CallToolRequest(_) if body.windows(6).any(|w| w == b"\"task\"") => {
+        R::CallToolRequest(_) if body.windows(6).any(|w| w == b"\"task\"") && declares() => {
             match serde_json::from_slice::<Value>(body)
                 .ok()
                 .and_then(|mut v| v.get_mut("params").map(Value::take))
@@ -402,8 +404,10 @@ pub(crate) fn session_request(
                 _ => request,
             }
         }
-        R::GetTaskRequest(r) => custom("tasks/get", Some(json!({"taskId": r.params.task_id}))),
-        R::CancelTaskRequest(r) => {
+        R::GetTaskRequest(r) if declares() => {
+            custom("tasks/get", Some(json!({"taskId": r.params.task_id})))
+        }
+        R::CancelTaskRequest(r) if declares() => {
             custom("tasks/cancel", Some(json!({"taskId": r.params.task_id})))
         }
         R::ListToolsRequest(list) if declares() => custom(
@@ -505,6 +509,37 @@ mod tests {
         assert!(out.contains("\"tasks\":{\"list\":{}}"), "{out}");
         assert!(out.ends_with("\n\n"), "{out}");
         assert!(declare_in(br#"{"jsonrpc":"2.0","id":1,"error":{}}"#, &tasks).is_none());
+    }
+
+    #[test]
+    fn task_requests_are_taken_only_where_the_gateway_declares_tasks() {
+        use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
+        let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{},"task":{"ttl":5}}}"#;
+        let request = || match serde_json::from_slice::<ClientJsonRpcMessage>(body).unwrap() {
+            ClientJsonRpcMessage::Request(r) => r.request,
+            other => panic!("{other:?}"),
+        };
+        match session_request(request(), body, || true) {
+            ClientRequest::CustomRequest(c) => {
+                assert_eq!(c.method, "tools/call");
+                assert_eq!(c.params.unwrap()["task"]["ttl"], 5);
+            }
+            other => panic!("{other:?}"),
+        }
+        // Without tasks, `task` is ignored: the call is the typed one.
+        assert!(matches!(
+            session_request(request(), body, || false),
+            ClientRequest::CallToolRequest(_)
+        ));
+        let plain = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"task","arguments":{"x":"task"}}}"#;
+        let typed = match serde_json::from_slice::<ClientJsonRpcMessage>(plain).unwrap() {
+            ClientJsonRpcMessage::Request(r) => r.request,
+            other => panic!("{other:?}"),
+        };
+        assert!(matches!(
+            session_request(typed, plain, || true),
+            ClientRequest::CallToolRequest(_)
+        ));
     }
 
     #[test]

@@ -87,7 +87,10 @@ impl GatewayHandler {
         request: CustomRequest,
         context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
-        if !METHODS.contains(&request.method.as_str()) || !self.has_session() {
+        if !METHODS.contains(&request.method.as_str())
+            || !self.has_session()
+            || self.declared_tasks().is_none()
+        {
             return Err(ErrorData::new(
                 rmcp::model::ErrorCode::METHOD_NOT_FOUND,
                 request.method,
@@ -166,6 +169,15 @@ impl GatewayHandler {
         };
         let principal = super::principal_of(context);
         let table = self.table_for(&principal);
+        if self.view().task_support(&table, &name).is_none() {
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "{name} takes no task-augmented calls: its server does not list it with execution.taskSupport"
+                ),
+                None,
+            ));
+        }
         self.within_rate(&principal, &name)?;
         // Listening before the start: the server's first status may come
         // before its answer.

@@ -161,10 +161,18 @@ async fn cancelled_by_its_session_only(sdk: Sdk) {
             {"op": "get", "as": "a", "task": "$t"},
             {"op": "cancel", "as": "a", "task": "$t"},
             {"op": "get", "as": "a", "task": "$t"},
+            {"op": "start", "as": "a", "name": "mcp__everything__echo", "args": {"message": "hi"}},
         ]),
     )
     .await;
     assert_eq!(step(&out, "cancel", "b", 0)["error"]["code"], -32602);
+    // A tool its server does not list as taking tasks is not started as one.
+    let refused = &step(&out, "start", "a", 1)["error"];
+    assert_eq!(refused["code"], -32601, "{out:#?}");
+    assert!(
+        refused["message"].as_str().unwrap().contains("taskSupport"),
+        "{out:#?}"
+    );
     assert_eq!(
         step(&out, "get", "a", 0)["task"]["status"],
         "working",
