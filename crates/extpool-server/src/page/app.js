@@ -6,7 +6,16 @@
 
 (function () {
   const $ = (id) => document.getElementById(id);
-  const state = { tools: [], playground: false };
+  const state = { tools: [], playground: false, sessions: { store: false } };
+  // The JSON each section was last drawn from: a section is drawn again
+  // only when its data changed (a form or a pressed button in it stays).
+  const drawn = {};
+  function changed(key, value) {
+    const text = JSON.stringify(value);
+    if (drawn[key] === text) return false;
+    drawn[key] = text;
+    return true;
+  }
 
   // Control characters (ESC and the like) shown as their visible symbols.
   function visible(value) {
@@ -127,16 +136,22 @@
     }
   }
 
+  // Sessions whose delete button was pressed once (id -> its timer): kept
+  // across re-renders, so a snapshot arriving between the two presses
+  // does not disarm it.
+  const armed = new Map();
+
   function deleteButton(id) {
-    let armed = null;
-    const button = el("button", { class: "danger", type: "button", "data-delete": id }, "Delete");
+    const button = el("button", { class: "danger", type: "button", "data-delete": id },
+      armed.has(id) ? "Confirm delete" : "Delete");
     button.addEventListener("click", () => {
-      if (!armed) {
+      if (!armed.has(id)) {
+        armed.set(id, setTimeout(() => { armed.delete(id); renderSessions(state.sessions); }, 5000));
         button.textContent = "Confirm delete";
-        armed = setTimeout(() => { armed = null; button.textContent = "Delete"; }, 5000);
         return;
       }
-      clearTimeout(armed);
+      clearTimeout(armed.get(id));
+      armed.delete(id);
       button.disabled = true;
       sessionAction(id, "delete");
     });
@@ -144,6 +159,7 @@
   }
 
   function renderSessions(s) {
+    state.sessions = s;
     if (!s.store) {
       $("sessions").replaceChildren(el("p", { class: "muted" }, "This gateway keeps no sessions (no state store)."));
       return;
@@ -242,11 +258,11 @@
   function snapshot(data) {
     $("replica").textContent = visible(`replica ${data.replica}`);
     if (state.playground !== Boolean(data.playground)) { state.playground = Boolean(data.playground); renderTools(); }
-    renderServers(data.servers || []);
-    renderCatalog(data.catalog || {});
-    renderSessions(data.sessions || { store: false });
-    renderSkills(data.skills || []);
-    renderCalls(data.calls || []);
+    if (changed("servers", data.servers)) renderServers(data.servers || []);
+    if (changed("catalog", data.catalog)) renderCatalog(data.catalog || {});
+    if (changed("sessions", data.sessions)) renderSessions(data.sessions || { store: false });
+    if (changed("skills", data.skills)) renderSkills(data.skills || []);
+    if (changed("calls", data.calls)) renderCalls(data.calls || []);
     document.body.dataset.updated = String(Date.now());
   }
 

@@ -124,8 +124,7 @@ fn catalog(shared: &Shared, report: &extpool_host::SourcesReport) -> Value {
 }
 
 /// The durable sessions, as `GET /v1/sessions` lists them to an
-/// operator, with what this replica knows of each: open here, requests
-/// in flight on its endpoint.
+/// operator (its rows, by the same function).
 async fn sessions(shared: &Shared) -> Value {
     let Some(sessions) = &shared.sessions else {
         return json!({"store": false, "rows": []});
@@ -141,17 +140,7 @@ async fn sessions(shared: &Shared) -> Value {
             return json!({"store": true, "error": "the state store did not answer", "rows": []});
         }
     };
-    let rows: Vec<Value> = page
-        .sessions
-        .iter()
-        .map(|s| {
-            let id = s.id.as_str();
-            let mut row = json!(s);
-            row["open_here"] = json!(sessions.open_here(id).is_some());
-            row["in_flight"] = json!(shared.live.in_flight(id));
-            row
-        })
-        .collect();
+    let rows = crate::api::session_rows(shared, &page.sessions);
     json!({"store": true, "rows": rows, "more": page.next.is_some()})
 }
 

@@ -191,6 +191,17 @@ async fn session_deleted_from_the_page(tab: &Tab, served: &Served) {
         "the delete button asks to confirm",
     )
     .await;
+    // The sessions drawn again meanwhile (another one made): still armed.
+    let other = create_session(&served.base).await;
+    tab.wait_for(
+        &format!(
+            "!!document.querySelector({})",
+            json!(format!("[data-session={}]", json!(other)))
+        ),
+        "the other session listed",
+    )
+    .await;
+    assert_eq!(tab.eval(&text_of(&button)).await, json!("Confirm delete"));
     tab.click(&button).await;
     tab.wait_for(
         &format!("!document.querySelector({})", json!(row)),
