@@ -67,8 +67,9 @@
     return t;
   }
 
-  // A small line chart of calls per second over the last minute.
-  function chart(values, label) {
+  // A small line chart of the last minute: each series a line (a gap where
+  // a second has no value), all on one scale from zero to their largest.
+  function chart(series, label) {
     const ns = "http://www.w3.org/2000/svg";
     const svg = document.createElementNS(ns, "svg");
     svg.setAttribute("class", "chart");
@@ -76,13 +77,29 @@
     svg.setAttribute("preserveAspectRatio", "none");
     svg.setAttribute("role", "img");
     svg.setAttribute("aria-label", label);
-    const max = Math.max(1, ...values);
+    const numbers = series.flatMap((s) => s.values.filter((v) => v !== null && v !== undefined).map(Number));
+    const max = Math.max(1e-9, ...numbers);
     const base = document.createElementNS(ns, "line");
     base.setAttribute("class", "base");
     for (const [k, v] of [["x1", 0], ["y1", 20], ["x2", 59], ["y2", 20]]) base.setAttribute(k, v);
-    const line = document.createElementNS(ns, "polyline");
-    line.setAttribute("points", values.map((v, i) => `${i},${(20 - (Number(v) / max) * 19).toFixed(2)}`).join(" "));
-    svg.append(base, line);
+    svg.append(base);
+    for (const { values, cls } of series) {
+      let run = [];
+      const flush = () => {
+        if (run.length) {
+          const line = document.createElementNS(ns, "polyline");
+          line.setAttribute("class", cls);
+          line.setAttribute("points", (run.length === 1 ? [run[0], run[0]] : run).join(" "));
+          svg.append(line);
+        }
+        run = [];
+      };
+      values.forEach((v, i) => {
+        if (v === null || v === undefined) { flush(); return; }
+        run.push(`${i},${(20 - (Number(v) / max) * 19).toFixed(2)}`);
+      });
+      flush();
+    }
     return svg;
   }
 
@@ -106,7 +123,12 @@
           ["p50 / p99", `${ms(m.p50_ms)} / ${ms(m.p99_ms)}`],
           ["configured", s.origin],
         ]),
-        chart(m.calls || [], `calls per second of ${where}, last minute`));
+        el("div", { class: "charts" },
+          el("figure", {}, chart([{ values: m.calls || [], cls: "rate" }], `calls per second of ${where}, last minute`),
+            el("figcaption", {}, "calls/s")),
+          el("figure", {}, chart([{ values: m.p99_each || [], cls: "p99" }, { values: m.p50_each || [], cls: "p50" }],
+            `p50 and p99 latency of ${where}, last minute`),
+            el("figcaption", {}, "p50 / p99"))));
       return card;
     });
     $("servers").replaceChildren(...(cards.length ? cards : [el("p", { class: "muted" }, "No servers configured.")]));

@@ -84,6 +84,11 @@ impl Default for Window {
 pub struct Minute {
     /// Calls in each second, oldest first (the last is the second now).
     pub calls: Vec<u64>,
+    /// Median latency of each second's calls in milliseconds, oldest
+    /// first (`None`: no call ended that second).
+    pub p50_each: Vec<Option<f64>>,
+    /// 99th percentile latency of each second's calls, likewise.
+    pub p99_each: Vec<Option<f64>>,
     /// Calls that failed in the minute.
     pub errors: u64,
     /// Calls per second over the minute.
@@ -101,7 +106,11 @@ impl Window {
 
     /// Counts a call of `server` that took `elapsed`, ending now.
     pub fn record(&self, server: &str, elapsed: Duration, failed: bool) {
-        let second = self.second(Instant::now());
+        self.record_at(Instant::now(), server, elapsed, failed);
+    }
+
+    fn record_at(&self, at: Instant, server: &str, elapsed: Duration, failed: bool) {
+        let second = self.second(at);
         let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
         let bucket = BOUNDS_US
             .iter()
@@ -150,23 +159,36 @@ impl Window {
 /// `s`'s minute ending at second `now`.
 fn minute(s: &Series, now: u64) -> Minute {
     let mut calls = Vec::with_capacity(SECONDS);
+    let mut p50_each = Vec::with_capacity(SECONDS);
+    let mut p99_each = Vec::with_capacity(SECONDS);
     let mut errors = 0;
     let mut buckets = [0u64; BOUNDS_US.len()];
     for back in (0..SECONDS as u64).rev() {
-        let Some(second) = now.checked_sub(back) else {
+        let slot = now
+            .checked_sub(back)
+            .map(|second| {
+                (
+                    second,
+                    &s.slots[usize::try_from(second).unwrap_or(0) % SECONDS],
+                )
+            })
+            .filter(|(second, slot)| slot.second == *second)
+            .map(|(_, slot)| slot);
+        let Some(slot) = slot else {
             calls.push(0);
+            p50_each.push(None);
+            p99_each.push(None);
             continue;
         };
-        let slot = &s.slots[usize::try_from(second).unwrap_or(0) % SECONDS];
-        if slot.second == second {
-            calls.push(slot.calls);
-            errors += slot.errors;
-            for (sum, n) in buckets.iter_mut().zip(slot.buckets) {
-                *sum += u64::from(n);
-            }
-        } else {
-            calls.push(0);
+        calls.push(slot.calls);
+        errors += slot.errors;
+        let mut own = [0u64; BOUNDS_US.len()];
+        for ((sum, mine), n) in buckets.iter_mut().zip(own.iter_mut()).zip(slot.buckets) {
+            *sum += u64::from(n);
+            *mine = u64::from(n);
         }
+        p50_each.push(quantile(&own, slot.calls, 0.50));
+        p99_each.push(quantile(&own, slot.calls, 0.99));
     }
     let total: u64 = calls.iter().sum();
     Minute {
@@ -175,6 +197,8 @@ fn minute(s: &Series, now: u64) -> Minute {
         p50_ms: quantile(&buckets, total, 0.50),
         p99_ms: quantile(&buckets, total, 0.99),
         calls,
+        p50_each,
+        p99_each,
     }
 }
 
@@ -207,17 +231,25 @@ mod tests {
     #[test]
     fn a_minute_counts_its_calls_and_their_quantiles() {
         let w = Window::default();
+        let at = Instant::now();
         for _ in 0..98 {
-            w.record("a", Duration::from_micros(150), false);
+            w.record_at(at, "a", Duration::from_micros(150), false);
         }
-        w.record("a", Duration::from_millis(40), true);
-        w.record("a", Duration::from_millis(40), false);
-        let m = &w.minutes()["a"];
-        assert_eq!(m.calls.iter().sum::<u64>(), 100);
+        w.record_at(at, "a", Duration::from_millis(40), true);
+        w.record_at(at, "a", Duration::from_millis(40), false);
+        // Two seconds later, one slow call.
+        let later = at + Duration::from_secs(2);
+        w.record_at(later, "a", Duration::from_millis(400), false);
+        let m = &w.minutes_at(later)["a"];
         assert_eq!(m.calls.len(), SECONDS);
+        assert_eq!(m.calls.iter().sum::<u64>(), 101);
+        assert_eq!(m.calls[SECONDS - 3..], [100, 0, 1]);
         assert_eq!(m.errors, 1);
         assert_eq!(m.p50_ms, Some(0.2));
         assert_eq!(m.p99_ms, Some(50.0));
+        // Each second's own quantiles.
+        assert_eq!(m.p50_each[SECONDS - 3..], [Some(0.2), None, Some(500.0)]);
+        assert_eq!(m.p99_each[SECONDS - 3..], [Some(50.0), None, Some(500.0)]);
     }
 
     #[test]

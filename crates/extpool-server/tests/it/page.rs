@@ -336,6 +336,18 @@ async fn the_page_fits_a_360_pixel_screen_and_has_a_dark_theme() {
         "the calls and the session listed",
     )
     .await;
+    // alpha's charts: calls per second, and its p50 and p99 of seconds with calls.
+    let lines = tab
+        .eval("['rate', 'p50', 'p99'].map(c => document.querySelectorAll(`[data-server=\"alpha\"] svg.chart polyline.${c}`).length)")
+        .await;
+    assert!(
+        lines
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n.as_u64().unwrap() >= 1),
+        "{lines}"
+    );
     let skills = tab
         .eval("[...document.querySelectorAll('#skills tbody tr')].map(r => [...r.cells].map(c => c.textContent))")
         .await;
