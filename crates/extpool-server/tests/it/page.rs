@@ -393,17 +393,27 @@ async fn the_page_fits_a_360_pixel_screen_and_has_a_dark_theme() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn behind_a_token_the_page_answers_only_a_browser_that_sends_it() {
+async fn behind_a_token_the_page_answers_only_a_browser_that_sends_it_and_only_operators() {
     const TOKEN: &str = "page-test-token-8c1f";
     let state = StateDir::new();
     // Listening on every address: reachable from other machines, so the
     // token is required (the browser still dials 127.0.0.1).
     let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
+    let db = tempfile::tempdir().unwrap();
+    let store = extpool_state::StateStore::open_url(&format!(
+        "sqlite:{}",
+        db.path().join("state.db").display()
+    ))
+    .await
+    .unwrap();
+    let viewer = store.create_api_key("viewer", false).await.unwrap().secret;
+    let ops = store.create_api_key("ops", true).await.unwrap().secret;
     let served = Served::start_on(
         project(&state),
         GatewayOptions {
             bearer: Some(TOKEN.into()),
+            state: Some(store),
             ..GatewayOptions::default()
         },
         listener,
@@ -426,6 +436,15 @@ async fn behind_a_token_the_page_answers_only_a_browser_that_sends_it() {
         .unwrap()
         .to_owned();
     assert!(policy.contains("default-src 'none'"), "{policy}");
+    // An API key: an operator's is shown the page, anyone else's is not.
+    for (key, status) in [(&ops, 200), (&viewer, 403)] {
+        for path in ["/", "/v1/page/events"] {
+            let answer = within(client.get(format!("{base}{path}")).bearer_auth(key).send())
+                .await
+                .unwrap();
+            assert_eq!(answer.status().as_u16(), status, "{path}");
+        }
+    }
 
     let browser = Browser::launch().await;
     let tab = browser.tab().await;
