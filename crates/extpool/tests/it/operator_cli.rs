@@ -32,9 +32,7 @@ async fn page_snapshot(gateway: &str) -> Value {
             // Events end with a blank line; find the snapshot's.
             for event in text.split("\n\n") {
                 let lines: Vec<&str> = event.lines().collect();
-                if lines.iter().any(|l| *l == "event: snapshot")
-                    && text.contains(&format!("{event}\n\n"))
-                {
+                if lines.contains(&"event: snapshot") && text.contains(&format!("{event}\n\n")) {
                     let data: String = lines
                         .iter()
                         .filter_map(|l| l.strip_prefix("data: ").or(l.strip_prefix("data:")))
