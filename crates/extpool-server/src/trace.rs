@@ -77,6 +77,17 @@ pub(crate) fn request_span(
     let Some(traced) = traced else {
         return Span::none();
     };
+    span_of(traced, id, headers, session, true)
+}
+
+/// The span of a request read over HTTP (`http`) or over stdio.
+fn span_of(
+    traced: &Traced,
+    id: Option<&Value>,
+    headers: &HeaderMap,
+    session: Option<&str>,
+    http: bool,
+) -> Span {
     let name = match &traced.target {
         Some(target) => format!("{} {target}", traced.method),
         None => traced.method.clone(),
@@ -110,8 +121,8 @@ pub(crate) fn request_span(
         gen_ai.prompt.name = prompt,
         gen_ai.operation.name = tool.map(|_| "execute_tool"),
         mcp.resource.uri = uri,
-        network.transport = "tcp",
-        network.protocol.name = "http",
+        network.transport = if http { "tcp" } else { "pipe" },
+        network.protocol.name = http.then_some("http"),
         http.response.status_code = Empty,
     );
     if span.is_disabled() {
@@ -140,11 +151,35 @@ pub(crate) fn ended(span: &Span, status: axum::http::StatusCode) {
 #[derive(Clone, Debug)]
 pub(crate) struct RequestSpan(pub Span);
 
-/// The request span kept in a handler's `extensions`, or the current span.
-pub(crate) fn parent_of(extensions: &rmcp::model::Extensions) -> Span {
-    extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<RequestSpan>())
-        .map(|kept| kept.0.clone())
-        .unwrap_or_else(Span::current)
+/// The span a `tools/call` runs in: its request's, kept in the handler's
+/// `extensions` when it came over HTTP; over stdio (no HTTP request), a
+/// request span made here, since no front end of extpool's read it first;
+/// else the current span.
+pub(crate) fn call_parent(
+    context: &rmcp::service::RequestContext<rmcp::RoleServer>,
+    request: &rmcp::model::CallToolRequestParams,
+    session: &str,
+) -> Span {
+    match context.extensions.get::<axum::http::request::Parts>() {
+        Some(parts) => parts
+            .extensions
+            .get::<RequestSpan>()
+            .map(|kept| kept.0.clone())
+            .unwrap_or_else(Span::current),
+        None if wanted() => {
+            // rmcp hands the request's `_meta` over in the context.
+            let meta = request.meta.as_ref().unwrap_or(&context.meta);
+            let params = serde_json::json!({"name": request.name, "_meta": meta.0.0});
+            let traced = traced("tools/call", Some(&params));
+            let id = serde_json::to_value(&context.id).ok();
+            span_of(
+                &traced,
+                id.as_ref(),
+                &HeaderMap::new(),
+                Some(session),
+                false,
+            )
+        }
+        None => Span::current(),
+    }
 }

@@ -99,7 +99,7 @@ impl GatewayHandler {
             ),
         };
         // The request's span, which rmcp may have left in another task.
-        let parent = crate::trace::parent_of(&context.extensions);
+        let parent = crate::trace::call_parent(&context, &request, self.session_id());
         let span = tracing::info_span!(
             parent: &parent,
             "tool_call",

@@ -470,6 +470,77 @@ async fn traces_flow_again_once_the_collector_is_back() {
     panic!("the gateway never said the collector was back");
 }
 
+/// Over `extpool serve --stdio` a tool call is its request's span (the
+/// client's trace taken from its `_meta`), with the upstream call under it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_over_stdio_is_a_gateway_span_in_the_clients_trace() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let receiver = Receiver::start().await;
+    let sb = Sandbox::new();
+    sb.testkit_config("skills:\n  default_roots: false\n");
+    let mut command = tokio::process::Command::from(sb.command());
+    command
+        .args(["serve", "--stdio", "--toolhive=false", "--otlp-endpoint"])
+        .arg(&receiver.url)
+        .env("OTEL_BSP_SCHEDULE_DELAY", "50")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = command.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let stdio_trace = "7c3f54a8d0e64d1f9a2b3c4d5e6f7a8b";
+    let messages = [
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "traces-test", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "mcp__testkit__echo", "arguments": {"message": ARGUMENT},
+            "_meta": {"traceparent": format!("00-{stdio_trace}-{PARENT}-01")}}}),
+    ];
+    for message in messages {
+        stdin
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    stdin.flush().await.unwrap();
+    let answer = tokio::time::timeout(PATIENCE, async {
+        loop {
+            let line = lines.next_line().await.unwrap().expect("an answer");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == 1 {
+                return message;
+            }
+        }
+    })
+    .await
+    .expect("the call's answer");
+    assert!(answer.to_string().contains(ARGUMENT), "{answer}");
+    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let (request, call) = receiver
+        .until("stdio request span with its upstream child", |spans| {
+            let request = spans
+                .iter()
+                .find(|s| hex(&s.trace_id) == stdio_trace && s.kind == SpanKind::Server as i32)?;
+            let call = spans.iter().find(|s| {
+                s.parent_span_id == request.span_id && s.kind == SpanKind::Client as i32
+            })?;
+            Some((request.clone(), call.clone()))
+        })
+        .await;
+    assert_eq!(hex(&request.parent_span_id), PARENT);
+    assert_eq!(request.name, "tools/call mcp__testkit__echo");
+    assert_eq!(
+        attribute(&request, "network.transport").as_deref(),
+        Some("pipe")
+    );
+    assert_eq!(call.name, "tools/call echo");
+    drop(stdin);
+    let _ = tokio::time::timeout(PATIENCE, child.wait()).await;
+}
+
 #[test]
 fn an_otlp_endpoint_that_is_not_http_is_refused_before_serving() {
     let sb = Sandbox::new();
