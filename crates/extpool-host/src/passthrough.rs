@@ -76,7 +76,8 @@ pub(crate) fn sources(rev: &CatalogRevision) -> Vec<(String, Arc<dyn Capability>
     out
 }
 
-fn relay(operation: &'static str, server: &str, error: ExtensionError) -> HostError {
+/// `error` of `server` relayed for `operation`.
+pub(crate) fn relay(operation: &'static str, server: &str, error: ExtensionError) -> HostError {
     HostError::Relay {
         operation,
         server: server.to_owned(),

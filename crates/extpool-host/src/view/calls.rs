@@ -175,6 +175,23 @@ impl View {
         }
     }
 
+    /// The revision `table` was compiled from and the row `name` resolves
+    /// to in it, once this view is open; the error a refused or unknown
+    /// name gets otherwise (a call and a task start alike).
+    pub(super) fn callable<'t>(
+        &self,
+        table: &'t ToolTable,
+        name: &str,
+    ) -> Result<(&'t Arc<CatalogRevision>, &'t Row), HostError> {
+        self.check_open()?;
+        let rev = table.revision();
+        match table.resolve(name) {
+            Resolved::Tool(row) => Ok((rev, row)),
+            Resolved::Refused(refusal) => Err(refused(refusal, None)),
+            _ => Err(self.unknown_tool(rev, name)),
+        }
+    }
+
     async fn call_checked(
         &self,
         table: &ToolTable,
@@ -182,13 +199,7 @@ impl View {
         args: Map<String, Value>,
         verdicts: &mut Vec<Verdict>,
     ) -> Result<ToolResult, HostError> {
-        self.check_open()?;
-        let rev = table.revision();
-        let row = match table.resolve(name) {
-            Resolved::Tool(row) => row,
-            Resolved::Refused(refusal) => return Err(refused(refusal, None)),
-            _ => return Err(self.unknown_tool(rev, name)),
-        };
+        let (rev, row) = self.callable(table, name)?;
         match row.builtin {
             Some(b) if b.runner() != Runner::Catalog => {
                 return Err(HostError::FrontEndTool {

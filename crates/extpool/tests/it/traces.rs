@@ -105,6 +105,23 @@ impl Drop for Receiver {
     }
 }
 
+/// An id as the W3C trace context writes it.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The gateway's span of a request in `trace` and the upstream-call span
+/// under it, once both arrived.
+fn request_and_call(spans: &[Span], trace: &str) -> Option<(Span, Span)> {
+    let request = spans
+        .iter()
+        .find(|s| hex(&s.trace_id) == trace && s.kind == SpanKind::Server as i32)?;
+    let call = spans
+        .iter()
+        .find(|s| s.parent_span_id == request.span_id && s.kind == SpanKind::Client as i32)?;
+    Some((request.clone(), call.clone()))
+}
+
 /// The attribute `key` of `span` as text.
 fn attribute(span: &Span, key: &str) -> Option<String> {
     let value = span
@@ -125,6 +142,11 @@ fn attribute(span: &Span, key: &str) -> Option<String> {
 
 /// `extpool serve` with one HTTP upstream (`up`), exporting to `otlp`.
 fn serve(sb: &Sandbox, upstream: &HttpServer, otlp: &str) -> Served {
+    Served::spawn(serve_command(sb, upstream, otlp))
+}
+
+/// The command line of [`serve`].
+fn serve_command(sb: &Sandbox, upstream: &HttpServer, otlp: &str) -> std::process::Command {
     sb.write(
         "extpool.yaml",
         &format!(
@@ -137,7 +159,7 @@ fn serve(sb: &Sandbox, upstream: &HttpServer, otlp: &str) -> Served {
         .args(["serve", "--listen", "127.0.0.1:0", "--otlp-endpoint", otlp])
         // Export every 50 ms, so the test waits on spans, not on the timer.
         .env("OTEL_BSP_SCHEDULE_DELAY", "50");
-    Served::spawn(command)
+    command
 }
 
 /// A session-era MCP session with the gateway, over plain HTTP.
@@ -235,16 +257,9 @@ async fn a_call_is_a_gateway_span_with_a_child_per_upstream_call_in_the_clients_
         .await;
     assert!(answer.contains(ARGUMENT), "{answer}");
 
-    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
     let (request, call) = receiver
         .until("gateway span with its upstream child", |spans| {
-            let request = spans
-                .iter()
-                .find(|s| hex(&s.trace_id) == TRACE && s.kind == SpanKind::Server as i32)?;
-            let call = spans.iter().find(|s| {
-                s.parent_span_id == request.span_id && s.kind == SpanKind::Client as i32
-            })?;
-            Some((request.clone(), call.clone()))
+            request_and_call(spans, TRACE)
         })
         .await;
     assert_eq!(hex(&request.parent_span_id), PARENT, "the client's span");
@@ -308,13 +323,7 @@ async fn a_call_is_a_gateway_span_with_a_child_per_upstream_call_in_the_clients_
     assert!(answer.contains(ARGUMENT), "{answer}");
     receiver
         .until("2026-07-28 request span with its upstream child", |spans| {
-            let request = spans
-                .iter()
-                .find(|s| hex(&s.trace_id) == modern_trace && s.kind == SpanKind::Server as i32)?;
-            spans
-                .iter()
-                .find(|s| s.parent_span_id == request.span_id && s.kind == SpanKind::Client as i32)
-                .map(|_| ())
+            request_and_call(spans, modern_trace)
         })
         .await;
 
@@ -391,19 +400,8 @@ async fn traces_flow_again_once_the_collector_is_back() {
     let kit = StateDir::new();
     let upstream = HttpServer::spawn(kit.args());
     let sb = Sandbox::new();
-    sb.write(
-        "extpool.yaml",
-        &format!(
-            "mcp_servers:\n  up:\n    url: {}\nskills:\n  default_roots: false\n",
-            upstream.url()
-        ),
-    );
-    let mut command = sb.command();
-    command
-        .args(["-v", "serve", "--listen", "127.0.0.1:0", "--otlp-endpoint"])
-        .arg(format!("http://{addr}"))
-        .env("OTEL_BSP_SCHEDULE_DELAY", "50")
-        .stderr(std::process::Stdio::piped());
+    let mut command = serve_command(&sb, &upstream, &format!("http://{addr}"));
+    command.arg("-v").stderr(std::process::Stdio::piped());
     let mut served = Served::spawn_with_stderr(command);
     let stderr = served.stderr.take().unwrap();
     let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
@@ -437,7 +435,6 @@ async fn traces_flow_again_once_the_collector_is_back() {
     // The collector comes back on its address; calls go on until their
     // spans reach it.
     let receiver = Receiver::start_on(tokio::net::TcpListener::bind(addr).await.unwrap());
-    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
         id += 1;
@@ -518,16 +515,9 @@ async fn a_call_over_stdio_is_a_gateway_span_in_the_clients_trace() {
     .await
     .expect("the call's answer");
     assert!(answer.to_string().contains(ARGUMENT), "{answer}");
-    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
     let (request, call) = receiver
         .until("stdio request span with its upstream child", |spans| {
-            let request = spans
-                .iter()
-                .find(|s| hex(&s.trace_id) == stdio_trace && s.kind == SpanKind::Server as i32)?;
-            let call = spans.iter().find(|s| {
-                s.parent_span_id == request.span_id && s.kind == SpanKind::Client as i32
-            })?;
-            Some((request.clone(), call.clone()))
+            request_and_call(spans, stdio_trace)
         })
         .await;
     assert_eq!(hex(&request.parent_span_id), PARENT);

@@ -9,22 +9,12 @@ use extpool_core::ToolResult;
 use futures::{Stream, StreamExt};
 use serde_json::{Map, Value, json};
 
-use super::{blocked, refused, subject_of};
+use super::{blocked, subject_of};
 use crate::error::HostError;
-use crate::passthrough::sources;
+use crate::passthrough::{relay, sources};
 use crate::policy::{Resolved, ToolTable};
 use crate::view::View;
 use extpool_catalog::ToolRef;
-use extpool_core::ExtensionError;
-
-/// `error` of `server` relayed for `operation`.
-fn relay(operation: &'static str, server: &str, error: ExtensionError) -> HostError {
-    HostError::Relay {
-        operation,
-        server: server.to_owned(),
-        error,
-    }
-}
 
 impl View {
     /// Capability `name` as the first visible MCP server that declared it
@@ -67,13 +57,7 @@ impl View {
         name: &str,
         mut params: Map<String, Value>,
     ) -> Result<(String, Value), HostError> {
-        self.check_open()?;
-        let rev = table.revision();
-        let row = match table.resolve(name) {
-            Resolved::Tool(row) => row,
-            Resolved::Refused(refusal) => return Err(refused(refusal, None)),
-            _ => return Err(self.unknown_tool(rev, name)),
-        };
+        let (rev, row) = self.callable(table, name)?;
         let Some(ToolRef::Remote(tool)) = rev.tool(&row.tool.name) else {
             return Err(HostError::Unsupported {
                 what: format!("{name} as a task"),
