@@ -52,6 +52,26 @@ pub(crate) fn sources_value(
     })
 }
 
+/// The sources as the model reads them (`ListMcpSources`): what each server
+/// said it is without its icons, which are for people's screens and may be
+/// data URIs of any size; the rest as `GET /v1/sources` answers.
+fn for_model(mut sources: serde_json::Value) -> serde_json::Value {
+    if let Some(rows) = sources
+        .get_mut("sources")
+        .and_then(serde_json::Value::as_array_mut)
+    {
+        for row in rows {
+            if let Some(implementation) = row
+                .get_mut("implementation")
+                .and_then(serde_json::Value::as_object_mut)
+            {
+                implementation.remove("icons");
+            }
+        }
+    }
+    sources
+}
+
 /// Answers a call of one of the gateway's tools for `principal`; `None`
 /// for any other.
 pub(crate) async fn call(
@@ -62,7 +82,7 @@ pub(crate) async fn call(
 ) -> Option<Result<CallToolResult, ErrorData>> {
     let text = match tool {
         BuiltinTool::CloseSession => return Some(Ok(close(shared, durable, principal).await)),
-        BuiltinTool::ListMcpSources => sources_json(shared).to_string(),
+        BuiltinTool::ListMcpSources => for_model(sources_json(shared)).to_string(),
         BuiltinTool::RefreshMcpSources => match (durable, &shared.sessions) {
             (Some(open), Some(sessions)) => match sessions.refresh_open(open).await {
                 Ok(answer) => json!(answer).to_string(),

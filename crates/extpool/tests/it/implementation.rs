@@ -1,7 +1,8 @@
 //! What a server says it is (its `serverInfo`: name, version, title,
 //! icons, website) kept from its connection and shown where its status is:
 //! `extpool list sources` (name, version and title in the table, the whole
-//! in `--json`) and `GET /v1/sources` of `extpool serve`.
+//! in `--json`), `GET /v1/sources` of `extpool serve`, and its
+//! `ListMcpSources` for the model (without the icons).
 
 use serde_json::{Value, json};
 
@@ -114,6 +115,23 @@ fn v1_sources_of_extpool_serve_shows_what_a_server_said_it_is() {
         server_row(&answer["sources"], "testkit")["implementation"],
         implementation(),
         "{answer:#}"
+    );
+    // The model reads the same through ListMcpSources, less the icons
+    // (data URIs of any size are for screens, not for its context).
+    let out = crate::serve::python(
+        &["--url", &served.url],
+        json!([{"op": "call", "name": "ListMcpSources", "args": {}}]),
+    );
+    let text = out[1]["text"][0]
+        .as_str()
+        .unwrap_or_else(|| panic!("{out:?}"));
+    let listed: Value = serde_json::from_str(text).unwrap();
+    let mut expected = implementation();
+    expected.as_object_mut().unwrap().remove("icons");
+    assert_eq!(
+        server_row(&listed["sources"], "testkit")["implementation"],
+        expected,
+        "{listed:#}"
     );
     assert_eq!(sigterm(&mut served), 143);
 }
