@@ -332,11 +332,19 @@ async fn dial(
     plan: &HttpPlan,
     handler: OrderedHandler<Handler>,
     order: Arc<Order>,
+    declared: &Declared,
 ) -> Result<Service, Failed> {
     let name = a.name.as_str();
     let reusing = a.options.http.keep_alive && !a.options.is_stalling(name);
     let started = std::time::Instant::now();
-    let service = dial_with(a, plan, handler, order, a.options.http_client_for(name)).await?;
+    let service = dial_with(
+        a,
+        plan,
+        (handler, order),
+        a.options.http_client_for(name),
+        declared,
+    )
+    .await?;
     if !reusing {
         return Ok(service);
     }
@@ -364,7 +372,14 @@ async fn dial(
     a.options.note_stalling(name);
     let _ = service.cancel().await;
     let (handler, order) = a.handler();
-    dial_with(a, plan, handler, order, a.options.http_client_for(name)).await
+    dial_with(
+        a,
+        plan,
+        (handler, order),
+        a.options.http_client_for(name),
+        declared,
+    )
+    .await
 }
 
 /// Dials an HTTP server on `client` and initializes, bounded by the
@@ -372,9 +387,9 @@ async fn dial(
 async fn dial_with(
     a: &Attempt<'_>,
     plan: &HttpPlan,
-    handler: OrderedHandler<Handler>,
-    order: Arc<Order>,
+    (handler, order): (OrderedHandler<Handler>, Arc<Order>),
     client: &reqwest::Client,
+    declared: &Declared,
 ) -> Result<Service, Failed> {
     let transport = OrderedTransport::new(
         a.gate(plan.transport(
@@ -382,6 +397,7 @@ async fn dial_with(
             &a.options.http,
             a.max_message_bytes,
             a.params.clone(),
+            declared.clone(),
         )),
         order,
     );
@@ -434,7 +450,7 @@ pub(crate) async fn connect(
             (service, Some(tail), pid, driver)
         }
         Plan::Http(plan) => {
-            let service = dial(&a, plan, handler, order).await?;
+            let service = dial(&a, plan, handler, order, &declared).await?;
             (service, None, None, None)
         }
     };

@@ -387,6 +387,7 @@ impl HttpPlan {
         settings: &HttpSettings,
         max_message_bytes: u64,
         params: std::sync::Arc<crate::param_headers::ParamHeaders>,
+        declared: crate::transport::whole::Declared,
     ) -> StreamableHttpClientTransport<Guarded<extpool_auth::AuthorizedClient>> {
         let mut cfg = StreamableHttpClientTransportConfig::with_uri(self.url.as_str())
             .max_concurrent_requests(settings.max_concurrent_requests)
@@ -410,7 +411,9 @@ impl HttpPlan {
         cfg.max_json_response_size = max;
         let client = extpool_auth::AuthorizedClient::new(client.clone(), self.oauth.clone());
         StreamableHttpClientTransport::with_client(
-            Guarded::new(client).with_param_headers(params),
+            Guarded::new(client)
+                .with_param_headers(params)
+                .with_declared(declared),
             cfg,
         )
     }

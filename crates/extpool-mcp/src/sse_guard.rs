@@ -35,6 +35,7 @@ use sse_stream::{Error as SseError, Sse};
 
 use crate::limits::{self, Exceeded};
 use crate::param_headers::ParamHeaders;
+use crate::transport::whole::{self, Declared, Whole};
 
 /// An HTTP client whose POST response streams are checked against the
 /// limits, and whose 2026-07-28 `tools/call` POSTs carry every
@@ -43,6 +44,7 @@ use crate::param_headers::ParamHeaders;
 pub struct Guarded<C> {
     inner: C,
     params: Option<Arc<ParamHeaders>>,
+    declared: Option<Declared>,
 }
 
 impl<C> Guarded<C> {
@@ -51,7 +53,18 @@ impl<C> Guarded<C> {
         Self {
             inner,
             params: None,
+            declared: None,
         }
+    }
+
+    /// Keeps what rmcp's types drop of the answers that ask for it
+    /// ([`crate::transport::whole::keeps`]) in `declared`: an `initialize`
+    /// answer's capabilities, a `tools/list` answer's task support, and the
+    /// whole answer to a request rmcp has no variant for, as their SSE
+    /// events pass (an answer sent as plain JSON is read by rmcp first).
+    pub fn with_declared(mut self, declared: Declared) -> Self {
+        self.declared = Some(declared);
+        self
     }
 
     /// Adds the `Mcp-Param-*` headers `params` knows of to calls that lack them.
@@ -87,6 +100,13 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
             _ => None,
         };
         let limit = limits.max_sse_event_size as u64;
+        let whole = self.declared.as_ref().and_then(|declared| {
+            let (keep, id) = whole::keeps(&message)?;
+            let mut whole = Whole::default();
+            whole.keep_declared_in(declared.clone());
+            whole.expect(keep, id);
+            Some(whole)
+        });
         async move {
             let response = self
                 .inner
@@ -106,6 +126,7 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
                         id,
                         limit,
                         done: false,
+                        whole,
                     };
                     StreamableHttpPostResponse::Sse(guard.boxed(), session)
                 }
@@ -158,9 +179,25 @@ struct Guard {
     id: RequestId,
     limit: u64,
     done: bool,
+    /// What the request's answer is to have kept, when it asks for that.
+    whole: Option<Whole>,
 }
 
 impl Guard {
+    /// Keeps what `sse` answers whole, when it answers the request that
+    /// asked for that (rmcp goes on to read it as usual).
+    fn keep_whole(&mut self, sse: &Sse) {
+        let (Some(whole), Some(data)) = (self.whole.as_mut(), sse.data.as_deref()) else {
+            return;
+        };
+        if !whole.waiting() {
+            return;
+        }
+        if let Some((id, result)) = whole.take(data.as_bytes()) {
+            whole.declared().keep_answer(&id, result);
+        }
+    }
+
     fn refusal(&self, exceeded: Exceeded) -> Sse {
         self.answer(exceeded.into_error_data())
     }
@@ -223,6 +260,7 @@ impl Stream for Guard {
                     tracing::warn!(%reason, "an MCP answer cannot be read");
                     Some(Ok(self.answer(limits::unreadable_error_data(&reason))))
                 } else {
+                    self.keep_whole(&sse);
                     Some(Ok(sse))
                 }
             }

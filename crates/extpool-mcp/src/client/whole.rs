@@ -1,11 +1,12 @@
 //! Requests rmcp has no typed variant for, sent and answered whole: the
 //! 2025-11-25 task methods (`tasks/get`, `tasks/result`, `tasks/list`,
 //! `tasks/cancel`) and a task-augmented `tools/call`, whose `task` member
-//! rmcp's `CallToolRequestParams` would drop. Over stdio the answer comes
-//! back as the server sent it ([`crate::transport::whole`]); over HTTP as
-//! rmcp read it.
+//! rmcp's `CallToolRequestParams` would drop. The answer comes back as the
+//! server sent it ([`crate::transport::whole`]): over stdio always, over
+//! HTTP when it came as an SSE event (one sent as plain JSON, rmcp reads).
 
 use rmcp::model::{ClientRequest, CustomRequest, ServerResult};
+use rmcp::service::PeerRequestOptions;
 use serde_json::Value;
 
 use super::{McpClient, Repeat};
@@ -15,7 +16,7 @@ impl McpClient {
     /// Capability `name` as the server declared it in its `initialize`
     /// answer on the current connection, when rmcp has no field for it
     /// (the 2025-11-25 `tasks`); `None` when it declared none, before it
-    /// connected, and over HTTP.
+    /// connected, and over HTTP when the answer came as plain JSON.
     pub fn declared_capability(&self, name: &str) -> Option<Value> {
         self.inner
             .conn
@@ -28,7 +29,8 @@ impl McpClient {
 
     /// The `execution.taskSupport` of tool `name` (`optional` or
     /// `required`) in the server's latest listing on the current connection;
-    /// `None` when it takes no task-augmented calls, and over HTTP.
+    /// `None` when it takes no task-augmented calls, and over HTTP when
+    /// the listing came as plain JSON.
     pub fn task_support(&self, name: &str) -> Option<String> {
         self.inner.conn.load().as_ref()?.declared.task_support(name)
     }
@@ -58,10 +60,20 @@ impl McpClient {
         };
         self.run("request", repeat, None, |peer| {
             let request = ClientRequest::CustomRequest(request.clone());
+            // Where the transport keeps the answer whole when it cannot hand
+            // it over so (HTTP).
+            let declared = self.inner.conn.load().as_ref().map(|c| c.declared.clone());
             async move {
-                match peer.send_request(request).await? {
-                    ServerResult::CustomResult(result) => Ok(result.0),
-                    other => serde_json::to_value(other).map_err(|e| {
+                let handle = peer
+                    .send_request_with_option(request, PeerRequestOptions::no_options())
+                    .await?;
+                let id = handle.id.clone();
+                let answer = handle.await_response().await?;
+                let kept = declared.and_then(|d| d.take_answer(&id));
+                match (answer, kept) {
+                    (ServerResult::CustomResult(result), _) => Ok(result.0),
+                    (_, Some(whole)) => Ok(whole),
+                    (other, None) => serde_json::to_value(other).map_err(|e| {
                         rmcp::ServiceError::McpError(rmcp::ErrorData::internal_error(
                             e.to_string(),
                             None,

@@ -118,19 +118,7 @@ impl FastDecode for RoleClient {
     const FAILS_REQUESTS_ON_LIMITS: bool = true;
 
     fn keeps(item: &TxJsonRpcMessage<Self>) -> Option<(super::whole::Keep, &RequestId)> {
-        use super::whole::Keep;
-        let JsonRpcMessage::Request(JsonRpcRequest { id, request, .. }) = item else {
-            return None;
-        };
-        match request {
-            ClientRequest::CustomRequest(_) => Some((Keep::Result, id)),
-            ClientRequest::InitializeRequest(_) => Some((Keep::Capabilities, id)),
-            ClientRequest::ListToolsRequest(list) => {
-                let first = list.params.as_ref().is_none_or(|p| p.cursor.is_none());
-                Some((Keep::Tools { first }, id))
-            }
-            _ => None,
-        }
+        super::whole::keeps(item)
     }
 
     fn whole_result(id: RequestId, result: serde_json::Value) -> Option<RxJsonRpcMessage<Self>> {

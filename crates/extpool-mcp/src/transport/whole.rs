@@ -45,6 +45,10 @@ pub struct Declared(Arc<DeclaredInner>);
 struct DeclaredInner {
     capabilities: OnceLock<JsonObject>,
     task_tools: parking_lot::RwLock<HashMap<String, String>>,
+    /// Answers kept whole by a transport that cannot hand them to rmcp as
+    /// they are (HTTP: rmcp reads each SSE event itself), by request id,
+    /// until their caller takes them; at most [`MAX_WAITING`].
+    answers: parking_lot::Mutex<HashMap<String, serde_json::Value>>,
 }
 
 impl Declared {
@@ -57,6 +61,43 @@ impl Declared {
     /// `required`) in the server's latest listing; `None`: forbidden.
     pub fn task_support(&self, name: &str) -> Option<String> {
         self.0.task_tools.read().get(name).cloned()
+    }
+
+    /// Keeps the whole answer to request `id` for its caller
+    /// ([`Declared::take_answer`]); past [`MAX_WAITING`] answers nobody
+    /// took (their callers gave up), the kept ones are forgotten.
+    pub(crate) fn keep_answer(&self, id: &RequestId, result: serde_json::Value) {
+        let mut answers = self.0.answers.lock();
+        if answers.len() >= MAX_WAITING {
+            answers.clear();
+        }
+        answers.insert(serde_json::to_string(id).unwrap_or_default(), result);
+    }
+
+    /// The whole answer to request `id`, if one was kept.
+    pub(crate) fn take_answer(&self, id: &RequestId) -> Option<serde_json::Value> {
+        let key = serde_json::to_string(id).unwrap_or_default();
+        self.0.answers.lock().remove(&key)
+    }
+}
+
+/// What a client's message asks of its answer, if anything: a request rmcp
+/// has no variant for wants it whole, an `initialize` its capabilities
+/// kept, a `tools/list` its tools' task support (each transport that keeps
+/// answers asks this one rule).
+pub(crate) fn keeps(message: &rmcp::model::ClientJsonRpcMessage) -> Option<(Keep, &RequestId)> {
+    use rmcp::model::{ClientRequest, JsonRpcMessage, JsonRpcRequest};
+    let JsonRpcMessage::Request(JsonRpcRequest { id, request, .. }) = message else {
+        return None;
+    };
+    match request {
+        ClientRequest::CustomRequest(_) => Some((Keep::Result, id)),
+        ClientRequest::InitializeRequest(_) => Some((Keep::Capabilities, id)),
+        ClientRequest::ListToolsRequest(list) => {
+            let first = list.params.as_ref().is_none_or(|p| p.cursor.is_none());
+            Some((Keep::Tools { first }, id))
+        }
+        _ => None,
     }
 }
 

@@ -4,7 +4,8 @@
 //! task-augmented call is started, polled, fetched and cancelled under an
 //! id of the gateway's; a second session can neither see, fetch, list nor
 //! cancel the first's task; status notifications reach the session that
-//! started the task.
+//! started the task. The same with server-everything behind the gateway
+//! over streamable HTTP.
 
 use extpool_server::GatewayOptions;
 use serde_json::{Value, json};
@@ -37,17 +38,29 @@ fn step<'a>(out: &'a [Value], op: &str, who: &str, n: usize) -> &'a Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_typescript_task_is_started_polled_and_fetched_and_only_its_session_sees_it() {
-    started_polled_and_fetched(Sdk::TypeScript).await;
+    started_polled_and_fetched(Sdk::TypeScript, &everything_yaml()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_python_task_is_started_polled_and_fetched_and_only_its_session_sees_it() {
-    started_polled_and_fetched(Sdk::Python).await;
+    started_polled_and_fetched(Sdk::Python, &everything_yaml()).await;
 }
 
-async fn started_polled_and_fetched(sdk: Sdk) {
+/// The same through a streamable HTTP upstream: server-everything over
+/// HTTP, whose answers (SSE events) the gateway keeps whole as they pass
+/// (its `tasks` capability, its tools' task support, the task methods'
+/// answers), where rmcp's types would drop them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_of_an_http_upstream_is_started_polled_and_fetched_and_only_its_session_sees_it() {
+    let everything = extpool_testkit::peers::server_everything_http();
+    let yaml = format!("  everything:\n    url: {}\n", everything.url());
+    started_polled_and_fetched(Sdk::TypeScript, &yaml).await;
+    drop(everything);
+}
+
+async fn started_polled_and_fetched(sdk: Sdk, upstream_yaml: &str) {
     let project = Project::new();
-    project.config(&everything_yaml());
+    project.config(upstream_yaml);
     let served = Served::start(project, GatewayOptions::default()).await;
     let out = clients(
         sdk,
@@ -138,17 +151,25 @@ async fn started_polled_and_fetched(sdk: Sdk) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_typescript_task_is_cancelled_by_its_session_only() {
-    cancelled_by_its_session_only(Sdk::TypeScript).await;
+    cancelled_by_its_session_only(Sdk::TypeScript, &everything_yaml()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_python_task_is_cancelled_by_its_session_only() {
-    cancelled_by_its_session_only(Sdk::Python).await;
+    cancelled_by_its_session_only(Sdk::Python, &everything_yaml()).await;
 }
 
-async fn cancelled_by_its_session_only(sdk: Sdk) {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_of_an_http_upstream_is_cancelled_by_its_session_only() {
+    let everything = extpool_testkit::peers::server_everything_http();
+    let yaml = format!("  everything:\n    url: {}\n", everything.url());
+    cancelled_by_its_session_only(Sdk::Python, &yaml).await;
+    drop(everything);
+}
+
+async fn cancelled_by_its_session_only(sdk: Sdk, upstream_yaml: &str) {
     let project = Project::new();
-    project.config(&everything_yaml());
+    project.config(upstream_yaml);
     let served = Served::start(project, GatewayOptions::default()).await;
     let out = clients(
         sdk,
