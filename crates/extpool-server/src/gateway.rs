@@ -487,6 +487,8 @@ impl Gateway {
         // A message that is not one the client may send is answered as
         // over HTTP, by the same rule, and the session goes on.
         stdio.set_screen(Box::new(crate::check::stdio_reply));
+        let handler = self.handler();
+        crate::tasks::over_stdio(&mut stdio, &handler);
         let failure = stdio.failure();
         let path = self.shutdown_path();
         let transport = crate::shutdown::stdio::Draining::new(
@@ -497,7 +499,7 @@ impl Gateway {
         );
         tokio::pin!(shutdown);
         let service = tokio::select! {
-            service = self.handler().serve(transport) => match service {
+            service = handler.serve(transport) => match service {
                 Ok(service) => service,
                 Err(e) => {
                     stdio_failure(&failure)?;

@@ -3,6 +3,8 @@
 // print one JSON object per step on stdout.
 //
 //   node tasks.mjs --url URL STEPS_JSON
+//   node tasks.mjs --stdio '["COMMAND", "ARG", ...]' STEPS_JSON
+//       (each client starts COMMAND as its stdio server)
 //
 // Steps (each names its client with "as"):
 //   {"op": "connect", "as": "a", "token": T?}  prints the server's `tasks`
@@ -37,14 +39,16 @@ if (!nm) {
 const sdk = (rel) => import(pathToFileURL(join(nm, "@modelcontextprotocol/sdk/dist/esm", rel)).href);
 const { Client } = await sdk("client/index.js");
 const { StreamableHTTPClientTransport } = await sdk("client/streamableHttp.js");
+const { StdioClientTransport } = await sdk("client/stdio.js");
 const { CallToolResultSchema, TaskStatusNotificationSchema } = await sdk("types.js");
 
 const args = process.argv.slice(2);
-if (args[0] !== "--url" || args.length !== 3) {
-  console.error("usage: tasks.mjs --url URL STEPS_JSON");
+if (!["--url", "--stdio"].includes(args[0]) || args.length !== 3) {
+  console.error("usage: tasks.mjs --url URL STEPS_JSON | --stdio COMMAND_JSON STEPS_JSON");
   process.exit(2);
 }
-const url = new URL(args[1]);
+const url = args[0] === "--url" ? new URL(args[1]) : null;
+const command = args[0] === "--stdio" ? JSON.parse(args[1]) : null;
 const steps = JSON.parse(args[2]);
 const emit = (o) => process.stdout.write(JSON.stringify(o) + "\n");
 
@@ -61,7 +65,9 @@ async function connect(name, token) {
     state.statuses.push([n.params.taskId, n.params.status]);
   });
   const requestInit = token ? { headers: { Authorization: `Bearer ${token}` } } : undefined;
-  const transport = new StreamableHTTPClientTransport(url, { requestInit });
+  const transport = url
+    ? new StreamableHTTPClientTransport(url, { requestInit })
+    : new StdioClientTransport({ command: command[0], args: command.slice(1), env: process.env, stderr: "inherit" });
   await client.connect(transport);
   state.transport = transport;
   clients.set(name, state);
@@ -151,7 +157,8 @@ async function run(step, state) {
       return { op: step.op, as: step.as, statuses: state.statuses };
     }
     case "close":
-      await state.transport.terminateSession();
+      // Over HTTP the session is ended; over stdio closing ends it.
+      if (state.transport.terminateSession) await state.transport.terminateSession();
       await state.client.close();
       clients.delete(step.as);
       return { op: step.op, as: step.as };

@@ -95,6 +95,35 @@ impl Source {
 /// goes no further.
 pub type Screen = Box<dyn Fn(&[u8]) -> Option<Vec<u8>> + Send + Sync>;
 
+/// Amends a decoded incoming message with what its line says that rmcp's
+/// types dropped (a task-augmented `tools/call`'s `task`, say).
+pub type Amend<R> = Box<dyn Fn(&[u8], RxJsonRpcMessage<R>) -> RxJsonRpcMessage<R> + Send + Sync>;
+
+/// Writes an outgoing message as other JSON text: `Some(json)` is written
+/// in its place (an `initialize` answer declaring what rmcp's types cannot).
+pub type Rewrite<R> = Box<dyn Fn(&TxJsonRpcMessage<R>) -> Option<Vec<u8>> + Send + Sync>;
+
+/// The [`Amend`] and [`Rewrite`] of a transport.
+struct Amending<R: rmcp::service::ServiceRole> {
+    incoming: Option<Amend<R>>,
+    outgoing: Option<Rewrite<R>>,
+}
+
+impl<R: rmcp::service::ServiceRole> Default for Amending<R> {
+    fn default() -> Self {
+        Self {
+            incoming: None,
+            outgoing: None,
+        }
+    }
+}
+
+impl<R: rmcp::service::ServiceRole> std::fmt::Debug for Amending<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Amending")
+    }
+}
+
 /// A [`Screen`] in a transport.
 struct Screening(Screen);
 
@@ -133,7 +162,7 @@ impl Failure {
 /// One newline-delimited JSON-RPC connection over a non-blocking pipe pair
 /// or socket (or, for our own stdio, whatever stdin and stdout are).
 #[derive(Debug)]
-pub struct LineTransport<R> {
+pub struct LineTransport<R: rmcp::service::ServiceRole> {
     source: Source,
     lines: LineBuf,
     writer: Writer,
@@ -147,6 +176,8 @@ pub struct LineTransport<R> {
     failure: Failure,
     /// The requests whose answers are kept whole ([`whole`]).
     whole: whole::Whole,
+    /// What amends messages in and rewrites them out, if anything does.
+    amending: Amending<R>,
     _role: PhantomData<fn() -> R>,
 }
 
@@ -163,8 +194,19 @@ impl<R: FastDecode> LineTransport<R> {
             screen: None,
             failure: Failure::default(),
             whole: whole::Whole::default(),
+            amending: Amending::default(),
             _role: PhantomData,
         })
+    }
+
+    /// Has `amend` amend every decoded incoming message, given its line.
+    pub fn set_amend(&mut self, amend: Amend<R>) {
+        self.amending.incoming = Some(amend);
+    }
+
+    /// Has `rewrite` write outgoing messages as other text where it says.
+    pub fn set_rewrite(&mut self, rewrite: Rewrite<R>) {
+        self.amending.outgoing = Some(rewrite);
     }
 
     /// Changes the longest message accepted (default [`MAX_LINE_LENGTH`]).
@@ -262,7 +304,12 @@ impl<R: FastDecode> Transport<R> for LineTransport<R> {
         if let Some((keep, id)) = R::keeps(&item) {
             self.whole.expect(keep, id);
         }
-        match self.encode(&item) {
+        let rewritten = self.amending.outgoing.as_ref().and_then(|r| r(&item));
+        let sent = match rewritten {
+            Some(json) => self.send_line(&json),
+            None => self.encode(&item),
+        };
+        match sent {
             Ok(Sent::Done) => Either::Left(std::future::ready(Ok(()))),
             Ok(Sent::Full) => Either::Right(self.writer.room()),
             Err(error) => Either::Left(std::future::ready(Err(error))),
@@ -292,7 +339,12 @@ impl<R: FastDecode> Transport<R> for LineTransport<R> {
                     return Some(message);
                 }
                 match decode::decode::<R>(line) {
-                    Decoded::Message(message) => return Some(message),
+                    Decoded::Message(message) => {
+                        return Some(match &self.amending.incoming {
+                            Some(amend) => amend(line, message),
+                            None => message,
+                        });
+                    }
                     Decoded::Skip | Decoded::Invalid
                         if R::FAILS_REQUESTS_ON_LIMITS
                             && limits::nesting_exceeds(line, limits::MAX_NESTING) =>

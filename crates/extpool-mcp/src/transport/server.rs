@@ -66,6 +66,18 @@ impl StdioServerTransport {
         self.inner.set_screen(screen);
     }
 
+    /// Has `amend` amend each decoded client message, given its line
+    /// ([`LineTransport::set_amend`]).
+    pub fn set_amend(&mut self, amend: super::Amend<RoleServer>) {
+        self.inner.set_amend(amend);
+    }
+
+    /// Has `rewrite` write answers as other text where it says
+    /// ([`LineTransport::set_rewrite`]).
+    pub fn set_rewrite(&mut self, rewrite: super::Rewrite<RoleServer>) {
+        self.inner.set_rewrite(rewrite);
+    }
+
     /// Where the error that ends serving, if one does, is kept: anything
     /// but the end of stdin.
     pub fn failure(&self) -> Failure {

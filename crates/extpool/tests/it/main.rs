@@ -33,6 +33,7 @@ mod starting;
 mod stdio;
 mod suggestions;
 mod support;
+mod tasks;
 mod teams;
 mod traces;
 mod tty;
