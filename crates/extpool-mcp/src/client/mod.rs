@@ -460,76 +460,64 @@ impl McpClient {
     {
         use tracing::Instrument;
         let span = crate::trace::client_span(operation, self.inner.name.as_str(), repeat.target());
-        self.run_traced(operation, repeat, timeout, f)
-            .instrument(span)
-            .await
-    }
-
-    async fn run_traced<T, F, Fut>(
-        &self,
-        operation: &'static str,
-        repeat: Repeat<'_>,
-        timeout: Option<Duration>,
-        f: F,
-    ) -> Result<T, ClientError>
-    where
-        F: Fn(Peer<RoleClient>) -> Fut,
-        Fut: Future<Output = Result<T, ServiceError>>,
-    {
-        let _flight = InFlight::enter(&self.inner);
-        let timeout = timeout.unwrap_or(self.inner.request_timeout);
-        let conn = self.live().await?;
-        let server = || self.inner.name.clone();
-        let (conn, sent) = match self.attempt(&conn, operation, timeout, &f).await {
-            Ok(value) => return Ok(value),
-            Err(Attempt::Failed(error)) => return Err(error),
-            Err(Attempt::Expired) => {
-                // The protocol asks for a new session; this request may have
-                // been acted on, so it is only re-sent when that is harmless.
-                tracing::info!(server = %self.inner.name, operation, "HTTP 404 for the session; starting a new one");
-                let expired = || ClientError::SessionExpired {
+        async move {
+            let _flight = InFlight::enter(&self.inner);
+            let timeout = timeout.unwrap_or(self.inner.request_timeout);
+            let conn = self.live().await?;
+            let server = || self.inner.name.clone();
+            let (conn, sent) = match self.attempt(&conn, operation, timeout, &f).await {
+                Ok(value) => return Ok(value),
+                Err(Attempt::Failed(error)) => return Err(error),
+                Err(Attempt::Expired) => {
+                    // The protocol asks for a new session; this request may have
+                    // been acted on, so it is only re-sent when that is harmless.
+                    tracing::info!(server = %self.inner.name, operation, "HTTP 404 for the session; starting a new one");
+                    let expired = || ClientError::SessionExpired {
+                        server: server(),
+                        operation,
+                    };
+                    let Ok(conn) = self.establish(Some(conn.generation)).await else {
+                        return Err(expired());
+                    };
+                    if !self.may_repeat(repeat, &conn).await {
+                        return Err(expired());
+                    }
+                    (conn, true)
+                }
+                Err(Attempt::Lost { cause, sent }) => {
+                    if self.inner.reconnect.attempts == 0 {
+                        return Err(ClientError::Disconnected {
+                            server: server(),
+                            cause,
+                        });
+                    }
+                    tracing::warn!(server = %self.inner.name, operation, cause = %describe(cause.as_ref()), "MCP connection lost; reconnecting");
+                    (self.establish(Some(conn.generation)).await?, sent)
+                }
+            };
+            if sent && !self.may_repeat(repeat, &conn).await {
+                return Err(ClientError::Interrupted {
                     server: server(),
                     operation,
-                };
-                let Ok(conn) = self.establish(Some(conn.generation)).await else {
-                    return Err(expired());
-                };
-                if !self.may_repeat(repeat, &conn).await {
-                    return Err(expired());
-                }
-                (conn, true)
+                    target: repeat.target().map(str::to_owned),
+                });
             }
-            Err(Attempt::Lost { cause, sent }) => {
-                if self.inner.reconnect.attempts == 0 {
-                    return Err(ClientError::Disconnected {
-                        server: server(),
-                        cause,
-                    });
-                }
-                tracing::warn!(server = %self.inner.name, operation, cause = %describe(cause.as_ref()), "MCP connection lost; reconnecting");
-                (self.establish(Some(conn.generation)).await?, sent)
+            match self.attempt(&conn, operation, timeout, &f).await {
+                Ok(value) => Ok(value),
+                Err(Attempt::Failed(error)) => Err(error),
+                Err(Attempt::Expired) => Err(ClientError::SessionExpired {
+                    server: server(),
+                    operation,
+                }),
+                Err(Attempt::Lost { cause, .. }) => Err(ClientError::UnavailableAfterReconnect {
+                    server: server(),
+                    cause,
+                    stderr: conn.stderr_lines(),
+                }),
             }
-        };
-        if sent && !self.may_repeat(repeat, &conn).await {
-            return Err(ClientError::Interrupted {
-                server: server(),
-                operation,
-                target: repeat.target().map(str::to_owned),
-            });
         }
-        match self.attempt(&conn, operation, timeout, &f).await {
-            Ok(value) => Ok(value),
-            Err(Attempt::Failed(error)) => Err(error),
-            Err(Attempt::Expired) => Err(ClientError::SessionExpired {
-                server: server(),
-                operation,
-            }),
-            Err(Attempt::Lost { cause, .. }) => Err(ClientError::UnavailableAfterReconnect {
-                server: server(),
-                cause,
-                stderr: conn.stderr_lines(),
-            }),
-        }
+        .instrument(span)
+        .await
     }
 
     async fn attempt<T, F, Fut>(
