@@ -32,7 +32,7 @@ pub const CLIENT_TARGET: &str = "extpool::otel::client";
 const FIELDS: [&str; 2] = ["traceparent", "tracestate"];
 /// The longest value of a trace-context field taken from a client (W3C
 /// caps `tracestate` at 512 bytes; `traceparent` is 55).
-const MAX_FIELD: usize = 512;
+pub const MAX_FIELD: usize = 512;
 
 /// While the collector refuses spans, how often one request is traced
 /// anyway, to learn that it is back (milliseconds).

@@ -10,7 +10,7 @@
 //! a gateway without traces pays one cached callsite check a request.
 
 use axum::http::HeaderMap;
-use extpool_host::mcp::trace::{SERVER_TARGET, adopt, extract};
+use extpool_host::mcp::trace::{MAX_FIELD, SERVER_TARGET, adopt, extract};
 use serde_json::Value;
 use tracing::Span;
 use tracing::field::Empty;
@@ -26,7 +26,8 @@ pub(crate) struct Traced {
     pub meta: Option<serde_json::Map<String, Value>>,
 }
 
-/// The longest target name kept for a span (a name a client sent).
+/// The longest method or target name kept for a span (a name a client
+/// sent).
 const MAX_TARGET: usize = 256;
 
 /// Whether requests' spans are recorded (an OTLP layer takes them).
@@ -55,10 +56,20 @@ pub(crate) fn traced(method: &str, params: Option<&Value>) -> Box<Traced> {
         .filter(|meta| meta.contains_key("traceparent"))
         .map(|meta| {
             meta.iter()
-                .filter(|(k, _)| matches!(k.as_str(), "traceparent" | "tracestate"))
+                .filter(|(k, v)| {
+                    matches!(k.as_str(), "traceparent" | "tracestate")
+                        && v.as_str().is_some_and(|v| v.len() <= MAX_FIELD)
+                })
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
         });
+    // A method a client made up may be of any length: the semantic
+    // conventions name such a method `_OTHER`.
+    let method = if method.len() <= MAX_TARGET {
+        method
+    } else {
+        "_OTHER"
+    };
     Box::new(Traced {
         method: method.to_owned(),
         target,
