@@ -334,7 +334,16 @@ async fn session_mcp(State(api): State<Api>, Path(id): Path<String>, request: Re
     let shared = api.shared.clone();
     let endpoint = id.clone();
     let principal = crate::identity::of(&request);
-    crate::inbound::serve(&shared, &endpoint, request, |request| async move {
+    let make: crate::front::MakeHandler = {
+        let (api, id, principal) = (api.clone(), id.clone(), principal.clone());
+        Box::new(move || {
+            Box::pin(async move {
+                let open = session_open(&api, &id, &principal).await?;
+                Ok(GatewayHandler::for_session(api.shared.clone(), open))
+            })
+        })
+    };
+    crate::inbound::serve(&shared, &endpoint, request, make, |request| async move {
         let service = match session_service(&api, &id, &principal).await {
             Ok(service) => service,
             Err(answer) => return answer,
@@ -347,6 +356,22 @@ async fn session_mcp(State(api): State<Api>, Path(id): Path<String>, request: Re
     .await
 }
 
+/// Durable session `id`, opened from the store on first use; only for a
+/// principal that may act on it.
+async fn session_open(
+    api: &Api,
+    id: &str,
+    principal: &Principal,
+) -> Result<Arc<crate::sessions::OpenSession>, Response> {
+    let Some(sessions) = api.shared.sessions.as_ref() else {
+        return Err(no_store());
+    };
+    sessions
+        .get(&api.shared, id, principal)
+        .await
+        .map_err(|e| session_error(&e))
+}
+
 /// The MCP service of durable session `id`'s endpoint, made (and the
 /// session opened from the store) on first use; only for a principal that
 /// may act on the session.
@@ -355,13 +380,10 @@ async fn session_service(
     id: &str,
     principal: &Principal,
 ) -> Result<crate::sessions::SessionService, Response> {
+    let open = session_open(api, id, principal).await?;
     let Some(sessions) = api.shared.sessions.as_ref() else {
         return Err(no_store());
     };
-    let open = sessions
-        .get(&api.shared, id, principal)
-        .await
-        .map_err(|e| session_error(&e))?;
     let existing = sessions.services.lock().get(id).cloned();
     if let Some(service) = existing {
         return Ok(service);

@@ -265,6 +265,8 @@ pub(crate) struct Shared {
     /// child, which could be seen cancelled first), so whoever sees rmcp's
     /// cancellation sees `stop`'s and answers with the gateway's error.
     pub rmcp_stop: CancellationToken,
+    /// The rmcp peer own sessions' request contexts carry ([`crate::front`]).
+    pub stand: crate::front::Stand,
 }
 
 impl Shared {
@@ -387,6 +389,7 @@ impl Gateway {
             draining: stop.child_token(),
             stop,
             rmcp_stop: CancellationToken::new(),
+            stand: crate::front::Stand::new(),
         });
         let follower = shared.clone();
         let view = stateless.clone();

@@ -22,6 +22,7 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
+use crate::client_peer::ClientPeer;
 use crate::convert;
 use crate::gateway::Shared;
 use crate::lists;
@@ -117,6 +118,9 @@ pub struct GatewayHandler {
     /// each such request, so one handler serves one caller.
     caller: Arc<OnceLock<View>>,
     connection: Arc<Connection>,
+    /// How its session's client is reached outside a call's answer, set
+    /// at `initialize` (a session-era connection only).
+    client: Arc<OnceLock<ClientPeer>>,
 }
 
 /// Who sent the request of `context`: the principal the guard put on its
@@ -137,6 +141,7 @@ impl GatewayHandler {
             session: Arc::new(OnceLock::new()),
             durable: None,
             caller: Arc::new(OnceLock::new()),
+            client: Arc::new(OnceLock::new()),
         }
     }
 
@@ -148,6 +153,7 @@ impl GatewayHandler {
             session: Arc::new(OnceLock::new()),
             durable: Some(open),
             caller: Arc::new(OnceLock::new()),
+            client: Arc::new(OnceLock::new()),
         }
     }
 
@@ -229,6 +235,15 @@ impl GatewayHandler {
                 &self.connection.log_level,
             )
         })
+    }
+
+    /// How this connection's client is reached outside a call's answer:
+    /// the session's, once `initialize` set it, else the request's peer.
+    pub(crate) fn client_peer(&self, context: &RequestContext<RoleServer>) -> ClientPeer {
+        self.client
+            .get()
+            .cloned()
+            .unwrap_or_else(|| ClientPeer::Rmcp(context.peer.clone()))
     }
 
     /// Marks this connection as holding subscriptions (dropped with it).
@@ -340,12 +355,24 @@ impl ServerHandler for GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         self.open_session(&principal_of(&context)).await?;
-        context.peer.set_peer_info(request.clone());
+        // A session of extpool's own front end brings its outbound side
+        // (crate::front); one rmcp runs is reached through its peer.
+        let client = match context
+            .extensions
+            .get::<Arc<crate::client_peer::Outbound>>()
+        {
+            Some(outbound) => ClientPeer::Own(outbound.clone()),
+            None => {
+                context.peer.set_peer_info(request.clone());
+                ClientPeer::Rmcp(context.peer.clone())
+            }
+        };
+        let _ = self.client.set(client.clone());
         // Kept now, not in `on_initialized`: notifications run in their own
         // tasks, and a change right after `initialized` must reach it.
         match &self.durable {
-            Some(open) => open.notifier.add_peer(context.peer.clone()),
-            None => self.shared.notifier.add_peer(context.peer.clone()),
+            Some(open) => open.notifier.add_peer(client.clone()),
+            None => self.shared.notifier.add_peer(client.clone()),
         }
         // The front end answers the session's requests itself from now on
         // (crate::inline), with this handler and this peer.
@@ -354,7 +381,7 @@ impl ServerHandler for GatewayHandler {
             .get::<http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<crate::inline::Registration>())
         {
-            registration.register(self.clone(), context.peer.clone());
+            registration.register(self.clone(), context.peer.clone(), client);
         }
         self.negotiate_initialize(&request)
     }
@@ -538,7 +565,7 @@ impl ServerHandler for GatewayHandler {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        passthrough::subscribe(self, &request.uri, Some(context.peer)).await
+        passthrough::subscribe(self, &request.uri, Some(self.client_peer(&context))).await
     }
 
     #[allow(deprecated)] // resources/unsubscribe is the session era's

@@ -47,7 +47,11 @@ async fn mcp(
     State((shared, service)): State<(Arc<Shared>, McpService)>,
     request: Request,
 ) -> Response {
-    crate::inbound::serve(&shared, "", request, |request| async move {
+    let make: crate::front::MakeHandler = {
+        let shared = shared.clone();
+        Box::new(move || Box::pin(async move { Ok(crate::handler::GatewayHandler::new(shared)) }))
+    };
+    crate::inbound::serve(&shared, "", request, make, |request| async move {
         match service.oneshot(request).await {
             Ok(response) => response.into_response(),
             Err(never) => match never {},

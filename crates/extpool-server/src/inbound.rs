@@ -138,6 +138,7 @@ pub(crate) async fn serve<F, Fut>(
     shared: &Arc<Shared>,
     endpoint: &str,
     request: Request,
+    make: crate::front::MakeHandler,
     serve: F,
 ) -> Response
 where
@@ -194,13 +195,19 @@ where
         match session {
             Some(key) => match check_owner(shared, &key, &principal).await {
                 Ok(found) => {
-                    in_session(shared, key, found, &method, &message, request, serve).await
+                    let admitted = Admitted {
+                        key,
+                        found,
+                        method: &method,
+                        message: &message,
+                    };
+                    in_session(shared, admitted, request, make, serve).await
                 }
                 Err(answer) => answer,
             },
             None if message.initialize => {
                 let owner = crate::identity::owner_of(&principal);
-                initialize(shared, endpoint, &message, owner, request, serve).await
+                initialize(shared, endpoint, &message, owner, request, make, serve).await
             }
             None => serve(request).await,
         }
@@ -259,7 +266,7 @@ fn stream_of(method: &Method, message: &Message, resumed: Option<Value>) -> Opti
 
 /// The answer an unknown session gets (rmcp's words): also what a
 /// principal is told of another's session.
-fn session_not_found() -> Response {
+pub(crate) fn session_not_found() -> Response {
     (
         StatusCode::NOT_FOUND,
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
@@ -321,22 +328,37 @@ async fn check_owner(
     }
 }
 
+/// A request of a session, its owner checked.
+struct Admitted<'a> {
+    key: Key,
+    /// Where its owner was found.
+    found: Found,
+    method: &'a Method,
+    message: &'a Message,
+}
+
 /// A request of session `key` (`found` where its owner was checked):
 /// admitted to it if held here, else resumed into a slot of its own if
-/// the store keeps its record, else answered as unknown (HTTP 404).
+/// the store keeps its record ([`crate::front::resume`]), else answered
+/// as unknown (HTTP 404). A session of extpool's own front end is
+/// answered by [`crate::front::serve`], one rmcp made by `serve`.
 async fn in_session<F, Fut>(
     shared: &Arc<Shared>,
-    key: Key,
-    found: Found,
-    method: &Method,
-    message: &Message,
+    admitted: Admitted<'_>,
     request: Request,
+    make: crate::front::MakeHandler,
     serve: F,
 ) -> Response
 where
     F: FnOnce(Request) -> Fut,
     Fut: std::future::Future<Output = Response>,
 {
+    let Admitted {
+        key,
+        found,
+        method,
+        message,
+    } = admitted;
     let live = &shared.live;
     let id = message.id_text();
     let admitted = match live.admit(&key, id.as_deref()) {
@@ -384,29 +406,35 @@ where
         Err(Refused::Full(full)) => return refuse_full(shared, message, &full),
         Err(Refused::NotHeld) => return session_not_found(),
     };
-    // Admitted while another request resumes the session: rmcp sees this
-    // one once that is done.
+    // Admitted while another request resumes the session: this one goes
+    // on once that is done.
     busy.until_resumed().await;
-    let response =
-        crate::inline::serve_admitted(live, &key, resuming.is_some(), message, request, serve)
-            .await;
-    let resumed = resuming.is_some();
-    // rmcp has resumed the session (or failed to): the requests waiting
-    // for it go on.
+    if resuming.is_some() {
+        let parts = crate::front::parts_of(&request);
+        match crate::front::resume(shared, &key, make, parts).await {
+            Ok(session) => live.set_inline(&key, session),
+            Err(answer) => {
+                // The resume came to nothing (its record is gone, or the
+                // store failed): no session here, unless a request
+                // admitted meanwhile still makes one.
+                drop(resuming);
+                drop(busy);
+                live.forget_unused(&key);
+                return answer;
+            }
+        }
+    }
+    // The session is resumed: the requests waiting for it go on.
     drop(resuming);
+    let response = match live.inline(&key).filter(|s| s.outbound().is_some()) {
+        Some(session) => crate::front::serve(shared, &key, &session, message, request).await,
+        None => crate::inline::serve_admitted(live, &key, message, request, serve).await,
+    };
     let gone = response.status() == StatusCode::NOT_FOUND;
     if gone || (*method == Method::DELETE && response.status().is_success()) {
-        // rmcp no longer has it (ended, or never known): free its slot.
+        // Ended (or never known): free its slot.
         drop(busy);
         live.forget(&key);
-        return response;
-    }
-    if resumed && !shared.resume.holds(&key.0, &key.1).await {
-        // The resume came to nothing (the request was refused before it,
-        // or the store failed): no session here, unless a request admitted
-        // meanwhile still makes one.
-        drop(busy);
-        live.forget_unused(&key);
         return response;
     }
     while_open(response, busy)
@@ -420,6 +448,7 @@ async fn initialize<F, Fut>(
     message: &Message,
     owner: Option<String>,
     request: Request,
+    make: crate::front::MakeHandler,
     serve: F,
 ) -> Response
 where
@@ -430,6 +459,18 @@ where
         Ok(slot) => slot,
         Err(full) => return refuse_full(shared, message, &full),
     };
+    if crate::front::takes_initialize(&request) {
+        let made = match crate::front::initialize(shared, endpoint, make, request).await {
+            Ok(made) => made,
+            // No session: the slot is given back.
+            Err(answer) => return answer,
+        };
+        record_owner(shared, endpoint, &made.id, owner.as_deref()).await;
+        let key = (endpoint.to_owned(), made.id);
+        slot.fill(key.clone(), owner);
+        shared.live.set_inline(&key, made.session);
+        return made.response;
+    }
     let registration = crate::inline::Registration::default();
     let mut request = request;
     request.extensions_mut().insert(registration.clone());
@@ -464,16 +505,7 @@ where
         shared.resume.discard(endpoint, &id).await;
         parts.headers.remove(SESSION_HEADER);
     } else {
-        if let (Some(owner), Some(sessions)) = (&owner, &shared.sessions)
-            && let Err(e) = sessions
-                .store()
-                .set_mcp_session_owner(endpoint, &id, owner)
-                .await
-        {
-            // Other replicas then cannot resume it for its owner; this
-            // one still serves it.
-            tracing::warn!("cannot record an MCP session's owner: {e}");
-        }
+        record_owner(shared, endpoint, &id, owner.as_deref()).await;
         let key = (endpoint.to_owned(), id);
         slot.fill(key.clone(), owner);
         if let Some(inline) = registration.registered() {
@@ -485,6 +517,21 @@ where
         }
     }
     Response::from_parts(parts, Body::from(bytes))
+}
+
+/// Records `owner` as the owner of MCP session `id` of `endpoint` in the
+/// store, so any replica resumes it for that owner only.
+async fn record_owner(shared: &Shared, endpoint: &str, id: &str, owner: Option<&str>) {
+    if let (Some(owner), Some(sessions)) = (owner, &shared.sessions)
+        && let Err(e) = sessions
+            .store()
+            .set_mcp_session_owner(endpoint, id, owner)
+            .await
+    {
+        // Other replicas then cannot resume it for its owner; this one
+        // still serves it.
+        tracing::warn!("cannot record an MCP session's owner: {e}");
+    }
 }
 
 /// Whether an answer (JSON or SSE) carries a JSON-RPC error.

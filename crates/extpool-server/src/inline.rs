@@ -55,6 +55,8 @@ use crate::relay::InlineRelay;
 mod headers;
 mod replay;
 
+pub(crate) use replay::listen;
+
 use headers::plain_headers;
 
 /// How long a request's answer may take to be answered whole, as JSON;
@@ -90,6 +92,8 @@ fn id_key(id: &RequestId) -> String {
 pub(crate) struct InlineSession {
     handler: GatewayHandler,
     peer: Peer<RoleServer>,
+    /// How the session's client is reached outside a call's answer.
+    client: crate::client_peer::ClientPeer,
     /// Each request answered here now, by its id as JSON text.
     in_flight: Mutex<HashMap<String, CancellationToken>>,
     /// Each request sent to the client on a call's stream and not yet
@@ -114,6 +118,34 @@ impl InlineSession {
     /// `requestId` of the client's `notifications/cancelled`), if any.
     pub(crate) fn cancel(&self, request_id: &Value) {
         if let Some(ct) = self.in_flight.lock().get(&request_id.to_string()) {
+            ct.cancel();
+        }
+    }
+
+    /// The outbound side of a session of extpool's own front end
+    /// ([`crate::front`]); `None` for one rmcp made.
+    pub(crate) fn outbound(&self) -> Option<&Arc<crate::client_peer::Outbound>> {
+        match &self.client {
+            crate::client_peer::ClientPeer::Own(outbound) => Some(outbound),
+            crate::client_peer::ClientPeer::Rmcp(_) => None,
+        }
+    }
+
+    /// The protocol version the client asked for at `initialize`.
+    pub(crate) fn negotiated(&self) -> String {
+        self.client
+            .info()
+            .map(|info| info.protocol_version.to_string())
+            .unwrap_or_default()
+    }
+
+    /// Ends an own session: its `GET` stream ends, its calls in flight are
+    /// cancelled, nothing more reaches its client.
+    pub(crate) fn end(&self) {
+        if let Some(outbound) = self.outbound() {
+            outbound.close();
+        }
+        for ct in self.in_flight.lock().values() {
             ct.cancel();
         }
     }
@@ -208,12 +240,12 @@ impl extpool_host::CallClient for InlineClient {
     }
 
     fn accepts(&self, method: &str) -> bool {
-        crate::relay::accepts(&self.session.peer, method)
+        crate::relay::accepts(self.session.client.info().as_deref(), method)
     }
 
     fn session(&self) -> Option<Arc<dyn extpool_host::core::ClientSession>> {
         Some(Arc::new(crate::relay::PeerSession(
-            self.session.peer.clone(),
+            self.session.client.clone(),
         )))
     }
 
@@ -236,10 +268,16 @@ pub(crate) struct Registration(Arc<OnceLock<Arc<InlineSession>>>);
 
 impl Registration {
     /// Keeps `handler` and `peer` as the session's (the first time only).
-    pub(crate) fn register(&self, handler: GatewayHandler, peer: Peer<RoleServer>) {
+    pub(crate) fn register(
+        &self,
+        handler: GatewayHandler,
+        peer: Peer<RoleServer>,
+        client: crate::client_peer::ClientPeer,
+    ) {
         let _ = self.0.set(Arc::new(InlineSession {
             handler,
             peer,
+            client,
             in_flight: Mutex::new(HashMap::new()),
             asked: Mutex::new(HashMap::new()),
             next_ask: AtomicU64::new(0),
@@ -253,30 +291,23 @@ impl Registration {
     }
 }
 
-/// Serves `request` (carrying `message`) of session `key`, admitted to it
-/// (`resuming`: its request resumes the session from the store): here when
-/// this module answers it — a request, a client's answer to a request sent
-/// here, a `GET` resuming a stream made here; else by `serve` (rmcp's
-/// service). A `notifications/cancelled` cancels the call it names here
-/// too. A session rmcp resumes is answered here from then on: its handler
-/// registers as rmcp replays its `initialize`.
+/// Serves `request` (carrying `message`) of session `key`, one rmcp made,
+/// admitted to it: here when this module answers it — a request, a
+/// client's answer to a request sent here, a `GET` resuming a stream made
+/// here; else by `serve` (rmcp's service). A `notifications/cancelled`
+/// cancels the call it names here too.
 pub(crate) async fn serve_admitted<F, Fut>(
     live: &crate::live::Live,
     key: &crate::live::Key,
-    resuming: bool,
     message: &crate::check::Message,
-    mut request: Request,
+    request: Request,
     serve: F,
 ) -> Response
 where
     F: FnOnce(Request) -> Fut,
     Fut: Future<Output = Response>,
 {
-    let registration = Registration::default();
-    if resuming {
-        request.extensions_mut().insert(registration.clone());
-    }
-    let inline = (!resuming).then(|| live.inline(key)).flatten();
+    let inline = live.inline(key);
     if let (Some(session), Some(request_id)) = (&inline, &message.cancels) {
         session.cancel(request_id);
     }
@@ -295,9 +326,6 @@ where
         }
         _ => serve(request).await,
     };
-    if let Some(registered) = registration.registered() {
-        live.set_inline(key, registered);
-    }
     response
 }
 
@@ -342,6 +370,40 @@ pub(crate) async fn answer(
             return Ok(StatusCode::ACCEPTED.into_response());
         }
         _ => return Err(Request::from_parts(parts, Body::from(bytes))),
+    };
+    Ok(dispatch(session, parts, message).await)
+}
+
+/// Answers `request` of an own session ([`crate::front`], its headers
+/// checked there): every request but `initialize` (`Err` with its id) is
+/// dispatched to the handler; an answer to a request of the gateway's is
+/// taken (202, also when nothing waits for it any more).
+pub(crate) async fn answer_own(
+    session: &Arc<InlineSession>,
+    request: Request,
+) -> Result<Response, Option<RequestId>> {
+    let (parts, body) = request.into_parts();
+    // The body was read and checked already: this is its one buffer.
+    let bytes = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .unwrap_or_default();
+    let message = match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
+        Ok(ClientJsonRpcMessage::Request(JsonRpcRequest {
+            id,
+            request: ClientRequest::InitializeRequest(_),
+            ..
+        })) => return Err(Some(id)),
+        Ok(ClientJsonRpcMessage::Request(JsonRpcRequest { id, request, .. })) => (
+            id,
+            crate::tasks::session_request(request, &bytes, || {
+                session.handler.declared_tasks().is_some()
+            }),
+        ),
+        Ok(answer) => {
+            session.answered(&answer);
+            return Ok(StatusCode::ACCEPTED.into_response());
+        }
+        Err(_) => return Err(None),
     };
     Ok(dispatch(session, parts, message).await)
 }

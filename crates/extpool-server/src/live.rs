@@ -77,6 +77,16 @@ impl Entry {
     }
 }
 
+impl Drop for Entry {
+    fn drop(&mut self) {
+        // Its session ends with it (an own session's stream ends, its
+        // calls are cancelled; crate::front).
+        if let Some(inline) = &self.inline {
+            inline.end();
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct State {
     sessions: HashMap<Key, Entry>,
@@ -241,6 +251,18 @@ impl Live {
         if let Some(entry) = self.state.lock().sessions.get_mut(key) {
             entry.inline = Some(inline);
         }
+    }
+
+    /// The ids of the sessions extpool's own front end holds here
+    /// ([`crate::front`]), to keep their records resumable.
+    pub(crate) fn own_ids(&self) -> Vec<String> {
+        self.state
+            .lock()
+            .sessions
+            .iter()
+            .filter(|(_, e)| e.inline.as_ref().is_some_and(|i| i.outbound().is_some()))
+            .map(|((_, id), _)| id.clone())
+            .collect()
     }
 
     /// What answers session `key`'s requests in the HTTP task, if it was

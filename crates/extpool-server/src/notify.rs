@@ -13,7 +13,13 @@ use std::hash::{Hash, Hasher};
 use extpool_host::{HostEvent, View};
 use futures::StreamExt;
 use parking_lot::Mutex;
-use rmcp::service::{Peer, RoleServer, SubscriptionSendError, SubscriptionSink};
+use rmcp::model::{
+    PromptListChangedNotification, ResourceListChangedNotification, ServerNotification,
+    ToolListChangedNotification,
+};
+use rmcp::service::{SubscriptionSendError, SubscriptionSink};
+
+use crate::client_peer::ClientPeer;
 
 /// Most clients kept for notifications; past it the oldest are dropped
 /// (they still work; they re-list on their own).
@@ -33,15 +39,15 @@ pub enum ListKind {
 /// The clients to notify.
 #[derive(Default)]
 pub struct Notifier {
-    peers: Mutex<Vec<Peer<RoleServer>>>,
+    peers: Mutex<Vec<ClientPeer>>,
     sinks: Mutex<Vec<SubscriptionSink>>,
 }
 
 impl Notifier {
     /// Keeps a session-era client's peer.
-    pub fn add_peer(&self, peer: Peer<RoleServer>) {
+    pub(crate) fn add_peer(&self, peer: ClientPeer) {
         let mut peers = self.peers.lock();
-        peers.retain(|p| !p.is_transport_closed());
+        peers.retain(|p| !p.is_closed());
         if peers.len() >= MAX_SUBSCRIBERS {
             peers.remove(0);
         }
@@ -60,15 +66,22 @@ impl Notifier {
     /// Sends `kind`'s `list_changed` to every client; clients whose
     /// transport or subscription closed are dropped.
     pub async fn notify(&self, kind: ListKind) {
-        let peers: Vec<Peer<RoleServer>> = std::mem::take(&mut *self.peers.lock());
+        let peers: Vec<ClientPeer> = std::mem::take(&mut *self.peers.lock());
         let mut live = Vec::with_capacity(peers.len());
         for peer in peers {
-            let sent = match kind {
-                ListKind::Tools => peer.notify_tool_list_changed().await,
-                ListKind::Resources => peer.notify_resource_list_changed().await,
-                ListKind::Prompts => peer.notify_prompt_list_changed().await,
+            let notification = match kind {
+                ListKind::Tools => ServerNotification::ToolListChangedNotification(
+                    ToolListChangedNotification::default(),
+                ),
+                ListKind::Resources => ServerNotification::ResourceListChangedNotification(
+                    ResourceListChangedNotification::default(),
+                ),
+                ListKind::Prompts => ServerNotification::PromptListChangedNotification(
+                    PromptListChangedNotification::default(),
+                ),
             };
-            if sent.is_ok() || !peer.is_transport_closed() {
+            let sent = peer.notify(notification).await;
+            if sent.is_ok() || !peer.is_closed() {
                 live.push(peer);
             }
         }

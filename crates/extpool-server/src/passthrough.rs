@@ -20,7 +20,6 @@ use rmcp::model::{
     CompleteRequestParams, CompleteResult, GetPromptResult, JsonObject, PromptMessage, Reference,
     ResourceTemplate, Role,
 };
-use rmcp::service::{Peer, RoleServer};
 
 use crate::convert;
 use crate::handler::GatewayHandler;
@@ -156,10 +155,10 @@ pub async fn set_level(handler: &GatewayHandler, level: LoggingLevel) -> Result<
 
 /// `resources/subscribe` (with the client's `peer`) or
 /// `resources/unsubscribe` (without) of `uri` for this session.
-pub async fn subscribe(
+pub(crate) async fn subscribe(
     handler: &GatewayHandler,
     uri: &str,
-    peer: Option<Peer<RoleServer>>,
+    peer: Option<crate::client_peer::ClientPeer>,
 ) -> Result<(), ErrorData> {
     let Some((session, view, _)) = handler.session_parts() else {
         return Err(ErrorData::invalid_request(

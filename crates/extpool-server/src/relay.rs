@@ -53,10 +53,10 @@ pub(crate) fn server_request(method: &str, params: Value) -> Result<ServerReques
         .map_err(|e| format!("cannot relay {method}: {e}"))
 }
 
-/// Whether the client behind `peer` accepts server request `method` (it
-/// declared the capability at `initialize`).
-pub(crate) fn accepts(peer: &Peer<RoleServer>, method: &str) -> bool {
-    let Some(info) = peer.peer_info() else {
+/// Whether a client that said `info` at `initialize` accepts server
+/// request `method` (it declared the capability).
+pub(crate) fn accepts(info: Option<&rmcp::model::InitializeRequestParams>, method: &str) -> bool {
+    let Some(info) = info else {
         return false;
     };
     match method {
@@ -75,7 +75,7 @@ pub(crate) fn accepts(peer: &Peer<RoleServer>, method: &str) -> bool {
 /// tells it later goes outside any call's answer (over HTTP on its
 /// session's `GET` stream, which rmcp keeps what is sent before the client
 /// opens it for).
-pub(crate) struct PeerSession(pub Peer<RoleServer>);
+pub(crate) struct PeerSession(pub crate::client_peer::ClientPeer);
 
 #[async_trait::async_trait]
 impl extpool_host::core::ClientSession for PeerSession {
@@ -84,7 +84,7 @@ impl extpool_host::core::ClientSession for PeerSession {
             rmcp::model::CustomNotification::new(method, Some(params)),
         );
         self.0
-            .send_notification(notification)
+            .notify(notification)
             .await
             .map_err(|e| format!("the client did not take {method}: {e}"))
     }
@@ -115,11 +115,13 @@ impl CallClient for PeerClient {
     }
 
     fn accepts(&self, method: &str) -> bool {
-        accepts(&self.peer, method)
+        accepts(self.peer.peer_info().as_deref(), method)
     }
 
     fn session(&self) -> Option<Arc<dyn extpool_host::core::ClientSession>> {
-        Some(Arc::new(PeerSession(self.peer.clone())))
+        Some(Arc::new(PeerSession(crate::client_peer::ClientPeer::Rmcp(
+            self.peer.clone(),
+        ))))
     }
 
     fn log(&self, params: Value) {

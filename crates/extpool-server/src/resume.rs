@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use extpool_state::StateStore;
 use parking_lot::Mutex;
+use rmcp::model::InitializeRequestParams;
 use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::{
@@ -132,16 +133,6 @@ impl Resumable {
         ids
     }
 
-    /// Whether rmcp holds MCP session `id` of `endpoint` here (made or
-    /// resumed, and not closed since).
-    pub(crate) async fn holds(&self, endpoint: &str, id: &str) -> bool {
-        let manager = self.managers.lock().get(endpoint).cloned();
-        match manager {
-            Some(manager) => manager.sessions.read().await.contains_key(id),
-            None => false,
-        }
-    }
-
     /// Closes MCP session `id` of `endpoint` here, if held (its client
     /// ended it through another replica).
     pub(crate) async fn close(&self, endpoint: &str, id: &str) {
@@ -150,6 +141,38 @@ impl Resumable {
             && let Err(e) = manager.close_session(&id.to_owned().into()).await
         {
             tracing::debug!(endpoint, "closing an MCP session ended elsewhere: {e}");
+        }
+    }
+
+    /// Keeps the record of own MCP session `id` of `endpoint` (its client's
+    /// `initialize` parameters, as rmcp's store keeps its sessions'), so
+    /// any replica resumes it; without a store, nothing.
+    pub(crate) async fn keep(&self, endpoint: &str, id: &str, params: &InitializeRequestParams) {
+        let Some(store) = &self.store else { return };
+        let record = EndpointStore {
+            store: store.clone(),
+            endpoint: endpoint.to_owned(),
+        };
+        if let Err(e) = record.store(id, &SessionState::new(params.clone())).await {
+            // Other replicas then cannot resume it; this one serves it.
+            tracing::warn!(endpoint, "cannot record an MCP session: {e}");
+        }
+    }
+
+    /// The `initialize` parameters MCP session `id` of `endpoint` was made
+    /// with, from the store's record; `None` without one (or a store).
+    pub(crate) async fn load(&self, endpoint: &str, id: &str) -> Option<InitializeRequestParams> {
+        let store = self.store.as_ref()?;
+        let record = EndpointStore {
+            store: store.clone(),
+            endpoint: endpoint.to_owned(),
+        };
+        match record.load(id).await {
+            Ok(state) => Some(state?.initialize_params),
+            Err(e) => {
+                tracing::warn!(endpoint, "cannot read an MCP session's record: {e}");
+                None
+            }
         }
     }
 

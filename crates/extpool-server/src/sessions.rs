@@ -345,6 +345,7 @@ impl Sessions {
                 Ok(StoreEvent::Deleted(id)) => self.close_here(shared, id.as_str()).await,
                 Ok(StoreEvent::McpSessionClosed { endpoint, id }) => {
                     shared.resume.close(&endpoint, &id).await;
+                    shared.live.forget(&(endpoint, id));
                 }
                 Ok(StoreEvent::ApiKeysChanged) => shared.identity.api_keys_changed(),
                 Ok(_) | Err(RecvError::Lagged(_)) => {

@@ -13,8 +13,11 @@ use std::collections::HashMap;
 
 use extpool_host::{HostError, ResourceUpdate, View};
 use futures::StreamExt;
-use rmcp::model::ResourceUpdatedNotificationParam;
-use rmcp::service::{Peer, RoleServer};
+use rmcp::model::{
+    ResourceUpdatedNotification, ResourceUpdatedNotificationParam, ServerNotification,
+};
+
+use crate::client_peer::ClientPeer;
 use tokio::sync::Mutex;
 
 /// Most subscriptions one session may hold.
@@ -25,7 +28,7 @@ pub const MAX_PER_SESSION: usize = 1024;
 struct Subscribers {
     view: View,
     /// Session key and its peer.
-    sessions: Vec<(String, Peer<RoleServer>)>,
+    sessions: Vec<(String, ClientPeer)>,
 }
 
 /// Which sessions are subscribed to which URI.
@@ -50,11 +53,11 @@ pub enum SubscribeError {
 impl Subscriptions {
     /// Subscribes `session` (reached through `peer`) to `uri`, subscribing
     /// upstream through `view` when it is the first.
-    pub async fn subscribe(
+    pub(crate) async fn subscribe(
         &self,
         view: &View,
         session: &str,
-        peer: Peer<RoleServer>,
+        peer: ClientPeer,
         uri: &str,
     ) -> Result<(), SubscribeError> {
         let mut by_uri = self.by_uri.lock().await;
@@ -127,13 +130,16 @@ impl Subscriptions {
 
     /// Passes `update` to every session subscribed to its URI.
     pub async fn deliver(&self, update: &ResourceUpdate) {
-        let peers: Vec<Peer<RoleServer>> = match self.by_uri.lock().await.get(&update.uri) {
+        let peers: Vec<ClientPeer> = match self.by_uri.lock().await.get(&update.uri) {
             Some(subs) => subs.sessions.iter().map(|(_, p)| p.clone()).collect(),
             None => return,
         };
         for peer in peers {
             let param = ResourceUpdatedNotificationParam::new(update.uri.clone());
-            if let Err(e) = peer.notify_resource_updated(param).await {
+            let notification = ServerNotification::ResourceUpdatedNotification(
+                ResourceUpdatedNotification::new(param),
+            );
+            if let Err(e) = peer.notify(notification).await {
                 tracing::debug!(uri = %update.uri, "resources/updated not delivered: {e}");
             }
         }

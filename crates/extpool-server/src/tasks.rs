@@ -32,7 +32,6 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use rmcp::ErrorData;
-use rmcp::service::{Peer, RoleServer};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -58,7 +57,7 @@ pub(crate) struct Asker {
     /// The principal's owner key (`None`: the local caller).
     pub owner: Option<String>,
     /// Where the session's notifications go (none: nowhere).
-    pub peer: Option<Peer<RoleServer>>,
+    pub peer: Option<crate::client_peer::ClientPeer>,
 }
 
 /// One task the gateway started.
@@ -225,7 +224,7 @@ impl Tasks {
 
     /// Where notifications about task `id` go now (its session's peer);
     /// `None` once it is forgotten or expired.
-    pub(crate) fn peer_of(&self, id: &str) -> Option<Peer<RoleServer>> {
+    pub(crate) fn peer_of(&self, id: &str) -> Option<crate::client_peer::ClientPeer> {
         let map = self.map.lock();
         let entry = map.get(id)?;
         if entry.expires <= Instant::now() {

@@ -133,7 +133,10 @@ impl GatewayHandler {
                 let (result, loaded) =
                     crate::tool_search::search(config, table, &self.connection.loaded, &args)?;
                 if loaded && self.has_session() {
-                    let _ = context.peer.notify_tool_list_changed().await;
+                    let changed = rmcp::model::ServerNotification::ToolListChangedNotification(
+                        rmcp::model::ToolListChangedNotification::default(),
+                    );
+                    let _ = self.client_peer(&context).notify(changed).await;
                 }
                 return Ok(result.into());
             }

@@ -22,14 +22,38 @@ use crate::login::LoginStatus;
 /// How long a call waits for its caller's login to complete.
 const LOGIN_WAIT: Duration = Duration::from_secs(600);
 
-/// Whether the client of `context` takes URL-mode elicitations.
-fn takes_url_elicitation(context: &RequestContext<RoleServer>) -> bool {
-    context.peer.peer_info().is_some_and(|info| {
+/// Whether `client` takes URL-mode elicitations.
+fn takes_url_elicitation(client: &crate::client_peer::ClientPeer) -> bool {
+    client.info().is_some_and(|info| {
         info.capabilities
             .elicitation
             .as_ref()
             .is_some_and(|e| e.url.is_some())
     })
+}
+
+/// Sends `request` (an `elicitation/create`) to the client of `context`:
+/// on the call's own answer when the front end answers it
+/// ([`crate::relay::InlineRelay`]), else through its rmcp peer. The
+/// client's answer as JSON.
+async fn ask(
+    context: &RequestContext<RoleServer>,
+    request: serde_json::Value,
+) -> Result<serde_json::Value, String> {
+    if let Some(inline) = context.extensions.get::<crate::relay::InlineRelay>() {
+        let method = request["method"].as_str().unwrap_or_default().to_owned();
+        return inline
+            .client
+            .request(&method, request["params"].clone())
+            .await;
+    }
+    let request = serde_json::from_value::<ServerRequest>(request).map_err(|e| e.to_string())?;
+    let answer = context
+        .peer
+        .send_request(request)
+        .await
+        .map_err(|e| e.to_string())?;
+    serde_json::to_value(answer).map_err(|e| e.to_string())
 }
 
 impl GatewayHandler {
@@ -41,7 +65,7 @@ impl GatewayHandler {
         principal: &Principal,
         server: &str,
     ) -> bool {
-        if !takes_url_elicitation(context) {
+        if !takes_url_elicitation(&self.client_peer(context)) {
             return false;
         }
         let Some(parts) = context.extensions.get::<http::request::Parts>() else {
@@ -64,17 +88,11 @@ impl GatewayHandler {
                 "elicitationId": begun.state,
             },
         });
-        let Ok(request) = serde_json::from_value::<ServerRequest>(request) else {
-            return false;
-        };
         let answered = tokio::select! {
-            answer = context.peer.send_request(request) => answer,
+            answer = ask(context, request) => answer,
             () = context.ct.cancelled() => return false,
         };
-        let accepted = answered
-            .ok()
-            .and_then(|answer| serde_json::to_value(answer).ok())
-            .is_some_and(|answer| answer["action"] == "accept");
+        let accepted = answered.is_ok_and(|answer| answer["action"] == "accept");
         if !accepted {
             return false;
         }

@@ -67,7 +67,7 @@ impl GatewayHandler {
                 session: self.session_id().to_owned(),
                 alive: self.liveness(),
                 owner,
-                peer: Some(context.peer.clone()),
+                peer: Some(self.client_peer(context)),
             };
         }
         // No session id has a space.
@@ -309,7 +309,7 @@ fn relay_status(
                 STATUS,
                 Some(params),
             ));
-            if let Err(e) = peer.send_notification(notification).await {
+            if let Err(e) = peer.notify(notification).await {
                 tracing::debug!(task = %id, error = %e, "a task status could not be sent to its session");
             }
             if terminal {

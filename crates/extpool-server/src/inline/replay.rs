@@ -137,6 +137,42 @@ impl Replay {
     }
 }
 
+/// An own session's `GET` stream ([`crate::front`]): each of `messages` as
+/// an event, a comment when it has been quiet for [`KEEP_ALIVE`], until
+/// the session ends (`closed`) or nothing more can come.
+pub(crate) fn listen(
+    messages: tokio::sync::mpsc::Receiver<ServerJsonRpcMessage>,
+    closed: tokio_util::sync::CancellationToken,
+) -> Response {
+    let body = futures::stream::unfold((messages, closed), |(mut messages, closed)| async move {
+        let next = tokio::select! {
+            () = closed.cancelled() => return None,
+            next = tokio::time::timeout(KEEP_ALIVE, messages.recv()) => next,
+        };
+        let chunk = match next {
+            Ok(Some(message)) => {
+                let data = serde_json::to_string(&message).unwrap_or_default();
+                Bytes::from(format!("data: {data}\n\n"))
+            }
+            Ok(None) => return None,
+            Err(_) => Bytes::from_static(b":\n\n"),
+        };
+        Some((Ok::<_, std::convert::Infallible>(chunk), (messages, closed)))
+    });
+    (
+        StatusCode::OK,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        ],
+        Body::from_stream(body),
+    )
+        .into_response()
+}
+
 /// A session's streams made in the HTTP task: those running, and the last
 /// few finished.
 #[derive(Default)]
