@@ -59,7 +59,21 @@ impl AuthorizedClient {
         Self { inner, session }
     }
 
-    async fn authorized<T, F, Fut>(&self, passed: Option<String>, call: F) -> Result<T, HttpError>
+    /// The shared HTTP client requests go out on.
+    pub fn http(&self) -> &reqwest::Client {
+        &self.inner
+    }
+
+    /// Runs `call` with the bearer token to send: `passed` without a
+    /// session; with one, the session's access token, refreshed (or logged
+    /// in) once on a 401 and stepped up on a 403 `insufficient_scope`, as
+    /// every request of this client is. For a request this client's
+    /// `StreamableHttpClient` methods do not send themselves.
+    pub async fn authorized<T, F, Fut>(
+        &self,
+        passed: Option<String>,
+        call: F,
+    ) -> Result<T, HttpError>
     where
         F: Fn(Option<String>) -> Fut,
         Fut: Future<Output = Result<T, HttpError>>,

@@ -17,6 +17,12 @@
 //! [`is_event_too_large`], and nowhere else; the integration tests send a
 //! real oversized event through rmcp's client and would fail if the message
 //! changed.
+//!
+//! A request whose answer is kept whole ([`whole::keeps`]) is POSTed by
+//! [`post`] instead of rmcp's client, so that an answer sent as plain
+//! `application/json` is kept whole as well, from the body it is read from.
+
+mod post;
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -36,6 +42,7 @@ use sse_stream::{Error as SseError, Sse};
 use crate::limits::{self, Exceeded};
 use crate::param_headers::ParamHeaders;
 use crate::transport::whole::{self, Declared, Whole};
+use post::PostsWhole;
 
 /// An HTTP client whose POST response streams are checked against the
 /// limits, and whose 2026-07-28 `tools/call` POSTs carry every
@@ -61,7 +68,8 @@ impl<C> Guarded<C> {
     /// ([`crate::transport::whole::keeps`]) in `declared`: an `initialize`
     /// answer's capabilities, a `tools/list` answer's task support, and the
     /// whole answer to a request rmcp has no variant for, as their SSE
-    /// events pass (an answer sent as plain JSON is read by rmcp first).
+    /// events pass or from the body of an answer sent as plain JSON (such
+    /// requests are POSTed by [`PostsWhole`], every other by `inner`).
     pub fn with_declared(mut self, declared: Declared) -> Self {
         self.declared = Some(declared);
         self
@@ -77,7 +85,9 @@ impl<C> Guarded<C> {
 type PostResult<E> = Result<StreamableHttpPostResponse, StreamableHttpError<E>>;
 type SseStream = BoxStream<'static, Result<Sse, SseError>>;
 
-impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
+impl<C: StreamableHttpClient<Error = reqwest::Error> + PostsWhole + Sync> StreamableHttpClient
+    for Guarded<C>
+{
     type Error = C::Error;
 
     extpool_auth::lesser_client_methods!();
@@ -100,7 +110,7 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
             _ => None,
         };
         let limit = limits.max_sse_event_size as u64;
-        let whole = self.declared.as_ref().and_then(|declared| {
+        let mut whole = self.declared.as_ref().and_then(|declared| {
             let (keep, id) = whole::keeps(&message)?;
             let mut whole = Whole::default();
             whole.keep_declared_in(declared.clone());
@@ -108,17 +118,37 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Guarded<C> {
             Some(whole)
         });
         async move {
-            let response = self
-                .inner
-                .post_message_with_response_limits(
-                    uri,
-                    message,
-                    session_id,
-                    auth_header,
-                    custom_headers,
-                    limits,
-                )
-                .await?;
+            let response = match whole.as_mut() {
+                Some(whole) => {
+                    let posted = self
+                        .inner
+                        .post_whole(
+                            &uri,
+                            &message,
+                            session_id.as_deref(),
+                            auth_header,
+                            &custom_headers,
+                            limits,
+                        )
+                        .await?;
+                    if let Some(body) = &posted.json {
+                        keep_whole(whole, body);
+                    }
+                    posted.response
+                }
+                None => {
+                    self.inner
+                        .post_message_with_response_limits(
+                            uri,
+                            message,
+                            session_id,
+                            auth_header,
+                            custom_headers,
+                            limits,
+                        )
+                        .await?
+                }
+            };
             Ok(match (response, id) {
                 (StreamableHttpPostResponse::Sse(stream, session), Some(id)) => {
                     let guard = Guard {
@@ -173,6 +203,17 @@ fn is_event_too_large(error: &SseError) -> bool {
             && body.to_string().starts_with("SSE event exceeded the maximum size"))
 }
 
+/// Keeps what `answer` (one JSON-RPC message) answers whole, when it
+/// answers a request `whole` waits for (rmcp goes on to read it as usual).
+fn keep_whole(whole: &mut Whole, answer: &[u8]) {
+    if !whole.waiting() {
+        return;
+    }
+    if let Some((id, result)) = whole.take(answer) {
+        whole.declared().keep_answer(&id, result);
+    }
+}
+
 /// One POST's response stream, checked event by event.
 struct Guard {
     inner: SseStream,
@@ -187,14 +228,8 @@ impl Guard {
     /// Keeps what `sse` answers whole, when it answers the request that
     /// asked for that (rmcp goes on to read it as usual).
     fn keep_whole(&mut self, sse: &Sse) {
-        let (Some(whole), Some(data)) = (self.whole.as_mut(), sse.data.as_deref()) else {
-            return;
-        };
-        if !whole.waiting() {
-            return;
-        }
-        if let Some((id, result)) = whole.take(data.as_bytes()) {
-            whole.declared().keep_answer(&id, result);
+        if let (Some(whole), Some(data)) = (self.whole.as_mut(), sse.data.as_deref()) {
+            keep_whole(whole, data.as_bytes());
         }
     }
 

@@ -5,7 +5,8 @@
 //! id of the gateway's; a second session can neither see, fetch, list nor
 //! cancel the first's task; status notifications reach the session that
 //! started the task. The same with server-everything behind the gateway
-//! over streamable HTTP.
+//! over streamable HTTP, and with a TypeScript SDK server that answers
+//! every POST as plain JSON.
 
 use extpool_server::GatewayOptions;
 use serde_json::{Value, json};
@@ -56,6 +57,60 @@ async fn a_task_of_an_http_upstream_is_started_polled_and_fetched_and_only_its_s
     let yaml = format!("  everything:\n    url: {}\n", everything.url());
     started_polled_and_fetched(Sdk::TypeScript, &yaml).await;
     drop(everything);
+}
+
+/// The same through a streamable HTTP upstream that answers every POST as
+/// plain `application/json`, never as SSE (the TypeScript SDK's server with
+/// `enableJsonResponse`): the gateway keeps those answers whole from their
+/// bodies, so the upstream's `tasks`, its tool's task support and the
+/// answers to the task methods reach the clients as they do over SSE.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_of_an_http_upstream_that_answers_plain_json_is_started_polled_and_fetched() {
+    let upstream = JsonUpstream::start().await;
+    // Under the name the shared steps call its tool by.
+    let yaml = format!("  everything:\n    url: {}\n", upstream.url);
+    started_polled_and_fetched(Sdk::TypeScript, &yaml).await;
+    drop(upstream);
+}
+
+/// `fixtures/json_tasks_server.mjs`: a TypeScript SDK server over
+/// streamable HTTP that answers as plain JSON, with task tool
+/// `simulate-research-query`; killed on drop.
+struct JsonUpstream {
+    url: String,
+    _child: tokio::process::Child,
+}
+
+impl JsonUpstream {
+    async fn start() -> Self {
+        use tokio::io::AsyncBufReadExt;
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/it/fixtures/json_tasks_server.mjs");
+        let mut child = tokio::process::Command::new(extpool_testkit::peers::node())
+            .arg(script)
+            .env(
+                "EXTPOOL_NODE_MODULES",
+                extpool_testkit::peers::node_modules(),
+            )
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("node starts the JSON tasks server");
+        let stdout = child.stdout.take().expect("its stdout");
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        let line = tokio::time::timeout(std::time::Duration::from_secs(60), lines.next_line())
+            .await
+            .expect("the JSON tasks server listens within a minute")
+            .expect("its stdout reads")
+            .expect("it prints its LISTENING line before it exits");
+        let url = line
+            .strip_prefix("LISTENING ")
+            .unwrap_or_else(|| panic!("not its LISTENING line: {line}"))
+            .trim()
+            .to_owned();
+        Self { url, _child: child }
+    }
 }
 
 async fn started_polled_and_fetched(sdk: Sdk, upstream_yaml: &str) {
