@@ -316,7 +316,7 @@ where
         .flatten()
         .and_then(|v| v.to_str().ok())
         .and_then(|last| inline.as_ref()?.resume(last));
-    let response = match (resumed_here, inline) {
+    match (resumed_here, inline) {
         (Some(resumed), _) => resumed,
         (None, Some(session)) if message.id.is_some() || message.answers => {
             match answer(&session, request).await {
@@ -325,8 +325,7 @@ where
             }
         }
         _ => serve(request).await,
-    };
-    response
+    }
 }
 
 /// Whether `request` is one this module answers: any request but the

@@ -344,3 +344,160 @@ async fn a_cancelled_notification_cancels_the_call_it_names() {
     );
     served.stop().await;
 }
+
+/// A raw HTTP request of session `id` with `accept` and `content_type`
+/// (and the negotiated protocol version unless `version` says another).
+fn raw(
+    url: &str,
+    id: &str,
+    accept: &str,
+    content_type: &str,
+    version: &str,
+) -> reqwest::RequestBuilder {
+    reqwest::Client::new()
+        .post(url)
+        .header("accept", accept)
+        .header("content-type", content_type)
+        .header("mcp-session-id", id)
+        .header("mcp-protocol-version", version)
+        .body(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}).to_string())
+}
+
+/// Reads `stream`'s SSE data lines until one holds a message of `method`.
+async fn until_method(
+    stream: &mut (impl futures::Stream<Item = reqwest::Result<axum::body::Bytes>> + Unpin),
+    method: &str,
+) -> Value {
+    use futures::StreamExt;
+    let mut text = String::new();
+    loop {
+        let chunk = within(stream.next())
+            .await
+            .unwrap_or_else(|| panic!("the GET stream ended before {method}: {text}"))
+            .expect("a chunk");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        let found = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|m| m["method"] == method);
+        if let Some(found) = found {
+            return found;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_session_is_the_gateways_own_from_initialize_to_delete() {
+    let state = StateDir::new();
+    let project = Project::new();
+    project.config(&testkit_yaml("testkit", &state));
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let url = &served.url;
+
+    // initialize: JSON, with a session id nobody can guess.
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": VERSION, "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let answer = post(url, None, init).await;
+    assert_eq!(answer.status, 200);
+    assert!(
+        answer.content_type.starts_with("application/json"),
+        "{}",
+        answer.content_type
+    );
+    assert_eq!(answer.messages[0]["result"]["protocolVersion"], VERSION);
+    let id = answer.session.expect("a session id");
+    assert!(
+        id.len() == 32 && id.chars().all(|c| c.is_ascii_hexdigit()),
+        "{id}"
+    );
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(url, Some(&id), initialized).await.status, 202);
+
+    // The GET stream: one at a time; it carries what the gateway tells
+    // the client outside a call.
+    let listen = || {
+        reqwest::Client::new()
+            .get(url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &id)
+            .header("mcp-protocol-version", VERSION)
+            .send()
+    };
+    let stream = within(listen()).await.expect("GET");
+    assert_eq!(stream.status(), 200);
+    assert_eq!(within(listen()).await.expect("GET").status(), 409);
+    let mut events = stream.bytes_stream();
+    let add = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "mcp__testkit__add_tool", "arguments": {"name": "fresh"}}});
+    let added = post(url, Some(&id), add).await;
+    assert_eq!(added.status, 200, "{:?}", added.messages);
+    until_method(&mut events, "notifications/tools/list_changed").await;
+
+    // Headers rmcp's transport refuses are refused the same way.
+    let ok = within(
+        raw(
+            url,
+            &id,
+            "application/json, text/event-stream",
+            "application/json",
+            VERSION,
+        )
+        .send(),
+    )
+    .await
+    .expect("POST");
+    assert_eq!(ok.status(), 200);
+    for (accept, content_type, version, status) in [
+        ("application/json", "application/json", VERSION, 406),
+        (
+            "application/json, text/event-stream",
+            "text/plain",
+            VERSION,
+            415,
+        ),
+        (
+            "application/json, text/event-stream",
+            "application/json",
+            "1999-01-01",
+            400,
+        ),
+        (
+            "application/json, text/event-stream",
+            "application/json",
+            "2026-07-28",
+            400,
+        ),
+    ] {
+        let refused = within(raw(url, &id, accept, content_type, version).send())
+            .await
+            .expect("POST");
+        assert_eq!(
+            refused.status().as_u16(),
+            status,
+            "{accept} / {content_type} / {version}"
+        );
+    }
+
+    // DELETE ends it: 204, its stream ends, its id is unknown from then on.
+    let deleted = within(
+        reqwest::Client::new()
+            .delete(url)
+            .header("mcp-session-id", &id)
+            .header("mcp-protocol-version", VERSION)
+            .send(),
+    )
+    .await
+    .expect("DELETE");
+    assert_eq!(deleted.status(), 204);
+    loop {
+        use futures::StreamExt;
+        match within(events.next()).await {
+            None | Some(Err(_)) => break,
+            Some(Ok(_)) => {}
+        }
+    }
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+    assert_eq!(post(url, Some(&id), ping).await.status, 404);
+}
