@@ -276,6 +276,25 @@ impl Live {
         self.state.lock().sessions.remove(key);
     }
 
+    /// Forgets every session of `endpoint` (its durable session closed
+    /// here): they end, and their clients are told they are gone.
+    pub(crate) fn forget_endpoint(&self, endpoint: &str) {
+        let ended: Vec<Entry> = {
+            let mut state = self.state.lock();
+            let keys: Vec<Key> = state
+                .sessions
+                .keys()
+                .filter(|(e, _)| e == endpoint)
+                .cloned()
+                .collect();
+            keys.iter()
+                .filter_map(|k| state.sessions.remove(k))
+                .collect()
+        };
+        // Ended outside the lock (an entry's drop ends its session).
+        drop(ended);
+    }
+
     /// Forgets session `key` unless a request or stream of it is open (a
     /// resume that came to nothing, while another request may still make
     /// it).

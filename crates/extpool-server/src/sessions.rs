@@ -319,6 +319,7 @@ impl Sessions {
         self.services.lock().remove(id);
         let open = self.open.lock().remove(id);
         shared.resume.forget(id).await;
+        shared.live.forget_endpoint(id);
         if let Some(open) = open {
             tracing::info!(session = %id, "session closed on this replica");
             open.view.close().await;
@@ -485,6 +486,7 @@ impl Sessions {
             });
             let Some(open) = closed else { continue };
             shared.resume.forget(&id).await;
+            shared.live.forget_endpoint(&id);
             open.view.close().await;
             if let Err(e) = self.store.release(&open.id, &self.replica).await {
                 tracing::debug!(session = %id, "cannot record that this replica let the session go: {e}");

@@ -2,8 +2,8 @@
 //! 2025-11-25 task methods (`tasks/get`, `tasks/result`, `tasks/list`,
 //! `tasks/cancel`) and a task-augmented `tools/call`, whose `task` member
 //! rmcp's `CallToolRequestParams` would drop. The answer comes back as the
-//! server sent it ([`crate::transport::whole`]): over stdio always, over
-//! HTTP when it came as an SSE event (one sent as plain JSON, rmcp reads).
+//! server sent it ([`crate::transport::whole`]): over stdio, and over HTTP
+//! whether it came as an SSE event or as plain JSON ([`crate::sse_guard`]).
 
 use rmcp::model::{ClientRequest, CustomRequest, ServerResult};
 use rmcp::service::PeerRequestOptions;
@@ -15,8 +15,8 @@ use crate::error::ClientError;
 impl McpClient {
     /// Capability `name` as the server declared it in its `initialize`
     /// answer on the current connection, when rmcp has no field for it
-    /// (the 2025-11-25 `tasks`); `None` when it declared none, before it
-    /// connected, and over HTTP when the answer came as plain JSON.
+    /// (the 2025-11-25 `tasks`); `None` when it declared none, or before it
+    /// connected.
     pub fn declared_capability(&self, name: &str) -> Option<Value> {
         self.inner
             .conn
@@ -29,8 +29,7 @@ impl McpClient {
 
     /// The `execution.taskSupport` of tool `name` (`optional` or
     /// `required`) in the server's latest listing on the current connection;
-    /// `None` when it takes no task-augmented calls, and over HTTP when
-    /// the listing came as plain JSON.
+    /// `None` when it takes no task-augmented calls.
     pub fn task_support(&self, name: &str) -> Option<String> {
         self.inner.conn.load().as_ref()?.declared.task_support(name)
     }
