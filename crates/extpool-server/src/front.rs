@@ -151,14 +151,7 @@ pub(crate) fn refused_headers(request: &Request, negotiated: Option<&str>) -> Op
                 "Not Acceptable: Client must accept both application/json and text/event-stream",
             ));
         }
-        let json_body = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| {
-                let essence = v.split_once(';').map_or(v, |(essence, _)| essence);
-                essence.trim().eq_ignore_ascii_case("application/json")
-            });
-        if !json_body {
+        if !crate::inline::json_body(headers) {
             return Some(plain(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "Unsupported Media Type: Content-Type must be application/json",

@@ -55,6 +55,7 @@ use crate::relay::InlineRelay;
 mod headers;
 mod replay;
 
+pub(crate) use headers::json_body;
 pub(crate) use replay::listen;
 
 use headers::plain_headers;

@@ -19,13 +19,7 @@ pub(super) fn plain_headers(headers: &HeaderMap) -> bool {
     let accepts_all = ["application/json", "text/event-stream"]
         .iter()
         .all(|want| accepts.iter().any(|a| a.eq_ignore_ascii_case(want)));
-    let json_body = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            let essence = v.split_once(';').map_or(v, |(essence, _)| essence);
-            essence.trim().eq_ignore_ascii_case("application/json")
-        });
+    let json_body = json_body(headers);
     let legacy_version =
         match headers.get(rmcp::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION) {
             None => true,
@@ -42,6 +36,19 @@ pub(super) fn plain_headers(headers: &HeaderMap) -> bool {
             && k.as_str() != "mcp-protocol-version"
     });
     accepts_all && json_body && legacy_version && no_standard_headers
+}
+
+/// Whether `headers` say the body is JSON (`Content-Type` of essence
+/// `application/json`, any parameters): the one rule of both front ends'
+/// checks.
+pub(crate) fn json_body(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            let essence = v.split_once(';').map_or(v, |(essence, _)| essence);
+            essence.trim().eq_ignore_ascii_case("application/json")
+        })
 }
 
 #[cfg(test)]

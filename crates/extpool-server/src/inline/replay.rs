@@ -122,19 +122,27 @@ impl Replay {
                 }
             },
         );
-        (
-            StatusCode::OK,
-            [
-                (
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("text/event-stream"),
-                ),
-                (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-            ],
-            Body::from_stream(body),
-        )
-            .into_response()
+        event_stream(body)
     }
+}
+
+/// An SSE answer whose events are `body`'s chunks.
+fn event_stream<S>(body: S) -> Response
+where
+    S: futures::Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static,
+{
+    (
+        StatusCode::OK,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        ],
+        Body::from_stream(body),
+    )
+        .into_response()
 }
 
 /// An own session's `GET` stream ([`crate::front`]): each of `messages` as
@@ -159,18 +167,7 @@ pub(crate) fn listen(
         };
         Some((Ok::<_, std::convert::Infallible>(chunk), (messages, closed)))
     });
-    (
-        StatusCode::OK,
-        [
-            (
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/event-stream"),
-            ),
-            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-        ],
-        Body::from_stream(body),
-    )
-        .into_response()
+    event_stream(body)
 }
 
 /// A session's streams made in the HTTP task: those running, and the last

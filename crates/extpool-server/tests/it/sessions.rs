@@ -495,7 +495,10 @@ async fn close_session_on_its_endpoint_closes_the_session_as_delete_does() {
     assert_eq!(text, "session done was closed; its servers stopped: mine");
     // Its endpoint's MCP session ended with it: nothing more is answered.
     let after = within(client.list_all_tools()).await;
-    assert!(after.is_err(), "the closed session still answered tools/list");
+    assert!(
+        after.is_err(),
+        "the closed session still answered tools/list"
+    );
     let _ = client.cancel().await;
 
     let (status, _) = api(
