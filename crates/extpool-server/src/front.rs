@@ -103,13 +103,7 @@ fn new_id() -> Option<String> {
 /// A JSON-RPC error answer with HTTP `status`.
 fn rpc_error(status: StatusCode, id: Option<&RequestId>, code: i64, message: &str) -> Response {
     let id = id.and_then(|id| serde_json::to_value(id).ok());
-    let body = crate::check::error_answer(id.as_ref(), code, message);
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
+    crate::inbound::rpc_error(status, id.as_ref(), code, message)
 }
 
 /// A plain-text refusal, in rmcp's words where rmcp has words for it.
@@ -134,17 +128,7 @@ pub(crate) fn takes_initialize(request: &Request) -> bool {
 pub(crate) fn refused_headers(request: &Request, negotiated: Option<&str>) -> Option<Response> {
     let headers = request.headers();
     if request.method() == Method::POST {
-        let (mut json, mut sse) = (false, false);
-        for essence in headers
-            .get_all(header::ACCEPT)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .map(|v| v.split_once(';').map_or(v, |(essence, _)| essence).trim())
-        {
-            json |= essence.eq_ignore_ascii_case("application/json");
-            sse |= essence.eq_ignore_ascii_case("text/event-stream");
-        }
+        let (json, sse) = crate::inline::accepted(headers);
         if !json || !sse {
             return Some(plain(
                 StatusCode::NOT_ACCEPTABLE,
@@ -174,15 +158,16 @@ pub(crate) fn refused_headers(request: &Request, negotiated: Option<&str>) -> Op
             &format!("Bad Request: Unsupported MCP-Protocol-Version: {version}"),
         ));
     }
+    // Inside a session it is refused; an initialize of that version is
+    // left to rmcp's transport (`takes_initialize`).
     if version >= ProtocolVersion::STANDARD_HEADERS.as_str() {
-        let text = match negotiated {
-            Some(negotiated) => format!(
+        let negotiated = negotiated.unwrap_or("no version");
+        return Some(plain(
+            StatusCode::BAD_REQUEST,
+            &format!(
                 "Bad Request: this session negotiated MCP {negotiated} at initialize; a request of MCP {version} belongs to no session (send it without Mcp-Session-Id)"
             ),
-            // An initialize of that version goes to rmcp's transport.
-            None => return Some(plain(StatusCode::BAD_REQUEST, "")),
-        };
-        return Some(plain(StatusCode::BAD_REQUEST, &text));
+        ));
     }
     None
 }
@@ -261,7 +246,7 @@ pub(crate) async fn initialize(
         Ok(opened) => opened,
         Err(error) => {
             let answer = ServerJsonRpcMessage::error(error, Some(id));
-            return Err(json(&answer, None));
+            return Err(crate::inline::json(&answer));
         }
     };
     shared.resume.keep(endpoint, &session_id, &params).await;
@@ -333,8 +318,9 @@ pub(crate) async fn serve(
     if let Some(request_id) = &message.cancels {
         session.cancel(request_id);
     }
-    let negotiated = session.negotiated();
-    if let Some(refused) = refused_headers(&request, Some(&negotiated)) {
+    let info = session.client_info();
+    let negotiated = info.as_ref().map(|info| info.protocol_version.as_str());
+    if let Some(refused) = refused_headers(&request, negotiated) {
         return refused;
     }
     match *request.method() {
@@ -368,12 +354,7 @@ pub(crate) async fn serve(
 /// by its `Last-Event-ID`, else the stream of what the gateway sends the
 /// client outside a call's answer (one at a time: 409 while one is open).
 fn get(session: &Arc<InlineSession>, request: Request) -> Response {
-    let accepts_sse = request
-        .headers()
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .any(|v| v.to_ascii_lowercase().contains("text/event-stream"));
+    let (_, accepts_sse) = crate::inline::accepted(request.headers());
     if !accepts_sse {
         return plain(
             StatusCode::NOT_ACCEPTABLE,
@@ -398,16 +379,6 @@ fn get(session: &Arc<InlineSession>, request: Request) -> Response {
         );
     };
     crate::inline::listen(messages, outbound.closed().clone())
-}
-
-/// `answer` as an `application/json` answer (`status` 200 unless given).
-fn json(answer: &ServerJsonRpcMessage, status: Option<StatusCode>) -> Response {
-    let bytes = serde_json::to_vec(answer).unwrap_or_default();
-    let mut response = json_bytes(bytes.into());
-    if let Some(status) = status {
-        *response.status_mut() = status;
-    }
-    response
 }
 
 fn json_bytes(bytes: Bytes) -> Response {

@@ -68,7 +68,12 @@ pub(crate) fn too_large(declared: Option<u64>, max: usize) -> String {
 
 /// A JSON-RPC error answer (HTTP `status`), for a request that never
 /// reaches rmcp.
-fn rpc_error(status: StatusCode, id: Option<&Value>, code: i64, message: &str) -> Response {
+pub(crate) fn rpc_error(
+    status: StatusCode,
+    id: Option<&Value>,
+    code: i64,
+    message: &str,
+) -> Response {
     let body = crate::check::error_answer(id, code, message);
     (
         status,

@@ -55,7 +55,7 @@ use crate::relay::InlineRelay;
 mod headers;
 mod replay;
 
-pub(crate) use headers::json_body;
+pub(crate) use headers::{accepted, json_body};
 pub(crate) use replay::listen;
 
 use headers::plain_headers;
@@ -132,12 +132,9 @@ impl InlineSession {
         }
     }
 
-    /// The protocol version the client asked for at `initialize`.
-    pub(crate) fn negotiated(&self) -> String {
-        self.client
-            .info()
-            .map(|info| info.protocol_version.to_string())
-            .unwrap_or_default()
+    /// What the client said of itself at `initialize`.
+    pub(crate) fn client_info(&self) -> Option<Arc<rmcp::model::InitializeRequestParams>> {
+        self.client.info()
     }
 
     /// Ends an own session: its `GET` stream ends, its calls in flight are
@@ -580,7 +577,7 @@ impl Running {
 }
 
 /// The answer as `application/json`.
-fn json(answer: &ServerJsonRpcMessage) -> Response {
+pub(crate) fn json(answer: &ServerJsonRpcMessage) -> Response {
     match serde_json::to_vec(answer) {
         Ok(body) => (
             StatusCode::OK,

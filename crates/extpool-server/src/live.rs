@@ -279,20 +279,7 @@ impl Live {
     /// Forgets every session of `endpoint` (its durable session closed
     /// here): they end, and their clients are told they are gone.
     pub(crate) fn forget_endpoint(&self, endpoint: &str) {
-        let ended: Vec<Entry> = {
-            let mut state = self.state.lock();
-            let keys: Vec<Key> = state
-                .sessions
-                .keys()
-                .filter(|(e, _)| e == endpoint)
-                .cloned()
-                .collect();
-            keys.iter()
-                .filter_map(|k| state.sessions.remove(k))
-                .collect()
-        };
-        // Ended outside the lock (an entry's drop ends its session).
-        drop(ended);
+        self.state.lock().sessions.retain(|(e, _), _| e != endpoint);
     }
 
     /// Forgets session `key` unless a request or stream of it is open (a

@@ -86,6 +86,15 @@ impl Resumable {
         }
     }
 
+    /// The records of `endpoint`'s sessions in the state store, if there is
+    /// one.
+    fn endpoint_store(&self, endpoint: &str) -> Option<EndpointStore> {
+        Some(EndpointStore {
+            store: self.store.clone()?,
+            endpoint: endpoint.to_owned(),
+        })
+    }
+
     /// The session manager of `endpoint` (made on first use).
     pub(crate) fn manager(&self, endpoint: &str) -> Arc<LocalSessionManager> {
         self.managers
@@ -106,11 +115,8 @@ impl Resumable {
         mut config: StreamableHttpServerConfig,
         endpoint: &str,
     ) -> StreamableHttpServerConfig {
-        if let Some(store) = &self.store {
-            config.session_store = Some(Arc::new(EndpointStore {
-                store: store.clone(),
-                endpoint: endpoint.to_owned(),
-            }));
+        if let Some(record) = self.endpoint_store(endpoint) {
+            config.session_store = Some(Arc::new(record));
         }
         config
     }
@@ -148,10 +154,8 @@ impl Resumable {
     /// `initialize` parameters, as rmcp's store keeps its sessions'), so
     /// any replica resumes it; without a store, nothing.
     pub(crate) async fn keep(&self, endpoint: &str, id: &str, params: &InitializeRequestParams) {
-        let Some(store) = &self.store else { return };
-        let record = EndpointStore {
-            store: store.clone(),
-            endpoint: endpoint.to_owned(),
+        let Some(record) = self.endpoint_store(endpoint) else {
+            return;
         };
         if let Err(e) = record.store(id, &SessionState::new(params.clone())).await {
             // Other replicas then cannot resume it; this one serves it.
@@ -162,12 +166,7 @@ impl Resumable {
     /// The `initialize` parameters MCP session `id` of `endpoint` was made
     /// with, from the store's record; `None` without one (or a store).
     pub(crate) async fn load(&self, endpoint: &str, id: &str) -> Option<InitializeRequestParams> {
-        let store = self.store.as_ref()?;
-        let record = EndpointStore {
-            store: store.clone(),
-            endpoint: endpoint.to_owned(),
-        };
-        match record.load(id).await {
+        match self.endpoint_store(endpoint)?.load(id).await {
             Ok(state) => Some(state?.initialize_params),
             Err(e) => {
                 tracing::warn!(endpoint, "cannot read an MCP session's record: {e}");

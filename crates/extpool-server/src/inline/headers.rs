@@ -38,6 +38,23 @@ pub(super) fn plain_headers(headers: &HeaderMap) -> bool {
     accepts_all && json_body && legacy_version && no_standard_headers
 }
 
+/// Whether `headers`' `Accept` names JSON and SSE (by their essence, any
+/// parameters): `(json, sse)`, as rmcp's transport reads it.
+pub(crate) fn accepted(headers: &HeaderMap) -> (bool, bool) {
+    let (mut json, mut sse) = (false, false);
+    for essence in headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|v| v.split_once(';').map_or(v, |(essence, _)| essence).trim())
+    {
+        json |= essence.eq_ignore_ascii_case("application/json");
+        sse |= essence.eq_ignore_ascii_case("text/event-stream");
+    }
+    (json, sse)
+}
+
 /// Whether `headers` say the body is JSON (`Content-Type` of essence
 /// `application/json`, any parameters): the one rule of both front ends'
 /// checks.
