@@ -317,16 +317,18 @@ impl StdioStart {
     }
 }
 
-/// How many pings tell whether a server stalls on a reused connection.
+/// How many pings on each kind of connection tell whether a server stalls
+/// on a reused one.
 const STALL_PINGS: usize = 3;
 /// How long one of those pings may take before the server is not judged
 /// (a stalled one takes the delayed ACK's ~40 ms).
 const PING_PATIENCE: Duration = Duration::from_millis(500);
 
 /// Dials an HTTP server and initializes, bounded by the startup timeout.
-/// On a connection kept for reuse, a server found to stall on it
-/// ([`crate::http::stalls_on_reuse`]) is dialled again with a connection
-/// per request, which it keeps.
+/// On a connection kept for reuse, a server that may stall on it is
+/// dialled again with a connection per request and pinged there too
+/// ([`crate::http::judge_reuse`] decides from both); one found to stall
+/// keeps that second session, any other the first.
 async fn dial(
     a: &Attempt<'_>,
     plan: &HttpPlan,
@@ -334,9 +336,9 @@ async fn dial(
     order: Arc<Order>,
     declared: &Declared,
 ) -> Result<Service, Failed> {
+    use crate::http::{Reuse, judge_reuse};
     let name = a.name.as_str();
     let reusing = a.options.http.keep_alive && !a.options.is_stalling(name);
-    let started = std::time::Instant::now();
     let service = dial_with(
         a,
         plan,
@@ -348,7 +350,46 @@ async fn dial(
     if !reusing {
         return Ok(service);
     }
-    let handshake = started.elapsed();
+    let Some(reused) = ping_times(a, &service).await else {
+        return Ok(service);
+    };
+    if judge_reuse(&reused, &[]) != Reuse::TryFresh {
+        return Ok(service);
+    }
+    // The same server on a connection per request: only a stall on reuse
+    // makes it answer faster there.
+    let (handler, order) = a.handler();
+    let Ok(fresh_service) = dial_with(
+        a,
+        plan,
+        (handler, order),
+        a.options.fresh_http_client(),
+        declared,
+    )
+    .await
+    else {
+        return Ok(service);
+    };
+    let fresh = ping_times(a, &fresh_service).await.unwrap_or_default();
+    if judge_reuse(&reused, &fresh) != Reuse::Stalls {
+        let _ = fresh_service.cancel().await;
+        return Ok(service);
+    }
+    tracing::info!(
+        server = %name,
+        reused_ms = ?reused.iter().map(|p| p.as_millis() as u64).collect::<Vec<_>>(),
+        fresh_ms = ?fresh.iter().map(|p| p.as_millis() as u64).collect::<Vec<_>>(),
+        "this server answers a reused connection only after extpool's delayed ACK (Nagle's algorithm on its side): it gets a connection per request from now on"
+    );
+    a.options.note_stalling(name);
+    let _ = service.cancel().await;
+    Ok(fresh_service)
+}
+
+/// The times of [`STALL_PINGS`] pings sent one after another on
+/// `service`; `None` when one fails or takes longer than
+/// [`PING_PATIENCE`] (such a server is not judged).
+async fn ping_times(a: &Attempt<'_>, service: &Service) -> Option<Vec<Duration>> {
     let mut pings = Vec::with_capacity(STALL_PINGS);
     for _ in 0..STALL_PINGS {
         let sent = std::time::Instant::now();
@@ -356,30 +397,10 @@ async fn dial(
             service.send_request(rmcp::model::ClientRequest::PingRequest(Default::default()));
         match tokio::time::timeout(PING_PATIENCE.min(a.startup), ping).await {
             Ok(Ok(_)) => pings.push(sent.elapsed()),
-            // A server that does not answer pings at once is not judged.
-            _ => return Ok(service),
+            _ => return None,
         }
     }
-    if !crate::http::stalls_on_reuse(handshake, &pings) {
-        return Ok(service);
-    }
-    tracing::info!(
-        server = %name,
-        handshake_ms = handshake.as_millis() as u64,
-        pings_ms = ?pings.iter().map(|p| p.as_millis() as u64).collect::<Vec<_>>(),
-        "this server answers a reused connection only after extpool's delayed ACK (Nagle's algorithm on its side): it gets a connection per request from now on"
-    );
-    a.options.note_stalling(name);
-    let _ = service.cancel().await;
-    let (handler, order) = a.handler();
-    dial_with(
-        a,
-        plan,
-        (handler, order),
-        a.options.http_client_for(name),
-        declared,
-    )
-    .await
+    Some(pings)
 }
 
 /// Dials an HTTP server on `client` and initializes, bounded by the
