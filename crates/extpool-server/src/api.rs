@@ -348,7 +348,7 @@ async fn session_mcp(State(api): State<Api>, Path(id): Path<String>, request: Re
             Ok(service) => service,
             Err(answer) => return answer,
         };
-        match service.oneshot(request).await {
+        match Box::pin(service.oneshot(request)).await {
             Ok(response) => response.into_response(),
             Err(never) => match never {},
         }

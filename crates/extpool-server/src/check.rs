@@ -6,7 +6,9 @@
 //! A refusal carries the request's id whenever one can be read, so no
 //! client waits for an answer that never comes.
 
+use rmcp::model::{ClientRequest, RequestId};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// Why a message is refused: the JSON-RPC error it is answered with.
 #[derive(Debug)]
@@ -57,6 +59,56 @@ pub(crate) struct Message {
     pub answers: bool,
     /// What its span says of a request, when requests' spans are recorded.
     pub traced: Option<Box<crate::trace::Traced>>,
+    /// The request read as its type, when the check read it so ([`plain`]):
+    /// whoever answers it need not read it again.
+    pub typed: Option<Typed>,
+}
+
+/// A request the check read as its type: its id and the request.
+#[derive(Debug, Clone)]
+pub(crate) struct Typed(pub RequestId, pub ClientRequest);
+
+/// The four members of a plain request, as they lie in the body; any
+/// other member, or one twice, and it is not plain.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Members<'a> {
+    jsonrpc: &'a str,
+    #[serde(borrow)]
+    id: &'a RawValue,
+    method: &'a str,
+    #[serde(default, borrow)]
+    params: Option<&'a RawValue>,
+}
+
+/// The hot path of [`check_message`]: a plain request (the four members,
+/// `"jsonrpc": "2.0"`, a string or integer id, object or null params) of
+/// a method read straight into its type (`tools/call` among them), which
+/// the whole check would pass as it is. `None` sends the message through
+/// the whole check, which says what is wrong if anything is.
+fn plain(bytes: &[u8]) -> Option<Message> {
+    use extpool_host::mcp::transport::FastDecode;
+    let members: Members = serde_json::from_slice(bytes).ok()?;
+    let params_ok = members
+        .params
+        .is_none_or(|p| p.get().starts_with('{') || p.get() == "null");
+    if members.jsonrpc != "2.0" || !params_ok || crate::trace::wanted() {
+        return None;
+    }
+    let raw_id = members.id.get();
+    let (id, value) = if raw_id.starts_with('"') {
+        let text: String = serde_json::from_str(raw_id).ok()?;
+        (RequestId::String(text.as_str().into()), Value::String(text))
+    } else {
+        let number: i64 = raw_id.parse().ok()?;
+        (RequestId::Number(number), Value::from(number))
+    };
+    let request = <rmcp::RoleServer as FastDecode>::request(members.method, bytes)?;
+    Some(Message {
+        id: Some(value),
+        typed: Some(Typed(id, request)),
+        ..Message::default()
+    })
 }
 
 impl Message {
@@ -81,18 +133,26 @@ fn shown(value: &Value) -> String {
 /// JSON-RPC message, known methods' params of the right shape. `Err` is
 /// the JSON-RPC error it is answered with.
 pub(crate) fn check_message(bytes: &[u8]) -> Result<Message, Refused> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(Refused {
+            code: -32700,
+            id: None,
+            message: "the request body is empty; send one JSON-RPC message".into(),
+        });
+    }
+    match plain(bytes) {
+        Some(message) => Ok(message),
+        None => whole(bytes),
+    }
+}
+
+/// [`check_message`] of a message that is not blank, member by member.
+fn whole(bytes: &[u8]) -> Result<Message, Refused> {
     let bad = |code, id: Option<&Value>, message: String| Refused {
         code,
         id: id.cloned(),
         message,
     };
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(bad(
-            -32700,
-            None,
-            "the request body is empty; send one JSON-RPC message".into(),
-        ));
-    }
     let value: Value = serde_json::from_slice(bytes).map_err(|e| {
         // Its id, if it comes before what cannot be read: the client
         // waiting for that answer gets it.
@@ -201,12 +261,55 @@ pub(crate) fn check_message(bytes: &[u8]) -> Result<Message, Refused> {
         traced: method
             .filter(|_| is_request && crate::trace::wanted())
             .map(|method| crate::trace::traced(method, object.get("params"))),
+        typed: None,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_hot_path_passes_only_what_the_whole_check_passes_and_reads_it_as_rmcp() {
+        let hot = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}"#,
+            r#"{"params":{"name":"e","_meta":{"progressToken":"p"}},"method":"tools/call","id":"x","jsonrpc":"2.0"}"#,
+            r#"{"jsonrpc":"2.0","id":-7,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":null}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
+        ];
+        for body in hot {
+            let fast = plain(body.as_bytes()).expect(body);
+            let slow = whole(body.as_bytes()).expect(body);
+            assert_eq!(fast.id, slow.id, "{body}");
+            let Typed(id, request) = fast.typed.expect(body);
+            let read = rmcp::model::ClientJsonRpcMessage::request(request, id);
+            let rmcp: rmcp::model::ClientJsonRpcMessage = serde_json::from_str(body).unwrap();
+            assert_eq!(
+                serde_json::to_value(&read).unwrap(),
+                serde_json::to_value(&rmcp).unwrap(),
+                "{body}"
+            );
+        }
+        // Each of these goes through the whole check, which says what is
+        // wrong (or passes it by another way).
+        let other = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":["echo"]}"#,
+            r#"{"jsonrpc":"2.0","id":1.0,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","extra":1}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":7}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools\/list"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        ];
+        for body in other {
+            assert!(plain(body.as_bytes()).is_none(), "{body}");
+        }
+    }
 
     fn reply(line: &[u8]) -> Option<Value> {
         stdio_reply(line).map(|text| serde_json::from_slice(&text).expect("JSON"))

@@ -207,17 +207,12 @@ impl Guard {
                 "this extpool gateway takes one Host header, not several\n".into(),
             ));
         }
-        let target = request.uri().authority().map(|a| a.as_str().to_owned());
+        let target = request.uri().authority().map(|a| a.as_str());
         // A Host that is empty (or blank) names nothing: as if none were
         // sent, and never made up for by the target.
         let value = match headers.get(header::HOST) {
-            Some(v) => v
-                .to_str()
-                .ok()
-                .map(str::trim)
-                .filter(|v| !v.is_empty())
-                .map(str::to_owned),
-            None => target.clone(),
+            Some(v) => v.to_str().ok().map(str::trim).filter(|v| !v.is_empty()),
+            None => target,
         };
         // A request target in absolute form names the host itself (and
         // wins over Host, RFC 9112): it must be the same host.
@@ -231,7 +226,7 @@ impl Guard {
                 |v: &str| parse_authority(v).map(|r| (r.host, r.port.unwrap_or(default_port)));
             place(a) == place(b)
         };
-        if let (Some(target), Some(value)) = (&target, &value)
+        if let (Some(target), Some(value)) = (target, value)
             && !same(target, value)
         {
             return Err(self.refuse(
@@ -249,7 +244,7 @@ impl Guard {
                 "this extpool gateway needs a Host header that names it\n".into(),
             ));
         };
-        let Some(host) = parse_authority(&value) else {
+        let Some(host) = parse_authority(value) else {
             return Err(self.refuse(
                 Refusal::Host,
                 StatusCode::BAD_REQUEST,
@@ -259,11 +254,14 @@ impl Guard {
         let named = |rule: &HostRule| {
             rule.host == host.host && rule.port.is_none_or(|p| host.port.unwrap_or(80) == p)
         };
-        let arrived = request.extensions().get::<Arrival>().is_some_and(|a| {
-            normal_host(&a.local.ip().to_string()) == host.host
-                && host.port.unwrap_or(80) == a.local.port()
-        });
-        if arrived || self.hosts.iter().any(named) {
+        // The address the request arrived on, however its IP is spelled.
+        let arrived = || {
+            request.extensions().get::<Arrival>().is_some_and(|a| {
+                host.port.unwrap_or(80) == a.local.port()
+                    && host.host.parse::<std::net::IpAddr>() == Ok(a.local.ip())
+            })
+        };
+        if self.hosts.iter().any(named) || arrived() {
             return Ok(());
         }
         Err(self.refuse(
@@ -498,6 +496,13 @@ mod tests {
             peer: "10.9.9.9:5000".parse().unwrap(),
         });
         assert!(g.check_host(&other_port).is_err());
+        // An IPv6 address, however it is spelled.
+        let mut v6 = request(Some("[FE80:0::A:1]:8520"), None);
+        v6.extensions_mut().insert(Arrival {
+            local: "[fe80::a:1]:8520".parse().unwrap(),
+            peer: "[fe80::9]:5000".parse().unwrap(),
+        });
+        assert!(g.check_host(&v6).is_ok());
     }
 
     #[test]

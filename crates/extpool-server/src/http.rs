@@ -51,8 +51,10 @@ async fn mcp(
         let shared = shared.clone();
         Box::new(move || Box::pin(async move { Ok(crate::handler::GatewayHandler::new(shared)) }))
     };
+    // rmcp's service is boxed: it answers few requests now (see
+    // `crate::front`), and its large future would be part of every one's.
     crate::inbound::serve(&shared, "", request, make, |request| async move {
-        match service.oneshot(request).await {
+        match Box::pin(service.oneshot(request)).await {
             Ok(response) => response.into_response(),
             Err(never) => match never {},
         }

@@ -162,7 +162,7 @@ where
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(|id| (endpoint.to_owned(), id.to_owned()));
-    let (body, message) = if parts.method == Method::POST {
+    let (body, mut message) = if parts.method == Method::POST {
         let options = &shared.options;
         let bytes = match read_body(body, options.max_body_bytes, options.body_read_timeout).await {
             Ok(bytes) => bytes,
@@ -175,6 +175,10 @@ where
     } else {
         (body, Message::default())
     };
+    // Read once: who answers it takes it from here.
+    if let Some(typed) = message.typed.take() {
+        parts.extensions.insert(typed);
+    }
     let stream = stream_of(&parts.method, &message, resumed);
     // A resumed request stream carries an answer still owed: not new work.
     let new_work = matches!(stream, Some(Stream::Open)) || message.id.is_some();

@@ -337,6 +337,18 @@ fn answered_here(request: &ClientRequest) -> bool {
     ) && request.get_meta().protocol_version().is_none()
 }
 
+/// The message of a POST whose body is `bytes`: as the check read it
+/// (taken from `parts`), else read now.
+fn read(
+    parts: &mut axum::http::request::Parts,
+    bytes: &[u8],
+) -> Result<ClientJsonRpcMessage, serde_json::Error> {
+    match parts.extensions.remove::<crate::check::Typed>() {
+        Some(crate::check::Typed(id, request)) => Ok(ClientJsonRpcMessage::request(request, id)),
+        None => extpool_host::mcp::transport::client_message(bytes),
+    }
+}
+
 /// Answers `request` of `session` here, or gives it back for rmcp when it
 /// is not one this module answers (see the module's documentation).
 pub(crate) async fn answer(
@@ -346,13 +358,13 @@ pub(crate) async fn answer(
     if request.method() != Method::POST || !plain_headers(request.headers()) {
         return Err(request);
     }
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
     // The body was read and checked already: this is its one buffer.
     let bytes = match axum::body::to_bytes(body, usize::MAX).await {
         Ok(bytes) => bytes,
         Err(_) => return Err(Request::from_parts(parts, Body::empty())),
     };
-    let message = match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
+    let message = match read(&mut parts, &bytes) {
         Ok(ClientJsonRpcMessage::Request(JsonRpcRequest { id, request, .. }))
             if answered_here(&request) =>
         {
@@ -379,12 +391,12 @@ pub(crate) async fn answer_own(
     session: &Arc<InlineSession>,
     request: Request,
 ) -> Result<Response, Option<RequestId>> {
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
     // The body was read and checked already: this is its one buffer.
     let bytes = axum::body::to_bytes(body, usize::MAX)
         .await
         .unwrap_or_default();
-    let message = match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
+    let message = match read(&mut parts, &bytes) {
         Ok(ClientJsonRpcMessage::Request(JsonRpcRequest {
             id,
             request: ClientRequest::InitializeRequest(_),

@@ -284,7 +284,9 @@ impl McpServerCap {
                 server: self.name.clone(),
             });
         };
-        let leased = pool.get_client(&self.name, &self.config).await?;
+        // Boxed: connecting makes a large future, and every call's future
+        // would carry (and move) it, though calls seldom connect.
+        let leased = Box::pin(pool.get_client(&self.name, &self.config)).await?;
         let client = leased.client().clone();
         self.held.store(Some(Arc::new(Held::Pooled(leased))));
         self.attached

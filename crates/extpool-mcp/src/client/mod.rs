@@ -634,6 +634,14 @@ impl McpClient {
     /// connection). Callers that lost the same generation, or that waited
     /// while another caller's attempt ran, share that attempt's outcome.
     async fn establish(&self, broken: Option<u64>) -> Result<Arc<Connection>, ClientError> {
+        // Boxed: connecting (a spawn, an HTTP handshake) makes a future of
+        // some 15 KiB, which would otherwise be part of every request's
+        // future and be moved with it, though requests seldom connect.
+        Box::pin(self.connect_once(broken)).await
+    }
+
+    /// [`Self::establish`]'s work.
+    async fn connect_once(&self, broken: Option<u64>) -> Result<Arc<Connection>, ClientError> {
         let inner = &self.inner;
         let seen = inner.attempts_done.load(Ordering::Acquire);
         let mut lifecycle = inner.lifecycle.lock().await;

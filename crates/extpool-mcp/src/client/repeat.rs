@@ -96,7 +96,9 @@ impl McpClient {
             return set.contains(tool);
         }
         let bounds = crate::listing::Bounds::new(self.inner.max_message_bytes);
-        let listing = crate::listing::list_all::<Tool>(&conn.peer, bounds);
+        // Boxed: only a lost request lists, and every request's future
+        // would otherwise carry the listing's.
+        let listing = Box::pin(crate::listing::list_all::<Tool>(&conn.peer, bounds));
         let listed = tokio::time::timeout(self.inner.request_timeout, listing).await;
         match listed {
             Ok(Ok(Ok(listed))) => {

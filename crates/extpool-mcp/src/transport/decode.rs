@@ -82,6 +82,17 @@ pub(crate) fn decode<R: FastDecode>(line: &[u8]) -> Decoded<RxJsonRpcMessage<R>>
     }
 }
 
+/// Reads one message a client sends a server (a POSTed body, say) as
+/// rmcp's own decoder reads it, straight into the variant its method names
+/// where that is certain (see the module's documentation): the hot
+/// requests skip rmcp's untagged decoding, and everything else gets it.
+pub fn client_message(body: &[u8]) -> Result<RxJsonRpcMessage<RoleServer>, serde_json::Error> {
+    match fast::<RoleServer>(body) {
+        Some(message) => Ok(message),
+        None => serde_json::from_slice(body),
+    }
+}
+
 fn typed<T: DeserializeOwned>(line: &[u8]) -> Option<T> {
     serde_json::from_slice(line).ok()
 }

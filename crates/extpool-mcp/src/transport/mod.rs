@@ -54,7 +54,7 @@ use tokio::net::UnixStream;
 use tokio::net::unix::pipe;
 
 pub use child::ChildTransport;
-pub use decode::FastDecode;
+pub use decode::{FastDecode, client_message};
 pub use server::{StdioServerTransport, stdio_server};
 
 use crate::limits::{self, Exceeded};

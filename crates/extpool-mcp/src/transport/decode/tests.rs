@@ -182,3 +182,28 @@ fn key_check_sees_every_member() {
     assert!(!object_keys_within("[1]", &["a"]));
     assert!(object_keys_within("{}", &["a"]));
 }
+
+#[test]
+fn a_client_message_reads_as_rmcp_reads_it_on_either_path() {
+    let initialize = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#;
+    // Not a `tools/call` rmcp can type: it reads it as a custom request.
+    let untyped = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":7}}"#;
+    for line in SERVER_SIDE.iter().chain([&initialize, &untyped]) {
+        let read = client_message(line.as_bytes()).expect(line);
+        let rmcp = serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(line.as_bytes()).unwrap();
+        assert_eq!(
+            serde_json::to_value(&read).unwrap(),
+            serde_json::to_value(&rmcp).unwrap(),
+            "{line}"
+        );
+        assert_eq!(
+            std::mem::discriminant(&read),
+            std::mem::discriminant(&rmcp),
+            "{line}"
+        );
+    }
+    // What rmcp cannot read is an error here too.
+    let wrong = r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#;
+    assert!(client_message(wrong.as_bytes()).is_err());
+    assert!(serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(wrong.as_bytes()).is_err());
+}
