@@ -20,6 +20,9 @@ NPM_PACKAGES=(
   "@modelcontextprotocol/sdk@1.32.2"
   # The official conformance suite, and the Node >= 22 it needs.
   "@modelcontextprotocol/conformance@0.1.16"
+  # Its draft release, the first with the 2026-07-28 era's server
+  # scenarios (stateless requests, SEP-2243 headers), under its own name.
+  "conformance-draft@npm:@modelcontextprotocol/conformance@0.2.0-alpha.12"
   "node@22.23.3"
   # A real OpenID provider (panva's), for the gateway's identity tests
   # (extpool-testkit's oidc module).

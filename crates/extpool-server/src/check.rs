@@ -38,7 +38,7 @@ pub(crate) fn stdio_reply(line: &[u8]) -> Option<Vec<u8>> {
     if line.iter().all(u8::is_ascii_whitespace) {
         return None;
     }
-    let refused = check_message(line).err()?;
+    let refused = check_message(line, crate::methods::Era::Session).err()?;
     let answer = error_answer(refused.id.as_ref(), refused.code, &refused.message);
     Some(answer.to_string().into_bytes())
 }
@@ -132,7 +132,7 @@ fn shown(value: &Value) -> String {
 /// Checks one message (a POSTed body, a line of stdio): JSON, one
 /// JSON-RPC message, known methods' params of the right shape. `Err` is
 /// the JSON-RPC error it is answered with.
-pub(crate) fn check_message(bytes: &[u8]) -> Result<Message, Refused> {
+pub(crate) fn check_message(bytes: &[u8], era: crate::methods::Era) -> Result<Message, Refused> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(Refused {
             code: -32700,
@@ -142,12 +142,12 @@ pub(crate) fn check_message(bytes: &[u8]) -> Result<Message, Refused> {
     }
     match plain(bytes) {
         Some(message) => Ok(message),
-        None => whole(bytes),
+        None => whole(bytes, era),
     }
 }
 
 /// [`check_message`] of a message that is not blank, member by member.
-fn whole(bytes: &[u8]) -> Result<Message, Refused> {
+fn whole(bytes: &[u8], era: crate::methods::Era) -> Result<Message, Refused> {
     let bad = |code, id: Option<&Value>, message: String| Refused {
         code,
         id: id.cloned(),
@@ -208,7 +208,7 @@ fn whole(bytes: &[u8]) -> Result<Message, Refused> {
     }
     let method = object.get("method").and_then(Value::as_str);
     let shape = match method {
-        Some(method) if id.is_some() => crate::methods::params_shape(method, &value),
+        Some(method) if id.is_some() => crate::methods::params_shape(method, &value, era),
         _ => crate::methods::Shape::NotDefined,
     };
     if let (Some(method), crate::methods::Shape::Wrong(why)) = (method, &shape) {
@@ -280,7 +280,7 @@ mod tests {
         ];
         for body in hot {
             let fast = plain(body.as_bytes()).expect(body);
-            let slow = whole(body.as_bytes()).expect(body);
+            let slow = whole(body.as_bytes(), crate::methods::Era::Session).expect(body);
             assert_eq!(fast.id, slow.id, "{body}");
             let Typed(id, request) = fast.typed.expect(body);
             let read = rmcp::model::ClientJsonRpcMessage::request(request, id);
@@ -389,14 +389,15 @@ mod tests {
         for request in requests {
             let method = request["method"].as_str().expect("a method");
             assert_eq!(
-                crate::methods::params_shape(method, &request),
+                crate::methods::params_shape(method, &request, crate::methods::Era::Session),
                 crate::methods::Shape::Right,
                 "{request}"
             );
             let bytes = serde_json::to_vec(&request).expect("JSON");
             let read = serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(&bytes);
             assert!(read.is_ok(), "{request}: {read:?}");
-            let checked = check_message(&bytes).expect("a plain request passes");
+            let checked = check_message(&bytes, crate::methods::Era::Session)
+                .expect("a plain request passes");
             assert_eq!(checked.id.as_ref(), request.get("id"), "{request}");
         }
     }

@@ -160,7 +160,7 @@ pub(crate) fn refused_headers(request: &Request, negotiated: Option<&str>) -> Op
     }
     // Inside a session it is refused; an initialize of that version is
     // left to rmcp's transport (`takes_initialize`).
-    if version >= ProtocolVersion::STANDARD_HEADERS.as_str() {
+    if crate::methods::Era::of(Some(version)) == crate::methods::Era::Stateless {
         let negotiated = negotiated.unwrap_or("no version");
         return Some(plain(
             StatusCode::BAD_REQUEST,

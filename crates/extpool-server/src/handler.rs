@@ -501,7 +501,11 @@ impl ServerHandler for GatewayHandler {
                 extpool_host::mcp::convert::wire::resource_contents(&content),
             ]))
             .into()),
-            Err(e) if e.is_not_found() => Err(ErrorData::resource_not_found(e.to_string(), None)),
+            // SEP-2164: the error names the URI it did not find.
+            Err(e) if e.is_not_found() => Err(ErrorData::resource_not_found(
+                e.to_string(),
+                Some(serde_json::json!({"uri": request.uri})),
+            )),
             Err(e) => Err(ErrorData::internal_error(e.to_string(), None)),
         }
     }

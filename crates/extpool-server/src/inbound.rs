@@ -86,8 +86,11 @@ pub(crate) fn rpc_error(
 /// Checks one POSTed body ([`crate::check::check_message`], the rule
 /// stdio follows too). `Err` is the answer: HTTP 400 with the JSON-RPC
 /// error.
-pub(crate) fn check_message(bytes: &[u8]) -> Result<Message, Box<Response>> {
-    crate::check::check_message(bytes).map_err(|refused| {
+pub(crate) fn check_message(
+    bytes: &[u8],
+    era: crate::methods::Era,
+) -> Result<Message, Box<Response>> {
+    crate::check::check_message(bytes, era).map_err(|refused| {
         Box::new(rpc_error(
             StatusCode::BAD_REQUEST,
             refused.id.as_ref(),
@@ -168,7 +171,11 @@ where
             Ok(bytes) => bytes,
             Err(answer) => return answer,
         };
-        match check_message(&bytes) {
+        let version = parts
+            .headers
+            .get(rmcp::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION)
+            .and_then(|v| v.to_str().ok());
+        match check_message(&bytes, crate::methods::Era::of(version)) {
             Ok(message) => (Body::from(bytes), message),
             Err(answer) => return *answer,
         }
@@ -590,9 +597,10 @@ fn while_open(response: Response, busy: Busy) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::methods::Era;
 
     async fn refusal(body: &str) -> (u16, Value) {
-        let answer = check_message(body.as_bytes()).expect_err(body);
+        let answer = check_message(body.as_bytes(), Era::Session).expect_err(body);
         let status = answer.status().as_u16();
         let bytes = axum::body::to_bytes(answer.into_body(), 65536)
             .await
@@ -645,17 +653,25 @@ mod tests {
     fn well_formed_messages_pass() {
         let m = check_message(
             br#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x","arguments":{}}}"#,
+            Era::Session,
         )
         .expect("call");
         assert_eq!(m.id, Some(Value::from("a")));
         assert!(!m.initialize);
-        let m = check_message(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
-            .expect("notification");
+        let m = check_message(
+            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            Era::Session,
+        )
+        .expect("notification");
         assert_eq!(m.id, None);
-        let m = check_message(br#"{"jsonrpc":"2.0","id":1,"method":"vendor/custom","params":{}}"#)
-            .expect("a method MCP does not define goes to the handler");
+        let m = check_message(
+            br#"{"jsonrpc":"2.0","id":1,"method":"vendor/custom","params":{}}"#,
+            Era::Session,
+        )
+        .expect("a method MCP does not define goes to the handler");
         assert_eq!(m.id, Some(Value::from(1)));
-        let m = check_message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).expect("response");
+        let m = check_message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, Era::Session)
+            .expect("response");
         assert_eq!(m.id, None, "a client's response is no request");
     }
 

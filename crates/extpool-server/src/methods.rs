@@ -15,6 +15,43 @@ use rmcp::model::{
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+/// The protocol era a request belongs to, by the MCP version it says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Era {
+    /// Through 2025-11-25: `initialize`, then requests in a session.
+    Session,
+    /// 2026-07-28 and later: each request stands alone (SEP-2575), with
+    /// the SEP-2243 headers.
+    Stateless,
+}
+
+impl Era {
+    /// The era of a request that says MCP `version` in its
+    /// `MCP-Protocol-Version` header (none: the session era's).
+    pub(crate) fn of(version: Option<&str>) -> Self {
+        match version {
+            Some(v) if v >= rmcp::model::ProtocolVersion::STANDARD_HEADERS.as_str() => {
+                Self::Stateless
+            }
+            _ => Self::Session,
+        }
+    }
+}
+
+/// Whether `method` is one the 2026-07-28 era removed (SEP-2575): the
+/// session's own requests. In that era a request of one of them is of a
+/// method nobody has (`-32601`, HTTP 404), whatever its params.
+pub(crate) fn removed_from_stateless(method: &str) -> bool {
+    matches!(
+        method,
+        "initialize"
+            | "ping"
+            | "logging/setLevel"
+            | "resources/subscribe"
+            | "resources/unsubscribe"
+    )
+}
+
 /// How a request's params compare with the shape MCP defines for its method.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Shape {
@@ -39,15 +76,18 @@ fn shape<T: DeserializeOwned>(request: &Value) -> Shape {
 /// not one MCP defines for clients (its handler decides).
 #[cfg(test)]
 pub(crate) fn params_error(method: &str, request: &Value) -> Option<String> {
-    match params_shape(method, request) {
+    match params_shape(method, request, Era::Session) {
         Shape::Wrong(why) => Some(why),
         Shape::Right | Shape::NotDefined => None,
     }
 }
 
-/// Whether the params of `request` (a whole JSON-RPC request of `method`)
-/// are those MCP defines for it.
-pub(crate) fn params_shape(method: &str, request: &Value) -> Shape {
+/// Whether the params of `request` (a whole JSON-RPC request of `method`
+/// in `era`) are those MCP defines for it.
+pub(crate) fn params_shape(method: &str, request: &Value, era: Era) -> Shape {
+    if era == Era::Stateless && removed_from_stateless(method) {
+        return Shape::NotDefined;
+    }
     #[allow(deprecated)] // logging and resources/subscribe are the session era's
     match method {
         "initialize" => shape::<InitializeRequest>(request),
@@ -96,5 +136,29 @@ mod tests {
         );
         let custom = json!({"jsonrpc": "2.0", "id": 1, "method": "vendor/x", "params": 7});
         assert_eq!(params_error("vendor/x", &custom), None);
+    }
+
+    #[test]
+    fn the_methods_the_2026_era_removed_are_nobodys_in_it_whatever_their_params() {
+        assert_eq!(Era::of(None), Era::Session);
+        assert_eq!(Era::of(Some("2025-11-25")), Era::Session);
+        assert_eq!(Era::of(Some("2026-07-28")), Era::Stateless);
+        for method in ["initialize", "logging/setLevel", "resources/subscribe"] {
+            let bare = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": {}});
+            assert!(
+                matches!(params_shape(method, &bare, Era::Session), Shape::Wrong(_)),
+                "{method}"
+            );
+            assert_eq!(
+                params_shape(method, &bare, Era::Stateless),
+                Shape::NotDefined,
+                "{method}"
+            );
+        }
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}});
+        assert!(matches!(
+            params_shape("tools/call", &call, Era::Stateless),
+            Shape::Wrong(_)
+        ));
     }
 }

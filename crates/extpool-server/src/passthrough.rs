@@ -18,7 +18,7 @@ use rmcp::ErrorData;
 use rmcp::model::LoggingLevel;
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, GetPromptResult, JsonObject, PromptMessage, Reference,
-    ResourceTemplate, Role,
+    ResourceTemplate, ResultType, Role,
 };
 
 use crate::convert;
@@ -59,9 +59,11 @@ pub async fn get_prompt(
     if !is_skill {
         match view.prompt(name, arguments.clone()).await {
             Ok(Some(whole)) => {
-                return serde_json::from_value(whole).map_err(|e| {
+                let mut result: GetPromptResult = serde_json::from_value(whole).map_err(|e| {
                     ErrorData::internal_error(format!("prompt {name}: invalid result: {e}"), None)
-                });
+                })?;
+                complete_when_absent(&mut result.result_type);
+                return Ok(result);
             }
             Ok(None) => {}
             Err(e) => return Err(host_error(&e)),
@@ -115,9 +117,19 @@ pub async fn complete(
     let request = serde_json::to_value(&request)
         .map_err(|e| ErrorData::internal_error(format!("completion request: {e}"), None))?;
     let answer = view.complete(request).await.map_err(|e| host_error(&e))?;
-    serde_json::from_value(answer).map_err(|e| {
+    let mut result: CompleteResult = serde_json::from_value(answer).map_err(|e| {
         ErrorData::internal_error(format!("invalid completion from the server: {e}"), None)
-    })
+    })?;
+    complete_when_absent(&mut result.result_type);
+    Ok(result)
+}
+
+/// The `resultType` of a result an upstream server sent without one:
+/// `complete`, as the spec says a client must read an absent one. The
+/// gateway says so to a 2026-07-28 client, which requires the member
+/// (rmcp's handler drops it again for a client of an older version).
+fn complete_when_absent(result_type: &mut Option<ResultType>) {
+    result_type.get_or_insert(ResultType::COMPLETE);
 }
 
 /// `logging/setLevel`: the session's level for the log messages relayed

@@ -51,8 +51,22 @@ const TIMESTAMP_SUFFIX: usize = 25;
 ///
 /// When Node 22 or the suite is not installed, or cannot be started.
 pub fn run(args: &[&str], out: &Path) -> String {
+    run_script(&peers::conformance_script(), args, out)
+}
+
+/// [`run`] with the suite's draft release (`conformance-draft`, 0.2.0-alpha):
+/// the one that has the 2026-07-28 era's scenarios.
+///
+/// # Panics
+///
+/// When Node 22 or the draft suite is not installed, or cannot be started.
+pub fn run_draft(args: &[&str], out: &Path) -> String {
+    run_script(&peers::conformance_draft_script(), args, out)
+}
+
+fn run_script(script: &Path, args: &[&str], out: &Path) -> String {
     let output = std::process::Command::new(peers::node22())
-        .arg(peers::conformance_script())
+        .arg(script)
         .args(args)
         .arg("-o")
         .arg(out)
@@ -74,12 +88,45 @@ fn answered_with_json(check: &serde_json::Value) -> bool {
 /// The tally of every scenario with a `checks.json` under `dir`, by
 /// scenario name (`server-` prefixes kept as the suite wrote them).
 pub fn results(dir: &Path) -> BTreeMap<String, Tally> {
-    let mut found = BTreeMap::new();
-    collect(dir, "", &mut found);
+    let mut found = BTreeMap::<String, Tally>::new();
+    walk(dir, "", &mut |scenario, checks| {
+        let tally = found.entry(scenario).or_default();
+        for check in checks {
+            match check["status"].as_str() {
+                Some("SUCCESS") => tally.passed += 1,
+                Some("FAILURE") => tally.failed += 1,
+                Some("WARNING") => tally.warnings += 1,
+                Some("INFO") if answered_with_json(check) => tally.json_answers += 1,
+                _ => {}
+            }
+        }
+    });
     found
 }
 
-fn collect(dir: &Path, prefix: &str, into: &mut BTreeMap<String, Tally>) {
+/// The checks each scenario under `dir` passed: by scenario, how many
+/// times each check (its `id` and `name`) came out `SUCCESS`. Comparing
+/// two runs check by check shows what one passes and the other does not,
+/// even in a scenario neither passes whole.
+pub fn passed_checks(dir: &Path) -> BTreeMap<String, BTreeMap<String, u32>> {
+    let mut found = BTreeMap::<String, BTreeMap<String, u32>>::new();
+    walk(dir, "", &mut |scenario, checks| {
+        let passed = found.entry(scenario).or_default();
+        for check in checks.iter().filter(|c| c["status"] == "SUCCESS") {
+            let name = format!(
+                "{} {}",
+                check["id"].as_str().unwrap_or_default(),
+                check["name"].as_str().unwrap_or_default()
+            );
+            *passed.entry(name).or_default() += 1;
+        }
+    });
+    found
+}
+
+/// Calls `each` with the scenario name and the checks of every
+/// `checks.json` under `dir`.
+fn walk(dir: &Path, prefix: &str, each: &mut dyn FnMut(String, &[serde_json::Value])) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -91,18 +138,9 @@ fn collect(dir: &Path, prefix: &str, into: &mut BTreeMap<String, Tally>) {
             let scenario = name[..name.len().saturating_sub(TIMESTAMP_SUFFIX)].to_owned();
             let text = std::fs::read(&checks).unwrap_or_default();
             let checks: serde_json::Value = serde_json::from_slice(&text).unwrap_or_default();
-            let tally = into.entry(scenario).or_default();
-            for check in checks.as_array().into_iter().flatten() {
-                match check["status"].as_str() {
-                    Some("SUCCESS") => tally.passed += 1,
-                    Some("FAILURE") => tally.failed += 1,
-                    Some("WARNING") => tally.warnings += 1,
-                    Some("INFO") if answered_with_json(check) => tally.json_answers += 1,
-                    _ => {}
-                }
-            }
+            each(scenario, checks.as_array().map_or(&[], Vec::as_slice));
         } else if path.is_dir() {
-            collect(&path, &format!("{name}/"), into);
+            walk(&path, &format!("{name}/"), each);
         }
     }
 }
@@ -143,6 +181,24 @@ mod tests {
         std::fs::write(path.join("checks.json"), checks.to_string()).expect("write");
         let tally = results(dir.path())["server-sse-multiple-streams"];
         assert_eq!((tally.passed, tally.json_answers), (1, 2));
+    }
+
+    #[test]
+    fn passed_checks_are_counted_by_id_and_name_per_scenario() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("server-caching-2026-12-02T19-05-44-103Z");
+        std::fs::create_dir_all(&path).expect("mkdir");
+        let checks = serde_json::json!([
+            {"id": "a", "name": "One", "status": "SUCCESS"},
+            {"id": "a", "name": "One", "status": "SUCCESS"},
+            {"id": "a", "name": "Two", "status": "FAILURE"},
+            {"id": "b", "name": "Three", "status": "INFO"},
+        ]);
+        std::fs::write(path.join("checks.json"), checks.to_string()).expect("write");
+        let passed = passed_checks(dir.path());
+        let caching = &passed["server-caching"];
+        assert_eq!(caching.get("a One"), Some(&2));
+        assert_eq!(caching.len(), 1, "{caching:?}");
     }
 
     #[test]

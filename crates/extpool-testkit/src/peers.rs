@@ -298,6 +298,19 @@ pub fn conformance_script() -> PathBuf {
     )
 }
 
+/// `dist/index.js` of the suite's draft release (0.2.0-alpha, installed as
+/// `conformance-draft`): the one with the 2026-07-28 era's scenarios.
+///
+/// # Panics
+///
+/// When the package is not installed.
+pub fn conformance_draft_script() -> PathBuf {
+    require(
+        peers_dir().join("node_modules/conformance-draft/dist/index.js"),
+        "conformance-draft (npm:@modelcontextprotocol/conformance@0.2.0-alpha.12)",
+    )
+}
+
 /// This crate's `peers/mcp_client.py`: the Python `mcp` SDK client that
 /// runs a JSON list of steps (see the script) and prints one JSON line per
 /// step. Append `--url URL` or `--stdio CMD ARGS…`, then the steps.

@@ -24,7 +24,7 @@ pub(super) fn plain_headers(headers: &HeaderMap) -> bool {
         match headers.get(rmcp::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION) {
             None => true,
             Some(v) => v.to_str().is_ok_and(|v| {
-                v < rmcp::model::ProtocolVersion::STANDARD_HEADERS.as_str()
+                crate::methods::Era::of(Some(v)) == crate::methods::Era::Session
                     && rmcp::model::ProtocolVersion::KNOWN_VERSIONS
                         .iter()
                         .any(|known| known.as_str() == v)

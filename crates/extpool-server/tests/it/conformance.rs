@@ -120,3 +120,118 @@ async fn the_gateway_passes_every_server_scenario_the_testkit_passes_directly() 
         );
     }
 }
+
+/// The draft suite's (0.2.0-alpha) server scenarios of the 2026-07-28
+/// era (`--suite all --spec-version 2026-07-28`).
+const SCENARIOS_2026: usize = 40;
+
+/// Checks of the 2026-07-28 era each run must pass at least (the suite
+/// ran and the fixtures answered): far fewer than either passes.
+const LEAST_PASSED_2026: u32 = 100;
+
+/// Runs the draft suite's 2026-07-28 server scenarios against `url`:
+/// what each scenario passed, check by check, and the tallies.
+async fn suite_2026(
+    url: &str,
+    out: &Path,
+) -> (
+    BTreeMap<String, BTreeMap<String, u32>>,
+    BTreeMap<String, Tally>,
+    String,
+) {
+    let (url, out) = (url.to_owned(), out.to_owned());
+    tokio::task::spawn_blocking(move || {
+        let args = [
+            "server",
+            "--url",
+            &url,
+            "--suite",
+            "all",
+            "--spec-version",
+            "2026-07-28",
+        ];
+        let log = conformance::run_draft(&args, &out);
+        (
+            conformance::passed_checks(&out),
+            conformance::results(&out),
+            log,
+        )
+    })
+    .await
+    .unwrap()
+}
+
+/// The 2026-07-28 era (stateless requests, `server/discover`, SEP-2243
+/// headers, `resultType`, removed methods): the draft suite against the
+/// testkit directly and through the gateway. The testkit does not pass
+/// every scenario (it has no input-required tools), so the comparison is
+/// check by check: every check the direct run passes, the gateway passes
+/// as often, unless the suite says it does not apply to a JSON answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_passes_every_2026_check_the_testkit_passes_directly() {
+    let out = tempfile::tempdir().unwrap();
+
+    let direct_server = tokio::task::spawn_blocking(|| HttpServer::spawn(["--conformance"]))
+        .await
+        .unwrap();
+    let (direct, direct_tally, direct_log) =
+        suite_2026(direct_server.url(), &out.path().join("direct")).await;
+    drop(direct_server);
+
+    let state = StateDir::new();
+    let project = Project::new();
+    project.config(&conformance_testkit_yaml("conf", &state));
+    let options = GatewayOptions {
+        unprefixed: vec!["conf".into()],
+        ..GatewayOptions::default()
+    };
+    let served = Served::start(project, options).await;
+    let (gateway, gateway_tally, gateway_log) =
+        suite_2026(&served.url, &out.path().join("gateway")).await;
+    served.stop().await;
+
+    let total = |t: &BTreeMap<String, Tally>| t.values().map(|t| t.passed).sum::<u32>();
+    println!(
+        "2026-07-28 checks passed: direct {} | gateway {}",
+        total(&direct_tally),
+        total(&gateway_tally)
+    );
+    print!("direct:\n{}", conformance::report(&direct_tally));
+    assert_eq!(
+        direct.len(),
+        SCENARIOS_2026,
+        "the direct run did not run every scenario\n{direct_log}"
+    );
+    assert!(
+        total(&direct_tally) >= LEAST_PASSED_2026,
+        "the direct run passed too few checks\n{direct_log}"
+    );
+    let mut missing = Vec::new();
+    for (scenario, passed) in &direct {
+        let through = gateway.get(scenario);
+        let lost: u32 = passed
+            .iter()
+            .map(|(check, n)| {
+                let got = through.and_then(|g| g.get(check)).copied().unwrap_or(0);
+                n.saturating_sub(got)
+            })
+            .sum();
+        let excused = gateway_tally.get(scenario).map_or(0, |t| t.json_answers);
+        if lost > excused {
+            let checks: Vec<&String> = passed
+                .iter()
+                .filter(|(check, n)| {
+                    through.and_then(|g| g.get(*check)).copied().unwrap_or(0) < **n
+                })
+                .map(|(check, _)| check)
+                .collect();
+            missing.push(format!("{scenario}: {checks:?}"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "checks the testkit passes directly but the gateway does not:\n{}\n{}\n{gateway_log}",
+        missing.join("\n"),
+        conformance::report(&gateway_tally)
+    );
+}

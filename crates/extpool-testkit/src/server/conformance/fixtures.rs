@@ -77,12 +77,38 @@ pub(crate) fn tools() -> &'static [Tool] {
                     "type": "object",
                     "$defs": {
                         "address": {
+                            "$anchor": "addressDef",
                             "type": "object",
                             "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
                         },
                     },
-                    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+                    "properties": {
+                        "name": {"type": "string"},
+                        "address": {"$ref": "#/$defs/address"},
+                        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                        "phone": {"type": "string"},
+                        "email": {"type": "string"},
+                    },
+                    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+                    "if": {
+                        "properties": {"contactMethod": {"const": "phone"}},
+                        "required": ["contactMethod"],
+                    },
+                    "then": {"required": ["phone"]},
+                    "else": {"required": ["email"]},
                     "additionalProperties": false,
+                })),
+            ),
+            Tool::new(
+                "test_custom_headers",
+                "Echoes its region, which a 2026-07-28 client also sends as the Mcp-Param-Region header (SEP-2243)",
+                object(json!({
+                    "type": "object",
+                    "properties": {
+                        "region": {"type": "string", "x-mcp-header": "Region"},
+                        "query": {"type": "string"},
+                    },
+                    "required": ["region"],
                 })),
             ),
             plain(

@@ -8,7 +8,9 @@
 //!   `test_tool_with_logging`, `test_tool_with_progress`,
 //!   `test_error_handling`, `test_sampling`, `test_elicitation`,
 //!   `test_elicitation_sep1034_defaults`, `test_elicitation_sep1330_enums`,
-//!   `json_schema_2020_12_tool`, `test_reconnection`, and
+//!   `json_schema_2020_12_tool` (the draft suite's schema),
+//!   `test_custom_headers` (an `x-mcp-header` parameter, SEP-2243),
+//!   `test_reconnection`, and
 //!   `update_watched_resource` (not the suite's: it changes
 //!   `test://watched-resource` and tells its subscribers);
 //! - resources `test://static-text`, `test://static-binary`,
@@ -183,6 +185,7 @@ impl TestServer {
                     .unwrap_or("world");
                 Ok(text(format!("Hello, {who}!")))
             }
+            "test_custom_headers" => Ok(text(format!("region {}", arg(args, "region")?))),
             "test_reconnection" => {
                 tokio::time::sleep(STEP).await;
                 Ok(text("Reconnection test completed"))
