@@ -225,6 +225,21 @@ impl GatewayHandler {
         view.table_with(&view.policy().for_principal(principal))
     }
 
+    /// The input schema of tool `name` as `principal` calls it, when it
+    /// promotes arguments to `Mcp-Param-*` headers (see
+    /// [`crate::names::header_schema`]): what a 2026-07-28 `tools/call`'s
+    /// headers are checked against.
+    pub(crate) async fn header_schema(
+        &self,
+        name: &str,
+        principal: &Arc<Principal>,
+    ) -> Option<serde_json::Value> {
+        self.bind_caller(principal).await;
+        let table = self.table_for(principal);
+        crate::names::header_schema(&table.row(name)?.tool.input_schema)
+            .map(serde_json::Value::Object)
+    }
+
     /// The session parts the passthrough needs: the connection's key among
     /// subscriptions, its view and its log level; `None` without a session.
     pub(crate) fn session_parts(&self) -> Option<(&str, &View, &Arc<AtomicUsize>)> {

@@ -165,18 +165,27 @@ where
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(|id| (endpoint.to_owned(), id.to_owned()));
+    let era = crate::methods::Era::of(
+        parts
+            .headers
+            .get(rmcp::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION)
+            .and_then(|v| v.to_str().ok()),
+    );
+    // The body of a 2026-07-28 POST, for its standard headers' check.
+    let mut stateless_body = None;
     let (body, mut message) = if parts.method == Method::POST {
         let options = &shared.options;
         let bytes = match read_body(body, options.max_body_bytes, options.body_read_timeout).await {
             Ok(bytes) => bytes,
             Err(answer) => return answer,
         };
-        let version = parts
-            .headers
-            .get(rmcp::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION)
-            .and_then(|v| v.to_str().ok());
-        match check_message(&bytes, crate::methods::Era::of(version)) {
-            Ok(message) => (Body::from(bytes), message),
+        match check_message(&bytes, era) {
+            Ok(message) => {
+                if era == crate::methods::Era::Stateless && !message.answers {
+                    stateless_body = Some(bytes.clone());
+                }
+                (Body::from(bytes), message)
+            }
             Err(answer) => return *answer,
         }
     } else {
@@ -225,7 +234,21 @@ where
                 let owner = crate::identity::owner_of(&principal);
                 initialize(shared, endpoint, &message, owner, request, make, serve).await
             }
-            None => serve(request).await,
+            None => {
+                if let Some(body) = &stateless_body
+                    && let Some(answer) = crate::standard_headers::refusal(
+                        request.headers(),
+                        body,
+                        message.id.as_ref(),
+                        make,
+                        &principal,
+                    )
+                    .await
+                {
+                    return answer;
+                }
+                serve(request).await
+            }
         }
     };
     let stopped = || match &message.id {

@@ -73,6 +73,7 @@ pub mod sessions;
 mod shutdown;
 pub mod skills;
 pub mod source_tools;
+mod standard_headers;
 pub mod subscriptions;
 mod tasks;
 pub mod tool_search;

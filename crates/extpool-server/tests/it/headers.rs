@@ -62,6 +62,24 @@ async fn headers_that_contradict_the_body_are_refused_with_the_mismatch_named() 
         "{answer}"
     );
 
+    // The gateway checks them itself, before rmcp's transport does: its
+    // refusal names the method the header should have said.
+    let (status, answer) = raw_2026(
+        url,
+        "tools/call",
+        echo.clone(),
+        &[("mcp-name", "mcp__testkit__echo")],
+    )
+    .await;
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(answer["error"]["code"], -32020, "{answer}");
+    assert!(
+        answer["error"]["message"].as_str().unwrap().contains(
+            "missing required Mcp-Method header: a 2026-07-28 request names its method (`tools/call`)"
+        ),
+        "{answer}"
+    );
+
     // The gateway's listed schema is what `Mcp-Param-*` is checked against.
     let regional = json!({"name": "mcp__testkit__regional", "arguments": {"region": "eu"}});
     let named = [

@@ -1,0 +1,368 @@
+//! SEP-2243's standard headers, checked against the body of a 2026-07-28
+//! request: `Mcp-Method`, `Mcp-Name` and the called tool's `Mcp-Param-*`
+//! headers must say what the body says, so that a proxy or a load
+//! balancer that routes on the headers routes the request the gateway
+//! answers. A header that is missing, sent twice, malformed or different
+//! from the body is refused: HTTP 400 with JSON-RPC `-32020`
+//! (HeaderMismatch). The rules and their words are rmcp's (its validators
+//! are private to its transport, which checks the same after this); the
+//! conformance suite's `http-header-validation` and
+//! `http-custom-header-server-validation` scenarios test them through the
+//! gateway.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use base64::Engine;
+use serde_json::Value;
+
+use extpool_host::core::Principal;
+
+/// The JSON-RPC error code of a header that does not match the body.
+pub(crate) const HEADER_MISMATCH: i64 = -32020;
+
+const METHOD: &str = "mcp-method";
+const NAME: &str = "mcp-name";
+const PARAM_PREFIX: &str = "Mcp-Param-";
+const BASE64_PREFIX: &str = "=?base64?";
+const BASE64_SUFFIX: &str = "?=";
+
+/// The answer to a 2026-07-28 request or notification without a session
+/// (`body`, already checked) whose standard headers do not say what its
+/// body says; `None` when they do. For a `tools/call` the called tool's
+/// schema is looked up in the table `principal` calls in (the handler
+/// `make` makes), for its `Mcp-Param-*` headers.
+pub(crate) async fn refusal(
+    headers: &HeaderMap,
+    body: &[u8],
+    id: Option<&Value>,
+    make: crate::front::MakeHandler,
+    principal: &Arc<Principal>,
+) -> Option<Response> {
+    #[derive(serde::Deserialize)]
+    struct Said<'a> {
+        #[serde(borrow, default)]
+        method: Option<Cow<'a, str>>,
+        #[serde(default)]
+        params: Option<Value>,
+    }
+    let said: Said = serde_json::from_slice(body).ok()?;
+    let method = said.method?;
+    let params = said.params.as_ref();
+    let tool = params
+        .and_then(|p| p.get("name"))
+        .and_then(Value::as_str)
+        .filter(|_| method == "tools/call");
+    let schema = match tool {
+        Some(name) => match make().await {
+            Ok(handler) => handler.header_schema(name, principal).await,
+            Err(_) => None,
+        },
+        None => None,
+    };
+    let why = check(headers, &method, params, schema.as_ref()).err()?;
+    Some(crate::inbound::rpc_error(
+        StatusCode::BAD_REQUEST,
+        id,
+        HEADER_MISMATCH,
+        &why,
+    ))
+}
+
+/// The member of a request's params that its `Mcp-Name` header says, for
+/// the methods that have one.
+fn name_member(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => Some("uri"),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+        _ => None,
+    }
+}
+
+/// Checks `headers` against a request or notification of `method` with
+/// `params`. `schema` is the called tool's input schema, for a
+/// `tools/call` (its `x-mcp-header` annotations name the `Mcp-Param-*`
+/// headers). `Err` says what does not match, for the `-32020` error.
+pub(crate) fn check(
+    headers: &HeaderMap,
+    method: &str,
+    params: Option<&Value>,
+    schema: Option<&Value>,
+) -> Result<(), String> {
+    match single(headers, METHOD)? {
+        // `initialize` may leave it out; a value it sends must agree.
+        None if method == "initialize" => {}
+        None => {
+            return Err(format!(
+                "missing required Mcp-Method header: a 2026-07-28 request names its method (`{method}`) in it"
+            ));
+        }
+        Some(said) if said != method => {
+            return Err(format!(
+                "Mcp-Method header `{said}` does not match body method `{method}`"
+            ));
+        }
+        Some(_) => {}
+    }
+    if let Some(member) = name_member(method)
+        && let Some(expected) = params.and_then(|p| p.get(member)).and_then(Value::as_str)
+    {
+        let Some(raw) = single(headers, NAME)? else {
+            return Err(format!(
+                "missing required Mcp-Name header for `{method}`: it names the request's {member} (`{expected}`)"
+            ));
+        };
+        let said = decoded(raw).ok_or("Mcp-Name header is not valid Base64")?;
+        if said != expected {
+            return Err(format!(
+                "Mcp-Name header `{said}` does not match body value `{expected}`"
+            ));
+        }
+    }
+    if method == "tools/call"
+        && let Some(schema) = schema
+    {
+        let arguments = params.and_then(|p| p.get("arguments"));
+        for (path, header) in annotations(schema) {
+            check_param(headers, arguments, &path, header)?;
+        }
+    }
+    Ok(())
+}
+
+/// Checks the `Mcp-Param-<header>` header of the argument at `path`: sent
+/// exactly when the argument is (and is not null), with its value.
+fn check_param(
+    headers: &HeaderMap,
+    arguments: Option<&Value>,
+    path: &[&str],
+    header: &str,
+) -> Result<(), String> {
+    let full = format!("{PARAM_PREFIX}{header}");
+    let argument = path.join(".");
+    let body = arguments
+        .and_then(|a| path.iter().try_fold(a, |v, key| v.get(key)))
+        .and_then(primitive_text);
+    match (single(headers, &full)?, body) {
+        (None, None) => Ok(()),
+        (Some(_), None) => Err(format!(
+            "unexpected {full} header for absent or null `{argument}`"
+        )),
+        (None, Some(_)) => Err(format!("missing {full} header for `{argument}`")),
+        (Some(raw), Some(expected)) => {
+            let said = decoded(raw).ok_or_else(|| format!("{full} header is not valid Base64"))?;
+            if said == expected {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{full} header `{said}` does not match body value `{expected}`"
+                ))
+            }
+        }
+    }
+}
+
+/// A primitive argument as its header text; `None` for null, an object
+/// or an array.
+fn primitive_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// The one value of header `name`, without the whitespace around it
+/// (RFC 9110 §5.5); `Err` when it is sent more than once (two values a
+/// proxy and the gateway could each take differently) or is not text.
+fn single<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, String> {
+    let mut values = headers.get_all(name).iter();
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(format!("duplicate {name} header"));
+    }
+    value
+        .to_str()
+        .map(|v| Some(v.trim_matches([' ', '\t'])))
+        .map_err(|_| format!("{name} header contains invalid characters"))
+}
+
+/// A header value as the text it carries: `=?base64?<Base64>?=` decoded
+/// (`None` when that is not Base64 of UTF-8 text), anything else as it is.
+fn decoded(raw: &str) -> Option<String> {
+    match raw
+        .strip_prefix(BASE64_PREFIX)
+        .and_then(|inner| inner.strip_suffix(BASE64_SUFFIX))
+    {
+        Some(inner) => {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(inner)
+                .ok()?;
+            String::from_utf8(bytes).ok()
+        }
+        None => Some(raw.to_owned()),
+    }
+}
+
+/// The `x-mcp-header` annotations of `schema` that name a header: the
+/// property path from the root (through `properties` alone) and the name.
+fn annotations(schema: &Value) -> Vec<(Vec<&str>, &str)> {
+    let mut found = Vec::new();
+    collect(schema.get("properties"), &mut Vec::new(), &mut found);
+    found
+}
+
+fn collect<'a>(
+    properties: Option<&'a Value>,
+    path: &mut Vec<&'a str>,
+    found: &mut Vec<(Vec<&'a str>, &'a str)>,
+) {
+    let Some(Value::Object(properties)) = properties else {
+        return;
+    };
+    for (name, property) in properties {
+        path.push(name);
+        if let Some(Value::String(header)) = property.get("x-mcp-header")
+            && !header.is_empty()
+        {
+            found.push((path.clone(), header.as_str()));
+        }
+        collect(property.get("properties"), path, found);
+        path.pop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::{HeaderName, HeaderValue};
+    use serde_json::json;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(
+                HeaderName::from_bytes(name.as_bytes()).expect("name"),
+                HeaderValue::from_str(value).expect("value"),
+            );
+        }
+        map
+    }
+
+    fn schema() -> Value {
+        json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "nested": {"type": "object", "properties": {
+                "flag": {"type": "boolean", "x-mcp-header": "Flag"}}},
+            "query": {"type": "string"}}})
+    }
+
+    fn call(arguments: Value) -> Value {
+        json!({"name": "lookup", "arguments": arguments})
+    }
+
+    #[test]
+    fn the_method_header_must_be_the_bodys_method_and_initialize_may_leave_it_out() {
+        let list = |pairs: &[(&str, &str)]| check(&headers(pairs), "tools/list", None, None);
+        assert_eq!(list(&[("Mcp-Method", "tools/list")]), Ok(()));
+        assert_eq!(list(&[("MCP-METHOD", "  tools/list\t")]), Ok(()));
+        for wrong in [
+            list(&[]),
+            list(&[("mcp-method", "TOOLS/LIST")]),
+            list(&[("mcp-method", "prompts/list")]),
+            list(&[("mcp-method", "tools/list"), ("mcp-method", "tools/list")]),
+        ] {
+            assert!(wrong.is_err(), "{wrong:?}");
+        }
+        let init = |pairs: &[(&str, &str)]| check(&headers(pairs), "initialize", None, None);
+        assert_eq!(init(&[]), Ok(()));
+        assert!(init(&[("mcp-method", "tools/list")]).is_err());
+    }
+
+    #[test]
+    fn the_name_header_must_be_the_bodys_name_uri_or_task_plain_or_base64() {
+        let read = json!({"uri": "test://a b"});
+        let with = |name: &str| {
+            check(
+                &headers(&[("mcp-method", "resources/read"), ("mcp-name", name)]),
+                "resources/read",
+                Some(&read),
+                None,
+            )
+        };
+        assert_eq!(with("test://a b"), Ok(()));
+        assert_eq!(with("=?base64?dGVzdDovL2EgYg==?="), Ok(()));
+        let wrong = with("test://other").expect_err("another URI");
+        assert!(wrong.contains("test://other"), "{wrong}");
+        assert!(with("=?base64?dGVzdDovL2EgYg?=").is_err(), "bad padding");
+        let missing = check(
+            &headers(&[("mcp-method", "resources/read")]),
+            "resources/read",
+            Some(&read),
+            None,
+        )
+        .expect_err("no Mcp-Name");
+        assert!(missing.contains("missing required Mcp-Name"), "{missing}");
+        let task = json!({"taskId": "t-1"});
+        assert!(
+            check(
+                &headers(&[("mcp-method", "tasks/get"), ("mcp-name", "t-1")]),
+                "tasks/get",
+                Some(&task),
+                None
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_tools_annotated_arguments_travel_in_param_headers_and_nothing_else_does() {
+        let schema = schema();
+        let run = |extra: &[(&str, &str)], arguments: Value| {
+            let mut pairs = vec![("mcp-method", "tools/call"), ("mcp-name", "lookup")];
+            pairs.extend_from_slice(extra);
+            check(
+                &headers(&pairs),
+                "tools/call",
+                Some(&call(arguments)),
+                Some(&schema),
+            )
+        };
+        let both = [("mcp-param-region", "eu"), ("Mcp-Param-Flag", "true")];
+        let args = json!({"region": "eu", "nested": {"flag": true}, "query": "q"});
+        assert_eq!(run(&both, args.clone()), Ok(()));
+        let encoded = [
+            ("mcp-param-region", "=?base64?ZXU=?="),
+            ("mcp-param-flag", "true"),
+        ];
+        assert_eq!(run(&encoded, args.clone()), Ok(()));
+        // A value without the whole wrapper is taken as it is.
+        let literal = json!({"region": "=?base64?ZXU=", "nested": {"flag": true}});
+        let sent = [
+            ("mcp-param-region", "=?base64?ZXU="),
+            ("mcp-param-flag", "true"),
+        ];
+        assert_eq!(run(&sent, literal), Ok(()));
+        assert!(run(&both[..1], args.clone()).is_err(), "Flag missing");
+        assert!(run(&[("mcp-param-region", "us"), both[1]], args.clone()).is_err());
+        assert!(run(&[("mcp-param-region", "=?base64?ZX!=?="), both[1]], args).is_err());
+        // Absent or null arguments send no header, and a header without
+        // its argument is refused.
+        assert_eq!(run(&[], json!({"region": null})), Ok(()));
+        assert!(run(&both[..1], json!({})).is_err());
+        // Without a schema (a tool with no annotations) nothing is checked.
+        let plain = check(
+            &headers(&[("mcp-method", "tools/call"), ("mcp-name", "lookup")]),
+            "tools/call",
+            Some(&call(json!({"region": "eu"}))),
+            None,
+        );
+        assert_eq!(plain, Ok(()));
+    }
+}
