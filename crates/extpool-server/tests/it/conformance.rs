@@ -7,7 +7,7 @@
 //! not apply to a JSON answer; both tallies are printed.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use extpool_server::GatewayOptions;
 use extpool_testkit::conformance::{self, Tally};
@@ -38,14 +38,19 @@ async fn suite(url: &str, out: &Path) -> (BTreeMap<String, Tally>, String) {
     .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_gateway_passes_every_server_scenario_the_testkit_passes_directly() {
+/// Runs `suite` (given a URL and a results directory) against the
+/// testkit's fixtures directly over streamable HTTP, then through the
+/// gateway, with the testkit behind it over stdio and unprefixed: what
+/// each run gave.
+async fn direct_then_through_gateway<T, Fut>(suite: impl Fn(String, PathBuf) -> Fut) -> (T, T)
+where
+    Fut: std::future::Future<Output = T>,
+{
     let out = tempfile::tempdir().unwrap();
-
     let direct_server = tokio::task::spawn_blocking(|| HttpServer::spawn(["--conformance"]))
         .await
         .unwrap();
-    let (direct, direct_log) = suite(direct_server.url(), &out.path().join("direct")).await;
+    let direct = suite(direct_server.url().to_owned(), out.path().join("direct")).await;
     drop(direct_server);
 
     let state = StateDir::new();
@@ -56,8 +61,15 @@ async fn the_gateway_passes_every_server_scenario_the_testkit_passes_directly() 
         ..GatewayOptions::default()
     };
     let served = Served::start(project, options).await;
-    let (gateway, gateway_log) = suite(&served.url, &out.path().join("gateway")).await;
+    let gateway = suite(served.url.clone(), out.path().join("gateway")).await;
     served.stop().await;
+    (direct, gateway)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_passes_every_server_scenario_the_testkit_passes_directly() {
+    let ((direct, direct_log), (gateway, gateway_log)) =
+        direct_then_through_gateway(|url, out| async move { suite(&url, &out).await }).await;
 
     let verdict = |t: Option<&Tally>| match t {
         Some(t) if t.server_passes() => "pass",
@@ -169,26 +181,8 @@ async fn suite_2026(
 /// as often, unless the suite says it does not apply to a JSON answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gateway_passes_every_2026_check_the_testkit_passes_directly() {
-    let out = tempfile::tempdir().unwrap();
-
-    let direct_server = tokio::task::spawn_blocking(|| HttpServer::spawn(["--conformance"]))
-        .await
-        .unwrap();
-    let (direct, direct_tally, direct_log) =
-        suite_2026(direct_server.url(), &out.path().join("direct")).await;
-    drop(direct_server);
-
-    let state = StateDir::new();
-    let project = Project::new();
-    project.config(&conformance_testkit_yaml("conf", &state));
-    let options = GatewayOptions {
-        unprefixed: vec!["conf".into()],
-        ..GatewayOptions::default()
-    };
-    let served = Served::start(project, options).await;
-    let (gateway, gateway_tally, gateway_log) =
-        suite_2026(&served.url, &out.path().join("gateway")).await;
-    served.stop().await;
+    let ((direct, direct_tally, direct_log), (gateway, gateway_tally, gateway_log)) =
+        direct_then_through_gateway(|url, out| async move { suite_2026(&url, &out).await }).await;
 
     let total = |t: &BTreeMap<String, Tally>| t.values().map(|t| t.passed).sum::<u32>();
     println!(
