@@ -140,6 +140,35 @@ async fn read_body(body: Body, max: usize, timeout: Duration) -> Result<Bytes, R
     }
 }
 
+/// A request's body as [`serve`] passes it on: a POST's read and checked
+/// ([`check_message`], by the rules of the request's era), with what it
+/// says, and, for a 2026-07-28 request or notification, its bytes again
+/// for the standard headers' check ([`crate::standard_headers`]). `Err` is
+/// the answer to a body refused.
+async fn read_checked(
+    shared: &Shared,
+    parts: &axum::http::request::Parts,
+    body: Body,
+) -> Result<(Body, Message, Option<Bytes>), Box<Response>> {
+    if parts.method != Method::POST {
+        return Ok((body, Message::default(), None));
+    }
+    let era = crate::methods::Era::of(
+        parts
+            .headers
+            .get(rmcp::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION)
+            .and_then(|v| v.to_str().ok()),
+    );
+    let options = &shared.options;
+    let bytes = read_body(body, options.max_body_bytes, options.body_read_timeout)
+        .await
+        .map_err(Box::new)?;
+    let message = check_message(&bytes, era)?;
+    let stateless =
+        (era == crate::methods::Era::Stateless && !message.answers).then(|| bytes.clone());
+    Ok((Body::from(bytes), message, stateless))
+}
+
 /// Serves `request` on MCP endpoint `endpoint` (`""` for `/mcp`) through
 /// `serve` (rmcp's service), with every check of this module.
 pub(crate) async fn serve<F, Fut>(
@@ -165,31 +194,9 @@ where
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(|id| (endpoint.to_owned(), id.to_owned()));
-    let era = crate::methods::Era::of(
-        parts
-            .headers
-            .get(rmcp::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION)
-            .and_then(|v| v.to_str().ok()),
-    );
-    // The body of a 2026-07-28 POST, for its standard headers' check.
-    let mut stateless_body = None;
-    let (body, mut message) = if parts.method == Method::POST {
-        let options = &shared.options;
-        let bytes = match read_body(body, options.max_body_bytes, options.body_read_timeout).await {
-            Ok(bytes) => bytes,
-            Err(answer) => return answer,
-        };
-        match check_message(&bytes, era) {
-            Ok(message) => {
-                if era == crate::methods::Era::Stateless && !message.answers {
-                    stateless_body = Some(bytes.clone());
-                }
-                (Body::from(bytes), message)
-            }
-            Err(answer) => return *answer,
-        }
-    } else {
-        (body, Message::default())
+    let (body, mut message, stateless_body) = match read_checked(shared, &parts, body).await {
+        Ok(read) => read,
+        Err(answer) => return *answer,
     };
     // Read once: who answers it takes it from here.
     if let Some(typed) = message.typed.take() {
