@@ -8,11 +8,12 @@
 //! with the guardrails' decisions.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use extpool_host::catalog::BuiltinTool;
 use extpool_host::core::Principal;
+use extpool_host::passthrough::log_level_rank;
 use extpool_host::{GuardedCall, HostError, InputRound, Refusal, ToolResult, ToolTable, Verdict};
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock};
 use rmcp::service::RequestContext;
@@ -219,6 +220,25 @@ impl GatewayHandler {
         result.map(Into::into)
     }
 
+    /// The least severe level of the log messages relayed to the client of
+    /// this request (a rank of [`extpool_host::passthrough::LOG_LEVELS`]): a
+    /// 2026-07-28 request says it in its `_meta`
+    /// (`io.modelcontextprotocol/logLevel`), and one that does not gets no
+    /// log message (SEP-2575); a session's requests get what its
+    /// `logging/setLevel` asked for.
+    fn log_level_of(&self, context: &RequestContext<RoleServer>) -> Arc<AtomicUsize> {
+        if !takes_input_rounds(context) {
+            return self.connection.log_level.clone();
+        }
+        let rank = context
+            .meta
+            .log_level()
+            .and_then(|level| serde_json::to_value(level).ok())
+            .and_then(|word| word.as_str().and_then(log_level_rank))
+            .unwrap_or(usize::MAX);
+        Arc::new(AtomicUsize::new(rank))
+    }
+
     /// A token of each of `principal`'s buckets a call of `name` takes, or
     /// the error naming the limit and when to retry ([`crate::rate`]).
     pub(super) fn within_rate(&self, principal: &Principal, name: &str) -> Result<(), ErrorData> {
@@ -270,7 +290,7 @@ impl GatewayHandler {
         context: &RequestContext<RoleServer>,
     ) -> Option<GuardedCall> {
         let (mut call_context, forwarders) =
-            relay::call_context(context, self.connection.log_level.clone());
+            relay::call_context(context, self.log_level_of(context));
         call_context = call_context.with_caller(principal.label());
         if let Some(round) = round {
             call_context = call_context.with_input(round);

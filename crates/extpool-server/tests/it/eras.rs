@@ -161,3 +161,64 @@ async fn skills_local_and_mcp_hosted_come_through_the_skills_extension_with_dige
     client.cancel().await.unwrap();
     served.stop().await;
 }
+
+/// The body of a 2026-07-28 `tools/call` of `name` with `meta` beside the
+/// era's required `_meta` members, posted to `url` (its SSE text as sent).
+async fn call_2026_text(url: &str, name: &str, meta: serde_json::Value) -> String {
+    let mut meta_all = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "1"},
+    });
+    meta_all
+        .as_object_mut()
+        .unwrap()
+        .extend(meta.as_object().cloned().unwrap_or_default());
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": name, "arguments": {}, "_meta": meta_all}});
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", name)
+        .body(body.to_string())
+        .send();
+    let response = within(response).await.unwrap();
+    assert_eq!(response.status(), 200);
+    within(response.text()).await.unwrap()
+}
+
+/// A 2026-07-28 request says the log level it wants in its `_meta`
+/// (SEP-2575): an upstream's log messages reach it at that level and
+/// above, and none reach a request that says no level, although the
+/// upstream (spoken to in the session era) logs every time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_request_gets_the_upstreams_log_messages_only_at_the_level_it_asks() {
+    let state = StateDir::new();
+    let project = Project::new();
+    project.config(&crate::support::conformance_testkit_yaml("conf", &state));
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let tool = "mcp__conf__test_tool_with_logging";
+    let logs = |text: &str| text.matches("notifications/message").count();
+
+    let info = call_2026_text(
+        &served.url,
+        tool,
+        json!({"io.modelcontextprotocol/logLevel": "info"}),
+    )
+    .await;
+    assert_eq!(logs(&info), 3, "{info}");
+    assert!(info.contains("Logging test completed"), "{info}");
+
+    for meta in [
+        json!({}),
+        json!({"io.modelcontextprotocol/logLevel": "error"}),
+    ] {
+        let text = call_2026_text(&served.url, tool, meta.clone()).await;
+        assert_eq!(logs(&text), 0, "{meta}: {text}");
+        assert!(text.contains("Logging test completed"), "{meta}: {text}");
+    }
+    served.stop().await;
+}

@@ -47,6 +47,10 @@ pub(crate) fn tools() -> &'static [Tool] {
                 "Sends three info log messages while it runs",
             ),
             plain(
+                "test_logging_tool",
+                "Sends three info log messages while it runs (the draft suite's name)",
+            ),
+            plain(
                 "test_tool_with_progress",
                 "Reports progress 0, 50 and 100 of 100 while it runs",
             ),

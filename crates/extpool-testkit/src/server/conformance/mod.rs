@@ -148,7 +148,7 @@ impl TestServer {
                     .with_mime_type("application/json"),
                 ),
             ])),
-            "test_tool_with_logging" => self.logging_steps(context).await,
+            "test_tool_with_logging" | "test_logging_tool" => self.logging_steps(context).await,
             "test_tool_with_progress" => progress_steps(context).await,
             "test_error_handling" => Ok(CallToolResult::error(vec![ContentBlock::text(
                 "This tool intentionally returns an error for testing",
@@ -219,13 +219,25 @@ impl TestServer {
         Ok(text("Logging test completed"))
     }
 
-    /// Sends a log message to the caller, unless below the level set.
+    /// Sends a log message to the caller, unless below the level set: by
+    /// `logging/setLevel` in a session, by the request's `_meta` logLevel
+    /// in the 2026-07-28 era (none there: no log message, SEP-2575).
     async fn log(&self, context: &RequestContext<RoleServer>, level: LoggingLevel, message: &str) {
-        let set = *self
-            .fixtures()
-            .level
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let stateless = context
+            .protocol_version()
+            .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
+        let set = if stateless {
+            let Some(asked) = context.meta.log_level() else {
+                return;
+            };
+            asked
+        } else {
+            *self
+                .fixtures()
+                .level
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+        };
         if rank(level) < rank(set) {
             return;
         }
