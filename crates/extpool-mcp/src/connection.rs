@@ -326,9 +326,10 @@ const PING_PATIENCE: Duration = Duration::from_millis(500);
 
 /// Dials an HTTP server and initializes, bounded by the startup timeout.
 /// On a connection kept for reuse, a server that may stall on it is
-/// dialled again with a connection per request and pinged there too
-/// ([`crate::http::judge_reuse`] decides from both); one found to stall
-/// keeps that second session, any other the first.
+/// dialled again with a connection per request and pinged there too, then
+/// once more on the reused connection when that looks like a stall
+/// ([`crate::http::judge_reuse`] decides from all of them); one found to
+/// stall keeps that second session, any other the first.
 async fn dial(
     a: &Attempt<'_>,
     plan: &HttpPlan,
@@ -371,6 +372,15 @@ async fn dial(
         return Ok(service);
     };
     let fresh = ping_times(a, &fresh_service).await.unwrap_or_default();
+    let mut reused = reused;
+    if judge_reuse(&reused, &fresh) == Reuse::Stalls {
+        // Once more on the reused connection, after the fresh pings: a
+        // stall waits every time, a loaded machine's slowness does not
+        // last through both batches. The first ping after the pause may be
+        // acknowledged at once again (quick ACKs after idle): not judged.
+        let again = ping_times(a, &service).await.unwrap_or_default();
+        reused.extend(again.into_iter().skip(1));
+    }
     if judge_reuse(&reused, &fresh) != Reuse::Stalls {
         let _ = fresh_service.cancel().await;
         return Ok(service);
