@@ -132,15 +132,22 @@ fn complete_when_absent(result_type: &mut Option<ResultType>) {
     result_type.get_or_insert(ResultType::COMPLETE);
 }
 
+/// `level` as MCP spells it (`"info"`), the word
+/// [`extpool_host::passthrough::log_level_rank`] ranks.
+#[allow(deprecated)] // logging (SEP-2577) is deprecated but clients still set it
+pub(crate) fn level_word(level: LoggingLevel) -> String {
+    serde_json::to_value(level)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
 /// `logging/setLevel`: the session's level for the log messages relayed
 /// to it; upstream servers are told when it is more verbose than anything
 /// asked before.
 #[allow(deprecated)] // logging (SEP-2577) is deprecated but clients still set it
 pub async fn set_level(handler: &GatewayHandler, level: LoggingLevel) -> Result<(), ErrorData> {
-    let word = serde_json::to_value(level)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default();
+    let word = level_word(level);
     let Some(rank) = log_level_rank(&word) else {
         return Err(ErrorData::invalid_params(
             format!("{word:?} is not a logging level"),

@@ -233,8 +233,7 @@ impl GatewayHandler {
         let rank = context
             .meta
             .log_level()
-            .and_then(|level| serde_json::to_value(level).ok())
-            .and_then(|word| word.as_str().and_then(log_level_rank))
+            .and_then(|level| log_level_rank(&crate::passthrough::level_word(level)))
             .unwrap_or(usize::MAX);
         Arc::new(AtomicUsize::new(rank))
     }
