@@ -44,6 +44,14 @@ pub trait CallClient: Send + Sync {
     /// Forwards a `notifications/message` (its params) to the client.
     fn log(&self, params: Value);
 
+    /// A server asked `method` during this client's call and was refused:
+    /// the client does not take it ([`CallClient::accepts`]). A front end
+    /// whose protocol names what the client lacks (MCP 2026-07-28's
+    /// `-32021`) keeps it, to say so if the call then fails.
+    fn declined(&self, method: &str) {
+        let _ = method;
+    }
+
     /// The client's session as it outlives the call, for what a server
     /// tells the client after the call that asked is over
     /// (`notifications/elicitation/complete` of a URL-mode elicitation);

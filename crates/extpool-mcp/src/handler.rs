@@ -200,13 +200,21 @@ impl Handler {
         self
     }
 
-    /// Relays request `method` to the latest caller that accepts it.
+    /// Relays request `method` to the latest caller that accepts it; when
+    /// none does, the latest caller is told it was asked
+    /// ([`extpool_core::CallClient::declined`]).
     async fn relay<P: serde::Serialize, R: serde::de::DeserializeOwned>(
         &self,
         method: &str,
         params: &P,
     ) -> Option<Result<R, rmcp::ErrorData>> {
-        let client = self.callers.as_ref()?.latest(method)?;
+        let callers = self.callers.as_ref()?;
+        let Some(client) = callers.latest(method) else {
+            if let Some(latest) = callers.latest_any() {
+                latest.declined(method);
+            }
+            return None;
+        };
         Some(self.relay_to(&client, method, params).await)
     }
 

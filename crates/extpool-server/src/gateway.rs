@@ -240,6 +240,9 @@ pub(crate) struct Shared {
     pub subscriptions: Subscriptions,
     /// The tasks started through the gateway, and whose they are.
     pub tasks: Arc<crate::tasks::Tasks>,
+    /// Calls of 2026-07-28 clients waiting for their answers to what an
+    /// upstream asked ([`crate::input_rounds`]).
+    pub rounds: crate::input_rounds::Rounds<extpool_host::GuardedCall>,
     /// The most verbose log level any client asked for and upstream
     /// servers were told (a rank of `LOG_LEVELS`; `usize::MAX`: none yet).
     pub upstream_log_level: AtomicUsize,
@@ -383,6 +386,7 @@ impl Gateway {
             session_policy,
             subscriptions: Subscriptions::default(),
             tasks: Arc::default(),
+            rounds: crate::input_rounds::Rounds::default(),
             upstream_log_level: AtomicUsize::new(usize::MAX),
             instructions,
             next_session: AtomicU64::new(1),

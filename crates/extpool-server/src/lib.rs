@@ -53,6 +53,7 @@ pub mod http;
 pub mod identity;
 pub(crate) mod inbound;
 mod inline;
+mod input_rounds;
 pub mod listener;
 pub mod lists;
 pub(crate) mod live;

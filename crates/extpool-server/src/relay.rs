@@ -56,19 +56,33 @@ pub(crate) fn server_request(method: &str, params: Value) -> Result<ServerReques
 /// Whether a client that said `info` at `initialize` accepts server
 /// request `method` (it declared the capability).
 pub(crate) fn accepts(info: Option<&rmcp::model::InitializeRequestParams>, method: &str) -> bool {
-    let Some(info) = info else {
-        return false;
-    };
+    info.is_some_and(|info| declares(&info.capabilities, method))
+}
+
+/// Whether a client with `capabilities` takes server request `method`.
+pub(crate) fn declares(capabilities: &rmcp::model::ClientCapabilities, method: &str) -> bool {
     match method {
-        extpool_host::mcp::handler::SAMPLING => info.capabilities.sampling.is_some(),
-        extpool_host::mcp::handler::ELICITATION => info.capabilities.elicitation.is_some(),
-        extpool_host::mcp::handler::ELICITATION_URL => info
-            .capabilities
+        extpool_host::mcp::handler::SAMPLING => capabilities.sampling.is_some(),
+        extpool_host::mcp::handler::ELICITATION => capabilities.elicitation.is_some(),
+        extpool_host::mcp::handler::ELICITATION_URL => capabilities
             .elicitation
             .as_ref()
             .is_some_and(|e| e.url.is_some()),
         _ => false,
     }
+}
+
+/// The capability a client declares to take server request `method`, as
+/// the `requiredCapabilities` of a `-32021` error name it (`{"sampling":
+/// {}}`); `None` for a method no capability covers.
+pub(crate) fn capability_for(method: &str) -> Option<rmcp::model::ClientCapabilities> {
+    let capability = match method {
+        extpool_host::mcp::handler::SAMPLING => json!({"sampling": {}}),
+        extpool_host::mcp::handler::ELICITATION => json!({"elicitation": {}}),
+        extpool_host::mcp::handler::ELICITATION_URL => json!({"elicitation": {"url": {}}}),
+        _ => return None,
+    };
+    serde_json::from_value(capability).ok()
 }
 
 /// The session of the client behind a peer, past any call: what a server

@@ -21,6 +21,7 @@ use rmcp::{ErrorData, RoleServer};
 
 use super::GatewayHandler;
 use crate::audit::{AuditRecord, args_digest, millis, now_ms};
+use crate::input_rounds::{self, Next, RoundClient};
 use crate::relay;
 
 /// The JSON-RPC error code of a call refused for a rate limit (in the
@@ -168,9 +169,40 @@ impl GatewayHandler {
         // A per-user server's call may log its caller in and run again.
         let again = (round.is_none() && self.shared.host.caller_login(&server, None).is_some())
             .then(|| args.clone());
-        let mut called = self
-            .run(table, principal, &name, args, round.clone(), &context)
-            .await;
+        let mut declined = None;
+        let mut called = match &round {
+            Some(round) => {
+                match self
+                    .run_in_rounds(table, principal, &name, args, round, &context)
+                    .await?
+                {
+                    Next::Done {
+                        outcome,
+                        declined: d,
+                    } => {
+                        declined = d;
+                        Some(outcome)
+                    }
+                    Next::Cancelled => None,
+                    Next::Asking(asked) => {
+                        self.shared
+                            .metrics
+                            .record_call(&server, &name, started.elapsed(), false);
+                        self.audit(
+                            principal,
+                            table,
+                            &name,
+                            digest_args.as_ref(),
+                            "input_required",
+                            &[],
+                            started,
+                        );
+                        return Ok(asked.into());
+                    }
+                }
+            }
+            None => self.run(table, principal, &name, args, &context).await,
+        };
         let needs_login = matches!(
             &called,
             Some(GuardedCall {
@@ -185,9 +217,7 @@ impl GatewayHandler {
                 .await
         {
             let table = self.table_for(&std::sync::Arc::new(principal.clone()));
-            called = self
-                .run(&table, principal, &name, args, None, &context)
-                .await;
+            called = self.run(&table, principal, &name, args, &context).await;
         }
         let (outcome, verdicts) = match called {
             Some(GuardedCall {
@@ -197,11 +227,24 @@ impl GatewayHandler {
             None => (None, Vec::new()),
         };
         let asked = round.and_then(|r| r.asked());
-        let (result, word) = match outcome {
+        let (mut result, word) = match outcome {
             Some(Ok(_)) if asked.is_some() => (Ok(CallToolResult::default()), "input_required"),
             outcome => settle(outcome, self.session_id()),
         };
         let failed = !matches!(&result, Ok(r) if r.is_error != Some(true));
+        // An upstream asked what the client did not declare, and the call
+        // failed without it: say what it lacked (SEP-2575).
+        if failed
+            && let Some(method) = declined
+            && let Some(needed) = relay::capability_for(&method)
+        {
+            let mut error = ErrorData::missing_required_client_capability(needed);
+            error.message = format!(
+                "Missing required client capability: MCP server \"{server}\" asked {method} during this call, which the request's _meta (io.modelcontextprotocol/clientCapabilities) does not declare"
+            )
+            .into();
+            result = Err(error);
+        }
         self.shared
             .metrics
             .record_call(&server, &name, started.elapsed(), failed);
@@ -218,6 +261,54 @@ impl GatewayHandler {
             return relay::input_required(asked).map(Into::into);
         }
         result.map(Into::into)
+    }
+
+    /// Runs the call of a client that takes input rounds: what an upstream
+    /// asks during it becomes a round ([`crate::input_rounds`]), and a
+    /// retry whose `requestState` is the gateway's answers the call it
+    /// names instead of starting one.
+    async fn run_in_rounds(
+        &self,
+        table: &Arc<ToolTable>,
+        principal: &Principal,
+        name: &str,
+        args: serde_json::Map<String, serde_json::Value>,
+        round: &Arc<InputRound>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Next<GuardedCall>, ErrorData> {
+        let rounds = &self.shared.rounds;
+        let owner = principal.owner();
+        if let Some(state) = round
+            .request_state
+            .as_deref()
+            .filter(|s| input_rounds::is_ours(s))
+        {
+            return rounds
+                .resume(state, round.responses.as_ref(), &owner, name, &context.ct)
+                .await;
+        }
+        let (call_context, forwarders) = relay::call_context(context, self.log_level_of(context));
+        let (client, questions) = RoundClient::new(
+            call_context.client().cloned(),
+            context.client_capabilities().unwrap_or_default(),
+        );
+        let call_context = call_context
+            .with_client(client)
+            .with_caller(principal.label())
+            .with_input(round.clone());
+        let (handler, table, tool) = (self.clone(), table.clone(), name.to_owned());
+        let call = Box::pin(async move {
+            let outcome = call_context
+                .scope(handler.view().call_guarded(&table, &tool, args))
+                .await;
+            for forwarder in forwarders {
+                let _ = forwarder.await;
+            }
+            outcome
+        });
+        rounds
+            .start(call, questions, owner, name.to_owned(), &context.ct)
+            .await
     }
 
     /// The least severe level of the log messages relayed to the client of
@@ -277,23 +368,18 @@ impl GatewayHandler {
     }
 
     /// Runs the call on this connection's view for `principal` with its
-    /// progress, server requests and input round relayed; `None` when the
-    /// client cancelled.
+    /// progress and server requests relayed; `None` when the client
+    /// cancelled.
     async fn run(
         &self,
         table: &ToolTable,
         principal: &Principal,
         name: &str,
         args: serde_json::Map<String, serde_json::Value>,
-        round: Option<Arc<InputRound>>,
         context: &RequestContext<RoleServer>,
     ) -> Option<GuardedCall> {
-        let (mut call_context, forwarders) =
-            relay::call_context(context, self.log_level_of(context));
-        call_context = call_context.with_caller(principal.label());
-        if let Some(round) = round {
-            call_context = call_context.with_input(round);
-        }
+        let (call_context, forwarders) = relay::call_context(context, self.log_level_of(context));
+        let call_context = call_context.with_caller(principal.label());
         let call = call_context.scope(self.view().call_guarded(table, name, args));
         let outcome = tokio::select! {
             result = call => Some(result),

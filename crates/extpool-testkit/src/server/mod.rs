@@ -404,6 +404,11 @@ impl ServerHandler for TestServer {
         if let Some(response) = self.call_modern(&request) {
             return response;
         }
+        if self.shared.options.conformance
+            && let Some(response) = conformance::stateless_call(&request, &context)
+        {
+            return response;
+        }
         self.dispatch_tool(request, context).await.map(Into::into)
     }
 

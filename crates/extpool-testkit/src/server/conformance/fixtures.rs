@@ -116,6 +116,14 @@ pub(crate) fn tools() -> &'static [Tool] {
                 })),
             ),
             plain(
+                "test_missing_capability",
+                "Asks the client to sample \"What is 2+2?\" (a 2026-07-28 request must declare sampling)",
+            ),
+            plain(
+                "test_streaming_elicitation",
+                "Asks the user for a username and an email (a 2026-07-28 request must declare elicitation)",
+            ),
+            plain(
                 "test_reconnection",
                 "Answers after a short pause (SSE reconnection tests)",
             ),

@@ -10,7 +10,9 @@
 //!   `test_elicitation_sep1034_defaults`, `test_elicitation_sep1330_enums`,
 //!   `json_schema_2020_12_tool` (the draft suite's schema),
 //!   `test_custom_headers` (an `x-mcp-header` parameter, SEP-2243),
-//!   `test_reconnection`, and
+//!   `test_reconnection`, `test_missing_capability` (asks the client to
+//!   sample) and `test_streaming_elicitation` (asks the user), the draft
+//!   suite's, which a 2026-07-28 request meets as [`stateless`] says, and
 //!   `update_watched_resource` (not the suite's: it changes
 //!   `test://watched-resource` and tells its subscribers);
 //! - resources `test://static-text`, `test://static-binary`,
@@ -81,8 +83,10 @@ impl Default for State {
 
 mod catalog;
 mod fixtures;
+mod stateless;
 
 pub(crate) use fixtures::{is_tool, tools};
+pub(crate) use stateless::call as stateless_call;
 
 fn text(s: impl Into<String>) -> CallToolResult {
     CallToolResult::success(vec![ContentBlock::text(s)])
@@ -154,6 +158,17 @@ impl TestServer {
                 "This tool intentionally returns an error for testing",
             )])),
             "test_sampling" => sampling(arg(args, "prompt")?, context).await,
+            stateless::MISSING_CAPABILITY => sampling(stateless::SAMPLING_PROMPT, context).await,
+            stateless::STREAMING_ELICITATION => {
+                let schema = fixtures::username_schema();
+                elicit(
+                    stateless::ELICITATION_MESSAGE,
+                    schema,
+                    "User response",
+                    context,
+                )
+                .await
+            }
             "test_elicitation" => {
                 let schema = fixtures::username_schema();
                 elicit(arg(args, "message")?, schema, "User response", context).await

@@ -1,0 +1,681 @@
+//! What a session-era upstream asks a 2026-07-28 client during its call
+//! (sampling, elicitation), as input rounds (SEP-2322): a client of that
+//! era takes no request from the server, so the gateway answers the call
+//! `input_required`, with the upstream's question and a `requestState` of
+//! its own, and holds the upstream's call open; the client's retry with
+//! its answer and that state reaches the same call, which goes on until it
+//! ends or asks again.
+//!
+//! - **Undeclared capabilities.** The upstream is asked only what the
+//!   request's `_meta` declares ([`RoundClient::accepts`]); a question it
+//!   does not is refused as for any client that does not take it, and kept
+//!   ([`RoundClient::declined`]), so a call that then fails is answered
+//!   `-32021`, naming the capability.
+//! - **Whose.** A state is 128 random bits after [`STATE_PREFIX`], bound
+//!   to the caller who was asked and to the tool: another caller's retry
+//!   with it, or one naming another tool, finds nothing. A state without
+//!   the prefix is an upstream's own, passed on to it as before.
+//! - **Bounds.** A call waits [`ROUND_TTL`] for its client's retry, then is
+//!   cancelled; one caller has at most [`MAX_WAITING_PER_OWNER`] calls
+//!   waiting and the gateway [`MAX_WAITING`].
+//! - **Where.** The call is held by the replica that asked; a retry that
+//!   reaches another replica finds nothing there.
+//!
+//! A call that asks nothing runs in the request's task as before; only one
+//! that asks moves to a task of its own.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use extpool_host::CallClient;
+use futures::future::BoxFuture;
+use parking_lot::Mutex;
+use rmcp::ErrorData;
+use rmcp::model::{ClientCapabilities, InputRequest, InputRequests, InputRequiredResult};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+/// How the gateway's request states begin.
+pub(crate) const STATE_PREFIX: &str = "extpool-input-";
+/// How long a call waits for its client to retry with the answer.
+pub(crate) const ROUND_TTL: Duration = Duration::from_secs(600);
+/// Most calls one caller may have waiting for its answers.
+pub(crate) const MAX_WAITING_PER_OWNER: usize = 16;
+/// Most calls waiting for their clients' answers at once.
+pub(crate) const MAX_WAITING: usize = 1024;
+
+/// Whether `state` (a retry's `requestState`) is one the gateway gave.
+pub(crate) fn is_ours(state: &str) -> bool {
+    state.starts_with(STATE_PREFIX)
+}
+
+/// A question an upstream asked during a call, and where its answer goes.
+pub(crate) struct Ask {
+    method: String,
+    params: Value,
+    answer: oneshot::Sender<Result<Value, String>>,
+}
+
+/// The client of a 2026-07-28 request's call, as its upstream servers see
+/// it: their questions wait for an input round, their log messages go
+/// where the request's do (`inner`).
+pub(crate) struct RoundClient {
+    inner: Option<Arc<dyn CallClient>>,
+    capabilities: ClientCapabilities,
+    asks: mpsc::Sender<Ask>,
+    declined: Arc<Mutex<Option<String>>>,
+}
+
+impl RoundClient {
+    /// The client of a call whose request declared `capabilities`, and the
+    /// receiver of its upstreams' questions ([`Rounds::start`]).
+    pub(crate) fn new(
+        inner: Option<Arc<dyn CallClient>>,
+        capabilities: ClientCapabilities,
+    ) -> (Arc<Self>, Questions) {
+        let (asks, receiver) = mpsc::channel(1);
+        let declined = Arc::new(Mutex::new(None));
+        let client = Arc::new(Self {
+            inner,
+            capabilities,
+            asks,
+            declined: declined.clone(),
+        });
+        (client, Questions { receiver, declined })
+    }
+}
+
+#[async_trait::async_trait]
+impl CallClient for RoundClient {
+    async fn request(&self, method: &str, params: Value) -> Result<Value, String> {
+        let (answer, answered) = oneshot::channel();
+        let ask = Ask {
+            method: method.to_owned(),
+            params,
+            answer,
+        };
+        self.asks
+            .send(ask)
+            .await
+            .map_err(|_| format!("the client did not answer {method}: its call ended"))?;
+        answered.await.map_err(|_| {
+            format!(
+                "the client did not answer {method}: it did not retry the call with its answer within {} s",
+                ROUND_TTL.as_secs()
+            )
+        })?
+    }
+
+    fn accepts(&self, method: &str) -> bool {
+        crate::relay::declares(&self.capabilities, method)
+    }
+
+    fn log(&self, params: Value) {
+        if let Some(inner) = &self.inner {
+            inner.log(params);
+        }
+    }
+
+    fn session(&self) -> Option<Arc<dyn extpool_host::core::ClientSession>> {
+        self.inner.as_ref()?.session()
+    }
+
+    fn declined(&self, method: &str) {
+        self.declined
+            .lock()
+            .get_or_insert_with(|| method.to_owned());
+    }
+}
+
+/// The questions of one call's upstreams, and what its client did not
+/// declare.
+pub(crate) struct Questions {
+    receiver: mpsc::Receiver<Ask>,
+    declined: Arc<Mutex<Option<String>>>,
+}
+
+/// What became of a call, as far as the request that waits for it goes.
+pub(crate) enum Next<T> {
+    /// It ended with `T`; `declined` is a method an upstream asked that the
+    /// client did not declare (its capability is what a failure lacked).
+    Done {
+        outcome: T,
+        declined: Option<String>,
+    },
+    /// It asks the client: the answer to send.
+    Asking(InputRequiredResult),
+    /// The client went away while it waited; the call is cancelled.
+    Cancelled,
+}
+
+/// A call that asked: running in a task of its own, its questions coming.
+struct Parked<T> {
+    outcome: oneshot::Receiver<T>,
+    questions: Questions,
+    /// Aborts the call when the round is dropped (expired, refused).
+    _task: AbortOnDrop,
+    /// Numbers the call's questions (their keys).
+    asked: u32,
+}
+
+/// A task aborted when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// A call waiting for its client's answer to `ask`.
+struct Waiting<T> {
+    owner: String,
+    tool: String,
+    key: String,
+    request: InputRequest,
+    ask: Ask,
+    call: Parked<T>,
+}
+
+/// The calls waiting for their clients' answers, by request state.
+pub(crate) struct Rounds<T> {
+    waiting: Arc<Mutex<HashMap<String, Waiting<T>>>>,
+}
+
+impl<T> Default for Rounds<T> {
+    fn default() -> Self {
+        Self {
+            waiting: Arc::default(),
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Rounds<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rounds")
+            .field("waiting", &self.waiting.lock().len())
+            .finish()
+    }
+}
+
+/// The answer to a retry whose state names no call of its caller.
+fn unknown_state() -> ErrorData {
+    ErrorData::invalid_params(
+        format!(
+            "requestState names no call of yours waiting for input: it was answered already, it \
+             waited more than {} s, or this gateway did not give it",
+            ROUND_TTL.as_secs()
+        ),
+        None,
+    )
+}
+
+impl<T: Send + 'static> Rounds<T> {
+    /// Runs `call` of `tool` for `owner` until it ends, or until an
+    /// upstream asks a question (on `questions`): then the call goes on in
+    /// a task of its own and the answer is the round. `ct` is the request's:
+    /// cancelled, the call is.
+    pub(crate) async fn start(
+        &self,
+        mut call: BoxFuture<'static, T>,
+        questions: Questions,
+        owner: String,
+        tool: String,
+        ct: &CancellationToken,
+    ) -> Result<Next<T>, ErrorData> {
+        let mut questions = questions;
+        let ask = tokio::select! {
+            biased;
+            outcome = &mut call => {
+                let declined = questions.declined.lock().take();
+                return Ok(Next::Done { outcome, declined });
+            }
+            Some(ask) = questions.receiver.recv() => ask,
+            () = ct.cancelled() => return Ok(Next::Cancelled),
+        };
+        let (sender, outcome) = oneshot::channel();
+        let task = tokio::spawn(tracing::Instrument::in_current_span(async move {
+            let _ = sender.send(call.await);
+        }));
+        let parked = Parked {
+            outcome,
+            questions,
+            _task: AbortOnDrop(task),
+            asked: 0,
+        };
+        self.hold(parked, ask, owner, tool)
+    }
+
+    /// Answers the question of the call `state` names with the client's
+    /// `responses` (the retry of `tool` by `owner`), then waits for the
+    /// call's next question or its end. A retry without the answer is
+    /// asked again.
+    pub(crate) async fn resume(
+        &self,
+        state: &str,
+        responses: Option<&serde_json::Map<String, Value>>,
+        owner: &str,
+        tool: &str,
+        ct: &CancellationToken,
+    ) -> Result<Next<T>, ErrorData> {
+        let waiting = {
+            let mut all = self.waiting.lock();
+            match all.get(state) {
+                Some(w) if w.owner == owner && w.tool == tool => all.remove(state),
+                Some(w) if w.owner == owner => {
+                    return Err(ErrorData::invalid_params(
+                        format!(
+                            "requestState is of a call of {}, not of {tool}: retry that call with it",
+                            w.tool
+                        ),
+                        None,
+                    ));
+                }
+                _ => None,
+            }
+        }
+        .ok_or_else(unknown_state)?;
+        let answer = responses.and_then(|r| r.get(&waiting.key));
+        let answer = match answer {
+            Some(answer @ Value::Object(_)) => answer.clone(),
+            Some(_) => {
+                let message = format!(
+                    "inputResponses.{} is not an object: it is the client's result of {}",
+                    waiting.key, waiting.ask.method
+                );
+                self.put_back(state.to_owned(), waiting);
+                return Err(ErrorData::invalid_params(message, None));
+            }
+            None => {
+                let asked = round(&waiting.key, &waiting.request, state);
+                self.put_back(state.to_owned(), waiting);
+                return Ok(Next::Asking(asked));
+            }
+        };
+        let Waiting {
+            owner,
+            tool,
+            ask,
+            call,
+            ..
+        } = waiting;
+        let _ = ask.answer.send(Ok(answer));
+        self.wait(call, owner, tool, ct).await
+    }
+
+    /// Waits for a parked call's next question or its end.
+    async fn wait(
+        &self,
+        mut call: Parked<T>,
+        owner: String,
+        tool: String,
+        ct: &CancellationToken,
+    ) -> Result<Next<T>, ErrorData> {
+        let ask = tokio::select! {
+            biased;
+            outcome = &mut call.outcome => {
+                let declined = call.questions.declined.lock().take();
+                return Ok(match outcome {
+                    Ok(outcome) => Next::Done { outcome, declined },
+                    Err(_) => Next::Cancelled,
+                });
+            }
+            Some(ask) = call.questions.receiver.recv() => ask,
+            () = ct.cancelled() => return Ok(Next::Cancelled),
+        };
+        self.hold(call, ask, owner, tool)
+    }
+
+    /// Keeps `call` waiting for the answer to `ask` under a new state, and
+    /// says the round; a question that cannot be put in a round fails the
+    /// call (it is cancelled), as does one past the bounds.
+    fn hold(
+        &self,
+        mut call: Parked<T>,
+        ask: Ask,
+        owner: String,
+        tool: String,
+    ) -> Result<Next<T>, ErrorData> {
+        let request = match serde_json::from_value::<InputRequest>(
+            json!({"method": ask.method, "params": ask.params}),
+        ) {
+            Ok(request) => request,
+            Err(e) => {
+                let _ = ask.answer.send(Err(format!(
+                    "{} cannot be asked in an input round: {e}",
+                    ask.method
+                )));
+                return Err(ErrorData::internal_error(
+                    format!(
+                        "an upstream server asked {} in a form the client cannot be asked: {e}",
+                        ask.method
+                    ),
+                    None,
+                ));
+            }
+        };
+        let state = new_state().ok_or_else(|| {
+            ErrorData::internal_error("the gateway could not draw a request state", None)
+        })?;
+        call.asked += 1;
+        let key = format!("input-{}", call.asked);
+        let asked = round(&key, &request, &state);
+        {
+            let mut all = self.waiting.lock();
+            let mine = all.values().filter(|w| w.owner == owner).count();
+            if mine >= MAX_WAITING_PER_OWNER || all.len() >= MAX_WAITING {
+                return Err(ErrorData::invalid_request(
+                    format!(
+                        "too many calls wait for their clients' input ({mine} of yours, {} in all; at most {MAX_WAITING_PER_OWNER} and {MAX_WAITING}): answer or drop one first",
+                        all.len()
+                    ),
+                    None,
+                ));
+            }
+            all.insert(
+                state.clone(),
+                Waiting {
+                    owner,
+                    tool,
+                    key,
+                    request,
+                    ask,
+                    call,
+                },
+            );
+        }
+        self.expire_later(state);
+        Ok(Next::Asking(asked))
+    }
+
+    /// Puts a round taken back, under its state (its expiry still runs).
+    fn put_back(&self, state: String, waiting: Waiting<T>) {
+        self.waiting.lock().insert(state, waiting);
+    }
+
+    /// Drops the round of `state` (cancelling its call) after
+    /// [`ROUND_TTL`], if it still waits then.
+    fn expire_later(&self, state: String) {
+        let waiting: Weak<_> = Arc::downgrade(&self.waiting);
+        tokio::spawn(async move {
+            tokio::time::sleep(ROUND_TTL).await;
+            if let Some(waiting) = waiting.upgrade() {
+                let expired = waiting.lock().remove(&state);
+                if expired.is_some() {
+                    tracing::info!(
+                        "a call waited {} s for its client's input and was cancelled",
+                        ROUND_TTL.as_secs()
+                    );
+                }
+            }
+        });
+    }
+}
+
+/// A new request state: the prefix and 128 random bits, hex.
+fn new_state() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(format!("{STATE_PREFIX}{}", hex::encode(bytes)))
+}
+
+/// The round asking `request` under `key`, with `state`.
+fn round(key: &str, request: &InputRequest, state: &str) -> InputRequiredResult {
+    let mut requests = InputRequests::new();
+    requests.insert(key.to_owned(), request.clone());
+    InputRequiredResult::new(Some(requests), Some(state.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+
+    const FORM: &str = "elicitation/create";
+
+    /// Sets its flag when dropped: the call it lives in was cancelled or ended.
+    struct Dropped(Arc<AtomicBool>);
+
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    fn question(n: usize) -> Value {
+        json!({"message": format!("question {n}"), "requestedSchema": {"type": "object", "properties": {}}})
+    }
+
+    /// A call of `client` that asks `n` questions one after the other and
+    /// ends with their answers; `dropped` is set when it ends or is dropped.
+    fn asking(
+        client: Arc<RoundClient>,
+        n: usize,
+        dropped: Arc<AtomicBool>,
+    ) -> BoxFuture<'static, Vec<Result<Value, String>>> {
+        Box::pin(async move {
+            let _dropped = Dropped(dropped);
+            let mut answers = Vec::new();
+            for i in 1..=n {
+                answers.push(client.request(FORM, question(i)).await);
+            }
+            answers
+        })
+    }
+
+    fn elicitation() -> ClientCapabilities {
+        serde_json::from_value(json!({"elicitation": {}})).unwrap()
+    }
+
+    async fn started(
+        rounds: &Rounds<Vec<Result<Value, String>>>,
+        owner: &str,
+        n: usize,
+    ) -> (
+        Result<Next<Vec<Result<Value, String>>>, ErrorData>,
+        Arc<AtomicBool>,
+    ) {
+        let (client, questions) = RoundClient::new(None, elicitation());
+        let dropped = Arc::new(AtomicBool::new(false));
+        let call = asking(client, n, dropped.clone());
+        let next = rounds
+            .start(
+                call,
+                questions,
+                owner.into(),
+                "t".into(),
+                &CancellationToken::new(),
+            )
+            .await;
+        (next, dropped)
+    }
+
+    /// The key, state and question message of a round.
+    fn asked(next: Result<Next<Vec<Result<Value, String>>>, ErrorData>) -> (String, String, Value) {
+        let Ok(Next::Asking(round)) = next else {
+            panic!("not a round");
+        };
+        let requests = round.input_requests.unwrap();
+        assert_eq!(requests.len(), 1);
+        let (key, request) = requests.into_iter().next().unwrap();
+        let request = serde_json::to_value(request).unwrap();
+        assert_eq!(request["method"], FORM, "{request}");
+        (
+            key,
+            round.request_state.unwrap(),
+            request["params"]["message"].clone(),
+        )
+    }
+
+    fn answer(key: &str, value: Value) -> serde_json::Map<String, Value> {
+        json!({ key: value }).as_object().unwrap().clone()
+    }
+
+    #[tokio::test]
+    async fn a_call_that_asks_is_held_until_its_caller_retries_with_the_answer() {
+        let rounds = Rounds::default();
+        let never = CancellationToken::new();
+        let (next, dropped) = started(&rounds, "alice", 2).await;
+        let (key, state, message) = asked(next);
+        assert!(
+            is_ours(&state) && state.len() == STATE_PREFIX.len() + 32,
+            "{state}"
+        );
+        assert_eq!((key.as_str(), message), ("input-1", json!("question 1")));
+
+        let accepted = answer(&key, json!({"action": "accept", "content": {"a": 1}}));
+        // Another caller's retry, or one of another tool, finds nothing.
+        let other = rounds
+            .resume(&state, Some(&accepted), "bob", "t", &never)
+            .await;
+        assert!(
+            other
+                .err()
+                .unwrap()
+                .message
+                .contains("names no call of yours")
+        );
+        let tool = rounds
+            .resume(&state, Some(&accepted), "alice", "u", &never)
+            .await;
+        assert!(
+            tool.err()
+                .unwrap()
+                .message
+                .contains("is of a call of t, not of u")
+        );
+        // A retry without the answer is asked again; one whose answer is
+        // not an object is refused. The round still waits after both.
+        let again = rounds.resume(&state, None, "alice", "t", &never).await;
+        assert_eq!(
+            asked(again),
+            (key.clone(), state.clone(), json!("question 1"))
+        );
+        let bad = rounds
+            .resume(
+                &state,
+                Some(&answer(&key, json!(12345))),
+                "alice",
+                "t",
+                &never,
+            )
+            .await;
+        assert!(
+            bad.err()
+                .unwrap()
+                .message
+                .contains("inputResponses.input-1 is not an object")
+        );
+
+        // The answer goes to the call, which asks its second question.
+        let next = rounds
+            .resume(&state, Some(&accepted), "alice", "t", &never)
+            .await;
+        let (key2, state2, message2) = asked(next);
+        assert_eq!((key2.as_str(), message2), ("input-2", json!("question 2")));
+        assert_ne!(state2, state);
+        let replay = rounds
+            .resume(&state, Some(&accepted), "alice", "t", &never)
+            .await;
+        assert!(replay.is_err(), "a state answered already is spent");
+
+        let declined = answer(&key2, json!({"action": "decline"}));
+        let Ok(Next::Done {
+            outcome,
+            declined: none,
+        }) = rounds
+            .resume(&state2, Some(&declined), "alice", "t", &never)
+            .await
+        else {
+            panic!("not done");
+        };
+        assert_eq!(
+            outcome,
+            vec![
+                Ok(json!({"action": "accept", "content": {"a": 1}})),
+                Ok(json!({"action": "decline"}))
+            ]
+        );
+        assert_eq!(none, None);
+        assert!(dropped.load(Ordering::SeqCst));
+        assert_eq!(rounds.waiting.lock().len(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_whose_caller_does_not_retry_in_time_is_cancelled() {
+        let rounds = Rounds::default();
+        let (next, dropped) = started(&rounds, "alice", 1).await;
+        let (key, state, _) = asked(next);
+        tokio::time::sleep(ROUND_TTL + Duration::from_secs(1)).await;
+        assert!(
+            dropped.load(Ordering::SeqCst),
+            "the held call was cancelled"
+        );
+        let late = rounds
+            .resume(
+                &state,
+                Some(&answer(&key, json!({}))),
+                "alice",
+                "t",
+                &CancellationToken::new(),
+            )
+            .await;
+        assert!(
+            late.err()
+                .unwrap()
+                .message
+                .contains("waited more than 600 s")
+        );
+    }
+
+    #[tokio::test]
+    async fn one_caller_holds_at_most_its_share_of_waiting_calls() {
+        let rounds = Rounds::default();
+        for _ in 0..MAX_WAITING_PER_OWNER {
+            asked(started(&rounds, "alice", 1).await.0);
+        }
+        let (refused, dropped) = started(&rounds, "alice", 1).await;
+        let message = refused.err().unwrap().message;
+        assert!(message.contains("16 of yours"), "{message}");
+        // An aborted task is dropped when the runtime next gets to it.
+        for _ in 0..100 {
+            if dropped.load(Ordering::SeqCst) {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert!(
+            dropped.load(Ordering::SeqCst),
+            "the refused call was cancelled"
+        );
+        asked(started(&rounds, "bob", 1).await.0);
+    }
+
+    #[tokio::test]
+    async fn a_call_that_asks_nothing_ends_in_the_request_and_says_what_was_declined() {
+        let rounds: Rounds<()> = Rounds::default();
+        let (client, questions) = RoundClient::new(None, elicitation());
+        assert!(client.accepts(FORM));
+        assert!(!client.accepts(extpool_host::mcp::handler::SAMPLING));
+        let call = Box::pin(async move {
+            client.declined(extpool_host::mcp::handler::SAMPLING);
+        });
+        let next = rounds
+            .start(
+                call,
+                questions,
+                "alice".into(),
+                "t".into(),
+                &CancellationToken::new(),
+            )
+            .await;
+        let Ok(Next::Done { declined, .. }) = next else {
+            panic!("not done");
+        };
+        assert_eq!(declined.as_deref(), Some("sampling/createMessage"));
+        assert_eq!(rounds.waiting.lock().len(), 0);
+    }
+}
