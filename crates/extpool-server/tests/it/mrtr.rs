@@ -4,6 +4,12 @@
 //! they are, and its retry with its answers and that state reaches the
 //! same upstream, which completes. A session-era client, which cannot take
 //! such rounds, gets an error saying so.
+//!
+//! And the other way round: a session-era upstream asks by request
+//! (sampling, elicitation) during a 2026-07-28 client's call; the gateway
+//! makes each question an input round of its own and holds the upstream's
+//! call until the client retries with the answer. A question the client
+//! did not declare fails the call with `-32021` naming the capability.
 
 use extpool_server::GatewayOptions;
 use extpool_testkit::StateDir;
@@ -17,7 +23,8 @@ use rmcp::{ClientHandler, ErrorData, ServiceExt};
 use serde_json::json;
 
 use crate::support::{
-    Project, Served, SessionEra, modern_http_upstream, modern_with, remote_yaml, within,
+    Project, Served, SessionEra, modern_http_upstream, modern_with, remote_yaml, testkit_yaml,
+    within,
 };
 
 /// A 2026-07-28 client that answers every form with `answer: yes`.
@@ -108,5 +115,200 @@ async fn an_input_required_result_reaches_the_client_and_its_retry_completes_ups
     );
     old.cancel().await.unwrap();
     client.cancel().await.unwrap();
+    served.stop().await;
+}
+
+/// A 2026-07-28 client that answers every form with `answer: yes` and
+/// every sampling request with `four`.
+struct AnswersAll;
+
+impl ClientHandler for AnswersAll {
+    fn get_info(&self) -> ClientConfig {
+        let mut config = Answers.get_info();
+        config.capabilities.sampling = Some(Default::default());
+        config
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Answers.create_elicitation(request, context).await
+    }
+
+    #[allow(deprecated)] // sampling (SEP-2577) is deprecated but servers still ask
+    async fn create_message(
+        &self,
+        _request: rmcp::model::CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
+        Ok(rmcp::model::CreateMessageResult::new(
+            rmcp::model::SamplingMessage::assistant_text("four"),
+            "test-model".to_owned(),
+        ))
+    }
+}
+
+fn testkit_call(tool: &str, args: serde_json::Value) -> CallToolRequestParams {
+    let mut params = CallToolRequestParams::new(format!("mcp__testkit__{tool}"));
+    params.arguments = args.as_object().cloned();
+    params
+}
+
+/// The one question of a round, as JSON, and its key.
+fn one_question(asked: &rmcp::model::InputRequiredResult) -> (String, serde_json::Value) {
+    let requests = asked.input_requests.as_ref().unwrap();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    let (key, request) = requests.iter().next().unwrap();
+    (key.clone(), serde_json::to_value(request).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_era_upstreams_questions_reach_a_2026_client_as_input_rounds() {
+    let state = StateDir::new();
+    let project = Project::new();
+    project.config(&testkit_yaml("testkit", &state));
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let client = modern_with(&served.url, AnswersAll).await;
+    let elicit = || testkit_call("elicit", json!({"message": "Ship it?"}));
+
+    // One round by hand: the upstream's question, under the gateway's state.
+    let CallToolResponse::InputRequired(asked) =
+        within(client.call_tool_once(elicit())).await.unwrap()
+    else {
+        panic!("not input_required");
+    };
+    let (key, question) = one_question(&asked);
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    assert_eq!(question["params"]["message"], "Ship it?", "{question}");
+    let state_given = asked.request_state.clone().unwrap();
+    assert!(state_given.starts_with("extpool-input-"), "{state_given}");
+
+    // A retry without the answer is asked the same again.
+    let mut retry = elicit();
+    retry.request_state = Some(state_given.clone());
+    let CallToolResponse::InputRequired(again) =
+        within(client.call_tool_once(retry.clone())).await.unwrap()
+    else {
+        panic!("not input_required again");
+    };
+    assert_eq!(one_question(&again), (key.clone(), question));
+    assert_eq!(again.request_state.as_deref(), Some(state_given.as_str()));
+
+    // A state changed on the way finds nothing: an error, nothing done.
+    let mut tampered = retry.clone();
+    tampered.request_state = Some(format!("{state_given}-TAMPERED"));
+    tampered.input_responses = Some(
+        [(
+            key.clone(),
+            json!({"action": "accept", "content": {"answer": "no"}}),
+        )]
+        .into_iter()
+        .collect(),
+    );
+    let refused = within(client.call_tool_once(tampered)).await.unwrap_err();
+    let rmcp::ServiceError::McpError(refused) = refused else {
+        panic!("{refused:?}");
+    };
+    assert_eq!(refused.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+    assert!(
+        refused.message.contains("names no call of yours"),
+        "{refused:?}"
+    );
+
+    // The answer reaches the upstream's held call, which completes.
+    retry.input_responses = Some(
+        [(
+            key,
+            json!({"action": "accept", "content": {"answer": "ship"}}),
+        )]
+        .into_iter()
+        .collect(),
+    );
+    let CallToolResponse::Complete(done) =
+        within(client.call_tool_once(retry.clone())).await.unwrap()
+    else {
+        panic!("not complete");
+    };
+    let text = &done.content[0].as_text().unwrap().text;
+    assert_eq!(text, r#"action=accept, content={"answer":"ship"}"#);
+    // Its state is spent; the upstream was called once for all four.
+    assert!(within(client.call_tool_once(retry)).await.is_err());
+    assert_eq!(state.counter("elicit"), 1);
+
+    // rmcp's client drives the rounds itself: three questions at once are
+    // three rounds, one after the other, of one upstream call.
+    let three = testkit_call("notify", json!({"kind": "elicit", "count": 3}));
+    let done = within(client.call_tool(three)).await.unwrap();
+    assert_eq!(
+        done.content[0].as_text().unwrap().text,
+        "accepted 3, declined 0, cancelled 0, failed 0"
+    );
+    let sampled = within(client.call_tool(testkit_call("sample", json!({"prompt": "2+2?"}))))
+        .await
+        .unwrap();
+    assert_eq!(sampled.content[0].as_text().unwrap().text, "four");
+    client.cancel().await.unwrap();
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_request_that_does_not_declare_what_an_upstream_asks_gets_minus_32021() {
+    let state = StateDir::new();
+    let project = Project::new();
+    project.config(&testkit_yaml("testkit", &state));
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let call = |tool: &str, args: serde_json::Value| {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+            "name": format!("mcp__testkit__{tool}"), "arguments": args,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            },
+        }});
+        reqwest::Client::new()
+            .post(&served.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", format!("mcp__testkit__{tool}"))
+            .body(body.to_string())
+            .send()
+    };
+
+    // Sampling is what the tool needs: the call fails, and says why.
+    let response = within(call("sample", json!({"prompt": "2+2?"})))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let text = within(response.text()).await.unwrap();
+    let data = text
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap_or(&text);
+    let answer: serde_json::Value = serde_json::from_str(data).unwrap();
+    assert_eq!(answer["id"], 7, "{answer}");
+    assert_eq!(answer["error"]["code"], -32021, "{answer}");
+    assert_eq!(
+        answer["error"]["data"]["requiredCapabilities"],
+        json!({"sampling": {}}),
+        "{answer}"
+    );
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(r#"MCP server "testkit" asked sampling/createMessage"#),
+        "{message}"
+    );
+
+    // A form the client cannot be shown is declined for it, as for a
+    // session without elicitation, and the tool goes on with that.
+    let response = within(call("elicit", json!({"message": "Ship it?"})))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let text = within(response.text()).await.unwrap();
+    assert!(text.contains("action=decline"), "{text}");
     served.stop().await;
 }

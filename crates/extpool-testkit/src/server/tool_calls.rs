@@ -293,6 +293,7 @@ impl TestServer {
             }
             "sample" => self.sample(args.str("prompt")?, &context).await,
             "elicit" => {
+                counters.increment("elicit").map_err(state_error)?;
                 let form = json!({
                     "type": "object",
                     "properties": {"answer": {"type": "string", "description": "Your answer"}},

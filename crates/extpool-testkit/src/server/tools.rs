@@ -262,7 +262,8 @@ fn unannotated_builtin() -> Vec<Tool> {
         Tool::new(
             "elicit",
             "Asks the user (`elicitation/create`, a form with one string field `answer`) \
-             with `message`, and returns `action=<accept|decline|cancel>, content=<JSON>`",
+             with `message`, and returns `action=<accept|decline|cancel>, content=<JSON>`. \
+             Counts each call in counter \"elicit\"",
             schema(json!({"message": string("What to ask the user")}), &["message"]),
         ),
     ]
