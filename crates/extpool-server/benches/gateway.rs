@@ -10,6 +10,7 @@
 //! ceiling, printed in the same run —, the testkit server on rmcp's own
 //! streamable HTTP (one HTTP hop with nothing behind it), extpool's
 //! `Gateway::serve_http` in its own process (what `extpool serve` runs),
+//! also driven with 2026-07-28 requests (no session),
 //! `supergateway` and `mcp-proxy` from npm, a 30-line proxy on the
 //! TypeScript SDK, `mcp-proxy` and FastMCP's `as_proxy` from PyPI, and
 //! ContextForge's stdio bridge. Each MCP contender runs in front of two
@@ -32,7 +33,7 @@
 //! `EXTPOOL_BENCH_ONLY`. Knobs: `EXTPOOL_BENCH_ROUNDS` (2),
 //! `EXTPOOL_BENCH_MS` (2000: each level's measured time; 300 ms of
 //! warm-up before it), `EXTPOOL_BENCH_ONLY` (keys, e.g.
-//! `nginx,fixed,floor,extpool,supergateway`), `EXTPOOL_BENCH_UPSTREAMS`
+//! `nginx,fixed,floor,extpool,extpool-2026,supergateway`), `EXTPOOL_BENCH_UPSTREAMS`
 //! (`raw-echo,testkit`), `EXTPOOL_BENCH_IDLE` (`10000,100000`: open idle
 //! MCP sessions on extpool and on the testkit's rmcp HTTP, and the memory
 //! each adds; `0` skips it), `EXTPOOL_BENCH_VERBOSE` (show the contenders'
@@ -139,7 +140,7 @@ fn run_one(
     length: Duration,
 ) -> Vec<Sample> {
     let served = contenders::start(c, upstream, config);
-    let target = loadgen::open(served.addr, "/mcp", "echo", c.is_fixed());
+    let target = loadgen::open(served.addr, "/mcp", "echo", c.is_fixed(), c.is_stateless());
     let key = if c.is_floor() { "none" } else { upstream.key() };
     LEVELS
         .iter()

@@ -76,7 +76,8 @@ impl Stand {
         Self(std::sync::OnceLock::new())
     }
 
-    fn peer(&self) -> Peer<RoleServer> {
+    /// The stand-in peer (made the first time).
+    pub(crate) fn peer(&self) -> Peer<RoleServer> {
         self.0
             .get_or_init(|| {
                 let transport = (

@@ -31,7 +31,7 @@ use crate::passthrough;
 use crate::sessions::OpenSession;
 use crate::skills;
 
-mod calls;
+pub(crate) mod calls;
 mod login;
 mod task_extension;
 mod tasks;

@@ -241,21 +241,14 @@ where
                 let owner = crate::identity::owner_of(&principal);
                 initialize(shared, endpoint, &message, owner, request, make, serve).await
             }
-            None => {
-                if let Some(body) = &stateless_body
-                    && let Some(answer) = crate::standard_headers::refusal(
-                        request.headers(),
-                        body,
-                        message.id.as_ref(),
-                        make,
-                        &principal,
-                    )
-                    .await
-                {
-                    return answer;
+            None => match &stateless_body {
+                Some(body) => {
+                    let id = message.id.as_ref();
+                    crate::inline::stateless(shared, request, body, id, make, &principal, serve)
+                        .await
                 }
-                serve(request).await
-            }
+                None => serve(request).await,
+            },
         }
     };
     let stopped = || match &message.id {

@@ -54,9 +54,11 @@ use crate::relay::InlineRelay;
 
 mod headers;
 mod replay;
+mod stateless;
 
 pub(crate) use headers::{accepted, json_body};
 pub(crate) use replay::listen;
+pub(crate) use stateless::serve as stateless;
 
 use headers::plain_headers;
 
@@ -72,6 +74,18 @@ const GRACE: std::time::Duration = std::time::Duration::from_millis(20);
 /// [`GRACE`], or `None` with a state store (only an answer ready at once).
 fn grace(session: &InlineSession) -> Option<std::time::Duration> {
     session.handler.shared().sessions.is_none().then_some(GRACE)
+}
+
+/// How long a request's answer waits for what comes first of its call
+/// before it is sent as a stream.
+enum Wait {
+    /// At most this long (a session's request: [`grace`]).
+    Grace(std::time::Duration),
+    /// Not at all: only what is ready when first polled.
+    None,
+    /// Until it comes: a 2026-07-28 request's answer's HTTP status is its
+    /// first message's ([`stateless::status_of`]).
+    Whole,
 }
 
 /// How many log messages and requests of one call may wait for its
@@ -104,6 +118,8 @@ pub(crate) struct InlineSession {
     next_ask: AtomicU64,
     /// The answers made as streams, for a client that resumes one.
     replays: replay::Replays,
+    /// The session of one 2026-07-28 request ([`stateless`]).
+    stateless: bool,
 }
 
 impl std::fmt::Debug for InlineSession {
@@ -115,6 +131,30 @@ impl std::fmt::Debug for InlineSession {
 }
 
 impl InlineSession {
+    /// The stand-in session of one 2026-07-28 request, which has none:
+    /// `handler` answers it, and nothing reaches its client but the
+    /// answer (`peer` is the gateway's stand-in).
+    fn of_request(handler: GatewayHandler, peer: Peer<RoleServer>) -> Arc<Self> {
+        Arc::new(InlineSession {
+            handler,
+            client: crate::client_peer::ClientPeer::Rmcp(peer.clone()),
+            peer,
+            in_flight: Mutex::new(HashMap::new()),
+            asked: Mutex::new(HashMap::new()),
+            next_ask: AtomicU64::new(0),
+            replays: replay::Replays::default(),
+            stateless: true,
+        })
+    }
+
+    /// How long this session's answers wait for what comes first.
+    fn wait(&self) -> Wait {
+        if self.stateless {
+            return Wait::Whole;
+        }
+        grace(self).map_or(Wait::None, Wait::Grace)
+    }
+
     /// Cancels the request answered here whose id is `request_id` (the
     /// `requestId` of the client's `notifications/cancelled`), if any.
     pub(crate) fn cancel(&self, request_id: &Value) {
@@ -280,6 +320,7 @@ impl Registration {
             asked: Mutex::new(HashMap::new()),
             next_ask: AtomicU64::new(0),
             replays: replay::Replays::default(),
+            stateless: false,
         }));
     }
 
@@ -434,11 +475,14 @@ async fn dispatch(
     };
     let (outbox_tx, messages) = mpsc::channel(OUTBOX_QUEUE);
     let (progress_tx, progress) = mpsc::channel(PROGRESS_QUEUE);
-    let level = session
-        .handler
-        .session_parts()
-        .map(|(_, _, level)| level.clone())
-        .unwrap_or_default();
+    let level = match crate::handler::calls::request_log_level(request.get_meta()) {
+        Some(rank) => Arc::new(std::sync::atomic::AtomicUsize::new(rank)),
+        None => session
+            .handler
+            .session_parts()
+            .map(|(_, _, level)| level.clone())
+            .unwrap_or_default(),
+    };
     let client = InlineClient {
         session: session.clone(),
         outbox: outbox_tx,
@@ -472,13 +516,17 @@ async fn dispatch(
             token,
         },
     };
-    let first = match grace(session) {
-        Some(grace) => tokio::time::timeout(grace, running.first()).await.ok(),
+    let first = match session.wait() {
+        Wait::Grace(grace) => tokio::time::timeout(grace, running.first()).await.ok(),
         // Ready when first polled, or not at all (a timer's resolution
         // would let a quick call pass).
-        None => futures::FutureExt::now_or_never(running.first()),
+        Wait::None => futures::FutureExt::now_or_never(running.first()),
+        Wait::Whole => Some(running.first().await),
     };
     match first {
+        Some(First::Answer(answer)) if session.stateless => {
+            with_status(json(&answer), stateless::status_of(&answer))
+        }
         Some(First::Answer(answer)) => json(&answer),
         Some(First::Before(before)) => stream(session, Some(before), running),
         None => stream(session, None, running),
@@ -586,6 +634,14 @@ impl Running {
             },
         }
     }
+}
+
+/// `response` with HTTP status `status`.
+fn with_status(mut response: Response, status: StatusCode) -> Response {
+    if response.status() == StatusCode::OK {
+        *response.status_mut() = status;
+    }
+    response
 }
 
 /// The answer as `application/json`.

@@ -32,13 +32,13 @@ const BASE64_SUFFIX: &str = "?=";
 /// The answer to a 2026-07-28 request or notification without a session
 /// (`body`, already checked) whose standard headers do not say what its
 /// body says; `None` when they do. For a `tools/call` the called tool's
-/// schema is looked up in the table `principal` calls in (the handler
-/// `make` makes), for its `Mcp-Param-*` headers.
+/// schema is looked up in the table `principal` calls in (through
+/// `handler`, the request's), for its `Mcp-Param-*` headers.
 pub(crate) async fn refusal(
     headers: &HeaderMap,
     body: &[u8],
     id: Option<&Value>,
-    make: crate::front::MakeHandler,
+    handler: Option<&crate::handler::GatewayHandler>,
     principal: &Arc<Principal>,
 ) -> Option<Response> {
     #[derive(serde::Deserialize)]
@@ -55,12 +55,9 @@ pub(crate) async fn refusal(
         .and_then(|p| p.get("name"))
         .and_then(Value::as_str)
         .filter(|_| method == "tools/call");
-    let schema = match tool {
-        Some(name) => match make().await {
-            Ok(handler) => handler.header_schema(name, principal).await,
-            Err(_) => None,
-        },
-        None => None,
+    let schema = match (tool, handler) {
+        (Some(name), Some(handler)) => handler.header_schema(name, principal).await,
+        _ => None,
     };
     let why = check(headers, &method, params, schema.as_ref()).err()?;
     Some(crate::inbound::rpc_error(

@@ -76,6 +76,9 @@ pub enum Contender {
     /// The same gateway exporting its traces over OTLP to a collector that
     /// is down (a closed port): what tracing costs when it cannot send.
     ExtpoolOtlp,
+    /// The same gateway driven with 2026-07-28 requests (no session, each
+    /// with its `_meta` and the era's headers).
+    Extpool2026,
     /// `supergateway` (npm), stdio → streamable HTTP, stateful.
     Supergateway,
     /// `mcp-proxy` (npm, punkpeye; on the TypeScript SDK 2.x packages).
@@ -91,12 +94,13 @@ pub enum Contender {
 }
 
 /// Every contender, in the order each round runs them.
-pub const ALL: [Contender; 11] = [
+pub const ALL: [Contender; 12] = [
     Contender::Nginx,
     Contender::Fixed,
     Contender::Floor,
     Contender::Extpool,
     Contender::ExtpoolOtlp,
+    Contender::Extpool2026,
     Contender::Supergateway,
     Contender::McpProxyNpm,
     Contender::SdkProxy,
@@ -114,6 +118,7 @@ impl Contender {
             Self::Floor => "testkit on rmcp HTTP (no hop)",
             Self::Extpool => "extpool serve",
             Self::ExtpoolOtlp => "extpool serve, OTLP collector down",
+            Self::Extpool2026 => "extpool serve, 2026-07-28 requests",
             Self::Supergateway => "supergateway",
             Self::McpProxyNpm => "mcp-proxy (npm)",
             Self::SdkProxy => "TS SDK proxy (30 lines)",
@@ -131,6 +136,7 @@ impl Contender {
             Self::Floor => "floor",
             Self::Extpool => "extpool",
             Self::ExtpoolOtlp => "extpool-otlp",
+            Self::Extpool2026 => "extpool-2026",
             Self::Supergateway => "supergateway",
             Self::McpProxyNpm => "mcp-proxy-npm",
             Self::SdkProxy => "sdk-proxy",
@@ -144,7 +150,12 @@ impl Contender {
     pub fn is_peer(self) -> bool {
         !matches!(
             self,
-            Self::Nginx | Self::Fixed | Self::Floor | Self::Extpool | Self::ExtpoolOtlp
+            Self::Nginx
+                | Self::Fixed
+                | Self::Floor
+                | Self::Extpool
+                | Self::ExtpoolOtlp
+                | Self::Extpool2026
         )
     }
 
@@ -157,6 +168,11 @@ impl Contender {
     /// Answers every request with one body: no session, no tool list.
     pub fn is_fixed(self) -> bool {
         matches!(self, Self::Nginx | Self::Fixed)
+    }
+
+    /// Driven with 2026-07-28 requests, without a session.
+    pub fn is_stateless(self) -> bool {
+        self == Self::Extpool2026
     }
 }
 
@@ -307,7 +323,7 @@ pub fn start(contender: Contender, which: Upstream, gateway_config: &Path) -> Se
                 .arg(format!("127.0.0.1:{port}"));
             c
         }
-        Contender::Extpool | Contender::ExtpoolOtlp => {
+        Contender::Extpool | Contender::ExtpoolOtlp | Contender::Extpool2026 => {
             let mut c = Command::new(std::env::current_exe().expect("the bench binary"));
             c.env(GATEWAY_CONFIG_ENV, gateway_config)
                 .env(GATEWAY_PORT_ENV, port.to_string())

@@ -1,9 +1,10 @@
 //! The load generator: raw HTTP/1.1 on hyper's client connections, one
 //! current-thread runtime on a thread of its own, every request body built
 //! before the clock starts. It opens one session-era MCP session
-//! (`initialize`, `notifications/initialized`) and then drives `tools/call`
-//! on N keep-alive connections, each with one call in flight (a closed
-//! loop, as wrk does). Its own cost per call is printed beside every
+//! (`initialize`, `notifications/initialized`), or none for 2026-07-28
+//! requests (each carries its `_meta` and the era's headers), and then
+//! drives `tools/call` on N keep-alive connections, each with one call in
+//! flight (a closed loop, as wrk does). Its own cost per call is printed beside every
 //! figure (the thread's CPU time over the calls it made), and its ceiling
 //! is the fixed-body server's row of the same run.
 
@@ -19,6 +20,8 @@ use serde_json::{Value, json};
 
 /// The protocol version the load generator asks for (session era).
 pub const PROTOCOL: &str = "2025-11-25";
+/// The protocol version of its requests without a session.
+pub const STATELESS_PROTOCOL: &str = "2026-07-28";
 /// How many pre-built bodies each connection cycles through (distinct ids).
 const RING: usize = 8;
 
@@ -31,6 +34,8 @@ pub struct Target {
     pub session: Option<String>,
     /// The tool the calls name.
     pub tool: String,
+    /// Requests of the 2026-07-28 era, without a session.
+    pub stateless: bool,
 }
 
 /// One level's figures: latencies, wall time and the generator's CPU.
@@ -76,16 +81,34 @@ async fn connect(addr: SocketAddr) -> SendRequest<Full<Bytes>> {
     sender
 }
 
-fn request(target: &Target, body: Bytes) -> Request<Full<Bytes>> {
+/// A POST of `body`, a request of `method` (`tools/call` names the
+/// target's tool), with the headers of the target's era.
+fn request(target: &Target, method: &str, body: Bytes) -> Request<Full<Bytes>> {
     let mut r = Request::post(target.path.as_str())
         .header(hyper::header::HOST, target.addr.to_string())
         .header(hyper::header::CONTENT_TYPE, "application/json")
-        .header(hyper::header::ACCEPT, "application/json, text/event-stream")
-        .header("mcp-protocol-version", PROTOCOL);
+        .header(hyper::header::ACCEPT, "application/json, text/event-stream");
+    if target.stateless {
+        r = r
+            .header("mcp-protocol-version", STATELESS_PROTOCOL)
+            .header("mcp-method", method);
+        if method == "tools/call" {
+            r = r.header("mcp-name", target.tool.as_str());
+        }
+    } else {
+        r = r.header("mcp-protocol-version", PROTOCOL);
+    }
     if let Some(id) = &target.session {
         r = r.header("mcp-session-id", id.as_str());
     }
     r.body(Full::new(body)).expect("a request")
+}
+
+/// The `_meta` every 2026-07-28 request carries.
+fn stateless_meta() -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": STATELESS_PROTOCOL,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "extpool-bench-loadgen", "version": "1"}})
 }
 
 /// The JSON-RPC message in an answer: the body itself, or the `data:` of
@@ -114,8 +137,9 @@ async fn post(
     body: Value,
 ) -> (StatusCode, hyper::HeaderMap, Bytes) {
     sender.ready().await.expect("connection ready");
+    let method = body["method"].as_str().unwrap_or_default().to_owned();
     let response = sender
-        .send_request(request(target, Bytes::from(body.to_string())))
+        .send_request(request(target, &method, Bytes::from(body.to_string())))
         .await
         .expect("an answer");
     let (parts, body) = response.into_parts();
@@ -123,15 +147,17 @@ async fn post(
     (parts.status, parts.headers, bytes)
 }
 
-/// Opens a session-era session on `addr` + `path` and finds the tool whose
-/// name is `tool` or ends in `__tool`; `fixed` skips both (a server that
-/// answers every request with one body has neither).
-pub fn open(addr: SocketAddr, path: &str, tool: &str, fixed: bool) -> Target {
+/// Opens a session-era session on `addr` + `path` (none when `stateless`:
+/// 2026-07-28 requests) and finds the tool whose name is `tool` or ends in
+/// `__tool`; `fixed` skips both (a server that answers every request with
+/// one body has neither).
+pub fn open(addr: SocketAddr, path: &str, tool: &str, fixed: bool, stateless: bool) -> Target {
     let mut target = Target {
         addr,
         path: path.to_owned(),
         session: None,
         tool: tool.to_owned(),
+        stateless,
     };
     if fixed {
         return target;
@@ -140,16 +166,20 @@ pub fn open(addr: SocketAddr, path: &str, tool: &str, fixed: bool) -> Target {
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async {
         let mut sender = connect(addr).await;
-        let (status, headers, body) = post(&mut sender, &target, initialize()).await;
-        assert!(status.is_success(), "initialize: {status} {body:?}");
-        target.session = headers
-            .get("mcp-session-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let (status, _, body) = post(&mut sender, &target, initialized).await;
-        assert!(status.is_success(), "initialized: {status} {body:?}");
-        let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+        let mut list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+        if stateless {
+            list["params"] = json!({"_meta": stateless_meta()});
+        } else {
+            let (status, headers, body) = post(&mut sender, &target, initialize()).await;
+            assert!(status.is_success(), "initialize: {status} {body:?}");
+            target.session = headers
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+            let (status, _, body) = post(&mut sender, &target, initialized).await;
+            assert!(status.is_success(), "initialized: {status} {body:?}");
+        }
         let (_, _, body) = post(&mut sender, &target, list).await;
         let list = message(&body).unwrap_or_else(|| panic!("tools/list: {body:?}"));
         let suffix = format!("__{tool}");
@@ -171,10 +201,13 @@ fn bodies(target: &Target, c: usize, conns: usize) -> Vec<Bytes> {
     (0..RING)
         .map(|j| {
             let id = 100 + c + conns * j;
+            let mut params = json!({"name": target.tool, "arguments": {"message": "ping"}});
+            if target.stateless {
+                params["_meta"] = stateless_meta();
+            }
             Bytes::from(
-                json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                    "params": {"name": target.tool, "arguments": {"message": "ping"}}})
-                .to_string(),
+                json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+                    .to_string(),
             )
         })
         .collect()
@@ -197,7 +230,7 @@ async fn connection(
     let mut failures = 0;
     let mut i = 0;
     while Instant::now() < deadline {
-        let req = request(target, ring[i % RING].clone());
+        let req = request(target, "tools/call", ring[i % RING].clone());
         i += 1;
         let t = Instant::now();
         if sender.ready().await.is_err() {
@@ -283,6 +316,7 @@ pub fn open_sessions(addr: SocketAddr, path: &str, n: usize, conns: usize) -> us
                         path: path.clone(),
                         session: None,
                         tool: String::new(),
+                        stateless: false,
                     };
                     let (status, headers, _) = post(&mut sender, &target, initialize()).await;
                     target.session = headers

@@ -127,30 +127,11 @@ impl GatewayHandler {
         name: String,
         server: String,
     ) -> Result<CallToolResponse, ErrorData> {
-        match table.row(&name).and_then(|row| row.builtin) {
-            Some(BuiltinTool::ToolSearch) => {
-                let default = extpool_host::DeferralConfig::default();
-                let config = self.shared.options.tool_search.as_ref().unwrap_or(&default);
-                let args = request.arguments.unwrap_or_default();
-                let (result, loaded) =
-                    crate::tool_search::search(config, table, &self.connection.loaded, &args)?;
-                if loaded && self.has_session() {
-                    let changed = rmcp::model::ServerNotification::ToolListChangedNotification(
-                        rmcp::model::ToolListChangedNotification::default(),
-                    );
-                    let _ = self.client_peer(&context).notify(changed).await;
-                }
-                return Ok(result.into());
-            }
-            Some(tool) => {
-                if let Some(result) =
-                    crate::source_tools::call(&self.shared, self.durable.as_ref(), principal, tool)
-                        .await
-                {
-                    return result.map(Into::into);
-                }
-            }
-            None => {}
+        if let Some(answer) = self
+            .call_builtin(&request, &context, table, principal, &name)
+            .await
+        {
+            return answer;
         }
         self.shared.metrics.principal_call(&principal.label());
         self.within_rate(principal, &name)?;
@@ -166,59 +147,27 @@ impl GatewayHandler {
         let args = request.arguments.unwrap_or_default();
         let started = Instant::now();
         let digest_args = self.shared.audit.is_some().then(|| args.clone());
-        // A per-user server's call may log its caller in and run again.
-        let again = (round.is_none() && self.shared.host.caller_login(&server, None).is_some())
-            .then(|| args.clone());
-        let mut declined = None;
-        let mut called = match &round {
-            Some(round) => {
-                match self
-                    .run_in_rounds(table, principal, &name, args, round, &context)
-                    .await?
-                {
-                    Next::Done {
-                        outcome,
-                        declined: d,
-                    } => {
-                        declined = d;
-                        Some(outcome)
-                    }
-                    Next::Cancelled => None,
-                    Next::Asking(asked) => {
-                        self.shared
-                            .metrics
-                            .record_call(&server, &name, started.elapsed(), false);
-                        self.audit(
-                            principal,
-                            table,
-                            &name,
-                            digest_args.as_ref(),
-                            "input_required",
-                            &[],
-                            started,
-                        );
-                        return Ok(asked.into());
-                    }
-                }
+        let call = (table, principal, name.as_str(), server.as_str());
+        let (called, declined) = match self.execute(call, args, round.as_ref(), &context).await? {
+            Next::Done { outcome, declined } => (Some(outcome), declined),
+            Next::Cancelled => (None, None),
+            Next::Asking(asked) => {
+                self.shared
+                    .metrics
+                    .record_call(&server, &name, started.elapsed(), false);
+                let digest = digest_args.as_ref();
+                self.audit(
+                    principal,
+                    table,
+                    &name,
+                    digest,
+                    "input_required",
+                    &[],
+                    started,
+                );
+                return Ok(asked.into());
             }
-            None => self.run(table, principal, &name, args, &context).await,
         };
-        let needs_login = matches!(
-            &called,
-            Some(GuardedCall {
-                outcome: Err(HostError::ServerFailed { .. }),
-                ..
-            })
-        );
-        if let Some(args) = again
-            && needs_login
-            && self
-                .log_in_through_client(&context, principal, &server)
-                .await
-        {
-            let table = self.table_for(&std::sync::Arc::new(principal.clone()));
-            called = self.run(&table, principal, &name, args, &context).await;
-        }
         let (outcome, verdicts) = match called {
             Some(GuardedCall {
                 outcome,
@@ -232,18 +181,8 @@ impl GatewayHandler {
             outcome => settle(outcome, self.session_id()),
         };
         let failed = !matches!(&result, Ok(r) if r.is_error != Some(true));
-        // An upstream asked what the client did not declare, and the call
-        // failed without it: say what it lacked (SEP-2575).
-        if failed
-            && let Some(method) = declined
-            && let Some(needed) = relay::capability_for(&method)
-        {
-            let mut error = ErrorData::missing_required_client_capability(needed);
-            error.message = format!(
-                "Missing required client capability: MCP server \"{server}\" asked {method} during this call, which the request's _meta (io.modelcontextprotocol/clientCapabilities) does not declare"
-            )
-            .into();
-            result = Err(error);
+        if failed && let Some(lacking) = declined.and_then(|m| missing_capability(&server, &m)) {
+            result = Err(lacking);
         }
         self.shared
             .metrics
@@ -261,6 +200,87 @@ impl GatewayHandler {
             return relay::input_required(asked).map(Into::into);
         }
         result.map(Into::into)
+    }
+
+    /// Answers a call of one of the gateway's own tools (the tool search,
+    /// the session tools); `None` for any other tool.
+    async fn call_builtin(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        table: &Arc<ToolTable>,
+        principal: &Principal,
+        name: &str,
+    ) -> Option<Result<CallToolResponse, ErrorData>> {
+        match table.row(name).and_then(|row| row.builtin)? {
+            BuiltinTool::ToolSearch => {
+                let default = extpool_host::DeferralConfig::default();
+                let config = self.shared.options.tool_search.as_ref().unwrap_or(&default);
+                let args = request.arguments.clone().unwrap_or_default();
+                let (result, loaded) =
+                    match crate::tool_search::search(config, table, &self.connection.loaded, &args)
+                    {
+                        Ok(found) => found,
+                        Err(e) => return Some(Err(e)),
+                    };
+                if loaded && self.has_session() {
+                    let changed = rmcp::model::ServerNotification::ToolListChangedNotification(
+                        rmcp::model::ToolListChangedNotification::default(),
+                    );
+                    let _ = self.client_peer(context).notify(changed).await;
+                }
+                Some(Ok(result.into()))
+            }
+            tool => crate::source_tools::call(&self.shared, self.durable.as_ref(), principal, tool)
+                .await
+                .map(|result| result.map(Into::into)),
+        }
+    }
+
+    /// Runs `call` (its table, caller, tool and server) with `args`: in
+    /// input rounds for a client that takes them; else once, and once more
+    /// after logging its caller in to a per-user server that needs it.
+    async fn execute(
+        &self,
+        (table, principal, name, server): (&Arc<ToolTable>, &Principal, &str, &str),
+        args: serde_json::Map<String, serde_json::Value>,
+        round: Option<&Arc<InputRound>>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Next<GuardedCall>, ErrorData> {
+        if let Some(round) = round {
+            return self
+                .run_in_rounds(table, principal, name, args, round, context)
+                .await;
+        }
+        // A per-user server's call may log its caller in and run again.
+        let again = self
+            .shared
+            .host
+            .caller_login(server, None)
+            .is_some()
+            .then(|| args.clone());
+        let mut called = self.run(table, principal, name, args, context).await;
+        let needs_login = matches!(
+            &called,
+            Some(GuardedCall {
+                outcome: Err(HostError::ServerFailed { .. }),
+                ..
+            })
+        );
+        if let Some(args) = again
+            && needs_login
+            && self.log_in_through_client(context, principal, server).await
+        {
+            let table = self.table_for(&std::sync::Arc::new(principal.clone()));
+            called = self.run(&table, principal, name, args, context).await;
+        }
+        Ok(match called {
+            Some(outcome) => Next::Done {
+                outcome,
+                declined: None,
+            },
+            None => Next::Cancelled,
+        })
     }
 
     /// Runs the call of a client that takes input rounds: what an upstream
@@ -318,15 +338,10 @@ impl GatewayHandler {
     /// log message (SEP-2575); a session's requests get what its
     /// `logging/setLevel` asked for.
     fn log_level_of(&self, context: &RequestContext<RoleServer>) -> Arc<AtomicUsize> {
-        if !takes_input_rounds(context) {
-            return self.connection.log_level.clone();
+        match request_log_level(&context.meta) {
+            Some(rank) => Arc::new(AtomicUsize::new(rank)),
+            None => self.connection.log_level.clone(),
         }
-        let rank = context
-            .meta
-            .log_level()
-            .and_then(|level| log_level_rank(&crate::passthrough::level_word(level)))
-            .unwrap_or(usize::MAX);
-        Arc::new(AtomicUsize::new(rank))
     }
 
     /// A token of each of `principal`'s buckets a call of `name` takes, or
@@ -431,6 +446,36 @@ impl GatewayHandler {
             log.write(&record);
         }
     }
+}
+
+/// The least severe level of the log messages a 2026-07-28 request with
+/// `meta` gets (a rank of [`extpool_host::passthrough::LOG_LEVELS`]): the
+/// one its `_meta` says (`io.modelcontextprotocol/logLevel`), none without
+/// one (`usize::MAX`; SEP-2575); `None` for a request of an earlier era,
+/// whose session's `logging/setLevel` says it.
+pub(crate) fn request_log_level(meta: &rmcp::model::RequestMetaObject) -> Option<usize> {
+    if !meta
+        .protocol_version()
+        .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28)
+    {
+        return None;
+    }
+    let rank = meta
+        .log_level()
+        .and_then(|level| log_level_rank(&crate::passthrough::level_word(level)));
+    Some(rank.unwrap_or(usize::MAX))
+}
+
+/// The error of a call that failed after `server` asked `method`, which
+/// the client did not declare: `-32021` naming the capability it lacked
+/// (SEP-2575); `None` for a method no capability covers.
+fn missing_capability(server: &str, method: &str) -> Option<ErrorData> {
+    let mut error = ErrorData::missing_required_client_capability(relay::capability_for(method)?);
+    error.message = format!(
+        "Missing required client capability: MCP server \"{server}\" asked {method} during this call, which the request's _meta (io.modelcontextprotocol/clientCapabilities) does not declare"
+    )
+    .into();
+    Some(error)
 }
 
 /// The result the client gets for a call's outcome, and the audit word.

@@ -1,0 +1,250 @@
+//! The rounds with in-memory calls: held, answered, refused, expired.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::*;
+
+const FORM: &str = "elicitation/create";
+
+/// Sets its flag when dropped: the call it lives in was cancelled or ended.
+struct Dropped(Arc<AtomicBool>);
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+fn question(n: usize) -> Value {
+    json!({"message": format!("question {n}"), "requestedSchema": {"type": "object", "properties": {}}})
+}
+
+/// A call of `client` that asks `n` questions one after the other and
+/// ends with their answers; `dropped` is set when it ends or is dropped.
+fn asking(
+    client: Arc<RoundClient>,
+    n: usize,
+    dropped: Arc<AtomicBool>,
+) -> BoxFuture<'static, Vec<Result<Value, String>>> {
+    Box::pin(async move {
+        let _dropped = Dropped(dropped);
+        let mut answers = Vec::new();
+        for i in 1..=n {
+            answers.push(client.request(FORM, question(i)).await);
+        }
+        answers
+    })
+}
+
+fn elicitation() -> ClientCapabilities {
+    serde_json::from_value(json!({"elicitation": {}})).unwrap()
+}
+
+async fn started(
+    rounds: &Rounds<Vec<Result<Value, String>>>,
+    owner: &str,
+    n: usize,
+) -> (
+    Result<Next<Vec<Result<Value, String>>>, ErrorData>,
+    Arc<AtomicBool>,
+) {
+    let (client, questions) = RoundClient::new(None, elicitation());
+    let dropped = Arc::new(AtomicBool::new(false));
+    let call = asking(client, n, dropped.clone());
+    let next = rounds
+        .start(
+            call,
+            questions,
+            owner.into(),
+            "t".into(),
+            &CancellationToken::new(),
+        )
+        .await;
+    (next, dropped)
+}
+
+/// The key, state and question message of a round.
+fn asked(next: Result<Next<Vec<Result<Value, String>>>, ErrorData>) -> (String, String, Value) {
+    let Ok(Next::Asking(round)) = next else {
+        panic!("not a round");
+    };
+    let requests = round.input_requests.unwrap();
+    assert_eq!(requests.len(), 1);
+    let (key, request) = requests.into_iter().next().unwrap();
+    let request = serde_json::to_value(request).unwrap();
+    assert_eq!(request["method"], FORM, "{request}");
+    (
+        key,
+        round.request_state.unwrap(),
+        request["params"]["message"].clone(),
+    )
+}
+
+fn answer(key: &str, value: Value) -> serde_json::Map<String, Value> {
+    json!({ key: value }).as_object().unwrap().clone()
+}
+
+#[tokio::test]
+async fn a_call_that_asks_is_held_until_its_caller_retries_with_the_answer() {
+    let rounds = Rounds::default();
+    let never = CancellationToken::new();
+    let (next, dropped) = started(&rounds, "alice", 2).await;
+    let (key, state, message) = asked(next);
+    assert!(
+        is_ours(&state) && state.len() == STATE_PREFIX.len() + 32,
+        "{state}"
+    );
+    assert_eq!((key.as_str(), message), ("input-1", json!("question 1")));
+
+    let accepted = answer(&key, json!({"action": "accept", "content": {"a": 1}}));
+    // Another caller's retry, or one of another tool, finds nothing.
+    let other = rounds
+        .resume(&state, Some(&accepted), "bob", "t", &never)
+        .await;
+    assert!(
+        other
+            .err()
+            .unwrap()
+            .message
+            .contains("names no call of yours")
+    );
+    let tool = rounds
+        .resume(&state, Some(&accepted), "alice", "u", &never)
+        .await;
+    assert!(
+        tool.err()
+            .unwrap()
+            .message
+            .contains("is of a call of t, not of u")
+    );
+    // A retry without the answer is asked again; one whose answer is
+    // not an object is refused. The round still waits after both.
+    let again = rounds.resume(&state, None, "alice", "t", &never).await;
+    assert_eq!(
+        asked(again),
+        (key.clone(), state.clone(), json!("question 1"))
+    );
+    let bad = rounds
+        .resume(
+            &state,
+            Some(&answer(&key, json!(12345))),
+            "alice",
+            "t",
+            &never,
+        )
+        .await;
+    assert!(
+        bad.err()
+            .unwrap()
+            .message
+            .contains("inputResponses.input-1 is not an object")
+    );
+
+    // The answer goes to the call, which asks its second question.
+    let next = rounds
+        .resume(&state, Some(&accepted), "alice", "t", &never)
+        .await;
+    let (key2, state2, message2) = asked(next);
+    assert_eq!((key2.as_str(), message2), ("input-2", json!("question 2")));
+    assert_ne!(state2, state);
+    let replay = rounds
+        .resume(&state, Some(&accepted), "alice", "t", &never)
+        .await;
+    assert!(replay.is_err(), "a state answered already is spent");
+
+    let declined = answer(&key2, json!({"action": "decline"}));
+    let Ok(Next::Done {
+        outcome,
+        declined: none,
+    }) = rounds
+        .resume(&state2, Some(&declined), "alice", "t", &never)
+        .await
+    else {
+        panic!("not done");
+    };
+    assert_eq!(
+        outcome,
+        vec![
+            Ok(json!({"action": "accept", "content": {"a": 1}})),
+            Ok(json!({"action": "decline"}))
+        ]
+    );
+    assert_eq!(none, None);
+    assert!(dropped.load(Ordering::SeqCst));
+    assert_eq!(rounds.waiting.lock().len(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_whose_caller_does_not_retry_in_time_is_cancelled() {
+    let rounds = Rounds::default();
+    let (next, dropped) = started(&rounds, "alice", 1).await;
+    let (key, state, _) = asked(next);
+    tokio::time::sleep(ROUND_TTL + Duration::from_secs(1)).await;
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the held call was cancelled"
+    );
+    let late = rounds
+        .resume(
+            &state,
+            Some(&answer(&key, json!({}))),
+            "alice",
+            "t",
+            &CancellationToken::new(),
+        )
+        .await;
+    assert!(
+        late.err()
+            .unwrap()
+            .message
+            .contains("waited more than 600 s")
+    );
+}
+
+#[tokio::test]
+async fn one_caller_holds_at_most_its_share_of_waiting_calls() {
+    let rounds = Rounds::default();
+    for _ in 0..MAX_WAITING_PER_OWNER {
+        asked(started(&rounds, "alice", 1).await.0);
+    }
+    let (refused, dropped) = started(&rounds, "alice", 1).await;
+    let message = refused.err().unwrap().message;
+    assert!(message.contains("16 of yours"), "{message}");
+    // An aborted task is dropped when the runtime next gets to it.
+    for _ in 0..100 {
+        if dropped.load(Ordering::SeqCst) {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the refused call was cancelled"
+    );
+    asked(started(&rounds, "bob", 1).await.0);
+}
+
+#[tokio::test]
+async fn a_call_that_asks_nothing_ends_in_the_request_and_says_what_was_declined() {
+    let rounds: Rounds<()> = Rounds::default();
+    let (client, questions) = RoundClient::new(None, elicitation());
+    assert!(client.accepts(FORM));
+    assert!(!client.accepts(extpool_host::mcp::handler::SAMPLING));
+    let call = Box::pin(async move {
+        client.declined(extpool_host::mcp::handler::SAMPLING);
+    });
+    let next = rounds
+        .start(
+            call,
+            questions,
+            "alice".into(),
+            "t".into(),
+            &CancellationToken::new(),
+        )
+        .await;
+    let Ok(Next::Done { declined, .. }) = next else {
+        panic!("not done");
+    };
+    assert_eq!(declined.as_deref(), Some("sampling/createMessage"));
+    assert_eq!(rounds.waiting.lock().len(), 0);
+}
