@@ -162,9 +162,9 @@ async fn skills_local_and_mcp_hosted_come_through_the_skills_extension_with_dige
     served.stop().await;
 }
 
-/// The body of a 2026-07-28 `tools/call` of `name` with `meta` beside the
-/// era's required `_meta` members, posted to `url` (its SSE text as sent).
-async fn call_2026_text(url: &str, name: &str, meta: serde_json::Value) -> String {
+/// A 2026-07-28 `tools/call` of `name` with `meta` beside the era's
+/// required `_meta` members, posted to `url`.
+async fn post_2026(url: &str, name: &str, meta: serde_json::Value) -> reqwest::Response {
     let mut meta_all = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
@@ -185,9 +185,54 @@ async fn call_2026_text(url: &str, name: &str, meta: serde_json::Value) -> Strin
         .header("mcp-name", name)
         .body(body.to_string())
         .send();
-    let response = within(response).await.unwrap();
+    within(response).await.unwrap()
+}
+
+/// The body of [`post_2026`]'s answer (its SSE text as sent, if a stream).
+async fn call_2026_text(url: &str, name: &str, meta: serde_json::Value) -> String {
+    let response = post_2026(url, name, meta).await;
     assert_eq!(response.status(), 200);
     within(response.text()).await.unwrap()
+}
+
+/// A 2026-07-28 request is answered in one JSON body when nothing comes
+/// before its result, and as an SSE stream when something does (the
+/// upstream's log messages, at the level its `_meta` asks).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_request_is_answered_as_json_unless_something_precedes_its_result() {
+    let state = StateDir::new();
+    let project = Project::new();
+    project.config(&crate::support::conformance_testkit_yaml("conf", &state));
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let content_type = |r: &reqwest::Response| {
+        r.headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+
+    let plain = post_2026(&served.url, "mcp__conf__test_simple_text", json!({})).await;
+    assert_eq!(plain.status(), 200);
+    assert_eq!(content_type(&plain), "application/json");
+    let answer: serde_json::Value = within(plain.json()).await.unwrap();
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"],
+        "This is a simple text response for testing.",
+        "{answer}"
+    );
+
+    let meta = json!({"io.modelcontextprotocol/logLevel": "info"});
+    let logged = post_2026(&served.url, "mcp__conf__test_tool_with_logging", meta).await;
+    assert_eq!(logged.status(), 200);
+    assert_eq!(content_type(&logged), "text/event-stream");
+    let text = within(logged.text()).await.unwrap();
+    let first_log = text.find("notifications/message").expect("log messages");
+    let result = text.find("Logging test completed").expect("the result");
+    assert!(first_log < result, "the log messages come first: {text}");
+    served.stop().await;
 }
 
 /// A 2026-07-28 request says the log level it wants in its `_meta`
