@@ -7,7 +7,8 @@
 //! ([`status_of`]: 400, 404), known before anything is sent.
 //!
 //! rmcp's transport still answers what is not plainly such a request —
-//! `server/discover`, `subscriptions/listen`, a notification, an answer —
+//! `subscriptions/listen` (a stream that stays open), a notification, an
+//! answer —
 //! and a request whose `_meta` or headers its checks would refuse (no
 //! `protocolVersion` or `clientCapabilities` in `_meta`, a version other
 //! than 2026-07-28 or than its header's, an `Accept` or `Content-Type` it
@@ -111,7 +112,7 @@ fn taken_here(
     use rmcp::model::ClientRequest as R;
     if matches!(
         request,
-        R::InitializeRequest(_) | R::DiscoverRequest(_) | R::SubscriptionsListenRequest(_)
+        R::InitializeRequest(_) | R::SubscriptionsListenRequest(_)
     ) {
         return None;
     }

@@ -219,8 +219,7 @@ async fn a_2026_request_is_answered_as_json_unless_something_precedes_its_result
     assert_eq!(answer["id"], 1, "{answer}");
     assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
     assert_eq!(
-        answer["result"]["content"][0]["text"],
-        "This is a simple text response for testing.",
+        answer["result"]["content"][0]["text"], "This is a simple text response for testing.",
         "{answer}"
     );
 
