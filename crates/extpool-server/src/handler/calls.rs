@@ -133,8 +133,17 @@ impl GatewayHandler {
         {
             return answer;
         }
-        self.shared.metrics.principal_call(&principal.label());
-        self.within_rate(principal, &name)?;
+        // A retry that answers a round of the gateway's goes on with a
+        // call made already: no new call to count or to limit.
+        let resumes = takes_input_rounds(&context)
+            && request
+                .request_state
+                .as_deref()
+                .is_some_and(input_rounds::is_ours);
+        if !resumes {
+            self.shared.metrics.principal_call(&principal.label());
+            self.within_rate(principal, &name)?;
+        }
         let _slot = self.enter_call()?;
         let round = takes_input_rounds(&context).then(|| {
             Arc::new(InputRound::new(

@@ -312,3 +312,57 @@ async fn a_2026_request_that_does_not_declare_what_an_upstream_asks_gets_minus_3
     assert!(text.contains("action=decline"), "{text}");
     served.stop().await;
 }
+
+/// Answering a round goes on with the call made already: a caller's rate
+/// limit counts the call once, not once a round.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_that_answers_a_round_is_not_a_new_call_for_the_rate_limit() {
+    let state = StateDir::new();
+    let project = Project::new();
+    project.config(&testkit_yaml("testkit", &state));
+    let options = GatewayOptions {
+        rate_limits: extpool_host::config::RateLimitsConfig {
+            calls_per_minute: Some(1),
+            burst: Some(1),
+            tools: Vec::new(),
+        },
+        ..GatewayOptions::default()
+    };
+    let served = Served::start(project, options).await;
+    let client = modern_with(&served.url, AnswersAll).await;
+    let elicit = || testkit_call("elicit", json!({"message": "Ship it?"}));
+
+    let CallToolResponse::InputRequired(asked) =
+        within(client.call_tool_once(elicit())).await.unwrap()
+    else {
+        panic!("not input_required");
+    };
+    let (key, _) = one_question(&asked);
+    let mut retry = elicit();
+    retry.request_state = asked.request_state.clone();
+    retry.input_responses = Some(
+        [(
+            key,
+            json!({"action": "accept", "content": {"answer": "ship"}}),
+        )]
+        .into_iter()
+        .collect(),
+    );
+    let CallToolResponse::Complete(done) = within(client.call_tool_once(retry)).await.unwrap()
+    else {
+        panic!("the retry was refused");
+    };
+    assert_eq!(
+        done.content[0].as_text().unwrap().text,
+        r#"action=accept, content={"answer":"ship"}"#
+    );
+
+    // A new call is a call: the minute's one was taken.
+    let refused = within(client.call_tool_once(elicit())).await.unwrap_err();
+    let rmcp::ServiceError::McpError(refused) = refused else {
+        panic!("{refused:?}");
+    };
+    assert_eq!(refused.code.0, -32029, "the rate limit: {refused:?}");
+    client.cancel().await.unwrap();
+    served.stop().await;
+}
