@@ -161,9 +161,7 @@ impl GatewayHandler {
             Next::Done { outcome, declined } => (Some(outcome), declined),
             Next::Cancelled => (None, None),
             Next::Asking(asked) => {
-                self.shared
-                    .metrics
-                    .record_call(&server, &name, started.elapsed(), false);
+                // Counted once, when it ends; the audit log has each round.
                 let digest = digest_args.as_ref();
                 self.audit(
                     principal,
