@@ -358,10 +358,12 @@ impl Gateway {
             options.max_sessions,
             options.session_idle_timeout,
         ));
+        let event_tag = crate::event_ids::replica_tag(replica.as_str());
         let shared = Arc::new(Shared {
             sessions,
             resume,
-            event_tag: crate::event_ids::replica_tag(replica.as_str()),
+            rounds: crate::input_rounds::Rounds::new(event_tag.clone()),
+            event_tag,
             replica,
             replica_health: crate::replica::StoreHealth::default(),
             identity: Arc::new(crate::identity::Identity::new(
@@ -386,7 +388,6 @@ impl Gateway {
             session_policy,
             subscriptions: Subscriptions::default(),
             tasks: Arc::default(),
-            rounds: crate::input_rounds::Rounds::default(),
             upstream_log_level: AtomicUsize::new(usize::MAX),
             instructions,
             next_session: AtomicU64::new(1),

@@ -11,15 +11,17 @@
 //!   does not is refused as for any client that does not take it, and kept
 //!   ([`RoundClient::declined`]), so a call that then fails is answered
 //!   `-32021`, naming the capability.
-//! - **Whose.** A state is 128 random bits after [`STATE_PREFIX`], bound
-//!   to the caller who was asked and to the tool: another caller's retry
-//!   with it, or one naming another tool, finds nothing. A state without
-//!   the prefix is an upstream's own, passed on to it as before.
+//! - **Whose.** A state is [`STATE_PREFIX`], the tag of the replica that
+//!   holds the call and 128 random bits, bound to the caller who was asked
+//!   and to the tool: another caller's retry with it, or one naming another
+//!   tool, finds nothing. A state without the prefix is an upstream's own,
+//!   passed on to it as before.
 //! - **Bounds.** A call waits [`ROUND_TTL`] for its client's retry, then is
 //!   cancelled; one caller has at most [`MAX_WAITING_PER_OWNER`] calls
 //!   waiting and the gateway [`MAX_WAITING`].
 //! - **Where.** The call is held by the replica that asked; a retry that
-//!   reaches another replica finds nothing there.
+//!   reaches another replica is told so (a client's retries must be routed
+//!   to the replica that answered it).
 //!
 //! A call that asks nothing runs in the request's task as before; only one
 //! that asks moves to a task of its own.
@@ -185,12 +187,17 @@ struct Waiting<T> {
 /// The calls waiting for their clients' answers, by request state.
 pub(crate) struct Rounds<T> {
     waiting: Arc<Mutex<HashMap<String, Waiting<T>>>>,
+    /// This replica's tag, in the states it gives.
+    replica: String,
 }
 
-impl<T> Default for Rounds<T> {
-    fn default() -> Self {
+impl<T> Rounds<T> {
+    /// The rounds of the replica tagged `replica`
+    /// ([`crate::event_ids::replica_tag`]).
+    pub(crate) fn new(replica: String) -> Self {
         Self {
             waiting: Arc::default(),
+            replica,
         }
     }
 }
@@ -203,8 +210,21 @@ impl<T> std::fmt::Debug for Rounds<T> {
     }
 }
 
-/// The answer to a retry whose state names no call of its caller.
-fn unknown_state() -> ErrorData {
+/// The answer to a retry whose state names no call of its caller here:
+/// one another replica gave (`tag` is not `ours`) says so.
+fn unknown_state(state: &str, ours: &str) -> ErrorData {
+    let tag = state
+        .strip_prefix(STATE_PREFIX)
+        .and_then(|rest| rest.split_once('-'))
+        .map(|(tag, _)| tag);
+    if let Some(tag) = tag.filter(|t| *t != ours && t.len() == ours.len()) {
+        return ErrorData::invalid_params(
+            format!(
+                "requestState names a call held by another replica of this gateway (replica {tag}; this is {ours}): a client's retries must reach the replica that asked"
+            ),
+            None,
+        );
+    }
     ErrorData::invalid_params(
         format!(
             "requestState names no call of yours waiting for input: it was answered already, it \
@@ -279,7 +299,7 @@ impl<T: Send + 'static> Rounds<T> {
                 _ => None,
             }
         }
-        .ok_or_else(unknown_state)?;
+        .ok_or_else(|| unknown_state(state, &self.replica))?;
         let answer = responses.and_then(|r| r.get(&waiting.key));
         let answer = match answer {
             Some(answer @ Value::Object(_)) => answer.clone(),
@@ -359,7 +379,7 @@ impl<T: Send + 'static> Rounds<T> {
                 ));
             }
         };
-        let state = new_state().ok_or_else(|| {
+        let state = new_state(&self.replica).ok_or_else(|| {
             ErrorData::internal_error("the gateway could not draw a request state", None)
         })?;
         call.asked += 1;
@@ -418,11 +438,12 @@ impl<T: Send + 'static> Rounds<T> {
     }
 }
 
-/// A new request state: the prefix and 128 random bits, hex.
-fn new_state() -> Option<String> {
+/// A new request state of replica `replica`: the prefix, its tag and 128
+/// random bits, hex.
+fn new_state(replica: &str) -> Option<String> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).ok()?;
-    Some(format!("{STATE_PREFIX}{}", hex::encode(bytes)))
+    Some(format!("{STATE_PREFIX}{replica}-{}", hex::encode(bytes)))
 }
 
 /// The round asking `request` under `key`, with `state`.

@@ -86,12 +86,12 @@ fn answer(key: &str, value: Value) -> serde_json::Map<String, Value> {
 
 #[tokio::test]
 async fn a_call_that_asks_is_held_until_its_caller_retries_with_the_answer() {
-    let rounds = Rounds::default();
+    let rounds = Rounds::new("0000000a".into());
     let never = CancellationToken::new();
     let (next, dropped) = started(&rounds, "alice", 2).await;
     let (key, state, message) = asked(next);
     assert!(
-        is_ours(&state) && state.len() == STATE_PREFIX.len() + 32,
+        is_ours(&state) && state.len() == STATE_PREFIX.len() + "0000000a-".len() + 32,
         "{state}"
     );
     assert_eq!((key.as_str(), message), ("input-1", json!("question 1")));
@@ -176,7 +176,7 @@ async fn a_call_that_asks_is_held_until_its_caller_retries_with_the_answer() {
 
 #[tokio::test(start_paused = true)]
 async fn a_call_whose_caller_does_not_retry_in_time_is_cancelled() {
-    let rounds = Rounds::default();
+    let rounds = Rounds::new("0000000a".into());
     let (next, dropped) = started(&rounds, "alice", 1).await;
     let (key, state, _) = asked(next);
     tokio::time::sleep(ROUND_TTL + Duration::from_secs(1)).await;
@@ -203,7 +203,7 @@ async fn a_call_whose_caller_does_not_retry_in_time_is_cancelled() {
 
 #[tokio::test]
 async fn one_caller_holds_at_most_its_share_of_waiting_calls() {
-    let rounds = Rounds::default();
+    let rounds = Rounds::new("0000000a".into());
     for _ in 0..MAX_WAITING_PER_OWNER {
         asked(started(&rounds, "alice", 1).await.0);
     }
@@ -226,7 +226,7 @@ async fn one_caller_holds_at_most_its_share_of_waiting_calls() {
 
 #[tokio::test]
 async fn a_call_that_asks_nothing_ends_in_the_request_and_says_what_was_declined() {
-    let rounds: Rounds<()> = Rounds::default();
+    let rounds: Rounds<()> = Rounds::new("0000000a".into());
     let (client, questions) = RoundClient::new(None, elicitation());
     assert!(client.accepts(FORM));
     assert!(!client.accepts(extpool_host::mcp::handler::SAMPLING));
@@ -247,4 +247,23 @@ async fn a_call_that_asks_nothing_ends_in_the_request_and_says_what_was_declined
     };
     assert_eq!(declined.as_deref(), Some("sampling/createMessage"));
     assert_eq!(rounds.waiting.lock().len(), 0);
+}
+
+#[tokio::test]
+async fn a_retry_that_reaches_another_replica_is_told_so() {
+    let here: Rounds<Vec<Result<Value, String>>> = Rounds::new("0000000a".into());
+    let there: Rounds<Vec<Result<Value, String>>> = Rounds::new("0000000b".into());
+    let (key, state, _) = asked(started(&here, "alice", 1).await.0);
+    assert!(state.starts_with("extpool-input-0000000a-"), "{state}");
+    let never = CancellationToken::new();
+    let elsewhere = there
+        .resume(&state, Some(&answer(&key, json!({}))), "alice", "t", &never)
+        .await;
+    let message = elsewhere.err().unwrap().message;
+    assert!(
+        message.contains(
+            "held by another replica of this gateway (replica 0000000a; this is 0000000b)"
+        ),
+        "{message}"
+    );
 }
