@@ -17,7 +17,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ElicitRequestParams,
     ElicitResult, ElicitationAction, Implementation, InputRequest,
 };
-use rmcp::service::{RequestContext, RoleClient};
+use rmcp::service::{RequestContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, ErrorData, ServiceExt};
 use serde_json::json;
@@ -164,21 +164,42 @@ fn one_question(asked: &rmcp::model::InputRequiredResult) -> (String, serde_json
     (key.clone(), serde_json::to_value(request).unwrap())
 }
 
+/// The testkit's `elicit` asking `Ship it?`.
+fn elicit() -> CallToolRequestParams {
+    testkit_call("elicit", json!({"message": "Ship it?"}))
+}
+
+/// `extpool serve` with `options` in front of the testkit server (stdio,
+/// session era), and a 2026-07-28 client of it that answers everything.
+async fn testkit_behind(
+    state: &StateDir,
+    options: GatewayOptions,
+) -> (Served, RunningService<RoleClient, AnswersAll>) {
+    let project = Project::new();
+    project.config(&testkit_yaml("testkit", state));
+    let served = Served::start(project, options).await;
+    let client = modern_with(&served.url, AnswersAll).await;
+    (served, client)
+}
+
+/// One `tools/call` of `call` that must be answered with a round.
+async fn round_of(
+    client: &RunningService<RoleClient, AnswersAll>,
+    call: CallToolRequestParams,
+) -> rmcp::model::InputRequiredResult {
+    match within(client.call_tool_once(call)).await.unwrap() {
+        CallToolResponse::InputRequired(asked) => asked,
+        other => panic!("not input_required: {other:?}"),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_era_upstreams_questions_reach_a_2026_client_as_input_rounds() {
     let state = StateDir::new();
-    let project = Project::new();
-    project.config(&testkit_yaml("testkit", &state));
-    let served = Served::start(project, GatewayOptions::default()).await;
-    let client = modern_with(&served.url, AnswersAll).await;
-    let elicit = || testkit_call("elicit", json!({"message": "Ship it?"}));
+    let (served, client) = testkit_behind(&state, GatewayOptions::default()).await;
 
     // One round by hand: the upstream's question, under the gateway's state.
-    let CallToolResponse::InputRequired(asked) =
-        within(client.call_tool_once(elicit())).await.unwrap()
-    else {
-        panic!("not input_required");
-    };
+    let asked = round_of(&client, elicit()).await;
     let (key, question) = one_question(&asked);
     assert_eq!(question["method"], "elicitation/create", "{question}");
     assert_eq!(question["params"]["message"], "Ship it?", "{question}");
@@ -188,11 +209,7 @@ async fn a_session_era_upstreams_questions_reach_a_2026_client_as_input_rounds()
     // A retry without the answer is asked the same again.
     let mut retry = elicit();
     retry.request_state = Some(state_given.clone());
-    let CallToolResponse::InputRequired(again) =
-        within(client.call_tool_once(retry.clone())).await.unwrap()
-    else {
-        panic!("not input_required again");
-    };
+    let again = round_of(&client, retry.clone()).await;
     assert_eq!(one_question(&again), (key.clone(), question));
     assert_eq!(again.request_state.as_deref(), Some(state_given.as_str()));
 
@@ -318,8 +335,6 @@ async fn a_2026_request_that_does_not_declare_what_an_upstream_asks_gets_minus_3
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_that_answers_a_round_is_not_a_new_call_for_the_rate_limit() {
     let state = StateDir::new();
-    let project = Project::new();
-    project.config(&testkit_yaml("testkit", &state));
     let options = GatewayOptions {
         rate_limits: extpool_host::config::RateLimitsConfig {
             calls_per_minute: Some(1),
@@ -328,15 +343,9 @@ async fn a_retry_that_answers_a_round_is_not_a_new_call_for_the_rate_limit() {
         },
         ..GatewayOptions::default()
     };
-    let served = Served::start(project, options).await;
-    let client = modern_with(&served.url, AnswersAll).await;
-    let elicit = || testkit_call("elicit", json!({"message": "Ship it?"}));
+    let (served, client) = testkit_behind(&state, options).await;
 
-    let CallToolResponse::InputRequired(asked) =
-        within(client.call_tool_once(elicit())).await.unwrap()
-    else {
-        panic!("not input_required");
-    };
+    let asked = round_of(&client, elicit()).await;
     let (key, _) = one_question(&asked);
     let mut retry = elicit();
     retry.request_state = asked.request_state.clone();
