@@ -667,7 +667,8 @@ pub(crate) fn json(answer: &ServerJsonRpcMessage) -> Response {
 /// The answer as a stream kept for resumes ([`replay`]): the priming
 /// event, `before` (what came first, if anything), what else the call
 /// sends, then its answer. The call goes on in a task of its own, so a
-/// client whose connection breaks finds the rest when it resumes.
+/// client whose connection breaks finds the rest when it resumes; a
+/// 2026-07-28 request's, which cannot be resumed, is cancelled then.
 fn stream(
     session: &Arc<InlineSession>,
     before: Option<ServerJsonRpcMessage>,
@@ -695,6 +696,27 @@ fn stream(
     };
     // The request's span goes on with the call, so what the call does
     // upstream stays a child of it.
-    tokio::spawn(tracing::Instrument::in_current_span(call));
-    replay.answer(0)
+    let task = tokio::spawn(tracing::Instrument::in_current_span(call));
+    let response = replay.answer(0);
+    if !session.stateless {
+        return response;
+    }
+    // A 2026-07-28 request's stream cannot be resumed: its call ends with
+    // it, when its client goes away.
+    let guard = AbortOnDrop(task);
+    let (parts, body) = response.into_parts();
+    let body = futures::StreamExt::map(body.into_data_stream(), move |chunk| {
+        let _ = &guard;
+        chunk
+    });
+    Response::from_parts(parts, Body::from_stream(body))
+}
+
+/// A task aborted when dropped.
+pub(crate) struct AbortOnDrop(pub(crate) tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

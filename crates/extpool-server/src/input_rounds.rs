@@ -39,6 +39,8 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::inline::AbortOnDrop;
+
 /// How the gateway's request states begin.
 pub(crate) const STATE_PREFIX: &str = "extpool-input-";
 /// How long a call waits for its client to retry with the answer.
@@ -160,15 +162,6 @@ struct Parked<T> {
     _task: AbortOnDrop,
     /// Numbers the call's questions (their keys).
     asked: u32,
-}
-
-/// A task aborted when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 /// A call waiting for its client's answer to `ask`.

@@ -165,6 +165,16 @@ async fn skills_local_and_mcp_hosted_come_through_the_skills_extension_with_dige
 /// A 2026-07-28 `tools/call` of `name` with `meta` beside the era's
 /// required `_meta` members, posted to `url`.
 async fn post_2026(url: &str, name: &str, meta: serde_json::Value) -> reqwest::Response {
+    post_2026_with(url, name, json!({}), meta).await
+}
+
+/// [`post_2026`] with `arguments`.
+async fn post_2026_with(
+    url: &str,
+    name: &str,
+    arguments: serde_json::Value,
+    meta: serde_json::Value,
+) -> reqwest::Response {
     let mut meta_all = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
@@ -175,7 +185,7 @@ async fn post_2026(url: &str, name: &str, meta: serde_json::Value) -> reqwest::R
         .unwrap()
         .extend(meta.as_object().cloned().unwrap_or_default());
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": name, "arguments": {}, "_meta": meta_all}});
+        "params": {"name": name, "arguments": arguments, "_meta": meta_all}});
     let response = reqwest::Client::new()
         .post(url)
         .header("content-type", "application/json")
@@ -264,5 +274,33 @@ async fn a_2026_request_gets_the_upstreams_log_messages_only_at_the_level_it_ask
         assert_eq!(logs(&text), 0, "{meta}: {text}");
         assert!(text.contains("Logging test completed"), "{meta}: {text}");
     }
+    served.stop().await;
+}
+
+/// A 2026-07-28 request's stream cannot be resumed (it has no session):
+/// when its client goes away, its call is cancelled upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_requests_call_is_cancelled_when_its_client_goes_away() {
+    let state = StateDir::new();
+    let served = served(&state).await;
+    let args = json!({"ms": 60_000});
+    let meta = json!({"progressToken": "p"});
+    let mut response = post_2026_with(&served.url, "mcp__testkit__sleep", args, meta).await;
+    assert_eq!(response.status(), 200);
+    let mut seen = String::new();
+    while !seen.contains("notifications/progress") {
+        let chunk = within(response.chunk())
+            .await
+            .unwrap()
+            .expect("the stream ended");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert_eq!(state.counter("cancelled"), 0);
+    drop(response);
+    state
+        .until("the upstream saw the cancellation", PATIENCE, |s| {
+            s.counter("cancelled") == 1
+        })
+        .await;
     served.stop().await;
 }

@@ -197,6 +197,10 @@ impl TestServer {
             "sleep" => {
                 let ms = args.u64_at_most("ms", MAX_SLEEP_MS)?;
                 counters.increment("sleep").map_err(state_error)?;
+                if let Some(token) = context.meta.get_progress_token() {
+                    let started = rmcp::model::ProgressNotificationParam::new(token, 0.0);
+                    let _ = context.peer.notify_progress(started).await;
+                }
                 tokio::select! {
                     () = tokio::time::sleep(Duration::from_millis(ms)) => {
                         Ok(text(format!("slept {ms} ms")))

@@ -141,7 +141,8 @@ fn unannotated_builtin() -> Vec<Tool> {
         ),
         Tool::new(
             "sleep",
-            "Sleeps `ms` milliseconds; when cancelled, increments counter \"cancelled\" and stops",
+            "Sleeps `ms` milliseconds (reporting progress 0 first, given a progress token); \
+             when cancelled, increments counter \"cancelled\" and stops",
             schema(
                 json!({"ms": {"type": "integer", "minimum": 0, "description": "Milliseconds"}}),
                 &["ms"],
