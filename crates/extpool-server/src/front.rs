@@ -21,9 +21,11 @@
 //!   and no 2026-07-28 version inside a session, which negotiated an
 //!   earlier one (400).
 //!
-//! rmcp still answers what this module does not take: requests without a
-//! session of the 2026-07-28 era, and an `initialize` whose headers rmcp
-//! refuses (so its refusal is rmcp's own).
+//! Requests of the 2026-07-28 era, which have no session, are answered as
+//! [`crate::inline`]'s `stateless` says. rmcp still answers what neither
+//! takes: `subscriptions/listen`, a 2026-07-28 request its checks refuse,
+//! and an `initialize` whose headers rmcp refuses (so those refusals are
+//! rmcp's own).
 
 use std::sync::Arc;
 
