@@ -117,6 +117,7 @@ pub mod balancer;
 mod binary;
 mod child;
 pub mod client;
+mod closed_port;
 pub mod conformance;
 pub mod local_source;
 pub mod oauth;
@@ -132,5 +133,6 @@ pub mod toolhive;
 
 pub use binary::{RAW_ECHO_BIN_NAME, SERVER_BIN_NAME, raw_echo_binary, server_binary};
 pub use child::{HttpServer, StdioCommand, stdio_command};
+pub use closed_port::ClosedPort;
 pub use local_source::LocalSource;
 pub use state_dir::StateDir;

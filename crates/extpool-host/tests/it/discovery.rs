@@ -381,10 +381,9 @@ async fn a_group_selects_its_workloads_and_an_unknown_group_is_stale() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_toolhive_leaves_the_host_working() {
-    // A port that was just free: nothing listens there.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", closed.local_addr().unwrap());
-    drop(closed);
+    // A port nothing listens on (for as long as `closed` lives).
+    let closed = extpool_testkit::ClosedPort::new();
+    let url = format!("http://{}", closed.addr());
     let upstream = HttpServer::spawn(StateDir::new().args());
     let project = Project::new();
     config(&project, &http_entry("mine", upstream.url()));

@@ -210,10 +210,9 @@ async fn a_per_session_server_that_fails_shows_its_failure_in_the_session() {
         ..GatewayOptions::default()
     })
     .await;
-    // A port nothing listens on.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/mcp", closed.local_addr().unwrap());
-    drop(closed);
+    // A port nothing listens on (for as long as `closed` lives).
+    let closed = extpool_testkit::ClosedPort::new();
+    let url = format!("http://{}/mcp", closed.addr());
     let (status, made) = create(
         &served,
         json!({"id": "broken", "mcp_servers": {"gone": {"url": url}}}),

@@ -4,12 +4,6 @@
 
 use crate::support::Sandbox;
 
-/// A loopback port nothing listens on (bound, then released).
-fn closed_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
-
 fn error_line(stderr: &str) -> &str {
     stderr
         .lines()
@@ -20,7 +14,9 @@ fn error_line(stderr: &str) -> &str {
 #[test]
 fn a_start_failure_shows_its_cause_once_and_where_to_read_it_whole() {
     let sb = Sandbox::new();
-    let port = closed_port();
+    // Refuses connections for as long as `closed` lives.
+    let closed = extpool_testkit::ClosedPort::new();
+    let port = closed.addr().port();
     sb.write(
         "extpool.yaml",
         &format!(
@@ -116,7 +112,9 @@ fn a_failed_call_or_read_names_its_server_once() {
 #[test]
 fn a_query_secret_never_reaches_the_overview_json_or_trace_logs() {
     let sb = Sandbox::new();
-    let port = closed_port();
+    // Refuses connections for as long as `closed` lives.
+    let closed = extpool_testkit::ClosedPort::new();
+    let port = closed.addr().port();
     sb.write(
         "extpool.yaml",
         &format!(

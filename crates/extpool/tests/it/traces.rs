@@ -392,11 +392,9 @@ async fn calls_go_on_with_the_receiver_down() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn traces_flow_again_once_the_collector_is_back() {
     use std::io::BufRead;
-    // A port nothing listens on yet: the collector, down.
-    let addr = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    // The collector, down: its port refuses connections (and stays ours).
+    let port = extpool_testkit::ClosedPort::new();
+    let addr = port.addr();
     let kit = StateDir::new();
     let upstream = HttpServer::spawn(kit.args());
     let sb = Sandbox::new();
@@ -434,7 +432,7 @@ async fn traces_flow_again_once_the_collector_is_back() {
     }
     // The collector comes back on its address; calls go on until their
     // spans reach it.
-    let receiver = Receiver::start_on(tokio::net::TcpListener::bind(addr).await.unwrap());
+    let receiver = Receiver::start_on(port.listen());
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
         id += 1;
