@@ -13,9 +13,9 @@
 //!   `-32021`, naming the capability.
 //! - **Whose.** A state is [`STATE_PREFIX`], the tag of the replica that
 //!   holds the call and 128 random bits, bound to the caller who was asked
-//!   and to the tool: another caller's retry with it, or one naming another
-//!   tool, finds nothing. A state without the prefix is an upstream's own,
-//!   passed on to it as before.
+//!   and to the tool: another caller's retry with it finds nothing, and
+//!   one naming another tool is told whose it is. A state without the
+//!   prefix is an upstream's own, passed on to it as before.
 //! - **Bounds.** A call waits [`ROUND_TTL`] for its client's retry, then is
 //!   cancelled; one caller has at most [`MAX_WAITING_PER_OWNER`] calls
 //!   waiting and the gateway [`MAX_WAITING`].

@@ -3,16 +3,17 @@
 //! handler made for the request (it also gives the called tool's schema
 //! for the standard headers' check), the request read once, its answer
 //! `application/json` when nothing precedes the result, else an SSE
-//! stream. The answer's HTTP status is the era's for its error
-//! ([`status_of`]: 400, 404), known before anything is sent.
+//! stream, which cannot be resumed (there is no session): its call is
+//! cancelled when its client goes away. The answer's HTTP status is the
+//! era's for its error ([`status_of`]: 400, 404), known before anything
+//! is sent.
 //!
 //! rmcp's transport still answers what is not plainly such a request —
 //! `subscriptions/listen` (a stream that stays open), a notification, an
-//! answer —
-//! and a request whose `_meta` or headers its checks would refuse (no
-//! `protocolVersion` or `clientCapabilities` in `_meta`, a version other
-//! than 2026-07-28 or than its header's, an `Accept` or `Content-Type` it
-//! refuses), so that those answers stay its own.
+//! answer — and a request whose `_meta` or headers its checks would
+//! refuse (no `protocolVersion` or `clientCapabilities` in `_meta`, a
+//! version other than 2026-07-28 or than its header's, an `Accept` or
+//! `Content-Type` it refuses), so that those answers stay its own.
 
 use std::sync::Arc;
 
