@@ -27,21 +27,17 @@
 //! its stream as it does rmcp's).
 
 use std::collections::HashMap;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use extpool_host::ProgressUpdate;
 use parking_lot::Mutex;
-#[allow(deprecated)] // logging (SEP-2577) is deprecated but clients still show it
-use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientRequest, GetExtensions, GetMeta, JsonRpcRequest,
-    ProgressNotificationParam, ProgressToken, RequestId, ServerJsonRpcMessage, ServerNotification,
+    ClientJsonRpcMessage, ClientRequest, GetExtensions, GetMeta, JsonRpcRequest, RequestId,
+    ServerJsonRpcMessage,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{RoleServer, Service};
@@ -54,11 +50,15 @@ use crate::relay::InlineRelay;
 
 mod headers;
 mod replay;
+mod running;
 mod stateless;
 
 pub(crate) use headers::{accepted, json_body};
 pub(crate) use replay::listen;
+pub(crate) use running::{AbortOnDrop, json};
 pub(crate) use stateless::serve as stateless;
+
+use running::{Call, First, InFlight, Outbox, Running, stream, with_status};
 
 use headers::plain_headers;
 
@@ -530,193 +530,5 @@ async fn dispatch(
         Some(First::Answer(answer)) => json(&answer),
         Some(First::Before(before)) => stream(session, Some(before), running),
         None => stream(session, None, running),
-    }
-}
-
-/// The call of a request answered here, ending in its answer.
-type Call = Pin<Box<dyn Future<Output = ServerJsonRpcMessage> + Send>>;
-
-/// A request's place in its session's requests in flight, given up when
-/// the call ends or is dropped.
-struct InFlight {
-    session: Arc<InlineSession>,
-    key: String,
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.session.in_flight.lock().remove(&self.key);
-    }
-}
-
-/// What a call sends its client before its answer: its servers' requests
-/// and log messages and, when the client gave a progress token, progress.
-struct Outbox {
-    messages: mpsc::Receiver<ServerJsonRpcMessage>,
-    progress: mpsc::Receiver<ProgressUpdate>,
-    token: Option<ProgressToken>,
-}
-
-impl Outbox {
-    #[allow(deprecated)] // logging (SEP-2577) is deprecated but clients still show it
-    fn log(params: Value) -> Option<ServerJsonRpcMessage> {
-        let params: LoggingMessageNotificationParam = serde_json::from_value(params).ok()?;
-        Some(ServerJsonRpcMessage::notification(
-            ServerNotification::LoggingMessageNotification(rmcp::model::Notification::new(params)),
-        ))
-    }
-
-    fn progress(&self, update: ProgressUpdate) -> Option<ServerJsonRpcMessage> {
-        let mut param = ProgressNotificationParam::new(self.token.clone()?, update.progress);
-        param.total = update.total;
-        param.message = update.message;
-        Some(ServerJsonRpcMessage::notification(
-            ServerNotification::ProgressNotification(rmcp::model::Notification::new(param)),
-        ))
-    }
-
-    /// A message already waiting, if any.
-    fn waiting(&mut self) -> Option<ServerJsonRpcMessage> {
-        if let Ok(message) = self.messages.try_recv() {
-            return Some(message);
-        }
-        while let Ok(update) = self.progress.try_recv() {
-            if let Some(message) = self.progress(update) {
-                return Some(message);
-            }
-        }
-        None
-    }
-
-    /// The next message; pending for ever once the call's senders are gone
-    /// (the call's answer ends the stream then).
-    async fn next(&mut self) -> ServerJsonRpcMessage {
-        loop {
-            tokio::select! {
-                Some(message) = self.messages.recv() => return message,
-                Some(update) = self.progress.recv() => {
-                    if let Some(message) = self.progress(update) {
-                        return message;
-                    }
-                }
-                else => std::future::pending::<()>().await,
-            }
-        }
-    }
-}
-
-/// A request's call and what it sends before its answer.
-struct Running {
-    call: Call,
-    outbox: Outbox,
-}
-
-/// What came first of a call.
-enum First {
-    /// Its answer, nothing before it.
-    Answer(ServerJsonRpcMessage),
-    /// A message that precedes its answer.
-    Before(ServerJsonRpcMessage),
-}
-
-impl Running {
-    async fn first(&mut self) -> First {
-        tokio::select! {
-            biased;
-            message = self.outbox.next() => First::Before(message),
-            answer = &mut self.call => match self.outbox.waiting() {
-                // Sent before the answer, found with it: it goes first.
-                Some(message) => {
-                    self.call = Box::pin(std::future::ready(answer));
-                    First::Before(message)
-                }
-                None => First::Answer(answer),
-            },
-        }
-    }
-}
-
-/// `response` with HTTP status `status`.
-fn with_status(mut response: Response, status: StatusCode) -> Response {
-    if response.status() == StatusCode::OK {
-        *response.status_mut() = status;
-    }
-    response
-}
-
-/// The answer as `application/json`.
-pub(crate) fn json(answer: &ServerJsonRpcMessage) -> Response {
-    match serde_json::to_vec(answer) {
-        Ok(body) => (
-            StatusCode::OK,
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            )],
-            body,
-        )
-            .into_response(),
-        Err(e) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("the gateway could not write its answer: {e}\n"),
-        )
-            .into_response(),
-    }
-}
-
-/// The answer as a stream kept for resumes ([`replay`]): the priming
-/// event, `before` (what came first, if anything), what else the call
-/// sends, then its answer. The call goes on in a task of its own, so a
-/// client whose connection breaks finds the rest when it resumes; a
-/// 2026-07-28 request's, which cannot be resumed, is cancelled then.
-fn stream(
-    session: &Arc<InlineSession>,
-    before: Option<ServerJsonRpcMessage>,
-    mut running: Running,
-) -> Response {
-    let replay = session.replays.open();
-    if let Some(before) = &before {
-        replay.message(before, false);
-    }
-    let writer = replay.clone();
-    let call = async move {
-        loop {
-            tokio::select! {
-                biased;
-                message = running.outbox.next() => writer.message(&message, false),
-                answer = &mut running.call => {
-                    while let Some(message) = running.outbox.waiting() {
-                        writer.message(&message, false);
-                    }
-                    writer.message(&answer, true);
-                    break;
-                }
-            }
-        }
-    };
-    // The request's span goes on with the call, so what the call does
-    // upstream stays a child of it.
-    let task = tokio::spawn(tracing::Instrument::in_current_span(call));
-    let response = replay.answer(0);
-    if !session.stateless {
-        return response;
-    }
-    // A 2026-07-28 request's stream cannot be resumed: its call ends with
-    // it, when its client goes away.
-    let guard = AbortOnDrop(task);
-    let (parts, body) = response.into_parts();
-    let body = futures::StreamExt::map(body.into_data_stream(), move |chunk| {
-        let _ = &guard;
-        chunk
-    });
-    Response::from_parts(parts, Body::from_stream(body))
-}
-
-/// A task aborted when dropped.
-pub(crate) struct AbortOnDrop(pub(crate) tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }

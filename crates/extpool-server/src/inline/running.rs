@@ -1,0 +1,209 @@
+//! A request's call as it is answered in the HTTP task: what it sends
+//! before its answer ([`Outbox`]), what comes first ([`Running::first`]),
+//! and the answer itself, as `application/json` ([`json`]) or as a stream
+//! kept for resumes ([`stream`]).
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use extpool_host::ProgressUpdate;
+#[allow(deprecated)] // logging (SEP-2577) is deprecated but clients still show it
+use rmcp::model::LoggingMessageNotificationParam;
+use rmcp::model::{
+    ProgressNotificationParam, ProgressToken, ServerJsonRpcMessage, ServerNotification,
+};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::InlineSession;
+
+/// The call of a request answered here, ending in its answer.
+pub(super) type Call = Pin<Box<dyn Future<Output = ServerJsonRpcMessage> + Send>>;
+
+/// A request's place in its session's requests in flight, given up when
+/// the call ends or is dropped.
+pub(super) struct InFlight {
+    pub(super) session: Arc<InlineSession>,
+    pub(super) key: String,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.session.in_flight.lock().remove(&self.key);
+    }
+}
+
+/// What a call sends its client before its answer: its servers' requests
+/// and log messages and, when the client gave a progress token, progress.
+pub(super) struct Outbox {
+    pub(super) messages: mpsc::Receiver<ServerJsonRpcMessage>,
+    pub(super) progress: mpsc::Receiver<ProgressUpdate>,
+    pub(super) token: Option<ProgressToken>,
+}
+
+impl Outbox {
+    #[allow(deprecated)] // logging (SEP-2577) is deprecated but clients still show it
+    pub(super) fn log(params: Value) -> Option<ServerJsonRpcMessage> {
+        let params: LoggingMessageNotificationParam = serde_json::from_value(params).ok()?;
+        Some(ServerJsonRpcMessage::notification(
+            ServerNotification::LoggingMessageNotification(rmcp::model::Notification::new(params)),
+        ))
+    }
+
+    fn progress(&self, update: ProgressUpdate) -> Option<ServerJsonRpcMessage> {
+        let mut param = ProgressNotificationParam::new(self.token.clone()?, update.progress);
+        param.total = update.total;
+        param.message = update.message;
+        Some(ServerJsonRpcMessage::notification(
+            ServerNotification::ProgressNotification(rmcp::model::Notification::new(param)),
+        ))
+    }
+
+    /// A message already waiting, if any.
+    fn waiting(&mut self) -> Option<ServerJsonRpcMessage> {
+        if let Ok(message) = self.messages.try_recv() {
+            return Some(message);
+        }
+        while let Ok(update) = self.progress.try_recv() {
+            if let Some(message) = self.progress(update) {
+                return Some(message);
+            }
+        }
+        None
+    }
+
+    /// The next message; pending for ever once the call's senders are gone
+    /// (the call's answer ends the stream then).
+    async fn next(&mut self) -> ServerJsonRpcMessage {
+        loop {
+            tokio::select! {
+                Some(message) = self.messages.recv() => return message,
+                Some(update) = self.progress.recv() => {
+                    if let Some(message) = self.progress(update) {
+                        return message;
+                    }
+                }
+                else => std::future::pending::<()>().await,
+            }
+        }
+    }
+}
+
+/// A request's call and what it sends before its answer.
+pub(super) struct Running {
+    pub(super) call: Call,
+    pub(super) outbox: Outbox,
+}
+
+/// What came first of a call.
+pub(super) enum First {
+    /// Its answer, nothing before it.
+    Answer(ServerJsonRpcMessage),
+    /// A message that precedes its answer.
+    Before(ServerJsonRpcMessage),
+}
+
+impl Running {
+    pub(super) async fn first(&mut self) -> First {
+        tokio::select! {
+            biased;
+            message = self.outbox.next() => First::Before(message),
+            answer = &mut self.call => match self.outbox.waiting() {
+                // Sent before the answer, found with it: it goes first.
+                Some(message) => {
+                    self.call = Box::pin(std::future::ready(answer));
+                    First::Before(message)
+                }
+                None => First::Answer(answer),
+            },
+        }
+    }
+}
+
+/// `response` with HTTP status `status`.
+pub(super) fn with_status(mut response: Response, status: StatusCode) -> Response {
+    if response.status() == StatusCode::OK {
+        *response.status_mut() = status;
+    }
+    response
+}
+
+/// The answer as `application/json`.
+pub(crate) fn json(answer: &ServerJsonRpcMessage) -> Response {
+    match serde_json::to_vec(answer) {
+        Ok(body) => (
+            StatusCode::OK,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            body,
+        )
+            .into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the gateway could not write its answer: {e}\n"),
+        )
+            .into_response(),
+    }
+}
+
+/// The answer as a stream kept for resumes ([`super::replay`]): the priming
+/// event, `before` (what came first, if anything), what else the call
+/// sends, then its answer. The call goes on in a task of its own, so a
+/// client whose connection breaks finds the rest when it resumes; a
+/// 2026-07-28 request's, which cannot be resumed, is cancelled then.
+pub(super) fn stream(
+    session: &Arc<InlineSession>,
+    before: Option<ServerJsonRpcMessage>,
+    mut running: Running,
+) -> Response {
+    let replay = session.replays.open();
+    if let Some(before) = &before {
+        replay.message(before, false);
+    }
+    let writer = replay.clone();
+    let call = async move {
+        loop {
+            tokio::select! {
+                biased;
+                message = running.outbox.next() => writer.message(&message, false),
+                answer = &mut running.call => {
+                    while let Some(message) = running.outbox.waiting() {
+                        writer.message(&message, false);
+                    }
+                    writer.message(&answer, true);
+                    break;
+                }
+            }
+        }
+    };
+    // The request's span goes on with the call, so what the call does
+    // upstream stays a child of it.
+    let task = tokio::spawn(tracing::Instrument::in_current_span(call));
+    let response = replay.answer(0);
+    if !session.stateless {
+        return response;
+    }
+    // A 2026-07-28 request's stream cannot be resumed: its call ends with
+    // it, when its client goes away.
+    let guard = AbortOnDrop(task);
+    let (parts, body) = response.into_parts();
+    let body = futures::StreamExt::map(body.into_data_stream(), move |chunk| {
+        let _ = &guard;
+        chunk
+    });
+    Response::from_parts(parts, Body::from_stream(body))
+}
+
+/// A task aborted when dropped.
+pub(crate) struct AbortOnDrop(pub(crate) tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
