@@ -1,7 +1,7 @@
 //! A session-era session's requests answered in the HTTP task that
 //! received them, without rmcp's session worker: the request is read once
 //! and dispatched to the session's [`GatewayHandler`] there. A result that
-//! comes within [`grace`] with nothing before it is answered as
+//! comes within [`InlineSession::wait`] with nothing before it is answered as
 //! `application/json`; otherwise the answer is an SSE stream ([`replay`]),
 //! primed at once so a client whose connection breaks resumes it, that
 //! carries what comes first — the call's progress, an upstream's log
@@ -67,19 +67,13 @@ use headers::plain_headers;
 /// connection breaks resumes it), as it does when anything comes first.
 /// With a state store (replicas that take over each other's sessions) an
 /// answer not ready at once is primed at once, so a client whose replica
-/// dies mid-call always has a stream to resume on another ([`grace`]).
+/// dies mid-call always has a stream to resume on another ([`InlineSession::wait`]).
 const GRACE: std::time::Duration = std::time::Duration::from_millis(20);
-
-/// How long `session`'s answers may take to be answered as JSON:
-/// [`GRACE`], or `None` with a state store (only an answer ready at once).
-fn grace(session: &InlineSession) -> Option<std::time::Duration> {
-    session.handler.shared().sessions.is_none().then_some(GRACE)
-}
 
 /// How long a request's answer waits for what comes first of its call
 /// before it is sent as a stream.
 enum Wait {
-    /// At most this long (a session's request: [`grace`]).
+    /// At most this long (a session's request: [`InlineSession::wait`]).
     Grace(std::time::Duration),
     /// Not at all: only what is ready when first polled.
     None,
@@ -135,24 +129,42 @@ impl InlineSession {
     /// `handler` answers it, and nothing reaches its client but the
     /// answer (`peer` is the gateway's stand-in).
     fn of_request(handler: GatewayHandler, peer: Peer<RoleServer>) -> Arc<Self> {
+        let client = crate::client_peer::ClientPeer::Rmcp(peer.clone());
+        Self::new(handler, peer, client, true)
+    }
+
+    /// A session of `handler`, reached through `peer` and `client`, with
+    /// nothing in flight.
+    fn new(
+        handler: GatewayHandler,
+        peer: Peer<RoleServer>,
+        client: crate::client_peer::ClientPeer,
+        stateless: bool,
+    ) -> Arc<Self> {
         Arc::new(InlineSession {
             handler,
-            client: crate::client_peer::ClientPeer::Rmcp(peer.clone()),
             peer,
+            client,
             in_flight: Mutex::new(HashMap::new()),
             asked: Mutex::new(HashMap::new()),
             next_ask: AtomicU64::new(0),
             replays: replay::Replays::default(),
-            stateless: true,
+            stateless,
         })
     }
 
     /// How long this session's answers wait for what comes first.
+    /// A session's: [`GRACE`], or with a state store (replicas that take
+    /// over each other's sessions) only an answer ready at once, so a
+    /// client whose replica dies mid-call always has a stream to resume.
     fn wait(&self) -> Wait {
         if self.stateless {
-            return Wait::Whole;
+            Wait::Whole
+        } else if self.handler.shared().sessions.is_none() {
+            Wait::Grace(GRACE)
+        } else {
+            Wait::None
         }
-        grace(self).map_or(Wait::None, Wait::Grace)
     }
 
     /// Cancels the request answered here whose id is `request_id` (the
@@ -312,16 +324,7 @@ impl Registration {
         peer: Peer<RoleServer>,
         client: crate::client_peer::ClientPeer,
     ) {
-        let _ = self.0.set(Arc::new(InlineSession {
-            handler,
-            peer,
-            client,
-            in_flight: Mutex::new(HashMap::new()),
-            asked: Mutex::new(HashMap::new()),
-            next_ask: AtomicU64::new(0),
-            replays: replay::Replays::default(),
-            stateless: false,
-        }));
+        let _ = self.0.set(InlineSession::new(handler, peer, client, false));
     }
 
     /// The session registered, if the handler did.

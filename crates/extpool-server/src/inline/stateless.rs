@@ -52,15 +52,15 @@ where
 {
     let (mut parts, body) = request.into_parts();
     let taken = taken_here(&mut parts, bytes);
-    let tool_call = matches!(&taken, Some((_, ClientRequest::CallToolRequest(_))))
-        || (taken.is_none() && names_tool_call(bytes));
-    let handler = if taken.is_some() || tool_call {
-        match make().await {
+    // A request's handler: the one that answers it here, or the one whose
+    // tool schemas the header check reads for a request rmcp answers.
+    let handler = match id {
+        Some(_) => match make().await {
             Ok(handler) => Some(handler),
-            Err(answer) => return answer,
-        }
-    } else {
-        None
+            Err(answer) if taken.is_some() => return answer,
+            Err(_) => None,
+        },
+        None => None,
     };
     let refused =
         crate::standard_headers::refusal(&parts.headers, bytes, id, handler.as_ref(), principal)
@@ -75,17 +75,6 @@ where
         }
         _ => serve(Request::from_parts(parts, body)).await,
     }
-}
-
-/// Whether `bytes` is a `tools/call` (whose tool's schema the standard
-/// headers' check reads), for a request not taken here.
-fn names_tool_call(bytes: &[u8]) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Said<'a> {
-        #[serde(borrow, default)]
-        method: Option<&'a str>,
-    }
-    serde_json::from_slice::<Said>(bytes).is_ok_and(|s| s.method == Some("tools/call"))
 }
 
 /// The request of a POST this module answers (see the module's
