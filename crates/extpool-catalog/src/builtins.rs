@@ -312,6 +312,7 @@ fn list(revision: &CatalogRevision, args: ListArgs) -> Result<ToolResult, CallEr
         }],
         structured: Some(value),
         is_error: false,
+        as_sent: None,
     })
 }
 
@@ -350,6 +351,7 @@ fn resource_result(content: ResourceContent) -> ToolResult {
         parts: vec![part],
         structured: None,
         is_error: false,
+        as_sent: None,
     }
 }
 
@@ -464,6 +466,7 @@ async fn query(revision: &CatalogRevision, args: QueryArgs) -> Result<ToolResult
         }],
         structured: Some(value),
         is_error: false,
+        as_sent: None,
     })
 }
 
@@ -510,6 +513,7 @@ mod tests {
             }],
             structured: Some(json!({"b": 2})),
             is_error: false,
+            as_sent: None,
         };
         assert_eq!(query_input(&r), json!({"b": 2}));
         assert_eq!(query_input(&ToolResult::text("[1,2]")), json!([1, 2]));
@@ -521,6 +525,7 @@ mod tests {
             ],
             structured: None,
             is_error: false,
+            as_sent: None,
         };
         assert_eq!(query_input(&two), json!([1, 2]));
     }

@@ -162,6 +162,7 @@ pub fn limit_binary(mut result: ToolResult, max: usize) -> ToolResult {
             _ => continue,
         };
         if bytes > max {
+            result.as_sent = None;
             *part = ContentPart::Text {
                 text: format!(
                     "[{kind} of {bytes} bytes omitted: more than the limit of {max} bytes]"
@@ -198,6 +199,7 @@ pub fn truncate_parts(mut result: ToolResult, budget: usize) -> ToolResult {
     if total <= budget {
         return result;
     }
+    result.as_sent = None;
     let mut left = budget;
     let mut marked = false;
     let mut parts = Vec::with_capacity(result.parts.len());
@@ -239,6 +241,48 @@ mod tests {
         }
     }
 
+    /// A result as its source sent it, of no type in particular.
+    fn kept(parts: Vec<ContentPart>) -> ToolResult {
+        ToolResult {
+            parts,
+            structured: None,
+            is_error: false,
+            as_sent: Some(extpool_core::AsSent::new("as sent")),
+        }
+    }
+
+    #[test]
+    fn what_shaping_changes_is_no_longer_passed_on_as_sent() {
+        let text = |t: &str| ContentPart::Text { text: t.into() };
+        let image = |n: usize| ContentPart::Image {
+            data: "A".repeat(n),
+            mime_type: "image/png".into(),
+        };
+        let fits = shape(
+            "t",
+            kept(vec![text("hi"), image(4)]),
+            false,
+            &limits(10, 10),
+        )
+        .unwrap();
+        assert!(fits.as_sent.is_some());
+        let cut = shape(
+            "t",
+            kept(vec![text(&"x".repeat(20))]),
+            false,
+            &limits(10, 10),
+        )
+        .unwrap();
+        assert!(cut.as_sent.is_none());
+        let mut small = limits(100, 100);
+        small.max_binary_bytes = 2;
+        let omitted = shape("t", kept(vec![image(4)]), false, &small).unwrap();
+        assert!(omitted.as_sent.is_none());
+        let mut error = kept(vec![text("no")]);
+        error.is_error = true;
+        assert!(shape("t", error, false, &small).unwrap().as_sent.is_none());
+    }
+
     #[test]
     fn oversized_binary_parts_become_a_marker() {
         let r = ToolResult {
@@ -254,6 +298,7 @@ mod tests {
             ],
             structured: None,
             is_error: false,
+            as_sent: None,
         };
         let l = ResultLimits {
             max_binary_bytes: 50,
@@ -320,6 +365,7 @@ mod tests {
             ],
             structured: None,
             is_error: false,
+            as_sent: None,
         };
         let shaped = shape("t", r, false, &limits(100, 10)).unwrap();
         assert_eq!(shaped.parts.len(), 3, "{shaped:?}");
@@ -344,6 +390,7 @@ mod tests {
             }],
             structured: Some(big.clone()),
             is_error: false,
+            as_sent: None,
         };
         let err = shape("mcp__s__list", r, false, &limits(10_000, 100)).unwrap_err();
         assert_eq!(err.tool, "mcp__s__list");
@@ -374,6 +421,7 @@ mod tests {
             }],
             structured: None,
             is_error: false,
+            as_sent: None,
         };
         assert!(shape("t", r, false, &limits(10_000, 100)).is_err());
     }
@@ -386,6 +434,7 @@ mod tests {
             }],
             structured: Some(json!({"a": 1})),
             is_error: false,
+            as_sent: None,
         };
         assert_eq!(shape("t", r.clone(), true, &limits(3, 100)).unwrap(), r);
     }
@@ -405,6 +454,7 @@ mod tests {
             }],
             structured: Some(json!({"big": "x".repeat(500)})),
             is_error: true,
+            as_sent: None,
         };
         // Not the structured error, even with an output schema: plain text, truncated.
         let shaped = shape("t", r, true, &limits(100, 10)).unwrap();

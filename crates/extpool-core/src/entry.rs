@@ -234,7 +234,7 @@ pub enum ContentPart {
 }
 
 /// The result of a tool call: typed parts, optional structured JSON, error flag.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ToolResult {
     /// Content blocks in the order the source returned them.
     pub parts: Vec<ContentPart>,
@@ -244,6 +244,49 @@ pub struct ToolResult {
     /// True when the tool reported a failure (a tool error, not a protocol error).
     #[serde(default)]
     pub is_error: bool,
+    /// The result as its source sent it, in the source's own type, while
+    /// nothing on the way has changed it: whoever changes `parts`,
+    /// `structured` or `is_error` sets this to `None`. A front end speaking
+    /// the source's protocol passes it on whole, so what the fields above
+    /// do not hold (content annotations, `_meta`, a link's title and
+    /// icons) reaches its client, and the result is not built again.
+    #[serde(skip)]
+    pub as_sent: Option<AsSent>,
+}
+
+/// A tool result as its source sent it, opaque here (the core does not
+/// know the source's protocol types): see [`ToolResult::as_sent`].
+#[derive(Clone)]
+pub struct AsSent(Arc<dyn std::any::Any + Send + Sync>);
+
+impl AsSent {
+    /// Keeps `result`, a source's own result type.
+    pub fn new<T: std::any::Any + Send + Sync>(result: T) -> Self {
+        Self(Arc::new(result))
+    }
+
+    /// The result, when it is a `T`: owned without a copy when nothing
+    /// else holds it, else cloned.
+    pub fn into_inner<T: std::any::Any + Send + Sync + Clone>(self) -> Option<T> {
+        let kept = self.0.downcast::<T>().ok()?;
+        Some(Arc::try_unwrap(kept).unwrap_or_else(|shared| T::clone(&shared)))
+    }
+}
+
+impl std::fmt::Debug for AsSent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AsSent(..)")
+    }
+}
+
+/// Results are equal by what they say: whether the source's own copy was
+/// kept does not take part.
+impl PartialEq for ToolResult {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts == other.parts
+            && self.structured == other.structured
+            && self.is_error == other.is_error
+    }
 }
 
 impl ToolResult {
@@ -253,6 +296,7 @@ impl ToolResult {
             parts: vec![ContentPart::Text { text: text.into() }],
             structured: None,
             is_error: false,
+            as_sent: None,
         }
     }
 
@@ -372,6 +416,7 @@ mod tests {
             ],
             structured: Some(serde_json::json!({"k": 1})),
             is_error: false,
+            as_sent: None,
         };
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["parts"][0]["type"], "text");

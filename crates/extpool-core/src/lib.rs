@@ -34,8 +34,8 @@ pub use change::{ChangeEvent, ChangeKind, ChangeStream};
 pub use composition::{CircularCompositionError, ParentChain};
 pub use directory::{DIRECTORY_MIME_TYPE, DirectoryPage};
 pub use entry::{
-    CommandArgument, CommandEntry, ContentPart, ResourceBody, ResourceContent, ResourceEntry,
-    ResourceTemplateEntry, SkillEntry, ToolEntry, ToolResult,
+    AsSent, CommandArgument, CommandEntry, ContentPart, ResourceBody, ResourceContent,
+    ResourceEntry, ResourceTemplateEntry, SkillEntry, ToolEntry, ToolResult,
 };
 pub use error::{BoxError, Causes, ExtensionError};
 pub use name::{

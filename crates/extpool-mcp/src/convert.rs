@@ -6,8 +6,8 @@
 
 use base64::Engine as _;
 use extpool_core::{
-    CommandArgument, CommandEntry, ContentPart, ResourceBody, ResourceContent, ResourceEntry,
-    ResourceTemplateEntry, ToolEntry, ToolResult,
+    AsSent, CommandArgument, CommandEntry, ContentPart, ResourceBody, ResourceContent,
+    ResourceEntry, ResourceTemplateEntry, ToolEntry, ToolResult,
 };
 use rmcp::model::{
     CallToolResult, ContentBlock, GetPromptResult, Icon, JsonObject, MetaObject, Prompt, Resource,
@@ -96,7 +96,14 @@ pub fn resource_content(contents: ResourceContents) -> Result<ResourceContent, I
 
 /// One content block of a tool result or prompt message.
 pub fn content_part(block: ContentBlock) -> ContentPart {
-    match block {
+    read_block(block).0
+}
+
+/// One content block, and whether it reads as it is: false when it
+/// became a text notice (an embedded blob with invalid base64, a kind of
+/// block the parts do not have).
+fn read_block(block: ContentBlock) -> (ContentPart, bool) {
+    let part = match block {
         ContentBlock::Text(t) => ContentPart::Text { text: t.text },
         ContentBlock::Image(i) => ContentPart::Image {
             data: i.data,
@@ -106,33 +113,59 @@ pub fn content_part(block: ContentBlock) -> ContentPart {
             data: a.data,
             mime_type: a.mime_type,
         },
-        ContentBlock::Resource(r) => match resource_content(r.resource) {
-            Ok(resource) => ContentPart::Resource { resource },
-            Err(e) => {
-                tracing::warn!(uri = %e.uri, "embedded resource with invalid base64 kept as text notice");
-                ContentPart::Text {
-                    text: e.to_string(),
+        ContentBlock::Resource(r) => {
+            // A kind of contents the parts do not have is written out as text.
+            let known = matches!(
+                r.resource,
+                ResourceContents::TextResourceContents { .. }
+                    | ResourceContents::BlobResourceContents { .. }
+            );
+            match resource_content(r.resource) {
+                Ok(resource) => return (ContentPart::Resource { resource }, known),
+                Err(e) => {
+                    tracing::warn!(uri = %e.uri, "embedded resource with invalid base64 kept as text notice");
+                    let notice = ContentPart::Text {
+                        text: e.to_string(),
+                    };
+                    return (notice, false);
                 }
             }
-        },
+        }
         ContentBlock::ResourceLink(link) => ContentPart::ResourceLink {
             uri: link.uri,
             name: link.name,
             description: link.description,
             mime_type: link.mime_type,
         },
-        other => ContentPart::Text {
-            text: serde_json::to_string(&other).unwrap_or_default(),
-        },
-    }
+        other => {
+            let notice = ContentPart::Text {
+                text: serde_json::to_string(&other).unwrap_or_default(),
+            };
+            return (notice, false);
+        }
+    };
+    (part, true)
 }
 
-/// A `tools/call` result.
+/// A `tools/call` result, its parts read from a copy of its content: the
+/// result itself is kept as sent ([`ToolResult::as_sent`], for
+/// [`wire::into_call_tool_result`]) when every block reads as it is, that
+/// is, none is of a kind the parts do not have and no embedded blob has
+/// invalid base64 (those become text notices, so the parts say more).
 pub fn tool_result(result: CallToolResult) -> ToolResult {
+    let mut faithful = true;
+    let parts = (result.content.iter().cloned())
+        .map(|block| {
+            let (part, as_it_is) = read_block(block);
+            faithful &= as_it_is;
+            part
+        })
+        .collect();
     ToolResult {
-        parts: result.content.into_iter().map(content_part).collect(),
-        structured: result.structured_content,
+        parts,
+        structured: result.structured_content.clone(),
         is_error: result.is_error.unwrap_or(false),
+        as_sent: faithful.then(|| AsSent::new(result)),
     }
 }
 
@@ -319,6 +352,33 @@ mod tests {
     }
 
     #[test]
+    fn a_result_is_kept_as_sent_unless_a_block_became_a_notice() {
+        let sent: CallToolResult = serde_json::from_value(json!({
+            "content": [{"type": "text", "text": "t", "annotations": {"priority": 1.0}}],
+            "_meta": {"k": 1}
+        }))
+        .unwrap();
+        let r = tool_result(sent.clone());
+        assert_eq!(r.joined_text(), "t");
+        let back = wire::into_call_tool_result(r);
+        assert_eq!(back.meta, sent.meta);
+        assert_eq!(back.content, sent.content);
+        // Said either way, as a result built from parts says it.
+        assert_eq!(back.is_error, Some(false));
+        assert_eq!(back.result_type, Some(rmcp::model::ResultType::COMPLETE));
+
+        let bad: CallToolResult = serde_json::from_value(json!({
+            "content": [{"type": "resource", "resource": {"uri": "x://b", "blob": "!!!"}}],
+            "_meta": {"k": 1}
+        }))
+        .unwrap();
+        let r = tool_result(bad);
+        assert!(r.as_sent.is_none());
+        assert!(r.joined_text().contains("x://b"), "{r:?}");
+        assert_eq!(wire::into_call_tool_result(r).meta, None);
+    }
+
+    #[test]
     fn invalid_blob_is_reported() {
         let c = ResourceContents::blob("!!!", "x://b");
         assert_eq!(resource_content(c).unwrap_err().uri, "x://b");
@@ -439,7 +499,24 @@ pub mod wire {
         }
     }
 
-    /// A `tools/call` result.
+    /// A `tools/call` result to hand on: the result as its MCP server sent
+    /// it while nothing changed it on the way ([`ToolResult::as_sent`]),
+    /// else built from the parts. Either way it says `isError`, and
+    /// `resultType` is the handler's to keep or drop for the client's era.
+    pub fn into_call_tool_result(mut result: ToolResult) -> CallToolResult {
+        let Some(mut sent) = result
+            .as_sent
+            .take()
+            .and_then(extpool_core::AsSent::into_inner::<CallToolResult>)
+        else {
+            return call_tool_result(&result);
+        };
+        sent.is_error = Some(sent.is_error.unwrap_or(false));
+        sent.result_type = Some(rmcp::model::ResultType::COMPLETE);
+        sent
+    }
+
+    /// A `tools/call` result built from its parts.
     pub fn call_tool_result(result: &ToolResult) -> CallToolResult {
         let content = result.parts.iter().map(content_block).collect();
         let mut out = if result.is_error {
@@ -481,6 +558,7 @@ pub mod wire {
                 ],
                 structured: Some(serde_json::json!({"a": 1})),
                 is_error: true,
+                as_sent: None,
             };
             assert_eq!(super::super::tool_result(call_tool_result(&result)), result);
         }

@@ -49,10 +49,12 @@
 //! `--tools-file FILE` serves the tools FILE defines (a JSON array of MCP
 //! tool definitions, any schema and annotations) instead of every other; a
 //! call of one answers `called <name> with <its arguments as JSON>`.
-//! `--lists-file FILE` also lists the prompts, resources and resource
-//! templates FILE defines (a JSON object with `prompts`, `resources` and
-//! `resourceTemplates` arrays of MCP definitions), after the others and as
-//! written; they are only listed, never got or read.
+//! `--lists-file FILE` also lists the tools, prompts, resources and resource
+//! templates FILE defines (a JSON object with `tools`, `prompts`,
+//! `resources` and `resourceTemplates` arrays of MCP definitions; each of
+//! `tools` is `{"tool": …, "result": …}`), after the others and as
+//! written; a call of such a tool answers its written result, the others
+//! are only listed, never got or read.
 //!
 //! `--echo-argv` writes `argv: <its arguments>` to stderr first, as servers
 //! that log their command line do; arguments after `--` are accepted and

@@ -309,6 +309,7 @@ async fn structured_results_over_the_limit_are_errors_and_query_filters_them() {
                 }],
                 structured: Some(v),
                 is_error: false,
+                as_sent: None,
             }
         }),
     );

@@ -295,6 +295,11 @@ impl Guardrails {
             );
             return Err(block(verdicts, Phase::Result, guardrail, reason));
         }
+        if !self.redact.is_empty() {
+            // Redaction reads the parts only: what they do not hold
+            // (`_meta`, annotations) is not passed on unread.
+            result.as_sent = None;
+        }
         for rule in &self.redact {
             let replaced = redact_result(&mut result, rule);
             if replaced > 0 {

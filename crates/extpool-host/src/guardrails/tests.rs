@@ -68,6 +68,7 @@ async fn sizes_are_checked_before_any_pattern_runs() {
         }],
         structured: Some(json!([1, 2])),
         is_error: false,
+        as_sent: None,
     };
     let blocked = g
         .check_result(&subject("mcp__shell__exec"), None, result, &mut verdicts)
@@ -170,6 +171,16 @@ async fn redact_rules_replace_matches_in_text_resources_and_structured_content()
         ],
         ..GuardrailsConfig::default()
     });
+    // With redaction configured, the source's own copy of a result is not
+    // passed on, even when nothing matched: redaction reads the parts only.
+    let mut clean = ToolResult::text("nothing secret");
+    clean.as_sent = Some(extpool_core::AsSent::new("as sent"));
+    let out = g
+        .check_result(&subject("mcp__x__y"), None, clean, &mut Vec::new())
+        .await
+        .unwrap();
+    assert_eq!(out.joined_text(), "nothing secret");
+    assert!(out.as_sent.is_none());
     let key = "sk-ABCDEFGHIJKLMNOPQRSTUVWX";
     let result = ToolResult {
         parts: vec![
@@ -182,6 +193,7 @@ async fn redact_rules_replace_matches_in_text_resources_and_structured_content()
         ],
         structured: Some(json!({"keys": [key, "sk-short"], key: 1})),
         is_error: false,
+        as_sent: None,
     };
     let mut verdicts = Vec::new();
     let out = g

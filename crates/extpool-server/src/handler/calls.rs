@@ -491,7 +491,9 @@ fn settle(outcome: Option<Result<ToolResult, HostError>>, session: &str) -> Outc
         Some(Ok(result)) => {
             let word = if result.is_error { "tool_error" } else { "ok" };
             (
-                Ok(extpool_host::mcp::convert::wire::call_tool_result(&result)),
+                Ok(extpool_host::mcp::convert::wire::into_call_tool_result(
+                    result,
+                )),
                 word,
             )
         }

@@ -18,7 +18,9 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::json;
 
-use crate::support::{PATIENCE, Project, Served, conformance_testkit_yaml};
+use crate::support::{
+    PATIENCE, Project, Served, SessionEra, conformance_testkit_yaml, modern, within,
+};
 
 async fn serve_conformance_testkit(state: &StateDir) -> Served {
     let project = Project::new();
@@ -244,4 +246,125 @@ async fn a_skill_embedded_server_passes_its_templates_and_updates_once() {
 
     client.cancel().await.unwrap();
     served.stop().await;
+}
+
+/// The result `--lists-file` makes tool `card` answer: every field MCP
+/// gives a result and its content beside the text (annotations, `_meta`,
+/// a link's title, size and icons).
+fn card_result() -> serde_json::Value {
+    json!({
+        "content": [
+            {"type": "text", "text": "hello secret-12345",
+             "annotations": {"audience": ["user"], "priority": 0.5},
+             "_meta": {"example.com/part": 1}},
+            {"type": "resource_link", "uri": "art://canvas", "name": "canvas",
+             "title": "The canvas", "size": 42, "mimeType": "text/plain",
+             "icons": [{"src": "https://example.com/c.png", "mimeType": "image/png"}],
+             "annotations": {"audience": ["assistant"]}},
+            {"type": "resource",
+             "resource": {"uri": "art://note", "mimeType": "text/plain", "text": "a note",
+                          "_meta": {"example.com/note": true}},
+             "annotations": {"priority": 1.0}}
+        ],
+        "isError": false,
+        "_meta": {"example.com/trace": "t-1"}
+    })
+}
+
+/// A gateway in front of a testkit whose `card` answers [`card_result`]
+/// and whose `long` answers 200 bytes of annotated text, with `extra`
+/// top-level YAML.
+async fn serve_cards(extra: &str) -> Served {
+    let project = Project::new();
+    let long = json!({
+        "content": [{"type": "text", "text": "x".repeat(200),
+                     "annotations": {"audience": ["user"]}}],
+        "_meta": {"example.com/trace": "t-2"}
+    });
+    let tool = |name: &str| json!({"name": name, "inputSchema": {"type": "object"}});
+    let lists = json!({"tools": [
+        {"tool": tool("card"), "result": card_result()},
+        {"tool": tool("long"), "result": long},
+    ]});
+    let file = project.path().join("lists.json");
+    std::fs::write(&file, lists.to_string()).unwrap();
+    let command =
+        extpool_testkit::stdio_command(["--lists-file".to_owned(), file.display().to_string()]);
+    project.config(&format!(
+        "{}{extra}",
+        crate::support::server_yaml("art", command)
+    ));
+    Served::start(project, GatewayOptions::default()).await
+}
+
+/// Calls `name` with `client` and gives its result as JSON, without the
+/// era's `resultType`.
+async fn call_json<S: rmcp::service::Service<RoleClient>>(
+    client: &RunningService<RoleClient, S>,
+    name: &str,
+) -> serde_json::Value {
+    let result = within(
+        client
+            .peer()
+            .call_tool(CallToolRequestParams::new(name.to_owned())),
+    )
+    .await
+    .unwrap();
+    let mut result = serde_json::to_value(result).unwrap();
+    result.as_object_mut().unwrap().remove("resultType");
+    result
+}
+
+/// A tool result reaches the client as its server sent it — its `_meta`,
+/// its content's annotations and `_meta`, a link's title, size and icons —
+/// in both eras. A result the gateway changes (text over the limit cut, a
+/// redaction rule configured) is built again from what the gateway read,
+/// so none of that passes unread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_result_comes_whole_unless_the_gateway_changes_it() {
+    // What the testkit sends: the written result as rmcp writes it.
+    let sent: rmcp::model::CallToolResult = serde_json::from_value(card_result()).unwrap();
+    let mut sent = serde_json::to_value(sent).unwrap();
+    sent.as_object_mut().unwrap().remove("resultType");
+    assert_eq!(sent["_meta"], json!({"example.com/trace": "t-1"}));
+    assert_eq!(sent["content"][1]["title"], "The canvas", "{sent}");
+
+    let served = serve_cards("extensions:\n  result_limits: {max_text_bytes: 100}\n").await;
+    let session =
+        within(SessionEra.serve(StreamableHttpClientTransport::from_uri(served.url.clone())))
+            .await
+            .unwrap();
+    let new = modern(&served.url).await;
+    assert_eq!(
+        call_json(&session, "mcp__art__card").await,
+        sent,
+        "session era"
+    );
+    assert_eq!(call_json(&new, "mcp__art__card").await, sent, "2026-07-28");
+    let long = call_json(&session, "mcp__art__long").await;
+    let text = long["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("[truncated: 100 of 200 bytes omitted]"),
+        "{long}"
+    );
+    assert_eq!(long.get("_meta"), None, "{long}");
+    let _ = session.cancel().await;
+    let _ = new.cancel().await;
+
+    let served =
+        serve_cards("guardrails:\n  redact:\n    - name: key\n      pattern: \"secret-[0-9]+\"\n")
+            .await;
+    let session =
+        within(SessionEra.serve(StreamableHttpClientTransport::from_uri(served.url.clone())))
+            .await
+            .unwrap();
+    let card = call_json(&session, "mcp__art__card").await;
+    let text = card["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("hello ") && !text.contains("secret-12345"),
+        "{card}"
+    );
+    assert_eq!(card.get("_meta"), None, "{card}");
+    assert_eq!(card["content"][0].get("annotations"), None, "{card}");
+    let _ = session.cancel().await;
 }

@@ -28,7 +28,7 @@ mod tools;
 mod url_elicitation;
 
 pub use barrier::arrivals_counter;
-pub use extra::ExtraLists;
+pub use extra::{ExtraLists, WrittenTool};
 pub use paging::PagingFault;
 
 use std::{

@@ -317,6 +317,9 @@ impl TestServer {
                 let _ = err.flush();
                 Ok(text("ok"))
             }
+            _ if let Some(written) = self.shared.options.lists.tool(name) => {
+                Ok(written.result.clone())
+            }
             _ if self.extra_index(name).is_some()
                 || self.read_dynamic().tools.contains_key(name) =>
             {

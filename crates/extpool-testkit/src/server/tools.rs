@@ -324,6 +324,14 @@ impl TestServer {
         }
         all.extend((0..self.shared.options.extra_tools).map(extra));
         all.extend(self.read_dynamic().tools.values().cloned());
+        all.extend(
+            self.shared
+                .options
+                .lists
+                .tools
+                .iter()
+                .map(|t| t.tool.clone()),
+        );
         if self.shared.options.bad_tool_names {
             all.extend(bad_names());
         }
@@ -373,6 +381,9 @@ impl TestServer {
         }
         if self.shared.options.write_barrier && name == WRITE_BARRIER {
             return Some(write_barrier());
+        }
+        if let Some(written) = self.shared.options.lists.tool(name) {
+            return Some(written.tool.clone());
         }
         self.read_dynamic().tools.get(name).cloned()
     }
