@@ -123,10 +123,31 @@ impl InputRound {
     }
 }
 
+/// Where a call's progress goes: a channel, or a sink of the front end's
+/// own (one whose receiver changes while the call runs, as a call held
+/// across a gateway's input rounds does).
+pub trait ProgressSink: Send + Sync {
+    /// Takes `update`, or drops it when nobody can take it now (never
+    /// queued without bound).
+    fn send(&self, update: ProgressUpdate);
+    /// Whether updates can still be taken.
+    fn is_open(&self) -> bool;
+}
+
+impl ProgressSink for mpsc::Sender<ProgressUpdate> {
+    fn send(&self, update: ProgressUpdate) {
+        let _ = self.try_send(update);
+    }
+
+    fn is_open(&self) -> bool {
+        !self.is_closed()
+    }
+}
+
 /// Where a call's progress and server requests go, and who made it.
 #[derive(Clone, Default)]
 pub struct CallContext {
-    progress: Option<mpsc::Sender<ProgressUpdate>>,
+    progress: Option<Arc<dyn ProgressSink>>,
     client: Option<Arc<dyn CallClient>>,
     input: Option<Arc<InputRound>>,
     caller: Option<Arc<str>>,
@@ -155,8 +176,13 @@ impl CallContext {
 
     /// Progress of the call goes to `tx`; updates that do not fit (the
     /// receiver is slow) are dropped, never queued without bound.
-    pub fn with_progress(mut self, tx: mpsc::Sender<ProgressUpdate>) -> Self {
-        self.progress = Some(tx);
+    pub fn with_progress(self, tx: mpsc::Sender<ProgressUpdate>) -> Self {
+        self.with_progress_sink(Arc::new(tx))
+    }
+
+    /// Progress of the call goes to `sink`.
+    pub fn with_progress_sink(mut self, sink: Arc<dyn ProgressSink>) -> Self {
+        self.progress = Some(sink);
         self
     }
 
@@ -205,13 +231,13 @@ impl CallContext {
 
     /// Whether anyone listens to progress.
     pub fn wants_progress(&self) -> bool {
-        self.progress.as_ref().is_some_and(|tx| !tx.is_closed())
+        self.progress.as_ref().is_some_and(|sink| sink.is_open())
     }
 
     /// Reports progress (dropped when the receiver is full or gone).
     pub fn progress(&self, update: ProgressUpdate) {
-        if let Some(tx) = &self.progress {
-            let _ = tx.try_send(update);
+        if let Some(sink) = &self.progress {
+            sink.send(update);
         }
     }
 

@@ -28,7 +28,7 @@ pub mod time;
 pub mod uri;
 pub mod web;
 
-pub use call::{CallClient, CallContext, ClientSession, InputRound, ProgressUpdate};
+pub use call::{CallClient, CallContext, ClientSession, InputRound, ProgressSink, ProgressUpdate};
 pub use capability::{Capability, CapabilityKind, TurnContext};
 pub use change::{ChangeEvent, ChangeKind, ChangeStream};
 pub use composition::{CircularCompositionError, ParentChain};

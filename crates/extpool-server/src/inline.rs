@@ -85,8 +85,6 @@ enum Wait {
 /// How many log messages and requests of one call may wait for its
 /// answer's stream.
 const OUTBOX_QUEUE: usize = 256;
-/// How many progress updates of one call may wait for its answer's stream.
-const PROGRESS_QUEUE: usize = 64;
 
 /// A request id as the JSON text it was sent as: the key of requests in
 /// flight and of requests waiting for the client's answer (as
@@ -477,7 +475,7 @@ async fn dispatch(
         key,
     };
     let (outbox_tx, messages) = mpsc::channel(OUTBOX_QUEUE);
-    let (progress_tx, progress) = mpsc::channel(PROGRESS_QUEUE);
+    let (progress_tx, progress) = mpsc::channel(crate::relay::PROGRESS_QUEUE);
     let level = match crate::handler::calls::request_log_level(request.get_meta()) {
         Some(rank) => Arc::new(std::sync::atomic::AtomicUsize::new(rank)),
         None => session

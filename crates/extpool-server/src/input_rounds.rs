@@ -23,6 +23,13 @@
 //!   reaches another replica is told so (a client's retries must be routed
 //!   to the replica that answered it).
 //!
+//! - **What it says meanwhile.** The call's log messages and progress go
+//!   to the request of the round now running: the first, then each retry
+//!   that answers ([`Route`]); none while it waits for a retry. Progress
+//!   goes out under each request's own token, so only when the first
+//!   request gave one (the upstream is asked for progress then) and the
+//!   retry gives one.
+//!
 //! A call that asks nothing runs in the request's task as before; only one
 //! that asks moves to a task of its own.
 
@@ -30,7 +37,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use extpool_host::CallClient;
+use extpool_host::{CallClient, ProgressUpdate};
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use rmcp::ErrorData;
@@ -62,32 +69,79 @@ pub(crate) struct Ask {
     answer: oneshot::Sender<Result<Value, String>>,
 }
 
+/// One request's ways to its client: its log messages (and session), its
+/// progress (under the request's own token; dropped without one).
+#[derive(Clone, Default)]
+pub(crate) struct Here {
+    /// The client as the request's call sees it.
+    pub(crate) client: Option<Arc<dyn CallClient>>,
+    /// The request's progress.
+    pub(crate) progress: Option<mpsc::Sender<ProgressUpdate>>,
+}
+
+/// Where a call's log messages and progress go: the request of the round
+/// now running, none while the call waits for a retry.
+#[derive(Default)]
+pub(crate) struct Route(Mutex<Here>);
+
+impl Route {
+    fn client(&self) -> Option<Arc<dyn CallClient>> {
+        self.0.lock().client.clone()
+    }
+
+    fn set(&self, here: Here) {
+        *self.0.lock() = here;
+    }
+}
+
+/// The call's progress goes to the request of the round now running;
+/// an update while the call waits for a retry, or that the request's stream
+/// has no room for, is dropped.
+impl extpool_host::core::ProgressSink for Route {
+    fn send(&self, update: ProgressUpdate) {
+        if let Some(progress) = &self.0.lock().progress {
+            let _ = progress.try_send(update);
+        }
+    }
+
+    fn is_open(&self) -> bool {
+        true
+    }
+}
+
 /// The client of a 2026-07-28 request's call, as its upstream servers see
-/// it: their questions wait for an input round, their log messages go
-/// where the request's do (`inner`).
+/// it: their questions wait for an input round, their log messages go to
+/// the request of the round now running (`route`).
 pub(crate) struct RoundClient {
-    inner: Option<Arc<dyn CallClient>>,
+    route: Arc<Route>,
     capabilities: ClientCapabilities,
     asks: mpsc::Sender<Ask>,
     declined: Arc<Mutex<Option<String>>>,
 }
 
 impl RoundClient {
-    /// The client of a call whose request declared `capabilities`, and the
-    /// receiver of its upstreams' questions ([`Rounds::start`]).
+    /// The client of a call whose first request, `here`, declared
+    /// `capabilities`; the receiver of its upstreams' questions
+    /// ([`Rounds::start`]); and the call's route.
     pub(crate) fn new(
-        inner: Option<Arc<dyn CallClient>>,
+        here: Here,
         capabilities: ClientCapabilities,
-    ) -> (Arc<Self>, Questions) {
+    ) -> (Arc<Self>, Questions, Arc<Route>) {
         let (asks, receiver) = mpsc::channel(1);
         let declined = Arc::new(Mutex::new(None));
+        let route = Arc::new(Route(Mutex::new(here)));
         let client = Arc::new(Self {
-            inner,
+            route: route.clone(),
             capabilities,
             asks,
             declined: declined.clone(),
         });
-        (client, Questions { receiver, declined })
+        let questions = Questions {
+            receiver,
+            declined,
+            route: route.clone(),
+        };
+        (client, questions, route)
     }
 }
 
@@ -117,13 +171,13 @@ impl CallClient for RoundClient {
     }
 
     fn log(&self, params: Value) {
-        if let Some(inner) = &self.inner {
-            inner.log(params);
+        if let Some(client) = self.route.client() {
+            client.log(params);
         }
     }
 
     fn session(&self) -> Option<Arc<dyn extpool_host::core::ClientSession>> {
-        self.inner.as_ref()?.session()
+        self.route.client()?.session()
     }
 
     fn declined(&self, method: &str) {
@@ -138,6 +192,8 @@ impl CallClient for RoundClient {
 pub(crate) struct Questions {
     receiver: mpsc::Receiver<Ask>,
     declined: Arc<Mutex<Option<String>>>,
+    /// Where the call's log messages and progress go.
+    route: Arc<Route>,
 }
 
 /// What became of a call, as far as the request that waits for it goes.
@@ -272,8 +328,8 @@ impl<T: Send + 'static> Rounds<T> {
         &self,
         state: &str,
         responses: Option<&serde_json::Map<String, Value>>,
-        owner: &str,
-        tool: &str,
+        (owner, tool): (&str, &str),
+        here: Here,
         ct: &CancellationToken,
     ) -> Result<Next<T>, ErrorData> {
         let waiting = {
@@ -317,6 +373,7 @@ impl<T: Send + 'static> Rounds<T> {
             call,
             ..
         } = waiting;
+        call.questions.route.set(here);
         let _ = ask.answer.send(Ok(answer));
         self.wait(call, owner, tool, ct).await
     }
@@ -375,6 +432,8 @@ impl<T: Send + 'static> Rounds<T> {
         let state = new_state(&self.replica).ok_or_else(|| {
             ErrorData::internal_error("the gateway could not draw a request state", None)
         })?;
+        // Until a retry answers, what the call says has no request to go to.
+        call.questions.route.set(Here::default());
         call.asked += 1;
         let key = format!("input-{}", call.asked);
         let asked = round(&key, &request, &state);

@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 
 /// How many progress updates may wait for a slow client before new ones
 /// are dropped (the last one always reflects the latest state it saw).
-const PROGRESS_QUEUE: usize = 64;
+pub(crate) const PROGRESS_QUEUE: usize = 64;
 /// How many log messages may wait for a slow client before new ones are
 /// dropped.
 const LOG_QUEUE: usize = 256;
@@ -158,6 +158,19 @@ pub(crate) struct InlineRelay {
     pub client: Arc<dyn CallClient>,
     /// The call's progress (sent only when the client gave a token).
     pub progress: mpsc::Sender<ProgressUpdate>,
+}
+
+/// A 2026-07-28 request's ways to its client, for a call held across input
+/// rounds ([`crate::input_rounds::Here`]): those of a request answered in
+/// the HTTP task, as every such request is; none for another.
+pub(crate) fn here(ctx: &RequestContext<RoleServer>) -> crate::input_rounds::Here {
+    match ctx.extensions.get::<InlineRelay>() {
+        Some(inline) => crate::input_rounds::Here {
+            client: Some(inline.client.clone()),
+            progress: Some(inline.progress.clone()),
+        },
+        None => crate::input_rounds::Here::default(),
+    }
 }
 
 /// The call context of a request: progress to the client's token (when it

@@ -310,19 +310,30 @@ impl GatewayHandler {
             .as_deref()
             .filter(|s| input_rounds::is_ours(s))
         {
+            let here = relay::here(context);
             return rounds
-                .resume(state, round.responses.as_ref(), &owner, name, &context.ct)
+                .resume(
+                    state,
+                    round.responses.as_ref(),
+                    (&owner, name),
+                    here,
+                    &context.ct,
+                )
                 .await;
         }
         let (call_context, forwarders) = relay::call_context(context, self.log_level_of(context));
-        let (client, questions) = RoundClient::new(
-            call_context.client().cloned(),
+        let (client, questions, route) = RoundClient::new(
+            relay::here(context),
             context.client_capabilities().unwrap_or_default(),
         );
-        let call_context = call_context
+        let mut call_context = call_context
             .with_client(client)
             .with_caller(principal.label())
             .with_input(round.clone());
+        if call_context.wants_progress() {
+            // Each round's request takes the call's progress under its token.
+            call_context = call_context.with_progress_sink(route);
+        }
         let (handler, table, tool) = (self.clone(), table.clone(), name.to_owned());
         let call = Box::pin(async move {
             let outcome = call_context

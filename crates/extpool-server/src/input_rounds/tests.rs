@@ -48,7 +48,7 @@ async fn started(
     Result<Next<Vec<Result<Value, String>>>, ErrorData>,
     Arc<AtomicBool>,
 ) {
-    let (client, questions) = RoundClient::new(None, elicitation());
+    let (client, questions, _route) = RoundClient::new(Here::default(), elicitation());
     let dropped = Arc::new(AtomicBool::new(false));
     let call = asking(client, n, dropped.clone());
     let next = rounds
@@ -99,7 +99,13 @@ async fn a_call_that_asks_is_held_until_its_caller_retries_with_the_answer() {
     let accepted = answer(&key, json!({"action": "accept", "content": {"a": 1}}));
     // Another caller's retry, or one of another tool, finds nothing.
     let other = rounds
-        .resume(&state, Some(&accepted), "bob", "t", &never)
+        .resume(
+            &state,
+            Some(&accepted),
+            ("bob", "t"),
+            Here::default(),
+            &never,
+        )
         .await;
     assert!(
         other
@@ -109,7 +115,13 @@ async fn a_call_that_asks_is_held_until_its_caller_retries_with_the_answer() {
             .contains("names no call of yours")
     );
     let tool = rounds
-        .resume(&state, Some(&accepted), "alice", "u", &never)
+        .resume(
+            &state,
+            Some(&accepted),
+            ("alice", "u"),
+            Here::default(),
+            &never,
+        )
         .await;
     assert!(
         tool.err()
@@ -119,7 +131,9 @@ async fn a_call_that_asks_is_held_until_its_caller_retries_with_the_answer() {
     );
     // A retry without the answer is asked again; one whose answer is
     // not an object is refused. The round still waits after both.
-    let again = rounds.resume(&state, None, "alice", "t", &never).await;
+    let again = rounds
+        .resume(&state, None, ("alice", "t"), Here::default(), &never)
+        .await;
     assert_eq!(
         asked(again),
         (key.clone(), state.clone(), json!("question 1"))
@@ -128,8 +142,8 @@ async fn a_call_that_asks_is_held_until_its_caller_retries_with_the_answer() {
         .resume(
             &state,
             Some(&answer(&key, json!(12345))),
-            "alice",
-            "t",
+            ("alice", "t"),
+            Here::default(),
             &never,
         )
         .await;
@@ -142,13 +156,25 @@ async fn a_call_that_asks_is_held_until_its_caller_retries_with_the_answer() {
 
     // The answer goes to the call, which asks its second question.
     let next = rounds
-        .resume(&state, Some(&accepted), "alice", "t", &never)
+        .resume(
+            &state,
+            Some(&accepted),
+            ("alice", "t"),
+            Here::default(),
+            &never,
+        )
         .await;
     let (key2, state2, message2) = asked(next);
     assert_eq!((key2.as_str(), message2), ("input-2", json!("question 2")));
     assert_ne!(state2, state);
     let replay = rounds
-        .resume(&state, Some(&accepted), "alice", "t", &never)
+        .resume(
+            &state,
+            Some(&accepted),
+            ("alice", "t"),
+            Here::default(),
+            &never,
+        )
         .await;
     assert!(replay.is_err(), "a state answered already is spent");
 
@@ -157,7 +183,13 @@ async fn a_call_that_asks_is_held_until_its_caller_retries_with_the_answer() {
         outcome,
         declined: none,
     }) = rounds
-        .resume(&state2, Some(&declined), "alice", "t", &never)
+        .resume(
+            &state2,
+            Some(&declined),
+            ("alice", "t"),
+            Here::default(),
+            &never,
+        )
         .await
     else {
         panic!("not done");
@@ -188,8 +220,8 @@ async fn a_call_whose_caller_does_not_retry_in_time_is_cancelled() {
         .resume(
             &state,
             Some(&answer(&key, json!({}))),
-            "alice",
-            "t",
+            ("alice", "t"),
+            Here::default(),
             &CancellationToken::new(),
         )
         .await;
@@ -227,7 +259,7 @@ async fn one_caller_holds_at_most_its_share_of_waiting_calls() {
 #[tokio::test]
 async fn a_call_that_asks_nothing_ends_in_the_request_and_says_what_was_declined() {
     let rounds: Rounds<()> = Rounds::new("0000000a".into());
-    let (client, questions) = RoundClient::new(None, elicitation());
+    let (client, questions, _route) = RoundClient::new(Here::default(), elicitation());
     assert!(client.accepts(FORM));
     assert!(!client.accepts(extpool_host::mcp::handler::SAMPLING));
     let call = Box::pin(async move {
@@ -257,7 +289,13 @@ async fn a_retry_that_reaches_another_replica_is_told_so() {
     assert!(state.starts_with("extpool-input-0000000a-"), "{state}");
     let never = CancellationToken::new();
     let elsewhere = there
-        .resume(&state, Some(&answer(&key, json!({}))), "alice", "t", &never)
+        .resume(
+            &state,
+            Some(&answer(&key, json!({}))),
+            ("alice", "t"),
+            Here::default(),
+            &never,
+        )
         .await;
     let message = elsewhere.err().unwrap().message;
     assert!(
@@ -266,4 +304,83 @@ async fn a_retry_that_reaches_another_replica_is_told_so() {
         ),
         "{message}"
     );
+}
+
+/// A request's client that keeps the log messages it is given.
+#[derive(Default)]
+struct Logs(Mutex<Vec<Value>>);
+
+#[async_trait::async_trait]
+impl CallClient for Logs {
+    async fn request(&self, method: &str, _: Value) -> Result<Value, String> {
+        Err(format!("{method} is not taken here"))
+    }
+
+    fn accepts(&self, _: &str) -> bool {
+        false
+    }
+
+    fn log(&self, params: Value) {
+        self.0.lock().push(params);
+    }
+}
+
+/// A request's ways to its client, and what reaches them.
+fn here() -> (Here, Arc<Logs>, mpsc::Receiver<ProgressUpdate>) {
+    let logs = Arc::new(Logs::default());
+    let (progress, updates) = mpsc::channel(8);
+    let here = Here {
+        client: Some(logs.clone()),
+        progress: Some(progress),
+    };
+    (here, logs, updates)
+}
+
+fn update(progress: f64) -> ProgressUpdate {
+    ProgressUpdate {
+        progress,
+        total: None,
+        message: None,
+    }
+}
+
+#[tokio::test]
+async fn what_a_held_call_says_reaches_the_request_of_the_round_now_running() {
+    let rounds = Rounds::new("0000000a".into());
+    let never = CancellationToken::new();
+    let (first, first_logs, mut first_progress) = here();
+    let (client, questions, route) = RoundClient::new(first, elicitation());
+    let progress = extpool_host::CallContext::new().with_progress_sink(route.clone());
+    let speaker = client.clone();
+    let call = Box::pin(async move {
+        client.log(json!("before"));
+        progress.progress(update(1.0));
+        let answer = client.request(FORM, question(1)).await;
+        client.log(json!("after"));
+        progress.progress(update(2.0));
+        answer
+    });
+    let held = rounds
+        .start(call, questions, "alice".into(), "t".into(), &never)
+        .await;
+    let Ok(Next::Asking(round)) = held else {
+        panic!("not a round");
+    };
+    assert_eq!(first_logs.0.lock().clone(), vec![json!("before")]);
+    assert_eq!(first_progress.recv().await.map(|u| u.progress), Some(1.0));
+
+    // Said while the call waits for its retry: no request takes it.
+    speaker.log(json!("between"));
+    extpool_host::core::ProgressSink::send(route.as_ref(), update(1.5));
+    let (retry, retry_logs, mut retry_progress) = here();
+    let state = round.request_state.unwrap();
+    let accepted = answer("input-1", json!({"action": "accept"}));
+    let done = rounds
+        .resume(&state, Some(&accepted), ("alice", "t"), retry, &never)
+        .await;
+    assert!(matches!(done, Ok(Next::Done { .. })));
+    assert_eq!(retry_logs.0.lock().clone(), vec![json!("after")]);
+    assert_eq!(retry_progress.recv().await.map(|u| u.progress), Some(2.0));
+    assert_eq!(first_logs.0.lock().len(), 1);
+    assert!(first_progress.try_recv().is_err());
 }

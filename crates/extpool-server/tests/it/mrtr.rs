@@ -375,3 +375,102 @@ async fn a_retry_that_answers_a_round_is_not_a_new_call_for_the_rate_limit() {
     client.cancel().await.unwrap();
     served.stop().await;
 }
+
+/// Posts a 2026-07-28 `tools/call` of the testkit's `elicit` declaring
+/// elicitation, with a progress token `token`, log level info and `extra`
+/// params (a retry's answer and state); the answer's content type and body.
+async fn post_elicit(url: &str, token: &str, extra: serde_json::Value) -> (String, String) {
+    let mut params = json!({
+        "name": "mcp__testkit__elicit", "arguments": {"message": "Ship it?"},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+            "io.modelcontextprotocol/logLevel": "info",
+            "progressToken": token,
+        },
+    });
+    for (key, value) in extra.as_object().unwrap() {
+        params[key] = value.clone();
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params});
+    let response = within(
+        reqwest::Client::new()
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "mcp__testkit__elicit")
+            .body(body.to_string())
+            .send(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 200);
+    let kind = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    (kind, within(response.text()).await.unwrap())
+}
+
+/// What a held call says after its question was answered (its upstream's
+/// log message and progress) reaches the request that answered it, under
+/// that request's progress token, before the result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_held_call_says_after_its_answer_reaches_the_retry_that_answered() {
+    let state = StateDir::new();
+    let project = Project::new();
+    project.config(&testkit_yaml("testkit", &state));
+    let served = Served::start(project, GatewayOptions::default()).await;
+
+    let (kind, body) = post_elicit(&served.url, "first", json!({})).await;
+    assert_eq!(kind, "application/json", "{body}");
+    let asked: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+    let request_state = asked["result"]["requestState"].clone();
+    let key = asked["result"]["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+
+    let answer = json!({"action": "accept", "content": {"answer": "ship"}});
+    let retry = json!({"requestState": request_state, "inputResponses": {key: answer}});
+    let (kind, body) = post_elicit(&served.url, "second", retry).await;
+    assert_eq!(kind, "text/event-stream", "{body}");
+    let messages: Vec<serde_json::Value> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect();
+    let methods: Vec<&str> = messages
+        .iter()
+        .map(|m| m["method"].as_str().unwrap_or("(result)"))
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "notifications/message",
+            "notifications/progress",
+            "(result)"
+        ],
+        "{body}"
+    );
+    let said = messages[0]["params"]["data"].as_str().unwrap();
+    assert!(said.starts_with("answered: action=accept"), "{said}");
+    assert_eq!(messages[1]["params"]["progressToken"], "second", "{body}");
+    assert_eq!(messages[1]["params"]["message"], "answered", "{body}");
+    let result = &messages[2]["result"];
+    assert_eq!(result["resultType"], "complete", "{body}");
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains(r#"content={"answer":"ship"}"#),
+        "{body}"
+    );
+    served.stop().await;
+}

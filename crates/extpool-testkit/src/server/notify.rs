@@ -183,3 +183,19 @@ impl TestServer {
         ))]))
     }
 }
+
+/// What a long call says after its question was answered: a log message
+/// `answered: <said>` (info), and progress 1 of 1 (`answered`) when the
+/// call has a progress token.
+#[allow(deprecated)] // logging (SEP-2577) is deprecated but clients still show it
+pub(crate) async fn answered(said: &str, context: &RequestContext<RoleServer>) {
+    let line = serde_json::Value::String(format!("answered: {said}"));
+    let log = LoggingMessageNotificationParam::new(LoggingLevel::Info, line);
+    let _ = context.peer.notify_logging_message(log).await;
+    if let Some(token) = context.meta.get_progress_token() {
+        let mut done = rmcp::model::ProgressNotificationParam::new(token, 1.0);
+        done.total = Some(1.0);
+        done.message = Some("answered".into());
+        let _ = context.peer.notify_progress(done).await;
+    }
+}

@@ -304,7 +304,10 @@ impl TestServer {
                     "required": ["answer"],
                 });
                 match super::asking::elicit(args.str("message")?, form, &context).await {
-                    Ok(said) => Ok(text(said)),
+                    Ok(said) => {
+                        super::notify::answered(&said, &context).await;
+                        Ok(text(said))
+                    }
                     Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                         "elicitation failed: {e}"
                     ))])),

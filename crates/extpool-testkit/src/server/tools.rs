@@ -263,8 +263,9 @@ fn unannotated_builtin() -> Vec<Tool> {
         Tool::new(
             "elicit",
             "Asks the user (`elicitation/create`, a form with one string field `answer`) \
-             with `message`, and returns `action=<accept|decline|cancel>, content=<JSON>`. \
-             Counts each call in counter \"elicit\"",
+             with `message`, and returns `action=<accept|decline|cancel>, content=<JSON>`; \
+             after the answer, logs `answered: <it>` (info) and, given a progress token, \
+             reports progress 1 of 1 (`answered`). Counts each call in counter \"elicit\"",
             schema(json!({"message": string("What to ask the user")}), &["message"]),
         ),
     ]
