@@ -161,15 +161,22 @@ pub(crate) struct InlineRelay {
 }
 
 /// A 2026-07-28 request's ways to its client, for a call held across input
-/// rounds ([`crate::input_rounds::Here`]): those of a request answered in
-/// the HTTP task, as every such request is; none for another.
-pub(crate) fn here(ctx: &RequestContext<RoleServer>) -> crate::input_rounds::Here {
+/// rounds ([`crate::input_rounds::Here`]), `call` being the request's
+/// [`call_context`]: those of a request answered in the HTTP task; for
+/// another (rmcp's service answers it), its client, and no progress.
+pub(crate) fn here(
+    ctx: &RequestContext<RoleServer>,
+    call: &CallContext,
+) -> crate::input_rounds::Here {
     match ctx.extensions.get::<InlineRelay>() {
         Some(inline) => crate::input_rounds::Here {
             client: Some(inline.client.clone()),
             progress: Some(inline.progress.clone()),
         },
-        None => crate::input_rounds::Here::default(),
+        None => crate::input_rounds::Here {
+            client: call.client().cloned(),
+            progress: None,
+        },
     }
 }
 

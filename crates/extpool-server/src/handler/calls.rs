@@ -310,7 +310,11 @@ impl GatewayHandler {
             .as_deref()
             .filter(|s| input_rounds::is_ours(s))
         {
-            let here = relay::here(context);
+            // Its log forwarder, if any, ends when the round's call drops
+            // this request's client (it answers, or asks again).
+            let (call_context, _forwarders) =
+                relay::call_context(context, self.log_level_of(context));
+            let here = relay::here(context, &call_context);
             return rounds
                 .resume(
                     state,
@@ -323,7 +327,7 @@ impl GatewayHandler {
         }
         let (call_context, forwarders) = relay::call_context(context, self.log_level_of(context));
         let (client, questions, route) = RoundClient::new(
-            relay::here(context),
+            relay::here(context, &call_context),
             context.client_capabilities().unwrap_or_default(),
         );
         let mut call_context = call_context
