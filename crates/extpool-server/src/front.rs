@@ -22,10 +22,10 @@
 //!   earlier one (400).
 //!
 //! Requests of the 2026-07-28 era, which have no session, are answered as
-//! [`crate::inline`]'s `stateless` says. rmcp still answers what neither
-//! takes: `subscriptions/listen`, a 2026-07-28 request its checks refuse,
-//! and an `initialize` whose headers rmcp refuses (so those refusals are
-//! rmcp's own).
+//! [`crate::inline`]'s `stateless` says, `subscriptions/listen` among
+//! them. rmcp still answers what neither takes: a 2026-07-28 request its
+//! checks refuse, a 2026-07-28 notification, and an `initialize` whose
+//! headers rmcp refuses (so those refusals are rmcp's own).
 
 use std::sync::Arc;
 

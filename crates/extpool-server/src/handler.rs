@@ -192,6 +192,15 @@ impl GatewayHandler {
         self.session.get().map_or("stateless", |s| s.id.as_str())
     }
 
+    /// Who hears this connection's list changes: its durable session's
+    /// clients, or the gateway's.
+    pub(crate) fn notifier(&self) -> &crate::notify::Notifier {
+        match &self.durable {
+            Some(open) => &open.notifier,
+            None => &self.shared.notifier,
+        }
+    }
+
     /// Whether this connection belongs to a session (implicit or durable);
     /// 2026-07-28 requests do not.
     fn has_session(&self) -> bool {
@@ -423,10 +432,7 @@ impl ServerHandler for GatewayHandler {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        match &self.durable {
-            Some(open) => open.notifier.add_sink(context.sink().clone()),
-            None => self.shared.notifier.add_sink(context.sink().clone()),
-        }
+        self.notifier().add_sink(context.sink().clone());
         context.cancelled().await;
         Ok(())
     }

@@ -52,6 +52,7 @@ mod headers;
 mod replay;
 mod running;
 mod stateless;
+mod subscriptions;
 
 pub(crate) use headers::{accepted, json_body};
 pub(crate) use replay::listen;

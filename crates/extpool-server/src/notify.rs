@@ -14,10 +14,11 @@ use extpool_host::{HostEvent, View};
 use futures::StreamExt;
 use parking_lot::Mutex;
 use rmcp::model::{
-    PromptListChangedNotification, ResourceListChangedNotification, ServerNotification,
-    ToolListChangedNotification,
+    GetMeta, PromptListChangedNotification, RequestId, ResourceListChangedNotification,
+    ServerJsonRpcMessage, ServerNotification, SubscriptionFilter, ToolListChangedNotification,
 };
 use rmcp::service::{SubscriptionSendError, SubscriptionSink};
+use tokio::sync::mpsc;
 
 use crate::client_peer::ClientPeer;
 
@@ -36,11 +37,78 @@ pub enum ListKind {
     Prompts,
 }
 
+impl ListKind {
+    /// Its `list_changed` notification.
+    fn changed(self) -> ServerNotification {
+        match self {
+            Self::Tools => ServerNotification::ToolListChangedNotification(
+                ToolListChangedNotification::default(),
+            ),
+            Self::Resources => ServerNotification::ResourceListChangedNotification(
+                ResourceListChangedNotification::default(),
+            ),
+            Self::Prompts => ServerNotification::PromptListChangedNotification(
+                PromptListChangedNotification::default(),
+            ),
+        }
+    }
+
+    /// Whether `filter` asks for its `list_changed`.
+    fn asked_in(self, filter: &SubscriptionFilter) -> bool {
+        let asked = match self {
+            Self::Tools => filter.tools_list_changed,
+            Self::Resources => filter.resources_list_changed,
+            Self::Prompts => filter.prompts_list_changed,
+        };
+        asked == Some(true)
+    }
+}
+
+/// A 2026-07-28 client's `subscriptions/listen` stream that the gateway
+/// answers itself ([`crate::inline`]): what it accepted, and the stream.
+pub(crate) struct Listener {
+    id: RequestId,
+    accepted: SubscriptionFilter,
+    stream: mpsc::Sender<ServerJsonRpcMessage>,
+}
+
+impl Listener {
+    /// The listener of subscription `id` (its request's id), which
+    /// accepted `accepted`, writing to `stream`.
+    pub(crate) fn new(
+        id: RequestId,
+        accepted: SubscriptionFilter,
+        stream: mpsc::Sender<ServerJsonRpcMessage>,
+    ) -> Self {
+        Self {
+            id,
+            accepted,
+            stream,
+        }
+    }
+
+    /// Tells it `kind` changed, if it accepted that, under its id; dropped
+    /// when its stream has no room.
+    fn tell(&self, kind: ListKind) {
+        if !kind.asked_in(&self.accepted) {
+            return;
+        }
+        let mut notification = kind.changed();
+        notification
+            .get_meta_mut()
+            .set_subscription_id(self.id.clone());
+        let _ = self
+            .stream
+            .try_send(ServerJsonRpcMessage::notification(notification));
+    }
+}
+
 /// The clients to notify.
 #[derive(Default)]
 pub struct Notifier {
     peers: Mutex<Vec<ClientPeer>>,
     sinks: Mutex<Vec<SubscriptionSink>>,
+    listeners: Mutex<Vec<Listener>>,
 }
 
 impl Notifier {
@@ -63,24 +131,30 @@ impl Notifier {
         sinks.push(sink);
     }
 
+    /// Keeps a 2026-era client's `subscriptions/listen` stream answered by
+    /// the gateway; those whose client went away are dropped.
+    pub(crate) fn add_listener(&self, listener: Listener) {
+        let mut listeners = self.listeners.lock();
+        listeners.retain(|l| !l.stream.is_closed());
+        if listeners.len() >= MAX_SUBSCRIBERS {
+            listeners.remove(0);
+        }
+        listeners.push(listener);
+    }
+
     /// Sends `kind`'s `list_changed` to every client; clients whose
     /// transport or subscription closed are dropped.
     pub async fn notify(&self, kind: ListKind) {
+        let listening = {
+            let mut listeners = self.listeners.lock();
+            listeners.retain(|l| !l.stream.is_closed());
+            listeners.iter().for_each(|l| l.tell(kind));
+            listeners.len()
+        };
         let peers: Vec<ClientPeer> = std::mem::take(&mut *self.peers.lock());
         let mut live = Vec::with_capacity(peers.len());
         for peer in peers {
-            let notification = match kind {
-                ListKind::Tools => ServerNotification::ToolListChangedNotification(
-                    ToolListChangedNotification::default(),
-                ),
-                ListKind::Resources => ServerNotification::ResourceListChangedNotification(
-                    ResourceListChangedNotification::default(),
-                ),
-                ListKind::Prompts => ServerNotification::PromptListChangedNotification(
-                    PromptListChangedNotification::default(),
-                ),
-            };
-            let sent = peer.notify(notification).await;
+            let sent = peer.notify(kind.changed()).await;
             if sent.is_ok() || !peer.is_closed() {
                 live.push(peer);
             }
@@ -102,7 +176,13 @@ impl Notifier {
         }
         let subscribers = live.len();
         self.sinks.lock().extend(live);
-        tracing::debug!(?kind, peers = reached, subscribers, "sent list_changed");
+        tracing::debug!(
+            ?kind,
+            peers = reached,
+            subscribers,
+            listening,
+            "sent list_changed"
+        );
     }
 
     /// Follows `view` until its change stream ends, notifying clients of
@@ -161,5 +241,35 @@ impl Fingerprints {
                 }
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_listener_hears_only_the_kinds_it_accepted_under_its_id() {
+        let notifier = Notifier::default();
+        let (stream, mut heard) = mpsc::channel(8);
+        let accepted = SubscriptionFilter::builder().tools_list_changed().build();
+        let id = RequestId::String("sub".into());
+        notifier.add_listener(Listener::new(id.clone(), accepted, stream));
+        notifier.notify(ListKind::Prompts).await;
+        notifier.notify(ListKind::Resources).await;
+        notifier.notify(ListKind::Tools).await;
+        let message = serde_json::to_value(heard.try_recv().unwrap()).unwrap();
+        assert_eq!(message["method"], "notifications/tools/list_changed", "{message}");
+        let meta = message["params"]["_meta"].as_object().unwrap();
+        assert!(
+            meta.iter().any(|(k, v)| k.ends_with("subscriptionId") && v == "sub"),
+            "{message}"
+        );
+        assert!(heard.try_recv().is_err(), "nothing else");
+
+        // Gone: dropped at the next change.
+        drop(heard);
+        notifier.notify(ListKind::Tools).await;
+        assert!(notifier.listeners.lock().is_empty());
     }
 }

@@ -8,9 +8,10 @@
 //! era's for its error ([`status_of`]: 400, 404), known before anything
 //! is sent.
 //!
-//! rmcp's transport still answers what is not plainly such a request —
-//! `subscriptions/listen` (a stream that stays open), a notification, an
-//! answer — and a request whose `_meta` or headers its checks would
+//! `subscriptions/listen` is answered here too, with a stream that stays
+//! open ([`super::subscriptions`]). rmcp's transport still answers what is
+//! not plainly such a request — a notification, an answer — and a request
+//! whose `_meta` or headers its checks would
 //! refuse (no `protocolVersion` or `clientCapabilities` in `_meta`, a
 //! version other than 2026-07-28 or than its header's, an `Accept` or
 //! `Content-Type` it refuses), so that those answers stay its own.
@@ -69,6 +70,9 @@ where
         return answer;
     }
     match (taken, handler) {
+        (Some((id, ClientRequest::SubscriptionsListenRequest(listen))), Some(handler)) => {
+            super::subscriptions::serve(&handler, id, listen)
+        }
         (Some(request), Some(handler)) => {
             let session = InlineSession::of_request(handler, shared.stand.peer());
             dispatch(&session, parts, request).await
@@ -100,10 +104,7 @@ fn taken_here(
         return None;
     };
     use rmcp::model::ClientRequest as R;
-    if matches!(
-        request,
-        R::InitializeRequest(_) | R::SubscriptionsListenRequest(_)
-    ) {
+    if matches!(request, R::InitializeRequest(_)) {
         return None;
     }
     let meta = request.get_meta();
