@@ -33,6 +33,9 @@ pub(crate) enum ClientPeer {
     Rmcp(Peer<RoleServer>),
     /// A session of extpool's own front end.
     Own(Arc<Outbound>),
+    /// A 2026-07-28 client's `subscriptions/listen` stream (no session):
+    /// what it is sent carries the subscription's id.
+    Listener(Arc<crate::notify::Listener>),
 }
 
 impl std::fmt::Debug for ClientPeer {
@@ -40,6 +43,7 @@ impl std::fmt::Debug for ClientPeer {
         match self {
             Self::Rmcp(_) => f.write_str("ClientPeer::Rmcp"),
             Self::Own(_) => f.write_str("ClientPeer::Own"),
+            Self::Listener(_) => f.write_str("ClientPeer::Listener"),
         }
     }
 }
@@ -50,6 +54,7 @@ impl ClientPeer {
         match self {
             Self::Rmcp(peer) => peer.peer_info(),
             Self::Own(out) => Some(out.info.clone()),
+            Self::Listener(_) => None,
         }
     }
 
@@ -61,6 +66,7 @@ impl ClientPeer {
                 .await
                 .map_err(|e| e.to_string()),
             Self::Own(out) => out.send(ServerJsonRpcMessage::notification(notification)),
+            Self::Listener(listener) => listener.send(notification),
         }
     }
 
@@ -69,6 +75,7 @@ impl ClientPeer {
         match self {
             Self::Rmcp(peer) => peer.is_transport_closed(),
             Self::Own(out) => out.closed.is_cancelled(),
+            Self::Listener(listener) => listener.is_closed(),
         }
     }
 }

@@ -175,7 +175,7 @@ impl GatewayHandler {
 
     /// The view this connection sees: its durable session's, its implicit
     /// session's, else the stateless one.
-    fn view(&self) -> &View {
+    pub(crate) fn view(&self) -> &View {
         if let Some(open) = &self.durable {
             return &open.view;
         }

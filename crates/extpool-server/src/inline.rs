@@ -179,7 +179,8 @@ impl InlineSession {
     pub(crate) fn outbound(&self) -> Option<&Arc<crate::client_peer::Outbound>> {
         match &self.client {
             crate::client_peer::ClientPeer::Own(outbound) => Some(outbound),
-            crate::client_peer::ClientPeer::Rmcp(_) => None,
+            crate::client_peer::ClientPeer::Rmcp(_)
+            | crate::client_peer::ClientPeer::Listener(_) => None,
         }
     }
 

@@ -9,6 +9,7 @@
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use extpool_host::{HostEvent, View};
 use futures::StreamExt;
@@ -87,19 +88,31 @@ impl Listener {
         }
     }
 
-    /// Tells it `kind` changed, if it accepted that, under its id; dropped
-    /// when its stream has no room.
+    /// Tells it `kind` changed, if it accepted that; dropped when its
+    /// stream has no room.
     fn tell(&self, kind: ListKind) {
-        if !kind.asked_in(&self.accepted) {
-            return;
+        if kind.asked_in(&self.accepted) {
+            let _ = self.send(kind.changed());
         }
-        let mut notification = kind.changed();
+    }
+
+    /// Sends `notification` on its stream, under its id; `Err` when the
+    /// stream has no room or its client went away.
+    pub(crate) fn send(&self, mut notification: ServerNotification) -> Result<(), String> {
         notification
             .get_meta_mut()
             .set_subscription_id(self.id.clone());
-        let _ = self
-            .stream
-            .try_send(ServerJsonRpcMessage::notification(notification));
+        self.stream
+            .try_send(ServerJsonRpcMessage::notification(notification))
+            .map_err(|e| match e {
+                mpsc::error::TrySendError::Full(_) => "the listen stream is full".to_owned(),
+                mpsc::error::TrySendError::Closed(_) => "the listen stream ended".to_owned(),
+            })
+    }
+
+    /// Whether its client went away.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.stream.is_closed()
     }
 }
 
@@ -108,7 +121,7 @@ impl Listener {
 pub struct Notifier {
     peers: Mutex<Vec<ClientPeer>>,
     sinks: Mutex<Vec<SubscriptionSink>>,
-    listeners: Mutex<Vec<Listener>>,
+    listeners: Mutex<Vec<Arc<Listener>>>,
 }
 
 impl Notifier {
@@ -133,7 +146,7 @@ impl Notifier {
 
     /// Keeps a 2026-era client's `subscriptions/listen` stream answered by
     /// the gateway; those whose client went away are dropped.
-    pub(crate) fn add_listener(&self, listener: Listener) {
+    pub(crate) fn add_listener(&self, listener: Arc<Listener>) {
         let mut listeners = self.listeners.lock();
         listeners.retain(|l| !l.stream.is_closed());
         if listeners.len() >= MAX_SUBSCRIBERS {
@@ -254,15 +267,19 @@ mod tests {
         let (stream, mut heard) = mpsc::channel(8);
         let accepted = SubscriptionFilter::builder().tools_list_changed().build();
         let id = RequestId::String("sub".into());
-        notifier.add_listener(Listener::new(id.clone(), accepted, stream));
+        notifier.add_listener(Arc::new(Listener::new(id.clone(), accepted, stream)));
         notifier.notify(ListKind::Prompts).await;
         notifier.notify(ListKind::Resources).await;
         notifier.notify(ListKind::Tools).await;
         let message = serde_json::to_value(heard.try_recv().unwrap()).unwrap();
-        assert_eq!(message["method"], "notifications/tools/list_changed", "{message}");
+        assert_eq!(
+            message["method"], "notifications/tools/list_changed",
+            "{message}"
+        );
         let meta = message["params"]["_meta"].as_object().unwrap();
         assert!(
-            meta.iter().any(|(k, v)| k.ends_with("subscriptionId") && v == "sub"),
+            meta.iter()
+                .any(|(k, v)| k.ends_with("subscriptionId") && v == "sub"),
             "{message}"
         );
         assert!(heard.try_recv().is_err(), "nothing else");

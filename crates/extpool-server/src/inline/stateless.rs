@@ -71,7 +71,7 @@ where
     }
     match (taken, handler) {
         (Some((id, ClientRequest::SubscriptionsListenRequest(listen))), Some(handler)) => {
-            super::subscriptions::serve(&handler, id, listen)
+            super::subscriptions::serve(&handler, id, listen).await
         }
         (Some(request), Some(handler)) => {
             let session = InlineSession::of_request(handler, shared.stand.peer());

@@ -2,12 +2,22 @@
 //! that received it, as its other requests are: the stream acknowledges
 //! the kinds of notification it will carry (those asked for that the
 //! gateway declares: rmcp's rule, [`accepted`]), then carries each list
-//! change of those kinds, with the subscription's id in its `_meta`, until
-//! the client goes away (its listener is then dropped at the next change)
-//! or the gateway shuts down (the stream ends: [`crate::shutdown`]).
+//! change of those kinds and each update of the resources it subscribed
+//! to, with the subscription's id in its `_meta`, until the client goes
+//! away or the gateway shuts down (the stream ends: [`crate::shutdown`]).
 //! A comment is sent when it has been quiet for a while, as on a session's
 //! `GET` stream.
+//!
+//! Its resources are subscribed to as a session's are
+//! ([`crate::subscriptions`]: upstream once per URI, at most
+//! [`crate::subscriptions::MAX_PER_SESSION`] a stream); one that cannot be
+//! (no server has it, its server refused) is left out of the
+//! acknowledgment. When the stream ends they are unsubscribed.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::body::Body;
 use axum::response::Response;
 use rmcp::ServerHandler;
 use rmcp::model::{
@@ -19,6 +29,8 @@ use rmcp::model::{
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::client_peer::ClientPeer;
+use crate::gateway::Shared;
 use crate::handler::GatewayHandler;
 use crate::notify::Listener;
 
@@ -29,7 +41,7 @@ const LISTEN_QUEUE: usize = 64;
 
 /// Answers `request` (of id `id`) with its stream, its listener kept by
 /// `handler`'s notifier.
-pub(super) fn serve(
+pub(super) async fn serve(
     handler: &GatewayHandler,
     id: RequestId,
     request: SubscriptionsListenRequest,
@@ -42,11 +54,73 @@ pub(super) fn serve(
         return super::with_status(super::json(&refused), super::stateless::status_of(&refused));
     };
     let (stream, messages) = mpsc::channel(LISTEN_QUEUE);
+    let listener = Arc::new(Listener::new(id.clone(), accepted.clone(), stream.clone()));
+    let mut accepted = accepted;
+    let mut guard = None;
+    if let Some(uris) = accepted.resource_subscriptions.take() {
+        let key = format!("listen-{}", NEXT.fetch_add(1, Ordering::Relaxed));
+        let kept = subscribe(handler, &key, &listener, uris).await;
+        accepted.resource_subscriptions = Some(kept);
+        guard = Some(Unsubscribe {
+            shared: handler.shared().clone(),
+            key,
+        });
+    }
     let _ = stream.try_send(acknowledgment(&id, &accepted));
-    handler
-        .notifier()
-        .add_listener(Listener::new(id, accepted, stream));
-    super::listen(messages, CancellationToken::new())
+    handler.notifier().add_listener(listener);
+    let response = super::listen(messages, CancellationToken::new());
+    let Some(guard) = guard else {
+        return response;
+    };
+    let (parts, body) = response.into_parts();
+    let body = futures::StreamExt::map(body.into_data_stream(), move |chunk| {
+        let _ = &guard;
+        chunk
+    });
+    Response::from_parts(parts, Body::from_stream(body))
+}
+
+/// Numbers the listen streams that hold resource subscriptions (their key
+/// among the sessions' in [`crate::subscriptions`]).
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// Subscribes `listener` (under `key`) to each of `uris`; those it could
+/// be subscribed to.
+async fn subscribe(
+    handler: &GatewayHandler,
+    key: &str,
+    listener: &Arc<Listener>,
+    uris: Vec<String>,
+) -> Vec<String> {
+    let subscriptions = &handler.shared().subscriptions;
+    let mut kept = Vec::with_capacity(uris.len());
+    for uri in uris {
+        let peer = ClientPeer::Listener(listener.clone());
+        match subscriptions
+            .subscribe(handler.view(), key, peer, &uri)
+            .await
+        {
+            Ok(()) => kept.push(uri),
+            Err(e) => tracing::debug!(%uri, "a listen stream's resource was not subscribed: {e}"),
+        }
+    }
+    kept
+}
+
+/// Unsubscribes a listen stream's resources when its body is dropped (its
+/// client went away, or the gateway shut down).
+struct Unsubscribe {
+    shared: Arc<Shared>,
+    key: String,
+}
+
+impl Drop for Unsubscribe {
+    fn drop(&mut self) {
+        let (shared, key) = (self.shared.clone(), std::mem::take(&mut self.key));
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move { shared.subscriptions.close_session(&key).await });
+        }
+    }
 }
 
 /// What a listener gets of what it asked for, as rmcp's server decides it:

@@ -16,8 +16,8 @@ use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::json;
 
 use crate::support::{
-    PATIENCE, Project, Served, SessionEra, modern, modern_http_upstream, remote_yaml, testkit_yaml,
-    within,
+    PATIENCE, Project, Served, SessionEra, modern, modern_http_upstream, next_event, raw_listen,
+    remote_yaml, subscription_id, testkit_yaml, within,
 };
 
 async fn echo<S: rmcp::service::Service<RoleClient>>(
@@ -305,30 +305,6 @@ async fn a_2026_requests_call_is_cancelled_when_its_client_goes_away() {
     served.stop().await;
 }
 
-/// The next SSE event's JSON of `response`, reading more of it as needed
-/// (`buffer` keeps what came after); comments and empty events skipped.
-async fn next_event(response: &mut reqwest::Response, buffer: &mut String) -> serde_json::Value {
-    loop {
-        if let Some(end) = buffer.find("\n\n") {
-            let event: String = buffer.drain(..end + 2).collect();
-            let data: String = event
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(str::trim)
-                .collect();
-            if !data.is_empty() {
-                return serde_json::from_str(&data).unwrap();
-            }
-            continue;
-        }
-        let chunk = within(response.chunk())
-            .await
-            .unwrap()
-            .expect("the stream ended");
-        buffer.push_str(std::str::from_utf8(&chunk).unwrap());
-    }
-}
-
 /// A raw `subscriptions/listen`: the stream first acknowledges what it
 /// will carry, under the request's id as the subscription's, then carries
 /// a change of that kind under the same id.
@@ -336,28 +312,7 @@ async fn next_event(response: &mut reqwest::Response, buffer: &mut String) -> se
 async fn a_listen_stream_acknowledges_then_carries_what_it_was_asked_for() {
     let state = StateDir::new();
     let served = served(&state).await;
-    let body = json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
-    "params": {
-        "notifications": {"toolsListChanged": true},
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-        },
-    }});
-    let mut response = within(
-        reqwest::Client::new()
-            .post(&served.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", "subscriptions/listen")
-            .body(body.to_string())
-            .send(),
-    )
-    .await
-    .unwrap();
-    assert_eq!(response.status(), 200);
-    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut response = raw_listen(&served.url, "listen-1", json!({"toolsListChanged": true})).await;
     let mut buffer = String::new();
     let ack = next_event(&mut response, &mut buffer).await;
     assert_eq!(
@@ -369,12 +324,7 @@ async fn a_listen_stream_acknowledges_then_carries_what_it_was_asked_for() {
         json!({"toolsListChanged": true}),
         "{ack}"
     );
-    let id_of = |message: &serde_json::Value| {
-        message["params"]["_meta"]
-            .as_object()
-            .and_then(|m| m.iter().find(|(k, _)| k.ends_with("subscriptionId")))
-            .map(|(_, v)| v.clone())
-    };
+    let id_of = subscription_id;
     assert_eq!(id_of(&ack), Some(json!("listen-1")), "{ack}");
 
     let client = modern(&served.url).await;

@@ -19,7 +19,8 @@ use rmcp::{ClientHandler, ServiceExt};
 use serde_json::json;
 
 use crate::support::{
-    PATIENCE, Project, Served, SessionEra, conformance_testkit_yaml, modern, within,
+    PATIENCE, Project, Served, SessionEra, conformance_testkit_yaml, modern, next_event,
+    raw_listen, subscription_id, within,
 };
 
 async fn serve_conformance_testkit(state: &StateDir) -> Served {
@@ -198,6 +199,62 @@ async fn resource_updates_reach_the_subscribed_sessions_through_one_upstream_sub
     for client in [a, b, c] {
         client.cancel().await.unwrap();
     }
+    served.stop().await;
+}
+
+/// A 2026-07-28 client's `subscriptions/listen` with resource
+/// subscriptions: the gateway subscribes upstream as for a session, the
+/// acknowledgment names what it subscribed (not a resource no server
+/// has), each update reaches the stream under the subscription's id, and
+/// when the client goes away the gateway unsubscribes upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listen_streams_resource_subscriptions_are_kept_upstream_while_it_lasts() {
+    const URI: &str = "test://watched-resource";
+    let state = StateDir::new();
+    let served = serve_conformance_testkit(&state).await;
+    let mut response = raw_listen(
+        &served.url,
+        "watch",
+        json!({"resourceSubscriptions": [URI, "test://no-such-resource"]}),
+    )
+    .await;
+    let mut buffer = String::new();
+    let ack = next_event(&mut response, &mut buffer).await;
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"resourceSubscriptions": [URI]}),
+        "{ack}"
+    );
+
+    let other = connect(&served, Updates::default()).await;
+    let told = call_text(&other, "mcp__conf__update_watched_resource").await;
+    assert_eq!(told, "updated; 1 subscriber(s) told");
+    let update = next_event(&mut response, &mut buffer).await;
+    assert_eq!(
+        update["method"], "notifications/resources/updated",
+        "{update}"
+    );
+    assert_eq!(update["params"]["uri"], URI, "{update}");
+    assert_eq!(subscription_id(&update), Some(json!("watch")), "{update}");
+
+    // The client goes away: the gateway's subscription upstream ends.
+    drop(response);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let told = call_text(&other, "mcp__conf__update_watched_resource").await;
+        if told == "updated; 0 subscriber(s) told" {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still subscribed upstream: {told}"
+        );
+    }
+    other.cancel().await.unwrap();
     served.stop().await;
 }
 

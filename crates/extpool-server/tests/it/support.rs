@@ -382,3 +382,66 @@ pub fn mcp_post(url: &str, session: Option<(&str, &str)>, body: String) -> reqwe
     }
     request
 }
+
+/// The next SSE event's JSON of `response`, reading more of it as needed
+/// (`buffer` keeps what came after); comments and empty events skipped.
+pub async fn next_event(
+    response: &mut reqwest::Response,
+    buffer: &mut String,
+) -> serde_json::Value {
+    loop {
+        if let Some(end) = buffer.find("\n\n") {
+            let event: String = buffer.drain(..end + 2).collect();
+            let data: String = event
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim)
+                .collect();
+            if !data.is_empty() {
+                return serde_json::from_str(&data).unwrap();
+            }
+            continue;
+        }
+        let chunk = within(response.chunk())
+            .await
+            .unwrap()
+            .expect("the stream ended");
+        buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+}
+
+/// A raw 2026-07-28 `subscriptions/listen` of `url` with id `id` asking
+/// for `notifications` (a `SubscriptionFilter` as JSON): its open answer.
+pub async fn raw_listen(url: &str, id: &str, notifications: Value) -> reqwest::Response {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+    "params": {
+        "notifications": notifications,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        },
+    }});
+    let response = within(
+        reqwest::Client::new()
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "subscriptions/listen")
+            .body(body.to_string())
+            .send(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    response
+}
+
+/// The subscription id in `message`'s `_meta`, if any.
+pub fn subscription_id(message: &Value) -> Option<Value> {
+    message["params"]["_meta"]
+        .as_object()
+        .and_then(|m| m.iter().find(|(k, _)| k.ends_with("subscriptionId")))
+        .map(|(_, v)| v.clone())
+}
