@@ -80,6 +80,20 @@ fn asked(next: Result<Next<Vec<Result<Value, String>>>, ErrorData>) -> (String, 
     )
 }
 
+/// The retry of `state` by `who` (owner, tool) with `responses`, from a
+/// request with no way to its client and never cancelled.
+async fn retry<T: Send + 'static>(
+    rounds: &Rounds<T>,
+    state: &str,
+    responses: Option<&serde_json::Map<String, Value>>,
+    who: (&str, &str),
+) -> Result<Next<T>, ErrorData> {
+    let never = CancellationToken::new();
+    rounds
+        .resume(state, responses, who, Here::default(), &never)
+        .await
+}
+
 fn answer(key: &str, value: Value) -> serde_json::Map<String, Value> {
     json!({ key: value }).as_object().unwrap().clone()
 }
@@ -87,7 +101,6 @@ fn answer(key: &str, value: Value) -> serde_json::Map<String, Value> {
 #[tokio::test]
 async fn a_call_that_asks_is_held_until_its_caller_retries_with_the_answer() {
     let rounds = Rounds::new("0000000a".into());
-    let never = CancellationToken::new();
     let (next, dropped) = started(&rounds, "alice", 2).await;
     let (key, state, message) = asked(next);
     assert!(
@@ -98,15 +111,7 @@ async fn a_call_that_asks_is_held_until_its_caller_retries_with_the_answer() {
 
     let accepted = answer(&key, json!({"action": "accept", "content": {"a": 1}}));
     // Another caller's retry, or one of another tool, finds nothing.
-    let other = rounds
-        .resume(
-            &state,
-            Some(&accepted),
-            ("bob", "t"),
-            Here::default(),
-            &never,
-        )
-        .await;
+    let other = retry(&rounds, &state, Some(&accepted), ("bob", "t")).await;
     assert!(
         other
             .err()
@@ -114,15 +119,7 @@ async fn a_call_that_asks_is_held_until_its_caller_retries_with_the_answer() {
             .message
             .contains("names no call of yours")
     );
-    let tool = rounds
-        .resume(
-            &state,
-            Some(&accepted),
-            ("alice", "u"),
-            Here::default(),
-            &never,
-        )
-        .await;
+    let tool = retry(&rounds, &state, Some(&accepted), ("alice", "u")).await;
     assert!(
         tool.err()
             .unwrap()
@@ -131,22 +128,18 @@ async fn a_call_that_asks_is_held_until_its_caller_retries_with_the_answer() {
     );
     // A retry without the answer is asked again; one whose answer is
     // not an object is refused. The round still waits after both.
-    let again = rounds
-        .resume(&state, None, ("alice", "t"), Here::default(), &never)
-        .await;
+    let again = retry(&rounds, &state, None, ("alice", "t")).await;
     assert_eq!(
         asked(again),
         (key.clone(), state.clone(), json!("question 1"))
     );
-    let bad = rounds
-        .resume(
-            &state,
-            Some(&answer(&key, json!(12345))),
-            ("alice", "t"),
-            Here::default(),
-            &never,
-        )
-        .await;
+    let bad = retry(
+        &rounds,
+        &state,
+        Some(&answer(&key, json!(12345))),
+        ("alice", "t"),
+    )
+    .await;
     assert!(
         bad.err()
             .unwrap()
@@ -155,42 +148,18 @@ async fn a_call_that_asks_is_held_until_its_caller_retries_with_the_answer() {
     );
 
     // The answer goes to the call, which asks its second question.
-    let next = rounds
-        .resume(
-            &state,
-            Some(&accepted),
-            ("alice", "t"),
-            Here::default(),
-            &never,
-        )
-        .await;
+    let next = retry(&rounds, &state, Some(&accepted), ("alice", "t")).await;
     let (key2, state2, message2) = asked(next);
     assert_eq!((key2.as_str(), message2), ("input-2", json!("question 2")));
     assert_ne!(state2, state);
-    let replay = rounds
-        .resume(
-            &state,
-            Some(&accepted),
-            ("alice", "t"),
-            Here::default(),
-            &never,
-        )
-        .await;
+    let replay = retry(&rounds, &state, Some(&accepted), ("alice", "t")).await;
     assert!(replay.is_err(), "a state answered already is spent");
 
     let declined = answer(&key2, json!({"action": "decline"}));
     let Ok(Next::Done {
         outcome,
         declined: none,
-    }) = rounds
-        .resume(
-            &state2,
-            Some(&declined),
-            ("alice", "t"),
-            Here::default(),
-            &never,
-        )
-        .await
+    }) = retry(&rounds, &state2, Some(&declined), ("alice", "t")).await
     else {
         panic!("not done");
     };
@@ -216,15 +185,13 @@ async fn a_call_whose_caller_does_not_retry_in_time_is_cancelled() {
         dropped.load(Ordering::SeqCst),
         "the held call was cancelled"
     );
-    let late = rounds
-        .resume(
-            &state,
-            Some(&answer(&key, json!({}))),
-            ("alice", "t"),
-            Here::default(),
-            &CancellationToken::new(),
-        )
-        .await;
+    let late = retry(
+        &rounds,
+        &state,
+        Some(&answer(&key, json!({}))),
+        ("alice", "t"),
+    )
+    .await;
     assert!(
         late.err()
             .unwrap()
@@ -287,16 +254,13 @@ async fn a_retry_that_reaches_another_replica_is_told_so() {
     let there: Rounds<Vec<Result<Value, String>>> = Rounds::new("0000000b".into());
     let (key, state, _) = asked(started(&here, "alice", 1).await.0);
     assert!(state.starts_with("extpool-input-0000000a-"), "{state}");
-    let never = CancellationToken::new();
-    let elsewhere = there
-        .resume(
-            &state,
-            Some(&answer(&key, json!({}))),
-            ("alice", "t"),
-            Here::default(),
-            &never,
-        )
-        .await;
+    let elsewhere = retry(
+        &there,
+        &state,
+        Some(&answer(&key, json!({}))),
+        ("alice", "t"),
+    )
+    .await;
     let message = elsewhere.err().unwrap().message;
     assert!(
         message.contains(

@@ -23,8 +23,8 @@ use rmcp::{ClientHandler, ErrorData, ServiceExt};
 use serde_json::json;
 
 use crate::support::{
-    Project, Served, SessionEra, modern_http_upstream, modern_with, remote_yaml, testkit_yaml,
-    within,
+    Project, Served, SessionEra, modern_http_upstream, modern_with, post_2026, remote_yaml,
+    testkit_yaml, within,
 };
 
 /// A 2026-07-28 client that answers every form with `answer: yes`.
@@ -393,19 +393,7 @@ async fn post_elicit(url: &str, token: &str, extra: serde_json::Value) -> (Strin
         params[key] = value.clone();
     }
     let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params});
-    let response = within(
-        reqwest::Client::new()
-            .post(url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", "tools/call")
-            .header("mcp-name", "mcp__testkit__elicit")
-            .body(body.to_string())
-            .send(),
-    )
-    .await
-    .unwrap();
+    let response = post_2026(url, "tools/call", Some("mcp__testkit__elicit"), &body).await;
     assert_eq!(response.status(), 200);
     let kind = response.headers()["content-type"]
         .to_str()

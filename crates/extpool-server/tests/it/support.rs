@@ -410,9 +410,36 @@ pub async fn next_event(
     }
 }
 
+/// POSTs `body`, a 2026-07-28 request of `method` (about `name`, its
+/// `Mcp-Name`, when given), to `url` with the era's headers: its answer.
+pub async fn post_2026(
+    url: &str,
+    method: &str,
+    name: Option<&str>,
+    body: &Value,
+) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = name {
+        request = request.header("mcp-name", name);
+    }
+    within(request.body(body.to_string()).send()).await.unwrap()
+}
+
 /// A raw 2026-07-28 `subscriptions/listen` of `url` with id `id` asking
-/// for `notifications` (a `SubscriptionFilter` as JSON): its open answer.
-pub async fn raw_listen(url: &str, id: &str, notifications: Value) -> reqwest::Response {
+/// for `notifications` (a `SubscriptionFilter` as JSON), whose stream
+/// acknowledges `acknowledged` under that id: the open answer, and what
+/// was read of it past the acknowledgment.
+pub async fn raw_listen(
+    url: &str,
+    id: &str,
+    notifications: Value,
+    acknowledged: Value,
+) -> (reqwest::Response, String) {
     let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
     "params": {
         "notifications": notifications,
@@ -421,21 +448,18 @@ pub async fn raw_listen(url: &str, id: &str, notifications: Value) -> reqwest::R
             "io.modelcontextprotocol/clientCapabilities": {},
         },
     }});
-    let response = within(
-        reqwest::Client::new()
-            .post(url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", "subscriptions/listen")
-            .body(body.to_string())
-            .send(),
-    )
-    .await
-    .unwrap();
+    let mut response = post_2026(url, "subscriptions/listen", None, &body).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "text/event-stream");
-    response
+    let mut buffer = String::new();
+    let ack = next_event(&mut response, &mut buffer).await;
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    assert_eq!(ack["params"]["notifications"], acknowledged, "{ack}");
+    assert_eq!(subscription_id(&ack), Some(Value::from(id)), "{ack}");
+    (response, buffer)
 }
 
 /// The subscription id in `message`'s `_meta`, if any.
