@@ -10,7 +10,7 @@
 //!
 //! Its resources are subscribed to as a session's are
 //! ([`crate::subscriptions`]: upstream once per URI, at most
-//! [`crate::subscriptions::MAX_PER_SESSION`] a stream); one that cannot be
+//! [`MAX_PER_SESSION`] a stream); one that cannot be
 //! (no server has it, its server refused) is left out of the
 //! acknowledgment. When the stream ends they are unsubscribed.
 
@@ -33,6 +33,7 @@ use crate::client_peer::ClientPeer;
 use crate::gateway::Shared;
 use crate::handler::GatewayHandler;
 use crate::notify::Listener;
+use crate::subscriptions::MAX_PER_SESSION;
 
 /// How many notifications wait for one slow listener; past it new ones
 /// are dropped (a list change told again says nothing new: the client
@@ -84,8 +85,9 @@ pub(super) async fn serve(
 /// among the sessions' in [`crate::subscriptions`]).
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
-/// Subscribes `listener` (under `key`) to each of `uris`; those it could
-/// be subscribed to.
+/// Subscribes `listener` (under `key`) to each of `uris` (the first
+/// [`MAX_PER_SESSION`] of them: a client's list is read no further);
+/// those it could be subscribed to.
 async fn subscribe(
     handler: &GatewayHandler,
     key: &str,
@@ -94,7 +96,7 @@ async fn subscribe(
 ) -> Vec<String> {
     let subscriptions = &handler.shared().subscriptions;
     let mut kept = Vec::with_capacity(uris.len());
-    for uri in uris {
+    for uri in uris.into_iter().take(MAX_PER_SESSION) {
         let peer = ClientPeer::Listener(listener.clone());
         match subscriptions
             .subscribe(handler.view(), key, peer, &uri)
