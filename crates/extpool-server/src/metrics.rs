@@ -265,6 +265,15 @@ impl Metrics {
         out.push_str("# HELP extpool_catalog_revision The catalog revision clients are served.\n");
         out.push_str("# TYPE extpool_catalog_revision gauge\n");
         let _ = writeln!(out, "extpool_catalog_revision {}", status.catalog.revision);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            out.push_str("# HELP extpool_runtime_workers Threads that serve requests (extpool serve --workers).\n");
+            out.push_str("# TYPE extpool_runtime_workers gauge\n");
+            let _ = writeln!(
+                out,
+                "extpool_runtime_workers {}",
+                runtime.metrics().num_workers()
+            );
+        }
         out
     }
 }

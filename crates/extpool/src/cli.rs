@@ -43,6 +43,26 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+/// The runtime threads of a command that is not `extpool serve`: a short
+/// command needs no more.
+const COMMAND_WORKERS: usize = 2;
+
+impl Cli {
+    /// How many threads the command's runtime has: `extpool serve`'s
+    /// `--workers`, else one per core over HTTP (a gateway shared by many
+    /// sessions), else [`COMMAND_WORKERS`].
+    pub fn workers(&self) -> usize {
+        match &self.command {
+            Some(Command::Serve(serve)) => match (serve.workers, serve.stdio) {
+                (Some(n), _) => usize::from(n),
+                (None, true) => COMMAND_WORKERS,
+                (None, false) => std::thread::available_parallelism().map_or(1, usize::from),
+            },
+            _ => COMMAND_WORKERS,
+        }
+    }
+}
+
 /// Flags every command accepts.
 #[derive(Debug, Args, Clone)]
 pub struct GlobalArgs {
@@ -263,6 +283,11 @@ pub struct ServeArgs {
     /// Serve one client over stdin and stdout instead of HTTP.
     #[arg(long)]
     pub stdio: bool,
+
+    /// Threads that serve requests (default: one per core over HTTP, 2
+    /// with --stdio); each stdio server has a thread of its own besides.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub workers: Option<u16>,
 
     /// File holding the bearer token clients must send (required off loopback).
     #[arg(long, value_name = "FILE")]

@@ -217,7 +217,7 @@ fn main() -> ExitCode {
         }
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(cli.workers())
         .enable_all()
         .build()
     {

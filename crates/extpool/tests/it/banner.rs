@@ -477,3 +477,28 @@ fn serve_names_the_config_file_it_serves_without() {
     let page = url.strip_suffix("mcp").unwrap();
     assert_eq!(banner[1], format!("The operator page, live: {page}"));
 }
+
+/// `--workers N` sets how many threads serve requests, as the gateway's
+/// `/metrics` says; 0 is refused, naming the flag.
+#[test]
+fn serve_runs_as_many_request_threads_as_workers_says() {
+    let sb = Sandbox::new();
+    let gateway = Gateway::spawn(&sb, &["--listen", "127.0.0.1:0", "--workers", "3"], &[]);
+    let banner = gateway.banner();
+    let url = banner[0].split_whitespace().last().unwrap().to_string();
+    let metrics = url.replace("/mcp", "/metrics");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let body =
+        runtime.block_on(async { reqwest::get(&metrics).await.unwrap().text().await.unwrap() });
+    assert!(
+        body.lines().any(|l| l == "extpool_runtime_workers 3"),
+        "{body}"
+    );
+
+    let r = sb.run(&["serve", "--listen", "127.0.0.1:0", "--workers", "0"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--workers"), "{}", r.stderr);
+}
