@@ -81,7 +81,6 @@ pub(crate) struct Here {
 
 /// Where a call's log messages and progress go: the request of the round
 /// now running, none while the call waits for a retry.
-#[derive(Default)]
 pub(crate) struct Route(Mutex<Here>);
 
 impl Route {

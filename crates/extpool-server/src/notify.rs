@@ -148,7 +148,7 @@ impl Notifier {
     /// the gateway; those whose client went away are dropped.
     pub(crate) fn add_listener(&self, listener: Arc<Listener>) {
         let mut listeners = self.listeners.lock();
-        listeners.retain(|l| !l.stream.is_closed());
+        listeners.retain(|l| !l.is_closed());
         if listeners.len() >= MAX_SUBSCRIBERS {
             listeners.remove(0);
         }
@@ -160,7 +160,7 @@ impl Notifier {
     pub async fn notify(&self, kind: ListKind) {
         let listening = {
             let mut listeners = self.listeners.lock();
-            listeners.retain(|l| !l.stream.is_closed());
+            listeners.retain(|l| !l.is_closed());
             listeners.iter().for_each(|l| l.tell(kind));
             listeners.len()
         };

@@ -190,7 +190,12 @@ pub(super) fn stream(
     }
     // A 2026-07-28 request's stream cannot be resumed: its call ends with
     // it, when its client goes away.
-    let guard = AbortOnDrop(task);
+    holding(response, AbortOnDrop(task))
+}
+
+/// `response` with `guard` kept by its body: dropped when the body is (its
+/// client went away, or it ended).
+pub(super) fn holding<G: Send + 'static>(response: Response, guard: G) -> Response {
     let (parts, body) = response.into_parts();
     let body = futures::StreamExt::map(body.into_data_stream(), move |chunk| {
         let _ = &guard;

@@ -17,7 +17,6 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use axum::body::Body;
 use axum::response::Response;
 use rmcp::ServerHandler;
 use rmcp::model::{
@@ -47,7 +46,7 @@ pub(super) async fn serve(
     id: RequestId,
     request: SubscriptionsListenRequest,
 ) -> Response {
-    let Some(accepted) = accepted(handler, &request.params.notifications) else {
+    let Some(mut accepted) = accepted(handler, &request.params.notifications) else {
         let refused = ServerJsonRpcMessage::error(
             ErrorData::method_not_found::<SubscriptionsListenRequestMethod>(),
             Some(id),
@@ -56,7 +55,6 @@ pub(super) async fn serve(
     };
     let (stream, messages) = mpsc::channel(LISTEN_QUEUE);
     let listener = Arc::new(Listener::new(id.clone(), accepted.clone(), stream.clone()));
-    let mut accepted = accepted;
     let mut guard = None;
     if let Some(uris) = accepted.resource_subscriptions.take() {
         let key = format!("listen-{}", NEXT.fetch_add(1, Ordering::Relaxed));
@@ -70,15 +68,10 @@ pub(super) async fn serve(
     let _ = stream.try_send(acknowledgment(&id, &accepted));
     handler.notifier().add_listener(listener);
     let response = super::listen(messages, CancellationToken::new());
-    let Some(guard) = guard else {
-        return response;
-    };
-    let (parts, body) = response.into_parts();
-    let body = futures::StreamExt::map(body.into_data_stream(), move |chunk| {
-        let _ = &guard;
-        chunk
-    });
-    Response::from_parts(parts, Body::from_stream(body))
+    match guard {
+        Some(guard) => super::running::holding(response, guard),
+        None => response,
+    }
 }
 
 /// Numbers the listen streams that hold resource subscriptions (their key

@@ -276,29 +276,21 @@ async fn a_2026_request_that_does_not_declare_what_an_upstream_asks_gets_minus_3
     let project = Project::new();
     project.config(&testkit_yaml("testkit", &state));
     let served = Served::start(project, GatewayOptions::default()).await;
-    let call = |tool: &str, args: serde_json::Value| {
+    let call = async |tool: &str, args: serde_json::Value| {
+        let name = format!("mcp__testkit__{tool}");
         let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
-            "name": format!("mcp__testkit__{tool}"), "arguments": args,
+            "name": name, "arguments": args,
             "_meta": {
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28",
                 "io.modelcontextprotocol/clientCapabilities": {},
             },
         }});
-        reqwest::Client::new()
-            .post(&served.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", "tools/call")
-            .header("mcp-name", format!("mcp__testkit__{tool}"))
-            .body(body.to_string())
-            .send()
+        let headers = [("mcp-method", "tools/call"), ("mcp-name", name.as_str())];
+        post_2026(&served.url, &headers, &body).await
     };
 
     // Sampling is what the tool needs: the call fails, and says why.
-    let response = within(call("sample", json!({"prompt": "2+2?"})))
-        .await
-        .unwrap();
+    let response = call("sample", json!({"prompt": "2+2?"})).await;
     assert_eq!(response.status(), 400);
     let text = within(response.text()).await.unwrap();
     let data = text
@@ -321,9 +313,7 @@ async fn a_2026_request_that_does_not_declare_what_an_upstream_asks_gets_minus_3
 
     // A form the client cannot be shown is declined for it, as for a
     // session without elicitation, and the tool goes on with that.
-    let response = within(call("elicit", json!({"message": "Ship it?"})))
-        .await
-        .unwrap();
+    let response = call("elicit", json!({"message": "Ship it?"})).await;
     assert_eq!(response.status(), 200);
     let text = within(response.text()).await.unwrap();
     assert!(text.contains("action=decline"), "{text}");
@@ -393,7 +383,11 @@ async fn post_elicit(url: &str, token: &str, extra: serde_json::Value) -> (Strin
         params[key] = value.clone();
     }
     let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params});
-    let response = post_2026(url, "tools/call", Some("mcp__testkit__elicit"), &body).await;
+    let headers = [
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "mcp__testkit__elicit"),
+    ];
+    let response = post_2026(url, &headers, &body).await;
     assert_eq!(response.status(), 200);
     let kind = response.headers()["content-type"]
         .to_str()

@@ -279,19 +279,7 @@ pub async fn raw_2026(
         "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "1"},
     });
     let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let mut request = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .body(body.to_string());
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let response = tokio::time::timeout(PATIENCE, request.send())
-        .await
-        .expect("no answer")
-        .unwrap();
+    let response = post_2026(url, headers, &body).await;
     let status = response.status().as_u16();
     let text = tokio::time::timeout(PATIENCE, response.text())
         .await
@@ -410,22 +398,18 @@ pub async fn next_event(
     }
 }
 
-/// POSTs `body`, a 2026-07-28 request of `method` (about `name`, its
-/// `Mcp-Name`, when given), to `url` with the era's headers: its answer.
-pub async fn post_2026(
-    url: &str,
-    method: &str,
-    name: Option<&str>,
-    body: &Value,
-) -> reqwest::Response {
+/// POSTs `body`, a 2026-07-28 message, to `url` with the era's
+/// `Content-Type`, `Accept` and `MCP-Protocol-Version`, and `headers` as
+/// given (the test decides `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`): its
+/// answer.
+pub async fn post_2026(url: &str, headers: &[(&str, &str)], body: &Value) -> reqwest::Response {
     let mut request = reqwest::Client::new()
         .post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", method);
-    if let Some(name) = name {
-        request = request.header("mcp-name", name);
+        .header("mcp-protocol-version", "2026-07-28");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
     }
     within(request.body(body.to_string()).send()).await.unwrap()
 }
@@ -448,7 +432,7 @@ pub async fn raw_listen(
             "io.modelcontextprotocol/clientCapabilities": {},
         },
     }});
-    let mut response = post_2026(url, "subscriptions/listen", None, &body).await;
+    let mut response = post_2026(url, &[("mcp-method", "subscriptions/listen")], &body).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let mut buffer = String::new();
