@@ -16,6 +16,7 @@ use rmcp::service::{
 
 use crate::client::ClientOptions;
 use crate::config::{McpServerConfig, Protocol};
+use crate::direct::{Direct, Era};
 use crate::driver::Driver;
 use crate::error::{ConfigError, ConnectFailure};
 use crate::flood::{FloodGate, FloodStats, NotificationLimits};
@@ -77,6 +78,8 @@ pub(crate) struct Connection {
     /// The capabilities the server declared, as it sent them (kept by the
     /// stdio transport; empty over HTTP, whose answers rmcp reads).
     pub(crate) declared: Declared,
+    /// A stdio connection's tool calls past rmcp ([`crate::direct`]).
+    pub(crate) direct: Option<Arc<Direct>>,
     /// The stdio connection's own thread, if it has one; last, so that it
     /// is told to finish after the service is.
     driver: parking_lot::Mutex<Option<Driver>>,
@@ -217,6 +220,8 @@ fn oauth_failure(error: &rmcp::service::ClientInitializeError) -> Option<String>
 
 type Service = RunningService<RoleClient, OrderedHandler<Handler>>;
 type Failed = (ConnectFailure, Vec<String>);
+/// A started stdio server: its service, its pid and its direct calls.
+type Started = (Service, Option<u32>, Arc<Direct>);
 
 /// What starting a stdio server needs, owned, so that it can run on the
 /// connection's own thread.
@@ -239,13 +244,9 @@ impl StdioStart {
     /// Starts the server on a driver of its own when `wanted` and the
     /// caller's runtime has several workers (see [`crate::driver`]),
     /// otherwise here. A failed start leaves no driver behind.
-    async fn on_driver(
-        self,
-        wanted: bool,
-    ) -> Result<(Service, Option<u32>, Option<Driver>), Failed> {
+    async fn on_driver(self, wanted: bool) -> Result<(Started, Option<Driver>), Failed> {
         if !(wanted && crate::driver::helps_here()) {
-            let (service, pid) = self.run().await?;
-            return Ok((service, pid, None));
+            return Ok((self.run().await?, None));
         }
         let command = self.plan.command.clone();
         let failure = |error: std::io::Error| {
@@ -263,7 +264,7 @@ impl StdioStart {
             Err(join) => Err(failure(std::io::Error::other(join))),
         };
         match outcome {
-            Ok((service, pid)) => Ok((service, pid, Some(driver))),
+            Ok(started) => Ok((started, Some(driver))),
             Err(failed) => {
                 // The child is killed and reaped on the driver before it ends.
                 driver.finish().await;
@@ -273,7 +274,7 @@ impl StdioStart {
     }
 
     /// Spawns the child and initializes, bounded by the startup timeout.
-    async fn run(self) -> Result<(Service, Option<u32>), Failed> {
+    async fn run(self) -> Result<Started, Failed> {
         let (transport, pid) = self.plan.spawn(&self.name, &self.tail).map_err(|source| {
             (
                 ConnectFailure::Spawn {
@@ -283,6 +284,7 @@ impl StdioStart {
                 Vec::new(),
             )
         })?;
+        let direct = Arc::new(Direct::new(transport.sender()));
         let transport = FloodGate::new(
             transport
                 .with_max_message_bytes(self.max_message_bytes)
@@ -291,12 +293,12 @@ impl StdioStart {
             self.limits,
             self.flood,
         );
-        let transport = OrderedTransport::new(transport, self.order);
+        let transport = OrderedTransport::new(transport, self.order).with_direct(direct.clone());
         let serving = self
             .handler
             .serve_with_lifecycle(transport, lifecycle(self.protocol));
         match tokio::time::timeout(self.startup, serving).await {
-            Ok(Ok(service)) => Ok((service, pid)),
+            Ok(Ok(service)) => Ok((service, pid, direct)),
             Ok(Err(source)) => {
                 let lines = self.tail.settled_lines(STDERR_SETTLE).await;
                 Err((
@@ -460,7 +462,8 @@ pub(crate) async fn connect(
 ) -> Result<Arc<Connection>, (ConnectFailure, Vec<String>)> {
     let (handler, order) = a.handler();
     let declared = Declared::default();
-    let (service, stderr, pid, driver) = match a.plan {
+    let client = rmcp::Service::get_info(&handler);
+    let (service, stderr, pid, driver, direct) = match a.plan {
         Plan::Stdio(plan) => {
             let tail =
                 StderrTail::redacting(a.redactor.clone()).telling(a.options.stderr_lines.clone());
@@ -477,15 +480,24 @@ pub(crate) async fn connect(
                 protocol: a.protocol,
                 declared: declared.clone(),
             };
-            let (service, pid, driver) = start.on_driver(a.options.stdio_driver).await?;
-            (service, Some(tail), pid, driver)
+            let ((service, pid, direct), driver) = start.on_driver(a.options.stdio_driver).await?;
+            (service, Some(tail), pid, driver, Some(direct))
         }
         Plan::Http(plan) => {
             let service = dial(&a, plan, handler, order, &declared).await?;
-            (service, None, None, None)
+            (service, None, None, None, None)
         }
     };
     let peer = service.peer().clone();
+    if let (Some(direct), Some(info)) = (&direct, peer.peer_info())
+        && !info.protocol_version.has_initialize()
+    {
+        direct.set_era(Era {
+            protocol_version: info.protocol_version.clone(),
+            client_info: client.client_info,
+            client_capabilities: client.capabilities,
+        });
+    }
     // rmcp may serve stale cached lists after an error; a host must see the truth.
     peer.set_response_cache_config(ClientCacheConfig::disabled())
         .await;
@@ -519,5 +531,6 @@ pub(crate) async fn connect(
         listener,
         driver: parking_lot::Mutex::new(driver),
         declared,
+        direct,
     }))
 }

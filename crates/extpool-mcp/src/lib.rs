@@ -62,6 +62,7 @@ pub mod config;
 mod connection;
 pub mod convert;
 mod describe;
+mod direct;
 mod driver;
 mod elicitation;
 mod error;

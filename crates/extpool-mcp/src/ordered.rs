@@ -25,6 +25,8 @@ use rmcp::service::{NotificationContext, RequestContext, RoleClient, Service, Se
 use rmcp::transport::Transport;
 use tokio::sync::Notify;
 
+use crate::direct::Direct;
+
 /// Longest a response waits for the notifications before it.
 pub const MAX_HOLD: Duration = Duration::from_secs(2);
 
@@ -110,6 +112,8 @@ pub struct OrderedTransport<T> {
     /// A response taken from `inner`, waiting (kept here, so that rmcp
     /// dropping a `receive` future loses nothing).
     held: Option<(u64, Rx)>,
+    /// Where the answers to direct calls go, on a connection that has them.
+    direct: Option<Arc<Direct>>,
 }
 
 impl<T> OrderedTransport<T> {
@@ -119,6 +123,21 @@ impl<T> OrderedTransport<T> {
             inner,
             order,
             held: None,
+            direct: None,
+        }
+    }
+
+    /// Hands the answers to `direct`'s calls to them rather than to rmcp.
+    pub(crate) fn with_direct(mut self, direct: Arc<Direct>) -> Self {
+        self.direct = Some(direct);
+        self
+    }
+
+    /// `message` for rmcp, unless it answers a direct call (then taken).
+    fn pass(&self, message: Rx) -> Option<Rx> {
+        match &self.direct {
+            Some(direct) => direct.take(message),
+            None => Some(message),
         }
     }
 }
@@ -136,27 +155,39 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for OrderedTransport<T> {
     }
 
     async fn receive(&mut self) -> Option<Rx> {
-        if self.held.is_none() {
-            let mut message = self.inner.receive().await?;
-            match &mut message {
-                JsonRpcMessage::Notification(n) if tracked(&n.notification) => {
-                    let seq = self.order.assign();
-                    n.notification.extensions_mut().insert(Seq(seq));
-                    return Some(message);
-                }
-                JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {
-                    let barrier = self.order.barrier();
-                    if self.order.clear_before(barrier) {
+        loop {
+            if self.held.is_none() {
+                let Some(mut message) = self.inner.receive().await else {
+                    if let Some(direct) = &self.direct {
+                        direct.end();
+                    }
+                    return None;
+                };
+                match &mut message {
+                    JsonRpcMessage::Notification(n) if tracked(&n.notification) => {
+                        let seq = self.order.assign();
+                        n.notification.extensions_mut().insert(Seq(seq));
                         return Some(message);
                     }
-                    self.held = Some((barrier, message));
+                    JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {
+                        let barrier = self.order.barrier();
+                        if self.order.clear_before(barrier) {
+                            match self.pass(message) {
+                                Some(message) => return Some(message),
+                                None => continue,
+                            }
+                        }
+                        self.held = Some((barrier, message));
+                    }
+                    _ => return Some(message),
                 }
-                _ => return Some(message),
+            }
+            let barrier = self.held.as_ref().map_or(0, |(b, _)| *b);
+            self.order.wait_before(barrier).await;
+            if let Some(message) = self.held.take().and_then(|(_, m)| self.pass(m)) {
+                return Some(message);
             }
         }
-        let barrier = self.held.as_ref().map_or(0, |(b, _)| *b);
-        self.order.wait_before(barrier).await;
-        self.held.take().map(|(_, message)| message)
     }
 
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {

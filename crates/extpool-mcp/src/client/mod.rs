@@ -35,10 +35,12 @@ use crate::connection::{self, Connection, Plan};
 use crate::describe::describe;
 use crate::error::{ClientError, ConnectFailure, SharedError};
 use crate::limits::Exceeded;
+mod link;
 mod ops;
 mod repeat;
 mod whole;
 
+pub(crate) use link::Link;
 pub(crate) use repeat::Repeat;
 use repeat::ToolHints;
 
@@ -455,7 +457,7 @@ impl McpClient {
         f: F,
     ) -> Result<T, ClientError>
     where
-        F: Fn(Peer<RoleClient>) -> Fut,
+        F: Fn(Link) -> Fut,
         Fut: Future<Output = Result<T, ServiceError>>,
     {
         use tracing::Instrument;
@@ -528,7 +530,7 @@ impl McpClient {
         f: &F,
     ) -> Result<T, Attempt>
     where
-        F: Fn(Peer<RoleClient>) -> Fut,
+        F: Fn(Link) -> Fut,
         Fut: Future<Output = Result<T, ServiceError>>,
     {
         if !conn.is_alive() {
@@ -538,7 +540,7 @@ impl McpClient {
             });
         }
         let server = || self.inner.name.clone();
-        match tokio::time::timeout(timeout, f(conn.peer.clone())).await {
+        match tokio::time::timeout(timeout, f(Link::of(conn))).await {
             Ok(Ok(value)) => Ok(value),
             Err(_elapsed) => {
                 tracing::debug!(server = %self.inner.name, operation, ?timeout, "MCP request timed out");

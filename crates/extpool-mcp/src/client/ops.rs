@@ -9,14 +9,13 @@ use std::sync::Arc;
 use extpool_core::{CallContext, InputRound};
 #[allow(deprecated)] // resources/subscribe and logging are the session era's
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, CompleteRequestParams,
-    CompleteResult, ContentBlock, GetPromptRequestParams, GetPromptResult, GetSkillRequestParams,
-    JsonObject, ListResourcesResult, LoggingLevel, PingRequest, Prompt,
-    ReadResourceDirectoryRequestParams, ReadResourceRequestParams, ReadResourceResult, Resource,
-    ResourceTemplate, ServerCapabilities, ServerResult, SetLevelRequestParams, Skill,
-    SubscribeRequestParams, Tool, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResult, ClientRequest, CompleteRequestParams, CompleteResult,
+    ContentBlock, GetPromptRequestParams, GetPromptResult, GetSkillRequestParams, JsonObject,
+    ListResourcesResult, LoggingLevel, PingRequest, Prompt, ReadResourceDirectoryRequestParams,
+    ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities,
+    ServerResult, SetLevelRequestParams, Skill, SubscribeRequestParams, Tool,
+    UnsubscribeRequestParams,
 };
-use rmcp::service::PeerRequestOptions;
 use rmcp::{ErrorData, ServiceError};
 use tokio::sync::mpsc::Sender;
 
@@ -24,7 +23,7 @@ use super::{McpClient, Repeat};
 use crate::error::ClientError;
 use crate::listing;
 use crate::name::ServerName;
-use crate::progress::{CancelOnDrop, Progress};
+use crate::progress::Progress;
 
 /// The input round of the call running on this task, if its client takes
 /// `input_required` rounds.
@@ -144,8 +143,8 @@ impl McpClient {
             async move {
                 let mut params = params;
                 crate::trace::inject_meta(&mut params.meta);
-                let response = p.call_tool_once(params).await?;
-                settle(ServerResult::from(response), round.as_deref(), &server)
+                let response = p.call_tool(params).await?;
+                settle(response, round.as_deref(), &server)
             }
         })
         .await
@@ -165,23 +164,18 @@ impl McpClient {
         let round = input_round();
         let params = tool_params(name, arguments, round.as_deref());
         let routes = self.inner.progress.clone();
-        self.run("tools/call", Repeat::Tool(name), timeout, |peer| {
+        self.run("tools/call", Repeat::Tool(name), timeout, |link| {
             let mut params = params.clone();
             crate::trace::inject_meta(&mut params.meta);
-            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
             let routes = routes.clone();
             let progress = progress.clone();
             let round = round.clone();
             let server = self.inner.name.clone();
             async move {
-                let handle = peer
-                    .send_request_with_option(request, PeerRequestOptions::no_options())
+                let response = link
+                    .call_tool_with_progress(params, &routes, progress)
                     .await?;
-                let _route = routes.register(handle.progress_token.clone(), progress);
-                let mut cancel = CancelOnDrop::new(peer.clone(), handle.id.clone());
-                let response = handle.await_response().await;
-                cancel.disarm();
-                settle(response?, round.as_deref(), &server)
+                settle(response, round.as_deref(), &server)
             }
         })
         .await

@@ -79,6 +79,11 @@ impl ChildTransport {
         self
     }
 
+    /// A way in to the child's stdin past rmcp (see [`crate::direct`]).
+    pub(crate) fn sender(&self) -> super::LineSender {
+        self.inner.sender()
+    }
+
     /// The child's process id, while it has not been reaped.
     pub fn id(&self) -> Option<u32> {
         self.child.as_ref()?.id()

@@ -60,7 +60,8 @@ pub use server::{StdioServerTransport, stdio_server};
 use crate::limits::{self, Exceeded};
 use decode::Decoded;
 use lines::LineBuf;
-use writer::{Sent, Sink, Writer};
+pub(crate) use writer::{LineSender, Sent};
+use writer::{Sink, Writer};
 
 /// The longest message accepted, in bytes (rmcp's stdio bound).
 pub const MAX_LINE_LENGTH: usize = 16 * 1024 * 1024;
@@ -229,6 +230,12 @@ impl<R: FastDecode> LineTransport<R> {
     /// Keeps the capabilities the peer declares in `declared`.
     pub fn keep_declared_in(&mut self, declared: whole::Declared) {
         self.whole.keep_declared_in(declared);
+    }
+
+    /// A way in to this connection's write queue past rmcp (see
+    /// [`crate::direct`]).
+    pub(crate) fn sender(&self) -> LineSender {
+        self.writer.sender()
     }
 
     /// Where the error that ends this connection, if one does, is kept.

@@ -90,6 +90,27 @@ struct Queue {
     sink: Option<Arc<Sink>>,
 }
 
+impl Queue {
+    /// The sink, while the connection's writes go on.
+    fn sink(&self) -> io::Result<Arc<Sink>> {
+        if let Some((kind, why)) = &self.failed {
+            return Err(io::Error::new(*kind, why.clone()));
+        }
+        self.sink.clone().ok_or_else(|| {
+            io::Error::new(io::ErrorKind::NotConnected, "the MCP connection is closed")
+        })
+    }
+
+    /// What a sender that just queued must still wait for.
+    fn sent(&self) -> Sent {
+        if self.bytes.len() > QUEUE_LIMIT {
+            Sent::Full
+        } else {
+            Sent::Done
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Shared {
     queue: Mutex<Queue>,
@@ -139,15 +160,7 @@ impl Writer {
     /// Writes or queues one serialized message (with its newline).
     pub(crate) fn send(&self, message: &[u8]) -> io::Result<Sent> {
         let mut q = self.shared.queue.lock();
-        if let Some((kind, why)) = &q.failed {
-            return Err(io::Error::new(*kind, why.clone()));
-        }
-        let Some(sink) = q.sink.clone() else {
-            return Err(io::Error::new(
-                io::ErrorKind::NotConnected,
-                "the MCP connection is closed",
-            ));
-        };
+        let sink = q.sink()?;
         let mut rest = message;
         if !q.draining {
             // The writer is idle, so the queue is empty: write now.
@@ -166,30 +179,19 @@ impl Writer {
             self.shared.work.notify_one();
         }
         q.bytes.extend_from_slice(rest);
-        Ok(if q.bytes.len() > QUEUE_LIMIT {
-            Sent::Full
-        } else {
-            Sent::Done
-        })
+        Ok(q.sent())
     }
 
     /// Waits until the queue is back under its limit (or the writes failed).
     pub(crate) fn room(&self) -> impl Future<Output = io::Result<()>> + Send + 'static {
-        let shared = self.shared.clone();
-        async move {
-            loop {
-                let notified = shared.room.notified();
-                {
-                    let q = shared.queue.lock();
-                    if let Some((kind, why)) = &q.failed {
-                        return Err(io::Error::new(*kind, why.clone()));
-                    }
-                    if q.bytes.len() <= QUEUE_LIMIT || q.sink.is_none() {
-                        return Ok(());
-                    }
-                }
-                notified.await;
-            }
+        room(self.shared.clone())
+    }
+
+    /// Another way in to this connection's queue, for whoever writes
+    /// messages past the transport (see [`LineSender`]).
+    pub(crate) fn sender(&self) -> LineSender {
+        LineSender {
+            shared: self.shared.clone(),
         }
     }
 
@@ -240,6 +242,55 @@ impl Drop for Writer {
     fn drop(&mut self) {
         // The writer task ends after the queue, closing the sink.
         self.shut();
+    }
+}
+
+/// A second way in to a connection's write queue, for messages sent past
+/// the transport ([`crate::direct`]): they are written in order with the
+/// transport's own. It does not keep the connection open: once the
+/// transport closes, sends fail.
+#[derive(Debug, Clone)]
+pub(crate) struct LineSender {
+    shared: Arc<Shared>,
+}
+
+impl LineSender {
+    /// Queues one serialized message (with its newline) for the writer
+    /// task, which writes everything queued by then in one write: a burst
+    /// of messages from several threads leaves as one write, on the
+    /// connection's own thread, rather than one write (and one wake-up of
+    /// the peer) each from wherever it was sent.
+    pub(crate) fn queue(&self, message: &[u8]) -> io::Result<Sent> {
+        let mut q = self.shared.queue.lock();
+        q.sink()?;
+        q.bytes.extend_from_slice(message);
+        if !q.draining {
+            q.draining = true;
+            self.shared.work.notify_one();
+        }
+        Ok(q.sent())
+    }
+
+    /// Waits until the queue is back under its limit (or the writes failed).
+    pub(crate) fn room(&self) -> impl Future<Output = io::Result<()>> + Send + 'static {
+        room(self.shared.clone())
+    }
+}
+
+/// Waits until `shared`'s queue is back under its limit (or the writes failed).
+async fn room(shared: Arc<Shared>) -> io::Result<()> {
+    loop {
+        let notified = shared.room.notified();
+        {
+            let q = shared.queue.lock();
+            if let Some((kind, why)) = &q.failed {
+                return Err(io::Error::new(*kind, why.clone()));
+            }
+            if q.bytes.len() <= QUEUE_LIMIT || q.sink.is_none() {
+                return Ok(());
+            }
+        }
+        notified.await;
     }
 }
 
