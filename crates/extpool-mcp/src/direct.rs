@@ -296,6 +296,19 @@ mod tests {
     }
 
     impl Pair {
+        /// A direct call of `echo` with `text`, running on its own task.
+        fn call(
+            &self,
+            text: &str,
+            progress: bool,
+        ) -> tokio::task::JoinHandle<Result<ServerResult, ServiceError>> {
+            let (direct, params) = (self.direct.clone(), echo(text));
+            tokio::spawn(async move {
+                let id = direct.next_id();
+                direct.call_tool(id, params, progress).await
+            })
+        }
+
         /// The next message the server reads.
         async fn read(&mut self) -> Value {
             let mut line = String::new();
@@ -339,11 +352,7 @@ mod tests {
     #[tokio::test]
     async fn a_direct_call_gets_its_answer_and_rmcp_gets_the_rest() {
         let mut pair = pair();
-        let direct = pair.direct.clone();
-        let call = tokio::spawn(async move {
-            let id = direct.next_id();
-            direct.call_tool(id, echo("hi"), false).await
-        });
+        let call = pair.call("hi", false);
         let request = pair.read().await;
         assert_eq!(request["method"], "tools/call");
         assert_eq!(request["params"]["arguments"]["text"], "hi");
@@ -365,11 +374,7 @@ mod tests {
             "{passed:?}"
         );
         // The server's error answer is the call's error.
-        let direct = pair.direct.clone();
-        let call = tokio::spawn(async move {
-            let id = direct.next_id();
-            direct.call_tool(id, echo("no"), false).await
-        });
+        let call = pair.call("no", false);
         let id = pair.read().await["id"].clone();
         pair.write(json!({"jsonrpc": "2.0", "id": id,
             "error": {"code": -32602, "message": "no such tool"}}))
@@ -387,11 +392,7 @@ mod tests {
     #[tokio::test]
     async fn a_dropped_call_is_cancelled_and_its_late_answer_dropped() {
         let mut pair = pair();
-        let direct = pair.direct.clone();
-        let call = tokio::spawn(async move {
-            let id = direct.next_id();
-            direct.call_tool(id, echo("slow"), false).await
-        });
+        let call = pair.call("slow", false);
         let id = pair.read().await["id"].clone();
         call.abort();
         let cancelled = pair.read().await;
@@ -414,11 +415,7 @@ mod tests {
     #[tokio::test]
     async fn calls_fail_as_closed_once_the_input_ends() {
         let mut pair = pair();
-        let direct = pair.direct.clone();
-        let call = tokio::spawn(async move {
-            let id = direct.next_id();
-            direct.call_tool(id, echo("never"), true).await
-        });
+        let call = pair.call("never", true);
         let request = pair.read().await;
         assert_eq!(
             request["params"]["_meta"]["progressToken"], request["id"],
@@ -445,11 +442,7 @@ mod tests {
             client_info: Implementation::new("gateway", "1.0"),
             client_capabilities: ClientCapabilities::default(),
         });
-        let direct = pair.direct.clone();
-        let _call = tokio::spawn(async move {
-            let id = direct.next_id();
-            direct.call_tool(id, echo("x"), false).await
-        });
+        let _call = pair.call("x", false);
         let meta = pair.read().await["params"]["_meta"].clone();
         let era = serde_json::to_value(ProtocolVersion::V_2026_07_28).unwrap();
         let said: Vec<&Value> = meta.as_object().unwrap().values().collect();
