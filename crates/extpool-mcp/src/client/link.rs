@@ -117,3 +117,43 @@ fn meta_only(result: &serde_json::Value) -> Option<rmcp::model::MetaObject> {
     }
     serde_json::from_value(object.get("_meta")?.clone()).ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::{JsonRpcMessage, ServerJsonRpcMessage};
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    /// `result` as the transport reads it off the wire, then as a direct
+    /// call hands it on.
+    fn answered(result: Value) -> ServerResult {
+        let message: ServerJsonRpcMessage =
+            serde_json::from_value(json!({"jsonrpc": "2.0", "id": 1, "result": result})).unwrap();
+        let JsonRpcMessage::Response(response) = message else {
+            panic!("not a response: {message:?}");
+        };
+        contentless(response.result)
+    }
+
+    fn tool_result(result: ServerResult) -> CallToolResult {
+        match result {
+            ServerResult::CallToolResult(result) => result,
+            other => panic!("not a tool result: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_answer_without_content_reads_as_an_empty_tool_result() {
+        let empty = tool_result(answered(json!({})));
+        assert!(empty.content.is_empty() && empty.meta.is_none());
+        let meta = tool_result(answered(json!({"_meta": {"note": "kept"}})));
+        assert!(meta.content.is_empty());
+        assert_eq!(meta.meta.unwrap().0["note"], "kept");
+        // A result with content is passed on as it came.
+        let full = tool_result(answered(
+            json!({"content": [{"type": "text", "text": "hi"}], "isError": false}),
+        ));
+        assert_eq!(full.content[0].as_text().unwrap().text, "hi");
+    }
+}
