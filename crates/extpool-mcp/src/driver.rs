@@ -7,7 +7,9 @@
 //!   the transport's writer and reader land on different workers, so a call
 //!   crosses threads several times (caller → service → writer, reader →
 //!   service → caller). On a driver only the hand-off to and from the
-//!   connection (rmcp's channels) crosses threads.
+//!   connection crosses threads: for a tool call, its line queued for the
+//!   writer and its answer's oneshot ([`crate::direct`]); for any other
+//!   request, rmcp's channels.
 //! - **When.** For stdio servers, when the connection is made on a
 //!   multi-thread runtime (on a current-thread runtime the connection is on
 //!   one thread already), unless [`crate::ClientOptions::stdio_driver`] is off.
