@@ -116,7 +116,6 @@ impl Direct {
         let mut pending = Pending {
             direct: self,
             id: Some(id),
-            cancel: true,
         };
         let written = match self.sender.queue(&line) {
             Ok(Sent::Done) => Ok(()),
@@ -124,8 +123,8 @@ impl Direct {
             Err(error) => Err(error),
         };
         if let Err(error) = written {
+            // The queue refuses from now on, so no cancel is sent either.
             tracing::debug!(%error, "a tool call could not be written to the MCP server");
-            pending.cancel = false;
             return Err(ServiceError::TransportClosed);
         }
         let answer = rx.await;
@@ -230,19 +229,19 @@ fn direct_id(id: &RequestId) -> Option<i64> {
     (n >= FIRST_ID).then_some(n)
 }
 
-/// A call sent and not yet answered: dropped, it is forgotten and, unless
-/// it was never written, cancelled on the server.
+/// A call sent and not yet answered: dropped, it is forgotten and
+/// cancelled on the server (a cancel that cannot be queued, the writes
+/// having failed, is not sent).
 struct Pending<'a> {
     direct: &'a Direct,
     id: Option<i64>,
-    cancel: bool,
 }
 
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
         let Some(id) = self.id.take() else { return };
         let was_waiting = self.direct.state.lock().waiting.remove(&id).is_some();
-        if was_waiting && self.cancel {
+        if was_waiting {
             self.direct.cancel(id);
         }
     }
