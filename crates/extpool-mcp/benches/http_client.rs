@@ -93,7 +93,7 @@ impl Server {
 
     fn spawn(self) -> extpool_testkit::HttpServer {
         match self {
-            Self::NoDelay => extpool_testkit::HttpServer::spawn(Vec::<String>::new()),
+            Self::NoDelay => extpool_testkit::HttpServer::start(),
             Self::Nagle => extpool_testkit::HttpServer::spawn(["--nagle"]),
         }
     }

@@ -199,6 +199,18 @@ impl HttpServer {
         Self::spawn_on("127.0.0.1:0", args)
     }
 
+    /// [`HttpServer::spawn`] with no extra arguments: no state directory,
+    /// so what the server counts stays in its memory and nothing is left
+    /// on disk. (A `StateDir` made only for its `args()` is removed at once
+    /// and then written again by the server, left behind after the test.)
+    ///
+    /// # Panics
+    ///
+    /// As [`HttpServer::spawn`].
+    pub fn start() -> Self {
+        Self::spawn_on("127.0.0.1:0", Vec::new())
+    }
+
     fn spawn_on(bind: &str, args: Vec<String>) -> Self {
         let mut command = Command::new(server_binary());
         command

@@ -144,7 +144,7 @@ async fn release_barrier(server: &HttpServer, key: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_discovered_server_appears_namespaced_and_callable_then_disappears() {
-    let upstream = HttpServer::spawn(StateDir::new().args());
+    let upstream = HttpServer::start();
     let toolhive = FakeToolHive::start();
     toolhive.set_workloads(vec![Workload::running("kit-one", upstream.url())]);
     let project = Project::new();
@@ -186,7 +186,7 @@ async fn a_discovered_server_appears_namespaced_and_callable_then_disappears() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_source_is_stale_and_keeps_the_last_runtime() {
-    let upstream = HttpServer::spawn(StateDir::new().args());
+    let upstream = HttpServer::start();
     let toolhive = FakeToolHive::start();
     toolhive.set_workloads(vec![Workload::running("kit", upstream.url())]);
     let project = Project::new();
@@ -264,7 +264,7 @@ fn assert_whole(report: &extpool_host::SourcesReport, server: &str, gone: &str) 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_published_change_is_reported_whole_from_its_first_revision() {
-    let upstream = HttpServer::spawn(StateDir::new().args());
+    let upstream = HttpServer::start();
     let toolhive = FakeToolHive::start();
     // A running workload whose URL answers 404 to MCP: it cannot start,
     // so neither server is published.
@@ -313,7 +313,7 @@ async fn a_published_change_is_reported_whole_from_its_first_revision() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partial_answer_keeps_the_usable_workloads_and_notes_the_rest() {
-    let upstream = HttpServer::spawn(StateDir::new().args());
+    let upstream = HttpServer::start();
     let toolhive = FakeToolHive::start();
     toolhive.set_workloads(vec![
         Workload::running("good", upstream.url()),
@@ -346,10 +346,7 @@ async fn a_partial_answer_keeps_the_usable_workloads_and_notes_the_rest() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_selects_its_workloads_and_an_unknown_group_is_stale() {
-    let (a, b) = (
-        HttpServer::spawn(StateDir::new().args()),
-        HttpServer::spawn(StateDir::new().args()),
-    );
+    let (a, b) = (HttpServer::start(), HttpServer::start());
     let toolhive = FakeToolHive::start();
     toolhive.set_workloads(vec![
         Workload::running("in-default", a.url()),
@@ -384,7 +381,7 @@ async fn an_unreachable_toolhive_leaves_the_host_working() {
     // A port nothing listens on (for as long as `closed` lives).
     let closed = extpool_testkit::ClosedPort::new();
     let url = format!("http://{}", closed.addr());
-    let upstream = HttpServer::spawn(StateDir::new().args());
+    let upstream = HttpServer::start();
     let project = Project::new();
     config(&project, &http_entry("mine", upstream.url()));
     let options = HostOptions {
@@ -459,10 +456,7 @@ async fn a_changed_url_swaps_connections_without_failing_a_call_in_flight() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_config_edit_adds_a_server_while_a_call_is_in_flight() {
     let state_a = StateDir::new();
-    let (a, b) = (
-        HttpServer::spawn(state_a.args()),
-        HttpServer::spawn(StateDir::new().args()),
-    );
+    let (a, b) = (HttpServer::spawn(state_a.args()), HttpServer::start());
     let project = Project::new();
     config(&project, &http_entry("a", a.url()));
     let host = start(&project, None).await;
@@ -509,10 +503,7 @@ async fn a_config_edit_adds_a_server_while_a_call_is_in_flight() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invalid_edit_is_refused_with_its_location_and_changes_nothing() {
-    let (a, b) = (
-        HttpServer::spawn(StateDir::new().args()),
-        HttpServer::spawn(StateDir::new().args()),
-    );
+    let (a, b) = (HttpServer::start(), HttpServer::start());
     let project = Project::new();
     config(&project, &http_entry("a", a.url()));
     let host = start(&project, None).await;
@@ -545,10 +536,7 @@ async fn an_invalid_edit_is_refused_with_its_location_and_changes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invalid_edit_of_a_discovered_mcp_json_is_refused_too() {
-    let (a, b) = (
-        HttpServer::spawn(StateDir::new().args()),
-        HttpServer::spawn(StateDir::new().args()),
-    );
+    let (a, b) = (HttpServer::start(), HttpServer::start());
     let project = Project::new();
     project.config(TIMING);
     let mcp_json = project.path().join(".mcp.json");
@@ -632,9 +620,7 @@ async fn a_changed_command_replaces_the_process() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edits_of_the_vs_code_and_codex_files_apply_too() {
-    let servers: Vec<HttpServer> = (0..4)
-        .map(|_| HttpServer::spawn(StateDir::new().args()))
-        .collect();
+    let servers: Vec<HttpServer> = (0..4).map(|_| HttpServer::start()).collect();
     let project = Project::new();
     project.config(TIMING);
     let vscode = project.path().join(".vscode/mcp.json");
@@ -700,7 +686,7 @@ async fn edits_of_the_vs_code_and_codex_files_apply_too() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rediscover_alone_wakes_the_loop_to_consult_the_sources_now() {
-    let upstream = HttpServer::spawn(StateDir::new().args());
+    let upstream = HttpServer::start();
     let toolhive = FakeToolHive::start();
     let project = Project::new();
     // ToolHive is polled once an hour: only a refresh asks it sooner.

@@ -16,12 +16,12 @@ use crate::support::{Project, args, linked_yaml};
 #[tokio::test]
 async fn a_server_down_after_reconnect_is_degraded_until_listed_again() {
     let project = Project::new();
-    let state = StateDir::new();
+    let (state, other) = (StateDir::new(), StateDir::new());
     let link = ServerLink::new(project.path(), "kit-server");
     project.config(&format!(
         "mcp_servers:\n  kit:\n{}  other:\n{}skills:\n  default_roots: false\n",
         linked_yaml(&link, &state, 4),
-        crate::support::testkit_yaml(&StateDir::new(), 4),
+        crate::support::testkit_yaml(&other, 4),
     ));
     let host = project.start().await;
     let session = host.session("s").unwrap();

@@ -93,7 +93,7 @@ async fn stdio_round_trip() {
 
 #[tokio::test]
 async fn http_round_trip() {
-    let server = HttpServer::spawn(Vec::<String>::new());
+    let server = HttpServer::start();
     let client = connect("kit_http", http_cfg(server.url())).await;
     exercise(&client).await;
     client.close().await;

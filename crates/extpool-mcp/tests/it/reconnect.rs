@@ -260,7 +260,7 @@ async fn http_stream_broken_mid_call_reconnects_and_retries() {
 
 #[tokio::test]
 async fn http_server_gone_is_unavailable_after_reconnect() {
-    let mut server = HttpServer::spawn(Vec::<String>::new());
+    let mut server = HttpServer::start();
     let client = connect("web", http_cfg(server.url())).await;
     server.kill();
     let err = client

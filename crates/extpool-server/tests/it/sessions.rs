@@ -155,8 +155,8 @@ async fn sessions_with_their_own_servers_are_isolated_and_delete_closes_them() {
         ..GatewayOptions::default()
     };
     let served = served_with_store(project, options).await;
-    let a = HttpServer::spawn(StateDir::new().args());
-    let b = HttpServer::spawn(StateDir::new().args());
+    let a = HttpServer::start();
+    let b = HttpServer::start();
     for (id, name, url) in [("sa", "alpha", a.url()), ("sb", "beta", b.url())] {
         let (status, created) = api(
             reqwest::Method::POST,
@@ -223,7 +223,7 @@ async fn per_session_servers_are_bounded_and_must_be_remote() {
         ..GatewayOptions::default()
     };
     let served = served_with_store(project, options).await;
-    let a = HttpServer::spawn(StateDir::new().args());
+    let a = HttpServer::start();
     let url = format!("{}/v1/sessions", served.base);
     let create = |id: &str, servers: Value| {
         api(

@@ -114,7 +114,7 @@ fn serve(sb: &Sandbox, args: &[&str]) -> Served {
 
 #[test]
 fn toolhive_servers_reach_existing_sessions_only_through_a_refresh() {
-    let upstream = HttpServer::spawn(StateDir::new().args());
+    let upstream = HttpServer::start();
     let toolhive = FakeToolHive::start();
     toolhive.add_group("team");
     let sb = Sandbox::new();
@@ -349,7 +349,7 @@ fn server_row<'a>(sources: &'a Value, name: &str) -> Option<&'a Value> {
 
 #[test]
 fn each_server_shows_where_it_was_discovered_and_a_failed_one_its_reason() {
-    let upstream = HttpServer::spawn(StateDir::new().args());
+    let upstream = HttpServer::start();
     let toolhive = FakeToolHive::start();
     // A running workload whose URL answers 404 to MCP: it cannot start.
     let broken_url = format!("{}/mcp", toolhive.url());
@@ -632,7 +632,7 @@ fn discovery_never_takes_a_name_a_session_resolves_nor_grants_without_a_refresh(
 
 #[test]
 fn toolhive_is_found_at_toolhive_api_url_and_without_it_is_stale_not_fatal() {
-    let upstream = HttpServer::spawn(StateDir::new().args());
+    let upstream = HttpServer::start();
     let toolhive = FakeToolHive::start();
     toolhive.set_workloads(vec![Workload::running("via-env", upstream.url())]);
     let sb = Sandbox::new();

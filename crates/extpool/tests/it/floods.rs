@@ -74,7 +74,7 @@ fn read_until(
 
 #[test]
 fn watch_shows_a_list_changed_flood_as_a_few_events_ending_with_the_last() {
-    let server = HttpServer::spawn(Vec::<String>::new());
+    let server = HttpServer::start();
     let sb = Sandbox::new();
     sb.write(
         "extpool.yaml",

@@ -177,7 +177,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 async fn any_replica_serves_any_session_in_both_eras() {
     let pg = PgServer::shared();
     let db = pg.database();
-    let kit = HttpServer::spawn(StateDir::new().args());
+    let kit = HttpServer::start();
     let sb = std::sync::Arc::new(Sandbox::new());
     config(&sb, &remote_kit(kit.url()));
     // Two replicas starting together on a fresh database: one migrates.

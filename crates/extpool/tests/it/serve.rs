@@ -245,7 +245,7 @@ fn a_non_loopback_address_without_a_token_is_refused() {
 fn mcp_server_flags_add_an_upstream_and_bad_ones_are_named() {
     let sb = Sandbox::new();
     sb.write("extpool.yaml", "mcp_servers: {}\n");
-    let remote = HttpServer::spawn(StateDir::new().args());
+    let remote = HttpServer::start();
     let flag = format!("kit={}", remote.url());
     let mut served = serve(&sb, &["--listen", "127.0.0.1:0", "--mcp-server", &flag]);
     let out = python(

@@ -76,6 +76,9 @@ impl Browser {
                 "--force-color-profile=srgb",
             ])
             .arg(format!("--user-data-dir={}", profile.path().display()))
+            // Its own temporary files too, removed with the profile (killed,
+            // it cannot remove them itself).
+            .env("TMPDIR", profile.path())
             .arg("about:blank")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
