@@ -99,7 +99,7 @@ async fn stdio_answer_nested_10000_deep_is_refused_at_once() {
 }
 
 fn http_server() -> HttpServer {
-    tokio::task::block_in_place(|| HttpServer::start())
+    tokio::task::block_in_place(HttpServer::start)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
