@@ -319,18 +319,15 @@ impl StdioStart {
     }
 }
 
-/// How many pings on each kind of connection tell whether a server stalls
-/// on a reused one.
-const STALL_PINGS: usize = 3;
-/// How long one of those pings may take before the server is not judged
-/// (a stalled one takes the delayed ACK's ~40 ms).
+/// How long one of the pings that tell a stall may take before the server
+/// is not judged (a stalled one takes the delayed ACK's ~40 ms).
 const PING_PATIENCE: Duration = Duration::from_millis(500);
 
 /// Dials an HTTP server and initializes, bounded by the startup timeout.
 /// On a connection kept for reuse, a server that may stall on it is
 /// dialled again with a connection per request and pinged there too, then
 /// once more on the reused connection when that looks like a stall
-/// ([`crate::http::judge_reuse`] decides from all of them); one found to
+/// ([`crate::stall::judge_reuse`] decides from all of them); one found to
 /// stall keeps that second session, any other the first.
 async fn dial(
     a: &Attempt<'_>,
@@ -339,7 +336,7 @@ async fn dial(
     order: Arc<Order>,
     declared: &Declared,
 ) -> Result<Service, Failed> {
-    use crate::http::{Reuse, judge_reuse};
+    use crate::stall::{Reuse, judge_reuse};
     let name = a.name.as_str();
     let reusing = a.options.http.keep_alive && !a.options.is_stalling(name);
     let service = dial_with(
@@ -378,10 +375,9 @@ async fn dial(
     if judge_reuse(&reused, &fresh) == Reuse::Stalls {
         // Once more on the reused connection, after the fresh pings: a
         // stall waits every time, a loaded machine's slowness does not
-        // last through both batches. The first ping after the pause may be
-        // acknowledged at once again (quick ACKs after idle): not judged.
+        // last through both batches.
         let again = ping_times(a, &service).await.unwrap_or_default();
-        reused.extend(again.into_iter().skip(1));
+        reused.extend(again);
     }
     if judge_reuse(&reused, &fresh) != Reuse::Stalls {
         let _ = fresh_service.cancel().await;
@@ -398,21 +394,21 @@ async fn dial(
     Ok(fresh_service)
 }
 
-/// The times of [`STALL_PINGS`] pings sent one after another on
-/// `service`; `None` when one fails or takes longer than
-/// [`PING_PATIENCE`] (such a server is not judged).
+/// The pings that can tell a stall ([`crate::stall::PingBatch`]), sent
+/// one after another on `service`; `None` when one fails or takes longer
+/// than [`PING_PATIENCE`] (such a server is not judged).
 async fn ping_times(a: &Attempt<'_>, service: &Service) -> Option<Vec<Duration>> {
-    let mut pings = Vec::with_capacity(STALL_PINGS);
-    for _ in 0..STALL_PINGS {
+    let mut batch = crate::stall::PingBatch::default();
+    while batch.wants_more() {
         let sent = std::time::Instant::now();
         let ping =
             service.send_request(rmcp::model::ClientRequest::PingRequest(Default::default()));
         match tokio::time::timeout(PING_PATIENCE.min(a.startup), ping).await {
-            Ok(Ok(_)) => pings.push(sent.elapsed()),
+            Ok(Ok(_)) => batch.record(sent, sent.elapsed()),
             _ => return None,
         }
     }
-    Some(pings)
+    Some(batch.into_judged())
 }
 
 /// Dials an HTTP server on `client` and initializes, bounded by the

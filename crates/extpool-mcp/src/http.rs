@@ -12,9 +12,9 @@
 //!   one per request): a call then costs no TCP or TLS handshake. A
 //!   server that leaves Nagle's algorithm on answers a reused connection
 //!   only after extpool's delayed ACK (~40 ms a call on Linux); such a
-//!   server is found right after it connects ([`judge_reuse`]: its pings
-//!   on the reused connection each take at least the delayed ACK's time,
-//!   and clearly more than pings on a connection per request) and gets a
+//!   server is found right after it connects ([`crate::stall`]: most of
+//!   its pings on the reused connection take at least the delayed ACK's
+//!   time, and clearly more than pings on a connection per request) and gets a
 //!   connection per request from then on, while every other server keeps
 //!   reusing.
 //!   Redirects are followed only within one origin and only for 307/308,
@@ -165,62 +165,6 @@ fn same_origin_redirects() -> reqwest::redirect::Policy {
             attempt.follow()
         }
     })
-}
-
-/// Shortest ping on a reused connection that can be the delayed ACK's
-/// wait (Linux delays an ACK by 40 ms at least; a coarse timer may fire a
-/// few milliseconds early).
-const STALL_MIN: Duration = Duration::from_millis(30);
-
-/// How much longer than on a connection per request a ping on a reused
-/// connection takes when it waits for the delayed ACK: well under its
-/// shortest wait, leaving the rest for a loaded machine's scheduling
-/// delays on the connection per request.
-const STALL_EXCESS: Duration = Duration::from_millis(15);
-
-/// What [`judge_reuse`] makes of a server's pings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reuse {
-    /// It answers a reused connection without a stall: keep reusing.
-    Keep,
-    /// Its pings on the reused connection all took a delayed ACK's time:
-    /// ping it on a connection per request too, then judge again.
-    TryFresh,
-    /// It stalls on a reused connection: give it a connection per request.
-    Stalls,
-}
-
-/// Whether a server stalls on a reused connection (Nagle's algorithm on
-/// its side holds the answer's tail until extpool's delayed ACK). `reused`
-/// are pings sent one after another on the connection its handshake left
-/// open; the first may still be acknowledged at once (a young
-/// connection's quick ACKs), so it is not judged. `fresh` are pings sent
-/// the same way on a connection per request (empty: not sent yet).
-///
-/// A stall is a fixed wait, not a share of anything else: every judged
-/// reused ping took at least [`STALL_MIN`] (the shortest delayed ACK), and
-/// even the quickest of them took [`STALL_EXCESS`] more than the quickest
-/// ping on a connection per request. Minimums are compared because a
-/// loaded machine only ever adds time: a quick server's reused pings are
-/// not all delayed that much while its fresh ones are not, and a stalling
-/// server's ACK timer fires on time however long its handshake took. A
-/// far server's reused pings are one round trip and its fresh ones two
-/// (TCP's handshake, then the ping), so it never stalls by this rule.
-pub fn judge_reuse(reused: &[Duration], fresh: &[Duration]) -> Reuse {
-    let judged = reused.get(1..).unwrap_or_default();
-    let Some(quickest_reused) = judged.iter().min().filter(|_| judged.len() >= 2) else {
-        return Reuse::Keep;
-    };
-    if *quickest_reused < STALL_MIN {
-        return Reuse::Keep;
-    }
-    if fresh.is_empty() {
-        return Reuse::TryFresh;
-    }
-    match fresh.iter().min().filter(|_| fresh.len() >= 2) {
-        Some(quickest_fresh) if *quickest_reused >= *quickest_fresh + STALL_EXCESS => Reuse::Stalls,
-        _ => Reuse::Keep,
-    }
 }
 
 /// An HTTP server, checked and ready to connect (any number of times).
@@ -469,45 +413,6 @@ mod tests {
         let mut cfg = McpServerConfig::http(url);
         cfg.insecure_http = insecure;
         HttpPlan::with_token(&name(), &cfg, token.then(|| BearerToken::new("s3cr3t")))
-    }
-
-    #[test]
-    fn only_a_servers_delayed_ack_wait_on_reuse_is_a_stall() {
-        let ms = |list: &[u64]| {
-            list.iter()
-                .map(|m| Duration::from_millis(*m))
-                .collect::<Vec<_>>()
-        };
-        let judge = |reused: &[u64], fresh: &[u64]| judge_reuse(&ms(reused), &ms(fresh));
-        // A local server leaving Nagle on: each ping on the reused
-        // connection (but maybe the first) waits ~40 ms for the ACK, one on
-        // a new connection does not.
-        assert_eq!(judge(&[2, 41, 43], &[]), Reuse::TryFresh);
-        assert_eq!(judge(&[2, 41, 43], &[1, 2, 1]), Reuse::Stalls);
-        assert_eq!(judge(&[44, 43, 44], &[3, 2, 2]), Reuse::Stalls);
-        // Where the delayed ACK is 200 ms.
-        assert_eq!(judge(&[3, 201, 204], &[2, 3, 2]), Reuse::Stalls);
-        // The same on a loaded machine: every ping is late, the stall
-        // still shows.
-        assert_eq!(judge(&[24, 57, 47], &[20, 14, 25]), Reuse::Stalls);
-        assert_eq!(judge(&[20, 70, 61], &[31, 22, 40]), Reuse::Stalls);
-        // A quick server, or one that was slow once: no second look.
-        assert_eq!(judge(&[1, 1, 1], &[]), Reuse::Keep);
-        assert_eq!(judge(&[1, 45, 1], &[]), Reuse::Keep);
-        assert_eq!(judge(&[13, 29, 11], &[]), Reuse::Keep);
-        // A quick server on a loaded machine, all its pings late: as late
-        // on a connection per request, so not a stall.
-        assert_eq!(judge(&[30, 35, 32], &[]), Reuse::TryFresh);
-        assert_eq!(judge(&[30, 35, 32], &[28, 33, 31]), Reuse::Keep);
-        assert_eq!(judge(&[30, 35, 32], &[40, 18, 38]), Reuse::Keep);
-        // A far server: one round trip a ping on the reused connection,
-        // two on a new one.
-        assert_eq!(judge(&[41, 40, 42], &[]), Reuse::TryFresh);
-        assert_eq!(judge(&[41, 40, 42], &[85, 82, 90]), Reuse::Keep);
-        // Too few pings to judge.
-        assert_eq!(judge(&[41, 43], &[1, 1]), Reuse::Keep);
-        assert_eq!(judge(&[], &[]), Reuse::Keep);
-        assert_eq!(judge(&[2, 41, 43], &[1]), Reuse::Keep);
     }
 
     #[test]

@@ -82,6 +82,7 @@ mod skill_dir;
 mod skills;
 mod spawner;
 mod sse_guard;
+mod stall;
 mod startup;
 pub mod stderr;
 mod stdio;
