@@ -12,7 +12,7 @@
 //!   one per request): a call then costs no TCP or TLS handshake. A
 //!   server that leaves Nagle's algorithm on answers a reused connection
 //!   only after extpool's delayed ACK (~40 ms a call on Linux); such a
-//!   server is found right after it connects ([`crate::stall`]: most of
+//!   server is found right after it connects (module `stall`: most of
 //!   its pings on the reused connection take at least the delayed ACK's
 //!   time, and clearly more than pings on a connection per request) and gets a
 //!   connection per request from then on, while every other server keeps

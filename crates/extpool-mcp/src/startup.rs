@@ -46,7 +46,7 @@ pub enum ServerStatus {
     Connecting,
     /// Still connecting; `said` is the latest line the server wrote to
     /// stderr (a build step, a download), so a display can say what it is
-    /// doing. Sent at most every [`SAID_EVERY`], only when the line changed.
+    /// doing. Sent at most every `SAID_EVERY`, only when the line changed.
     Starting {
         /// The line, as masked for the server's stderr tail.
         said: String,

@@ -9,7 +9,7 @@
 //! with that id, by then often after the call is over. One upstream
 //! connection serves every session of a gateway, so the id is the only
 //! link back: each connection keeps the ids it relayed with the client they
-//! went to ([`Sent`]): its session only, never its call (which must end
+//! went to (`Sent`): its session only, never its call (which must end
 //! when it ends). A complete notification whose id was not relayed on that
 //! connection goes nowhere. The ids are the server's, on this connection
 //! only: a client cannot name another's.

@@ -194,7 +194,7 @@ impl SkillResource for McpServerCap {
     }
 
     /// Forwarded when the server declared `directoryRead`, else answered
-    /// from the skill's manifest (see [`crate::skill_dir`]).
+    /// from the skill's manifest (see module `skill_dir`).
     async fn read_skill_directory(
         &self,
         uri: &str,

@@ -10,11 +10,11 @@
 //!   tokio's reactor (`tokio::net::unix::pipe`, `UnixStream`), never through
 //!   `tokio::io::stdin`/`stdout`, which hand every read and write to a
 //!   blocking thread (a thread wake-up each way).
-//! - **One writer per connection** ([`writer`]): a message is written at
+//! - **One writer per connection** (module `writer`): a message is written at
 //!   once when the pipe has room, otherwise queued; the writer drains
 //!   everything queued in one write. No lock held across an await, no task
 //!   per message.
-//! - **Reads in bulk, lines in place** ([`lines`]): up to 64 KiB a read,
+//! - **Reads in bulk, lines in place** (module `lines`): up to 64 KiB a read,
 //!   lines decoded where they lie.
 //! - **Decoding straight into the concrete message type** ([`decode`]),
 //!   with rmcp's own decoder for everything the fast path is not certain of.
@@ -25,7 +25,7 @@
 //! once, as soon as the bytes read of it pass the bound (its end may never
 //! come), as does one answered by a message nested too deep to parse, or
 //! by one that carries its id but is no readable response (see
-//! [`crate::limits`]); a line that is not JSON,
+//! module `limits`); a line that is not JSON,
 //! and an unknown notification, is ignored; JSON that is no valid message
 //! is answered with `Invalid Request`; end of input ends the connection.
 //! A server may check each line itself first and answer it in its place
