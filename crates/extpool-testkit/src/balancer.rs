@@ -31,7 +31,10 @@ pub enum Policy {
     /// Each request to the next backend in turn.
     RoundRobin,
     /// Every request to the first backend that accepts the connection
-    /// (the others are standbys).
+    /// (the others are standbys). Each request opens a connection of its
+    /// own, so a backend that died is found when it refuses one: an idle
+    /// connection kept to it could still look open to a loaded balancer,
+    /// and the request sent on it would fail instead of moving on.
     Failover,
 }
 
@@ -67,9 +70,14 @@ impl Balancer {
             .map(|b| b.into().trim_end_matches('/').to_owned())
             .collect();
         assert!(!backends.is_empty(), "a balancer needs a backend");
+        let idle_per_backend = match policy {
+            Policy::RoundRobin => usize::MAX,
+            Policy::Failover => 0,
+        };
         let client = reqwest::Client::builder()
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
+            .pool_max_idle_per_host(idle_per_backend)
             .build()
             .expect("an HTTP client");
         let inner = Arc::new(Inner {
