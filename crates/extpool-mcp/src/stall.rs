@@ -58,9 +58,12 @@ impl PingBatch {
     }
 
     /// Whether to send another ping: fewer than [`JUDGED_PINGS`] judged so
-    /// far, and fewer than [`MOST_PINGS`] sent.
+    /// far, fewer than [`MOST_PINGS`] sent, and the quick ones not already
+    /// half of a full batch (then no more pings can make most of them
+    /// stalled: a quick server is pinged no more than it must be at connect).
     pub(crate) fn wants_more(&self) -> bool {
-        self.judged.len() < JUDGED_PINGS && self.sent < MOST_PINGS
+        let quick = self.judged.iter().filter(|ping| **ping < STALL_MIN).count();
+        self.judged.len() < JUDGED_PINGS && self.sent < MOST_PINGS && quick * 2 < JUDGED_PINGS
     }
 
     /// The judged pings, in the order they were sent.
@@ -211,5 +214,20 @@ mod tests {
         }
         assert!(!batch.wants_more());
         assert!(batch.into_judged().is_empty());
+    }
+
+    #[test]
+    fn a_batch_of_a_quick_server_stops_once_most_cannot_be_stalled() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut batch = PingBatch::default();
+        batch.record(at(0), Duration::from_millis(2));
+        batch.record(at(2), Duration::from_millis(1));
+        assert!(batch.wants_more(), "one quick judged ping settles nothing");
+        batch.record(at(3), Duration::from_millis(1));
+        assert!(!batch.wants_more(), "two of three quick: reuse is kept");
+        let judged = batch.into_judged();
+        assert_eq!(judged, ms(&[1, 1]));
+        assert_eq!(judge_reuse(&judged, &[]), Reuse::Keep);
     }
 }
