@@ -59,7 +59,7 @@ pub(crate) use replay::listen;
 pub(crate) use running::{AbortOnDrop, json};
 pub(crate) use stateless::serve as stateless;
 
-use running::{Call, First, InFlight, Outbox, Running, stream, with_status};
+use running::{Call, First, InFlight, Outbox, OutboxProgress, Running, stream, with_status};
 
 use headers::plain_headers;
 
@@ -477,7 +477,6 @@ async fn dispatch(
         key,
     };
     let (outbox_tx, messages) = mpsc::channel(OUTBOX_QUEUE);
-    let (progress_tx, progress) = mpsc::channel(crate::relay::PROGRESS_QUEUE);
     let level = match crate::handler::calls::request_log_level(request.get_meta()) {
         Some(rank) => Arc::new(std::sync::atomic::AtomicUsize::new(rank)),
         None => session
@@ -486,13 +485,18 @@ async fn dispatch(
             .map(|(_, _, level)| level.clone())
             .unwrap_or_default(),
     };
+    let meta = std::mem::take(request.get_meta_mut());
+    let progress = meta.get_progress_token().map(|token| {
+        Arc::new(OutboxProgress {
+            token,
+            outbox: outbox_tx.clone(),
+        }) as Arc<dyn extpool_host::core::ProgressSink>
+    });
     let client = InlineClient {
         session: session.clone(),
         outbox: outbox_tx,
         level,
     };
-    let meta = std::mem::take(request.get_meta_mut());
-    let token = meta.get_progress_token();
     let mut context = RequestContext::new(id.clone(), session.peer.clone());
     context.ct = ct;
     context.meta = meta;
@@ -500,7 +504,7 @@ async fn dispatch(
     context.extensions.insert(parts);
     context.extensions.insert(InlineRelay {
         client: Arc::new(client),
-        progress: progress_tx,
+        progress,
     });
     let handler = session.handler.clone();
     let call: Call = Box::pin(async move {
@@ -513,11 +517,7 @@ async fn dispatch(
     });
     let mut running = Running {
         call,
-        outbox: Outbox {
-            messages,
-            progress,
-            token,
-        },
+        outbox: Outbox { messages },
     };
     let first = match session.wait() {
         Wait::Grace(grace) => tokio::time::timeout(grace, running.first()).await.ok(),

@@ -76,7 +76,7 @@ pub(crate) struct Here {
     /// The client as the request's call sees it.
     pub(crate) client: Option<Arc<dyn CallClient>>,
     /// The request's progress.
-    pub(crate) progress: Option<mpsc::Sender<ProgressUpdate>>,
+    pub(crate) progress: Option<Arc<dyn extpool_host::core::ProgressSink>>,
 }
 
 /// Where a call's log messages and progress go: the request of the round
@@ -99,7 +99,7 @@ impl Route {
 impl extpool_host::core::ProgressSink for Route {
     fn send(&self, update: ProgressUpdate) {
         if let Some(progress) = &self.0.lock().progress {
-            let _ = progress.try_send(update);
+            progress.send(update);
         }
     }
 

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use extpool_host::core::ProgressSink;
 use extpool_host::passthrough::log_level_rank;
 use extpool_host::{CallClient, CallContext, ProgressUpdate};
 use rmcp::model::{ProgressNotificationParam, ProgressToken, ServerRequest};
@@ -156,8 +157,9 @@ impl CallClient for PeerClient {
 pub(crate) struct InlineRelay {
     /// The client as the call sees it: its requests and log messages.
     pub client: Arc<dyn CallClient>,
-    /// The call's progress (sent only when the client gave a token).
-    pub progress: mpsc::Sender<ProgressUpdate>,
+    /// The call's progress, when the client gave a token: on the same
+    /// queue as the call's messages, so both keep the order they were sent in.
+    pub progress: Option<Arc<dyn ProgressSink>>,
 }
 
 /// A 2026-07-28 request's ways to its client, for a call held across input
@@ -171,7 +173,7 @@ pub(crate) fn here(
     match ctx.extensions.get::<InlineRelay>() {
         Some(inline) => crate::input_rounds::Here {
             client: Some(inline.client.clone()),
-            progress: Some(inline.progress.clone()),
+            progress: inline.progress.clone(),
         },
         None => crate::input_rounds::Here {
             client: call.client().cloned(),
@@ -193,8 +195,8 @@ pub fn call_context(
 ) -> (CallContext, Vec<tokio::task::JoinHandle<()>>) {
     if let Some(inline) = ctx.extensions.get::<InlineRelay>() {
         let mut call = CallContext::new().with_client(inline.client.clone());
-        if ctx.meta.get_progress_token().is_some() {
-            call = call.with_progress(inline.progress.clone());
+        if let Some(progress) = &inline.progress {
+            call = call.with_progress_sink(progress.clone());
         }
         return (call, Vec::new());
     }
@@ -226,16 +228,28 @@ async fn forward_logs(peer: Peer<RoleServer>, mut rx: mpsc::Receiver<Value>) {
     }
 }
 
+/// A call's progress `update` as the notification to the client's `token`.
+pub(crate) fn progress_param(
+    token: &ProgressToken,
+    update: ProgressUpdate,
+) -> ProgressNotificationParam {
+    let mut param = ProgressNotificationParam::new(token.clone(), update.progress);
+    param.total = update.total;
+    param.message = update.message;
+    param
+}
+
 async fn forward_progress(
     peer: Peer<RoleServer>,
     token: ProgressToken,
     mut rx: mpsc::Receiver<ProgressUpdate>,
 ) {
     while let Some(update) = rx.recv().await {
-        let mut param = ProgressNotificationParam::new(token.clone(), update.progress);
-        param.total = update.total;
-        param.message = update.message;
-        if peer.notify_progress(param).await.is_err() {
+        if peer
+            .notify_progress(progress_param(&token, update))
+            .await
+            .is_err()
+        {
             break;
         }
     }

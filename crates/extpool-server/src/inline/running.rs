@@ -10,11 +10,10 @@ use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use extpool_host::ProgressUpdate;
+use extpool_host::core::ProgressSink;
 #[allow(deprecated)] // logging (SEP-2577) is deprecated but clients still show it
 use rmcp::model::LoggingMessageNotificationParam;
-use rmcp::model::{
-    ProgressNotificationParam, ProgressToken, ServerJsonRpcMessage, ServerNotification,
-};
+use rmcp::model::{ProgressToken, ServerJsonRpcMessage, ServerNotification};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -37,11 +36,11 @@ impl Drop for InFlight {
 }
 
 /// What a call sends its client before its answer: its servers' requests
-/// and log messages and, when the client gave a progress token, progress.
+/// and log messages and, when the client gave a progress token, progress
+/// ([`OutboxProgress`]), on one queue, so they reach the client in the order
+/// they were sent.
 pub(super) struct Outbox {
     pub(super) messages: mpsc::Receiver<ServerJsonRpcMessage>,
-    pub(super) progress: mpsc::Receiver<ProgressUpdate>,
-    pub(super) token: Option<ProgressToken>,
 }
 
 impl Outbox {
@@ -53,42 +52,39 @@ impl Outbox {
         ))
     }
 
-    fn progress(&self, update: ProgressUpdate) -> Option<ServerJsonRpcMessage> {
-        let mut param = ProgressNotificationParam::new(self.token.clone()?, update.progress);
-        param.total = update.total;
-        param.message = update.message;
-        Some(ServerJsonRpcMessage::notification(
-            ServerNotification::ProgressNotification(rmcp::model::Notification::new(param)),
-        ))
-    }
-
     /// A message already waiting, if any.
     fn waiting(&mut self) -> Option<ServerJsonRpcMessage> {
-        if let Ok(message) = self.messages.try_recv() {
-            return Some(message);
-        }
-        while let Ok(update) = self.progress.try_recv() {
-            if let Some(message) = self.progress(update) {
-                return Some(message);
-            }
-        }
-        None
+        self.messages.try_recv().ok()
     }
 
     /// The next message; pending for ever once the call's senders are gone
     /// (the call's answer ends the stream then).
     async fn next(&mut self) -> ServerJsonRpcMessage {
-        loop {
-            tokio::select! {
-                Some(message) = self.messages.recv() => return message,
-                Some(update) = self.progress.recv() => {
-                    if let Some(message) = self.progress(update) {
-                        return message;
-                    }
-                }
-                else => std::future::pending::<()>().await,
-            }
+        match self.messages.recv().await {
+            Some(message) => message,
+            None => std::future::pending().await,
         }
+    }
+}
+
+/// A call's progress, as notifications to the client's token on the call's
+/// outbox; an update the outbox has no room for is dropped.
+pub(super) struct OutboxProgress {
+    pub(super) token: ProgressToken,
+    pub(super) outbox: mpsc::Sender<ServerJsonRpcMessage>,
+}
+
+impl ProgressSink for OutboxProgress {
+    fn send(&self, update: ProgressUpdate) {
+        let param = crate::relay::progress_param(&self.token, update);
+        let message = ServerJsonRpcMessage::notification(ServerNotification::ProgressNotification(
+            rmcp::model::Notification::new(param),
+        ));
+        let _ = self.outbox.try_send(message);
+    }
+
+    fn is_open(&self) -> bool {
+        !self.outbox.is_closed()
     }
 }
 

@@ -295,7 +295,7 @@ fn here() -> (Here, Arc<Logs>, mpsc::Receiver<ProgressUpdate>) {
     let (progress, updates) = mpsc::channel(8);
     let here = Here {
         client: Some(logs.clone()),
-        progress: Some(progress),
+        progress: Some(Arc::new(progress)),
     };
     (here, logs, updates)
 }
