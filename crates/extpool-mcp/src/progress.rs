@@ -5,7 +5,11 @@
 //! token rmcp assigned (`RequestHandle::progress_token`) is registered here
 //! for the duration of the call and the client handler forwards matching
 //! `notifications/progress` to the caller's channel. A gateway maps them
-//! back to its own upstream token. Progress the server sent before its
+//! back to its own upstream token. A call made in a
+//! [`CallContext`](extpool_core::CallContext) gets its progress handed to
+//! the context as the notification is handled, the way the server's log
+//! messages reach the context's client, so the two keep the order the
+//! server sent them in. Progress the server sent before its
 //! result is routed before the result is delivered ([`crate::ordered`]);
 //! progress that arrives after the result is dropped, and so is progress
 //! that does not fit in the caller's channel (bounded: a caller that reads
@@ -22,10 +26,6 @@ use rmcp::model::{
 use rmcp::service::RoleClient;
 use tokio::sync::mpsc::Sender;
 use tokio::sync::mpsc::error::TrySendError;
-
-/// Updates queued for a caller that forwards progress elsewhere (the
-/// gateway); more are dropped until it catches up.
-pub const PROGRESS_BUFFER: usize = 64;
 
 /// One progress update of a call.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,20 +55,50 @@ pub struct ProgressRoutes {
 
 #[derive(Debug, Default)]
 struct Routes {
-    routes: HashMap<ProgressToken, Sender<Progress>>,
+    routes: HashMap<ProgressToken, ProgressTo>,
     unclaimed: std::collections::VecDeque<ProgressNotificationParam>,
 }
 
-/// Hands an update to its caller if the caller's channel has room; never
-/// waits (a caller that reads slowly sees fewer updates).
-fn deliver(tx: &Sender<Progress>, param: ProgressNotificationParam) {
-    let update = Progress {
-        progress: param.progress,
-        total: param.total,
-        message: param.message,
-    };
-    if let Err(TrySendError::Full(_)) = tx.try_send(update) {
-        tracing::trace!("a progress update did not fit its caller's channel; dropped");
+/// Where a call's progress goes.
+#[derive(Clone)]
+pub(crate) enum ProgressTo {
+    /// A caller's channel ([`crate::McpClient::call_tool_with_progress`]).
+    Channel(Sender<Progress>),
+    /// The call context the call runs in, handed each update as its
+    /// notification is handled: the server's log messages reach the
+    /// context's client the same way, so both keep the server's order.
+    Context(extpool_core::CallContext),
+}
+
+impl std::fmt::Debug for ProgressTo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProgressTo::Channel(_) => f.write_str("ProgressTo::Channel"),
+            ProgressTo::Context(_) => f.write_str("ProgressTo::Context"),
+        }
+    }
+}
+
+/// Hands an update to its caller: to a channel if it has room, to a call
+/// context's sink (which drops what it has no room for); never waits (a
+/// caller that reads slowly sees fewer updates).
+fn deliver(to: &ProgressTo, param: ProgressNotificationParam) {
+    match to {
+        ProgressTo::Channel(tx) => {
+            let update = Progress {
+                progress: param.progress,
+                total: param.total,
+                message: param.message,
+            };
+            if let Err(TrySendError::Full(_)) = tx.try_send(update) {
+                tracing::trace!("a progress update did not fit its caller's channel; dropped");
+            }
+        }
+        ProgressTo::Context(ctx) => ctx.progress(extpool_core::ProgressUpdate {
+            progress: param.progress,
+            total: param.total,
+            message: param.message,
+        }),
     }
 }
 
@@ -89,11 +119,7 @@ impl ProgressRoutes {
 
     /// Routes `token` to `tx` until the returned guard is dropped (with
     /// what arrived for it before).
-    pub(crate) fn register(
-        self: &Arc<Self>,
-        token: ProgressToken,
-        tx: Sender<Progress>,
-    ) -> RouteGuard {
+    pub(crate) fn register(self: &Arc<Self>, token: ProgressToken, tx: ProgressTo) -> RouteGuard {
         let mut state = self.state.lock();
         let mut kept = std::collections::VecDeque::with_capacity(state.unclaimed.len());
         for param in state.unclaimed.drain(..) {
@@ -174,9 +200,9 @@ mod tests {
         let routes = Arc::new(ProgressRoutes::default());
         routes.route(param("other", 9.0));
         routes.route(param("t", 0.0));
-        let (tx, mut rx) = tokio::sync::mpsc::channel(PROGRESS_BUFFER);
+        let (tx, mut rx) = tokio::sync::mpsc::channel(64);
         let token = param("t", 0.0).progress_token;
-        let guard = routes.register(token, tx);
+        let guard = routes.register(token, ProgressTo::Channel(tx));
         routes.route(param("t", 50.0));
         assert_eq!(rx.try_recv().map(|p| p.progress), Ok(0.0));
         assert_eq!(rx.try_recv().map(|p| p.progress), Ok(50.0));

@@ -17,19 +17,25 @@ use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-/// How many progress updates may wait for a slow client before new ones
-/// are dropped (the last one always reflects the latest state it saw).
-pub(crate) const PROGRESS_QUEUE: usize = 64;
-/// How many log messages may wait for a slow client before new ones are
-/// dropped.
-const LOG_QUEUE: usize = 256;
+/// How many log messages and progress updates of one call may wait for a
+/// slow client before new ones are dropped.
+const RELAY_QUEUE: usize = 256;
+
+/// What a call answered by rmcp's service sends its client before its
+/// answer, on one queue so it reaches the client in the order it was sent.
+enum Relayed {
+    /// A `notifications/message`'s params.
+    Log(Value),
+    /// The call's progress, for the client's progress token.
+    Progress(ProgressUpdate),
+}
 
 /// A client session, answering requests for the calls it makes and
 /// receiving their log messages.
 pub struct PeerClient {
     peer: Peer<RoleServer>,
-    /// Log messages of the call, forwarded in order.
-    logs: Option<mpsc::Sender<Value>>,
+    /// Log messages of the call, forwarded in order with its progress.
+    logs: Option<mpsc::Sender<Relayed>>,
     /// The least severe level the client wants (a rank of
     /// [`extpool_host::passthrough::LOG_LEVELS`]).
     level: Arc<AtomicUsize>,
@@ -144,7 +150,7 @@ impl CallClient for PeerClient {
         if !wanted(&params, &self.level) {
             return;
         }
-        if logs.try_send(params).is_err() {
+        if logs.try_send(Relayed::Log(params)).is_err() {
             tracing::debug!("a log message was dropped: the client reads too slowly");
         }
     }
@@ -184,11 +190,11 @@ pub(crate) fn here(
 
 /// The call context of a request: progress to the client's token (when it
 /// sent one), requests and logs (of `level` and above) to the client. The
-/// returned tasks forward progress and logs until every copy of the
-/// context is dropped; await them before answering, so that nothing the
-/// server sent before its result follows the result. A request answered
-/// in the HTTP task (`InlineRelay` on its extensions) has none: its
-/// answer reads the channels itself.
+/// returned task forwards logs and progress, in the order they were sent,
+/// until every copy of the context is dropped; await it before answering,
+/// so that nothing the server sent before its result follows the result. A
+/// request answered in the HTTP task (`InlineRelay` on its extensions) has
+/// none: its answer reads the call's queue itself.
 pub fn call_context(
     ctx: &RequestContext<RoleServer>,
     level: Arc<AtomicUsize>,
@@ -200,29 +206,55 @@ pub fn call_context(
         }
         return (call, Vec::new());
     }
-    let (log_tx, log_rx) = mpsc::channel(LOG_QUEUE);
-    let mut forwarders = vec![tokio::spawn(forward_logs(ctx.peer.clone(), log_rx))];
+    let (tx, rx) = mpsc::channel(RELAY_QUEUE);
+    let token = ctx.meta.get_progress_token();
+    let mut call = CallContext::new();
+    if token.is_some() {
+        call = call.with_progress_sink(Arc::new(PeerProgress(tx.clone())));
+    }
     let client = PeerClient {
         peer: ctx.peer.clone(),
-        logs: Some(log_tx),
+        logs: Some(tx),
         level,
     };
-    let mut call = CallContext::new().with_client(Arc::new(client));
-    if let Some(token) = ctx.meta.get_progress_token() {
-        let (tx, rx) = mpsc::channel(PROGRESS_QUEUE);
-        forwarders.push(tokio::spawn(forward_progress(ctx.peer.clone(), token, rx)));
-        call = call.with_progress(tx);
-    }
-    (call, forwarders)
+    let forwarder = tokio::spawn(forward(ctx.peer.clone(), token, rx));
+    (call.with_client(Arc::new(client)), vec![forwarder])
 }
 
+/// A call's progress, put on its queue to the client beside its log
+/// messages; an update the queue has no room for is dropped.
+struct PeerProgress(mpsc::Sender<Relayed>);
+
+impl ProgressSink for PeerProgress {
+    fn send(&self, update: ProgressUpdate) {
+        let _ = self.0.try_send(Relayed::Progress(update));
+    }
+
+    fn is_open(&self) -> bool {
+        !self.0.is_closed()
+    }
+}
+
+/// Sends the client what a call queued for it, in order, until the call
+/// is done with the queue or the client is gone.
 #[allow(deprecated)] // logging (SEP-2577) is deprecated but clients still show it
-async fn forward_logs(peer: Peer<RoleServer>, mut rx: mpsc::Receiver<Value>) {
-    while let Some(params) = rx.recv().await {
-        let Ok(params) = serde_json::from_value(params) else {
-            continue;
+async fn forward(
+    peer: Peer<RoleServer>,
+    token: Option<ProgressToken>,
+    mut rx: mpsc::Receiver<Relayed>,
+) {
+    while let Some(relayed) = rx.recv().await {
+        let sent = match relayed {
+            Relayed::Log(params) => match serde_json::from_value(params) {
+                Ok(params) => peer.notify_logging_message(params).await,
+                Err(_) => continue,
+            },
+            Relayed::Progress(update) => match &token {
+                Some(token) => peer.notify_progress(progress_param(token, update)).await,
+                None => continue,
+            },
         };
-        if peer.notify_logging_message(params).await.is_err() {
+        if sent.is_err() {
             break;
         }
     }
@@ -237,22 +269,6 @@ pub(crate) fn progress_param(
     param.total = update.total;
     param.message = update.message;
     param
-}
-
-async fn forward_progress(
-    peer: Peer<RoleServer>,
-    token: ProgressToken,
-    mut rx: mpsc::Receiver<ProgressUpdate>,
-) {
-    while let Some(update) = rx.recv().await {
-        if peer
-            .notify_progress(progress_param(&token, update))
-            .await
-            .is_err()
-        {
-            break;
-        }
-    }
 }
 
 /// The `input_required` result an upstream server answered (its JSON, as

@@ -10,11 +10,10 @@ use rmcp::model::{
 };
 use rmcp::service::{PeerRequestOptions, RoleClient};
 use rmcp::{Peer, ServiceError};
-use tokio::sync::mpsc::Sender;
 
 use crate::connection::Connection;
 use crate::direct::Direct;
-use crate::progress::{CancelOnDrop, Progress, ProgressRoutes};
+use crate::progress::{CancelOnDrop, ProgressRoutes, ProgressTo};
 
 /// A connection's way to send requests; derefs to its rmcp peer for every
 /// request but `tools/call`.
@@ -65,7 +64,7 @@ impl Link {
         &self,
         params: CallToolRequestParams,
         routes: &Arc<ProgressRoutes>,
-        progress: Sender<Progress>,
+        progress: ProgressTo,
     ) -> Result<ServerResult, ServiceError> {
         if let Some(direct) = &self.direct {
             let id = direct.next_id();

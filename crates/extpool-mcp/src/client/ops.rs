@@ -23,7 +23,7 @@ use super::{McpClient, Repeat};
 use crate::error::ClientError;
 use crate::listing;
 use crate::name::ServerName;
-use crate::progress::Progress;
+use crate::progress::{Progress, ProgressTo};
 
 /// The input round of the call running on this task, if its client takes
 /// `input_required` rounds.
@@ -161,6 +161,18 @@ impl McpClient {
         timeout: Option<Duration>,
         progress: Sender<Progress>,
     ) -> Result<CallToolResult, ClientError> {
+        self.call_tool_to(name, arguments, timeout, ProgressTo::Channel(progress))
+            .await
+    }
+
+    /// Calls a tool, its progress going `to` while it runs.
+    async fn call_tool_to(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        timeout: Option<Duration>,
+        progress: ProgressTo,
+    ) -> Result<CallToolResult, ClientError> {
         let round = input_round();
         let params = tool_params(name, arguments, round.as_deref());
         let routes = self.inner.progress.clone();
@@ -222,28 +234,8 @@ impl McpClient {
         if !ctx.wants_progress() {
             return self.call_tool(name, arguments).await;
         }
-        let (tx, mut rx) = tokio::sync::mpsc::channel(crate::progress::PROGRESS_BUFFER);
-        let call = self.call_tool_with_progress(name, arguments, None, tx);
-        tokio::pin!(call);
-        let forward = |p: Progress| {
-            ctx.progress(extpool_core::ProgressUpdate {
-                progress: p.progress,
-                total: p.total,
-                message: p.message,
-            });
-        };
-        loop {
-            tokio::select! {
-                result = &mut call => {
-                    // What arrived before the result is still the caller's.
-                    while let Ok(p) = rx.try_recv() {
-                        forward(p);
-                    }
-                    return result;
-                }
-                Some(p) = rx.recv() => forward(p),
-            }
-        }
+        let to = ProgressTo::Context(ctx.clone());
+        self.call_tool_to(name, arguments, None, to).await
     }
 
     /// Every resource (all pages); empty when the server has no resources.

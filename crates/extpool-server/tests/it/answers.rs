@@ -501,3 +501,48 @@ async fn a_session_is_the_gateways_own_from_initialize_to_delete() {
     let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
     assert_eq!(post(url, Some(&id), ping).await.status, 404);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_calls_log_messages_and_progress_reach_its_stream_in_the_order_they_were_sent() {
+    const PAIRS: u64 = 100;
+    let (_state, served, id) = served_with_session().await;
+    // The testkit server sends `step i` and then progress i, for each i.
+    let answer = post(
+        &served.url,
+        Some(&id),
+        call(
+            1,
+            "notify",
+            json!({"kind": "mixed", "count": PAIRS}),
+            Some(json!({"progressToken": "mixed"})),
+        ),
+    )
+    .await;
+    assert!(
+        answer.content_type.starts_with("text/event-stream"),
+        "{}",
+        answer.content_type
+    );
+    let (result, relayed) = answer.messages.split_last().expect("messages");
+    assert_eq!(result["id"], 1, "{result}");
+    assert_eq!(text(result), format!("sent {PAIRS}"));
+    let relayed: Vec<String> = relayed
+        .iter()
+        .map(|m| match m["method"].as_str() {
+            Some("notifications/message") => {
+                let data = m["params"]["data"].as_str().unwrap();
+                format!("log {}", data.strip_prefix("step ").unwrap())
+            }
+            Some("notifications/progress") => {
+                assert_eq!(m["params"]["progressToken"], "mixed", "{m}");
+                format!("progress {}", m["params"]["progress"].as_f64().unwrap())
+            }
+            _ => panic!("not relayed from the call: {m}"),
+        })
+        .collect();
+    let sent: Vec<String> = (1..=PAIRS)
+        .flat_map(|i| [format!("log {i}"), format!("progress {i}")])
+        .collect();
+    assert_eq!(relayed, sent);
+    served.stop().await;
+}

@@ -140,6 +140,40 @@ impl TestServer {
 }
 
 impl TestServer {
+    /// Sends `count` pairs of a `notifications/message` `step i` (level
+    /// info) and progress i of total count for this call (its progress
+    /// token), i from 1: a client sees whether what is relayed keeps its
+    /// order.
+    #[allow(deprecated)] // logging notifications are deprecated (SEP-2577) but still sent by servers
+    pub(crate) async fn flood_mixed(
+        &self,
+        count: u64,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let Some(token) = context.meta.get_progress_token() else {
+            return Err(ErrorData::invalid_params(
+                "notify {kind: mixed} needs a progress token in the request's _meta",
+                None,
+            ));
+        };
+        for i in 1..=count {
+            let line = serde_json::Value::String(format!("step {i}"));
+            let log = LoggingMessageNotificationParam::new(LoggingLevel::Info, line);
+            let mut progress = ProgressNotificationParam::new(token.clone(), i as f64);
+            progress.total = Some(count as f64);
+            if context.peer.notify_logging_message(log).await.is_err()
+                || context.peer.notify_progress(progress).await.is_err()
+            {
+                break;
+            }
+        }
+        Ok(CallToolResult::success(vec![ContentBlock::text(format!(
+            "sent {count}"
+        ))]))
+    }
+}
+
+impl TestServer {
     /// Sends `count` `elicitation/create` requests to the caller at once,
     /// waits for every answer and says how they ended:
     /// `accepted A, declined D, cancelled C, failed F`. Each failed answer

@@ -240,11 +240,12 @@ impl TestServer {
                     "prompts" => ListKind::Prompts,
                     "log" => return self.flood_log(count, &context).await,
                     "progress" => return self.flood_progress(count, &context).await,
+                    "mixed" => return self.flood_mixed(count, &context).await,
                     "elicit" => return self.flood_elicitation(count, &context).await,
                     _ => {
                         return Err(Args::wrong(
                             "kind",
-                            "tools, resources, prompts, log, progress or elicit",
+                            "tools, resources, prompts, log, progress, mixed or elicit",
                         ));
                     }
                 };

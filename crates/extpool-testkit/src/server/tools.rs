@@ -194,10 +194,11 @@ fn unannotated_builtin() -> Vec<Tool> {
             "Sends `count` (default 1) notifications/<kind>/list_changed without changing \
              anything; kind is tools (default), resources or prompts. Kind log sends \
              notifications/message, kind progress progress notifications for this call, \
-             kind elicit that many elicitation requests at once (answers counted)",
+             kind mixed that many pairs of a notifications/message `step i` and progress i \
+             for this call, kind elicit that many elicitation requests at once (answers counted)",
             schema(
                 json!({
-                    "kind": {"type": "string", "enum": ["tools", "resources", "prompts", "log", "progress", "elicit"]},
+                    "kind": {"type": "string", "enum": ["tools", "resources", "prompts", "log", "progress", "mixed", "elicit"]},
                     "count": {"type": "integer", "minimum": 0, "description": "How many (default 1)"},
                 }),
                 &[],

@@ -362,3 +362,56 @@ async fn serve_stdio_says_a_failed_read_of_stdin_and_exits_non_zero() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_stdio_relays_a_calls_log_messages_and_progress_in_the_order_they_were_sent() {
+    const PAIRS: u64 = 100;
+    let sb = sandbox();
+    let mut child = serve_stdio(&sb, Stdio::piped(), Stdio::inherit());
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    write_line(&mut stdin, initialize(1).to_string().as_bytes()).await;
+    assert_eq!(next_answer(&mut lines).await["id"], 1);
+    write_line(&mut stdin, initialized().to_string().as_bytes()).await;
+    // The testkit server sends `step i` and then progress i, for each i.
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "mcp__testkit__notify",
+            "arguments": {"kind": "mixed", "count": PAIRS},
+            "_meta": {"progressToken": "mixed"}}});
+    write_line(&mut stdin, call.to_string().as_bytes()).await;
+    let mut relayed = Vec::new();
+    let answer = async {
+        loop {
+            let line = lines.next_line().await.unwrap().expect("stdout ended");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == 2 {
+                return message;
+            }
+            match message["method"].as_str() {
+                Some("notifications/message") => {
+                    let data = message["params"]["data"].as_str().unwrap();
+                    relayed.push(format!("log {}", data.strip_prefix("step ").unwrap()));
+                }
+                Some("notifications/progress") => {
+                    assert_eq!(message["params"]["progressToken"], "mixed", "{message}");
+                    let progress = message["params"]["progress"].as_f64().unwrap();
+                    relayed.push(format!("progress {progress}"));
+                }
+                _ => {}
+            }
+        }
+    };
+    let answer = tokio::time::timeout(PATIENCE, answer)
+        .await
+        .expect("an answer on stdout");
+    assert_eq!(
+        answer["result"]["content"][0]["text"],
+        format!("sent {PAIRS}"),
+        "{answer}"
+    );
+    let sent: Vec<String> = (1..=PAIRS)
+        .flat_map(|i| [format!("log {i}"), format!("progress {i}")])
+        .collect();
+    assert_eq!(relayed, sent);
+    assert_eq!(close_and_exit(&mut child, stdin).await, Some(0));
+}
