@@ -396,20 +396,42 @@ pub(crate) async fn check(
         .check_host(&request)
         .and_then(|()| guard.check_origin(request.headers()));
     if let Err(refusal) = checked {
-        return *refusal;
+        return closing(request.headers(), *refusal);
     }
     let principal = match guard
         .check_identity(request.uri().path(), request.headers())
         .await
     {
         Ok(principal) => principal,
-        Err(refusal) => return *refusal,
+        Err(refusal) => return closing(request.headers(), *refusal),
     };
     if let Err(refusal) = guard.check_length(request.headers()) {
-        return *refusal;
+        return closing(request.headers(), *refusal);
     }
     request.extensions_mut().insert(principal);
     next.run(request).await
+}
+
+/// A refusal of a request whose body it leaves unread, saying
+/// `Connection: close` when a body comes: the connection ends with the
+/// answer when the body has not all arrived by then (no request can
+/// follow an unread body on it), and a client told so sends its next
+/// request on a new connection instead of losing it on this one (an
+/// SDK's login, whose first POST is refused for its missing token, then
+/// asks for the gateway's metadata).
+fn closing(headers: &HeaderMap, mut refusal: Response) -> Response {
+    let has_body = headers.contains_key(header::TRANSFER_ENCODING)
+        || headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim() != "0");
+    if has_body {
+        refusal.headers_mut().insert(
+            header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+    }
+    refusal
 }
 
 #[cfg(test)]

@@ -391,3 +391,38 @@ async fn an_empty_or_blank_host_is_refused_as_a_missing_one_on_every_route() {
     assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
     served.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_that_leaves_a_body_unread_closes_its_connection_and_says_so() {
+    let served = served(GatewayOptions {
+        bearer: Some("s3cret-token-for-tests".into()),
+        ..GatewayOptions::default()
+    })
+    .await;
+    let addr = address(&served);
+    // A POST without the token whose body has not come yet when it is
+    // refused: the connection cannot carry another request, and the
+    // answer says so.
+    let mut posted = within(TcpStream::connect(&addr)).await.unwrap();
+    let head = "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+                Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n";
+    within(posted.write_all(head.as_bytes())).await.unwrap();
+    let answer = until_closed(&mut posted).await.to_ascii_lowercase();
+    assert!(answer.starts_with("http/1.1 401 "), "{answer}");
+    assert!(answer.contains("\r\nconnection: close\r\n"), "{answer}");
+
+    // A refusal of a request without a body keeps its connection: the
+    // request after it on the same connection is answered.
+    let mut kept = within(TcpStream::connect(&addr)).await.unwrap();
+    let two = "GET /mcp HTTP/1.1\r\nHost: localhost\r\n\r\n\
+               GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+    within(kept.write_all(two.as_bytes())).await.unwrap();
+    let answers = until_closed(&mut kept).await.to_ascii_lowercase();
+    let (refused, next) = answers
+        .split_once("http/1.1 200 ok")
+        .unwrap_or_else(|| panic!("no answer to the second request: {answers}"));
+    assert!(refused.starts_with("http/1.1 401 "), "{answers}");
+    assert!(!refused.contains("connection: close"), "{answers}");
+    assert!(next.contains("\r\n\r\n"), "{answers}");
+    served.stop().await;
+}
