@@ -11,9 +11,11 @@
 //! belong to a request: [`OrderedTransport`] numbers each progress, log and
 //! resource-update notification as it arrives and holds a response back
 //! until every such notification received before it has been handled;
-//! [`OrderedHandler`] marks each one handled when the handler returns. The
-//! hold is bounded ([`MAX_HOLD`]) so that a handler that never returns
-//! cannot stall the connection; no handler here waits on the connection.
+//! [`OrderedHandler`] handles each one after those numbered before it (the
+//! tasks rmcp runs them in may start in another order) and marks it
+//! handled when the handler returns. The holds are bounded ([`MAX_HOLD`])
+//! so that a handler that never returns cannot stall the connection; no
+//! handler here waits on the connection.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -233,7 +235,17 @@ impl<H: Service<RoleClient>> Service<RoleClient> for OrderedHandler<H> {
                 }
             }
         }
-        let _done = Done(&self.order, context.extensions.get::<Seq>().copied());
+        let seq = context.extensions.get::<Seq>().copied();
+        let _done = Done(&self.order, seq);
+        // rmcp handles each notification in a task of its own, which may
+        // run before the one of the notification before it (a log message
+        // and the progress after it would swap): a tracked one waits for
+        // those before it, whose handlers return at once.
+        if let Some(Seq(seq)) = seq
+            && !self.order.clear_before(seq)
+        {
+            self.order.wait_before(seq).await;
+        }
         self.inner.handle_notification(notification, context).await
     }
 

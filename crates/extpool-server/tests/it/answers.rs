@@ -11,7 +11,7 @@ use extpool_server::GatewayOptions;
 use extpool_testkit::StateDir;
 use serde_json::{Value, json};
 
-use crate::support::{PATIENCE, Project, Served, mcp_post, testkit_yaml, within};
+use crate::support::{PATIENCE, Project, Served, mcp_post, remote_yaml, testkit_yaml, within};
 
 const VERSION: &str = "2025-11-25";
 
@@ -502,14 +502,25 @@ async fn a_session_is_the_gateways_own_from_initialize_to_delete() {
     assert_eq!(post(url, Some(&id), ping).await.status, 404);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_calls_log_messages_and_progress_reach_its_stream_in_the_order_they_were_sent() {
+/// What order a server's log messages and progress can keep.
+enum Interleaved {
+    /// The order the server sent them in (one stream: stdio).
+    AsSent,
+    /// Each kind's own order: a streamable HTTP server may send its log
+    /// messages on its `GET` stream and the call's progress on the call's
+    /// (as rmcp's does), and nothing orders two streams.
+    PerStream,
+}
+
+/// Checks that a call of the `testkit` server's `notify` tool, kind
+/// mixed (it sends `step i` and then progress i, for each i), reaches the
+/// client of session `id` at `url` with every log message and progress,
+/// in `order`, before the result.
+async fn relays_in_order(url: &str, id: &str, order: Interleaved) {
     const PAIRS: u64 = 100;
-    let (_state, served, id) = served_with_session().await;
-    // The testkit server sends `step i` and then progress i, for each i.
     let answer = post(
-        &served.url,
-        Some(&id),
+        url,
+        Some(id),
         call(
             1,
             "notify",
@@ -543,6 +554,42 @@ async fn a_calls_log_messages_and_progress_reach_its_stream_in_the_order_they_we
     let sent: Vec<String> = (1..=PAIRS)
         .flat_map(|i| [format!("log {i}"), format!("progress {i}")])
         .collect();
-    assert_eq!(relayed, sent);
+    match order {
+        Interleaved::AsSent => assert_eq!(relayed, sent),
+        Interleaved::PerStream => {
+            let of_kind = |all: &[String], kind: &str| -> Vec<String> {
+                all.iter()
+                    .filter(|m| m.starts_with(kind))
+                    .cloned()
+                    .collect()
+            };
+            // The progress comes on the result's stream: all of it, in order.
+            let progress = of_kind(&relayed, "progress ");
+            assert_eq!(progress, of_kind(&sent, "progress "), "{relayed:?}");
+            // The log messages, in order; those still on their way on the
+            // other stream when the result came are not the call's any more.
+            let logs = of_kind(&relayed, "log ");
+            let steps: Vec<u64> = logs.iter().map(|l| l[4..].parse().unwrap()).collect();
+            assert!(!steps.is_empty(), "{relayed:?}");
+            assert!(steps.windows(2).all(|w| w[0] < w[1]), "{logs:?}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_calls_log_messages_and_progress_reach_its_stream_in_the_order_they_were_sent() {
+    let (_state, served, id) = served_with_session().await;
+    relays_in_order(&served.url, &id, Interleaved::AsSent).await;
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_servers_log_messages_and_progress_each_keep_their_order() {
+    let upstream = extpool_testkit::HttpServer::start();
+    let project = Project::new();
+    project.config(&remote_yaml("testkit", upstream.url(), "session", ""));
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let id = session(&served.url, json!({})).await;
+    relays_in_order(&served.url, &id, Interleaved::PerStream).await;
     served.stop().await;
 }
