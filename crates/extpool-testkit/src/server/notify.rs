@@ -108,9 +108,7 @@ impl TestServer {
                 break;
             }
         }
-        Ok(CallToolResult::success(vec![ContentBlock::text(format!(
-            "sent {count}"
-        ))]))
+        Ok(sent(count))
     }
 
     /// Sends `count` progress notifications for this call (its progress
@@ -120,12 +118,7 @@ impl TestServer {
         count: u64,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let Some(token) = context.meta.get_progress_token() else {
-            return Err(ErrorData::invalid_params(
-                "notify {kind: progress} needs a progress token in the request's _meta",
-                None,
-            ));
-        };
+        let token = progress_token(context, "progress")?;
         for i in 1..=count {
             let mut param = ProgressNotificationParam::new(token.clone(), i as f64);
             param.total = Some(count as f64);
@@ -133,9 +126,7 @@ impl TestServer {
                 break;
             }
         }
-        Ok(CallToolResult::success(vec![ContentBlock::text(format!(
-            "sent {count}"
-        ))]))
+        Ok(sent(count))
     }
 }
 
@@ -150,12 +141,7 @@ impl TestServer {
         count: u64,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let Some(token) = context.meta.get_progress_token() else {
-            return Err(ErrorData::invalid_params(
-                "notify {kind: mixed} needs a progress token in the request's _meta",
-                None,
-            ));
-        };
+        let token = progress_token(context, "mixed")?;
         for i in 1..=count {
             let line = serde_json::Value::String(format!("step {i}"));
             let log = LoggingMessageNotificationParam::new(LoggingLevel::Info, line);
@@ -167,9 +153,7 @@ impl TestServer {
                 break;
             }
         }
-        Ok(CallToolResult::success(vec![ContentBlock::text(format!(
-            "sent {count}"
-        ))]))
+        Ok(sent(count))
     }
 }
 
@@ -216,6 +200,24 @@ impl TestServer {
             "accepted {accepted}, declined {declined}, cancelled {cancelled}, failed {failed}"
         ))]))
     }
+}
+
+/// The progress token of the call of `notify` kind `kind`, which needs one.
+fn progress_token(
+    context: &RequestContext<RoleServer>,
+    kind: &str,
+) -> Result<rmcp::model::ProgressToken, ErrorData> {
+    context.meta.get_progress_token().ok_or_else(|| {
+        ErrorData::invalid_params(
+            format!("notify {{kind: {kind}}} needs a progress token in the request's _meta"),
+            None,
+        )
+    })
+}
+
+/// The result of a `notify` call that sent `count` notifications.
+fn sent(count: u64) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(format!("sent {count}"))])
 }
 
 /// What a long call says after its question was answered: a log message

@@ -143,6 +143,18 @@ async fn next_answer(lines: &mut Lines<BufReader<ChildStdout>>) -> Value {
         .expect("an answer on stdout")
 }
 
+/// `extpool serve --stdio` in `sb` (stdout piped, stderr inherited),
+/// initialized: the child, its stdin, and the lines of its stdout.
+async fn opened(sb: &Sandbox) -> (Child, ChildStdin, Lines<BufReader<ChildStdout>>) {
+    let mut child = serve_stdio(sb, Stdio::piped(), Stdio::inherit());
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    write_line(&mut stdin, initialize(1).to_string().as_bytes()).await;
+    assert_eq!(next_answer(&mut lines).await["id"], 1);
+    write_line(&mut stdin, initialized().to_string().as_bytes()).await;
+    (child, stdin, lines)
+}
+
 /// Closes serve's stdin and waits for its exit: its code.
 async fn close_and_exit(child: &mut Child, stdin: ChildStdin) -> Option<i32> {
     drop(stdin);
@@ -231,12 +243,7 @@ async fn serve_stdio_answers_a_malformed_message_as_http_does_and_goes_on() {
         (br#"{"jsonrpc":"2.0","id":9,"method":7}"#, json!(9), -32600),
     ];
     let sb = sandbox();
-    let mut child = serve_stdio(&sb, Stdio::piped(), Stdio::inherit());
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    write_line(&mut stdin, initialize(1).to_string().as_bytes()).await;
-    assert_eq!(next_answer(&mut lines).await["id"], 1);
-    write_line(&mut stdin, initialized().to_string().as_bytes()).await;
+    let (mut child, mut stdin, mut lines) = opened(&sb).await;
     let mut over_stdio = Vec::new();
     for (line, id, code) in &malformed {
         write_line(&mut stdin, line).await;
@@ -367,12 +374,7 @@ async fn serve_stdio_says_a_failed_read_of_stdin_and_exits_non_zero() {
 async fn serve_stdio_relays_a_calls_log_messages_and_progress_in_the_order_they_were_sent() {
     const PAIRS: u64 = 100;
     let sb = sandbox();
-    let mut child = serve_stdio(&sb, Stdio::piped(), Stdio::inherit());
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    write_line(&mut stdin, initialize(1).to_string().as_bytes()).await;
-    assert_eq!(next_answer(&mut lines).await["id"], 1);
-    write_line(&mut stdin, initialized().to_string().as_bytes()).await;
+    let (mut child, mut stdin, mut lines) = opened(&sb).await;
     // The testkit server sends `step i` and then progress i, for each i.
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "mcp__testkit__notify",
