@@ -409,7 +409,27 @@ pub(crate) async fn check(
         return closing(request.headers(), *refusal);
     }
     request.extensions_mut().insert(principal);
-    next.run(request).await
+    let has_body = has_body(request.headers());
+    let response = next.run(request).await;
+    // The router's own refusals (no such route, not this method) leave
+    // the body unread too.
+    let unrouted = matches!(
+        response.status(),
+        StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED
+    );
+    if has_body && unrouted {
+        return closed(response);
+    }
+    response
+}
+
+/// Whether a body comes with the request of `headers`.
+fn has_body(headers: &HeaderMap) -> bool {
+    headers.contains_key(header::TRANSFER_ENCODING)
+        || headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim() != "0")
 }
 
 /// A refusal of a request whose body it leaves unread, saying
@@ -419,19 +439,20 @@ pub(crate) async fn check(
 /// request on a new connection instead of losing it on this one (an
 /// SDK's login, whose first POST is refused for its missing token, then
 /// asks for the gateway's metadata).
-fn closing(headers: &HeaderMap, mut refusal: Response) -> Response {
-    let has_body = headers.contains_key(header::TRANSFER_ENCODING)
-        || headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.trim() != "0");
-    if has_body {
-        refusal.headers_mut().insert(
-            header::CONNECTION,
-            axum::http::HeaderValue::from_static("close"),
-        );
+fn closing(headers: &HeaderMap, refusal: Response) -> Response {
+    if has_body(headers) {
+        return closed(refusal);
     }
     refusal
+}
+
+/// `response` saying `Connection: close`.
+fn closed(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
+    response
 }
 
 #[cfg(test)]

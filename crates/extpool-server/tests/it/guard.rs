@@ -410,6 +410,13 @@ async fn a_refusal_that_leaves_a_body_unread_closes_its_connection_and_says_so()
     let answer = until_closed(&mut posted).await.to_ascii_lowercase();
     assert!(answer.starts_with("http/1.1 401 "), "{answer}");
     assert!(answer.contains("\r\nconnection: close\r\n"), "{answer}");
+    // The same for the router's own refusal: a POST to a GET route.
+    let mut unrouted = within(TcpStream::connect(&addr)).await.unwrap();
+    let head = "POST /healthz HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n";
+    within(unrouted.write_all(head.as_bytes())).await.unwrap();
+    let answer = until_closed(&mut unrouted).await.to_ascii_lowercase();
+    assert!(answer.starts_with("http/1.1 405 "), "{answer}");
+    assert!(answer.contains("\r\nconnection: close\r\n"), "{answer}");
 
     // A refusal of a request without a body keeps its connection: the
     // request after it on the same connection is answered.
