@@ -131,3 +131,46 @@ async fn raw_clients_connect_over_stdio_and_http() {
     .unwrap();
     assert_eq!(crate::common::text_of(&result), "raw");
 }
+
+/// A process group, killed (SIGKILL) when dropped, so a failed test
+/// leaves none of it behind.
+struct Group(u32);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.0)])
+            .status();
+    }
+}
+
+#[tokio::test]
+async fn kill_one_waits_for_the_process_it_killed_not_for_its_restart() {
+    use extpool_testkit::procs::{exited, kill_one, pids_with};
+    // A supervisor that starts a process carrying the marker again the
+    // moment it dies, as a host reconnecting to a crashed server does. The
+    // marker is made of two halves, so only the supervised process carries
+    // it whole.
+    let marker = format!("kill-one-restarted-{}", std::process::id());
+    let (head, tail) = marker.split_at(8);
+    let script = format!("h='{head}'; while :; do (exec -a \"${{h}}{tail}\" sleep 1000); done");
+    let mut supervisor = tokio::process::Command::new("bash")
+        .args(["-c", &script])
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let group = Group(supervisor.id().unwrap());
+    let first = loop {
+        if let [pid] = pids_with(&marker)[..] {
+            break pid;
+        }
+        tokio::task::yield_now().await;
+    };
+    assert_eq!(kill_one(&marker).await, first);
+    // The supervisor and all it started, as one process group.
+    drop(group);
+    supervisor.wait().await.unwrap();
+    for pid in pids_with(&marker) {
+        exited(pid).await;
+    }
+}
