@@ -392,24 +392,35 @@ pub(crate) async fn check(
     next: Next,
 ) -> Response {
     let mut request = request;
+    // A refusal leaves the body unread: with one, it says so
+    // (`Connection: close`): the connection ends with the answer when the
+    // body has not all arrived by then (no request can follow an unread
+    // body on it), and a client told so sends its next request on a new
+    // connection instead of losing it on this one (an SDK's login, whose
+    // first POST is refused for its missing token, then asks for the
+    // gateway's metadata).
+    let has_body = has_body(request.headers());
+    let refused = |refusal: Box<Response>| match has_body {
+        true => closed(*refusal),
+        false => *refusal,
+    };
     let checked = guard
         .check_host(&request)
         .and_then(|()| guard.check_origin(request.headers()));
     if let Err(refusal) = checked {
-        return closing(request.headers(), *refusal);
+        return refused(refusal);
     }
     let principal = match guard
         .check_identity(request.uri().path(), request.headers())
         .await
     {
         Ok(principal) => principal,
-        Err(refusal) => return closing(request.headers(), *refusal),
+        Err(refusal) => return refused(refusal),
     };
     if let Err(refusal) = guard.check_length(request.headers()) {
-        return closing(request.headers(), *refusal);
+        return refused(refusal);
     }
     request.extensions_mut().insert(principal);
-    let has_body = has_body(request.headers());
     let response = next.run(request).await;
     // The router's own refusals (no such route, not this method) leave
     // the body unread too.
@@ -430,20 +441,6 @@ fn has_body(headers: &HeaderMap) -> bool {
             .get(header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.trim() != "0")
-}
-
-/// A refusal of a request whose body it leaves unread, saying
-/// `Connection: close` when a body comes: the connection ends with the
-/// answer when the body has not all arrived by then (no request can
-/// follow an unread body on it), and a client told so sends its next
-/// request on a new connection instead of losing it on this one (an
-/// SDK's login, whose first POST is refused for its missing token, then
-/// asks for the gateway's metadata).
-fn closing(headers: &HeaderMap, refusal: Response) -> Response {
-    if has_body(headers) {
-        return closed(refusal);
-    }
-    refusal
 }
 
 /// `response` saying `Connection: close`.

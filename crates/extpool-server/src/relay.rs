@@ -26,8 +26,8 @@ const RELAY_QUEUE: usize = 256;
 enum Relayed {
     /// A `notifications/message`'s params.
     Log(Value),
-    /// The call's progress, for the client's progress token.
-    Progress(ProgressUpdate),
+    /// The call's progress, as the notification to the client's token.
+    Progress(ProgressNotificationParam),
 }
 
 /// A client session, answering requests for the calls it makes and
@@ -198,66 +198,72 @@ pub(crate) fn here(
 pub fn call_context(
     ctx: &RequestContext<RoleServer>,
     level: Arc<AtomicUsize>,
-) -> (CallContext, Vec<tokio::task::JoinHandle<()>>) {
+) -> (CallContext, Option<tokio::task::JoinHandle<()>>) {
     if let Some(inline) = ctx.extensions.get::<InlineRelay>() {
         let mut call = CallContext::new().with_client(inline.client.clone());
         if let Some(progress) = &inline.progress {
             call = call.with_progress_sink(progress.clone());
         }
-        return (call, Vec::new());
+        return (call, None);
     }
     let (tx, rx) = mpsc::channel(RELAY_QUEUE);
-    let token = ctx.meta.get_progress_token();
     let mut call = CallContext::new();
-    if token.is_some() {
-        call = call.with_progress_sink(Arc::new(PeerProgress(tx.clone())));
+    if let Some(token) = ctx.meta.get_progress_token() {
+        call = call.with_progress_sink(Arc::new(PeerProgress {
+            token,
+            queue: tx.clone(),
+        }));
     }
     let client = PeerClient {
         peer: ctx.peer.clone(),
         logs: Some(tx),
         level,
     };
-    let forwarder = tokio::spawn(forward(ctx.peer.clone(), token, rx));
-    (call.with_client(Arc::new(client)), vec![forwarder])
+    let forwarder = tokio::spawn(forward(ctx.peer.clone(), rx));
+    (call.with_client(Arc::new(client)), Some(forwarder))
 }
 
 /// A call's progress, put on its queue to the client beside its log
 /// messages; an update the queue has no room for is dropped.
-struct PeerProgress(mpsc::Sender<Relayed>);
+struct PeerProgress {
+    token: ProgressToken,
+    queue: mpsc::Sender<Relayed>,
+}
 
 impl ProgressSink for PeerProgress {
     fn send(&self, update: ProgressUpdate) {
-        let _ = self.0.try_send(Relayed::Progress(update));
+        let param = progress_param(&self.token, update);
+        let _ = self.queue.try_send(Relayed::Progress(param));
     }
 
     fn is_open(&self) -> bool {
-        !self.0.is_closed()
+        !self.queue.is_closed()
     }
 }
 
 /// Sends the client what a call queued for it, in order, until the call
 /// is done with the queue or the client is gone.
-#[allow(deprecated)] // logging (SEP-2577) is deprecated but clients still show it
-async fn forward(
-    peer: Peer<RoleServer>,
-    token: Option<ProgressToken>,
-    mut rx: mpsc::Receiver<Relayed>,
-) {
+async fn forward(peer: Peer<RoleServer>, mut rx: mpsc::Receiver<Relayed>) {
     while let Some(relayed) = rx.recv().await {
         let sent = match relayed {
-            Relayed::Log(params) => match serde_json::from_value(params) {
-                Ok(params) => peer.notify_logging_message(params).await,
-                Err(_) => continue,
-            },
-            Relayed::Progress(update) => match &token {
-                Some(token) => peer.notify_progress(progress_param(token, update)).await,
+            Relayed::Log(params) => match log_param(params) {
+                #[allow(deprecated)] // logging (SEP-2577) is deprecated but clients still show it
+                Some(params) => peer.notify_logging_message(params).await,
                 None => continue,
             },
+            Relayed::Progress(param) => peer.notify_progress(param).await,
         };
         if sent.is_err() {
             break;
         }
     }
+}
+
+/// A log message's params (MCP's JSON, as an upstream sent them) as the
+/// notification's; `None` when they are not a log message's.
+#[allow(deprecated)] // logging (SEP-2577) is deprecated but clients still show it
+pub(crate) fn log_param(params: Value) -> Option<rmcp::model::LoggingMessageNotificationParam> {
+    serde_json::from_value(params).ok()
 }
 
 /// A call's progress `update` as the notification to the client's `token`.

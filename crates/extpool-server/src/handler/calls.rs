@@ -312,7 +312,7 @@ impl GatewayHandler {
         {
             // Its log forwarder, if any, ends when the round's call drops
             // this request's client (it answers, or asks again).
-            let (call_context, _forwarders) =
+            let (call_context, _forwarder) =
                 relay::call_context(context, self.log_level_of(context));
             let here = relay::here(context, &call_context);
             return rounds
@@ -325,7 +325,7 @@ impl GatewayHandler {
                 )
                 .await;
         }
-        let (call_context, forwarders) = relay::call_context(context, self.log_level_of(context));
+        let (call_context, forwarder) = relay::call_context(context, self.log_level_of(context));
         let (client, questions, route) = RoundClient::new(
             relay::here(context, &call_context),
             context.client_capabilities().unwrap_or_default(),
@@ -343,7 +343,7 @@ impl GatewayHandler {
             let outcome = call_context
                 .scope(handler.view().call_guarded(&table, &tool, args))
                 .await;
-            for forwarder in forwarders {
+            if let Some(forwarder) = forwarder {
                 let _ = forwarder.await;
             }
             outcome
@@ -415,15 +415,15 @@ impl GatewayHandler {
         args: serde_json::Map<String, serde_json::Value>,
         context: &RequestContext<RoleServer>,
     ) -> Option<GuardedCall> {
-        let (call_context, forwarders) = relay::call_context(context, self.log_level_of(context));
+        let (call_context, forwarder) = relay::call_context(context, self.log_level_of(context));
         let call_context = call_context.with_caller(principal.label());
         let call = call_context.scope(self.view().call_guarded(table, name, args));
         let outcome = tokio::select! {
             result = call => Some(result),
             () = context.ct.cancelled() => None,
         };
-        for forwarder in forwarders {
-            // Every copy of the context is gone with the call: each task
+        if let Some(forwarder) = forwarder {
+            // Every copy of the context is gone with the call: the task
             // sends what is queued, then ends.
             let _ = forwarder.await;
         }

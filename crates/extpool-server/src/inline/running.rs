@@ -11,8 +11,6 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use extpool_host::ProgressUpdate;
 use extpool_host::core::ProgressSink;
-#[allow(deprecated)] // logging (SEP-2577) is deprecated but clients still show it
-use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::model::{ProgressToken, ServerJsonRpcMessage, ServerNotification};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -46,7 +44,7 @@ pub(super) struct Outbox {
 impl Outbox {
     #[allow(deprecated)] // logging (SEP-2577) is deprecated but clients still show it
     pub(super) fn log(params: Value) -> Option<ServerJsonRpcMessage> {
-        let params: LoggingMessageNotificationParam = serde_json::from_value(params).ok()?;
+        let params = crate::relay::log_param(params)?;
         Some(ServerJsonRpcMessage::notification(
             ServerNotification::LoggingMessageNotification(rmcp::model::Notification::new(params)),
         ))
