@@ -6,8 +6,10 @@
 //! with its own thread ([`crate::driver`]) that is a thread hop each way
 //! on top of the pipe. A direct call does less: its caller writes the
 //! `tools/call` into the connection's write queue itself ([`LineSender`]:
-//! the connection's writer sends what is queued in one write), and the
-//! transport's reader hands the answer straight to it. Everything else — the handshake, every other
+//! the connection's writer sends what is queued in one write; calls made
+//! one at a time are written at once, from their own thread, when the
+//! writer is idle), and the transport's reader hands the answer straight
+//! to it. Everything else — the handshake, every other
 //! request, notifications, what the server asks — stays with rmcp.
 //!
 //! - **Ids.** rmcp numbers a connection's requests from 0; direct calls
@@ -70,6 +72,25 @@ struct State {
     waiting: HashMap<i64, oneshot::Sender<Answer>>,
     /// The connection's input ended: no answer will come.
     ended: bool,
+    /// The last call was made while others waited.
+    crowded: bool,
+}
+
+impl State {
+    /// Takes call `id` as waiting for its answer on `caller`, and says
+    /// whether its caller writes it at once: only a call made alone, right
+    /// after another made alone (calls one at a time, where the hop to the
+    /// connection's thread is the cost). In a burst, even its first call,
+    /// alone when the last burst's answers are all in, is queued: the
+    /// others follow it into the same write, made on the connection's
+    /// thread.
+    fn admit(&mut self, id: i64, caller: oneshot::Sender<Answer>) -> bool {
+        self.waiting.insert(id, caller);
+        let alone = self.waiting.len() == 1;
+        let at_once = alone && !self.crowded;
+        self.crowded = !alone;
+        at_once
+    }
 }
 
 impl Direct {
@@ -106,18 +127,23 @@ impl Direct {
         let progress = progress.then_some(ProgressToken(NumberOrString::Number(id)));
         let line = self.request_line(id, params, progress)?;
         let (tx, rx) = oneshot::channel();
-        {
+        let at_once = {
             let mut state = self.state.lock();
             if state.ended {
                 return Err(ServiceError::TransportClosed);
             }
-            state.waiting.insert(id, tx);
-        }
+            state.admit(id, tx)
+        };
         let mut pending = Pending {
             direct: self,
             id: Some(id),
         };
-        let written = match self.sender.queue(&line) {
+        let sent = if at_once {
+            self.sender.send(&line)
+        } else {
+            self.sender.queue(&line)
+        };
+        let written = match sent {
             Ok(Sent::Done) => Ok(()),
             Ok(Sent::Full) => self.sender.room().await,
             Err(error) => Err(error),
@@ -431,6 +457,82 @@ mod tests {
             pair.direct.call_tool(id, echo("later"), false).await,
             Err(ServiceError::TransportClosed)
         ));
+    }
+
+    #[test]
+    fn only_calls_made_one_at_a_time_are_written_at_once() {
+        let mut state = State::default();
+        let admit = |state: &mut State, id| state.admit(id, oneshot::channel().0);
+        assert!(admit(&mut state, 1), "the first call, alone");
+        state.waiting.clear();
+        assert!(admit(&mut state, 2), "the next, alone again");
+        assert!(!admit(&mut state, 3), "made while call 2 waits");
+        assert!(!admit(&mut state, 4), "made while calls 2 and 3 wait");
+        state.waiting.clear();
+        assert!(
+            !admit(&mut state, 5),
+            "alone, but the first after a burst: others may follow it"
+        );
+        state.waiting.clear();
+        assert!(admit(&mut state, 6), "alone after one made alone");
+    }
+
+    /// A call with no other waiting is written by its caller; one made
+    /// while another waits is queued for the connection's writer, which
+    /// runs on the connection's runtime (here: not running until told).
+    #[test]
+    fn a_call_alone_is_written_at_once_and_one_among_others_waits_for_the_writer() {
+        use std::future::Future;
+        use std::io::BufRead;
+        use std::task::{Context, Poll};
+
+        let connection = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        // The transport's writer task is spawned on `connection`.
+        let transport = {
+            let _on = connection.enter();
+            LineTransport::<RoleClient>::from_socket(ours).unwrap()
+        };
+        let direct = Direct::new(transport.sender());
+        // One turn of the connection's reactor, as a running connection has
+        // had: it learns the socket is writable (tokio does not try a write
+        // before), and its writer task starts waiting for work.
+        connection.block_on(tokio::task::yield_now());
+        theirs
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut server = std::io::BufReader::new(theirs);
+        let mut read = || {
+            let mut line = String::new();
+            server.read_line(&mut line).expect("a line within 10 s");
+            serde_json::from_str::<Value>(&line).unwrap()
+        };
+        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+
+        // Polled once, each call sends and then waits for its answer.
+        let mut first = Box::pin(direct.call_tool(direct.next_id(), echo("first"), false));
+        assert!(matches!(first.as_mut().poll(&mut cx), Poll::Pending));
+        assert_eq!(direct.sender.queued(), 0, "a call alone is not queued");
+        assert_eq!(read()["params"]["arguments"]["text"], "first");
+
+        let mut second = Box::pin(direct.call_tool(direct.next_id(), echo("second"), false));
+        assert!(matches!(second.as_mut().poll(&mut cx), Poll::Pending));
+        assert!(
+            direct.sender.queued() > 0,
+            "a call made while another waits is queued for the writer"
+        );
+        // The connection's runtime runs its writer, which writes it.
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let driver = std::thread::spawn(move || {
+            let _ = connection.block_on(stopped);
+        });
+        assert_eq!(read()["params"]["arguments"]["text"], "second");
+        drop((first, second, transport));
+        let _ = stop.send(());
+        driver.join().unwrap();
     }
 
     #[tokio::test]

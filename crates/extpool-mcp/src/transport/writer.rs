@@ -159,27 +159,7 @@ impl Writer {
 
     /// Writes or queues one serialized message (with its newline).
     pub(crate) fn send(&self, message: &[u8]) -> io::Result<Sent> {
-        let mut q = self.shared.queue.lock();
-        let sink = q.sink()?;
-        let mut rest = message;
-        if !q.draining {
-            // The writer is idle, so the queue is empty: write now.
-            match sink.try_write(message) {
-                Ok(n) if n == message.len() => return Ok(Sent::Done),
-                Ok(n) => rest = &message[n..],
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    let error = io::Error::new(e.kind(), e.to_string());
-                    fail(&self.shared, &mut q, e);
-                    return Err(error);
-                }
-            }
-            q.draining = true;
-            self.shared.work.notify_one();
-        }
-        q.bytes.extend_from_slice(rest);
-        Ok(q.sent())
+        send(&self.shared, message)
     }
 
     /// Waits until the queue is back under its limit (or the writes failed).
@@ -271,10 +251,51 @@ impl LineSender {
         Ok(q.sent())
     }
 
+    /// Writes one serialized message (with its newline) at once, from the
+    /// caller's thread, when the writer is idle, as the transport's own
+    /// sends do; queues it otherwise. For a message sent alone, which no
+    /// other would join in a batch: it saves the hop to the connection's
+    /// thread.
+    pub(crate) fn send(&self, message: &[u8]) -> io::Result<Sent> {
+        send(&self.shared, message)
+    }
+
     /// Waits until the queue is back under its limit (or the writes failed).
     pub(crate) fn room(&self) -> impl Future<Output = io::Result<()>> + Send + 'static {
         room(self.shared.clone())
     }
+
+    /// Bytes queued for the writer and not yet taken by it.
+    #[cfg(test)]
+    pub(crate) fn queued(&self) -> usize {
+        self.shared.queue.lock().bytes.len()
+    }
+}
+
+/// Writes `message` at once when the writer is idle (so the queue is
+/// empty), or queues what is left of it for the writer.
+fn send(shared: &Shared, message: &[u8]) -> io::Result<Sent> {
+    let mut q = shared.queue.lock();
+    let sink = q.sink()?;
+    let mut rest = message;
+    if !q.draining {
+        // The writer is idle, so the queue is empty: write now.
+        match sink.try_write(message) {
+            Ok(n) if n == message.len() => return Ok(Sent::Done),
+            Ok(n) => rest = &message[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                let error = io::Error::new(e.kind(), e.to_string());
+                fail(shared, &mut q, e);
+                return Err(error);
+            }
+        }
+        q.draining = true;
+        shared.work.notify_one();
+    }
+    q.bytes.extend_from_slice(rest);
+    Ok(q.sent())
 }
 
 /// Waits until `shared`'s queue is back under its limit (or the writes failed).
