@@ -102,12 +102,16 @@ pub struct Sample {
     pub front_cpu_us: f64,
     /// CPU per call of the contender and its descendants (upstream included).
     pub tree_cpu_us: f64,
+    /// Context switches per call of the contender's HTTP process's threads:
+    /// one call at a time, each is a thread put to sleep and woken.
+    pub front_switches: f64,
 }
 
 struct Level {
     run: loadgen::Run,
     front: Duration,
     tree: Duration,
+    switches: u64,
 }
 
 fn sample(round: usize, upstream: &'static str, c: Contender, conns: usize, l: Level) -> Sample {
@@ -129,6 +133,7 @@ fn sample(round: usize, upstream: &'static str, c: Contender, conns: usize, l: L
         client_cpu_us: per_call(l.run.client_cpu),
         front_cpu_us: per_call(l.front),
         tree_cpu_us: per_call(l.tree),
+        front_switches: l.switches as f64 / calls,
     }
 }
 
@@ -146,8 +151,10 @@ fn run_one(
         .iter()
         .map(|&conns| {
             let before = cpu::of(served.pid());
+            let switched = cpu::switches(served.pid());
             let run = loadgen::run(&target, conns, WARMUP, length);
             let after = cpu::of(served.pid());
+            let switches = cpu::switches(served.pid()).saturating_sub(switched);
             // The warm-up's CPU is in the difference too: scale it out by
             // the share of time measured.
             let share = length.as_secs_f64() / (length + WARMUP).as_secs_f64();
@@ -158,7 +165,13 @@ fn run_one(
             } else {
                 after.0.saturating_sub(before.0).mul_f64(share)
             };
-            let level = Level { run, front, tree };
+            let switches = (switches as f64 * share) as u64;
+            let level = Level {
+                run,
+                front,
+                tree,
+                switches,
+            };
             sample(round, key, c, conns, level)
         })
         .collect()

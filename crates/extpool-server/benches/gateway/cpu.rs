@@ -1,6 +1,7 @@
 //! CPU time of a contender's processes, read from `/proc`: the process
 //! that answers HTTP (the gateway's own figure) and it with every
-//! descendant (its stdio upstream included).
+//! descendant (its stdio upstream included); and how often the HTTP
+//! process's threads were switched out (each one a sleep and a wake-up).
 
 use std::time::Duration;
 
@@ -51,4 +52,23 @@ pub fn of(pid: u32) -> (Duration, Duration) {
         }
     }
     (ticks(own), ticks(total))
+}
+
+/// Context switches so far of all of `pid`'s threads, voluntary and not
+/// (`/proc/<pid>/task/*/status`); threads that ended are not counted.
+pub fn switches(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("status")).ok())
+        .map(|status| {
+            status
+                .lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .sum::<u64>()
+        })
+        .sum()
 }

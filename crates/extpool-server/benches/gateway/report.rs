@@ -102,7 +102,7 @@ fn latency_and_cpu_table(out: &mut String, s: &[Sample], wanted: &[Contender], u
     );
     let _ = writeln!(
         out,
-        "| contender | p50 µs (1 conn.) | p99 µs (1 conn.) | p50 µs ({INFLIGHT}) | load generator CPU µs/call | contender's HTTP process CPU µs/call | with its upstream µs/call |\n|---|---:|---:|---:|---:|---:|---:|"
+        "| contender | p50 µs (1 conn.) | p99 µs (1 conn.) | HTTP process's thread switches a call (1 conn.) | p50 µs ({INFLIGHT}) | load generator CPU µs/call | contender's HTTP process CPU µs/call | with its upstream µs/call |\n|---|---:|---:|---:|---:|---:|---:|---:|"
     );
     for &c in wanted {
         let one = pick(s, c, upstream, 1);
@@ -112,10 +112,11 @@ fn latency_and_cpu_table(out: &mut String, s: &[Sample], wanted: &[Contender], u
         }
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             c.name(),
             spread(&values(&one, |x| x.p50_us), 0),
             spread(&values(&one, |x| x.p99_us), 0),
+            spread(&values(&one, |x| x.front_switches), 1),
             spread(&values(&many, |x| x.p50_us), 0),
             spread(&values(&many, |x| x.client_cpu_us), 1),
             spread(&values(&many, |x| x.front_cpu_us), 1),
