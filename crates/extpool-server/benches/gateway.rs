@@ -22,7 +22,8 @@
 //!
 //! Prints Markdown tables (medians over rounds, min–max), the CPU per call
 //! of the load generator, of the contender's HTTP process and of its whole
-//! process tree, the targets of the call-path issue as ratios within each
+//! process tree, the context switches a call of the contender's HTTP
+//! process one call at a time, the targets of the call-path issue as ratios within each
 //! round, and writes every sample to `$EXTPOOL_BENCH_OUT/gateway.json`
 //! and an SVG chart of calls/s against connections per upstream (default
 //! directory `target/bench`).
