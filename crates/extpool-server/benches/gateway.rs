@@ -23,10 +23,10 @@
 //! Prints Markdown tables (medians over rounds, min–max), the CPU per call
 //! of the load generator, of the contender's HTTP process and of its whole
 //! process tree, the context switches a call of the contender's HTTP
-//! process one call at a time, the targets of the call-path issue as ratios within each
-//! round, and writes every sample to `$EXTPOOL_BENCH_OUT/gateway.json`
-//! and an SVG chart of calls/s against connections per upstream (default
-//! directory `target/bench`).
+//! process one call at a time, the targets of the call-path issue as
+//! ratios within each round, and writes every sample to
+//! `$EXTPOOL_BENCH_OUT/gateway.json` and an SVG chart of calls/s against
+//! connections per upstream (default directory `target/bench`).
 //!
 //! Run: `scripts/peers.sh --bench` once (the benchmark-only peers), then
 //! `cargo bench -p extpool-server --bench gateway`, or all benchmarks with
@@ -155,7 +155,7 @@ fn run_one(
             let switched = cpu::switches(served.pid());
             let run = loadgen::run(&target, conns, WARMUP, length);
             let after = cpu::of(served.pid());
-            let switches = cpu::switches(served.pid()).saturating_sub(switched);
+            let switched = cpu::switches(served.pid()).saturating_sub(switched);
             // The warm-up's CPU is in the difference too: scale it out by
             // the share of time measured.
             let share = length.as_secs_f64() / (length + WARMUP).as_secs_f64();
@@ -166,12 +166,11 @@ fn run_one(
             } else {
                 after.0.saturating_sub(before.0).mul_f64(share)
             };
-            let switches = (switches as f64 * share) as u64;
             let level = Level {
                 run,
                 front,
                 tree,
-                switches,
+                switches: (switched as f64 * share) as u64,
             };
             sample(round, key, c, conns, level)
         })

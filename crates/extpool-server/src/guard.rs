@@ -400,9 +400,8 @@ pub(crate) async fn check(
     // first POST is refused for its missing token, then asks for the
     // gateway's metadata).
     let has_body = has_body(request.headers());
-    let refused = |refusal: Box<Response>| match has_body {
-        true => closed(*refusal),
-        false => *refusal,
+    let refused = |refusal: Box<Response>| {
+        if has_body { closed(*refusal) } else { *refusal }
     };
     let checked = guard
         .check_host(&request)
