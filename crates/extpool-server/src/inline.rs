@@ -59,7 +59,9 @@ pub(crate) use replay::listen;
 pub(crate) use running::{AbortOnDrop, json};
 pub(crate) use stateless::serve as stateless;
 
-use running::{Call, First, InFlight, Outbox, OutboxProgress, Running, stream, with_status};
+use running::{
+    Call, First, InFlight, Outbox, OutboxProgress, Queued, Running, stream, with_status,
+};
 
 use headers::plain_headers;
 
@@ -250,7 +252,7 @@ impl InlineSession {
 /// ([`InlineSession::answered`]).
 struct InlineClient {
     session: Arc<InlineSession>,
-    outbox: mpsc::Sender<ServerJsonRpcMessage>,
+    outbox: mpsc::Sender<Queued>,
     /// The least severe log level the client wants (`logging/setLevel`).
     level: Arc<std::sync::atomic::AtomicUsize>,
 }
@@ -281,7 +283,7 @@ impl extpool_host::CallClient for InlineClient {
             key,
         };
         self.outbox
-            .send(ServerJsonRpcMessage::request(request, id))
+            .send(Box::new(ServerJsonRpcMessage::request(request, id)))
             .await
             .map_err(|_| format!("the client did not answer {method}: its stream is closed"))?;
         rx.await
@@ -303,7 +305,8 @@ impl extpool_host::CallClient for InlineClient {
         if !crate::relay::wanted(&params, &self.level) {
             return;
         }
-        let sent = Outbox::log(params).is_some_and(|message| self.outbox.try_send(message).is_ok());
+        let sent = Outbox::log(params)
+            .is_some_and(|message| self.outbox.try_send(Box::new(message)).is_ok());
         if !sent {
             tracing::debug!("a log message was dropped: the client reads too slowly");
         }

@@ -33,12 +33,18 @@ impl Drop for InFlight {
     }
 }
 
+/// A message on a call's [`Outbox`], boxed: a queue allocates room for
+/// 32 of its entries when it is made, and every call has one while most
+/// send nothing before their answer (32 messages are 12 KB, 32 boxes 256
+/// bytes).
+pub(super) type Queued = Box<ServerJsonRpcMessage>;
+
 /// What a call sends its client before its answer: its servers' requests
 /// and log messages and, when the client gave a progress token, progress
 /// ([`OutboxProgress`]), on one queue, so they reach the client in the order
 /// they were sent.
 pub(super) struct Outbox {
-    pub(super) messages: mpsc::Receiver<ServerJsonRpcMessage>,
+    pub(super) messages: mpsc::Receiver<Queued>,
 }
 
 impl Outbox {
@@ -52,14 +58,14 @@ impl Outbox {
 
     /// A message already waiting, if any.
     fn waiting(&mut self) -> Option<ServerJsonRpcMessage> {
-        self.messages.try_recv().ok()
+        self.messages.try_recv().ok().map(|message| *message)
     }
 
     /// The next message; pending for ever once the call's senders are gone
     /// (the call's answer ends the stream then).
     async fn next(&mut self) -> ServerJsonRpcMessage {
         match self.messages.recv().await {
-            Some(message) => message,
+            Some(message) => *message,
             None => std::future::pending().await,
         }
     }
@@ -69,7 +75,7 @@ impl Outbox {
 /// outbox; an update the outbox has no room for is dropped.
 pub(super) struct OutboxProgress {
     pub(super) token: ProgressToken,
-    pub(super) outbox: mpsc::Sender<ServerJsonRpcMessage>,
+    pub(super) outbox: mpsc::Sender<Queued>,
 }
 
 impl ProgressSink for OutboxProgress {
@@ -78,7 +84,7 @@ impl ProgressSink for OutboxProgress {
         let message = ServerJsonRpcMessage::notification(ServerNotification::ProgressNotification(
             rmcp::model::Notification::new(param),
         ));
-        let _ = self.outbox.try_send(message);
+        let _ = self.outbox.try_send(Box::new(message));
     }
 
     fn is_open(&self) -> bool {
