@@ -156,7 +156,10 @@ pub async fn reaped(pid: u32) {
     }
 }
 
-/// The ids of this process's threads named `name` (their `comm`).
+/// The ids of this process's live threads named `name` (their `comm`).
+/// A thread that has ended is not among them, though the kernel lists it
+/// until it is released: its pidfd says it ended ([`thread_ended`]) a
+/// moment before its `/proc` entry goes.
 pub fn threads_named(name: &str) -> Vec<u32> {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return Vec::new();
@@ -166,9 +169,20 @@ pub fn threads_named(name: &str) -> Vec<u32> {
         .filter(|task| {
             std::fs::read_to_string(task.path().join("comm"))
                 .is_ok_and(|comm| comm.trim_end() == name)
+                && std::fs::read_to_string(task.path().join("stat")).is_ok_and(|stat| alive(&stat))
         })
         .filter_map(|task| task.file_name().to_str()?.parse().ok())
         .collect()
+}
+
+/// Whether a task whose `/proc/<id>/stat` reads `stat` is running or
+/// could run: not a zombie (`Z`) and not dead (`X`). The state follows the
+/// name in parentheses, which may itself hold `)`.
+fn alive(stat: &str) -> bool {
+    let state = stat
+        .rfind(')')
+        .and_then(|end| stat[end + 1..].split_whitespace().next());
+    !matches!(state, Some("Z" | "X") | None)
 }
 
 /// Waits until thread `tid` of this process has ended, on the kernel's
@@ -250,5 +264,28 @@ impl ServerLink {
     pub fn restore(&self) {
         std::os::unix::fs::symlink(&self.target, &self.path)
             .unwrap_or_else(|e| panic!("cannot restore {}: {e}", self.path.display()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_is_alive_unless_a_zombie_or_dead_whatever_its_name() {
+        assert!(alive("42 (tokio-rt-worker) S 1 42 42 0"));
+        assert!(alive("42 (a) b) R 1"));
+        assert!(!alive("42 (mcp:drv_crash) X 1 42"));
+        assert!(!alive("42 (x) Z 1"));
+        assert!(!alive("garbage"));
+    }
+
+    #[test]
+    fn this_thread_is_among_the_live_threads_of_its_name() {
+        let name = std::fs::read_to_string("/proc/thread-self/comm").unwrap();
+        // `/proc/thread-self` links to `<pid>/task/<tid>`.
+        let link = std::fs::read_link("/proc/thread-self").unwrap();
+        let tid: u32 = link.file_name().unwrap().to_str().unwrap().parse().unwrap();
+        assert!(threads_named(name.trim_end()).contains(&tid));
     }
 }
