@@ -152,10 +152,10 @@ fn run_one(
         .iter()
         .map(|&conns| {
             let before = cpu::of(served.pid());
-            let switched = cpu::switches(served.pid());
+            let switches_before = cpu::switches(served.pid());
             let run = loadgen::run(&target, conns, WARMUP, length);
             let after = cpu::of(served.pid());
-            let switched = cpu::switches(served.pid()).saturating_sub(switched);
+            let switched = cpu::switches(served.pid()).saturating_sub(switches_before);
             // The warm-up's CPU is in the difference too: scale it out by
             // the share of time measured.
             let share = length.as_secs_f64() / (length + WARMUP).as_secs_f64();

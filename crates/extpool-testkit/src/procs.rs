@@ -167,12 +167,17 @@ pub fn threads_named(name: &str) -> Vec<u32> {
     tasks
         .flatten()
         .filter(|task| {
-            std::fs::read_to_string(task.path().join("comm"))
-                .is_ok_and(|comm| comm.trim_end() == name)
-                && std::fs::read_to_string(task.path().join("stat")).is_ok_and(|stat| alive(&stat))
+            std::fs::read_to_string(task.path().join("stat"))
+                .is_ok_and(|stat| name_in(&stat) == Some(name) && alive(&stat))
         })
         .filter_map(|task| task.file_name().to_str()?.parse().ok())
         .collect()
+}
+
+/// The name (`comm`) of a task whose `/proc/<id>/stat` reads `stat`: what
+/// the parentheses hold, which may itself hold `)`.
+fn name_in(stat: &str) -> Option<&str> {
+    stat.get(stat.find('(')? + 1..stat.rfind(')')?)
 }
 
 /// Whether a task whose `/proc/<id>/stat` reads `stat` is running or
