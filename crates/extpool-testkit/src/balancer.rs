@@ -2,17 +2,24 @@
 //! benchmarks: what nginx or HAProxy does in a deployment, reduced to
 //! what a test needs to control and observe.
 //!
-//! Each request goes to one backend, chosen by the [`Policy`]; a backend
-//! that refuses the connection is skipped for the next (nginx's
-//! `proxy_next_upstream error`), so a dead replica's traffic moves to a
-//! live one. Responses stream through (SSE included); a backend that dies
+//! Each request goes to one backend, chosen by the [`Policy`], as nginx
+//! does with its defaults (`proxy_next_upstream error`, `max_fails=1`,
+//! `fail_timeout=10s`): a backend that refuses the connection is skipped
+//! for the next, and so is one that fails after taking the request when
+//! the method is idempotent (a POST it may have run is answered 502, not
+//! sent twice); a backend that failed either way is passed over for
+//! [`FAIL_TIMEOUT`], so a dying replica, whose socket still takes
+//! connections for a moment after it stopped answering, gets no more
+//! requests. Responses stream through (SSE included); a backend that dies
 //! mid-response cuts the client's response, as a real balancer does. The
 //! request body is read whole (at most 16 MiB). [`Balancer::served`]
 //! counts the requests each backend answered.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -24,6 +31,10 @@ use tokio_util::sync::CancellationToken;
 
 /// Largest request body forwarded.
 const MAX_BODY: usize = 16 * 1024 * 1024;
+
+/// How long a backend that failed a request is passed over (nginx's
+/// `fail_timeout` default).
+pub const FAIL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How a backend is chosen for each request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +54,37 @@ struct Inner {
     policy: Policy,
     next: AtomicUsize,
     served: Vec<AtomicU64>,
+    /// When each backend last failed a request.
+    failed: Vec<Mutex<Option<Instant>>>,
     client: reqwest::Client,
+}
+
+impl Inner {
+    /// The backends to try for one request, in order: from `first` on,
+    /// those that failed within [`FAIL_TIMEOUT`] last (tried only when
+    /// no other takes the request).
+    fn order(&self, first: usize) -> Vec<usize> {
+        let n = self.backends.len();
+        let (mut live, failed): (Vec<usize>, Vec<usize>) =
+            (0..n).map(|k| (first + k) % n).partition(|&i| {
+                let failed = *self.failed[i].lock().unwrap_or_else(|e| e.into_inner());
+                failed.is_none_or(|at| at.elapsed() >= FAIL_TIMEOUT)
+            });
+        live.extend(failed);
+        live
+    }
+
+    /// Notes that backend `i` failed a request now.
+    fn fail(&self, i: usize) {
+        *self.failed[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+    }
+}
+
+/// Whether a request with `method` may be sent to a second backend after
+/// the first failed on it (nginx passes POST, LOCK and PATCH on to no
+/// other backend once sent: the first may have acted on them).
+fn idempotent(method: &axum::http::Method) -> bool {
+    !matches!(method.as_str(), "POST" | "LOCK" | "PATCH")
 }
 
 /// A running balancer on `127.0.0.1`, stopped when dropped.
@@ -82,6 +123,7 @@ impl Balancer {
             .expect("an HTTP client");
         let inner = Arc::new(Inner {
             served: backends.iter().map(|_| AtomicU64::new(0)).collect(),
+            failed: backends.iter().map(|_| Mutex::new(None)).collect(),
             backends,
             policy,
             next: AtomicUsize::new(0),
@@ -171,7 +213,7 @@ async fn forward(State(inner): State<Arc<Inner>>, request: Request) -> Response 
         Policy::Failover => 0,
     };
     let mut refused = Vec::new();
-    for i in (0..n).map(|k| (first + k) % n) {
+    for i in inner.order(first) {
         let sent = inner
             .client
             .request(parts.method.clone(), format!("{}{path}", inner.backends[i]))
@@ -191,8 +233,12 @@ async fn forward(State(inner): State<Arc<Inner>>, request: Request) -> Response 
                     .body(Body::from_stream(stream))
                     .unwrap_or_else(|e| (StatusCode::BAD_GATEWAY, e.to_string()).into_response());
             }
-            Err(e) if e.is_connect() => refused.push(inner.backends[i].clone()),
+            Err(e) if e.is_connect() || idempotent(&parts.method) => {
+                inner.fail(i);
+                refused.push(format!("{}: {e}", inner.backends[i]));
+            }
             Err(e) => {
+                inner.fail(i);
                 return (
                     StatusCode::BAD_GATEWAY,
                     [(header::CONTENT_TYPE, "text/plain")],
@@ -206,8 +252,8 @@ async fn forward(State(inner): State<Arc<Inner>>, request: Request) -> Response 
         StatusCode::BAD_GATEWAY,
         [(header::CONTENT_TYPE, "text/plain")],
         format!(
-            "balancer: no backend accepts connections ({})",
-            refused.join(", ")
+            "balancer: no backend took the request ({})",
+            refused.join("; ")
         ),
     )
         .into_response()

@@ -5,6 +5,7 @@
 // Test helpers (not only `#[test]` functions) may unwrap.
 #![allow(clippy::unwrap_used)]
 
+mod balancer;
 mod bearer;
 mod cancel;
 mod common;
