@@ -212,7 +212,7 @@ async fn forward(State(inner): State<Arc<Inner>>, request: Request) -> Response 
         Policy::RoundRobin => inner.next.fetch_add(1, Ordering::Relaxed) % n,
         Policy::Failover => 0,
     };
-    let mut refused = Vec::new();
+    let mut failures = Vec::new();
     for i in inner.order(first) {
         let sent = inner
             .client
@@ -235,7 +235,7 @@ async fn forward(State(inner): State<Arc<Inner>>, request: Request) -> Response 
             }
             Err(e) if e.is_connect() || idempotent(&parts.method) => {
                 inner.fail(i);
-                refused.push(format!("{}: {e}", inner.backends[i]));
+                failures.push(format!("{}: {e}", inner.backends[i]));
             }
             Err(e) => {
                 inner.fail(i);
@@ -253,7 +253,7 @@ async fn forward(State(inner): State<Arc<Inner>>, request: Request) -> Response 
         [(header::CONTENT_TYPE, "text/plain")],
         format!(
             "balancer: no backend took the request ({})",
-            refused.join("; ")
+            failures.join("; ")
         ),
     )
         .into_response()
