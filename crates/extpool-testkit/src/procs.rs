@@ -167,27 +167,28 @@ pub fn threads_named(name: &str) -> Vec<u32> {
     tasks
         .flatten()
         .filter(|task| {
-            std::fs::read_to_string(task.path().join("stat"))
-                .is_ok_and(|stat| name_in(&stat) == Some(name) && alive(&stat))
+            std::fs::read_to_string(task.path().join("stat")).is_ok_and(|stat| {
+                name_and_state(&stat).is_some_and(|(comm, _)| comm == name) && alive(&stat)
+            })
         })
         .filter_map(|task| task.file_name().to_str()?.parse().ok())
         .collect()
 }
 
-/// The name (`comm`) of a task whose `/proc/<id>/stat` reads `stat`: what
-/// the parentheses hold, which may itself hold `)`.
-fn name_in(stat: &str) -> Option<&str> {
-    stat.get(stat.find('(')? + 1..stat.rfind(')')?)
+/// The name (`comm`) and the state of a task whose `/proc/<id>/stat`
+/// reads `stat`: the name is what the parentheses hold (it may itself
+/// hold `)`), the state the field after them.
+fn name_and_state(stat: &str) -> Option<(&str, &str)> {
+    let close = stat.rfind(')')?;
+    let name = stat.get(stat.find('(')? + 1..close)?;
+    let state = stat[close + 1..].split_whitespace().next()?;
+    Some((name, state))
 }
 
 /// Whether a task whose `/proc/<id>/stat` reads `stat` is running or
-/// could run: not a zombie (`Z`) and not dead (`X`). The state follows the
-/// name in parentheses, which may itself hold `)`.
+/// could run: not a zombie (`Z`) and not dead (`X`).
 fn alive(stat: &str) -> bool {
-    let state = stat
-        .rfind(')')
-        .and_then(|end| stat[end + 1..].split_whitespace().next());
-    !matches!(state, Some("Z" | "X") | None)
+    name_and_state(stat).is_some_and(|(_, state)| !matches!(state, "Z" | "X"))
 }
 
 /// Waits until thread `tid` of this process has ended, on the kernel's
