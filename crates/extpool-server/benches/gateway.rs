@@ -8,7 +8,9 @@
 //! Contenders (see `gateway/contenders.rs`): two fixed-body HTTP floors
 //! with no MCP at all (nginx, and a hyper server) — the load generator's
 //! ceiling, printed in the same run —, the testkit server on rmcp's own
-//! streamable HTTP (one HTTP hop with nothing behind it), extpool's
+//! streamable HTTP (one HTTP hop with nothing behind it), the floor of a
+//! stdio hop (axum writing each body to the upstream as a line and
+//! answering with its line: no MCP logic; `gateway/hop.rs`), extpool's
 //! `Gateway::serve_http` in its own process (what `extpool serve` runs),
 //! also driven with 2026-07-28 requests (no session),
 //! `supergateway` and `mcp-proxy` from npm, a 30-line proxy on the
@@ -34,7 +36,7 @@
 //! `EXTPOOL_BENCH_ONLY`. Knobs: `EXTPOOL_BENCH_ROUNDS` (2),
 //! `EXTPOOL_BENCH_MS` (2000: each level's measured time; 300 ms of
 //! warm-up before it), `EXTPOOL_BENCH_ONLY` (keys, e.g.
-//! `nginx,fixed,floor,extpool,extpool-2026,supergateway`), `EXTPOOL_BENCH_UPSTREAMS`
+//! `nginx,fixed,floor,hop,extpool,extpool-2026,supergateway`), `EXTPOOL_BENCH_UPSTREAMS`
 //! (`raw-echo,testkit`), `EXTPOOL_BENCH_IDLE` (`10000,100000`: open idle
 //! MCP sessions on extpool and on the testkit's rmcp HTTP, and the memory
 //! each adds; `0` skips it), `EXTPOOL_BENCH_VERBOSE` (show the contenders'
@@ -60,6 +62,8 @@ mod common;
 mod contenders;
 #[path = "gateway/cpu.rs"]
 mod cpu;
+#[path = "gateway/hop.rs"]
+mod hop;
 #[path = "gateway/idle.rs"]
 mod idle;
 #[path = "gateway/loadgen.rs"]
@@ -231,6 +235,15 @@ fn main() {
     }
     if let Ok(port) = std::env::var(contenders::FIXED_PORT_ENV) {
         contenders::run_fixed(port.parse().expect("a port"));
+    }
+    if let Ok(port) = std::env::var(contenders::HOP_PORT_ENV) {
+        let key = std::env::var(contenders::UPSTREAM_ENV).unwrap_or_default();
+        let which = [Upstream::RawEcho, Upstream::Testkit]
+            .into_iter()
+            .find(|u| u.key() == key)
+            .expect("the hop floor's upstream");
+        let (program, args) = contenders::upstream(which);
+        hop::run(port.parse().expect("a port"), &program, &args);
     }
     let rounds = env_usize("EXTPOOL_BENCH_ROUNDS", 2).max(1);
     let length = Duration::from_millis(env_usize("EXTPOOL_BENCH_MS", 2000).max(100) as u64);

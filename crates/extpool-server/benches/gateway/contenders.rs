@@ -20,6 +20,9 @@ pub const GATEWAY_PORT_ENV: &str = "EXTPOOL_BENCH_GATEWAY_PORT";
 pub const GATEWAY_OTLP_ENV: &str = "EXTPOOL_BENCH_GATEWAY_OTLP";
 /// Makes the benchmark binary run the fixed-body HTTP server on this port.
 pub const FIXED_PORT_ENV: &str = "EXTPOOL_BENCH_FIXED_PORT";
+/// Makes the benchmark binary run the hop floor on this port, in front of
+/// the upstream `UPSTREAM_ENV` names.
+pub const HOP_PORT_ENV: &str = "EXTPOOL_BENCH_HOP_PORT";
 /// Calls in flight one session may have in the gateway under test: above
 /// the most connections measured, since every connection shares one session.
 pub const GATEWAY_CALLS_PER_SESSION: usize = 1024;
@@ -70,6 +73,9 @@ pub enum Contender {
     /// The load generator straight to the testkit server's own streamable HTTP
     /// transport (rmcp's server): the floor of one HTTP hop.
     Floor,
+    /// axum writing each body to the stdio upstream as a line and answering
+    /// with its line (`gateway/hop.rs`): the floor of a stdio hop.
+    Hop,
     /// extpool's gateway (`extpool_server::Gateway::serve_http`, as
     /// `extpool serve` runs it) in its own process.
     Extpool,
@@ -94,10 +100,11 @@ pub enum Contender {
 }
 
 /// Every contender, in the order each round runs them.
-pub const ALL: [Contender; 12] = [
+pub const ALL: [Contender; 13] = [
     Contender::Nginx,
     Contender::Fixed,
     Contender::Floor,
+    Contender::Hop,
     Contender::Extpool,
     Contender::ExtpoolOtlp,
     Contender::Extpool2026,
@@ -116,6 +123,7 @@ impl Contender {
             Self::Nginx => "nginx, fixed body (no MCP)",
             Self::Fixed => "hyper, fixed body (no MCP)",
             Self::Floor => "testkit on rmcp HTTP (no hop)",
+            Self::Hop => "axum + one pipe, no MCP logic (stdio hop floor)",
             Self::Extpool => "extpool serve",
             Self::ExtpoolOtlp => "extpool serve, OTLP collector down",
             Self::Extpool2026 => "extpool serve, 2026-07-28 requests",
@@ -134,6 +142,7 @@ impl Contender {
             Self::Nginx => "nginx",
             Self::Fixed => "fixed",
             Self::Floor => "floor",
+            Self::Hop => "hop",
             Self::Extpool => "extpool",
             Self::ExtpoolOtlp => "extpool-otlp",
             Self::Extpool2026 => "extpool-2026",
@@ -153,6 +162,7 @@ impl Contender {
             Self::Nginx
                 | Self::Fixed
                 | Self::Floor
+                | Self::Hop
                 | Self::Extpool
                 | Self::ExtpoolOtlp
                 | Self::Extpool2026
@@ -315,6 +325,12 @@ pub fn start(contender: Contender, which: Upstream, gateway_config: &Path) -> Se
         Contender::Fixed => {
             let mut c = Command::new(std::env::current_exe().expect("the bench binary"));
             c.env(FIXED_PORT_ENV, port.to_string());
+            c
+        }
+        Contender::Hop => {
+            let mut c = Command::new(std::env::current_exe().expect("the bench binary"));
+            c.env(HOP_PORT_ENV, port.to_string())
+                .env(UPSTREAM_ENV, which.key());
             c
         }
         Contender::Floor => {
