@@ -35,10 +35,11 @@ struct Head<'a> {
     method: Option<Cow<'a, str>>,
 }
 
-/// The calls waiting for their line, by id as JSON text, and the lines to
-/// write to the child.
+/// The calls waiting for their line, by id as JSON text (`None` once the
+/// child's output ended: no line will come), and the lines to write to
+/// the child.
 struct Hop {
-    waiting: Mutex<HashMap<Box<str>, oneshot::Sender<Bytes>>>,
+    waiting: Mutex<Option<HashMap<Box<str>, oneshot::Sender<Bytes>>>>,
     lines: mpsc::UnboundedSender<Bytes>,
 }
 
@@ -62,7 +63,7 @@ pub fn run(port: u16, program: &std::path::Path, args: &[String]) -> ! {
         handshake(&mut stdin, &mut stdout).await;
         let (lines, rx) = mpsc::unbounded_channel();
         let hop = Arc::new(Hop {
-            waiting: Mutex::new(HashMap::new()),
+            waiting: Mutex::new(Some(HashMap::new())),
             lines,
         });
         tokio::spawn(write_lines(stdin, rx));
@@ -126,20 +127,25 @@ async fn write_lines(mut stdin: ChildStdin, mut rx: mpsc::UnboundedReceiver<Byte
     }
 }
 
-/// Hands each line of the child to the call waiting for its id.
+/// Hands each line of the child to the call waiting for its id; when
+/// its output ends, fails the calls waiting and those to come (502).
 async fn read_lines(mut stdout: BufReader<ChildStdout>, hop: Arc<Hop>) {
     let mut line = Vec::with_capacity(4096);
     loop {
         line.clear();
         match stdout.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => return,
+            Ok(0) | Err(_) => {
+                hop.waiting.lock().take();
+                return;
+            }
             Ok(_) => {}
         }
         let Ok(head) = serde_json::from_slice::<Head>(&line) else {
             continue;
         };
         let Some(id) = head.id else { continue };
-        if let Some(waiting) = hop.waiting.lock().remove(id.get()) {
+        let waiting = hop.waiting.lock().as_mut().and_then(|w| w.remove(id.get()));
+        if let Some(waiting) = waiting {
             let _ = waiting.send(Bytes::copy_from_slice(line.trim_ascii_end()));
         }
     }
@@ -165,7 +171,10 @@ async fn answer(hop: Arc<Hop>, body: Bytes) -> Response {
         return StatusCode::BAD_REQUEST.into_response();
     }
     let (tx, rx) = oneshot::channel();
-    hop.waiting.lock().insert(id.get().into(), tx);
+    match hop.waiting.lock().as_mut() {
+        Some(waiting) => waiting.insert(id.get().into(), tx),
+        None => return StatusCode::BAD_GATEWAY.into_response(),
+    };
     if hop.lines.send(body).is_err() {
         return StatusCode::BAD_GATEWAY.into_response();
     }
