@@ -249,17 +249,18 @@ fn targets(out: &mut String, s: &[Sample], wanted: &[Contender], ext: Contender)
         &cpu,
         |m| m <= 25.0,
     );
-    if ext != Contender::Extpool {
-        return;
+    if ext == Contender::Extpool {
+        variants(out, s);
     }
-    // Another way of running extpool against extpool itself.
-    let vs_extpool = |other: Contender| {
-        per_round(
-            s,
-            |r| at(other, raw, INFLIGHT, r, cps),
-            |r| at(ext, raw, INFLIGHT, r, cps),
-        )
-    };
+}
+
+/// extpool run another way (OTLP to a collector that is down, 2026-07-28
+/// requests) against extpool itself, within each round.
+fn variants(out: &mut String, s: &[Sample]) {
+    let (ext, raw) = (Contender::Extpool, Upstream::RawEcho);
+    let cps = |x: &Sample| x.calls_per_sec;
+    let at = |c, r| of(s, r, c, raw, INFLIGHT).map(cps);
+    let vs_extpool = |other: Contender| per_round(s, |r| at(other, r), |r| at(ext, r));
     target(
         out,
         &format!(
