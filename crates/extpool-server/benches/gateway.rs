@@ -238,21 +238,14 @@ fn main() {
     }
     if let Ok(port) = std::env::var(contenders::HOP_PORT_ENV) {
         let key = std::env::var(contenders::UPSTREAM_ENV).unwrap_or_default();
-        let which = [Upstream::RawEcho, Upstream::Testkit]
-            .into_iter()
-            .find(|u| u.key() == key)
-            .expect("the hop floor's upstream");
+        let which = Upstream::of_key(&key).expect("the hop floor's upstream");
         let (program, args) = contenders::upstream(which);
         hop::run(port.parse().expect("a port"), &program, &args);
     }
     let rounds = env_usize("EXTPOOL_BENCH_ROUNDS", 2).max(1);
     let length = Duration::from_millis(env_usize("EXTPOOL_BENCH_MS", 2000).max(100) as u64);
     let contenders = wanted(&contenders::ALL, "EXTPOOL_BENCH_ONLY", Contender::key);
-    let upstreams = wanted(
-        &[Upstream::RawEcho, Upstream::Testkit],
-        "EXTPOOL_BENCH_UPSTREAMS",
-        Upstream::key,
-    );
+    let upstreams = wanted(&Upstream::ALL, "EXTPOOL_BENCH_UPSTREAMS", Upstream::key);
     let out_dir = std::env::var_os("EXTPOOL_BENCH_OUT")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench"));

@@ -45,6 +45,14 @@ pub enum Upstream {
 }
 
 impl Upstream {
+    /// Both upstreams, in the order each round runs them.
+    pub const ALL: [Upstream; 2] = [Upstream::RawEcho, Upstream::Testkit];
+
+    /// The upstream whose [`Upstream::key`] is `key`.
+    pub fn of_key(key: &str) -> Option<Upstream> {
+        Self::ALL.into_iter().find(|u| u.key() == key)
+    }
+
     /// The label in tables.
     pub fn name(self) -> &'static str {
         match self {
@@ -444,7 +452,7 @@ pub const UPSTREAM_ENV: &str = "EXTPOOL_BENCH_UPSTREAM";
 /// testkit one (the other sits beside it).
 pub fn gateway_project(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(dir.join("home")).expect("home dir");
-    for which in [Upstream::RawEcho, Upstream::Testkit] {
+    for which in Upstream::ALL {
         write_project(dir, which);
     }
     dir.join("extpool-testkit.yaml")

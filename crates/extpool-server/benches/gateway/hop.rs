@@ -6,7 +6,8 @@
 //! a fixed result and a session id, a notification with 202. No MCP logic
 //! at all: no message checked or typed, no session, no view, no audit, no
 //! metrics, and ids passed on as the client sent them (the load
-//! generator's are unique; a gateway serving many clients renumbers them). What a gateway costs above it is its own; what the floor costs
+//! generator's are unique; a gateway serving many clients renumbers
+//! them). What a gateway costs above it is its own; what the floor costs
 //! is what any gateway with a stdio hop costs here.
 
 use std::borrow::Cow;
@@ -184,6 +185,8 @@ async fn answer(hop: Arc<Hop>, body: Bytes) -> Response {
     }
 }
 
+/// `body` answered 200 as `application/json`, with `session` as its
+/// `Mcp-Session-Id` when given.
 fn json(body: Bytes, session: Option<&'static str>) -> Response {
     let mut response = body.into_response();
     let headers = response.headers_mut();

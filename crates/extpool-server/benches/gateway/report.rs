@@ -304,7 +304,7 @@ fn above_hop(out: &mut String, s: &[Sample], wanted: &[Contender]) {
         ),
     ];
     for (what, conns, f) in rows {
-        let cells: Vec<String> = [Upstream::RawEcho, Upstream::Testkit]
+        let cells: Vec<String> = Upstream::ALL
             .into_iter()
             .map(|u| {
                 let v = per_round(
