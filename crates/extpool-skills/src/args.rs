@@ -6,7 +6,9 @@
 //! - `$ARGUMENTS[N]` becomes the N-th argument (0-based);
 //! - `$N` (not followed by a word character) becomes the N-th argument (0-based);
 //! - `$ARGUMENTS` becomes the whole argument string;
-//! - `${CLAUDE_SKILL_DIR}` and `${SKILL_DIR}` become the skill directory;
+//! - `${CLAUDE_SKILL_DIR}` and `${SKILL_DIR}` become the skill directory,
+//!   and other `${NAME}` variables the caller names become their values
+//!   ([`substitute_vars`]: a plugin's commands get `${CLAUDE_PLUGIN_ROOT}`);
 //! - a missing argument becomes the empty string;
 //! - when the body has no argument placeholder and arguments were given,
 //!   `\n\nARGUMENTS: <args>` is appended.
@@ -105,7 +107,8 @@ struct Subst<'a> {
     raw: &'a str,
     /// Named arguments, longest first.
     named: Vec<(&'a str, usize)>,
-    skill_dir: Option<&'a str>,
+    /// `${NAME}` variables: (`NAME`, value).
+    vars: &'a [(&'a str, &'a str)],
 }
 
 impl Subst<'_> {
@@ -144,15 +147,21 @@ impl Subst<'_> {
         if rest.starts_with("ARGUMENTS") {
             return Some(("ARGUMENTS".len(), self.raw.to_owned(), true));
         }
-        if let Some(dir) = self.skill_dir {
-            for token in ["{CLAUDE_SKILL_DIR}", "{SKILL_DIR}"] {
-                if rest.starts_with(token) {
-                    return Some((token.len(), dir.to_owned(), false));
-                }
-            }
-        }
-        None
+        let braced = rest.strip_prefix('{')?;
+        self.vars.iter().find_map(|(name, value)| {
+            braced
+                .strip_prefix(name)
+                .filter(|after| after.starts_with('}'))
+                .map(|_| (name.len() + 2, (*value).to_owned(), false))
+        })
     }
+}
+
+/// The `${…}` variables of a skill directory.
+fn skill_dir_vars(skill_dir: Option<&str>) -> Vec<(&'static str, &str)> {
+    skill_dir
+        .map(|dir| vec![("CLAUDE_SKILL_DIR", dir), ("SKILL_DIR", dir)])
+        .unwrap_or_default()
 }
 
 /// Substitutes `args` into `body`; `$ARGUMENTS` is `raw`.
@@ -161,7 +170,7 @@ fn render(
     args: &[String],
     raw: &str,
     named: &[String],
-    skill_dir: Option<&str>,
+    vars: &[(&str, &str)],
 ) -> String {
     let mut named: Vec<(&str, usize)> = named
         .iter()
@@ -174,7 +183,7 @@ fn render(
         args,
         raw,
         named,
-        skill_dir,
+        vars,
     };
     let mut out = String::with_capacity(body.len() + raw.len());
     let mut replaced_argument = false;
@@ -209,13 +218,38 @@ pub fn substitute(
     named: &[String],
     skill_dir: Option<&str>,
 ) -> String {
-    render(body, args, &join_args(args), named, skill_dir)
+    render(
+        body,
+        args,
+        &join_args(args),
+        named,
+        &skill_dir_vars(skill_dir),
+    )
+}
+
+/// Renders a command body with already-split arguments and `${NAME}`
+/// variables (`vars` holds `(NAME, value)` pairs), in the same single
+/// pass: a value that came from an argument or a variable is never
+/// substituted again.
+pub fn substitute_vars(
+    body: &str,
+    args: &[String],
+    named: &[String],
+    vars: &[(&str, &str)],
+) -> String {
+    render(body, args, &join_args(args), named, vars)
 }
 
 /// Renders a command body with the argument line as the user typed it
 /// (`$ARGUMENTS` keeps its quotes; positions come from [`split_args`]).
 pub fn substitute_raw(body: &str, raw: &str, named: &[String], skill_dir: Option<&str>) -> String {
-    render(body, &split_args(raw), raw, named, skill_dir)
+    render(
+        body,
+        &split_args(raw),
+        raw,
+        named,
+        &skill_dir_vars(skill_dir),
+    )
 }
 
 #[cfg(test)]
@@ -239,6 +273,19 @@ mod tests {
         );
         assert_eq!(split_args(r#""""#), s(&[""]));
         assert!(split_args("").is_empty());
+    }
+
+    #[test]
+    fn variables_are_substituted_in_the_same_pass() {
+        let args = s(&["${ROOT}", "$0"]);
+        assert_eq!(
+            substitute_vars("${ROOT}/bin $0 $1 ${OTHER}", &args, &[], &[("ROOT", "/p")]),
+            "/p/bin ${ROOT} $0 ${OTHER}"
+        );
+        assert_eq!(
+            substitute("${SKILL_DIR} ${CLAUDE_SKILL_DIR}x", &[], &[], Some("/d")),
+            "/d /dx"
+        );
     }
 
     #[test]

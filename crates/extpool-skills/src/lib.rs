@@ -27,7 +27,9 @@ pub mod watch;
 mod yaml;
 
 pub use diagnostic::{Diagnostic, DiagnosticCode, Severity};
-pub use discover::{Discovery, DiscoveryConfig, DiscoveryStats, Root, discover};
+pub use discover::{
+    Discovery, DiscoveryConfig, DiscoveryStats, PROJECT_SKILL_DIRS, Root, USER_SKILL_DIRS, discover,
+};
 pub use error::SkillError;
 pub use files::{DirChild, FileContent, FileError, SkillFile};
 pub use frontmatter::{FrontmatterError, frontmatter_json};

@@ -108,9 +108,10 @@ impl SkillMeta {
 pub enum RootKind {
     /// A path given in the configuration or on the command line.
     Configured,
-    /// `.agents/skills` or `.claude/skills` between the git root and the working directory.
+    /// A host's project skill folder (`.agents/skills`, `.claude/skills`, …)
+    /// between the git root and the working directory.
     Project,
-    /// `~/.agents/skills` or `~/.claude/skills`.
+    /// A host's user skill folder (`~/.agents/skills`, `~/.claude/skills`, …).
     User,
 }
 

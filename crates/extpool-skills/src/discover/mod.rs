@@ -17,7 +17,10 @@ use crate::skill::{RootKind, Skill};
 
 use walked::Walked;
 
-pub use roots::{DEFAULT_MAX_DEPTH, DEFAULT_MAX_DIRS_PER_ROOT, DiscoveryConfig, Root};
+pub use roots::{
+    DEFAULT_MAX_DEPTH, DEFAULT_MAX_DIRS_PER_ROOT, DiscoveryConfig, PROJECT_SKILL_DIRS, Root,
+    USER_SKILL_DIRS,
+};
 pub(crate) use walk::{is_symlink_refusal, open_nofollow, open_skill_file};
 
 /// Counters of one discovery run.

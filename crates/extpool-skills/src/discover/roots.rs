@@ -4,15 +4,25 @@
 //! reported as shadowed):
 //!
 //! 1. configured paths, in the order given;
-//! 2. project roots: `.agents/skills` then `.claude/skills` in the working
+//! 2. project roots: every host's project folder ([`PROJECT_SKILL_DIRS`]:
+//!    `.agents/skills`, `.claude/skills`, `.codex/skills`, `.gemini/skills`,
+//!    `.github/skills`, `.cursor/skills`, in that order) in the working
 //!    directory, then in each parent up to the git root (the nearest
 //!    ancestor with a `.git`; without one, the working directory alone) —
 //!    the closer to the working directory, the higher;
-//! 3. user roots: `~/.agents/skills`, then `~/.claude/skills`.
+//! 3. user roots: every host's user folder ([`USER_SKILL_DIRS`]:
+//!    `~/.agents/skills`, `~/.claude/skills`, `~/.codex/skills`,
+//!    `~/.gemini/skills`, `~/.copilot/skills`, `~/.cursor/skills`).
 //!
 //! Project over user follows the agentskills.io client guide ("project
 //! overrides user"); nearer over farther follows how Claude Code and Codex
-//! treat nested project directories.
+//! treat nested project directories. Within one directory the cross-host
+//! folder (`.agents/skills`) comes first, then the hosts' own folders.
+//! The folders are each host's documented ones: Claude Code
+//! (`.claude/skills`, `~/.claude/skills`), Codex (`.agents/skills`,
+//! `.codex/skills`, `~/.codex/skills`), Gemini CLI (`.gemini/skills`,
+//! `~/.gemini/skills`), GitHub Copilot (`.github/skills`,
+//! `~/.copilot/skills`), Cursor (`.cursor/skills`, `~/.cursor/skills`).
 
 use std::path::{Path, PathBuf};
 
@@ -24,8 +34,25 @@ pub const DEFAULT_MAX_DEPTH: usize = 6;
 /// Most directories visited per root (the client guide's bound, as Codex).
 pub const DEFAULT_MAX_DIRS_PER_ROOT: usize = 2000;
 
-/// The per-project and per-user directories, in precedence order.
-const SKILL_DIRS: [&str; 2] = [".agents/skills", ".claude/skills"];
+/// Every host's skill folder in a project directory, in precedence order.
+pub const PROJECT_SKILL_DIRS: [&str; 6] = [
+    ".agents/skills",
+    ".claude/skills",
+    ".codex/skills",
+    ".gemini/skills",
+    ".github/skills",
+    ".cursor/skills",
+];
+
+/// Every host's skill folder in the home directory, in precedence order.
+pub const USER_SKILL_DIRS: [&str; 6] = [
+    ".agents/skills",
+    ".claude/skills",
+    ".codex/skills",
+    ".gemini/skills",
+    ".copilot/skills",
+    ".cursor/skills",
+];
 
 /// What to scan and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,13 +139,13 @@ impl DiscoveryConfig {
         }
         if let Some(cwd) = &self.cwd {
             for dir in project_dirs(cwd) {
-                for sub in SKILL_DIRS {
+                for sub in PROJECT_SKILL_DIRS {
                     push(dir.join(sub), RootKind::Project);
                 }
             }
         }
         if let Some(home) = &self.home {
-            for sub in SKILL_DIRS {
+            for sub in USER_SKILL_DIRS {
                 push(home.join(sub), RootKind::User);
             }
         }
@@ -169,20 +196,21 @@ mod tests {
         };
         let roots: Vec<_> = cfg.roots().into_iter().map(|r| (r.path, r.kind)).collect();
         let p = RootKind::Project;
-        assert_eq!(
-            roots,
-            [
-                (tmp.path().join("conf"), RootKind::Configured),
-                (cwd.join(".agents/skills"), p),
-                (cwd.join(".claude/skills"), p),
-                (repo.join("a/.agents/skills"), p),
-                (repo.join("a/.claude/skills"), p),
-                (repo.join(".agents/skills"), p),
-                (repo.join(".claude/skills"), p),
-                (home.join(".agents/skills"), RootKind::User),
-                (home.join(".claude/skills"), RootKind::User),
-            ]
-        );
+        let mut want = vec![(tmp.path().join("conf"), RootKind::Configured)];
+        for dir in [cwd.clone(), repo.join("a"), repo.clone()] {
+            for sub in PROJECT_SKILL_DIRS {
+                want.push((dir.join(sub), p));
+            }
+        }
+        for sub in USER_SKILL_DIRS {
+            want.push((home.join(sub), RootKind::User));
+        }
+        assert_eq!(roots, want);
+        assert_eq!(roots[1].0, cwd.join(".agents/skills"));
+        assert_eq!(roots[2].0, cwd.join(".claude/skills"));
+        assert!(roots.contains(&(repo.join(".github/skills"), p)));
+        assert!(roots.contains(&(home.join(".copilot/skills"), RootKind::User)));
+        assert!(!roots.contains(&(home.join(".github/skills"), RootKind::User)));
     }
 
     #[test]
@@ -195,7 +223,7 @@ mod tests {
             ..DiscoveryConfig::default()
         };
         let roots = cfg.roots();
-        assert_eq!(roots.len(), 2);
+        assert_eq!(roots.len(), PROJECT_SKILL_DIRS.len());
         assert_eq!(roots[0].path, cwd.join(".agents/skills"));
     }
 }
