@@ -14,11 +14,11 @@ struct Home {
 }
 
 fn home() -> Home {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().expect("tempdir");
     let home = tmp.path().join("home");
     let project = tmp.path().join("work/repo");
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::create_dir_all(project.join(".git")).unwrap();
+    std::fs::create_dir_all(&home).expect("mkdir");
+    std::fs::create_dir_all(project.join(".git")).expect("mkdir");
     Home {
         _tmp: tmp,
         home,

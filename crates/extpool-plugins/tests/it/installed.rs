@@ -30,10 +30,10 @@ fn claude_install(home: &Path, plugin: &str, market: &str, from: &Path) -> PathB
 /// plugin disable other@market`; `gemini extensions install` of two
 /// extensions, one disabled; Codex with two configured plugins, one disabled.
 fn layout() -> Layout {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().expect("tempdir");
     let home = tmp.path().join("home");
     let project = home.join("work/repo");
-    std::fs::create_dir_all(project.join(".git")).unwrap();
+    std::fs::create_dir_all(project.join(".git")).expect("mkdir");
     let kit = claude_install(&home, "kit", "market", &fixture("claude-plugin"));
     let other_src = tmp.path().join("other");
     write(
