@@ -12,7 +12,7 @@ use serde_json::Value as Json;
 use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::fsx::{self, Walk, walk_files};
 use crate::limits::Limits;
-use crate::plugin::qualified;
+use crate::names::qualified;
 
 /// A subagent a plugin defines.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -38,6 +38,7 @@ pub mod installed;
 mod json;
 pub mod limits;
 pub mod marketplace;
+pub mod names;
 pub mod plugin;
 mod read;
 mod skills;

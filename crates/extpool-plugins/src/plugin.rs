@@ -11,6 +11,7 @@ use crate::agents::AgentSpec;
 use crate::command::CommandSpec;
 use crate::diag::Diagnostic;
 use crate::hooks::HookSpec;
+pub use crate::names::{qualified, server_name};
 
 /// A plugin format, each read as its own host reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -105,12 +106,6 @@ impl PluginServer {
     }
 }
 
-/// The extpool server name of server `server` of plugin `plugin`: the one
-/// rule, so every front end names a plugin's servers alike.
-pub fn server_name(plugin: &str, server: &str) -> String {
-    extpool_core::sanitize_server_name(&format!("plugin_{plugin}_{server}"))
-}
-
 /// One skill a plugin provides.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PluginSkill {
@@ -126,12 +121,6 @@ pub struct PluginSkill {
     /// The frontmatter.
     #[serde(skip)]
     pub meta: SkillMeta,
-}
-
-/// The qualified name of item `item` of plugin `plugin` (`plugin:item`):
-/// the one rule for skills and commands.
-pub fn qualified(plugin: &str, item: &str) -> String {
-    format!("{plugin}:{item}")
 }
 
 /// What became of a plugin's MCP configuration (Agent Plugins §6.2, §7.2.2).

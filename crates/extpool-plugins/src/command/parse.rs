@@ -28,7 +28,7 @@ impl Context<'_> {
             None => local.to_owned(),
         };
         match self.plugin {
-            Some((plugin, _)) => crate::plugin::qualified(plugin, &local),
+            Some((plugin, _)) => crate::names::qualified(plugin, &local),
             None => local,
         }
     }
