@@ -7,7 +7,7 @@
 //!     headers: {Authorization: "Bearer ${GITHUB_TOKEN}"}
 //! skills:
 //!   paths: [./skills]     # relative to this file
-//!   default_roots: true   # also .agents/skills, .claude/skills (project and user)
+//!   default_roots: true   # also every host's skill folders (project and user)
 //!   watch: true
 //!   validation: lenient   # or strict
 //! permissions:
@@ -374,9 +374,12 @@ pub struct SkillsConfig {
     /// to the config file. They take precedence over the default roots.
     #[serde(default)]
     pub paths: Vec<String>,
-    /// Also search the default roots: `.agents/skills` and `.claude/skills`
-    /// from the git root down to the working directory, then
-    /// `~/.agents/skills` and `~/.claude/skills`.
+    /// Also search the default roots: every host's skill folder
+    /// (`.agents/skills`, `.claude/skills`, `.codex/skills`,
+    /// `.gemini/skills`, `.github/skills`, `.cursor/skills`) from the git
+    /// root down to the working directory, then the user's
+    /// (`~/.agents/skills`, `~/.claude/skills`, `~/.codex/skills`,
+    /// `~/.gemini/skills`, `~/.copilot/skills`, `~/.cursor/skills`).
     #[serde(default = "yes")]
     pub default_roots: bool,
     /// Reload skills when their files change.

@@ -149,7 +149,7 @@ fn table(ctx: &mut Ctx, host: &Opened, listed: &Listed, kind: ListKind) -> Resul
                     vec![s.name.clone(), source, s.description.clone()]
                 })
                 .collect(),
-            "no skills (looked in skills.paths, .agents/skills and .claude/skills)",
+            "no skills (looked in skills.paths and every host's skill folders: .agents, .claude, .codex, .gemini, .github/.copilot, .cursor)",
         ),
         ListKind::Commands => (
             &["COMMAND", "ARGUMENTS", "DESCRIPTION"],

@@ -230,7 +230,7 @@ fn print(
     out.line("")?;
     out.line(s.bold(&format!("Skills ({})", skills.len())))?;
     if skills.is_empty() {
-        out.line("  none found in skills.paths, .agents/skills or .claude/skills (project and ~)")?;
+        out.line("  none found in skills.paths or a host's skill folder (.agents, .claude, .codex, .gemini, .github, .cursor /skills; project and ~)")?;
     }
     let w = skills
         .iter()
