@@ -8,6 +8,7 @@ mod commands;
 mod corpus;
 mod formats;
 mod installed;
+mod marketplace;
 mod security;
 mod skill_folders;
 mod support;
