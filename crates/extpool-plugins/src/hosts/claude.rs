@@ -8,10 +8,14 @@
 //! - default locations: `commands/` (`*.md`, subfolders are namespaces),
 //!   `agents/` (`*.md`), `skills/` (`<name>/SKILL.md`), `hooks/hooks.json`,
 //!   `.mcp.json`;
-//! - `commands`, `agents` and `skills` in the manifest (a `./` path or a
-//!   list of them) replace the default folder, as Claude Code's current
-//!   reference says; `hooks` and `mcpServers` (paths or inline objects)
-//!   are merged with the default files;
+//! - `commands` and `agents` in the manifest (a `./` path or a list of
+//!   them) replace the default folder; `skills` adds to `skills/`; `hooks`
+//!   and `mcpServers` (paths or inline objects) are merged with the
+//!   default files — what Claude Code 2.1.328 does (its `claude plugin
+//!   validate` lists what a plugin provides, and `claude plugin list
+//!   --json` notes "Default commands/ folder is ignored because the
+//!   manifest sets \"commands\"", the same for `agents/`, and nothing for
+//!   `skills/`);
 //! - `${CLAUDE_PLUGIN_ROOT}` (and `${CLAUDE_PLUGIN_DATA}`) become the
 //!   plugin's root (data folder) in MCP entries, hooks and commands;
 //!   other `${VAR}`s of `.mcp.json` stay for the environment, as Claude
@@ -163,7 +167,16 @@ pub(crate) fn read(dir: &Path, opts: &ReadOptions) -> Result<Plugin, Rejection> 
     for (_, found) in locations(&mut b, "agents", "agents") {
         b.agents_at(found);
     }
-    for (_, found) in locations(&mut b, "skills", "skills") {
+    // Skills: `skills/`, then the manifest's folders besides it.
+    let mut skill_dirs = b.locate_default("skills");
+    if field("skills").is_some() {
+        for (raw, found) in locations(&mut b, "skills", "skills") {
+            if !skill_dirs.iter().any(|(_, f)| *f == found) {
+                skill_dirs.push((raw, found));
+            }
+        }
+    }
+    for (_, found) in skill_dirs {
         b.skills_at(found, ValidationMode::Lenient);
     }
     // Hooks: the default file, then the manifest's (paths or inline).

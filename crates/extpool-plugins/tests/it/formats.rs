@@ -208,14 +208,24 @@ async fn a_plugin_command_renders_with_its_root_and_runs_nothing() {
 }
 
 #[test]
-fn claude_code_manifest_paths_replace_the_default_folder() {
+fn claude_code_manifest_paths_replace_commands_and_agents_and_add_skills() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("kit");
     copy_tree(&fixture("claude-plugin"), &dir);
     write(
         &dir,
         ".claude-plugin/plugin.json",
-        r#"{"name": "kit", "commands": ["./more/extra.md", "./more/sub"], "skills": "./none"}"#,
+        r#"{"name": "kit", "commands": ["./more/extra.md", "./more/sub"], "skills": ["./none", "./more-skills"], "agents": ["./more/helper.md"]}"#,
+    );
+    write(
+        &dir,
+        "more-skills/extra-skill/SKILL.md",
+        "---\nname: extra-skill\ndescription: More\n---\nMore.\n",
+    );
+    write(
+        &dir,
+        "more/helper.md",
+        "---\nname: helper\ndescription: Helps\n---\nYou help.\n",
     );
     write(
         &dir,
@@ -224,8 +234,14 @@ fn claude_code_manifest_paths_replace_the_default_folder() {
     );
     write(&dir, "more/sub/deep.md", "Deep.\n");
     let report = validate(&dir);
+    // As Claude Code 2.1.328's `claude plugin validate` lists it.
     assert_eq!(report.commands, ["deep", "extra"], "commands/ is replaced");
-    assert!(report.skills.is_empty(), "skills/ is replaced");
+    assert_eq!(
+        report.skills,
+        ["extra-skill", "lint"],
+        "skills/ is kept, the manifest's folder added"
+    );
+    assert_eq!(report.agents, ["helper"], "agents/ is replaced");
     let missing = report
         .diagnostics
         .iter()
