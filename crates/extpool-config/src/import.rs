@@ -252,6 +252,7 @@ mod tests {
                 pos: Pos::new(3, 5),
                 original_name: "gh".into(),
                 origin: Origin::ClaudeCode,
+                plugin: None,
             },
         );
         l

@@ -57,6 +57,9 @@ pub struct ServerSource {
     pub original_name: String,
     /// The program the file belongs to.
     pub origin: Origin,
+    /// The plugin that provides the server (its id, as its host names it),
+    /// when a plugin does.
+    pub plugin: Option<String>,
 }
 
 /// The effective configuration and where each part came from.
@@ -439,6 +442,7 @@ fn add_server(
             pos,
             original_name: original.to_owned(),
             origin: source.origin,
+            plugin: None,
         },
     );
     loaded.config.mcp_servers.insert(name, config);
@@ -501,6 +505,51 @@ impl Loaded {
                 pos: Pos::new(1, 1),
                 original_name: name.to_owned(),
                 origin: Origin::Extpool,
+                plugin: None,
+            },
+        );
+        self.config.mcp_servers.insert(name.to_owned(), config);
+        Ok(())
+    }
+
+    /// Adds server `name` that plugin `plugin` provides (defined in `file`,
+    /// as shown; relative paths resolve against `dir`, the plugin's root):
+    /// after every configuration file, so a server of the same name
+    /// (ignoring case) defined in one wins. Refused, with the reason, when
+    /// the name is taken or invalid, or its URL is plain `http://` off
+    /// loopback.
+    pub fn add_plugin_server(
+        &mut self,
+        name: &str,
+        config: McpServerConfig,
+        plugin: &str,
+        file: &str,
+        dir: &Path,
+        origin: Origin,
+    ) -> Result<(), String> {
+        extpool_core::check_server_name(name).map_err(|e| e.to_string())?;
+        if let Some(problem) = crate::validate::remote_problem(&config) {
+            return Err(format!("{}: {}", problem.field, problem.message));
+        }
+        if let Some(existing) = self.names_ignoring_case.get(name) {
+            let at = self
+                .server_sources
+                .get(existing)
+                .map_or_else(String::new, |f| format!(" at {}:{}", f.file, f.pos));
+            return Err(format!(
+                "the name {name:?} is taken by server {existing:?} defined first{at}"
+            ));
+        }
+        self.names_ignoring_case.entry(name, || name.to_owned());
+        self.server_sources.insert(
+            name.to_owned(),
+            ServerSource {
+                file: file.to_owned(),
+                dir: dir.to_path_buf(),
+                pos: Pos::new(1, 1),
+                original_name: name.to_owned(),
+                origin,
+                plugin: Some(plugin.to_owned()),
             },
         );
         self.config.mcp_servers.insert(name.to_owned(), config);

@@ -129,6 +129,10 @@ pub struct Places {
     /// The largest file read, in bytes (`EXTPOOL_MAX_CONFIG_BYTES`; `None`:
     /// [`crate::read::DEFAULT_MAX_FILE_BYTES`]).
     pub max_file_bytes: Option<u64>,
+    /// extpool's own data directory (the plugins it installed, plugins'
+    /// data folders); `None`: the one of [`Places::home`] (see
+    /// [`Places::data_dir`]).
+    pub data_dir: Option<PathBuf>,
 }
 
 impl Places {
@@ -146,7 +150,21 @@ impl Places {
             appdata: var("APPDATA"),
             codex_home: var("CODEX_HOME"),
             max_file_bytes: Some(crate::read::limit_from_env()),
+            data_dir: Some(extpool_core::dirs::data_dir()),
         }
+    }
+
+    /// extpool's data directory: [`Places::data_dir`] when set, else the
+    /// platform's rule (`extpool_core::dirs`) applied to [`Places::home`];
+    /// `None` without either.
+    pub fn data_dir(&self) -> Option<PathBuf> {
+        if let Some(dir) = &self.data_dir {
+            return Some(dir.clone());
+        }
+        let home = self.home.as_ref()?;
+        Some(extpool_core::dirs::data_dir_from(|name| {
+            (name == "HOME").then(|| home.clone().into_os_string())
+        }))
     }
 
     /// The user's configuration directory (`$XDG_CONFIG_HOME`, else `~/.config`).

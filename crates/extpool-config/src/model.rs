@@ -79,6 +79,12 @@ pub struct ExtpoolConfig {
     /// Where skills come from and how they are checked.
     #[serde(default)]
     pub skills: SkillsConfig,
+    /// Which plugins are served besides extpool's own.
+    #[serde(default, skip_serializing_if = "PluginsConfig::is_default")]
+    pub plugins: PluginsConfig,
+    /// Where command files come from.
+    #[serde(default, skip_serializing_if = "CommandsConfig::is_default")]
+    pub commands: CommandsConfig,
     /// Which catalog names may be advertised and called.
     #[serde(default)]
     pub permissions: PermissionsConfig,
@@ -363,6 +369,57 @@ impl Default for ToolHiveConfig {
             url: None,
             group: None,
         }
+    }
+}
+
+/// The `plugins:` section. The plugins extpool installed itself
+/// (`extpool plugins add`) are always served, enabled ones only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginsConfig {
+    /// Also serve the plugins Claude Code, Codex and Gemini CLI installed
+    /// and enabled, read from their own records under the home folder
+    /// (`~/.claude/plugins`, `~/.codex/config.toml`, `~/.gemini/extensions`).
+    #[serde(default = "yes")]
+    pub discover: bool,
+}
+
+impl Default for PluginsConfig {
+    fn default() -> Self {
+        Self { discover: true }
+    }
+}
+
+impl PluginsConfig {
+    /// True when nothing differs from the default (not shown by `config show`).
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// The `commands:` section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandsConfig {
+    /// Serve every host's command files: the project's
+    /// `.claude/commands` and `.gemini/commands`, then the user's
+    /// `~/.claude/commands`, `~/.codex/prompts` and `~/.gemini/commands`.
+    #[serde(default = "yes")]
+    pub default_roots: bool,
+}
+
+impl Default for CommandsConfig {
+    fn default() -> Self {
+        Self {
+            default_roots: true,
+        }
+    }
+}
+
+impl CommandsConfig {
+    /// True when nothing differs from the default (not shown by `config show`).
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
     }
 }
 

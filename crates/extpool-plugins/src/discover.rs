@@ -1,8 +1,9 @@
 //! Everything the user already has, from `$HOME` and a project folder,
-//! with no configuration: the plugins Claude Code, Codex and Gemini CLI
-//! installed (enabled or not, by each host's rules), every host's command
-//! folders and skill folders, and every problem found — good entries and
-//! errors together, one broken file never hiding the rest.
+//! with no configuration: the plugins extpool, Claude Code, Codex and
+//! Gemini CLI installed (enabled or not, by each host's rules), every
+//! host's command folders and skill folders, and every problem found —
+//! good entries and errors together, one broken file never hiding the
+//! rest.
 //!
 //! One precedence, the first definition of a name wins and every later
 //! one is reported as shadowed:
@@ -10,8 +11,9 @@
 //! - commands: the project's `.claude/commands`, then its
 //!   `.gemini/commands`; the user's `~/.claude/commands`,
 //!   `~/.codex/prompts` (as `prompts:<name>`), `~/.gemini/commands`; then
-//!   the enabled plugins' commands (`plugin:command`) — Claude Code's
-//!   plugins, Codex's, Gemini CLI's extensions, each in id order;
+//!   the enabled plugins' commands (`plugin:command`) — extpool's own,
+//!   then Claude Code's plugins, Codex's, Gemini CLI's extensions, each
+//!   in id order;
 //! - skills: every host's project and user skill folder as extpool-skills
 //!   orders them (the owner of that list), then the enabled plugins'
 //!   skills (`plugin:skill`) in the same plugin order.
@@ -26,6 +28,10 @@ use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::installed::{self, HostDirs, InstalledPlugin};
 use crate::limits::Limits;
 use crate::plugin::{PluginSkill, ReadOptions};
+use crate::store::Store;
+
+/// A host's reader of what it installed.
+type HostReader = fn(&HostDirs, &ReadOptions) -> (Vec<InstalledPlugin>, Vec<Diagnostic>);
 
 /// What to discover from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +42,14 @@ pub struct DiscoverRequest {
     pub data_root: PathBuf,
     /// Bounds.
     pub limits: Limits,
+    /// Read what Claude Code, Codex and Gemini CLI installed.
+    pub hosts: bool,
+    /// Read every host's command folders.
+    pub command_folders: bool,
+    /// Discover every host's skill folders too ([`Discovery::skills`]).
+    pub skill_folders: bool,
+    /// extpool's own store, when its plugins are read.
+    pub store: Option<Store>,
 }
 
 impl DiscoverRequest {
@@ -49,7 +63,31 @@ impl DiscoverRequest {
             dirs: HostDirs::new(home, project),
             data_root: data_root.into(),
             limits: Limits::default(),
+            hosts: true,
+            command_folders: true,
+            skill_folders: true,
+            store: None,
         }
+    }
+
+    /// The files and folders whose change can change what [`discover`]
+    /// finds: the hosts' install records and settings, every command
+    /// folder, extpool's lock record (a watcher watches these).
+    pub fn watched(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        if let Some(store) = &self.store {
+            out.extend(store.watched());
+        }
+        if self.hosts {
+            out.push(self.dirs.claude.join("plugins/installed_plugins.json"));
+            out.extend(installed::claude::settings_files(&self.dirs));
+            out.push(self.dirs.codex.join("config.toml"));
+            out.push(self.dirs.gemini.join("extensions"));
+        }
+        if self.command_folders {
+            out.extend(command_folders(&self.dirs).into_iter().map(|f| f.0));
+        }
+        out
     }
 
     /// From the environment as the hosts read it: `HOME`,
@@ -178,18 +216,34 @@ pub fn discover(req: &DiscoverRequest) -> Discovery {
     opts.project = req.dirs.project.clone();
     let mut diagnostics = Vec::new();
     let mut plugins = Vec::new();
-    for read in [
-        installed::claude::installed,
-        installed::codex::installed,
-        installed::gemini::installed,
-    ] {
+    if let Some(store) = &req.store {
+        let (mut found, diags) = installed::extpool::installed(store, &opts);
+        found.sort_by(|a, b| a.id.cmp(&b.id));
+        plugins.extend(found);
+        diagnostics.extend(diags);
+    }
+    let hosts: &[HostReader] = if req.hosts {
+        &[
+            installed::claude::installed,
+            installed::codex::installed,
+            installed::gemini::installed,
+        ]
+    } else {
+        &[]
+    };
+    for read in hosts {
         let (mut found, diags) = read(&req.dirs, &opts);
         found.sort_by(|a, b| a.id.cmp(&b.id));
         plugins.extend(found);
         diagnostics.extend(diags);
     }
     let mut commands = Vec::new();
-    for (dir, dialect, origin, prefix) in command_folders(&req.dirs) {
+    let folders = if req.command_folders {
+        command_folders(&req.dirs)
+    } else {
+        Vec::new()
+    };
+    for (dir, dialect, origin, prefix) in folders {
         if !dir.is_dir() {
             continue;
         }
@@ -221,11 +275,15 @@ pub fn discover(req: &DiscoverRequest) -> Discovery {
             }
         }
     }
-    let skills = extpool_skills::discover(&DiscoveryConfig {
-        cwd: req.dirs.project.clone(),
-        home: Some(req.dirs.home.clone()),
-        ..DiscoveryConfig::default()
-    });
+    let skills = if req.skill_folders {
+        extpool_skills::discover(&DiscoveryConfig {
+            cwd: req.dirs.project.clone(),
+            home: Some(req.dirs.home.clone()),
+            ..DiscoveryConfig::default()
+        })
+    } else {
+        extpool_skills::Discovery::default()
+    };
     tracing::debug!(
         plugins = plugins.len(),
         commands = commands.len(),

@@ -17,7 +17,9 @@
 //! - [`discover()`]: everything above from `$HOME` and a project folder,
 //!   with no configuration, good entries and diagnostics together;
 //! - [`marketplace`]: marketplace files (`.claude-plugin/marketplace.json`,
-//!   `.agents/plugins/marketplace.json`).
+//!   `.agents/plugins/marketplace.json`);
+//! - [`store`]: extpool's own plugin manager (installs into extpool's
+//!   data directory, with a lock record).
 //!
 //! Nothing here runs anything a plugin contains: not its servers (the
 //! host starts those, for enabled plugins only), not its hooks (listed),
@@ -27,6 +29,7 @@
 
 pub mod agent;
 pub mod agents;
+mod changes;
 pub mod command;
 pub mod diag;
 pub mod discover;
@@ -41,7 +44,9 @@ pub mod marketplace;
 pub mod names;
 pub mod plugin;
 mod read;
+pub mod served;
 mod skills;
+pub mod store;
 pub mod validate;
 
 pub use agents::AgentSpec;
@@ -56,4 +61,6 @@ pub use plugin::{
     qualified, server_name,
 };
 pub use read::read_plugin;
+pub use served::{PluginSkills, skill_uri};
+pub use store::{Store, StoreError};
 pub use validate::{Outcome, Report, validate, validate_with};

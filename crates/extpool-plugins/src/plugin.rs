@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use extpool_config::McpServerConfig;
 use extpool_skills::SkillMeta;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::agents::AgentSpec;
 use crate::command::CommandSpec;
@@ -14,7 +14,7 @@ use crate::hooks::HookSpec;
 pub use crate::names::{qualified, server_name};
 
 /// A plugin format, each read as its own host reads it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum Format {
@@ -114,6 +114,10 @@ pub struct PluginSkill {
     /// The name it is served under: `plugin:skill`, as Claude Code and
     /// Codex name plugin skills.
     pub qualified: String,
+    /// The plugin's name (the namespace).
+    pub plugin: String,
+    /// The plugin's root (resolved): `${CLAUDE_PLUGIN_ROOT}`.
+    pub plugin_root: PathBuf,
     /// The skill folder (resolved).
     pub dir: PathBuf,
     /// Its SKILL.md.

@@ -85,6 +85,8 @@ pub(crate) fn read_children(
         match report.meta {
             Some(meta) => out.push(PluginSkill {
                 qualified: qualified(plugin, &name),
+                plugin: plugin.to_owned(),
+                plugin_root: root.canonical.clone(),
                 name,
                 dir: child.clone(),
                 skill_md,

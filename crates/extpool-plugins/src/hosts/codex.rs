@@ -192,6 +192,8 @@ fn skills_in(
         out.push(PluginSkill {
             name: s.name().to_owned(),
             qualified: qualified(plugin, s.name()),
+            plugin: plugin.to_owned(),
+            plugin_root: root.canonical.clone(),
             dir: s.dir.clone(),
             skill_md: s.skill_md.clone(),
             meta: s.meta.clone(),

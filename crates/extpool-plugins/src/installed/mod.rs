@@ -6,7 +6,9 @@
 //! - Codex ([`codex`]): `[plugins."name@marketplace"]` of
 //!   `~/.codex/config.toml` and its plugin cache;
 //! - Gemini CLI ([`gemini`]): `~/.gemini/extensions/<name>/` and
-//!   `extension-enablement.json`.
+//!   `extension-enablement.json`;
+//! - extpool itself ([`extpool`]): the lock record of its own store
+//!   ([`crate::store`]).
 //!
 //! Records change between host versions: they are read defensively
 //! (unknown keys ignored, a missing file means nothing installed, a broken
@@ -14,6 +16,7 @@
 
 pub mod claude;
 pub mod codex;
+pub mod extpool;
 pub mod gemini;
 
 use std::path::PathBuf;
@@ -28,6 +31,8 @@ use crate::plugin::Plugin;
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum Host {
+    /// extpool itself (`extpool plugins add`).
+    Extpool,
     /// Claude Code.
     ClaudeCode,
     /// Codex.
@@ -40,6 +45,7 @@ impl Host {
     /// The kebab-case name.
     pub fn as_str(self) -> &'static str {
         match self {
+            Self::Extpool => "extpool",
             Self::ClaudeCode => "claude-code",
             Self::Codex => "codex",
             Self::GeminiCli => "gemini-cli",
