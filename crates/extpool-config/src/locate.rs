@@ -126,6 +126,8 @@ pub struct Places {
     pub appdata: Option<PathBuf>,
     /// `CODEX_HOME` when set.
     pub codex_home: Option<PathBuf>,
+    /// `CLAUDE_CONFIG_DIR` when set (Claude Code's folder, else `~/.claude`).
+    pub claude_config_dir: Option<PathBuf>,
     /// The largest file read, in bytes (`EXTPOOL_MAX_CONFIG_BYTES`; `None`:
     /// [`crate::read::DEFAULT_MAX_FILE_BYTES`]).
     pub max_file_bytes: Option<u64>,
@@ -149,6 +151,7 @@ impl Places {
             xdg_config_home: var("XDG_CONFIG_HOME"),
             appdata: var("APPDATA"),
             codex_home: var("CODEX_HOME"),
+            claude_config_dir: var("CLAUDE_CONFIG_DIR"),
             max_file_bytes: Some(crate::read::limit_from_env()),
             data_dir: Some(extpool_core::dirs::data_dir()),
         }

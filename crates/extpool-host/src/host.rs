@@ -31,7 +31,7 @@ use crate::discovery::runtime::Runtime;
 use crate::embedded::PoolFactory;
 use crate::error::HostError;
 use crate::info::{SourceInfo, SourcesReport};
-use crate::options::{ConfigSource, HostOptions};
+use crate::options::{ConfigSource, HostOptions, PluginOptions};
 use crate::servers;
 use crate::shared::HostInner;
 use crate::status::{HostStatus, ServerInfo, ServerState};
@@ -87,8 +87,26 @@ impl Host {
             relay,
             discovery: discovery_options,
             per_caller_servers,
+            plugins,
         } = options;
-        let loaded = load(config, &places)?;
+        let mut loaded = load(config, &places)?;
+        let found = match plugins {
+            PluginOptions::Off => None,
+            PluginOptions::Found(found) => Some(*found),
+            PluginOptions::Discover => {
+                let (config, at) = (loaded.config.clone(), places.clone());
+                let mut found =
+                    tokio::task::spawn_blocking(move || crate::plugins::discover(&config, &at))
+                        .await
+                        .unwrap_or_else(|e| {
+                            tracing::error!("plugin discovery failed: {e}");
+                            crate::plugins::Found::none()
+                        });
+                crate::plugins::add_servers(&mut found, &mut loaded, &places);
+                Some(found)
+            }
+        };
+        let plugins = found.map(|f| Arc::new(crate::plugins::Live::new(f)));
         let guardrails = match &loaded.config.guardrails {
             Some(g) => Some(Arc::new(crate::guardrails::Guardrails::compile(
                 g,
@@ -129,8 +147,14 @@ impl Host {
         let manager = Arc::new(builder.build()?);
 
         let pool_scope = Scope::pool(pool_id);
-        // The manager first: its local skills win `skill://` name clashes.
+        // The manager first: its local skills win `skill://` name clashes;
+        // then the plugins' skills, then command files (a skill's command
+        // wins over a command file of the same name, as in Claude Code).
         registry.register(manager.clone(), ScopeLevel::Pool, &pool_scope, None)?;
+        if let Some(live) = &plugins {
+            registry.register(live.skills.clone(), ScopeLevel::Pool, &pool_scope, None)?;
+            registry.register(live.commands.clone(), ScopeLevel::Pool, &pool_scope, None)?;
+        }
         for entry in &servers {
             if let Some(cap) = &entry.cap {
                 registry.register(cap.clone(), ScopeLevel::Pool, &pool_scope, None)?;
@@ -155,6 +179,7 @@ impl Host {
             pool: &pool,
             runtime: &runtime,
             per_caller: per_caller_servers,
+            plugins: plugins.clone(),
         })?;
         catalog.start_with_membership(
             registry.clone(),
@@ -183,6 +208,7 @@ impl Host {
                 runtime,
                 reconciler: found.reconciler,
                 watcher: Mutex::new(watcher),
+                plugins,
                 shut: AtomicBool::new(false),
             }),
             sessions: Arc::new(Mutex::new(HashMap::new())),
@@ -248,6 +274,35 @@ impl Host {
     /// The skill manager (local skills, hosted skills, embedded servers).
     pub fn skills(&self) -> &Arc<SkillManagerCap> {
         &self.inner.manager
+    }
+
+    /// Every plugin found — extpool's own, then those Claude Code, Codex
+    /// and Gemini CLI installed — enabled or not, with what each provides
+    /// (empty when plugins are off).
+    pub fn plugins(&self) -> Vec<crate::plugins::PluginInfo> {
+        self.found_plugins()
+            .map(|f| crate::plugins::plugins(&f))
+            .unwrap_or_default()
+    }
+
+    /// The subagent definitions of the enabled plugins, for the agent
+    /// library (system prompt, tool allowlist, model hint).
+    pub fn agents(&self) -> Vec<crate::plugins::AgentInfo> {
+        self.found_plugins()
+            .map(|f| crate::plugins::agents(&f))
+            .unwrap_or_default()
+    }
+
+    /// What plugin discovery found wrong outside any one plugin, and the
+    /// plugin servers not served, one line each.
+    pub fn plugin_problems(&self) -> Vec<String> {
+        self.found_plugins()
+            .map(|f| crate::plugins::problems(&f))
+            .unwrap_or_default()
+    }
+
+    fn found_plugins(&self) -> Option<crate::plugins::Found> {
+        self.inner.plugins.as_ref().map(|p| p.found())
     }
 
     /// The skill roots searched, highest precedence first.

@@ -29,6 +29,9 @@ pub struct ToolInfo {
     pub input_schema: Value,
     /// True for the catalog's own tools (`ListMcpResources`, `CallMcpWithQuery`, …).
     pub builtin: bool,
+    /// The plugin whose server provides it, when one does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
     /// The tool's title, output schema and annotations as its server sent
     /// them, for front ends that pass tools on whole (the gateway).
     #[serde(skip)]
@@ -131,6 +134,7 @@ impl From<ModelTool> for ToolInfo {
             description: t.description,
             input_schema: Arc::unwrap_or_clone(t.input_schema),
             builtin: t.builtin,
+            plugin: None,
             details: t.details,
         }
     }
@@ -145,11 +149,14 @@ pub struct SkillInfo {
     pub description: String,
     /// `skill://<name>/SKILL.md`.
     pub uri: String,
-    /// `local`, or the MCP server that hosts it.
+    /// `local`, `plugin`, or the MCP server that hosts it.
     pub source: String,
-    /// Its directory, for local skills.
+    /// Its directory, for local and plugin skills.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<std::path::PathBuf>,
+    /// The plugin that provides it, when one does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
 }
 
 /// One argument of a command.
@@ -161,7 +168,8 @@ pub struct ArgInfo {
     pub required: bool,
 }
 
-/// One command (`/name`): a skill's slash command or an MCP prompt.
+/// One command (`/name`): a skill's slash command, a command file or an
+/// MCP prompt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CommandInfo {
     /// The name with its leading `/`.
@@ -170,11 +178,14 @@ pub struct CommandInfo {
     pub description: String,
     /// Its arguments.
     pub arguments: Vec<ArgInfo>,
-    /// `skill`, or `prompt:<server>`.
+    /// `skill`, `file` (a command file), or `prompt:<server>`.
     pub source: String,
     /// Its icons, as its server sent them (an MCP prompt's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub icons: Option<Value>,
+    /// The plugin that provides it, when one does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
 }
 
 /// One resource of an MCP server.

@@ -57,6 +57,8 @@
 //!   every result before the model (sizes, block and redact patterns, a
 //!   policy webhook), in the one call path every front end uses;
 //! - [`search`]: tool search, deferred loading of tool schemas;
+//! - [`plugins`]: the plugins of every host and extpool's own, and every
+//!   host's command files, found with no configuration;
 //! - [`info`], [`status`], [`skill_roots`]: the rows front ends render.
 
 pub mod connections;
@@ -69,6 +71,7 @@ pub mod host;
 pub mod info;
 pub mod options;
 pub mod passthrough;
+pub mod plugins;
 pub mod policy;
 pub mod search;
 pub mod servers;
@@ -89,8 +92,8 @@ pub use info::{
     SkillInfo, SourceInfo, SourcesReport, ToolDetails, ToolInfo,
 };
 pub use options::{
-    ConfigOverrides, ConfigReload, ConfigSource, DiscoveryOptions, HostOptions, ServerSelection,
-    ToolHiveOptions,
+    ConfigOverrides, ConfigReload, ConfigSource, DiscoveryOptions, HostOptions, PluginOptions,
+    ServerSelection, ToolHiveOptions,
 };
 pub use passthrough::{ResourceUpdate, TemplateInfo};
 pub use policy::{CatalogFilter, Grants, Naming, Refusal, Resolved, Row, ToolTable, ViewPolicy};

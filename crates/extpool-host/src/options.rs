@@ -93,6 +93,24 @@ pub struct HostOptions {
     /// ([`crate::Host::caller_servers`]). For gateways; off by default (the
     /// command line is one caller, with its own grant).
     pub per_caller_servers: bool,
+    /// Plugins and command files ([`crate::plugins`]): found from
+    /// [`HostOptions::places`] at start by default.
+    pub plugins: PluginOptions,
+}
+
+/// Where a host's plugins and command files come from.
+#[derive(Debug, Clone, Default)]
+pub enum PluginOptions {
+    /// Found from the host's places at start, with the configuration's
+    /// `plugins:` and `commands:` settings; their servers are added to the
+    /// configuration.
+    #[default]
+    Discover,
+    /// Found already by the front end with [`crate::plugins::load`],
+    /// whose configuration has their servers.
+    Found(Box<crate::plugins::Found>),
+    /// None.
+    Off,
 }
 
 /// What a host discovers while it runs (see [`crate::discovery`]).
@@ -204,6 +222,7 @@ impl HostOptions {
             relay: false,
             discovery: DiscoveryOptions::default(),
             per_caller_servers: false,
+            plugins: PluginOptions::Discover,
         }
     }
 }

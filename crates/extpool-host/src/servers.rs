@@ -43,6 +43,15 @@ impl ServerEntry {
     }
 }
 
+/// Where a server is defined, for listings: `file:line`, or for a
+/// plugin's server the plugin and its folder.
+pub fn origin_of(source: &extpool_config::ServerSource) -> String {
+    match &source.plugin {
+        Some(plugin) => format!("plugin {plugin} ({})", source.file),
+        None => format!("{}:{}", source.file, source.pos.line),
+    }
+}
+
 /// How a server is reached, for listings: no env, no headers, no secrets.
 pub fn transport(config: &McpServerConfig) -> String {
     match (&config.command, &config.url) {
@@ -159,11 +168,8 @@ pub(crate) async fn start(
     let mut entries = Vec::with_capacity(loaded.config.mcp_servers.len());
     let mut to_start = Vec::new();
     for (name, config) in &loaded.config.mcp_servers {
-        let origin = loaded
-            .server_sources
-            .get(name)
-            .map(|s| format!("{}:{}", s.file, s.pos.line))
-            .unwrap_or_default();
+        let source = loaded.server_sources.get(name);
+        let origin = source.map(origin_of).unwrap_or_default();
         let state = if !config.enabled {
             ServerState::Disabled
         } else if per_caller && is_per_user(config) {
@@ -192,6 +198,7 @@ pub(crate) async fn start(
                 name: name.clone(),
                 origin,
                 transport: transport(config),
+                plugin: source.and_then(|s| s.plugin.clone()),
                 state,
                 implementation: None,
             },

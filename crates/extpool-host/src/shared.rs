@@ -47,6 +47,8 @@ pub(crate) struct HostInner {
     pub reconciler: Option<Arc<Reconciler>>,
     /// Watches the configuration files for the reconciler.
     pub watcher: Mutex<Option<extpool_skills::watch::SkillWatcher>>,
+    /// The plugins and command files served, when they are.
+    pub plugins: Option<Arc<crate::plugins::Live>>,
     pub shut: AtomicBool,
 }
 
@@ -70,6 +72,37 @@ impl HostInner {
     pub(crate) fn rediscover(&self) {
         if let Some(r) = &self.reconciler {
             r.mark(None);
+        }
+    }
+
+    /// The plugin that provides running server `server`, if one does.
+    pub(crate) fn plugin_of_server(&self, server: &str) -> Option<String> {
+        self.runtime.read(|entries| {
+            entries
+                .iter()
+                .find(|e| e.info.name == server)
+                .and_then(|e| e.info.plugin.clone())
+        })
+    }
+
+    /// The plugin of every running server a plugin provides.
+    pub(crate) fn plugin_servers(&self) -> std::collections::HashMap<String, String> {
+        self.runtime.read(|entries| {
+            entries
+                .iter()
+                .filter_map(|e| Some((e.info.name.clone(), e.info.plugin.clone()?)))
+                .collect()
+        })
+    }
+
+    /// The plugin that provides command `name` of source `source` (the
+    /// plugins' skills or the command files), if one does.
+    pub(crate) fn plugin_of_command(&self, source: &str, name: &str) -> Option<String> {
+        let live = self.plugins.as_ref()?;
+        match source {
+            crate::plugins::PLUGIN_SKILLS_ID => live.skills.get(name).map(|s| s.plugin),
+            crate::plugins::COMMANDS_ID => live.commands.get(name).and_then(|c| c.plugin),
+            _ => None,
         }
     }
 

@@ -95,6 +95,9 @@ pub struct ServerInfo {
     pub origin: String,
     /// How it is reached, without secrets (`stdio: cmd args…`, `http: URL`).
     pub transport: String,
+    /// The plugin that provides it (its id, as its host names it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
     /// Its state.
     #[serde(flatten)]
     pub state: ServerState,

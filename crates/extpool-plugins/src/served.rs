@@ -124,13 +124,20 @@ impl PluginSkills {
 
     /// The skills served.
     pub fn skills(&self) -> Vec<PluginSkill> {
-        self.set.load().skills.iter().map(|s| s.skill.clone()).collect()
+        self.set
+            .load()
+            .skills
+            .iter()
+            .map(|s| s.skill.clone())
+            .collect()
     }
 
     /// The skill served as `qualified` (`plugin:skill`).
     pub fn get(&self, qualified: &str) -> Option<PluginSkill> {
         let set = self.set.load();
-        set.by_name.get(qualified).map(|&i| set.skills[i].skill.clone())
+        set.by_name
+            .get(qualified)
+            .map(|&i| set.skills[i].skill.clone())
     }
 
     /// The skill whose files `uri` names.
@@ -167,8 +174,7 @@ fn render(skill: &PluginSkill, body: &str, args: &[String]) -> String {
         ("CLAUDE_SKILL_DIR", dir.as_str()),
         ("CLAUDE_PLUGIN_ROOT", root.as_str()),
     ];
-    let rendered =
-        extpool_skills::args::substitute_vars(body, args, &skill.meta.arguments, &vars);
+    let rendered = extpool_skills::args::substitute_vars(body, args, &skill.meta.arguments, &vars);
     let mut out = format!("Base directory for this skill: {dir}\n\n{rendered}");
     if asks_host_to_run(Dialect::ClaudeCode, body) {
         out.push_str("\n\n");

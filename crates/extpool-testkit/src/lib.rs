@@ -32,6 +32,8 @@
 //!   edge-case token signing, for identity tests.
 //! - [`toolhive`]: a stand-in for ToolHive's workloads API (its real wire
 //!   format), for discovery tests.
+//! - [`plugins`]: plugins written from each host's documentation and
+//!   installed in a home folder as each host's CLI installs them.
 //! - [`LocalSource`]: an in-process capability (tools, resources, prompts,
 //!   change events) for catalog and host tests that need no process.
 //!
@@ -125,6 +127,7 @@ pub mod local_source;
 pub mod oauth;
 pub mod oidc;
 pub mod peers;
+pub mod plugins;
 #[cfg(unix)]
 pub mod postgres;
 pub mod procs;

@@ -10,6 +10,12 @@
 //! at start (its error is not the edit's). Only `mcp_servers` apply while
 //! running; an edit of another section is noted as needing a restart.
 //! Flags given on the command line are applied again over every reading.
+//!
+//! With plugins served, each reading finds them again too (with the
+//! `plugins:` and `commands:` settings the host started with): their
+//! servers join the reading's, and their skills and commands are
+//! published once the reading is accepted; the hosts' install records,
+//! settings files and command folders are watched with the files.
 
 use std::collections::{BTreeMap, hash_map::DefaultHasher};
 use std::hash::{Hash, Hasher};
@@ -49,18 +55,21 @@ struct Inner {
     /// Servers whose grant is each caller's are not started for everyone
     /// (a gateway's [`crate::HostOptions::per_caller_servers`]).
     per_caller: bool,
+    /// The plugins served, found again at every reading.
+    plugins: Option<Arc<crate::plugins::Live>>,
 }
 
 impl ConfigFiles {
     /// The source for `files` (none: discovered from `places`), whose
     /// reading at start was `loaded`.
-    pub fn new(
+    pub(crate) fn new(
         files: Vec<PathBuf>,
         places: Places,
         overrides: ConfigOverrides,
         loaded: &Loaded,
         timeout: Duration,
         per_caller: bool,
+        plugins: Option<Arc<crate::plugins::Live>>,
     ) -> Self {
         let files: Vec<PathBuf> = files
             .into_iter()
@@ -82,6 +91,7 @@ impl ConfigFiles {
             accepted: Mutex::new(Fingerprints::new()),
             timeout,
             per_caller,
+            plugins,
         };
         *inner.accepted.lock() = inner.fingerprints();
         Self {
@@ -99,6 +109,19 @@ impl Inner {
     /// Every file a reading may read: the named ones, or every place a
     /// configuration is looked for. The watcher watches these.
     fn watched(&self) -> Vec<PathBuf> {
+        let mut out = self.config_files();
+        if let Some(live) = &self.plugins {
+            for path in live.found().watched() {
+                if !out.contains(&path) {
+                    out.push(path);
+                }
+            }
+        }
+        out
+    }
+
+    /// The configuration files only (what a reading's fingerprints cover).
+    fn config_files(&self) -> Vec<PathBuf> {
         if self.files.is_empty() {
             self.places
                 .candidates()
@@ -115,7 +138,7 @@ impl Inner {
     }
 
     fn fingerprints(&self) -> Fingerprints {
-        self.watched()
+        self.config_files()
             .into_iter()
             .map(|path| {
                 let print = std::fs::read(&path).ok().map(|bytes| {
@@ -151,12 +174,20 @@ impl Inner {
         self.overrides
             .apply(&mut loaded, &self.places.cwd)
             .map_err(DiscoveryError::Config)?;
+        let found = self.plugins.as_ref().map(|_| {
+            let mut found = crate::plugins::discover(&self.started, &self.places);
+            crate::plugins::add_servers(&mut found, &mut loaded, &self.places);
+            found
+        });
         *self.accepted.lock() = now;
+        if let (Some(live), Some(found)) = (&self.plugins, found) {
+            live.publish(found);
+        }
         Ok(self.discovered(&loaded))
     }
 
     fn endpoint(&self) -> String {
-        let files = self.watched();
+        let files = self.config_files();
         if self.files.is_empty() {
             let found: Vec<String> = files
                 .iter()
@@ -191,11 +222,8 @@ impl Inner {
             if self.per_caller && crate::servers::is_per_user(written) {
                 continue;
             }
-            let origin = loaded
-                .server_sources
-                .get(name)
-                .map(|s| format!("{}:{}", s.file, s.pos.line))
-                .unwrap_or_default();
+            let source = loaded.server_sources.get(name);
+            let origin = source.map(crate::servers::origin_of).unwrap_or_default();
             let resolved = match loaded.resolve_server(name, &process_env) {
                 Some(Ok(config)) => Ok(config),
                 Some(Err(e)) => Err(e.to_string()),
@@ -206,6 +234,7 @@ impl Inner {
                 written: written.clone(),
                 resolved,
                 origin,
+                plugin: source.and_then(|s| s.plugin.clone()),
             });
         }
         out

@@ -86,6 +86,8 @@ pub struct DiscoveredServer {
     pub resolved: Result<McpServerConfig, String>,
     /// Where it comes from (`extpool.yaml:3`, `toolhive workload fetch`).
     pub origin: String,
+    /// The plugin that provides it, when one does.
+    pub plugin: Option<String>,
 }
 
 /// Why a source could not be consulted.

@@ -259,6 +259,7 @@ impl Reconciler {
                         name: want.server.name.clone(),
                         origin: want.server.origin.clone(),
                         transport: transport(&want.server.written),
+                        plugin: want.server.plugin.clone(),
                         state,
                         implementation: None,
                     },

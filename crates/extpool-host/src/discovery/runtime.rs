@@ -97,6 +97,7 @@ pub(crate) fn disabled_entry(server: &DiscoveredServer, source: &str) -> ServerE
             name: server.name.clone(),
             origin: server.origin.clone(),
             transport: transport(&server.written),
+            plugin: server.plugin.clone(),
             state: ServerState::Disabled,
             implementation: None,
         },

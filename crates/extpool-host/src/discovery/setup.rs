@@ -24,6 +24,7 @@ pub(crate) struct Assembly<'a> {
     pub pool: &'a SessionConnectionPool,
     pub runtime: &'a Arc<Runtime>,
     pub per_caller: bool,
+    pub plugins: Option<Arc<crate::plugins::Live>>,
 }
 
 /// The reconciler, when discovery was asked for, and the files to watch.
@@ -53,6 +54,7 @@ pub(crate) fn assemble(a: Assembly<'_>) -> Result<Found, HostError> {
             a.loaded,
             timing.timeout,
             a.per_caller,
+            a.plugins.clone(),
         );
         let first = source.initial(a.loaded);
         sources.push((Arc::new(source.clone()), Some(first)));

@@ -271,6 +271,7 @@ fn server_of(w: &Workload, group: Option<&str>) -> Result<DiscoveredServer, Stri
         written: config.clone(),
         resolved: Ok(config),
         origin,
+        plugin: None,
     })
 }
 

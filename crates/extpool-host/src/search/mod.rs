@@ -353,6 +353,7 @@ mod tests {
             description: description.into(),
             input_schema: json!({"type": "object", "properties": props}),
             builtin: false,
+            plugin: None,
             details: crate::info::ToolDetails::default(),
         }
     }

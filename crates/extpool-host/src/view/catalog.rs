@@ -31,9 +31,14 @@ impl View {
     /// tools by catalog name, then the built-ins (what the permission rules
     /// and this view's policy leave, with aliases; deferred ones included).
     pub fn tools(&self) -> Vec<ToolInfo> {
+        let plugins = self.inner.host.plugin_servers();
         self.table()
             .visible()
-            .map(|(_, r)| ToolInfo::from(r.tool.clone()))
+            .map(|(_, r)| {
+                let mut info = ToolInfo::from(r.tool.clone());
+                info.plugin = plugins.get(&info.server).cloned();
+                info
+            })
             .collect()
     }
 
@@ -42,7 +47,11 @@ impl View {
     pub fn tool(&self, name: &str) -> Result<ToolInfo, HostError> {
         let table = self.table();
         match table.resolve(name) {
-            Resolved::Tool(row) => Ok(ToolInfo::from(row.tool.clone())),
+            Resolved::Tool(row) => {
+                let mut info = ToolInfo::from(row.tool.clone());
+                info.plugin = self.inner.host.plugin_of_server(&info.server);
+                Ok(info)
+            }
             Resolved::Refused(refusal) => Err(refused(refusal, None)),
             _ => Err(self.unknown_tool(table.revision(), name)),
         }
@@ -67,12 +76,19 @@ impl View {
         rows
     }
 
-    /// Every command: skills' slash commands, then MCP prompts, by name.
+    /// Every command: skills' slash commands and command files, then MCP
+    /// prompts, by name.
     pub fn commands(&self) -> Vec<CommandInfo> {
         let rev = self.revision();
+        let host = &self.inner.host;
+        let plugins = host.plugin_servers();
         let mut rows: Vec<CommandInfo> = rev
             .all_commands()
             .map(|c| CommandInfo {
+                plugin: match c.kind {
+                    CommandKind::McpPrompt => plugins.get(c.server.as_ref()).cloned(),
+                    _ => host.plugin_of_command(c.server.as_ref(), &c.original),
+                },
                 name: format!("/{}", c.name),
                 description: c.entry.description.clone(),
                 arguments: c
@@ -86,12 +102,14 @@ impl View {
                     .collect(),
                 source: match c.kind {
                     CommandKind::McpPrompt => format!("prompt:{}", c.server),
+                    _ if c.server.as_ref() == crate::plugins::COMMANDS_ID => "file".to_owned(),
                     _ => "skill".to_owned(),
                 },
                 icons: c.entry.icons.clone(),
             })
             .collect();
-        rows.sort_by(|a, b| (a.source != "skill", &a.name).cmp(&(b.source != "skill", &b.name)));
+        let prompt = |c: &CommandInfo| c.source.starts_with("prompt:");
+        rows.sort_by(|a, b| (prompt(a), &a.name).cmp(&(prompt(b), &b.name)));
         rows
     }
 

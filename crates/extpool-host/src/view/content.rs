@@ -17,6 +17,7 @@ impl View {
     /// listed once (the revision's rule: local skills win).
     pub fn skills(&self) -> Vec<SkillInfo> {
         let manager = &self.inner.host.manager;
+        let plugins = self.inner.host.plugins.as_ref();
         let mut rows: Vec<SkillInfo> = self
             .revision()
             .all_skills()
@@ -25,16 +26,23 @@ impl View {
                 let local = (s.server.as_ref() == crate::shared::SKILLS_ID)
                     .then(|| manager.local_skill(&s.entry.name))
                     .flatten();
+                let plugin = (s.server.as_ref() == crate::plugins::PLUGIN_SKILLS_ID)
+                    .then(|| plugins.and_then(|p| p.skills.get(&s.entry.name)))
+                    .flatten();
+                let source = match (&local, &plugin) {
+                    (Some(_), _) => "local".to_owned(),
+                    (_, Some(_)) => "plugin".to_owned(),
+                    _ => s.server.to_string(),
+                };
                 SkillInfo {
                     name: s.entry.name.clone(),
                     description: s.entry.description.clone(),
                     uri: s.entry.uri.clone(),
-                    source: if local.is_some() {
-                        "local".into()
-                    } else {
-                        s.server.to_string()
-                    },
-                    path: local.map(|skill| skill.dir.clone()),
+                    source,
+                    path: local
+                        .map(|skill| skill.dir.clone())
+                        .or_else(|| plugin.as_ref().map(|p| p.dir.clone())),
+                    plugin: plugin.map(|p| p.plugin),
                 }
             })
             .collect();

@@ -8,6 +8,7 @@ mod embed;
 mod embedded;
 mod health;
 mod lazy;
+mod plugins;
 mod shutdown;
 mod support;
 mod visibility;

@@ -103,10 +103,7 @@ impl Copy<'_> {
                 if !real.starts_with(&self.root) {
                     return Err(self.refuse(
                         &path,
-                        format!(
-                            "a symlink to {} outside the plugin folder",
-                            real.display()
-                        ),
+                        format!("a symlink to {} outside the plugin folder", real.display()),
                     ));
                 }
                 real
@@ -171,7 +168,9 @@ pub fn digest(dir: &Path) -> Result<String, StoreError> {
         let mut files = Vec::new();
         for e in entries {
             let child = rel.join(e.file_name());
-            let kind = e.file_type().map_err(|err| StoreError::io(&e.path(), err))?;
+            let kind = e
+                .file_type()
+                .map_err(|err| StoreError::io(&e.path(), err))?;
             if kind.is_dir() {
                 stack.push(child);
             } else if kind.is_file() {
@@ -186,7 +185,11 @@ pub fn digest(dir: &Path) -> Result<String, StoreError> {
             let meta = fs::metadata(&path).map_err(|e| StoreError::io(&path, e))?;
             hasher.update(b"F\0");
             hasher.update(file.to_string_lossy().as_bytes());
-            hasher.update(if executable(&meta) { b"\0x\0" } else { b"\0-\0" });
+            hasher.update(if executable(&meta) {
+                b"\0x\0"
+            } else {
+                b"\0-\0"
+            });
             hasher.update(meta.len().to_le_bytes());
             let mut f = fs::File::open(&path).map_err(|e| StoreError::io(&path, e))?;
             loop {

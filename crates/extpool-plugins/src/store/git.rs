@@ -103,7 +103,13 @@ pub(crate) fn clone_at(
     };
     let mut checkout = git(Some(into));
     checkout
-        .args(["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach"])
+        .args([
+            "-c",
+            "advice.detachedHead=false",
+            "checkout",
+            "--quiet",
+            "--detach",
+        ])
         .arg(&commit)
         .arg("--");
     run(checkout, &format!("checking out {commit} of {url}"))?;

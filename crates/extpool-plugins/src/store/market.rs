@@ -32,7 +32,10 @@ impl Store {
 
     /// Adds the marketplace at `source` (a folder or a git repository),
     /// named by its marketplace file; adding it again refreshes it.
-    pub fn add_marketplace(&self, source: Source) -> Result<(Marketplace, MarketplaceRecord), StoreError> {
+    pub fn add_marketplace(
+        &self,
+        source: Source,
+    ) -> Result<(Marketplace, MarketplaceRecord), StoreError> {
         let (dir, commit, staging) = match &source {
             Source::Path { path } => (path.clone(), None, None),
             Source::Git { url, reference, .. } => {
@@ -53,10 +56,11 @@ impl Store {
                 let _ = std::fs::remove_dir_all(s);
             }
         };
-        let read = marketplace::read(&dir, &Limits::default()).map_err(|d| StoreError::BadMarketplace {
-            path: d.path.clone(),
-            message: d.message.clone(),
-        });
+        let read =
+            marketplace::read(&dir, &Limits::default()).map_err(|d| StoreError::BadMarketplace {
+                path: d.path.clone(),
+                message: d.message.clone(),
+            });
         let (market, _) = match read {
             Ok(m) => m,
             Err(e) => {
@@ -110,11 +114,12 @@ impl Store {
                 name: name.to_owned(),
             })?;
         let dir = self.marketplace_dir(&record);
-        let (market, _) =
-            marketplace::read(&dir, &Limits::default()).map_err(|d| StoreError::BadMarketplace {
+        let (market, _) = marketplace::read(&dir, &Limits::default()).map_err(|d| {
+            StoreError::BadMarketplace {
                 path: d.path.clone(),
                 message: d.message.clone(),
-            })?;
+            }
+        })?;
         let entry = market
             .plugins
             .into_iter()

@@ -402,12 +402,11 @@ impl Store {
     /// Enables or disables plugin `name`; its record, as changed.
     pub fn set_enabled(&self, name: &str, enabled: bool) -> Result<Record, StoreError> {
         let mut records = self.records()?;
-        let record = records
-            .iter_mut()
-            .find(|r| r.name == name)
-            .ok_or_else(|| StoreError::NotInstalled {
+        let record = records.iter_mut().find(|r| r.name == name).ok_or_else(|| {
+            StoreError::NotInstalled {
                 name: name.to_owned(),
-            })?;
+            }
+        })?;
         record.enabled = enabled;
         let out = record.clone();
         lock::write(&self.lock_file(), &records)?;
@@ -418,12 +417,11 @@ impl Store {
     /// installed), then its files.
     pub fn remove(&self, name: &str) -> Result<Record, StoreError> {
         let mut records = self.records()?;
-        let i = records
-            .iter()
-            .position(|r| r.name == name)
-            .ok_or_else(|| StoreError::NotInstalled {
+        let i = records.iter().position(|r| r.name == name).ok_or_else(|| {
+            StoreError::NotInstalled {
                 name: name.to_owned(),
-            })?;
+            }
+        })?;
         let record = records.remove(i);
         lock::write(&self.lock_file(), &records)?;
         let _ = std::fs::remove_dir_all(self.path_of(&record));

@@ -136,6 +136,7 @@ mod tests {
             description: String::new(),
             input_schema: schema,
             builtin: false,
+            plugin: None,
             details: Default::default(),
         }
     }

@@ -1,0 +1,169 @@
+//! Plugins for tests, written as each host's documentation describes them
+//! and laid out in a home folder as each host's own CLI installs them
+//! (observed with Claude Code 2.1.328 and Gemini CLI 0.61 installing
+//! into an empty `HOME`): a Claude Code plugin with a command, a skill,
+//! a subagent, a hook and an MCP server (the testkit server, started
+//! through `${CLAUDE_PLUGIN_ROOT}/bin/kit`), its install record and its
+//! `enabledPlugins` entry; a Gemini CLI extension; a Codex plugin.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::server_binary;
+
+fn write(path: &Path, text: &str) {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).expect("create the fixture's folder");
+    }
+    std::fs::write(path, text).expect("write a fixture file");
+}
+
+/// A shell script at `path` that runs the testkit server over stdio
+/// (with `args` after its own), made executable.
+pub fn kit_script(path: &Path, args: &[String]) {
+    let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+    write(
+        path,
+        &format!(
+            "#!/bin/sh\nexec '{}' --transport stdio {} \"$@\"\n",
+            server_binary().display(),
+            quoted.join(" ")
+        ),
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+            .expect("make the script executable");
+    }
+}
+
+/// Writes Claude Code plugin `name` into `dir`: `.claude-plugin/plugin.json`,
+/// `commands/hi.md` (`$ARGUMENTS`, and a `` !`…` `` shell line),
+/// `skills/hello/SKILL.md` (with `references/notes.md`),
+/// `agents/helper.md`, `hooks/hooks.json` and `.mcp.json` with server
+/// `kit` (the testkit server, `server_args` after its own).
+pub fn claude_plugin(dir: &Path, name: &str, server_args: &[String]) {
+    write(
+        &dir.join(".claude-plugin/plugin.json"),
+        &json!({"name": name, "version": "1.0.0", "description": format!("The {name} plugin")})
+            .to_string(),
+    );
+    write(
+        &dir.join("commands/hi.md"),
+        "---\ndescription: Says hi\nargument-hint: <who>\n---\nSay hi to $ARGUMENTS.\nBranch: !`git branch --show-current`\n",
+    );
+    write(
+        &dir.join("skills/hello/SKILL.md"),
+        "---\nname: hello\ndescription: Greets people by name\n---\nGreet $ARGUMENTS warmly. See references/notes.md.\n",
+    );
+    write(&dir.join("skills/hello/references/notes.md"), "Be kind.\n");
+    write(
+        &dir.join("agents/helper.md"),
+        "---\nname: helper\ndescription: Helps with greetings\ntools: Read, mcp__plugin_x_kit__echo\nmodel: sonnet\n---\nYou help people greet each other.\n",
+    );
+    write(
+        &dir.join("hooks/hooks.json"),
+        &json!({"hooks": {"PostToolUse": [{"matcher": "Write", "hooks": [
+            {"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/hooks/format.sh"}]}]}})
+        .to_string(),
+    );
+    kit_script(&dir.join("bin/kit"), server_args);
+    write(
+        &dir.join(".mcp.json"),
+        &json!({"mcpServers": {"kit": {"command": "${CLAUDE_PLUGIN_ROOT}/bin/kit"}}}).to_string(),
+    );
+}
+
+fn read_json(path: &Path) -> Value {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_else(|| json!({}))
+}
+
+fn write_json(path: &Path, value: &Value) {
+    write(
+        path,
+        &serde_json::to_string_pretty(value).expect("serialize JSON"),
+    );
+}
+
+/// Installs Claude Code plugin `name` of marketplace `market` (written by
+/// [`claude_plugin`]) into `home` as `claude plugin install` does: a copy
+/// under `~/.claude/plugins/cache/<market>/<name>/1.0.0`, its entry in
+/// `installed_plugins.json`, and `enabledPlugins["name@market"] =
+/// enabled` in `~/.claude/settings.json`. Returns the copy's folder.
+pub fn claude_install(
+    home: &Path,
+    market: &str,
+    name: &str,
+    enabled: bool,
+    server_args: &[String],
+) -> PathBuf {
+    let install = home
+        .join(".claude/plugins/cache")
+        .join(market)
+        .join(name)
+        .join("1.0.0");
+    claude_plugin(&install, name, server_args);
+    let id = format!("{name}@{market}");
+    let record = home.join(".claude/plugins/installed_plugins.json");
+    let mut installed = read_json(&record);
+    installed["version"] = json!(2);
+    installed["plugins"][&id] = json!([{
+        "scope": "user",
+        "installPath": install.display().to_string(),
+        "version": "1.0.0",
+        "installedAt": "2026-12-01T10:00:00.000Z",
+        "lastUpdated": "2026-12-01T10:00:00.000Z"
+    }]);
+    write_json(&record, &installed);
+    claude_enable(home, &id, enabled);
+    install
+}
+
+/// Sets `enabledPlugins[id]` in `~/.claude/settings.json`, as `claude
+/// plugin enable|disable` does.
+pub fn claude_enable(home: &Path, id: &str, enabled: bool) {
+    let settings = home.join(".claude/settings.json");
+    let mut value = read_json(&settings);
+    value["enabledPlugins"][id] = json!(enabled);
+    write_json(&settings, &value);
+}
+
+/// Installs Gemini CLI extension `name` into `home` as `gemini extensions
+/// install` does: `~/.gemini/extensions/<name>/` with its manifest
+/// (server `kit` through `${extensionPath}`), `commands/greet.toml`,
+/// `skills/wave/SKILL.md`, and its rule in `extension-enablement.json`.
+pub fn gemini_install(home: &Path, name: &str, enabled: bool, server_args: &[String]) -> PathBuf {
+    let dir = home.join(".gemini/extensions").join(name);
+    write(
+        &dir.join("gemini-extension.json"),
+        &json!({"name": name, "version": "1.0.0",
+            "mcpServers": {"kit": {"command": "${extensionPath}/bin/kit"}},
+            "contextFileName": "GEMINI.md"})
+        .to_string(),
+    );
+    write(&dir.join("GEMINI.md"), "Context for the model.\n");
+    write(
+        &dir.join("commands/greet.toml"),
+        "description = \"Greets\"\nprompt = \"Greet {{args}}. Files: !{ls}\"\n",
+    );
+    write(
+        &dir.join("skills/wave/SKILL.md"),
+        "---\nname: wave\ndescription: Waves\n---\nWave.\n",
+    );
+    kit_script(&dir.join("bin/kit"), server_args);
+    write_json(
+        &dir.join(".gemini-extension-install.json"),
+        &json!({"source": "/tmp/src", "type": "local"}),
+    );
+    let rule = format!("{}{}/*", if enabled { "" } else { "!" }, home.display());
+    let file = home.join(".gemini/extensions/extension-enablement.json");
+    let mut value = read_json(&file);
+    value[name] = json!({"overrides": [rule]});
+    write_json(&file, &value);
+    dir
+}
