@@ -247,3 +247,96 @@ async fn plugins_off_serves_none_of_them_and_the_configuration_wins_a_name() {
     );
     host.shutdown().await;
 }
+
+/// Waits until `check` holds, re-checking at each published revision.
+async fn until_revision(host: &Host, what: &str, check: impl Fn(&Host) -> bool) {
+    let mut revisions = host.catalog().subscribe();
+    let wait = async {
+        while !check(host) {
+            revisions.changed().await.unwrap();
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), wait)
+        .await
+        .unwrap_or_else(|_| panic!("never happened: {what}"));
+}
+
+fn serves(host: &Host, tool: &str, skill: &str, command: &str) -> bool {
+    let view = host.pool();
+    view.tools().iter().any(|t| t.name == tool)
+        && view.skills().iter().any(|s| s.name == skill)
+        && view.commands().iter().any(|c| c.name == command)
+}
+
+fn serves_none(host: &Host, tool: &str, skill: &str, command: &str) -> bool {
+    let view = host.pool();
+    !view.tools().iter().any(|t| t.name == tool)
+        && !view.skills().iter().any(|s| s.name == skill)
+        && !view.commands().iter().any(|c| c.name == command)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_installed_enabled_disabled_or_removed_in_a_host_changes_a_running_host() {
+    let state = StateDir::new();
+    let project = Project::new();
+    project.config("mcp_servers: {}\ndiscovery:\n  interval_ms: 100\n");
+    let home = project.path().join("home");
+    let host = Host::start(HostOptions {
+        discovery: extpool_host::DiscoveryOptions {
+            reload: Some(extpool_host::ConfigReload {
+                files: vec![project.path().join("extpool.yaml")],
+                ..Default::default()
+            }),
+            toolhive: None,
+        },
+        ..project.options()
+    })
+    .await
+    .unwrap();
+    let (tool, skill, command) = ("mcp__plugin_demo_kit__echo", "demo:hello", "/demo:hi");
+    assert!(serves_none(&host, tool, skill, command));
+
+    // Claude Code installs and enables it.
+    claude_install(&home, "mk", "demo", true, &state.args());
+    until_revision(&host, "the installed plugin is served", |h| {
+        serves(h, tool, skill, command)
+    })
+    .await;
+    let echoed = host
+        .pool()
+        .call(tool, args(serde_json::json!({"message": "live"})))
+        .await
+        .unwrap()
+        .joined_text();
+    assert_eq!(echoed, "live");
+
+    // `claude plugin disable demo@mk`.
+    extpool_testkit::plugins::claude_enable(&home, "demo@mk", false);
+    until_revision(&host, "the disabled plugin is gone", |h| {
+        serves_none(h, tool, skill, command)
+    })
+    .await;
+    assert!(
+        host.plugins()
+            .iter()
+            .any(|p| p.name == "demo" && !p.enabled)
+    );
+
+    // Enabled again, then removed from the records.
+    extpool_testkit::plugins::claude_enable(&home, "demo@mk", true);
+    until_revision(&host, "the enabled plugin is back", |h| {
+        serves(h, tool, skill, command)
+    })
+    .await;
+    std::fs::write(
+        home.join(".claude/plugins/installed_plugins.json"),
+        r#"{"version": 2, "plugins": {}}"#,
+    )
+    .unwrap();
+    until_revision(&host, "the removed plugin is gone", |h| {
+        serves_none(h, tool, skill, command)
+    })
+    .await;
+    assert!(host.plugins().is_empty());
+    host.shutdown().await;
+}
