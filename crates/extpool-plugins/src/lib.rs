@@ -56,6 +56,7 @@ pub use discover::{DiscoverRequest, Discovery, discover};
 pub use hooks::HookSpec;
 pub use installed::{Host, InstalledPlugin};
 pub use limits::Limits;
+pub use marketplace::Marketplace;
 pub use plugin::{
     Format, McpOutcome, Plugin, PluginServer, PluginSkill, ReadOptions, Rejection, Transport,
     qualified, server_name,

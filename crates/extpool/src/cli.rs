@@ -173,6 +173,10 @@ Examples:
     #[command(subcommand)]
     Skills(SkillsCommand),
 
+    /// Install and manage extpool's own plugins; check a plugin folder.
+    #[command(subcommand)]
+    Plugins(PluginsCommand),
+
     /// Stream change events (tools, resources, prompts, skills) until interrupted.
     #[command(after_help = "\
 Examples:
@@ -524,8 +528,13 @@ pub enum ListKind {
     Tools,
     /// Agent Skills (local and MCP-hosted).
     Skills,
-    /// Slash commands from skills and MCP prompts.
+    /// Slash commands: skills', command files' and MCP prompts.
     Commands,
+    /// Plugins: extpool's own and those Claude Code, Codex and Gemini CLI
+    /// installed, enabled or not.
+    Plugins,
+    /// Subagent definitions of the enabled plugins.
+    Agents,
     /// MCP resources (and, in the table, resource templates).
     Resources,
     /// MCP resource templates (URI templates a server can fill in).
@@ -589,6 +598,80 @@ pub struct RunArgs {
     /// Its arguments (positional words, or key=value for named arguments).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub args: Vec<String>,
+}
+
+/// `extpool plugins …`.
+#[derive(Debug, Subcommand)]
+pub enum PluginsCommand {
+    /// Install a plugin from a folder, a git repository or a marketplace,
+    /// after saying what it will run.
+    #[command(after_help = "\
+Examples:
+  extpool plugins add ./my-plugin
+  extpool plugins add https://github.com/acme/kit.git#v1.2.0
+  extpool plugins add kit@acme                  from a marketplace added before
+  extpool plugins add ./my-plugin --yes         in a script
+
+Before anything is installed, extpool says what the plugin will run (its
+MCP servers' commands and URLs) and asks; without a terminal it refuses
+unless --yes is given. Hooks are listed and never run by extpool. Adding
+the same commit again changes nothing.")]
+    Add(PluginAddArgs),
+    /// Marketplaces: catalogs of plugins to install by name.
+    #[command(subcommand)]
+    Marketplace(MarketplaceCommand),
+    /// The plugins extpool installed (`extpool list plugins` shows every host's).
+    List,
+    /// Serve an installed plugin again (its servers start).
+    Enable {
+        /// Its name.
+        name: String,
+    },
+    /// Stop serving an installed plugin (it stays installed).
+    Disable {
+        /// Its name.
+        name: String,
+    },
+    /// Uninstall a plugin extpool installed.
+    Remove {
+        /// Its name.
+        name: String,
+    },
+    /// Check a plugin folder (any format) and say what it provides.
+    #[command(after_help = "\
+Examples:
+  extpool plugins validate ./my-plugin
+  extpool plugins validate ./my-plugin --json   one object: outcome, name, skills, servers, commands, diagnostics")]
+    Validate {
+        /// The plugin's folder.
+        path: PathBuf,
+    },
+}
+
+/// `extpool plugins add`.
+#[derive(Debug, Args)]
+pub struct PluginAddArgs {
+    /// A folder, a git URL (with #REF for a branch, tag or commit), or
+    /// NAME@MARKETPLACE.
+    #[arg(value_name = "PATH|GIT-URL[#REF]|NAME@MARKETPLACE")]
+    pub source: String,
+    /// Install and enable without asking (for scripts).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+/// `extpool plugins marketplace …`.
+#[derive(Debug, Subcommand)]
+pub enum MarketplaceCommand {
+    /// Add a marketplace (a folder or a git repository with
+    /// .claude-plugin/marketplace.json or .agents/plugins/marketplace.json).
+    Add {
+        /// The marketplace's folder or git URL (with #REF).
+        #[arg(value_name = "PATH|GIT-URL")]
+        source: String,
+    },
+    /// The marketplaces added and the plugins each lists.
+    List,
 }
 
 /// `extpool skills …`.

@@ -19,6 +19,9 @@ pub struct Ctx {
     pub err_style: Style,
     /// Where configs are looked for.
     pub places: Places,
+    /// The plugins found when the configuration was last loaded, handed
+    /// to the host started on it.
+    plugins: std::sync::Mutex<Option<extpool_host::plugins::Found>>,
 }
 
 impl Ctx {
@@ -39,16 +42,38 @@ impl Ctx {
             out,
             err_style,
             places: Places::from_env(),
+            plugins: std::sync::Mutex::new(None),
         }
     }
 
-    /// Loads the configuration (named with `--config`, or discovered).
-    pub fn load(&self) -> Result<Loaded> {
-        let loaded = extpool_host::config::load(&LoadRequest {
+    fn request(&self) -> LoadRequest {
+        LoadRequest {
             files: self.global.config.clone(),
             places: self.places.clone(),
-        })?;
+        }
+    }
+
+    /// Loads the configuration (named with `--config`, or discovered) with
+    /// the servers of the plugins found beside it (see
+    /// [`extpool_host::plugins`]); the plugins found go to the host
+    /// started on it ([`Ctx::found_plugins`]).
+    pub fn load(&self) -> Result<Loaded> {
+        let (loaded, found) = extpool_host::plugins::load(&self.request())?;
+        if let Ok(mut slot) = self.plugins.lock() {
+            *slot = Some(found);
+        }
         Ok(loaded)
+    }
+
+    /// Loads the configuration files only, without plugins: what `config`
+    /// checks, shows and imports.
+    pub fn load_files(&self) -> Result<Loaded> {
+        Ok(extpool_host::config::load(&self.request())?)
+    }
+
+    /// The plugins found by the last [`Ctx::load`].
+    pub fn found_plugins(&self) -> Option<extpool_host::plugins::Found> {
+        self.plugins.lock().ok().and_then(|s| s.clone())
     }
 
     /// Loads the configuration and prints its warnings to stderr.

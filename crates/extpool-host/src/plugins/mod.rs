@@ -34,12 +34,16 @@ use std::sync::Arc;
 
 use extpool_config::{ConfigError, ExtpoolConfig, LoadRequest, Loaded, McpServerConfig, Places};
 use extpool_plugins::{
-    DiscoverRequest, Discovery, InstalledPlugin, LocalCommandSource, Plugin, PluginServer,
-    PluginSkills, Store,
+    DiscoverRequest, Discovery, InstalledPlugin, LocalCommandSource, PluginServer, PluginSkills,
 };
 use parking_lot::Mutex;
 use serde::Serialize;
 
+pub use extpool_plugins::store::{MarketplaceRecord, Prepared, Record, Source, parse_source};
+pub use extpool_plugins::{
+    CommandSpec, Diagnostic, HookSpec, Marketplace, Outcome, Plugin, ReadOptions, Report, Store,
+    StoreError, validate,
+};
 pub use info::{AgentInfo, PluginInfo, agents, plugins, problems};
 
 /// The id of the capability serving the plugins' skills.
@@ -99,12 +103,24 @@ pub fn store(places: &Places) -> Option<Store> {
     places.data_dir().map(|dir| Store::new(&dir))
 }
 
+/// How plugins are read for `places`: default bounds, plugins' data
+/// folders (`PLUGIN_DATA`) under the data directory's `plugin-data`.
+pub fn read_options(places: &Places) -> ReadOptions {
+    let root = places
+        .data_dir()
+        .unwrap_or_else(|| std::env::temp_dir().join("extpool"))
+        .join("plugin-data");
+    let mut opts = ReadOptions::new(root);
+    opts.project = Some(places.cwd.clone());
+    opts
+}
+
 /// What to discover with `config`'s `plugins:` and `commands:` settings
 /// from `places`; `None` when nothing is to be found (no home folder).
 fn request(config: &ExtpoolConfig, places: &Places) -> Option<DiscoverRequest> {
     let store = store(places);
-    let data_root = places.data_dir()?.join("plugin-data");
     let home = places.home.clone()?;
+    let data_root = read_options(places).data_root;
     let mut req = DiscoverRequest::new(home, Some(places.cwd.clone()), data_root);
     if let Some(codex) = &places.codex_home {
         req.dirs.codex = codex.clone();

@@ -93,6 +93,12 @@ pub struct CommandSpec {
 }
 
 impl CommandSpec {
+    /// Whether its body asks its host to run shell lines or include
+    /// files (what extpool shows as text and never runs).
+    pub fn asks_host_to_run(&self) -> bool {
+        render::asks_host_to_run(self.dialect, &self.body)
+    }
+
     /// The entry `list_commands` gives for it.
     pub fn entry(&self) -> extpool_core::CommandEntry {
         let mut entry = extpool_core::CommandEntry::new(&self.name, &self.description);

@@ -30,7 +30,7 @@ use std::time::{Duration, SystemTime};
 
 pub use copy::{CopyLimits, copy_tree, digest};
 pub use lock::{MarketplaceRecord, Record};
-pub use source::Source;
+pub use source::{Source, parse as parse_source};
 
 use crate::plugin::{Plugin, ReadOptions, Rejection};
 

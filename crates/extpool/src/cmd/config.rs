@@ -73,7 +73,7 @@ fn report_error(ctx: &mut Ctx, e: ConfigError) -> Result<ExitCode> {
 }
 
 fn check(ctx: &mut Ctx) -> Result<ExitCode> {
-    let loaded = match ctx.load() {
+    let loaded = match ctx.load_files() {
         Ok(l) => l,
         Err(e) => match e.downcast::<ConfigError>() {
             Ok(ce) => return report_error(ctx, ce),
@@ -160,7 +160,8 @@ struct ShowJson<'a> {
 }
 
 fn show(ctx: &mut Ctx) -> Result<ExitCode> {
-    let loaded = ctx.load_reporting()?;
+    let loaded = ctx.load_files()?;
+    ctx.warn(&loaded.diagnostics);
     if ctx.global.json {
         let mut config = loaded.config.clone();
         for server in config.mcp_servers.values_mut() {
@@ -182,7 +183,8 @@ fn import(ctx: &mut Ctx, args: ImportArgs) -> Result<ExitCode> {
     if !args.files.is_empty() {
         ctx.global.config = args.files.clone();
     }
-    let loaded = ctx.load_reporting()?;
+    let loaded = ctx.load_files()?;
+    ctx.warn(&loaded.diagnostics);
     if loaded.sources.is_empty() {
         bail!("no configuration found to import (see `extpool config paths`, or name a file)");
     }

@@ -1,4 +1,4 @@
-//! `extpool list [tools|skills|commands|resources|sources|servers]`.
+//! `extpool list [tools|skills|commands|resources|sources|servers|plugins|agents]`.
 
 use std::process::ExitCode;
 
@@ -30,6 +30,8 @@ struct ServerJson {
     enabled: bool,
     lazy: bool,
     origin: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    plugin: Option<String>,
 }
 
 /// Lists what was asked for.
@@ -44,8 +46,11 @@ pub async fn run(ctx: &mut Ctx, args: ListArgs) -> Result<ExitCode> {
         }
         return super::sources::of_gateway(ctx, gateway).await;
     }
-    if args.kind == Some(ListKind::Servers) {
-        return servers(ctx);
+    match args.kind {
+        Some(ListKind::Servers) => return servers(ctx),
+        Some(ListKind::Plugins) => return super::plugin_list::plugins(ctx),
+        Some(ListKind::Agents) => return super::plugin_list::agents(ctx),
+        _ => {}
     }
     // Local skills need no server; the skills MCP servers host do.
     let local_skills = args.kind == Some(ListKind::Skills) && !args.hosted;
@@ -117,7 +122,7 @@ fn print(ctx: &mut Ctx, host: &Opened, listed: &Listed, kind: Option<ListKind>) 
             ListKind::Resources => ctx.out.json_value(&view.resources())?,
             ListKind::Templates => ctx.out.json_value(&listed.templates)?,
             ListKind::Sources => ctx.out.json_value(&host.host.sources())?,
-            ListKind::Servers => {}
+            ListKind::Servers | ListKind::Plugins | ListKind::Agents => {}
         },
         Some(k) => table(ctx, host, listed, k)?,
     }
@@ -205,7 +210,7 @@ fn table(ctx: &mut Ctx, host: &Opened, listed: &Listed, kind: ListKind) -> Resul
             let rows = host.host.sources().into_iter().map(SourceRow::from);
             return sources_table(ctx, rows.collect(), &unloaded);
         }
-        ListKind::Servers => return Ok(()),
+        ListKind::Servers | ListKind::Plugins | ListKind::Agents => return Ok(()),
     };
     if rows.is_empty() {
         ctx.out.line(ctx.out.style.dim(empty))?;
@@ -265,8 +270,12 @@ fn servers(ctx: &mut Ctx) -> Result<ExitCode> {
             origin: loaded
                 .server_sources
                 .get(name)
-                .map(|s| format!("{}:{}", s.file, s.pos.line))
+                .map(extpool_host::servers::origin_of)
                 .unwrap_or_default(),
+            plugin: loaded
+                .server_sources
+                .get(name)
+                .and_then(|s| s.plugin.clone()),
         })
         .collect();
     let skipped = loaded.skipped_files();

@@ -11,6 +11,8 @@ mod identity;
 mod list;
 pub mod mcp;
 mod overview;
+mod plugin_list;
+mod plugins;
 mod read;
 mod run;
 mod serve;
@@ -42,6 +44,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Read(args)) => read::run(&mut ctx, args).await,
         Some(Command::Run(args)) => run::run(&mut ctx, args).await,
         Some(Command::Skills(SkillsCommand::Validate(args))) => skills::validate(&mut ctx, args),
+        Some(Command::Plugins(cmd)) => plugins::run(&mut ctx, cmd),
         Some(Command::Watch(args)) => watch::run(&mut ctx, args).await,
         Some(Command::Config(cmd)) => config::run(&mut ctx, cmd),
         Some(Command::Completions(args)) => completions::run(&mut ctx, args),
@@ -366,6 +369,10 @@ pub async fn start_host_with(
         // The gateway (the one host that relays) serves many callers: a
         // server whose grant is each caller's is started for each.
         per_caller_servers: relay,
+        plugins: match ctx.found_plugins() {
+            Some(found) => extpool_host::PluginOptions::Found(Box::new(found)),
+            None => extpool_host::PluginOptions::Discover,
+        },
         ..HostOptions::loaded(loaded)
     };
     // A signal during start-up ends it (see `crate::signals`).

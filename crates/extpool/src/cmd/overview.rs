@@ -1,11 +1,13 @@
-//! `extpool` with no command: what extpool finds here (configs, servers,
-//! skills, commands) and the next commands to try, built from real names.
+//! `extpool` with no command: what extpool finds here (configs, plugins,
+//! servers, skills, commands) and the next commands to try, built from
+//! real names.
 
 use std::process::ExitCode;
 
 use anyhow::Result;
 use serde::Serialize;
 
+use extpool_host::plugins::PluginInfo;
 use extpool_host::{SkillInfo, SourceInfo, ToolInfo};
 
 use super::{Need, Opened, open_host};
@@ -19,6 +21,7 @@ struct Overview<'a> {
     /// Files found but skipped for an error (reported on stderr).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     skipped: Vec<&'a str>,
+    plugins: Vec<PluginInfo>,
     servers: Vec<SourceInfo>,
     tools: usize,
     skills: Vec<SkillInfo>,
@@ -93,8 +96,20 @@ pub async fn run(ctx: &mut Ctx) -> Result<ExitCode> {
         .into_iter()
         .filter(|s| s.kind == "server")
         .collect();
-    let next = next_steps(&host, &tools, &skills, &commands);
-    let result = print(ctx, &host, &servers, &tools, &skills, &commands, &next);
+    let mut next = next_steps(&host, &tools, &skills, &commands);
+    let plugins = host.host.plugins();
+    if !plugins.is_empty() {
+        next.insert(next.len() - 1, "extpool list plugins".into());
+    }
+    let listed = Listed {
+        plugins: &plugins,
+        servers: &servers,
+        tools: &tools,
+        skills: &skills,
+        commands: &commands,
+        next: &next,
+    };
+    let result = print(ctx, &host, &listed);
     let code = host.listing_code();
     host.shutdown().await;
     result?;
@@ -105,16 +120,74 @@ pub async fn run(ctx: &mut Ctx) -> Result<ExitCode> {
 /// text is in `extpool list sources`).
 const DETAIL_CHARS: usize = 110;
 
-#[allow(clippy::too_many_arguments)]
-fn print(
-    ctx: &mut Ctx,
-    host: &Opened,
-    servers: &[SourceInfo],
-    tools: &[ToolInfo],
-    skills: &[SkillInfo],
-    commands: &[String],
-    next: &[String],
-) -> Result<()> {
+/// What the overview shows beside the configuration.
+struct Listed<'a> {
+    plugins: &'a [PluginInfo],
+    servers: &'a [SourceInfo],
+    tools: &'a [ToolInfo],
+    skills: &'a [SkillInfo],
+    commands: &'a [String],
+    next: &'a [String],
+}
+
+/// The plugins, one line each: enabled or not, host, what it provides.
+fn plugin_lines(out: &mut crate::output::Out, plugins: &[PluginInfo]) -> Result<()> {
+    let s = out.style;
+    out.line(s.bold(&format!("Plugins ({})", plugins.len())))?;
+    if plugins.is_empty() {
+        out.line(
+            "  none installed (extpool reads its own, Claude Code's, Codex's and Gemini CLI's)",
+        )?;
+    }
+    let w = plugins
+        .iter()
+        .map(|p| shown(&p.name).chars().count())
+        .max()
+        .unwrap_or(0);
+    for p in plugins {
+        let (mark, state) = match (p.loaded, p.enabled) {
+            (false, _) => (s.red("✗"), "not loaded"),
+            (true, true) => (s.green("✓"), "enabled"),
+            (true, false) => (s.dim("·"), "disabled"),
+        };
+        let provides = [
+            (p.skills.len(), "skill"),
+            (p.commands.len(), "command"),
+            (p.servers.len(), "server"),
+            (p.agents.len(), "agent"),
+            (p.hooks.len(), "hook"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, w)| format!("{n} {w}{}", if *n == 1 { "" } else { "s" }))
+        .collect::<Vec<_>>()
+        .join(", ");
+        out.line(format!(
+            "  {mark} {:<w$}  {} {state}{}",
+            shown(&p.name),
+            p.host,
+            if provides.is_empty() {
+                String::new()
+            } else {
+                format!(": {provides}")
+            }
+        ))?;
+    }
+    if plugins.iter().any(|p| !p.hooks.is_empty()) {
+        out.line(s.dim("  hooks are listed, never run by extpool"))?;
+    }
+    Ok(())
+}
+
+fn print(ctx: &mut Ctx, host: &Opened, listed: &Listed) -> Result<()> {
+    let Listed {
+        plugins,
+        servers,
+        tools,
+        skills,
+        commands,
+        next,
+    } = *listed;
     if ctx.global.json {
         ctx.out.json_value(&Overview {
             version: env!("CARGO_PKG_VERSION"),
@@ -130,6 +203,7 @@ fn print(
                 })
                 .collect(),
             skipped: host.host.config().skipped_files(),
+            plugins: plugins.to_vec(),
             servers: servers.to_vec(),
             tools: tools.len(),
             skills: skills.to_vec(),
@@ -185,6 +259,8 @@ fn print(
                 .collect::<String>(),
         )?;
     }
+    out.line("")?;
+    plugin_lines(out, plugins)?;
     out.line("")?;
     out.line(s.bold(&format!("Servers ({})", servers.len())))?;
     if servers.is_empty() {

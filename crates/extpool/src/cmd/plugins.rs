@@ -1,0 +1,373 @@
+//! `extpool plugins add|marketplace|list|enable|disable|remove|validate`:
+//! extpool's own plugin manager, for people who use extpool without a
+//! host, and the check of a plugin folder.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use extpool_host::plugins::{self as plugins, Prepared, Store};
+use serde::Serialize;
+
+use crate::UsageError;
+use crate::cli::{MarketplaceCommand, PluginAddArgs, PluginsCommand};
+use crate::context::Ctx;
+use crate::output::shown;
+
+/// Runs a `plugins` command.
+pub fn run(ctx: &mut Ctx, cmd: PluginsCommand) -> Result<ExitCode> {
+    match cmd {
+        PluginsCommand::Validate { path } => validate(ctx, &path),
+        PluginsCommand::Add(args) => add(ctx, args),
+        PluginsCommand::Marketplace(MarketplaceCommand::Add { source }) => {
+            marketplace_add(ctx, &source)
+        }
+        PluginsCommand::Marketplace(MarketplaceCommand::List) => marketplace_list(ctx),
+        PluginsCommand::List => list(ctx),
+        PluginsCommand::Enable { name } => set_enabled(ctx, &name, true),
+        PluginsCommand::Disable { name } => set_enabled(ctx, &name, false),
+        PluginsCommand::Remove { name } => remove(ctx, &name),
+    }
+}
+
+fn store(ctx: &Ctx) -> Result<Store> {
+    plugins::store(&ctx.places).context(
+        "extpool's data directory is unknown: set HOME (or XDG_DATA_HOME) to install plugins",
+    )
+}
+
+/// `plugins validate PATH`: the reader's report (`--json`: as is).
+fn validate(ctx: &mut Ctx, path: &std::path::Path) -> Result<ExitCode> {
+    let report = plugins::validate(path);
+    let loaded = report.outcome == plugins::Outcome::Loaded;
+    if ctx.global.json {
+        ctx.out.json_value(&report)?;
+    } else {
+        let shown_path = ctx.show_path(path);
+        match &report.name {
+            Some(name) if loaded => {
+                let format = report.format.map(|f| f.as_str()).unwrap_or_default();
+                ctx.out.line(format!(
+                    "{shown_path}: {} plugin {} ({format}{})",
+                    ctx.out.style.green("loaded:"),
+                    shown(name),
+                    report
+                        .version
+                        .as_deref()
+                        .map(|v| format!(", version {}", shown(v)))
+                        .unwrap_or_default()
+                ))?;
+            }
+            _ => ctx.out.line(format!(
+                "{shown_path}: rejected ({})",
+                report.reason.unwrap_or("not a plugin")
+            ))?,
+        }
+        for (what, items) in [
+            ("skills", &report.skills),
+            ("servers", &report.servers),
+            ("commands", &report.commands),
+            ("agents", &report.agents),
+            ("hooks (never run by extpool)", &report.hooks),
+        ] {
+            if !items.is_empty() {
+                ctx.out
+                    .line(format!("  {what}: {}", shown(&items.join(", "))))?;
+            }
+        }
+        for d in &report.diagnostics {
+            ctx.out.line(format!("  {}", shown(&d.to_string())))?;
+        }
+    }
+    Ok(if loaded {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// What `prepared` will run and what extpool never runs, for people.
+fn summary(prepared: &Prepared) -> Vec<String> {
+    let p = &prepared.plugin;
+    let root = p.root.display().to_string();
+    let here = |s: &str| s.replace(&root, "<plugin>");
+    let mut lines = vec![format!(
+        "plugin {} ({}{}) from {}",
+        p.name,
+        p.format.as_str(),
+        p.version
+            .as_deref()
+            .map(|v| format!(", version {v}"))
+            .unwrap_or_default(),
+        prepared.source
+    )];
+    if let Some(commit) = &prepared.commit {
+        lines.push(format!("  commit {commit}"));
+    }
+    lines.push(format!("  files {}", prepared.digest));
+    if p.servers.is_empty() {
+        lines.push("  runs no MCP server".into());
+    }
+    for s in &p.servers {
+        let what = match (&s.config.command, &s.config.url) {
+            (Some(cmd), _) => {
+                let mut line = here(cmd);
+                for a in &s.config.args {
+                    line.push(' ');
+                    line.push_str(&here(a));
+                }
+                format!("runs `{line}` as you")
+            }
+            (None, Some(url)) => format!("connects to {url}"),
+            _ => "has no transport extpool can start".into(),
+        };
+        lines.push(format!(
+            "  MCP server {} ({}): {what}",
+            s.name, s.server_name
+        ));
+    }
+    for h in &p.hooks {
+        lines.push(format!(
+            "  hook {}{}: {} — listed only, never run by extpool",
+            h.event,
+            h.matcher
+                .as_deref()
+                .map(|m| format!(" [{m}]"))
+                .unwrap_or_default(),
+            h.command
+                .as_deref()
+                .map(here)
+                .unwrap_or_else(|| h.kind.clone())
+        ));
+    }
+    let asks: Vec<&str> = p
+        .commands
+        .iter()
+        .filter(|c| c.asks_host_to_run())
+        .map(|c| c.name.as_str())
+        .collect();
+    if !asks.is_empty() {
+        lines.push(format!(
+            "  commands {} ask their host to run shell lines or include files: extpool shows them as text and runs nothing",
+            asks.iter().map(|c| format!("/{c}")).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    lines.push(format!(
+        "  provides {} skill(s), {} command(s), {} subagent(s)",
+        p.skills.len(),
+        p.commands.len(),
+        p.agents.len()
+    ));
+    lines
+}
+
+/// Asks on the terminal whether to go on; `--yes` answers for scripts,
+/// and without a terminal the answer is no.
+fn confirm(ctx: &Ctx, question: &str, yes: bool) -> Result<bool> {
+    if yes {
+        return Ok(true);
+    }
+    if !std::io::stdin().is_terminal() {
+        return Err(UsageError(
+            "refusing to install without confirmation: standard input is not a terminal; pass --yes to install and enable it anyway".into(),
+        )
+        .into());
+    }
+    let mut err = std::io::stderr().lock();
+    write!(err, "{} [y/N] ", ctx.err_style.bold(question))?;
+    err.flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes"))
+}
+
+#[derive(Serialize)]
+struct Added<'a> {
+    outcome: &'static str,
+    record: &'a plugins::Record,
+}
+
+/// `plugins add SOURCE`: fetch and read, say what it runs, ask, install.
+fn add(ctx: &mut Ctx, args: PluginAddArgs) -> Result<ExitCode> {
+    let source = plugins::parse_source(&args.source, &ctx.places.cwd)?;
+    let store = store(ctx)?;
+    let prepared = store.prepare(source, &plugins::read_options(&ctx.places))?;
+    if prepared.unchanged {
+        let record = store.commit(prepared, true)?;
+        if ctx.global.json {
+            ctx.out.json_value(&Added {
+                outcome: "unchanged",
+                record: &record,
+            })?;
+        } else {
+            ctx.out.line(format!(
+                "plugin {} is installed already from the same commit and files; nothing changed",
+                shown(&record.name)
+            ))?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    {
+        let mut err = std::io::stderr().lock();
+        for line in summary(&prepared) {
+            writeln!(err, "{}", shown(&line))?;
+        }
+        if let Some(old) = &prepared.replaces {
+            writeln!(
+                err,
+                "  replaces the installed {} from {}",
+                shown(&old.name),
+                shown(&old.source.to_string())
+            )?;
+        }
+        for d in &prepared.plugin.diagnostics {
+            writeln!(err, "  {}", shown(&d.to_string()))?;
+        }
+    }
+    let question = format!("Install and enable plugin {}?", prepared.plugin.name);
+    if !confirm(ctx, &question, args.yes)? {
+        writeln!(std::io::stderr().lock(), "nothing was installed")?;
+        return Ok(ExitCode::from(1));
+    }
+    let record = store.commit(prepared, true)?;
+    if ctx.global.json {
+        ctx.out.json_value(&Added {
+            outcome: "installed",
+            record: &record,
+        })?;
+    } else {
+        ctx.out.line(format!(
+            "installed and enabled plugin {} ({}); see `extpool list plugins`",
+            shown(&record.name),
+            shown(&record.digest)
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `plugins marketplace add SOURCE`.
+fn marketplace_add(ctx: &mut Ctx, spec: &str) -> Result<ExitCode> {
+    let source = plugins::parse_source(spec, &ctx.places.cwd)?;
+    let (market, record) = store(ctx)?.add_marketplace(source)?;
+    if ctx.global.json {
+        ctx.out
+            .json_value(&serde_json::json!({"marketplace": record, "plugins": market.plugins}))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let names: Vec<&str> = market.plugins.iter().map(|p| p.name.as_str()).collect();
+    ctx.out.line(format!(
+        "added marketplace {} ({} plugin{}: {})",
+        shown(&market.name),
+        names.len(),
+        if names.len() == 1 { "" } else { "s" },
+        shown(&names.join(", "))
+    ))?;
+    if let Some(first) = names.first() {
+        ctx.out.line(ctx.out.style.dim(&format!(
+            "install one with `extpool plugins add {}@{}`",
+            shown(first),
+            shown(&market.name)
+        )))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `plugins marketplace list`.
+fn marketplace_list(ctx: &mut Ctx) -> Result<ExitCode> {
+    let records = store(ctx)?.marketplaces()?;
+    if ctx.global.json {
+        ctx.out.json_value(&records)?;
+    } else if records.is_empty() {
+        ctx.out.line(
+            ctx.out
+                .style
+                .dim("no marketplace added (`extpool plugins marketplace add PATH|GIT-URL`)"),
+        )?;
+    } else {
+        let rows: Vec<Vec<String>> = records
+            .iter()
+            .map(|r| vec![r.name.clone(), r.source.to_string()])
+            .collect();
+        ctx.out.table(&["MARKETPLACE", "SOURCE"], &rows)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `plugins list`: extpool's own records.
+fn list(ctx: &mut Ctx) -> Result<ExitCode> {
+    let records = store(ctx)?.records()?;
+    if ctx.global.json {
+        ctx.out.json_value(&records)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if records.is_empty() {
+        ctx.out.line(ctx.out.style.dim(
+            "extpool installed no plugin (`extpool plugins add`); `extpool list plugins` shows every host's",
+        ))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows: Vec<Vec<String>> = records
+        .iter()
+        .map(|r| {
+            vec![
+                r.name.clone(),
+                r.version.clone().unwrap_or_default(),
+                if r.enabled { "enabled" } else { "disabled" }.into(),
+                r.source.to_string(),
+                r.commit
+                    .as_deref()
+                    .map(|c| c.chars().take(12).collect())
+                    .unwrap_or_default(),
+            ]
+        })
+        .collect();
+    ctx.out
+        .table(&["PLUGIN", "VERSION", "STATE", "SOURCE", "COMMIT"], &rows)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The error for `name` that extpool did not install: which host did,
+/// when one did.
+fn not_ours(ctx: &Ctx, e: extpool_host::plugins::StoreError, name: &str) -> anyhow::Error {
+    if !e.is_not_found() {
+        return e.into();
+    }
+    let found = ctx.load().ok().and_then(|_| ctx.found_plugins());
+    let other = found
+        .map(|f| plugins::plugins(&f))
+        .unwrap_or_default()
+        .into_iter()
+        .find(|p| p.name == name || p.id == name);
+    match other {
+        Some(p) => anyhow::anyhow!(
+            "plugin {} was installed by {} ({}), not by extpool: change it there",
+            shown(name),
+            p.host,
+            shown(&p.id)
+        ),
+        None => anyhow::anyhow!("{e}; see `extpool plugins list`"),
+    }
+}
+
+/// `plugins enable|disable NAME`.
+fn set_enabled(ctx: &mut Ctx, name: &str, enabled: bool) -> Result<ExitCode> {
+    let record = store(ctx)?
+        .set_enabled(name, enabled)
+        .map_err(|e| not_ours(ctx, e, name))?;
+    ctx.out.line(format!(
+        "plugin {} {}",
+        shown(&record.name),
+        if enabled { "enabled" } else { "disabled" }
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `plugins remove NAME`.
+fn remove(ctx: &mut Ctx, name: &str) -> Result<ExitCode> {
+    let record = store(ctx)?
+        .remove(name)
+        .map_err(|e| not_ours(ctx, e, name))?;
+    ctx.out
+        .line(format!("removed plugin {}", shown(&record.name)))?;
+    Ok(ExitCode::SUCCESS)
+}
