@@ -24,6 +24,7 @@ mod masking;
 mod mcp_auth;
 mod messages;
 mod operator_cli;
+mod plugins;
 mod quickstart;
 mod replicas;
 pub mod serve;

@@ -60,6 +60,8 @@ impl Sandbox {
             .env("XDG_CONFIG_HOME", self.home().join(".config"))
             .env_remove("EXTPOOL_CONFIG")
             .env_remove("CODEX_HOME")
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("XDG_DATA_HOME")
             .env_remove("APPDATA")
             .env_remove("EXTPOOL_LOG")
             .env_remove("TOOLHIVE_API_URL")
