@@ -99,13 +99,20 @@ pub fn skill_resource(info: &SkillInfo) -> Resource {
 /// The argument a skill command's text goes in (its `$ARGUMENTS`).
 pub const SKILL_ARGUMENTS: &str = "arguments";
 
+/// Whether `info` is rendered by the host from its text — a skill's
+/// command or a command file — rather than an MCP prompt: such a command
+/// takes its text as one `arguments` argument.
+pub fn rendered_locally(info: &CommandInfo) -> bool {
+    matches!(info.source.as_str(), "skill" | "file")
+}
+
 /// A command as `prompts/list` shows it, under the name the client sees
 /// (`listed`): an MCP prompt with its arguments, or a skill's slash
 /// command with one optional `arguments` argument. A prompt's icons are
 /// its server's.
 pub fn prompt(info: &CommandInfo, listed: &str) -> Prompt {
     let name = listed.to_owned();
-    let arguments: Vec<PromptArgument> = if info.source == "skill" {
+    let arguments: Vec<PromptArgument> = if rendered_locally(info) {
         let mut a = PromptArgument::new(SKILL_ARGUMENTS);
         a.description = Some("The text after the command ($ARGUMENTS)".into());
         a.required = Some(false);
@@ -127,9 +134,18 @@ pub fn prompt(info: &CommandInfo, listed: &str) -> Prompt {
 }
 
 /// A skill as `skills/list` shows it, with the digests of `files` (URI and
-/// bytes, `SKILL.md` first); `Dynamic` when its files are not known.
+/// bytes, `SKILL.md` first); `Dynamic` when its files are not known. Its
+/// frontmatter `name` is the last segment of its skill path, as SEP-2640
+/// requires (a plugin's skill `plugin:skill` is `skill://plugin/skill/…`,
+/// named `skill`).
 pub fn skill(info: &SkillInfo, files: Option<&[(String, Vec<u8>)]>) -> Skill {
-    let frontmatter = SkillFrontmatter::new(info.name.clone(), info.description.clone());
+    let name = info
+        .uri
+        .strip_suffix("/SKILL.md")
+        .and_then(|path| path.rsplit('/').next())
+        .filter(|segment| !segment.is_empty())
+        .unwrap_or(&info.name);
+    let frontmatter = SkillFrontmatter::new(name.to_owned(), info.description.clone());
     let resources = match files {
         Some(files) => SkillResources::Files(
             files

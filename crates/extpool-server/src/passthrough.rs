@@ -45,17 +45,20 @@ pub fn host_error(e: &HostError) -> ErrorData {
 
 /// `prompts/get` of catalog command `name`: an MCP prompt whole; a skill's
 /// command rendered (its text in one user message, its `arguments`
-/// argument as `$ARGUMENTS`).
+/// argument as `$ARGUMENTS`); a command file rendered the same way, its
+/// `arguments` split into words as a shell would (its `$1`, `$2`…).
 pub async fn get_prompt(
     view: &View,
     name: &str,
     arguments: JsonObject,
 ) -> Result<GetPromptResult, ErrorData> {
     let slash = format!("/{name}");
-    let is_skill = view
+    let local = view
         .commands()
-        .iter()
-        .any(|c| c.name == slash && c.source == "skill");
+        .into_iter()
+        .find(|c| c.name == slash && convert::rendered_locally(c));
+    let is_skill = local.is_some();
+    let split = local.is_some_and(|c| c.source == "file");
     if !is_skill {
         match view.prompt(name, arguments.clone()).await {
             Ok(Some(whole)) => {
@@ -70,11 +73,13 @@ pub async fn get_prompt(
         }
     }
     let words: Vec<String> = if is_skill {
-        arguments
+        let text = arguments
             .get(convert::SKILL_ARGUMENTS)
-            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
-            .into_iter()
-            .collect()
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned));
+        match text {
+            Some(text) if split => extpool_host::skills::args::split_args(&text),
+            other => other.into_iter().collect(),
+        }
     } else {
         arguments
             .iter()

@@ -214,6 +214,18 @@
       : el("p", { class: "muted" }, "No skills."));
   }
 
+  function renderPlugins(plugins) {
+    const rows = plugins.map((p) => [
+      el("span", { class: "mono" }, p.name || "?"),
+      p.host || "",
+      badge(!p.loaded ? "not loaded" : p.enabled ? "enabled" : "disabled"),
+      `${p.skills} skills, ${p.commands} commands, ${(p.servers || []).length} servers, ${p.agents} agents, ${p.hooks} hooks (not run)`,
+      el("span", { class: "notes" }, ...(p.diagnostics || []).map((d) => el("div", {}, d))),
+    ]);
+    $("plugins").replaceChildren(rows.length ? table(["plugin", "host", "state", "provides", "notes"], rows)
+      : el("p", { class: "muted" }, "No plugins."));
+  }
+
   function renderCalls(calls) {
     const rows = calls.map((c) => [time(c.time_ms), el("span", { class: "mono" }, c.session), el("span", { class: "mono" }, c.tool),
       badge(c.decision), badge(c.outcome), `${c.duration_ms} ms`]);
@@ -284,6 +296,7 @@
     if (changed("catalog", data.catalog)) renderCatalog(data.catalog || {});
     if (changed("sessions", data.sessions)) renderSessions(data.sessions || { store: false });
     if (changed("skills", data.skills)) renderSkills(data.skills || []);
+    if (changed("plugins", data.plugins)) renderPlugins(data.plugins || []);
     if (changed("calls", data.calls)) renderCalls(data.calls || []);
     document.body.dataset.updated = String(Date.now());
   }

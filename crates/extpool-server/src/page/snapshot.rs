@@ -25,6 +25,7 @@ pub(crate) async fn snapshot(shared: &Shared) -> Value {
         "sources": crate::source_tools::sources_value(updates, &report),
         "sessions": sessions(shared).await,
         "skills": skills(shared),
+        "plugins": plugins(shared),
         "calls": shared.page.feed.rows(),
     })
 }
@@ -195,6 +196,32 @@ fn skills(shared: &Shared) -> Vec<Value> {
         }
     }
     rows
+}
+
+/// Every plugin found (extpool's own and the hosts'), enabled or not,
+/// with how many skills, commands, servers, subagents and hooks it has
+/// and what was found wrong with it.
+fn plugins(shared: &Shared) -> Vec<Value> {
+    shared
+        .host
+        .plugins()
+        .into_iter()
+        .map(|p| {
+            json!({
+                "name": p.name,
+                "host": p.host,
+                "enabled": p.enabled,
+                "loaded": p.loaded,
+                "version": p.version,
+                "skills": p.skills.len(),
+                "commands": p.commands.len(),
+                "servers": p.servers,
+                "agents": p.agents.len(),
+                "hooks": p.hooks.len(),
+                "diagnostics": p.diagnostics,
+            })
+        })
+        .collect()
 }
 
 /// The tools a client of `/mcp` is listed, with descriptions and schemas

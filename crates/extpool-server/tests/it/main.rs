@@ -22,6 +22,7 @@ mod names;
 mod ops;
 mod page;
 mod passthrough;
+mod plugins;
 mod refresh;
 mod relay;
 mod session_api;

@@ -25,6 +25,7 @@ mod mcp_auth;
 mod messages;
 mod operator_cli;
 mod plugins;
+mod plugins_live;
 mod quickstart;
 mod replicas;
 pub mod serve;
