@@ -27,6 +27,13 @@ NPM_PACKAGES=(
   # A real OpenID provider (panva's), for the gateway's identity tests
   # (extpool-testkit's oidc module).
   "oidc-provider@9.13.3"
+  # Real hosts that install plugins, for the tests in which their own CLIs
+  # install a local plugin (`claude plugin marketplace add` + `claude
+  # plugin install`, `gemini extensions install`) and extpool serves it.
+  # Both run offline from a local folder; both need the Node >= 22 above.
+  # Claude Code's binary is an optional dependency for each platform.
+  "@anthropic-ai/claude-code@2.1.328"
+  "@google/gemini-cli@0.61.0"
 )
 PIP_PACKAGES=(
   "mcp==2.3.0"

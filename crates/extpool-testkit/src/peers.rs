@@ -382,3 +382,57 @@ pub fn python_tasks_clients() -> Command {
     command.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/tasks.py"));
     command
 }
+
+/// A host's own command line `bin` from `.peers/node_modules/.bin` (a
+/// native program, or a script run by Node.js 22 when `node_script`),
+/// Node.js 22 first on `PATH` for what it starts, `HOME` set to `home`
+/// and nothing of the machine's own configuration.
+fn host_cli(bin: &str, package: &str, home: &Path, node_script: bool) -> Command {
+    let program = require(peers_dir().join("node_modules/.bin").join(bin), package);
+    let node = node22();
+    let node_dir = node.parent().map(Path::to_path_buf).unwrap_or_default();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut dirs = vec![node_dir];
+    dirs.extend(std::env::split_paths(&path));
+    let mut command = if node_script {
+        let mut c = Command::new(node);
+        c.arg(program);
+        c
+    } else {
+        Command::new(program)
+    };
+    command
+        .env("PATH", std::env::join_paths(dirs).unwrap_or(path))
+        .env("HOME", home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_DATA_HOME")
+        // Nothing the tests do needs a network or a login.
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+    command
+}
+
+/// Claude Code's own `claude` (`@anthropic-ai/claude-code`, a native
+/// program from its platform package), with `HOME` set to `home`. Its
+/// `plugin marketplace add DIR` and `plugin install NAME@MARKET` work
+/// offline.
+///
+/// # Panics
+///
+/// When the package or Node.js 22 is not installed.
+pub fn claude(home: &Path) -> Command {
+    host_cli("claude", "@anthropic-ai/claude-code", home, false)
+}
+
+/// Gemini CLI's own `gemini` (`@google/gemini-cli`, run by Node.js 22),
+/// with `HOME` set to `home`. Its `extensions install DIR` works offline
+/// (it asks on stdin whether to trust the folder).
+///
+/// # Panics
+///
+/// When the package or Node.js 22 is not installed.
+pub fn gemini(home: &Path) -> Command {
+    host_cli("gemini", "@google/gemini-cli", home, true)
+}

@@ -133,12 +133,11 @@ pub fn claude_enable(home: &Path, id: &str, enabled: bool) {
     write_json(&settings, &value);
 }
 
-/// Installs Gemini CLI extension `name` into `home` as `gemini extensions
-/// install` does: `~/.gemini/extensions/<name>/` with its manifest
-/// (server `kit` through `${extensionPath}`), `commands/greet.toml`,
-/// `skills/wave/SKILL.md`, and its rule in `extension-enablement.json`.
-pub fn gemini_install(home: &Path, name: &str, enabled: bool, server_args: &[String]) -> PathBuf {
-    let dir = home.join(".gemini/extensions").join(name);
+/// Writes Gemini CLI extension `name` into `dir`: its manifest (server
+/// `kit`, the testkit server through `${extensionPath}/bin/kit`),
+/// `GEMINI.md`, `commands/greet.toml` (`{{args}}` and a `!{…}` shell
+/// line) and `skills/wave/SKILL.md`.
+pub fn gemini_extension(dir: &Path, name: &str, server_args: &[String]) {
     write(
         &dir.join("gemini-extension.json"),
         &json!({"name": name, "version": "1.0.0",
@@ -156,6 +155,15 @@ pub fn gemini_install(home: &Path, name: &str, enabled: bool, server_args: &[Str
         "---\nname: wave\ndescription: Waves\n---\nWave.\n",
     );
     kit_script(&dir.join("bin/kit"), server_args);
+}
+
+/// Installs Gemini CLI extension `name` (see [`gemini_extension`]) into
+/// `home` as `gemini extensions install` does: a copy in
+/// `~/.gemini/extensions/<name>/` with its install metadata, and its rule
+/// in `extension-enablement.json`.
+pub fn gemini_install(home: &Path, name: &str, enabled: bool, server_args: &[String]) -> PathBuf {
+    let dir = home.join(".gemini/extensions").join(name);
+    gemini_extension(&dir, name, server_args);
     write_json(
         &dir.join(".gemini-extension-install.json"),
         &json!({"source": "/tmp/src", "type": "local"}),

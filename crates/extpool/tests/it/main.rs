@@ -27,6 +27,7 @@ mod operator_cli;
 mod plugins;
 mod plugins_live;
 mod quickstart;
+mod real_hosts;
 mod replicas;
 pub mod serve;
 mod shutdown;
