@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use extpool_host::core::registry::ShutdownReport;
+use extpool_host::plugins::AgentInfo;
 use extpool_host::{Capability, McpServerConfig, Scope, View, describe};
 use parking_lot::Mutex;
 
@@ -29,6 +30,7 @@ use crate::turn::Turn;
 pub struct SubagentSpec {
     servers: Vec<(String, McpServerConfig)>,
     capabilities: Vec<Arc<dyn Capability>>,
+    definition: Option<AgentInfo>,
 }
 
 impl std::fmt::Debug for SubagentSpec {
@@ -64,6 +66,19 @@ impl SubagentSpec {
         self.capabilities.push(cap);
         self
     }
+
+    /// A subagent as plugin definition `def` describes it (see
+    /// [`crate::AgentFactory::definitions`]): its system prompt first in
+    /// its instructions, its model hint in [`Agent::definition`], and,
+    /// when it lists tools, only the listed ones offered and callable
+    /// (catalog names or aliases; the host's own tools it may name, such
+    /// as Claude Code's `Read`, are not extpool's to offer).
+    pub fn defined(def: AgentInfo) -> Self {
+        Self {
+            definition: Some(def),
+            ..Self::default()
+        }
+    }
 }
 
 pub(crate) struct AgentInner {
@@ -73,6 +88,10 @@ pub(crate) struct AgentInner {
     pub loaded: Loaded,
     pub cache: ToolsetCache,
     pub turns: Mutex<HashSet<String>>,
+    /// The definition it was spawned from.
+    pub definition: Option<AgentInfo>,
+    /// Its view policy: the factory's, narrowed by its definition's tools.
+    pub policy: Arc<extpool_host::ViewPolicy>,
     completed: AtomicBool,
     key: (String, String),
 }
@@ -103,6 +122,7 @@ impl Agent {
         factory: AgentFactory,
         view: View,
         run: Arc<RunState>,
+        definition: Option<AgentInfo>,
     ) -> Result<Self, AgentError> {
         let scope = view.scope();
         let key = (scope.session_id.clone(), scope.agent_name.clone());
@@ -112,6 +132,7 @@ impl Agent {
                 session: key.0,
             });
         }
+        let policy = factory.inner.policy_for(definition.as_ref());
         Ok(Self {
             inner: Arc::new(AgentInner {
                 factory,
@@ -120,10 +141,18 @@ impl Agent {
                 loaded: Loaded::default(),
                 cache: ToolsetCache::default(),
                 turns: Mutex::new(HashSet::new()),
+                definition,
+                policy,
                 completed: AtomicBool::new(false),
                 key,
             }),
         })
+    }
+
+    /// The subagent definition it was spawned from (its system prompt,
+    /// tool allowlist and model hint), when it was.
+    pub fn definition(&self) -> Option<&AgentInfo> {
+        self.inner.definition.as_ref()
     }
 
     /// Its name.
@@ -162,11 +191,11 @@ impl Agent {
     }
 
     pub(crate) fn inputs<'a>(&'a self, view: &'a View) -> Inputs<'a> {
-        let factory = &self.inner.factory.inner;
         Inputs {
             view,
-            policy: &factory.policy,
+            policy: &self.inner.policy,
             filter_scope: self.inner.view.scope(),
+            definition: self.inner.definition.as_ref(),
             loaded: &self.inner.loaded,
             cache: Some(&self.inner.cache),
             revision: None,
@@ -239,6 +268,7 @@ impl Agent {
             self.inner.factory.clone(),
             view,
             RunState::child_of(&self.inner.run),
+            spec.definition,
         )?;
         let registered = async {
             for (server, config) in spec.servers {

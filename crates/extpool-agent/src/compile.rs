@@ -137,6 +137,9 @@ pub(crate) struct Inputs<'a> {
     pub policy: &'a Arc<ViewPolicy>,
     /// The scope its filters are given (the agent's, for its turns too).
     pub filter_scope: &'a Scope,
+    /// The subagent definition the agent was spawned from: its system
+    /// prompt comes first in the instructions.
+    pub definition: Option<&'a extpool_host::plugins::AgentInfo>,
     pub loaded: &'a Loaded,
     pub cache: Option<&'a ToolsetCache>,
     /// A revision pinned earlier (a turn re-planning after a search);
@@ -293,7 +296,14 @@ impl CompiledAgent {
 /// Compiles `inputs.view`: its toolset and its instructions.
 pub(crate) async fn compile(inputs: &Inputs<'_>) -> CompiledAgent {
     let toolset = toolset(inputs);
-    let mut instructions = inputs.view.instructions().await;
+    let mut instructions = Vec::new();
+    if let Some(def) = inputs.definition {
+        instructions.push(InstructionInfo {
+            source: format!("agent:{}", def.name),
+            text: def.system_prompt.clone(),
+        });
+    }
+    instructions.extend(inputs.view.instructions().await);
     if let Some(listing) = &toolset.listing {
         instructions.push(InstructionInfo {
             source: SEARCH_TOOL.to_owned(),

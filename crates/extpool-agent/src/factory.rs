@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use extpool_host::plugins::AgentInfo;
 use extpool_host::search::DeferralConfig;
 use extpool_host::{Host, Scope, ScopeLevel, View, ViewPolicy};
 use parking_lot::Mutex;
@@ -112,6 +113,22 @@ pub(crate) struct FactoryInner {
 }
 
 impl FactoryInner {
+    /// The policy of an agent spawned from `definition`: this factory's,
+    /// and when the definition lists tools, only those (by catalog name or
+    /// alias) offered and callable. A policy of its own, so its compiled
+    /// tables are its own.
+    pub(crate) fn policy_for(&self, definition: Option<&AgentInfo>) -> Arc<ViewPolicy> {
+        let Some(list) = definition.and_then(|d| d.tools.clone()) else {
+            return self.policy.clone();
+        };
+        let allowlist = move |_: &Scope, tools: &mut Vec<extpool_host::ModelTool>| {
+            tools.retain(|t| list.iter().any(|n| *n == t.name || *n == t.alias));
+        };
+        self.policy.to_builder().filter(Arc::new(allowlist)).build()
+    }
+}
+
+impl FactoryInner {
     pub(crate) fn emit(&self, event: AgentEvent) {
         if let AgentEvent::Call(record) = &event {
             tracing::info!(
@@ -181,6 +198,18 @@ impl AgentFactory {
         &self.inner.options
     }
 
+    /// The subagent definitions of the host's enabled plugins (`plugin:agent`:
+    /// system prompt, tool allowlist, model hint), to spawn with
+    /// [`crate::SubagentSpec::defined`].
+    pub fn definitions(&self) -> Vec<extpool_host::plugins::AgentInfo> {
+        self.inner.host.agents()
+    }
+
+    /// The subagent definition named `name` (`plugin:agent`).
+    pub fn definition(&self, name: &str) -> Option<extpool_host::plugins::AgentInfo> {
+        self.definitions().into_iter().find(|d| d.name == name)
+    }
+
     /// Compiles what `view` offers (RFC `AgentFactory.compile()`): the
     /// toolset from the revision published now (permissions applied,
     /// degraded servers left out, filters applied, deferred above the
@@ -192,6 +221,7 @@ impl AgentFactory {
             view,
             policy: &self.inner.policy,
             filter_scope: view.scope(),
+            definition: None,
             loaded: &loaded,
             cache: None,
             revision: None,
@@ -210,7 +240,7 @@ impl AgentFactory {
             )));
         }
         let view = session.agent(name)?;
-        Agent::open(self.clone(), view, RunState::root())
+        Agent::open(self.clone(), view, RunState::root(), None)
     }
 
     /// Every agent event from now on (tool calls for the audit trail,

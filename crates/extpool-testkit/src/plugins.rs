@@ -61,7 +61,9 @@ pub fn claude_plugin(dir: &Path, name: &str, server_args: &[String]) {
     write(&dir.join("skills/hello/references/notes.md"), "Be kind.\n");
     write(
         &dir.join("agents/helper.md"),
-        "---\nname: helper\ndescription: Helps with greetings\ntools: Read, mcp__plugin_x_kit__echo\nmodel: sonnet\n---\nYou help people greet each other.\n",
+        &format!(
+            "---\nname: helper\ndescription: Helps with greetings\ntools: Read, mcp__plugin_{name}_kit__echo\nmodel: sonnet\n---\nYou help people greet each other.\n"
+        ),
     );
     write(
         &dir.join("hooks/hooks.json"),

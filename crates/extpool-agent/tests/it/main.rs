@@ -7,6 +7,7 @@
 mod deciders;
 mod example;
 mod extension;
+mod plugin_agents;
 #[cfg(feature = "rig")]
 mod rig;
 mod scenarios;

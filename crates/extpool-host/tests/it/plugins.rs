@@ -178,7 +178,7 @@ async fn the_plugins_hosts_installed_and_command_files_are_served_with_no_config
     assert_eq!(agents[0].model.as_deref(), Some("sonnet"));
     assert_eq!(
         agents[0].tools.as_deref(),
-        Some(&["Read".to_owned(), "mcp__plugin_x_kit__echo".to_owned()][..])
+        Some(&["Read".to_owned(), "mcp__plugin_demo_kit__echo".to_owned()][..])
     );
     assert_eq!(agents[0].system_prompt, "You help people greet each other.");
     host.shutdown().await;
