@@ -74,6 +74,17 @@ fn server_row(server: &ServerInfo, status: &CatalogStatus) -> SourceInfo {
     row
 }
 
+/// How source `id` is named in a message: `MCP server "x"`, or the host's
+/// own sources of skills and commands by what they are.
+pub fn source_label(id: &str) -> String {
+    match id {
+        SKILLS_ID => "skills".into(),
+        crate::plugins::PLUGIN_SKILLS_ID => "plugin skills".into(),
+        crate::plugins::COMMANDS_ID => "command files".into(),
+        server => format!("MCP server {server:?}"),
+    }
+}
+
 /// Why the catalog did not publish something, as one line (the problem
 /// names the name; a collision already says it is not published).
 pub fn dropped_line(problem: &extpool_catalog::Problem) -> String {
@@ -236,6 +247,31 @@ pub(crate) fn rows(
             discovered_by: None,
             implementation: None,
         });
+    }
+    if let Some(live) = &host.plugins {
+        let found = live.found();
+        rows.extend(crate::plugins::source_rows(&found, places));
+        let mut commands = dropped_of(&dropped, crate::plugins::COMMANDS_ID);
+        commands.extend(dropped_of(&dropped, crate::plugins::PLUGIN_SKILLS_ID));
+        commands.extend(crate::plugins::problems(&found));
+        if found.discovery.commands.is_empty() && commands.is_empty() {
+            // Nothing to say: no row.
+        } else {
+            rows.push(SourceInfo {
+                kind: "commands",
+                name: "command files".into(),
+                state: "found".into(),
+                detail: plural(found.discovery.commands.len(), "command"),
+                origin: "every host's command folders and the plugins'".into(),
+                revision: None,
+                stale: false,
+                last_error: None,
+                dropped: commands,
+                last_success_ms: None,
+                discovered_by: None,
+                implementation: None,
+            });
+        }
     }
     for d in discovery {
         let detail = match (&d.last_error, d.stale) {

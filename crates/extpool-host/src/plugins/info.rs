@@ -141,6 +141,53 @@ pub fn agents(found: &Found) -> Vec<AgentInfo> {
     out
 }
 
+/// A `list sources` row per plugin: enabled or not, what it provides,
+/// its host and folder, what was found wrong with it.
+pub(crate) fn source_rows(
+    found: &Found,
+    places: &extpool_config::Places,
+) -> Vec<crate::SourceInfo> {
+    plugins(found)
+        .into_iter()
+        .map(|p| {
+            let state = match (p.loaded, p.enabled) {
+                (false, _) => "not loaded",
+                (true, true) => "enabled",
+                (true, false) => "disabled",
+            };
+            let count =
+                |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+            let detail = format!(
+                "{}, {}, {}, {}, {} (not run)",
+                count(p.skills.len(), "skill"),
+                count(p.commands.len(), "command"),
+                count(p.servers.len(), "server"),
+                count(p.agents.len(), "agent"),
+                count(p.hooks.len(), "hook"),
+            );
+            let path = extpool_config::diagnostics::display_path(
+                &p.path,
+                Some(&places.cwd),
+                places.home.as_deref(),
+            );
+            crate::SourceInfo {
+                kind: "plugin",
+                name: p.name,
+                state: state.into(),
+                detail,
+                origin: format!("{} {} ({path})", p.host, p.id),
+                revision: None,
+                stale: false,
+                last_error: None,
+                dropped: p.diagnostics,
+                last_success_ms: None,
+                discovered_by: None,
+                implementation: None,
+            }
+        })
+        .collect()
+}
+
 /// What discovery found wrong outside any one plugin (host records,
 /// command files, names defined twice) and the plugin servers not served,
 /// one line each.

@@ -44,6 +44,7 @@ pub use extpool_plugins::{
     CommandSpec, Diagnostic, HookSpec, Marketplace, Outcome, Plugin, ReadOptions, Report, Store,
     StoreError, validate,
 };
+pub(crate) use info::source_rows;
 pub use info::{AgentInfo, PluginInfo, agents, plugins, problems};
 
 /// The id of the capability serving the plugins' skills.

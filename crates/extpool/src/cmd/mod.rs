@@ -290,8 +290,8 @@ fn report_unloaded(ctx: &Ctx, host: &Host, skills: bool) {
     }
     for d in host.dropped() {
         lines.push(format!(
-            "{warning}: MCP server {:?}: {}",
-            d.source,
+            "{warning}: {}: {}",
+            extpool_host::sources::source_label(&d.source),
             extpool_host::sources::dropped_line(&d.problem)
         ));
     }
