@@ -254,9 +254,8 @@ pub(crate) fn rows(
         let mut commands = dropped_of(&dropped, crate::plugins::COMMANDS_ID);
         commands.extend(dropped_of(&dropped, crate::plugins::PLUGIN_SKILLS_ID));
         commands.extend(crate::plugins::problems(&found));
-        if found.discovery.commands.is_empty() && commands.is_empty() {
-            // Nothing to say: no row.
-        } else {
+        // Without command files or a problem there is nothing to say.
+        if !found.discovery.commands.is_empty() || !commands.is_empty() {
             rows.push(SourceInfo {
                 kind: "commands",
                 name: "command files".into(),
