@@ -20,7 +20,9 @@ Configuration:
   .vscode/mcp.json and .codex/config.toml in the working directory, then the
   user's ~/.config/extpool/extpool.yaml, ~/.claude.json, ~/.cursor/mcp.json,
   Claude Desktop's and VS Code's config and ~/.codex/config.toml.
-  `extpool config paths` shows which exist.
+  `extpool config paths` shows which exist. The plugins extpool, Claude Code,
+  Codex and Gemini CLI installed, and every host's command files, are
+  served too (`extpool list plugins`).
 
 Exit codes:
   0  success

@@ -33,7 +33,9 @@ impl Dirs {
             xdg_config_home: Some(self.home.join(".config")),
             appdata: None,
             codex_home: Some(self.home.join(".codex")),
+            claude_config_dir: None,
             max_file_bytes: None,
+            data_dir: None,
         }
     }
 
