@@ -385,4 +385,89 @@ fn a_plugin_is_added_by_name_from_a_marketplace() {
     assert_eq!(installed["record"]["source"]["marketplace"], "acme");
     let skills = json(&sb.run(&["list", "skills", "--json"]));
     assert!(has(&skills, "name", "mkit:hello"));
+
+    // A marketplace in a git repository is cloned into extpool's store.
+    let repo = sb.dir.path().join("market-repo");
+    claude_plugin(&repo.join("plugins/gkit"), "gkit", &[]);
+    std::fs::create_dir_all(repo.join(".claude-plugin")).unwrap();
+    std::fs::write(
+        repo.join(".claude-plugin/marketplace.json"),
+        r#"{"name": "gitmarket", "owner": {"name": "t"}, "plugins": [{"name": "gkit", "source": "./plugins/gkit"}]}"#,
+    )
+    .unwrap();
+    git(&repo, &["init", "--quiet", "--initial-branch=main"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "--quiet", "-m", "market"]);
+    let url = format!("file://{}", repo.display());
+    let added = sb.run(&["plugins", "marketplace", "add", &url]);
+    assert_eq!(added.code, 0, "{}", added.stderr);
+    std::fs::remove_dir_all(&repo).unwrap();
+    let installed = json(&sb.run(&["plugins", "add", "gkit@gitmarket", "--yes", "--json"]));
+    assert_eq!(installed["outcome"], "installed", "{installed}");
+    let markets = json(&sb.run(&["plugins", "marketplace", "list", "--json"]));
+    assert!(has(&markets, "name", "gitmarket") && has(&markets, "name", "acme"));
+}
+
+#[test]
+fn one_precedence_the_first_definition_wins_and_every_shadowed_one_is_reported() {
+    let sb = Sandbox::new();
+    // A skill and a command file of one name: the skill wins (as in
+    // Claude Code).
+    sb.write(
+        ".claude/skills/review/SKILL.md",
+        "---\nname: review\ndescription: The review skill\n---\nReview as a skill.\n",
+    );
+    sb.write(".claude/commands/review.md", "Review as a command file.\n");
+    // The project's command file before the user's of the same name.
+    sb.write(".claude/commands/ship.md", "Ship from the project.\n");
+    std::fs::create_dir_all(sb.home().join(".claude/commands")).unwrap();
+    std::fs::write(
+        sb.home().join(".claude/commands/ship.md"),
+        "Ship from home.\n",
+    )
+    .unwrap();
+    // One plugin name installed by two hosts: extpool's own order keeps
+    // Claude Code's, and Gemini CLI's is reported.
+    claude_install(&sb.home(), "mk", "twin", true, &[]);
+    gemini_install(&sb.home(), "twin", true, &[]);
+
+    let review = sb.run(&["run", "/review"]);
+    assert!(
+        review.stdout.contains("Review as a skill."),
+        "{}",
+        review.stdout
+    );
+    assert!(
+        review
+            .stderr
+            .contains("command files: name \"review\" is already taken"),
+        "{}",
+        review.stderr
+    );
+    let ship = sb.run(&["run", "/ship"]);
+    assert_eq!(ship.stdout.trim(), "Ship from the project.");
+    let sources = json(&sb.run(&["list", "sources", "--json"]));
+    let commands = find(&sources, "kind", "commands");
+    let dropped: Vec<&str> = commands["dropped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_str().unwrap())
+        .collect();
+    let said = |what: &str| dropped.iter().any(|d| d.contains(what));
+    assert!(said("name \"review\" is already taken"), "{dropped:#?}");
+    assert!(said("command /ship is already defined by"), "{dropped:#?}");
+    assert!(
+        said("plugin twin: server \"kit\" is not served: the name \"plugin_twin_kit\" is taken"),
+        "{dropped:#?}"
+    );
+    let servers = json(&sb.run(&["list", "servers", "--json"]));
+    let origin = find(&servers, "name", "plugin_twin_kit")["origin"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        origin.contains(".claude/plugins/cache"),
+        "Claude Code's comes first: {origin}"
+    );
 }
