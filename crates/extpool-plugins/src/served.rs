@@ -14,10 +14,10 @@ use async_trait::async_trait;
 use extpool_core::directory::{DIRECTORY_PAGE_SIZE, MAX_DIRECTORY_ENTRIES, child_entry};
 use extpool_core::{
     Capability, CapabilityKind, ChangeKind, ChangeObservable, ChangeStream, CommandArgument,
-    CommandEntry, CommandResource, DIRECTORY_MIME_TYPE, DirectoryPage, ExtUri, ExtensionError,
-    ResourceBody, ResourceContent, SkillEntry, SkillResource,
+    CommandEntry, CommandResource, DirectoryPage, ExtUri, ExtensionError, ResourceBody,
+    ResourceContent, SkillEntry, SkillResource,
 };
-use extpool_skills::files::{FileContent, FileError, list_confined, mime_for, read_confined};
+use extpool_skills::files::{FileContent, FileError, list_confined, read_confined};
 
 use crate::changes::Changes;
 use crate::command::Dialect;
@@ -248,14 +248,7 @@ impl SkillResource for PluginSkills {
         };
         let entries = children
             .into_iter()
-            .map(|c| {
-                let mime = if c.is_dir {
-                    DIRECTORY_MIME_TYPE
-                } else {
-                    mime_for(&c.path)
-                };
-                child_entry(skill_uri(&served.skill, &c.path), mime)
-            })
+            .map(|c| child_entry(skill_uri(&served.skill, &c.path), c.mime_type()))
             .collect();
         Ok(Some(DirectoryPage::of(
             entries,

@@ -239,6 +239,18 @@ pub struct DirChild {
     pub is_dir: bool,
 }
 
+impl DirChild {
+    /// Its MIME type in a directory listing: `inode/directory` for a
+    /// folder (SEP-2640), else the one of its name.
+    pub fn mime_type(&self) -> &'static str {
+        if self.is_dir {
+            extpool_core::DIRECTORY_MIME_TYPE
+        } else {
+            mime_for(&self.path)
+        }
+    }
+}
+
 /// The direct children of `rel` in a skill directory (`""` is the skill's
 /// own folder), sorted by name, confined as [`read_confined`] is: `rel`
 /// through [`resolve_confined`], and a child that is a symlink listed only

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use extpool_core::directory::{DIRECTORY_PAGE_SIZE, MAX_DIRECTORY_ENTRIES, child_entry};
 use extpool_core::{
-    Capability, CommandArgument, CommandEntry, CommandResource, DIRECTORY_MIME_TYPE, DirectoryPage,
-    ExtUri, ExtensionError, McpResource, ResourceBody, ResourceContent, ResourceEntry, SkillEntry,
+    Capability, CommandArgument, CommandEntry, CommandResource, DirectoryPage, ExtUri,
+    ExtensionError, McpResource, ResourceBody, ResourceContent, ResourceEntry, SkillEntry,
     SkillResource, ToolEntry, ToolResult, UriError,
 };
 use futures::future::join_all;
@@ -111,14 +111,7 @@ pub(crate) fn list_local(
     let name = &skill.meta.name;
     let entries = children
         .into_iter()
-        .map(|c| {
-            let mime = if c.is_dir {
-                DIRECTORY_MIME_TYPE
-            } else {
-                crate::files::mime_for(&c.path)
-            };
-            child_entry(format!("skill://{name}/{}", c.path), mime)
-        })
+        .map(|c| child_entry(format!("skill://{name}/{}", c.path), c.mime_type()))
         .collect();
     Ok(Some(DirectoryPage::of(
         entries,
