@@ -13,9 +13,9 @@ use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use extpool_core::directory::{DIRECTORY_PAGE_SIZE, MAX_DIRECTORY_ENTRIES, child_entry};
 use extpool_core::{
-    Capability, CapabilityKind, ChangeKind, ChangeObservable, ChangeStream, CommandArgument,
-    CommandEntry, CommandResource, DirectoryPage, ExtUri, ExtensionError, ResourceBody,
-    ResourceContent, SkillEntry, SkillResource,
+    Capability, CapabilityKind, ChangeKind, ChangeObservable, ChangeStream, CommandEntry,
+    CommandResource, DirectoryPage, ExtUri, ExtensionError, ResourceBody, ResourceContent,
+    SkillEntry, SkillResource,
 };
 use extpool_skills::files::{FileContent, FileError, list_confined, read_confined};
 
@@ -268,21 +268,7 @@ impl CommandResource for PluginSkills {
             .skills
             .iter()
             .filter(|s| s.skill.meta.user_invocable)
-            .map(|s| {
-                let meta = &s.skill.meta;
-                let mut entry = CommandEntry::new(&s.skill.qualified, &meta.description);
-                entry.argument_hint = meta.argument_hint.clone();
-                entry.arguments = meta
-                    .arguments
-                    .iter()
-                    .map(|a| CommandArgument {
-                        name: a.clone(),
-                        description: None,
-                        required: false,
-                    })
-                    .collect();
-                entry
-            })
+            .map(|s| s.skill.meta.command_entry(&s.skill.qualified))
             .collect())
     }
 

@@ -93,6 +93,24 @@ impl SkillMeta {
         }
     }
 
+    /// The command `/name` of a user-invocable skill with this metadata:
+    /// its description, its named arguments (all optional) and its
+    /// argument hint — the one rule for local and plugin skills alike.
+    pub fn command_entry(&self, name: &str) -> extpool_core::CommandEntry {
+        let mut entry = extpool_core::CommandEntry::new(name, &self.description);
+        entry.argument_hint = self.argument_hint.clone();
+        entry.arguments = self
+            .arguments
+            .iter()
+            .map(|a| extpool_core::CommandArgument {
+                name: a.clone(),
+                description: None,
+                required: false,
+            })
+            .collect();
+        entry
+    }
+
     /// The whole frontmatter as JSON (plain scalars typed per YAML 1.2), as
     /// SEP-2640 `skills/list` entries carry it. Parsed on each call: the
     /// metadata kept in memory is the text.

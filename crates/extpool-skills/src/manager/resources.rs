@@ -10,9 +10,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use extpool_core::directory::{DIRECTORY_PAGE_SIZE, MAX_DIRECTORY_ENTRIES, child_entry};
 use extpool_core::{
-    Capability, CommandArgument, CommandEntry, CommandResource, DirectoryPage, ExtUri,
-    ExtensionError, McpResource, ResourceBody, ResourceContent, ResourceEntry, SkillEntry,
-    SkillResource, ToolEntry, ToolResult, UriError,
+    Capability, CommandEntry, CommandResource, DirectoryPage, ExtUri, ExtensionError, McpResource,
+    ResourceBody, ResourceContent, ResourceEntry, SkillEntry, SkillResource, ToolEntry, ToolResult,
+    UriError,
 };
 use futures::future::join_all;
 use serde_json::{Map, Value};
@@ -280,22 +280,7 @@ impl CommandResource for SkillManagerCap {
                 .skills
                 .iter()
                 .filter(|s| s.meta.user_invocable)
-                .map(|s| CommandEntry {
-                    name: s.meta.name.clone(),
-                    description: s.meta.description.clone(),
-                    arguments: s
-                        .meta
-                        .arguments
-                        .iter()
-                        .map(|a| CommandArgument {
-                            name: a.clone(),
-                            description: None,
-                            required: false,
-                        })
-                        .collect(),
-                    argument_hint: s.meta.argument_hint.clone(),
-                    icons: None,
-                })
+                .map(|s| s.meta.command_entry(&s.meta.name))
                 .collect()
         };
         out.sort_by(|a, b| a.name.cmp(&b.name));
