@@ -108,6 +108,15 @@ pub enum ConfigError {
         /// The server.
         server: String,
     },
+    /// The `sandbox` profile breaks a rule, or this kernel cannot enforce
+    /// it: the server is refused rather than run with less confinement.
+    #[error("MCP server {server:?}: {reason}")]
+    Sandbox {
+        /// The server.
+        server: String,
+        /// Why (the field at fault, or what this kernel lacks).
+        reason: String,
+    },
     /// The `oauth` profile cannot be used.
     #[error("MCP server {server:?}: oauth: {reason}")]
     OAuth {
