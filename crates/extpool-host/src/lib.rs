@@ -70,6 +70,7 @@ pub mod info;
 pub mod options;
 pub mod passthrough;
 pub mod policy;
+pub mod sandbox;
 pub mod search;
 pub mod servers;
 mod shared;
@@ -109,4 +110,5 @@ pub use extpool_core::{
     ToolResult,
 };
 pub use extpool_mcp::{self as mcp, McpServerCap, SessionConnectionPool};
+pub use extpool_sandbox::SandboxProfile;
 pub use extpool_skills::{self as skills, SkillManagerCap};

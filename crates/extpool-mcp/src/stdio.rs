@@ -262,6 +262,56 @@ impl StdioPlan {
     }
 }
 
+/// Where confined servers keep their private directories unless the
+/// host says otherwise: `sandbox` in extpool's data directory.
+pub fn default_sandbox_dir() -> PathBuf {
+    extpool_core::dirs::data_dir().join("sandbox")
+}
+
+/// Starts `true` confined by `profile` (its private directories under
+/// `dir`) and waits for it: how long a confined start and exit took, or
+/// why it failed. What `extpool doctor` runs to show that confinement
+/// works here, beyond what the kernel says it offers.
+pub async fn sandbox_trial(
+    profile: &SandboxProfile,
+    dir: &Path,
+) -> Result<std::time::Duration, String> {
+    let started = std::time::Instant::now();
+    let dirs = PrivateDirs::of(dir, "doctor");
+    dirs.create()
+        .map_err(|e| format!("cannot make {}: {e}", dirs.home.display()))?;
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    let request = extpool_sandbox::Request {
+        profile,
+        server: "doctor",
+        program: "true",
+        cwd: None,
+        path_var: Some(&path),
+        dirs: &dirs,
+    };
+    let prepared = extpool_sandbox::prepare(&request).map_err(|e| e.to_string())?;
+    let mut command = tokio::process::Command::new("true");
+    command
+        .env_clear()
+        .env("PATH", &path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut wrap = CommandWrap::from(command);
+    wrap.wrap(KillOnDrop);
+    let mut child = match crate::spawner::spawn(wrap, Some(prepared.child)) {
+        Ok(child) => child,
+        Err(error) => return Err(prepared.parent.failed(error).to_string()),
+    };
+    let _running = prepared.parent.started().map_err(|e| e.to_string())?;
+    let status = child.wait().await.map_err(|e| e.to_string())?;
+    if status.success() {
+        Ok(started.elapsed())
+    } else {
+        Err(format!("the confined process ended with {status}"))
+    }
+}
+
 /// Checks `profile` (its rules, and that this kernel can enforce it) and
 /// gives the server's private directories.
 fn confinable(
@@ -284,7 +334,7 @@ fn confinable(
     let root = policy
         .sandbox_dir
         .clone()
-        .unwrap_or_else(|| extpool_core::dirs::data_dir().join("sandbox"));
+        .unwrap_or_else(default_sandbox_dir);
     Ok(PrivateDirs::of(&root, name.as_str()))
 }
 

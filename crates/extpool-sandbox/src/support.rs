@@ -7,8 +7,6 @@
 
 use std::sync::OnceLock;
 
-use serde::Serialize;
-
 use crate::profile::SandboxProfile;
 
 /// The lowest Landlock ABI a profile needs: 3 (Linux 6.2), the first in
@@ -16,7 +14,7 @@ use crate::profile::SandboxProfile;
 pub const MIN_LANDLOCK_ABI: u8 = 3;
 
 /// What this kernel supports for confining a child process.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Support {
     /// The operating system (`linux`, `macos`, …).
     pub os: &'static str,

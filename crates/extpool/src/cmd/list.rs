@@ -30,6 +30,8 @@ struct ServerJson {
     enabled: bool,
     lazy: bool,
     origin: String,
+    /// The permission profile it runs under (`null`: unconfined).
+    sandbox: Option<extpool_host::SandboxProfile>,
 }
 
 /// Lists what was asked for.
@@ -267,6 +269,7 @@ fn servers(ctx: &mut Ctx) -> Result<ExitCode> {
                 .get(name)
                 .map(|s| format!("{}:{}", s.file, s.pos.line))
                 .unwrap_or_default(),
+            sandbox: config.sandbox.clone(),
         })
         .collect();
     let skipped = loaded.skipped_files();
@@ -290,11 +293,17 @@ fn servers(ctx: &mut Ctx) -> Result<ExitCode> {
                     (true, true) => "lazy",
                     (true, false) => "enabled",
                 };
-                vec![r.name, state.into(), r.origin, r.transport]
+                let sandbox = r
+                    .sandbox
+                    .as_ref()
+                    .map_or_else(|| "unconfined".to_owned(), |p| p.summary());
+                vec![r.name, state.into(), r.origin, r.transport, sandbox]
             })
             .collect();
-        ctx.out
-            .table(&["SERVER", "STATE", "DEFINED IN", "TRANSPORT"], &table)?;
+        ctx.out.table(
+            &["SERVER", "STATE", "DEFINED IN", "TRANSPORT", "SANDBOX"],
+            &table,
+        )?;
     }
     // A skipped file or entry fails the listing, as it fails `config check`.
     Ok(if loaded.errors().next().is_none() {
