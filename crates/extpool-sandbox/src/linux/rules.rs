@@ -97,7 +97,8 @@ pub(crate) fn ruleset(abi: ABI, grants: &[Grant]) -> Result<RulesetCreated, Sand
                 return Err(SandboxError::Path {
                     path: grant.path.display().to_string(),
                     access: if grant.write { "write" } else { "read" },
-                    reason: e.to_string(),
+                    reason: std::error::Error::source(&e)
+                        .map_or_else(|| e.to_string(), ToString::to_string),
                 });
             }
         };

@@ -39,7 +39,7 @@ pub(crate) fn tools() -> &'static [Tool] {
         vec![
             Tool::new(
                 READ_FILE,
-                "Reads the file at `path`; returns `read N bytes: <first 200 bytes>` or the OS error",
+                "Reads the file at `path`; returns `read N bytes: <its first 4 KiB>` or the OS error",
                 schema(path, &["path"]),
             ),
             Tool::new(
@@ -93,7 +93,8 @@ pub(crate) async fn call(request: &CallToolRequestParams) -> Result<CallToolResu
             let path = arg(request, "path")?;
             std::fs::read(path)
                 .map(|bytes| {
-                    let head = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned();
+                    let head =
+                        String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).into_owned();
                     format!("read {} bytes: {head}", bytes.len())
                 })
                 .map_err(|e| format!("reading {path}: {e}"))

@@ -26,6 +26,7 @@ mod messages;
 mod operator_cli;
 mod quickstart;
 mod replicas;
+mod sandbox;
 pub mod serve;
 mod shutdown;
 mod signals;
