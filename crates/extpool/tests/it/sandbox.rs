@@ -37,7 +37,7 @@ fn fixture() -> Sandbox {
 
 /// Writes extpool.yaml: the probing testkit server `probe` under
 /// `sandbox` (YAML lines under `sandbox:`, or none), and an unconfined
-/// testkit server `plain` beside it.
+/// probing testkit server `plain` beside it.
 fn configure(sb: &Sandbox, sandbox: Option<&str>) {
     let bin = testkit().display().to_string();
     let profile = match sandbox {
@@ -47,7 +47,7 @@ fn configure(sb: &Sandbox, sandbox: Option<&str>) {
     sb.write(
         "extpool.yaml",
         &format!(
-            "skills:\n  default_roots: false\nmcp_servers:\n  probe:\n    command: {bin}\n    args: [--probe]\n{profile}  plain:\n    command: {bin}\n"
+            "skills:\n  default_roots: false\nmcp_servers:\n  probe:\n    command: {bin}\n    args: [--probe]\n{profile}  plain:\n    command: {bin}\n    args: [--probe]\n"
         ),
     );
 }
@@ -474,4 +474,42 @@ fn doctor_says_what_this_kernel_supports() {
         "{}",
         r.stdout
     );
+}
+
+#[test]
+fn through_the_gateway_a_confined_servers_denials_are_its_tools_errors_and_the_others_work() {
+    use crate::serve::{python, serve, sigterm};
+    use serde_json::json;
+
+    let sb = fixture();
+    let (port, accepts) = listener("127.0.0.1:0");
+    configure(
+        &sb,
+        Some(&format!("      network: [\"127.0.0.1:{port}\"]\n")),
+    );
+    let mut served = serve(&sb, &["--listen", "127.0.0.1:0", "--toolhive=false"]);
+    let out = python(
+        &["--url", &served.url],
+        json!([
+            {"op": "call", "name": "mcp__probe__read_file", "args": {"path": key_path(&sb)}},
+            {"op": "call", "name": "mcp__probe__connect", "args": {"address": format!("127.0.0.1:{port}")}},
+            {"op": "call", "name": "mcp__probe__connect", "args": {"address": "127.0.0.2:1"}},
+            {"op": "call", "name": "mcp__plain__read_file", "args": {"path": key_path(&sb)}},
+        ]),
+    );
+    let text = |i: usize| out[i]["text"].to_string();
+    assert_eq!(out[1]["is_error"], true, "{out:?}");
+    assert!(text(1).contains("Permission denied"), "{out:?}");
+    assert_eq!(out[2]["is_error"], false, "{out:?}");
+    assert!(text(2).contains("connected"), "{out:?}");
+    accepts
+        .recv_timeout(PATIENCE)
+        .expect("the allowed target was reached");
+    assert_eq!(out[3]["is_error"], true, "{out:?}");
+    assert!(text(3).contains("Connection refused"), "{out:?}");
+    // The unconfined server beside it is unaffected (and reads what the
+    // confined one may not: the denial is the profile's).
+    assert_eq!(out[4]["is_error"], false, "{out:?}");
+    assert!(text(4).contains("PRIVATE KEY MATERIAL"), "{out:?}");
+    assert_eq!(sigterm(&mut served), 143);
 }
