@@ -482,7 +482,7 @@ mod tests {
         let err = serde_json::from_str::<SandboxProfile>(r#"{"network": "everywhere"}"#)
             .unwrap_err()
             .to_string();
-        assert!(err.contains("none, loopback, any"), "{err}");
+        assert!(err.contains("`none`, `loopback`, `any`"), "{err}");
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! none), never a sleep.
 
 use std::net::TcpListener;
+use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -512,4 +513,62 @@ fn through_the_gateway_a_confined_servers_denials_are_its_tools_errors_and_the_o
     assert_eq!(out[4]["is_error"], false, "{out:?}");
     assert!(text(4).contains("PRIVATE KEY MATERIAL"), "{out:?}");
     assert_eq!(sigterm(&mut served), 143);
+}
+
+#[test]
+fn config_check_locates_a_profiles_problems() {
+    let sb = fixture();
+    configure(
+        &sb,
+        Some("      env: [HOME]\n      write: [\"/\"]\n      limits: {open_files: 0}\n"),
+    );
+    let r = sb.run(&["config", "check"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    for expected in [
+        "extpool.yaml:8:12: error: mcp_servers.probe.sandbox.env[0]: HOME is set by the sandbox itself",
+        "error: mcp_servers.probe.sandbox.write[0]: write access to / would leave nothing confined",
+        "error: mcp_servers.probe.sandbox.limits.open_files: expected a number of at least 1",
+    ] {
+        assert!(r.stderr.contains(expected), "{expected}\n{}", r.stderr);
+    }
+}
+
+#[test]
+fn read_paths_may_be_relative_to_the_config_or_name_variables() {
+    let sb = fixture();
+    let shared = sb.write("shared/readme.txt", "shared text");
+    let docs = sb.write("docs/guide.txt", "guide text");
+    configure(
+        &sb,
+        Some("      read: [shared, \"${EXTPOOL_TEST_DOCS}\"]\n"),
+    );
+    let read = |path: &Path| {
+        let name = "mcp__probe__read_file".to_owned();
+        let path = arg("path", path.display());
+        sb.run_with(
+            &["call", &name, &path],
+            &[(
+                "EXTPOOL_TEST_DOCS",
+                &sb.work().join("docs").display().to_string(),
+            )],
+        )
+    };
+    let r = read(&shared);
+    assert!(
+        r.code == 0 && r.stdout.contains("shared text"),
+        "{}",
+        r.stderr
+    );
+    let r = read(&docs);
+    assert!(
+        r.code == 0 && r.stdout.contains("guide text"),
+        "{}",
+        r.stderr
+    );
+    let r = read(&sb.work().join("extpool.yaml"));
+    assert!(
+        r.code != 0 && r.stderr.contains("Permission denied"),
+        "the config beside them is not granted: {}",
+        r.stdout
+    );
 }
