@@ -5,12 +5,14 @@
 //! denied (os error 13)`, `Connection refused (os error 111)`) as a tool
 //! error — so a test can tell a denial from a success through any client.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use rmcp::ErrorData;
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, JsonObject, Tool};
-use serde_json::{Value, json};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool};
+use serde_json::json;
+
+use super::url_elicitation::{arg, schema};
 
 /// Reads a file.
 pub const READ_FILE: &str = "read_file";
@@ -23,14 +25,6 @@ pub const PARENT_ENVIRON: &str = "parent_environ";
 
 /// How long `connect` waits for an answer.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-
-fn schema(properties: Value, required: &[&str]) -> Arc<JsonObject> {
-    let value = json!({"type": "object", "properties": properties, "required": required});
-    match value {
-        Value::Object(map) => Arc::new(map),
-        _ => Arc::new(JsonObject::new()),
-    }
-}
 
 /// The four tools, in the order tools/list returns them.
 pub(crate) fn tools() -> &'static [Tool] {
@@ -68,15 +62,6 @@ pub(crate) fn tools() -> &'static [Tool] {
 /// Whether `name` is one of these tools.
 pub(crate) fn is_tool(name: &str) -> bool {
     tools().iter().any(|t| t.name == name)
-}
-
-fn arg<'a>(request: &'a CallToolRequestParams, key: &str) -> Result<&'a str, ErrorData> {
-    request
-        .arguments
-        .as_ref()
-        .and_then(|a| a.get(key))
-        .and_then(Value::as_str)
-        .ok_or_else(|| ErrorData::invalid_params(format!("missing string argument {key:?}"), None))
 }
 
 fn answer(result: Result<String, String>) -> CallToolResult {
