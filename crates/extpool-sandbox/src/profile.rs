@@ -526,10 +526,10 @@ mod tests {
         let p = SandboxProfile::for_plugin(
             Path::new("/plugins/demo"),
             Path::new("/data/demo"),
-            Some(Path::new("/work/project")),
+            Some(Path::new("/srv/project")),
             Network::None,
         );
-        assert_eq!(p.read, ["/plugins/demo", "/work/project"]);
+        assert_eq!(p.read, ["/plugins/demo", "/srv/project"]);
         assert_eq!(p.write, ["/data/demo"]);
         assert!(p.env.is_empty());
         assert!(p.problems().is_empty());
