@@ -560,6 +560,33 @@ impl ClientError {
         }
     }
 
+    /// Calls `text` on each text in this error that its server wrote (a
+    /// JSON-RPC error's message, the stderr lines kept, the reason an
+    /// answer could not be read) and `json` on a JSON-RPC error's `data`:
+    /// what a host's guardrails redact before the error reaches a model.
+    /// The error's kind and its other fields stay as they are.
+    pub fn rewrite_server_text(
+        &mut self,
+        text: &mut dyn FnMut(&mut String),
+        json: &mut dyn FnMut(&mut serde_json::Value),
+    ) {
+        match self {
+            Self::Rpc { error, .. } => {
+                let mut message = error.message.to_string();
+                text(&mut message);
+                error.message = message.into();
+                if let Some(data) = &mut error.data {
+                    json(data);
+                }
+            }
+            Self::Connect { stderr, .. } | Self::UnavailableAfterReconnect { stderr, .. } => {
+                stderr.iter_mut().for_each(text);
+            }
+            Self::UnreadableAnswer { reason, .. } => text(reason),
+            _ => {}
+        }
+    }
+
     /// Wraps this error for the resource protocols of extpool-core; callers
     /// get it back with `ExtensionError::downcast_source::<ClientError>()`.
     pub fn into_extension(self, capability: &str) -> extpool_core::ExtensionError {
