@@ -98,7 +98,7 @@ pub use policy::{CatalogFilter, Grants, Naming, Refusal, Resolved, Row, ToolTabl
 pub use search::{DeferralConfig, SearchableTool, ToolIndex};
 pub use skill_roots::SkillRootReport;
 pub use status::{HostStatus, ServerEvent, ServerInfo, ServerState};
-pub use view::{GuardedCall, HostEvent, View, describe, model_tools};
+pub use view::{GuardedCall, HostEvent, RELATED_TASK, View, describe, model_tools};
 
 pub use extpool_catalog::{self as catalog, Catalog, CatalogRevision, CatalogStatus};
 pub use extpool_config::{self as config, ExtpoolConfig, Loaded, McpServerConfig, Places};
