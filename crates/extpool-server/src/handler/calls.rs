@@ -127,12 +127,6 @@ impl GatewayHandler {
         name: String,
         server: String,
     ) -> Result<CallToolResponse, ErrorData> {
-        if let Some(answer) = self
-            .call_builtin(&request, &context, table, principal, &name)
-            .await
-        {
-            return answer;
-        }
         // A retry that answers a round of the gateway's goes on with a
         // call made already: no new call to count or to limit.
         let resumes = takes_input_rounds(&context)
@@ -140,18 +134,27 @@ impl GatewayHandler {
                 .request_state
                 .as_deref()
                 .is_some_and(input_rounds::is_ours);
-        let args = request.arguments.unwrap_or_default();
         if !resumes {
             self.shared.metrics.principal_call(&principal.label());
             // A built-in that reaches another tool (`CallMcpWithQuery`)
-            // is limited as that tool too.
+            // is limited as that tool too; the gateway's own tools are
+            // calls like any other.
+            let args = request.arguments.as_ref();
             let reached = table
                 .row(&name)
-                .and_then(|row| table.reached_through(row, &args))
+                .zip(args)
+                .and_then(|(row, args)| table.reached_through(row, args))
                 .map(|tool| tool.name.as_str());
             let names: Vec<&str> = std::iter::once(name.as_str()).chain(reached).collect();
             self.within_rate(principal, &names)?;
         }
+        if let Some(answer) = self
+            .call_builtin(&request, &context, table, principal, &name)
+            .await
+        {
+            return answer;
+        }
+        let args = request.arguments.unwrap_or_default();
         let _slot = self.enter_call()?;
         let round = takes_input_rounds(&context).then(|| {
             Arc::new(InputRound::new(

@@ -1,6 +1,7 @@
 //! Policy has no side doors, through the gateway with the testkit server
 //! behind it and rmcp clients in front: a tool's rate limit holds when
-//! the tool is reached through `CallMcpWithQuery`, and a caller's `allow`
+//! the tool is reached through `CallMcpWithQuery`, the limit of every tool
+//! counts the gateway's own tools too, and a caller's `allow`
 //! list (`permissions.principals`, the caller an API key) covers prompts,
 //! resources and the built-ins exactly as the same list does as the
 //! gateway's own rule.
@@ -85,6 +86,32 @@ async fn a_tools_rate_limit_holds_through_call_mcp_with_query() {
             .await
             .unwrap();
     }
+    client.cancel().await.unwrap();
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateways_own_tools_count_against_the_limit_of_every_tool() {
+    let state = StateDir::new();
+    let project = Project::new();
+    project.config(&testkit_yaml("kit", &state));
+    let options = GatewayOptions {
+        rate_limits: RateLimitsConfig {
+            calls_per_minute: Some(1),
+            burst: Some(2),
+            ..RateLimitsConfig::default()
+        },
+        ..GatewayOptions::default()
+    };
+    let served = Served::start(project, options).await;
+    let client = client(&served, None).await;
+    call(&client, "ListMcpSources", json!({})).await.unwrap();
+    call(&client, "RefreshMcpSources", json!({})).await.unwrap();
+    let (code, message) = call(&client, "ListMcpSources", json!({}))
+        .await
+        .unwrap_err();
+    assert_eq!(code, -32029, "{message}");
+    assert!(message.contains("1 tool calls a minute"), "{message}");
     client.cancel().await.unwrap();
     served.stop().await;
 }
