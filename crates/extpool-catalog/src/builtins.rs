@@ -298,15 +298,19 @@ fn list(revision: &CatalogRevision, args: ListArgs) -> Result<ToolResult, CallEr
             })
         })
         .collect();
-    let value = json!({ "resources": resources });
-    Ok(ToolResult {
+    Ok(json_result(json!({ "resources": resources })))
+}
+
+/// `value` as a result: its JSON as text and as structured content.
+fn json_result(value: Value) -> ToolResult {
+    ToolResult {
         parts: vec![ContentPart::Text {
             text: value.to_string(),
         }],
         structured: Some(value),
         is_error: false,
         as_sent: None,
-    })
+    }
 }
 
 async fn read(revision: &CatalogRevision, args: ReadArgs) -> Result<ToolResult, CallError> {
@@ -498,14 +502,7 @@ impl<'r> Query<'r> {
             1 => outputs.into_iter().next().unwrap_or(Value::Null),
             _ => Value::Array(outputs),
         };
-        Ok(ToolResult {
-            parts: vec![ContentPart::Text {
-                text: value.to_string(),
-            }],
-            structured: Some(value),
-            is_error: false,
-            as_sent: None,
-        })
+        Ok(json_result(value))
     }
 
     /// Whether the filter runs over `result` (a tool error is passed on as

@@ -348,6 +348,15 @@ pub(crate) fn unknown(id: &str) -> ErrorData {
     ErrorData::invalid_params(format!("task {id:?} not found"), None)
 }
 
+/// The error `tasks/cancel` answers for a task the gateway answered itself
+/// (completed already).
+pub(crate) fn completed_already(id: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        format!("task {id:?} already completed: it cannot be cancelled"),
+        None,
+    )
+}
+
 /// The task a restart lost, as `tasks/get` answers it: failed, saying why.
 pub(crate) fn lost(id: &str) -> Value {
     let now = now_iso();

@@ -224,10 +224,7 @@ impl GatewayHandler {
                 server, upstream, ..
             } => (server, upstream),
             Found::Held(_) => {
-                return Err(ErrorData::invalid_params(
-                    format!("task {id:?} already completed: it cannot be cancelled"),
-                    None,
-                ));
+                return Err(tasks::completed_already(&id));
             }
             Found::Lost => {
                 return Err(ErrorData::invalid_params(

@@ -264,10 +264,7 @@ impl GatewayHandler {
                 return match method {
                     "tasks/get" => Ok(held.task(&id)),
                     "tasks/result" => Ok(held.result(&id)),
-                    _ => Err(ErrorData::invalid_params(
-                        format!("task {id:?} already completed: it cannot be cancelled"),
-                        None,
-                    )),
+                    _ => Err(tasks::completed_already(&id)),
                 };
             }
             Found::Lost if method == "tasks/get" => return Ok(tasks::lost(&id)),
