@@ -45,6 +45,10 @@ const TAG_LEN: usize = 32;
 pub(crate) const MAX_TASKS_PER_SESSION: usize = 256;
 /// The longest a task is kept, whatever its server's `ttl` says.
 pub(crate) const MAX_TTL: Duration = Duration::from_secs(24 * 3600);
+mod held;
+
+pub(crate) use held::{Held, completed_already};
+
 /// The key of a result's related task in its `_meta`.
 pub(crate) use extpool_host::RELATED_TASK;
 
@@ -74,42 +78,6 @@ pub(crate) struct Entry {
     pub held: Option<Held>,
     asker: Asker,
     expires: Instant,
-}
-
-/// A task the gateway answered itself, at once: the call got a tool
-/// result without reaching its server (a guardrail blocked it). A client
-/// that asked for a task gets one, completed, and its result is the tool
-/// result a plain call gets.
-#[derive(Clone)]
-pub(crate) struct Held {
-    /// The result, as MCP's `CallToolResult` JSON.
-    pub result: Value,
-    /// When it was made (RFC 3339).
-    pub created: String,
-    /// How long it is kept, in milliseconds.
-    pub ttl_ms: u64,
-}
-
-impl Held {
-    /// The task as `tasks/get` answers it, under gateway id `id`.
-    pub(crate) fn task(&self, id: &str) -> Value {
-        json!({
-            "taskId": id,
-            "status": "completed",
-            "createdAt": self.created,
-            "lastUpdatedAt": self.created,
-            "ttl": self.ttl_ms,
-        })
-    }
-
-    /// Its result as `tasks/result` answers it, naming task `id`.
-    pub(crate) fn result(&self, id: &str) -> Value {
-        let mut result = self.result.clone();
-        if let Value::Object(fields) = &mut result {
-            fields.insert("_meta".into(), json!({ RELATED_TASK: {"taskId": id} }));
-        }
-        result
-    }
 }
 
 impl Entry {
@@ -346,15 +314,6 @@ impl Tasks {
 /// made it or another session did.
 pub(crate) fn unknown(id: &str) -> ErrorData {
     ErrorData::invalid_params(format!("task {id:?} not found"), None)
-}
-
-/// The error `tasks/cancel` answers for a task the gateway answered itself
-/// (completed already).
-pub(crate) fn completed_already(id: &str) -> ErrorData {
-    ErrorData::invalid_params(
-        format!("task {id:?} already completed: it cannot be cancelled"),
-        None,
-    )
 }
 
 /// The task a restart lost, as `tasks/get` answers it: failed, saying why.
