@@ -5,6 +5,8 @@
 //! `CloseSession` on a durable session's endpoint) and tool search's
 //! (`ToolSearch`). Every definition a model is given comes
 //! from here; [`BuiltinTool::runner`] says who answers a call.
+//! `CallMcpWithQuery` also comes in its two halves ([`Query`]), for a host
+//! that checks the tool's result before the filter reads it.
 
 use std::sync::{Arc, OnceLock};
 
@@ -13,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::dispatch::CallError;
-use crate::revision::CatalogRevision;
+use crate::revision::{CatalogRevision, CatalogTool};
 use crate::{jq, names, shaping};
 
 /// A tool the catalog itself provides.
@@ -222,7 +224,8 @@ fn definition(b: BuiltinTool) -> ToolEntry {
     ToolEntry::new(b.name(), description, schema)
 }
 
-fn parse_args<T: for<'de> Deserialize<'de>>(
+/// `args` as built-in `tool`'s arguments, or the error naming what is wrong.
+pub(crate) fn parse_args<T: for<'de> Deserialize<'de>>(
     tool: BuiltinTool,
     args: Map<String, Value>,
 ) -> Result<T, CallError> {
@@ -252,16 +255,6 @@ struct FetchArgs {
     url: String,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct QueryArgs {
-    server: String,
-    tool: String,
-    #[serde(default)]
-    args: Map<String, Value>,
-    jq_filter: String,
-}
-
 /// Runs a built-in on `revision`.
 pub(crate) async fn call(
     revision: &CatalogRevision,
@@ -273,7 +266,7 @@ pub(crate) async fn call(
         BuiltinTool::ListMcpResources => list(revision, parse_args(tool, args)?)?,
         BuiltinTool::ReadMcpResource => read(revision, parse_args(tool, args)?).await?,
         BuiltinTool::FetchMcpResource => fetch(revision, parse_args(tool, args)?).await?,
-        BuiltinTool::CallMcpWithQuery => return query(revision, parse_args(tool, args)?).await,
+        BuiltinTool::CallMcpWithQuery => return query(revision, args).await,
         // Answered by the front end that lists them, never by a revision.
         _ => {
             return Err(CallError::UnknownTool {
@@ -305,15 +298,19 @@ fn list(revision: &CatalogRevision, args: ListArgs) -> Result<ToolResult, CallEr
             })
         })
         .collect();
-    let value = json!({ "resources": resources });
-    Ok(ToolResult {
+    Ok(json_result(json!({ "resources": resources })))
+}
+
+/// `value` as a result: its JSON as text and as structured content.
+fn json_result(value: Value) -> ToolResult {
+    ToolResult {
         parts: vec![ContentPart::Text {
             text: value.to_string(),
         }],
         structured: Some(value),
         is_error: false,
         as_sent: None,
-    })
+    }
 }
 
 async fn read(revision: &CatalogRevision, args: ReadArgs) -> Result<ToolResult, CallError> {
@@ -400,74 +397,129 @@ async fn fetch(revision: &CatalogRevision, args: FetchArgs) -> Result<ToolResult
     Ok(resource_result(content))
 }
 
-/// The JSON a filter runs on: `structuredContent`, else the text parts
-/// parsed as JSON (one value, or an array of them), else the text itself.
-fn query_input(result: &ToolResult) -> Value {
-    if let Some(v) = &result.structured {
-        return v.clone();
-    }
-    let texts: Vec<&str> = result
-        .parts
-        .iter()
-        .filter_map(|p| match p {
-            ContentPart::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    let parsed: Option<Vec<Value>> = texts.iter().map(|t| serde_json::from_str(t).ok()).collect();
-    match parsed {
-        Some(mut values) if values.len() == 1 => values.remove(0),
-        Some(values) if !values.is_empty() => Value::Array(values),
-        _ => Value::String(result.joined_text()),
+// `CallMcpWithQuery` in its two halves: the remote tool it names called
+// ([`Query::call`]), then its jq filter run over the tool's result
+// ([`Query::filter`]). A host that checks results (guardrails) checks the
+// tool's result between the halves, so that the filter only ever reads
+// what the checks left (a filter can encode, slice or test what a rule
+// would have redacted), and the filter's output after them.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QueryArgs {
+    server: String,
+    tool: String,
+    #[serde(default)]
+    args: Map<String, Value>,
+    jq_filter: String,
+}
+
+/// One `CallMcpWithQuery` call on a pinned revision: the tool it reaches
+/// (the permission rules applied as to a call by name), its arguments and
+/// its filter.
+pub struct Query<'r> {
+    revision: &'r CatalogRevision,
+    tool: &'r CatalogTool,
+    args: Map<String, Value>,
+    filter: String,
+}
+
+impl std::fmt::Debug for Query<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Query")
+            .field("tool", &self.tool.name)
+            .field("filter", &self.filter)
+            .finish()
     }
 }
 
-async fn query(revision: &CatalogRevision, args: QueryArgs) -> Result<ToolResult, CallError> {
-    let source = revision
-        .source(&args.server)
-        .ok_or_else(|| CallError::UnknownServer {
-            server: args.server.clone(),
+impl CatalogRevision {
+    /// `CallMcpWithQuery` called with `args`, its tool resolved on this
+    /// revision: the error its arguments, an unknown server or tool, or a
+    /// permission rule gets.
+    pub fn query(&self, args: Map<String, Value>) -> Result<Query<'_>, CallError> {
+        let args: QueryArgs = parse_args(BuiltinTool::CallMcpWithQuery, args)?;
+        let source = self
+            .source(&args.server)
+            .ok_or_else(|| CallError::UnknownServer {
+                server: args.server.clone(),
+            })?;
+        // Build the catalog name from the original parts (never parse one)
+        // and apply the same permission rules as a direct call.
+        let name = names::canonical_name(&source.namespace, &args.tool).map_err(|e| {
+            CallError::InvalidArguments {
+                tool: BuiltinTool::CallMcpWithQuery.name().to_owned(),
+                message: e.to_string(),
+            }
         })?;
-    // Build the catalog name from the original parts (never parse one) and
-    // apply the same permission rules as a direct call.
-    let name = names::canonical_name(&source.namespace, &args.tool).map_err(|e| {
-        CallError::InvalidArguments {
-            tool: BuiltinTool::CallMcpWithQuery.name().to_owned(),
-            message: e.to_string(),
+        if let Some(decision) = self.denied(&name) {
+            return Err(CallError::Denied {
+                name,
+                reason: decision.reason(),
+            });
         }
-    })?;
-    if let Some(decision) = revision.denied(&name) {
-        return Err(CallError::Denied {
-            name,
-            reason: decision.reason(),
-        });
+        let tool = self
+            .remote_tool(&args.server, &args.tool)
+            .ok_or(CallError::UnknownTool { name })?;
+        Ok(Query {
+            revision: self,
+            tool,
+            args: args.args,
+            filter: args.jq_filter,
+        })
     }
-    let tool = revision
-        .remote_tool(&args.server, &args.tool)
-        .ok_or(CallError::UnknownTool { name: name.clone() })?;
-    let result = crate::dispatch::call_remote_raw(revision, tool, args.args).await?;
-    if result.is_error {
-        return Ok(shaping::shape_error(result, &revision.services.limits));
+}
+
+impl<'r> Query<'r> {
+    /// The tool it reaches.
+    pub fn tool(&self) -> &'r CatalogTool {
+        self.tool
     }
-    let input = query_input(&result);
-    let outputs = jq::evaluate_async(&args.jq_filter, &input, &revision.services.jq)
-        .await
-        .map_err(|error| CallError::Query {
-            tool: name.clone(),
-            error,
-        })?;
-    let value = match outputs.len() {
-        1 => outputs.into_iter().next().unwrap_or(Value::Null),
-        _ => Value::Array(outputs),
-    };
-    Ok(ToolResult {
-        parts: vec![ContentPart::Text {
-            text: value.to_string(),
-        }],
-        structured: Some(value),
-        is_error: false,
-        as_sent: None,
-    })
+
+    /// Calls the tool with the query's arguments (once: they are taken);
+    /// its result whole, unshaped, as the filter reads it.
+    pub async fn call(&mut self) -> Result<ToolResult, CallError> {
+        let args = std::mem::take(&mut self.args);
+        crate::dispatch::call_remote_raw(self.revision, self.tool, args).await
+    }
+
+    /// Runs the filter over `result`, the tool's: its output as the
+    /// query's result. A tool error is passed on unfiltered (shaped like
+    /// any tool error): [`Query::filters`] says which a result is.
+    pub async fn filter(&self, result: ToolResult) -> Result<ToolResult, CallError> {
+        let limits = &self.revision.services.limits;
+        if !Self::filters(&result) {
+            return Ok(shaping::shape_error(result, limits));
+        }
+        let input = jq::input::query_input(&result);
+        let outputs = jq::evaluate_async(&self.filter, &input, &self.revision.services.jq)
+            .await
+            .map_err(|error| CallError::Query {
+                tool: self.tool.name.clone(),
+                error,
+            })?;
+        let value = match outputs.len() {
+            1 => outputs.into_iter().next().unwrap_or(Value::Null),
+            _ => Value::Array(outputs),
+        };
+        Ok(json_result(value))
+    }
+
+    /// Whether the filter runs over `result` (a tool error is passed on as
+    /// it is).
+    pub fn filters(result: &ToolResult) -> bool {
+        !result.is_error
+    }
+}
+
+/// `CallMcpWithQuery` on `revision` whole: the call, then the filter.
+async fn query(
+    revision: &CatalogRevision,
+    args: Map<String, Value>,
+) -> Result<ToolResult, CallError> {
+    let mut query = revision.query(args)?;
+    let result = query.call().await?;
+    query.filter(result).await
 }
 
 #[cfg(test)]
@@ -503,31 +555,6 @@ mod tests {
         );
         assert_eq!(b("FetchMcpResource").servers(named), BuiltinServers::Every);
         assert_eq!(BuiltinTool::named("mcp__gh__t"), None);
-    }
-
-    #[test]
-    fn query_input_prefers_structured_then_json_text() {
-        let r = ToolResult {
-            parts: vec![ContentPart::Text {
-                text: "{\"a\":1}".into(),
-            }],
-            structured: Some(json!({"b": 2})),
-            is_error: false,
-            as_sent: None,
-        };
-        assert_eq!(query_input(&r), json!({"b": 2}));
-        assert_eq!(query_input(&ToolResult::text("[1,2]")), json!([1, 2]));
-        assert_eq!(query_input(&ToolResult::text("plain")), json!("plain"));
-        let two = ToolResult {
-            parts: vec![
-                ContentPart::Text { text: "1".into() },
-                ContentPart::Text { text: "2".into() },
-            ],
-            structured: None,
-            is_error: false,
-            as_sent: None,
-        };
-        assert_eq!(query_input(&two), json!([1, 2]));
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub mod services;
 pub mod shaping;
 pub mod status;
 
-pub use builtins::{BuiltinServers, BuiltinTool, Runner};
+pub use builtins::{BuiltinServers, BuiltinTool, Query, Runner};
 pub use catalog::{Catalog, CatalogError};
 pub use config::{CatalogConfig, ReconcileConfig};
 pub use dispatch::CallError;

@@ -174,6 +174,13 @@ pub fn for_each_string(config: &McpServerConfig, f: &mut dyn FnMut(String, &str)
     if let Some(c) = &config.cwd {
         f("cwd".into(), c);
     }
+    if let Some(sandbox) = &config.sandbox {
+        for (list, paths) in [("read", &sandbox.read), ("write", &sandbox.write)] {
+            for (i, p) in paths.iter().enumerate() {
+                f(format!("sandbox.{list}[{i}]"), p);
+            }
+        }
+    }
     if let Some(u) = &config.url {
         f("url".into(), u);
     }
@@ -193,7 +200,7 @@ pub fn for_each_string(config: &McpServerConfig, f: &mut dyn FnMut(String, &str)
 }
 
 /// Expands every string of a server entry: command, args, env values, cwd,
-/// url, header values and the OAuth client id and secret. The values
+/// the sandbox's read and write paths, url, header values and the OAuth client id and secret. The values
 /// substituted for references, and the literal secrets `config show` masks
 /// ([`crate::secrets::keep_literal_secrets`]), are kept in
 /// [`McpServerConfig::secrets`], so that what the server prints back is
@@ -221,6 +228,14 @@ pub fn expand_server(
     }
     if let Some(c) = &config.cwd {
         out.cwd = Some(ex("cwd".into(), c)?);
+    }
+    if let (Some(sandbox), Some(from)) = (out.sandbox.as_mut(), config.sandbox.as_ref()) {
+        for (i, p) in from.read.iter().enumerate() {
+            sandbox.read[i] = ex(format!("sandbox.read[{i}]"), p)?;
+        }
+        for (i, p) in from.write.iter().enumerate() {
+            sandbox.write[i] = ex(format!("sandbox.write[{i}]"), p)?;
+        }
     }
     if let Some(u) = &config.url {
         out.url = Some(ex("url".into(), u)?);

@@ -31,6 +31,7 @@ pub mod locate;
 pub mod model;
 pub mod read;
 pub mod runtime;
+pub mod sandbox;
 pub mod secrets;
 pub mod tree;
 pub mod validate;

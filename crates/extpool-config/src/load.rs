@@ -687,10 +687,17 @@ fn resolve(
 }
 
 /// Makes a server's relative `command` (one with a path separator, so
-/// `npx` is still looked up on `PATH`) and `cwd` absolute against `dir`:
-/// the directory of the file that defines the server (or the skill that
-/// embeds it).
+/// `npx` is still looked up on `PATH`), `cwd` and sandbox `read` and
+/// `write` paths absolute against `dir`: the directory of the file that
+/// defines the server (or the skill that embeds it).
 pub fn resolve_paths(mut config: McpServerConfig, dir: &Path) -> McpServerConfig {
+    if let Some(sandbox) = config.sandbox.as_mut() {
+        for path in sandbox.read.iter_mut().chain(sandbox.write.iter_mut()) {
+            if Path::new(path.as_str()).is_relative() {
+                *path = dir.join(path.as_str()).display().to_string();
+            }
+        }
+    }
     if let Some(cmd) = &config.command
         && (cmd.contains('/') || cmd.contains('\\'))
         && Path::new(cmd).is_relative()

@@ -205,6 +205,20 @@ pub fn validate(config: &ExtpoolConfig, root: &Node, file: &str, dir: &Path) -> 
                 ),
             );
         }
+        if let Some(sandbox) = &server.sandbox {
+            let at = |field: &str| {
+                let field = field.split(['.', '[']).next().unwrap_or(field);
+                entry.map_or(key_pos, |e| e.value.pos_of(&["sandbox", field]))
+            };
+            for (field, severity, message) in crate::sandbox::problems(server, sandbox, dir) {
+                let shown = if field.is_empty() {
+                    format!("{path}.sandbox")
+                } else {
+                    format!("{path}.sandbox.{field}")
+                };
+                diag(severity, at(&field), shown, message);
+            }
+        }
         if server.lazy && server.tools.is_empty() {
             diag(
                 Severity::Warning,

@@ -95,6 +95,16 @@ impl ExtensionError {
             _ => None,
         }
     }
+
+    /// The wrapped source error, mutably, if it is of type `E`: for a host
+    /// that rewrites what an outside party wrote in it before it reaches a
+    /// model (a guardrail's redaction).
+    pub fn downcast_source_mut<E: std::error::Error + 'static>(&mut self) -> Option<&mut E> {
+        match self {
+            Self::Source { error, .. } => error.downcast_mut::<E>(),
+            _ => None,
+        }
+    }
 }
 
 /// Shows an error and the causes in its `source()` chain, outermost first,

@@ -242,6 +242,18 @@ impl HostError {
         }
     }
 
+    /// The error a capability (a server) reported, which this one carries
+    /// whole: what the guardrails redact in it before it reaches a model.
+    pub(crate) fn capability_error_mut(&mut self) -> Option<&mut ExtensionError> {
+        match self {
+            Self::Call(CallError::Source { error, .. })
+            | Self::Read(ResolveError::Capability { error, .. })
+            | Self::Relay { error, .. }
+            | Self::Command(CommandError::Source { error, .. }) => Some(error),
+            _ => None,
+        }
+    }
+
     /// The JSON-RPC error an MCP server answered a call with, exactly as
     /// sent, when that is why the call failed (a front end that speaks MCP
     /// may pass one on whole: a `URLElicitationRequiredError`, say).

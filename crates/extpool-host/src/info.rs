@@ -79,6 +79,21 @@ impl ToolDetails {
             .and_then(Value::as_array);
         visibility.is_some_and(|v| !v.iter().any(|place| place.as_str() == Some("model")))
     }
+
+    /// The `ui://` view of MCP Apps this tool names, if any.
+    pub fn view_uri(&self) -> Option<&str> {
+        view_uri(self.meta.as_ref())
+    }
+}
+
+/// The view a tool whose `_meta` is `meta` names (SEP-1865:
+/// `_meta.ui.resourceUri`, or the draft's `_meta["ui/resourceUri"]`).
+pub(crate) fn view_uri(meta: Option<&Value>) -> Option<&str> {
+    let meta = meta?;
+    meta.get("ui")
+        .and_then(|ui| ui.get("resourceUri"))
+        .or_else(|| meta.get("ui/resourceUri"))
+        .and_then(Value::as_str)
 }
 
 /// One tool as the model sees it, sharing its schema with the catalog

@@ -73,6 +73,7 @@ pub mod options;
 pub mod passthrough;
 pub mod plugins;
 pub mod policy;
+pub mod sandbox;
 pub mod search;
 pub mod servers;
 mod shared;
@@ -100,7 +101,7 @@ pub use policy::{CatalogFilter, Grants, Naming, Refusal, Resolved, Row, ToolTabl
 pub use search::{DeferralConfig, SearchableTool, ToolIndex};
 pub use skill_roots::SkillRootReport;
 pub use status::{HostStatus, ServerEvent, ServerInfo, ServerState};
-pub use view::{GuardedCall, HostEvent, View, describe, model_tools};
+pub use view::{GuardedCall, HostEvent, RELATED_TASK, View, describe, model_tools};
 
 pub use extpool_catalog::{self as catalog, Catalog, CatalogRevision, CatalogStatus};
 pub use extpool_config::{self as config, ExtpoolConfig, Loaded, McpServerConfig, Places};
@@ -112,4 +113,5 @@ pub use extpool_core::{
     ToolResult,
 };
 pub use extpool_mcp::{self as mcp, McpServerCap, SessionConnectionPool};
+pub use extpool_sandbox::SandboxProfile;
 pub use extpool_skills::{self as skills, SkillManagerCap};

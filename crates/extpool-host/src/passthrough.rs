@@ -99,8 +99,9 @@ impl View {
 
     /// Gets MCP prompt `name` (its catalog name, without `/`) whole, as
     /// MCP's `GetPromptResult` JSON: every message as the server sent it
-    /// (images and embedded resources included). `Ok(None)` for a command
-    /// that is not an MCP prompt (render it with [`View::run`]).
+    /// (images and embedded resources included), through the guardrails.
+    /// `Ok(None)` for a command that is not an MCP prompt (render it with
+    /// [`View::run`]).
     pub async fn prompt(
         &self,
         name: &str,
@@ -109,9 +110,16 @@ impl View {
         self.check_open()?;
         let name = name.trim_start_matches('/');
         let rev = self.revision();
-        rev.get_prompt(name, arguments)
+        let guard = self.prompt_guard(&rev, name, &arguments);
+        let whole = rev
+            .get_prompt(name, arguments)
             .await
-            .map_err(|e| self.command_error(&rev, name, e))
+            .map_err(|e| self.command_error(&rev, name, e));
+        match (whole, guard) {
+            (Ok(Some(whole)), Some(guard)) => guard.prompt(whole).await.map(Some),
+            (Err(e), Some(guard)) => Err(guard.error(e, &mut Vec::new())),
+            (whole, _) => whole,
+        }
     }
 
     /// Every resource template of the servers visible here, by server then

@@ -63,6 +63,10 @@ pub struct McpServerConfig {
     /// Environment variables normally withheld (`LD_PRELOAD`, …) that this server may receive.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allow_env: Vec<String>,
+    /// The permission profile a stdio server runs under (see
+    /// `extpool_sandbox`); without one it runs unconfined, as the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<extpool_sandbox::SandboxProfile>,
     /// Catalog prefix instead of the server name (`mcp__<prefix>__<tool>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<String>,
@@ -105,6 +109,7 @@ impl std::fmt::Debug for McpServerConfig {
             .field("reconnect", &self.reconnect)
             .field("protocol", &self.protocol)
             .field("allow_env", &self.allow_env)
+            .field("sandbox", &self.sandbox)
             .field("prefix", &self.prefix)
             .field("enabled", &self.enabled)
             .field("oauth", &self.oauth)

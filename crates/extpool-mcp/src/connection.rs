@@ -52,6 +52,12 @@ impl Plan {
             Ok(crate::config::Transport::Stdio { .. }) => {
                 Ok(Self::Stdio(StdioPlan::new(name, config, &options.spawn)?))
             }
+            Ok(crate::config::Transport::Http { .. }) if config.sandbox.is_some() => {
+                Err(ConfigError::Sandbox {
+                    server: name.to_string(),
+                    reason: "sandbox: only a stdio server (`command`) can be confined; an HTTP server runs elsewhere".into(),
+                })
+            }
             Ok(crate::config::Transport::Http { .. }) => {
                 let plan = HttpPlan::new(name, config, &options.tokens)?;
                 Ok(Self::Http(plan.with_oauth(name, config, &options.auth)?))

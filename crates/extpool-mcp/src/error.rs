@@ -108,6 +108,15 @@ pub enum ConfigError {
         /// The server.
         server: String,
     },
+    /// The `sandbox` profile breaks a rule, or this kernel cannot enforce
+    /// it: the server is refused rather than run with less confinement.
+    #[error("MCP server {server:?}: {reason}")]
+    Sandbox {
+        /// The server.
+        server: String,
+        /// Why (the field at fault, or what this kernel lacks).
+        reason: String,
+    },
     /// The `oauth` profile cannot be used.
     #[error("MCP server {server:?}: oauth: {reason}")]
     OAuth {
@@ -548,6 +557,33 @@ impl ClientError {
         match self {
             Self::Connect { stderr, .. } | Self::UnavailableAfterReconnect { stderr, .. } => stderr,
             _ => &[],
+        }
+    }
+
+    /// Calls `text` on each text in this error that its server wrote (a
+    /// JSON-RPC error's message, the stderr lines kept, the reason an
+    /// answer could not be read) and `json` on a JSON-RPC error's `data`:
+    /// what a host's guardrails redact before the error reaches a model.
+    /// The error's kind and its other fields stay as they are.
+    pub fn rewrite_server_text(
+        &mut self,
+        text: &mut dyn FnMut(&mut String),
+        json: &mut dyn FnMut(&mut serde_json::Value),
+    ) {
+        match self {
+            Self::Rpc { error, .. } => {
+                let mut message = error.message.to_string();
+                text(&mut message);
+                error.message = message.into();
+                if let Some(data) = &mut error.data {
+                    json(data);
+                }
+            }
+            Self::Connect { stderr, .. } | Self::UnavailableAfterReconnect { stderr, .. } => {
+                stderr.iter_mut().for_each(text);
+            }
+            Self::UnreadableAnswer { reason, .. } => text(reason),
+            _ => {}
         }
     }
 

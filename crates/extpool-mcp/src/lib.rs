@@ -107,4 +107,4 @@ pub use name::{ServerName, check_names};
 pub use pool::{PoolConfig, PoolEntryInfo, PooledClient, SessionConnectionPool};
 pub use progress::Progress;
 pub use startup::{ServerStatus, StartError, Started, StatusEvent, start_servers};
-pub use stdio::SpawnPolicy;
+pub use stdio::{SpawnPolicy, default_sandbox_dir, sandbox_trial};

@@ -3,13 +3,15 @@
 //! with SIGKILL and cannot shut its servers down (a stdio server that
 //! ignores the end of its stdin would otherwise run on, orphaned).
 //!
-//! - **Linux.** Between fork and exec the child asks the kernel for
-//!   SIGKILL when its parent dies (`PR_SET_PDEATHSIG`), then compares its
-//!   parent with the pid captured before the spawn: when the parent died in
-//!   between, the child exits at once. Code run between fork and exec is
-//!   given to `pre_exec`, which is unsafe: [`die_with_parent`] is the one
-//!   function of the workspace allowed unsafe code, and it only makes
-//!   async-signal-safe system calls.
+//! - **Linux.** Between fork and exec a confined server's child first
+//!   confines itself (`extpool_sandbox::ChildSteps::enter`: rlimits,
+//!   namespaces, Landlock), then asks the kernel for SIGKILL when its
+//!   parent dies (`PR_SET_PDEATHSIG`) and compares its parent with the pid
+//!   captured before the spawn: when the parent died in between, the child
+//!   exits at once. Code run between fork and exec is given to `pre_exec`,
+//!   which is unsafe: [`before_exec`] is the one function of the workspace
+//!   allowed unsafe code, and what it runs makes only async-signal-safe
+//!   system calls.
 //! - **One long-lived thread.** The death signal fires when the *thread*
 //!   that forked the child ends, not the process: tokio's blocking-pool
 //!   threads end when idle, a stdio connection's driver thread ends with
@@ -27,6 +29,7 @@ use std::io;
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc;
 
+use extpool_sandbox::ChildSteps;
 use parking_lot::Mutex;
 use process_wrap::tokio::{ChildWrapper, CommandWrap};
 use tokio::runtime::Handle;
@@ -42,15 +45,24 @@ type Job = Box<dyn FnOnce() + Send>;
 static SPAWNER: Mutex<Option<mpsc::Sender<Job>>> = Mutex::new(None);
 
 /// Spawns `command` (a tokio command with its wrappers) tied to this
-/// process's life (on Linux; see the module docs), within the caller's
-/// tokio runtime. Blocks the caller for the fork and exec, as tokio's own
-/// `spawn` does.
-pub(crate) fn spawn(mut command: CommandWrap) -> io::Result<Box<dyn ChildWrapper>> {
+/// process's life (on Linux; see the module docs), confined by `confine`
+/// when given, within the caller's tokio runtime. Blocks the caller for
+/// the fork and exec, as tokio's own `spawn` does.
+pub(crate) fn spawn(
+    mut command: CommandWrap,
+    confine: Option<ChildSteps>,
+) -> io::Result<Box<dyn ChildWrapper>> {
     let runtime = Handle::try_current().map_err(|_| {
         io::Error::other("a child process can only be started within a tokio runtime")
     })?;
     #[cfg(target_os = "linux")]
-    command.wrap(DieWithParent);
+    command.wrap(BeforeExec { confine });
+    #[cfg(not(target_os = "linux"))]
+    if let Some(steps) = confine {
+        // Never made here: `extpool_sandbox::prepare` refuses elsewhere.
+        drop(steps);
+        return Err(io::Error::other("confinement is supported on Linux only"));
+    }
     let dispatch = tracing::dispatcher::get_default(Clone::clone);
     on_spawner(move || {
         let _runtime = runtime.enter();
@@ -97,31 +109,42 @@ fn start() -> io::Result<mpsc::Sender<Job>> {
     Ok(sender)
 }
 
-/// The wrapper that has a child killed when this process dies.
+/// The wrapper that confines a child (when asked) and has it killed when
+/// this process dies.
 #[cfg(target_os = "linux")]
 #[derive(Debug)]
-struct DieWithParent;
+struct BeforeExec {
+    confine: Option<ChildSteps>,
+}
 
 #[cfg(target_os = "linux")]
-impl process_wrap::tokio::CommandWrapper for DieWithParent {
+impl process_wrap::tokio::CommandWrapper for BeforeExec {
     fn pre_spawn(
         &mut self,
         command: &mut tokio::process::Command,
         _core: &CommandWrap,
     ) -> io::Result<()> {
-        die_with_parent(command, rustix::process::getpid());
+        before_exec(command, rustix::process::getpid(), self.confine.take());
         Ok(())
     }
 }
 
-/// Has the child `command` starts receive SIGKILL when `parent` (this
-/// process, its pid taken before the spawn) dies, and exit at once when
-/// `parent` died before the request was made.
+/// Has the child `command` starts confine itself by `confine` (when
+/// given), then receive SIGKILL when `parent` (this process, its pid taken
+/// before the spawn) dies, and exit at once when `parent` died before the
+/// request was made.
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
-fn die_with_parent(command: &mut tokio::process::Command, parent: rustix::process::Pid) {
+fn before_exec(
+    command: &mut tokio::process::Command,
+    parent: rustix::process::Pid,
+    mut confine: Option<ChildSteps>,
+) {
     use rustix::process::{Signal, getppid, set_parent_process_death_signal};
     let arm = move || -> io::Result<()> {
+        if let Some(steps) = confine.as_mut() {
+            steps.enter()?;
+        }
         set_parent_process_death_signal(Some(Signal::KILL))?;
         if getppid() != Some(parent) {
             // Reparented: the parent is gone already.
@@ -130,11 +153,18 @@ fn die_with_parent(command: &mut tokio::process::Command, parent: rustix::proces
         Ok(())
     };
     // SAFETY: `arm` runs in the child between fork and exec, where only
-    // async-signal-safe calls are allowed. It makes two system calls,
+    // async-signal-safe calls are allowed. `ChildSteps::enter` makes
+    // system calls only (setrlimit, unshare, open/write of its own
+    // /proc/self maps, socket/send/recv/bind/listen/sendmsg, mount,
+    // prctl(PR_SET_NO_NEW_PRIVS) and landlock_restrict_self) on buffers
+    // built before the fork, allocates nothing and takes no lock; it runs
+    // once (the closure is called once per spawn, and the steps hold their
+    // ruleset in an `Option` they take). Then two system calls,
     // prctl(PR_SET_PDEATHSIG) through rustix's
-    // `set_parent_process_death_signal` and `getppid`, and builds its error
-    // from an errno (no allocation); it takes no lock and touches no state
-    // shared with the parent. An error ends the child before exec.
+    // `set_parent_process_death_signal` and `getppid`. Errors are built
+    // from an errno (no allocation); an error ends the child before exec.
+    // The death signal is asked for after the namespaces are made, so no
+    // change of credentials can clear it before exec.
     unsafe {
         command.pre_exec(arm);
     }
@@ -168,7 +198,7 @@ mod tests {
             command.stdin(Stdio::piped()).stdout(Stdio::piped());
             let mut wrap = CommandWrap::from(command);
             wrap.wrap(process_wrap::tokio::KillOnDrop);
-            (kernel_tid(), spawn(wrap).unwrap())
+            (kernel_tid(), spawn(wrap, None).unwrap())
         });
         let (tid, mut child) = asker.join().unwrap();
         // On the kernel's word: once the thread has ended, a death signal

@@ -15,11 +15,19 @@
 //!   server gets such a variable only when its config lists it in
 //!   `allow_env` (Goose refuses them the same way).
 //! - **Allowlist.** A host may restrict which executables may be started.
+//! - **Sandbox.** A server whose config has a `sandbox:` profile runs
+//!   confined by it (`extpool_sandbox`): its environment is then only
+//!   `PATH`, a private `HOME` and `TMPDIR`, the variables the profile
+//!   names and the config's own `env`. A profile that breaks a rule or
+//!   that this kernel cannot enforce refuses the server here, before
+//!   anything starts.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
+
+use extpool_sandbox::{PrivateDirs, SandboxProfile};
 
 use process_wrap::tokio::{CommandWrap, KillOnDrop};
 
@@ -76,6 +84,10 @@ pub struct SpawnPolicy {
     /// When set, only these commands may be started: an entry matches the
     /// configured `command` exactly, or names the same file when both are paths.
     pub allowed_commands: Option<Vec<String>>,
+    /// Where confined servers keep their private directories
+    /// (`<dir>/<server>/home`, …); default: `sandbox` in extpool's data
+    /// directory.
+    pub sandbox_dir: Option<PathBuf>,
 }
 
 impl SpawnPolicy {
@@ -110,6 +122,8 @@ pub struct StdioPlan {
     env: BTreeMap<OsString, OsString>,
     /// Working directory.
     pub cwd: Option<String>,
+    /// The profile it runs under, with its private directories.
+    sandbox: Option<(SandboxProfile, PrivateDirs)>,
 }
 
 impl std::fmt::Debug for StdioPlan {
@@ -120,6 +134,7 @@ impl std::fmt::Debug for StdioPlan {
             .field("args", &self.args)
             .field("env_keys", &self.env.keys().collect::<Vec<_>>())
             .field("cwd", &self.cwd)
+            .field("sandbox", &self.sandbox)
             .finish()
     }
 }
@@ -155,7 +170,15 @@ impl StdioPlan {
             });
         }
         let allowed = |key: &str| config.allow_env.iter().any(|a| a == key);
-        let mut env: BTreeMap<OsString, OsString> = host_env
+        let sandbox = match &config.sandbox {
+            Some(profile) => Some((profile.clone(), confinable(name, profile, policy)?)),
+            None => None,
+        };
+        let inherited: BTreeMap<OsString, OsString> = match &sandbox {
+            Some((profile, dirs)) => extpool_sandbox::environment(profile, dirs, host_env),
+            None => host_env.into_iter().collect(),
+        };
+        let mut env: BTreeMap<OsString, OsString> = inherited
             .into_iter()
             .filter(|(k, _)| match k.to_str() {
                 Some(k) => !is_denied_env(k) || allowed(k),
@@ -176,7 +199,34 @@ impl StdioPlan {
             args: config.args.clone(),
             env,
             cwd: config.cwd.clone(),
+            sandbox,
         })
+    }
+
+    /// The confinement of one spawn, prepared (none when unconfined).
+    fn confinement(&self, name: &ServerName) -> std::io::Result<Option<extpool_sandbox::Prepared>> {
+        let Some((profile, dirs)) = &self.sandbox else {
+            return Ok(None);
+        };
+        let sandbox_error =
+            |e: &dyn std::fmt::Display| std::io::Error::other(format!("sandbox: {e}"));
+        dirs.create().map_err(|e| {
+            sandbox_error(&format_args!("cannot make its private directories: {e}"))
+        })?;
+        let request = extpool_sandbox::Request {
+            profile,
+            server: name.as_str(),
+            program: &self.command,
+            cwd: self.cwd.as_deref().map(Path::new),
+            path_var: self
+                .env
+                .get(std::ffi::OsStr::new("PATH"))
+                .map(OsString::as_os_str),
+            dirs,
+        };
+        extpool_sandbox::prepare(&request)
+            .map(Some)
+            .map_err(|e| sandbox_error(&e))
     }
 
     /// Whether the child would receive `key`.
@@ -196,11 +246,13 @@ impl StdioPlan {
         if let Some(cwd) = &self.cwd {
             cmd.current_dir(Path::new(cwd));
         }
+        let confinement = self.confinement(name)?;
         let mut wrap = CommandWrap::from(cmd);
         wrap.wrap(KillOnDrop);
         #[cfg(unix)]
         wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
-        let (transport, stderr) = ChildTransport::spawn(wrap, Stdio::piped())?;
+        let (transport, stderr) =
+            ChildTransport::spawn_confined(wrap, Stdio::piped(), confinement)?;
         let pid = transport.id();
         if let Some(stderr) = stderr {
             tail.capture(name.clone(), stderr);
@@ -208,6 +260,82 @@ impl StdioPlan {
         tracing::debug!(server = %name, command = %self.command, ?pid, "spawned MCP server");
         Ok((transport, pid))
     }
+}
+
+/// Where confined servers keep their private directories unless the
+/// host says otherwise: `sandbox` in extpool's data directory.
+pub fn default_sandbox_dir() -> PathBuf {
+    extpool_core::dirs::data_dir().join("sandbox")
+}
+
+/// Starts `true` confined by `profile` (its private directories under
+/// `dir`) and waits for it: how long a confined start and exit took, or
+/// why it failed. What `extpool doctor` runs to show that confinement
+/// works here, beyond what the kernel says it offers.
+pub async fn sandbox_trial(
+    profile: &SandboxProfile,
+    dir: &Path,
+) -> Result<std::time::Duration, String> {
+    let started = std::time::Instant::now();
+    let dirs = PrivateDirs::of(dir, "doctor");
+    dirs.create()
+        .map_err(|e| format!("cannot make {}: {e}", dirs.home.display()))?;
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    let request = extpool_sandbox::Request {
+        profile,
+        server: "doctor",
+        program: "true",
+        cwd: None,
+        path_var: Some(&path),
+        dirs: &dirs,
+    };
+    let prepared = extpool_sandbox::prepare(&request).map_err(|e| e.to_string())?;
+    let mut command = tokio::process::Command::new("true");
+    command
+        .env_clear()
+        .env("PATH", &path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut wrap = CommandWrap::from(command);
+    wrap.wrap(KillOnDrop);
+    let mut child = match crate::spawner::spawn(wrap, Some(prepared.child)) {
+        Ok(child) => child,
+        Err(error) => return Err(prepared.parent.failed(error).to_string()),
+    };
+    let _running = prepared.parent.started().map_err(|e| e.to_string())?;
+    let status = child.wait().await.map_err(|e| e.to_string())?;
+    if status.success() {
+        Ok(started.elapsed())
+    } else {
+        Err(format!("the confined process ended with {status}"))
+    }
+}
+
+/// Checks `profile` (its rules, and that this kernel can enforce it) and
+/// gives the server's private directories.
+fn confinable(
+    name: &ServerName,
+    profile: &SandboxProfile,
+    policy: &SpawnPolicy,
+) -> Result<PrivateDirs, ConfigError> {
+    let refused = |reason: String| ConfigError::Sandbox {
+        server: name.to_string(),
+        reason,
+    };
+    let problems = profile.problems();
+    if !problems.is_empty() {
+        let all: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        return Err(refused(all.join("; ")));
+    }
+    if let Some(refusal) = extpool_sandbox::Support::current().refusal(profile) {
+        return Err(refused(format!("sandbox: {refusal}")));
+    }
+    let root = policy
+        .sandbox_dir
+        .clone()
+        .unwrap_or_else(default_sandbox_dir);
+    Ok(PrivateDirs::of(&root, name.as_str()))
 }
 
 /// A stdio child's process group, terminated as a whole when the server goes.
@@ -341,6 +469,7 @@ mod tests {
     fn allowlist_is_enforced() {
         let policy = SpawnPolicy {
             allowed_commands: Some(vec!["node".into()]),
+            ..SpawnPolicy::default()
         };
         let ok = McpServerConfig::stdio("node", ["a"]);
         assert!(StdioPlan::with_host_env(&name(), &ok, &policy, host()).is_ok());

@@ -234,6 +234,33 @@ impl GatewayHandler {
         view.table_with(&view.policy().for_principal(principal))
     }
 
+    /// Refuses MCP prompt `name` (its catalog name) to the caller of
+    /// `context` when that caller's rules do (`permissions.principals`).
+    fn prompt_allowed(
+        &self,
+        context: &RequestContext<RoleServer>,
+        name: &str,
+    ) -> Result<(), ErrorData> {
+        match self.table_for(&principal_of(context)).prompt_refusal(name) {
+            Some(refusal) => Err(ErrorData::invalid_params(refusal.to_string(), None)),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs `work` as the caller of `context` (who the guardrails' webhook
+    /// is told asked).
+    async fn as_caller<F: std::future::Future>(
+        &self,
+        context: &RequestContext<RoleServer>,
+        work: F,
+    ) -> F::Output {
+        let label = principal_of(context).label();
+        extpool_host::CallContext::new()
+            .with_caller(label)
+            .scope(work)
+            .await
+    }
+
     /// The input schema of tool `name` as `principal` calls it, when it
     /// promotes arguments to `Mcp-Param-*` headers (see
     /// [`crate::names::header_schema`]): what a 2026-07-28 `tools/call`'s
@@ -515,9 +542,10 @@ impl ServerHandler for GatewayHandler {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        match self.view().read(&request.uri).await {
+        let read = self.as_caller(&context, self.view().read(&request.uri));
+        match read.await {
             Ok(content) => Ok(lists::read(ReadResourceResult::new(vec![
                 extpool_host::mcp::convert::wire::resource_contents(&content),
             ]))
@@ -534,13 +562,15 @@ impl ServerHandler for GatewayHandler {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let names = self.names();
+        let table = self.table_for(&principal_of(&context));
         let prompts = self
             .view()
             .commands()
             .iter()
+            .filter(|info| table.prompt_refusal(&info.name).is_none())
             .map(|info| {
                 convert::prompt(info, names.listed_prompt(info.name.trim_start_matches('/')))
             })
@@ -551,12 +581,13 @@ impl ServerHandler for GatewayHandler {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let name = self.names().catalog_prompt(&request.name).to_owned();
-        passthrough::get_prompt(self.view(), &name, request.arguments.unwrap_or_default())
-            .await
-            .map(Into::into)
+        self.prompt_allowed(&context, &name)?;
+        let get =
+            passthrough::get_prompt(self.view(), &name, request.arguments.unwrap_or_default());
+        self.as_caller(&context, get).await.map(Into::into)
     }
 
     async fn list_resource_templates(
@@ -570,8 +601,11 @@ impl ServerHandler for GatewayHandler {
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
+        if let rmcp::model::Reference::Prompt(prompt) = &request.r#ref {
+            self.prompt_allowed(&context, self.names().catalog_prompt(&prompt.name))?;
+        }
         passthrough::complete(self.view(), &self.names(), request).await
     }
 

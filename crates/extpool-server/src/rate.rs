@@ -1,9 +1,11 @@
 //! Rate limits (`gateway.rate_limits`): token buckets, each caller's own.
 //! A bucket holds `burst` tokens and refills at `calls_per_minute`; a
-//! `tools/call` takes one token from every bucket whose rule matches its
-//! name (the all-tools rule, and each `tools` rule), or none when one of
-//! them is empty — then the call is refused with a JSON-RPC error naming
-//! the limit and when a token will be there, and counted in `/metrics`.
+//! `tools/call` takes one token from every bucket whose rule matches one of
+//! its names (the all-tools rule, and each `tools` rule) — the name called,
+//! and the tool a built-in reaches for it (`CallMcpWithQuery`'s) — or none
+//! when one of them is empty: then the call is refused with a JSON-RPC
+//! error naming the limit and when a token will be there, and counted in
+//! `/metrics`.
 //!
 //! A caller is a principal ([`extpool_host::core::Principal::owner`]): one
 //! caller's calls never spend another's tokens. The buckets are bounded: a
@@ -39,8 +41,10 @@ impl Rule {
         }
     }
 
-    fn matches(&self, name: &str) -> bool {
-        self.tools.as_ref().is_none_or(|(_, g)| g.matches(name))
+    fn matches(&self, names: &[&str]) -> bool {
+        self.tools
+            .as_ref()
+            .is_none_or(|(_, g)| names.iter().any(|n| g.matches(n)))
     }
 
     /// The limit in words, for the refusal and the metric's label.
@@ -115,12 +119,13 @@ impl RateLimits {
         })
     }
 
-    /// Takes a token for `caller`'s call of `name` from each bucket whose
-    /// rule matches, or none and the limit that refuses it.
-    pub(crate) fn take(&self, caller: &str, name: &str) -> Result<(), Limited> {
+    /// Takes a token for `caller`'s call known by `names` (the name called,
+    /// and the tool a built-in reaches for it) from each bucket whose rule
+    /// matches one of them, or none and the limit that refuses it.
+    pub(crate) fn take(&self, caller: &str, names: &[&str]) -> Result<(), Limited> {
         let now = Instant::now();
         let matching: Vec<usize> = (0..self.rules.len())
-            .filter(|&i| self.rules[i].matches(name))
+            .filter(|&i| self.rules[i].matches(names))
             .collect();
         if matching.is_empty() {
             return Ok(());
@@ -204,9 +209,9 @@ mod tests {
     async fn a_callers_burst_is_spent_then_refilled_at_the_rate() {
         let l = limits();
         for _ in 0..3 {
-            l.take("alice", "mcp__gh__get").unwrap();
+            l.take("alice", &["mcp__gh__get"]).unwrap();
         }
-        let refused = l.take("alice", "mcp__gh__get").unwrap_err();
+        let refused = l.take("alice", &["mcp__gh__get"]).unwrap_err();
         assert!(
             refused.limit.starts_with("60 tool calls a minute"),
             "{refused:?}"
@@ -218,17 +223,17 @@ mod tests {
             refused.message()
         );
         // Another caller has its own tokens.
-        l.take("bob", "mcp__gh__get").unwrap();
+        l.take("bob", &["mcp__gh__get"]).unwrap();
         tokio::time::advance(Duration::from_secs(1)).await;
-        l.take("alice", "mcp__gh__get").unwrap();
-        assert!(l.take("alice", "mcp__gh__get").is_err());
+        l.take("alice", &["mcp__gh__get"]).unwrap();
+        assert!(l.take("alice", &["mcp__gh__get"]).is_err());
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_tool_rule_limits_its_tools_and_a_refused_call_takes_no_token() {
         let l = limits();
-        l.take("alice", "mcp__gh__create_issue").unwrap();
-        let refused = l.take("alice", "mcp__gh__create_pr").unwrap_err();
+        l.take("alice", &["mcp__gh__create_issue"]).unwrap();
+        let refused = l.take("alice", &["mcp__gh__create_pr"]).unwrap_err();
         assert!(
             refused.limit.contains("calls to mcp__gh__create*"),
             "{refused:?}"
@@ -236,9 +241,24 @@ mod tests {
         assert_eq!(refused.retry_after, Duration::from_secs(10));
         // The refused call spent nothing of the all-tools bucket: two of
         // its three tokens are left.
-        l.take("alice", "mcp__gh__get").unwrap();
-        l.take("alice", "mcp__gh__get").unwrap();
-        assert!(l.take("alice", "mcp__gh__get").is_err());
+        l.take("alice", &["mcp__gh__get"]).unwrap();
+        l.take("alice", &["mcp__gh__get"]).unwrap();
+        assert!(l.take("alice", &["mcp__gh__get"]).is_err());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_known_by_two_names_takes_one_token_of_each_matching_bucket() {
+        let l = limits();
+        // CallMcpWithQuery reaching mcp__gh__create_issue: the tool's rule
+        // and the all-tools rule, one token each.
+        l.take("alice", &["CallMcpWithQuery", "mcp__gh__create_issue"])
+            .unwrap();
+        let refused = l.take("alice", &["mcp__gh__create_pr"]).unwrap_err();
+        assert!(refused.limit.contains("mcp__gh__create*"), "{refused:?}");
+        // Two of the all-tools bucket's three tokens are left.
+        l.take("alice", &["CallMcpWithQuery"]).unwrap();
+        l.take("alice", &["CallMcpWithQuery"]).unwrap();
+        assert!(l.take("alice", &["CallMcpWithQuery"]).is_err());
     }
 
     #[test]

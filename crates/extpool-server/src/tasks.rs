@@ -45,8 +45,12 @@ const TAG_LEN: usize = 32;
 pub(crate) const MAX_TASKS_PER_SESSION: usize = 256;
 /// The longest a task is kept, whatever its server's `ttl` says.
 pub(crate) const MAX_TTL: Duration = Duration::from_secs(24 * 3600);
+mod held;
+
+pub(crate) use held::{Held, completed_already};
+
 /// The key of a result's related task in its `_meta`.
-pub(crate) const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+pub(crate) use extpool_host::RELATED_TASK;
 
 /// Who asks about a task: the session (its id, and a handle that dies
 /// with it) and its principal.
@@ -65,30 +69,44 @@ pub(crate) struct Asker {
 pub(crate) struct Entry {
     /// The server that holds it.
     pub server: String,
+    /// The catalog name of the tool it runs (what its result's guardrails
+    /// know it by).
+    pub tool: String,
     /// The server's id of it.
     pub upstream: String,
+    /// For a task the gateway answered itself: its result.
+    pub held: Option<Held>,
     asker: Asker,
     expires: Instant,
 }
 
 impl Entry {
     fn found(&self) -> Found {
+        if let Some(held) = &self.held {
+            return Found::Held(held.clone());
+        }
         Found::Task {
             server: self.server.clone(),
             upstream: self.upstream.clone(),
+            tool: self.tool.clone(),
         }
     }
 }
 
 /// What an id names for its asker.
 pub(crate) enum Found {
-    /// A task of the asker's: its server and the server's id of it.
+    /// A task of the asker's: its server, the server's id of it, and its
+    /// tool.
     Task {
         /// The server that holds it.
         server: String,
         /// The server's id of it.
         upstream: String,
+        /// The catalog name of the tool it runs.
+        tool: String,
     },
+    /// A task of the asker's the gateway answered itself.
+    Held(Held),
     /// A task of an earlier process of this gateway: lost in its restart.
     Lost,
     /// Nothing the asker may see.
@@ -140,23 +158,66 @@ impl Tasks {
         format!("{PREFIX}{}-{}", self.epoch, &hex::encode(tag)[..TAG_LEN])
     }
 
-    /// Keeps the task `upstream` of `server` for `asker`, for `ttl_ms`
-    /// (its server's `ttl`; `None`: unlimited, so [`MAX_TTL`]); its
-    /// gateway id, or the error when the session holds too many.
+    /// Keeps the task `upstream` of `server`, running tool `tool` (its
+    /// catalog name), for `asker`, for `ttl_ms` (its server's `ttl`;
+    /// `None`: unlimited, so [`MAX_TTL`]); its gateway id, or the error
+    /// when the session holds too many.
     pub(crate) fn insert(
         &self,
         asker: &Asker,
-        server: &str,
+        (server, tool): (&str, &str),
         upstream: &str,
         ttl_ms: Option<u64>,
     ) -> Result<String, ErrorData> {
+        let entry = Entry {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            upstream: upstream.to_owned(),
+            held: None,
+            asker: asker.clone(),
+            expires: Instant::now(),
+        };
+        self.add(entry, ttl_ms)
+    }
+
+    /// Keeps `result`, the tool result a task-augmented call of `tool` got
+    /// at once, as a completed task of `asker`'s for `ttl_ms` (the one
+    /// asked for; `None`: [`MAX_TTL`]); its gateway id and the task, or
+    /// the error when the session holds too many.
+    pub(crate) fn hold(
+        &self,
+        asker: &Asker,
+        tool: &str,
+        result: Value,
+        ttl_ms: Option<u64>,
+    ) -> Result<(String, Held), ErrorData> {
+        let ttl = ttl_ms.map_or(MAX_TTL, |ms| Duration::from_millis(ms).min(MAX_TTL));
+        let held = Held {
+            result,
+            created: now_iso(),
+            ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
+        };
+        let entry = Entry {
+            server: String::new(),
+            tool: tool.to_owned(),
+            upstream: String::new(),
+            held: Some(held.clone()),
+            asker: asker.clone(),
+            expires: Instant::now(),
+        };
+        Ok((self.add(entry, ttl_ms)?, held))
+    }
+
+    /// Keeps `entry` for `ttl_ms` (`None`: [`MAX_TTL`]) under a new id,
+    /// unless its session holds too many.
+    fn add(&self, mut entry: Entry, ttl_ms: Option<u64>) -> Result<String, ErrorData> {
         let now = Instant::now();
         let ttl = ttl_ms.map_or(MAX_TTL, |ms| Duration::from_millis(ms).min(MAX_TTL));
         let mut map = self.map.lock();
         map.retain(|_, e| e.expires > now);
         let held = map
             .values()
-            .filter(|e| e.asker.session == asker.session)
+            .filter(|e| e.asker.session == entry.asker.session)
             .count();
         if held >= MAX_TASKS_PER_SESSION {
             return Err(ErrorData::invalid_request(
@@ -167,15 +228,8 @@ impl Tasks {
             ));
         }
         let id = self.mint();
-        map.insert(
-            id.clone(),
-            Entry {
-                server: server.to_owned(),
-                upstream: upstream.to_owned(),
-                asker: asker.clone(),
-                expires: now + ttl,
-            },
-        );
+        entry.expires = now + ttl;
+        map.insert(id.clone(), entry);
         Ok(id)
     }
 
@@ -483,7 +537,9 @@ mod tests {
             std::sync::Arc::new(()),
         );
         let alice = asker("s1", &one, Some("alice"));
-        let id = tasks.insert(&alice, "srv", "up-1", Some(60_000)).unwrap();
+        let id = tasks
+            .insert(&alice, ("srv", "t"), "up-1", Some(60_000))
+            .unwrap();
         let found = |f: Found| matches!(f, Found::Task { upstream, .. } if upstream == "up-1");
         assert!(found(tasks.find(&id, &alice)));
         // Alice's other session, while the first lives: nothing.
@@ -506,11 +562,32 @@ mod tests {
         let alive = std::sync::Arc::new(());
         let me = asker("s", &alive, None);
         for n in 0..MAX_TASKS_PER_SESSION {
-            tasks.insert(&me, "srv", &n.to_string(), None).unwrap();
+            tasks
+                .insert(&me, ("srv", "t"), &n.to_string(), None)
+                .unwrap();
         }
-        assert!(tasks.insert(&me, "srv", "one more", None).is_err());
+        assert!(tasks.insert(&me, ("srv", "t"), "one more", None).is_err());
         let other = asker("t", &alive, None);
-        assert!(tasks.insert(&other, "srv", "theirs", None).is_ok());
+        assert!(tasks.insert(&other, ("srv", "t"), "theirs", None).is_ok());
+    }
+
+    #[test]
+    fn a_held_task_is_completed_with_its_result_for_its_session_only() {
+        let tasks = Tasks::default();
+        let alive = std::sync::Arc::new(());
+        let me = asker("s", &alive, None);
+        let result = json!({"content": [{"type": "text", "text": "blocked"}], "isError": true});
+        let (id, _) = tasks.hold(&me, "mcp__s__t", result, Some(1_000)).unwrap();
+        let Found::Held(held) = tasks.find(&id, &me) else {
+            panic!("held");
+        };
+        assert_eq!(held.task(&id)["status"], "completed");
+        assert_eq!(held.task(&id)["ttl"], 1_000);
+        let answered = held.result(&id);
+        assert_eq!(answered["isError"], true);
+        assert_eq!(answered["_meta"][RELATED_TASK]["taskId"], json!(id));
+        let other = asker("t", &alive, None);
+        assert!(matches!(tasks.find(&id, &other), Found::Unknown));
     }
 
     #[test]

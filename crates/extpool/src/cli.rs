@@ -199,6 +199,12 @@ Examples:
   extpool completions zsh > ~/.zfunc/_extpool
   extpool completions fish > ~/.config/fish/completions/extpool.fish")]
     Completions(CompletionsArgs),
+    /// Say what this machine supports: permission profiles (`sandbox:`) and the kernel features they need.
+    #[command(after_help = "\
+Examples:
+  extpool doctor          what the kernel offers, and a confined process started for real
+  extpool doctor --json   the same as one JSON object")]
+    Doctor,
     /// OAuth for remote MCP servers: login, logout, auth-status.
     #[command(subcommand)]
     Mcp(crate::cmd::mcp::McpCommand),

@@ -42,6 +42,8 @@ pub struct ToolTask {
     token: CancellationToken,
     scope: String,
     tool: String,
+    /// The tool's catalog name (what the guardrails know it by).
+    catalog_name: String,
     server: String,
     id: String,
     poll: Duration,
@@ -70,6 +72,10 @@ impl Turn {
             unreachable!("a JSON object literal");
         };
         let view = &self.inner.view;
+        let catalog_name = compiled
+            .table()
+            .row(name)
+            .map_or_else(|| name.to_owned(), |row| row.tool.name.clone());
         let (server, answer) = view.start_task(compiled.table(), name, params).await?;
         let Some(id) = answer.pointer("/task/taskId").and_then(Value::as_str) else {
             return Err(AgentError::Host(HostError::Unsupported {
@@ -88,6 +94,7 @@ impl Turn {
             token: self.inner.token.clone(),
             scope: describe(view.scope()),
             tool: name.to_owned(),
+            catalog_name,
             server,
             id: id.to_owned(),
             poll,
@@ -121,8 +128,9 @@ impl ToolTask {
         self.ask("tasks/cancel").await
     }
 
-    /// Waits for the task to end and answers its result: what it returned,
-    /// or a tool error saying why it failed or that it was cancelled. An
+    /// Waits for the task to end and answers its result: what it returned
+    /// (through the guardrails, as a call's result), or a tool error
+    /// saying why it failed or that it was cancelled. An
     /// interrupted run cancels the task and answers
     /// [`AgentError::Interrupted`].
     pub async fn result(&self) -> Result<ToolResult, AgentError> {
@@ -132,7 +140,9 @@ impl ToolTask {
                 match state.status.as_str() {
                     "completed" => break,
                     "failed" | "cancelled" => {
-                        let why = state.message.unwrap_or_default();
+                        let why = self
+                            .view
+                            .redacted_message(&state.message.unwrap_or_default());
                         return Ok(ToolResult::error(format!(
                             "task {} of {} {}: {why}",
                             self.id, self.tool, state.status
@@ -143,7 +153,10 @@ impl ToolTask {
                     _ => tokio::time::sleep(self.poll).await,
                 }
             }
-            Ok(self.view.task_result(&self.server, &self.id).await?)
+            Ok(self
+                .view
+                .task_result(&self.catalog_name, &self.server, &self.id)
+                .await?)
         };
         tokio::select! {
             biased;

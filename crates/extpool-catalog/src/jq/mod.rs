@@ -7,6 +7,7 @@
 //! name error reports the byte offset, line and column in the filter.
 
 mod convert;
+pub(crate) mod input;
 mod sandbox;
 
 use std::time::{Duration, Instant};

@@ -1,9 +1,12 @@
 //! Guardrails: the checks every tool call passes before it is dispatched
-//! and every result passes before it reaches the model, in the host's call
-//! path ([`crate::View::call_in`]) — so the gateway, the agent library and
-//! the command line all pass through them, remote tools as built-in ones
-//! ("remote tools use the same permission, dispatch, guardrail, and audit
-//! paths as built-in tools").
+//! and every result passes before it reaches the model. The host applies
+//! them in one place (`view::guard`) that every path out of it calls — a
+//! call ([`crate::View::call_in`]), `CallMcpWithQuery` (the tool's result
+//! before its jq filter reads it, and the filter's output after), a task's
+//! result, a resource read, a prompt, and what a server wrote in an error
+//! — so the gateway, the agent library and the command line all pass
+//! through them, remote tools as built-in ones ("remote tools use the same
+//! permission, dispatch, guardrail, and audit paths as built-in tools").
 //!
 //! They come after the view's policy has allowed the call, and run in the
 //! configuration's order (`guardrails:` in extpool.yaml):
@@ -27,6 +30,7 @@
 //! every search is linear in the pattern times the text. The webhook is
 //! asked within its timeout, and its answer is read up to 1 MiB.
 
+mod redact;
 mod webhook;
 
 use std::sync::Arc;
@@ -34,10 +38,11 @@ use std::sync::Arc;
 use extpool_catalog::permissions::Glob;
 use extpool_config::guardrails::{PatternError, Regex, compile_pattern};
 use extpool_config::{FailMode, GuardrailsConfig};
-use extpool_core::{ContentPart, ResourceBody, ToolResult};
+use extpool_core::{ContentPart, ExtensionError, ResourceBody, ToolResult};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use redact::{RedactRule, redact_result};
 pub use webhook::MAX_ANSWER_BYTES;
 use webhook::{Answer, Webhook};
 
@@ -134,12 +139,6 @@ struct BlockRule {
     shown: String,
     regex: Regex,
     tools: Option<Glob>,
-}
-
-struct RedactRule {
-    shown: String,
-    regex: Regex,
-    replacement: String,
 }
 
 /// A configuration's guardrails, compiled once.
@@ -302,18 +301,7 @@ impl Guardrails {
         }
         for rule in &self.redact {
             let replaced = redact_result(&mut result, rule);
-            if replaced > 0 {
-                verdicts.push(Verdict {
-                    phase: Phase::Result,
-                    decision: Decision::Redact,
-                    guardrail: rule.shown.clone(),
-                    reason: format!(
-                        "{replaced} match{} replaced by {}",
-                        if replaced == 1 { "" } else { "es" },
-                        rule.replacement
-                    ),
-                });
-            }
+            redacted(verdicts, rule, replaced);
         }
         if let Some(webhook) = &self.webhook {
             let arguments = args.map_or(Value::Null, |a| match &subject.via {
@@ -353,6 +341,68 @@ impl Guardrails {
         Ok(result)
     }
 
+    /// Redacts, by the `redact` rules, what a server wrote in `error` (a
+    /// JSON-RPC error's message and data, its stderr lines) before the
+    /// error reaches a model; each rule that matched is a verdict.
+    pub fn redact_error(&self, error: &mut ExtensionError, verdicts: &mut Vec<Verdict>) {
+        if self.redact.is_empty() {
+            return;
+        }
+        let Some(client) = error.downcast_source_mut::<extpool_mcp::ClientError>() else {
+            return;
+        };
+        let counts = std::cell::RefCell::new(vec![0usize; self.redact.len()]);
+        client.rewrite_server_text(
+            &mut |text| {
+                self.bound(text);
+                for (rule, count) in self.redact.iter().zip(counts.borrow_mut().iter_mut()) {
+                    *count += redact::redact_text(text, rule);
+                }
+            },
+            &mut |json| {
+                if json_len(json) > self.max_result_bytes {
+                    // Larger than any result the rules read: not passed on.
+                    *json = Value::Null;
+                }
+                for (rule, count) in self.redact.iter().zip(counts.borrow_mut().iter_mut()) {
+                    *count += redact::redact_value(json, rule);
+                }
+            },
+        );
+        for (rule, count) in self.redact.iter().zip(counts.into_inner()) {
+            redacted(verdicts, rule, count);
+        }
+    }
+
+    /// `text`, a server's message that reaches a model by no result (a
+    /// failed task's status message), redacted by the `redact` rules.
+    pub fn redact_message(&self, text: &mut String, verdicts: &mut Vec<Verdict>) {
+        if self.redact.is_empty() {
+            return;
+        }
+        self.bound(text);
+        for rule in &self.redact {
+            let count = redact::redact_text(text, rule);
+            redacted(verdicts, rule, count);
+        }
+    }
+
+    /// Cuts `text`, a server's message, to `max_result_bytes` (the most
+    /// text a pattern reads), saying so.
+    fn bound(&self, text: &mut String) {
+        let max = usize::try_from(self.max_result_bytes).unwrap_or(usize::MAX);
+        if text.len() <= max {
+            return;
+        }
+        let mut cut = max;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let total = text.len();
+        text.truncate(cut);
+        text.push_str(&format!(" [cut: {total} bytes, over max_result_bytes]"));
+    }
+
     /// A webhook that failed, as its `fail` says: blocked (closed), or
     /// let through and logged (open).
     fn failed(
@@ -380,6 +430,23 @@ impl Guardrails {
             }
         }
     }
+}
+
+/// Records in `verdicts` that `rule` replaced `count` matches, if any.
+fn redacted(verdicts: &mut Vec<Verdict>, rule: &RedactRule, count: usize) {
+    if count == 0 {
+        return;
+    }
+    verdicts.push(Verdict {
+        phase: Phase::Result,
+        decision: Decision::Redact,
+        guardrail: rule.shown.clone(),
+        reason: format!(
+            "{count} match{} replaced by {}",
+            if count == 1 { "" } else { "es" },
+            rule.replacement
+        ),
+    });
 }
 
 /// Records a block in `verdicts` and returns it.
@@ -466,65 +533,6 @@ fn strings_of<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
         Value::Object(map) => strings_of_map(map, out),
         _ => {}
     }
-}
-
-/// `text` with every non-empty match of `rule` replaced; how many were.
-fn redact_text(text: &mut String, rule: &RedactRule) -> usize {
-    let mut out = String::new();
-    let mut at = 0;
-    let mut count = 0;
-    for m in rule.regex.find_iter(text) {
-        if m.start() == m.end() {
-            continue;
-        }
-        out.push_str(&text[at..m.start()]);
-        out.push_str(&rule.replacement);
-        at = m.end();
-        count += 1;
-    }
-    if count > 0 {
-        out.push_str(&text[at..]);
-        *text = out;
-    }
-    count
-}
-
-/// Every string in `value` (keys too) redacted; how many matches were.
-fn redact_value(value: &mut Value, rule: &RedactRule) -> usize {
-    match value {
-        Value::String(s) => redact_text(s, rule),
-        Value::Array(items) => items.iter_mut().map(|v| redact_value(v, rule)).sum(),
-        Value::Object(map) => {
-            let mut count = 0;
-            for (mut key, mut value) in std::mem::take(map) {
-                count += redact_text(&mut key, rule);
-                count += redact_value(&mut value, rule);
-                map.insert(key, value);
-            }
-            count
-        }
-        _ => 0,
-    }
-}
-
-/// `result`'s text, embedded text resources and structured content
-/// redacted by `rule`; how many matches were.
-fn redact_result(result: &mut ToolResult, rule: &RedactRule) -> usize {
-    let mut count = 0;
-    for part in &mut result.parts {
-        count += match part {
-            ContentPart::Text { text } => redact_text(text, rule),
-            ContentPart::Resource { resource } => match &mut resource.body {
-                ResourceBody::Text(text) => redact_text(text, rule),
-                ResourceBody::Blob(_) => 0,
-            },
-            _ => 0,
-        };
-    }
-    if let Some(structured) = &mut result.structured {
-        count += redact_value(structured, rule);
-    }
-    count
 }
 
 /// Guardrails shared by every view of a host (`None`: none configured).

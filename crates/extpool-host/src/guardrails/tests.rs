@@ -558,3 +558,48 @@ fn a_bad_pattern_is_refused_naming_its_rule() {
         "{e}"
     );
 }
+
+#[test]
+fn what_a_server_wrote_in_an_error_is_redacted_and_bounded() {
+    let g = compiled(GuardrailsConfig {
+        max_result_bytes: 64,
+        redact: vec![RedactConfig {
+            name: "key".into(),
+            pattern: "sk-[a-z]{8}".into(),
+        }],
+        ..GuardrailsConfig::default()
+    });
+    let rpc = rmcp::model::ErrorData::internal_error(
+        "the key is sk-abcdefgh",
+        Some(json!({"detail": "again sk-abcdefgh", "sk-zyxwvuts": 1})),
+    );
+    let client = extpool_mcp::ClientError::Rpc {
+        server: extpool_mcp::ServerName::new("s").unwrap(),
+        error: rpc,
+    };
+    let mut error = client.into_extension("s");
+    let mut verdicts = Vec::new();
+    g.redact_error(&mut error, &mut verdicts);
+    let rpc = error
+        .downcast_source::<extpool_mcp::ClientError>()
+        .unwrap()
+        .rpc_error()
+        .unwrap();
+    assert_eq!(rpc.message, "the key is [REDACTED:key]");
+    assert_eq!(
+        rpc.data,
+        Some(json!({"detail": "again [REDACTED:key]", "[REDACTED:key]": 1}))
+    );
+    assert_eq!(verdicts.len(), 1, "{verdicts:?}");
+    assert_eq!(verdicts[0].reason, "3 matches replaced by [REDACTED:key]");
+
+    // A message past max_result_bytes is cut before a pattern reads it.
+    let mut long = format!("{}sk-abcdefgh", "é".repeat(40));
+    g.redact_message(&mut long, &mut Vec::new());
+    assert!(long.starts_with(&"é".repeat(32)), "{long}");
+    assert!(
+        long.ends_with("[cut: 91 bytes, over max_result_bytes]"),
+        "{long}"
+    );
+    assert!(!long.contains("sk-"), "{long}");
+}

@@ -8,7 +8,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
-use extpool_catalog::{BuiltinTool, CatalogRevision, names};
+use extpool_catalog::{BuiltinTool, CatalogRevision, CommandKind, Runner, names};
 use extpool_core::Scope;
 
 use super::table::{Entry, Rows};
@@ -64,15 +64,17 @@ pub(crate) fn compile(layers: &Layers, cx: &Context<'_>) -> ToolTable {
             index: OnceLock::new(),
         }),
         refused: HashMap::new(),
+        refused_commands: HashMap::new(),
         hidden: HashSet::new(),
         deferring,
     }
 }
 
 /// `base` (the shared policy's table over the same revision) with what
-/// `refinement` takes out: the names a session's grants do not allow, and
-/// those another server lists under the name of one of its own servers.
-/// Only the refusals are new; the rows stay shared.
+/// `refinement` takes out: the names a session's grants do not allow,
+/// those another server lists under the name of one of its own servers,
+/// and what a caller's rules refuse (tools, the catalog's built-ins, MCP
+/// prompts). Only the refusals are new; the rows stay shared.
 pub(crate) fn refine(base: &ToolTable, refinement: &Refinement) -> ToolTable {
     let revision = &base.revision;
     let own = match revision.parent() {
@@ -88,18 +90,22 @@ pub(crate) fn refine(base: &ToolTable, refinement: &Refinement) -> ToolTable {
         .as_ref()
         .map(|p| permissions.matching(p))
         .unwrap_or_default();
+    let for_caller = |name: &str| {
+        permissions
+            .refused_for(&matched, name)
+            .map(|rule| Refusal::DeniedForPrincipal {
+                name: name.to_owned(),
+                rule,
+            })
+    };
     for (i, row) in base.rows().iter().enumerate() {
-        if row.tool.builtin {
-            continue;
-        }
-        let refusal = refusal_of(&row.tool, refinement, &own).or_else(|| {
-            permissions
-                .refused_for(&matched, &row.tool.name)
-                .map(|rule| Refusal::DeniedForPrincipal {
-                    name: row.tool.name.clone(),
-                    rule,
-                })
-        });
+        let refusal = match row.builtin {
+            // The catalog's built-ins are under a caller's rules as under
+            // the gateway's own; the front end's own are under neither.
+            Some(b) if b.runner() == Runner::Catalog => for_caller(&row.tool.name),
+            _ if row.tool.builtin => None,
+            _ => refusal_of(&row.tool, refinement, &own).or_else(|| for_caller(&row.tool.name)),
+        };
         let Some(refusal) = refusal else {
             continue;
         };
@@ -123,10 +129,28 @@ pub(crate) fn refine(base: &ToolTable, refinement: &Refinement) -> ToolTable {
             .iter()
             .enumerate()
             .any(|(i, r)| r.deferrable && !hidden.contains(&(i as u32)));
+    // MCP prompts, as commands: under a caller's rules as under the
+    // gateway's own (which leave those they deny out of the revision).
+    let commands = match matched.is_empty() {
+        true => HashMap::new(),
+        false => revision
+            .all_commands()
+            .filter(|c| c.kind == CommandKind::McpPrompt)
+            .filter_map(|c| {
+                let rule = permissions.refused_for(&matched, &c.name)?;
+                let refusal = Refusal::PromptDeniedForPrincipal {
+                    name: c.name.clone(),
+                    rule,
+                };
+                Some((c.name.as_str().into(), refusal))
+            })
+            .collect(),
+    };
     ToolTable {
         revision: revision.clone(),
         rows: base.rows.clone(),
         refused,
+        refused_commands: commands,
         hidden,
         deferring,
     }

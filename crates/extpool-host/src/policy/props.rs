@@ -283,7 +283,12 @@ fn expected(case: &Case, policy: &ViewPolicy, server: &str, name: &str) -> Optio
     if own {
         return Some("shadowed");
     }
-    // The caller's rules, when its claims match them.
+    for_caller(case, name)
+}
+
+/// What the caller's rules say of `name`, when its claims match them: the
+/// only layer of a view that takes out one of the catalog's built-ins.
+fn for_caller(case: &Case, name: &str) -> Option<&'static str> {
     let Some((deny, allow, true)) = &case.caller else {
         return None;
     };
@@ -301,7 +306,9 @@ fn word(refusal: &Refusal) -> &'static str {
         Refusal::Shadowed { .. } => "shadowed",
         Refusal::Filtered { .. } => "filtered",
         Refusal::Degraded { .. } => "degraded",
-        Refusal::DeniedForPrincipal { .. } => "not for this caller",
+        Refusal::DeniedForPrincipal { .. } | Refusal::PromptDeniedForPrincipal { .. } => {
+            "not for this caller"
+        }
     }
 }
 
@@ -373,6 +380,22 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
             t.refusal_through(&tool.server, tool.original()).is_some(),
             want.is_some()
         );
+    }
+    // The catalog's built-ins are under the caller's rules as under the
+    // gateway's own (which leave out those they deny).
+    for b in BuiltinTool::CATALOG {
+        let name = b.name();
+        if rev.denied(name).is_some() || rev.tool(name).is_none() {
+            continue;
+        }
+        match (t.resolve(name), for_caller(case, name)) {
+            (Resolved::Tool(_), None) => {}
+            (Resolved::Refused(r), Some(w)) => prop_assert_eq!(word(&r), w, "{}", name),
+            (got, want) => prop_assert!(
+                false,
+                "{name}: got {got:?}, the caller's rules say {want:?}"
+            ),
+        }
     }
     // A name the rules deny is refused saying so; unknown names are unknown.
     for probe in case

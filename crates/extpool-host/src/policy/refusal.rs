@@ -47,6 +47,15 @@ pub enum Refusal {
         /// The rule, and which callers it is for.
         rule: String,
     },
+    /// A `permissions.principals` rule for callers like this one refuses
+    /// this MCP prompt.
+    #[error("prompt {name:?} is not available to this caller: {rule}")]
+    PromptDeniedForPrincipal {
+        /// The prompt's catalog name.
+        name: String,
+        /// The rule, and which callers it is for.
+        rule: String,
+    },
     /// Its server is down; its tools return when it recovers.
     #[error("{name} is unavailable: {reason}; its tools return when it recovers")]
     Degraded {
@@ -58,11 +67,12 @@ pub enum Refusal {
 }
 
 impl Refusal {
-    /// The catalog name refused.
+    /// The catalog name refused (a tool's, or a prompt's).
     pub fn name(&self) -> &str {
         match self {
             Self::Denied { name, .. }
             | Self::DeniedForPrincipal { name, .. }
+            | Self::PromptDeniedForPrincipal { name, .. }
             | Self::NotGranted { name }
             | Self::Shadowed { name, .. }
             | Self::Filtered { name }

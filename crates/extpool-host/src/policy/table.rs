@@ -84,6 +84,8 @@ pub struct ToolTable {
     pub(crate) rows: Arc<Rows>,
     /// This view's own refusals, by every name of the tools they take out.
     pub(crate) refused: HashMap<Box<str>, Refusal>,
+    /// The MCP prompts (by catalog name) a caller's rules refuse here.
+    pub(crate) refused_commands: HashMap<Box<str>, Refusal>,
     /// The rows this view's refusals take out.
     pub(crate) hidden: HashSet<u32>,
     pub(crate) deferring: bool,
@@ -168,6 +170,14 @@ impl ToolTable {
         }
     }
 
+    /// Why MCP prompt `name` (its catalog name, with or without `/`) may
+    /// not be listed, got or completed here, when a caller's rules refuse
+    /// it (the gateway's own rules leave what they deny out of the
+    /// revision).
+    pub fn prompt_refusal(&self, name: &str) -> Option<&Refusal> {
+        self.refused_commands.get(name.trim_start_matches('/'))
+    }
+
     /// Why a call of a built-in that reaches tool `tool` of server `server`
     /// by its server's names (`CallMcpWithQuery`) may not reach it, when it
     /// may not: a built-in reaches no further than a call by name would.
@@ -179,6 +189,22 @@ impl ToolTable {
             Resolved::Refused(refusal) => Some(refusal),
             _ => None,
         }
+    }
+
+    /// The remote tool a call of `row` with `args` reaches through it,
+    /// when `row` is a built-in that calls another tool by its server's
+    /// names (`CallMcpWithQuery`): what the guardrails and the rate limits
+    /// count the call as, besides the built-in itself.
+    pub fn reached_through(
+        &self,
+        row: &Row,
+        args: &serde_json::Map<String, Value>,
+    ) -> Option<&extpool_catalog::CatalogTool> {
+        if row.builtin != Some(BuiltinTool::CallMcpWithQuery) {
+            return None;
+        }
+        let arg = |key: &str| args.get(key).and_then(Value::as_str);
+        self.revision.remote_tool(arg("server")?, arg("tool")?)
     }
 
     /// The rows listed for a consumer whose searches loaded the tools

@@ -6,16 +6,18 @@
 
 use std::sync::Arc;
 
-use extpool_catalog::{BuiltinTool, CallError, CatalogRevision, Runner, ToolRef};
+use extpool_catalog::{BuiltinTool, CallError, CatalogRevision, Query, Runner, ToolRef};
 use extpool_core::{CallContext, Capability, ToolResult};
 use serde_json::{Map, Value};
 
 use super::{View, tools_of};
 use crate::error::HostError;
-use crate::guardrails::{Blocked, Subject, Verdict};
+use crate::guardrails::{Subject, Verdict};
 use crate::policy::{Refusal, Resolved, Row, ToolTable};
 
 mod tasks;
+
+pub use tasks::RELATED_TASK;
 
 /// A call's outcome and the guardrail decisions made on its way
 /// ([`View::call_guarded`]): what a front end that keeps an audit log
@@ -38,33 +40,18 @@ fn input_asked() -> bool {
         .unwrap_or(false)
 }
 
-/// The blocked call as the host reports it.
-fn blocked(subject: &Subject, b: Blocked) -> HostError {
-    HostError::Blocked {
-        tool: subject.tool.clone(),
-        phase: b.phase,
-        guardrail: b.guardrail,
-        reason: b.reason,
-    }
-}
-
 /// What guardrails see of a call of `row` with `args`: the tool it
 /// reaches (through `CallMcpWithQuery`, the tool named in its arguments)
 /// and who calls, as the front end put it in the call's context.
-fn subject_of(table: &ToolTable, row: &Row, args: &Map<String, Value>) -> Subject {
-    let principal = CallContext::current().and_then(|c| c.caller().map(str::to_owned));
-    if row.builtin == Some(BuiltinTool::CallMcpWithQuery) {
-        let arg = |key: &str| args.get(key).and_then(Value::as_str);
-        if let (Some(server), Some(tool)) = (arg("server"), arg("tool"))
-            && let Some(target) = table.revision().remote_tool(server, tool)
-        {
-            return Subject {
-                tool: target.name.clone(),
-                server: target.server.to_string(),
-                via: Some(row.tool.name.clone()),
-                principal,
-            };
-        }
+pub(super) fn subject_of(table: &ToolTable, row: &Row, args: &Map<String, Value>) -> Subject {
+    let principal = super::guard::principal();
+    if let Some(target) = table.reached_through(row, args) {
+        return Subject {
+            tool: target.name.clone(),
+            server: target.server.to_string(),
+            via: Some(row.tool.name.clone()),
+            principal,
+        };
     }
     Subject {
         tool: row.tool.name.clone(),
@@ -216,59 +203,125 @@ impl View {
             }
             _ => {}
         }
+        let guard = self.guard(subject_of(table, row, &args), &args);
+        if let Some(guard) = &guard {
+            guard.call(&args, verdicts).await?;
+        }
         let name = row.tool.name.as_str();
-        let guardrails = self.inner.host.guardrails.clone();
-        let mut checked = None;
-        if let Some(g) = &guardrails {
-            let subject = subject_of(table, row, &args);
-            g.check_call(&subject, &args, verdicts)
-                .await
-                .map_err(|b| blocked(&subject, b))?;
-            let kept = g.wants_arguments().then(|| args.clone());
-            checked = Some((g, subject, kept));
-        }
-        let target = remote_capability(rev, name);
-        let outcome = rev.call(name, args).await;
-        if let Some(cap) = &target {
-            match &outcome {
-                Ok(_) => {
-                    self.inner.host.health.record(cap, Ok(()));
-                }
-                Err(CallError::Source { error, .. }) => {
-                    self.inner.host.health.record(cap, Err(error));
-                }
-                Err(_) => {}
+        let outcome = match row.builtin {
+            Some(BuiltinTool::CallMcpWithQuery) => {
+                self.query(rev, args, guard.as_ref(), verdicts).await
             }
+            _ => {
+                let outcome = rev.call(name, args).await;
+                record_health(self, remote_capability(rev, name), &outcome);
+                match (outcome, &guard) {
+                    // A server that asked for input (2026-07-28
+                    // `input_required`) gave no result yet: its questions
+                    // go back to the client, and the result of the retry
+                    // is checked.
+                    (Ok(result), _) if input_asked() => Ok(result),
+                    (Ok(result), Some(guard)) => guard.result(result, verdicts).await,
+                    (Ok(result), None) => Ok(result),
+                    (Err(e), _) => Err(self.call_error(rev, e)),
+                }
+            }
+        };
+        match (outcome, &guard) {
+            (Err(e), Some(guard)) => Err(guard.error(e, verdicts)),
+            (outcome, _) => outcome,
         }
-        match outcome {
-            // A server that asked for input (2026-07-28 `input_required`)
-            // gave no result yet: its questions go back to the client, and
-            // the result of the retry is checked.
-            Ok(result) if input_asked() => Ok(result),
-            Ok(result) => match checked {
-                Some((g, subject, args)) => g
-                    .check_result(&subject, args.as_ref(), result, verdicts)
-                    .await
-                    .map_err(|b| blocked(&subject, b)),
-                None => Ok(result),
-            },
-            // The name unknown may be the one a built-in reaches
-            // (`CallMcpWithQuery`'s `tool`): that one is said.
-            Err(CallError::UnknownTool { name: unknown }) => Err(self.unknown_tool(rev, &unknown)),
-            Err(e) => Err(HostError::Call(e)),
+    }
+
+    /// `CallMcpWithQuery` with `args` on `rev`: the tool's result checked
+    /// by `guard` before the filter reads it, and the filter's output
+    /// after (a tool error is passed on unfiltered, checked once).
+    async fn query(
+        &self,
+        rev: &CatalogRevision,
+        args: Map<String, Value>,
+        guard: Option<&super::guard::Guard>,
+        verdicts: &mut Vec<Verdict>,
+    ) -> Result<ToolResult, HostError> {
+        let mut query = rev.query(args).map_err(|e| self.call_error(rev, e))?;
+        let target = remote_capability(rev, &query.tool().name);
+        let outcome = query.call().await;
+        record_health(self, target, &outcome);
+        let result = outcome.map_err(|e| self.call_error(rev, e))?;
+        if input_asked() {
+            return Ok(result);
+        }
+        let Some(guard) = guard else {
+            return query
+                .filter(result)
+                .await
+                .map_err(|e| self.call_error(rev, e));
+        };
+        let checked = guard.result(result, verdicts).await?;
+        let filters = Query::filters(&checked);
+        let output = query
+            .filter(checked)
+            .await
+            .map_err(|e| self.call_error(rev, e))?;
+        if !filters {
+            return Ok(output);
+        }
+        guard.result(output, verdicts).await
+    }
+
+    /// A call's error as the host reports it: the name unknown may be the
+    /// one a built-in reaches (`CallMcpWithQuery`'s `tool`), which is said.
+    fn call_error(&self, rev: &CatalogRevision, e: CallError) -> HostError {
+        match e {
+            CallError::UnknownTool { name } => self.unknown_tool(rev, &name),
+            e => HostError::Call(e),
         }
     }
 
     /// Renders command `name` (with or without its `/`) with `args`: a
     /// skill's body with `$ARGUMENTS` substituted, or an MCP prompt
-    /// (`key=value` arguments).
+    /// (`key=value` arguments) through the guardrails.
     pub async fn run(&self, name: &str, args: &[String]) -> Result<String, HostError> {
         self.check_open()?;
         let name = name.trim_start_matches('/');
         let rev = self.revision();
-        rev.render_command(name, args)
+        let named: Map<String, Value> = args
+            .iter()
+            .filter_map(|w| w.split_once('='))
+            .map(|(k, v)| (k.to_owned(), Value::String(v.to_owned())))
+            .collect();
+        let guard = self.prompt_guard(&rev, name, &named);
+        let text = rev
+            .render_command(name, args)
             .await
-            .map_err(|e| self.command_error(&rev, name, e))
+            .map_err(|e| self.command_error(&rev, name, e));
+        match (text, guard) {
+            (Ok(text), Some(guard)) => guard.text(text).await,
+            (Err(e), Some(guard)) => Err(guard.error(e, &mut Vec::new())),
+            (text, None) => text,
+        }
+    }
+
+    /// The guard of MCP prompt `name` of `rev` got with `args`, checked as
+    /// a result of a tool of that name; `None` for a command that is no
+    /// MCP prompt (a local skill's, the user's own text).
+    pub(crate) fn prompt_guard(
+        &self,
+        rev: &CatalogRevision,
+        name: &str,
+        args: &Map<String, Value>,
+    ) -> Option<super::guard::Guard> {
+        let command = rev.command(name)?;
+        if command.kind != extpool_catalog::CommandKind::McpPrompt {
+            return None;
+        }
+        let subject = Subject {
+            tool: command.name.clone(),
+            server: command.server.to_string(),
+            via: None,
+            principal: super::guard::principal(),
+        };
+        self.guard(subject, args)
     }
 
     /// A command's error as the host reports it: an unknown name with the
@@ -290,6 +343,25 @@ impl View {
             };
         }
         HostError::Command(e)
+    }
+}
+
+/// Records a call's `outcome` at `target`, the capability it was
+/// dispatched to, in the host's health ([`crate::health`]).
+fn record_health(
+    view: &View,
+    target: Option<Arc<dyn Capability>>,
+    outcome: &Result<ToolResult, CallError>,
+) {
+    let Some(cap) = target else { return };
+    match outcome {
+        Ok(_) => {
+            view.inner.host.health.record(&cap, Ok(()));
+        }
+        Err(CallError::Source { error, .. }) => {
+            view.inner.host.health.record(&cap, Err(error));
+        }
+        Err(_) => {}
     }
 }
 

@@ -52,16 +52,59 @@ impl View {
 
     /// Reads a `skill://` URI (local skills first, then MCP-hosted ones) or
     /// any MCP resource URI (from the server that lists it in the pinned
-    /// revision, else from whichever visible server has it).
+    /// revision, else from whichever visible server has it), through the
+    /// guardrails as its twin `ReadMcpResource` call (a local skill's
+    /// files, the user's own, are read as they are). A `ui://` view of MCP
+    /// Apps is read from the server whose tool names it.
     pub async fn read(&self, uri: &str) -> Result<ResourceContent, HostError> {
         self.check_open()?;
         let rev = self.revision();
-        if !uri.starts_with("skill://")
-            && let Some(cap) = listed_owner(&rev, uri)
+        let owner = match uri.starts_with("skill://") {
+            true => Owner::Any,
+            false => reading_owner(&rev, uri)?,
+        };
+        let guard = match self.is_local_skill(uri) {
+            true => None,
+            false => self.read_guard(owner.capability().map(|c| c.id()), uri),
+        };
+        let read = self.read_unguarded(owner, uri).await;
+        match (read, guard) {
+            (Ok(content), Some(guard)) => guard.content(content).await,
+            (Err(e), Some(guard)) => Err(guard.error(e, &mut Vec::new())),
+            (read, None) => read,
+        }
+    }
+
+    /// Whether `uri` is a file of a local skill (not one a server hosts).
+    fn is_local_skill(&self, uri: &str) -> bool {
+        let Some(name) = uri
+            .strip_prefix("skill://")
+            .and_then(|rest| rest.split('/').next())
+        else {
+            return false;
+        };
+        let manager = &self.inner.host.manager;
+        self.revision().all_skills().into_iter().any(|s| {
+            s.entry.name == name
+                && s.server.as_ref() == crate::shared::SKILLS_ID
+                && manager.local_skill(name).is_some()
+        })
+    }
+
+    /// Reads `uri` from `owner`, else (unless only the owner may serve it)
+    /// from whichever visible capability has it.
+    async fn read_unguarded(&self, owner: Owner, uri: &str) -> Result<ResourceContent, HostError> {
+        let only = matches!(owner, Owner::Only(_));
+        if let Some(cap) = owner.capability()
             && let Some(mcp) = cap.mcp()
         {
             match mcp.read_resource(uri).await {
                 Ok(Some(content)) => return Ok(content),
+                Ok(None) if only => {
+                    return Err(HostError::Read(ResolveError::NotFound {
+                        uri: uri.to_owned(),
+                    }));
+                }
                 Ok(None) => {}
                 Err(error) => {
                     return Err(HostError::Read(ResolveError::Capability {
@@ -138,10 +181,68 @@ impl View {
     }
 }
 
-/// The capability of the server that lists `uri` in `rev` (or a parent).
-fn listed_owner(rev: &CatalogRevision, uri: &str) -> Option<Arc<dyn Capability>> {
-    let resource = rev.all_resources().find(|r| r.entry.uri == uri)?;
-    rev.chain()
-        .find_map(|r| r.source(&resource.server))
-        .map(|s| s.capability.clone())
+/// Where a URI is read from.
+enum Owner {
+    /// Only this server (a view of MCP Apps its tool names).
+    Only(Arc<dyn Capability>),
+    /// This server, which lists it, else any visible capability that has it.
+    Listed(Arc<dyn Capability>),
+    /// Any visible capability that has it.
+    Any,
+}
+
+impl Owner {
+    fn capability(&self) -> Option<&Arc<dyn Capability>> {
+        match self {
+            Self::Only(cap) | Self::Listed(cap) => Some(cap),
+            Self::Any => None,
+        }
+    }
+}
+
+/// Where `uri` is read from in `rev` (or a parent): a `ui://` view of MCP
+/// Apps only from the server whose tool names it (`_meta.ui.resourceUri`),
+/// never another that lists the same URI — an error when tools of two
+/// servers name it; any other URI (and a view no tool names) from the
+/// first server that lists it, else from whichever has it.
+fn reading_owner(rev: &CatalogRevision, uri: &str) -> Result<Owner, HostError> {
+    let source = |server: &str| {
+        rev.chain()
+            .find_map(|r| r.source(server))
+            .map(|s| s.capability.clone())
+    };
+    if uri.starts_with("ui://") {
+        let mut naming: Vec<&str> = rev
+            .all_tools()
+            .filter(|t| crate::info::view_uri(t.entry.meta.as_ref()) == Some(uri))
+            .map(|t| &*t.server)
+            .collect();
+        naming.sort_unstable();
+        naming.dedup();
+        match naming.as_slice() {
+            [] => {}
+            [server] => {
+                return source(server).map(Owner::Only).ok_or_else(|| {
+                    HostError::Read(ResolveError::NotFound {
+                        uri: uri.to_owned(),
+                    })
+                });
+            }
+            servers => {
+                return Err(HostError::Read(ResolveError::Capability {
+                    capability: servers.join(", "),
+                    uri: uri.to_owned(),
+                    error: extpool_core::ExtensionError::Denied(format!(
+                        "tools of more than one server ({}) name this view, so whose it is cannot be told; it is read from none",
+                        servers.join(", ")
+                    )),
+                }));
+            }
+        }
+    }
+    let listed = rev
+        .all_resources()
+        .find(|r| r.entry.uri == uri)
+        .and_then(|r| source(&r.server));
+    Ok(listed.map_or(Owner::Any, Owner::Listed))
 }

@@ -37,10 +37,11 @@ mod calls;
 mod catalog;
 mod content;
 mod directory;
+mod guard;
 mod lifecycle;
 mod policy;
 
-pub use calls::GuardedCall;
+pub use calls::{GuardedCall, RELATED_TASK};
 pub use catalog::model_tools;
 pub(crate) use catalog::tools_of;
 

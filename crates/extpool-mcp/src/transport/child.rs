@@ -24,6 +24,8 @@ const EXIT_WAIT: Duration = Duration::from_secs(3);
 pub struct ChildTransport {
     child: Option<Box<dyn ChildWrapper>>,
     inner: LineTransport<RoleClient>,
+    /// A confined child's forwarders, ended with the transport.
+    _confinement: Option<extpool_sandbox::Running>,
 }
 
 impl std::fmt::Debug for ChildTransport {
@@ -39,16 +41,40 @@ impl ChildTransport {
     /// tied to this process's life (it dies with it, on Linux even when
     /// this process is killed with SIGKILL); returns the transport and the
     /// child's stderr when piped. Must be called within a tokio runtime.
-    pub fn spawn(
+    pub fn spawn(command: CommandWrap, stderr: Stdio) -> io::Result<(Self, Option<ChildStderr>)> {
+        Self::spawn_confined(command, stderr, None)
+    }
+
+    /// [`ChildTransport::spawn`], confined as `confinement` prepares (see
+    /// `extpool_sandbox`); a failure of a confinement step in the child is
+    /// the error, naming the step.
+    pub fn spawn_confined(
         mut command: CommandWrap,
         stderr: Stdio,
+        confinement: Option<extpool_sandbox::Prepared>,
     ) -> io::Result<(Self, Option<ChildStderr>)> {
         command
             .command_mut()
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(stderr);
-        let mut child = crate::spawner::spawn(command)?;
+        let (steps, parent) = match confinement {
+            Some(prepared) => (Some(prepared.child), Some(prepared.parent)),
+            None => (None, None),
+        };
+        let spawned = crate::spawner::spawn(command, steps);
+        let (mut child, running) = match (spawned, parent) {
+            (Ok(child), None) => (child, None),
+            (Ok(mut child), Some(parent)) => match parent.started() {
+                Ok(running) => (child, Some(running)),
+                Err(error) => {
+                    let _ = child.start_kill();
+                    return Err(io::Error::other(error));
+                }
+            },
+            (Err(error), None) => return Err(error),
+            (Err(error), Some(parent)) => return Err(parent.failed(error)),
+        };
         let inner = child.inner_mut();
         let (Some(stdin), Some(stdout)) = (inner.stdin().take(), inner.stdout().take()) else {
             return Err(io::Error::other("the child's stdin or stdout is not piped"));
@@ -61,6 +87,7 @@ impl ChildTransport {
             Self {
                 child: Some(child),
                 inner,
+                _confinement: running,
             },
             stderr,
         ))

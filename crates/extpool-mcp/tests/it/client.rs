@@ -309,6 +309,7 @@ async fn command_allowlist_is_enforced() {
     let opts = extpool_mcp::ClientOptions {
         spawn: extpool_mcp::SpawnPolicy {
             allowed_commands: Some(vec!["node".into()]),
+            ..Default::default()
         },
         ..options()
     };
@@ -320,6 +321,7 @@ async fn command_allowlist_is_enforced() {
     let opts = extpool_mcp::ClientOptions {
         spawn: extpool_mcp::SpawnPolicy {
             allowed_commands: Some(vec![cfg.command.clone().unwrap()]),
+            ..Default::default()
         },
         ..options()
     };

@@ -43,7 +43,7 @@ fn takes_input_rounds(context: &RequestContext<RoleServer>) -> bool {
 /// `URLElicitationRequiredError` (-32042) is passed on as it came, for the
 /// client to open its URLs and retry; anything else a server did is a tool
 /// error the model can read.
-fn call_error(e: HostError, session: &str) -> Result<CallToolResult, ErrorData> {
+pub(super) fn call_error(e: HostError, session: &str) -> Result<CallToolResult, ErrorData> {
     if let Some(error) = e.server_error()
         && error.code == extpool_host::mcp::url_elicitation::URL_ELICITATION_REQUIRED
     {
@@ -127,12 +127,6 @@ impl GatewayHandler {
         name: String,
         server: String,
     ) -> Result<CallToolResponse, ErrorData> {
-        if let Some(answer) = self
-            .call_builtin(&request, &context, table, principal, &name)
-            .await
-        {
-            return answer;
-        }
         // A retry that answers a round of the gateway's goes on with a
         // call made already: no new call to count or to limit.
         let resumes = takes_input_rounds(&context)
@@ -142,8 +136,25 @@ impl GatewayHandler {
                 .is_some_and(input_rounds::is_ours);
         if !resumes {
             self.shared.metrics.principal_call(&principal.label());
-            self.within_rate(principal, &name)?;
+            // A built-in that reaches another tool (`CallMcpWithQuery`)
+            // is limited as that tool too; the gateway's own tools are
+            // calls like any other.
+            let args = request.arguments.as_ref();
+            let reached = table
+                .row(&name)
+                .zip(args)
+                .and_then(|(row, args)| table.reached_through(row, args))
+                .map(|tool| tool.name.as_str());
+            let names: Vec<&str> = std::iter::once(name.as_str()).chain(reached).collect();
+            self.within_rate(principal, &names)?;
         }
+        if let Some(answer) = self
+            .call_builtin(&request, &context, table, principal, &name)
+            .await
+        {
+            return answer;
+        }
+        let args = request.arguments.unwrap_or_default();
         let _slot = self.enter_call()?;
         let round = takes_input_rounds(&context).then(|| {
             Arc::new(InputRound::new(
@@ -153,7 +164,6 @@ impl GatewayHandler {
                 request.request_state,
             ))
         });
-        let args = request.arguments.unwrap_or_default();
         let started = Instant::now();
         let digest_args = self.shared.audit.is_some().then(|| args.clone());
         let call = (table, principal, name.as_str(), server.as_str());
@@ -366,13 +376,18 @@ impl GatewayHandler {
         }
     }
 
-    /// A token of each of `principal`'s buckets a call of `name` takes, or
+    /// A token of each of `principal`'s buckets a call known by `names`
+    /// takes (the name called, and the tool a built-in reaches for it), or
     /// the error naming the limit and when to retry ([`crate::rate`]).
-    pub(super) fn within_rate(&self, principal: &Principal, name: &str) -> Result<(), ErrorData> {
+    pub(super) fn within_rate(
+        &self,
+        principal: &Principal,
+        names: &[&str],
+    ) -> Result<(), ErrorData> {
         let Some(limits) = &self.shared.rate_limits else {
             return Ok(());
         };
-        limits.take(&principal.owner(), name).map_err(|limited| {
+        limits.take(&principal.owner(), names).map_err(|limited| {
             self.shared.metrics.rate_limited(&limited.limit);
             tracing::info!(principal = %principal.label(), limit = %limited.limit, "a call was refused for a rate limit");
             ErrorData::new(

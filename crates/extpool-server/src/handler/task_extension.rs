@@ -99,7 +99,14 @@ impl GatewayHandler {
         );
         params.insert("task".into(), json!({}));
         let asker = self.asker(&context);
-        let answer = self.start_task(params, &asker, &context).await?;
+        let answer = match self.start_task(params, &asker, &context).await? {
+            super::tasks::Started::Task(answer) => answer,
+            // Answered at once (a guardrail blocked the call): its tool
+            // result, as a plain call's.
+            super::tasks::Started::Answered { result, .. } => {
+                return Ok(CallToolResponse::Complete(result));
+            }
+        };
         let Some(created) = answer.get("task") else {
             return Err(ErrorData::internal_error(
                 format!("{}: its server answered no task: {answer}", request.name),
@@ -124,8 +131,26 @@ impl GatewayHandler {
     ) -> Result<GetTaskResult, ErrorData> {
         let id = params.task_id;
         let asker = self.asker(&context);
-        let (server, upstream) = match self.shared.tasks.find(&id, &asker) {
-            Found::Task { server, upstream } => (server, upstream),
+        let (server, upstream, tool) = match self.shared.tasks.find(&id, &asker) {
+            Found::Task {
+                server,
+                upstream,
+                tool,
+            } => (server, upstream, tool),
+            Found::Held(held) => {
+                let task = task_of(&id, &held.task(&id));
+                let result = match held.result(&id) {
+                    Value::Object(mut result) => {
+                        result.remove("_meta");
+                        result
+                    }
+                    _ => JsonObject::new(),
+                };
+                return Ok(GetTaskResult::new(DetailedTask::new(
+                    task,
+                    TaskPayload::Completed { result },
+                )));
+            }
             Found::Lost => {
                 let task = task_of(&id, &tasks::lost(&id));
                 let error = error_object(&tasks::lost_result(&id));
@@ -140,10 +165,21 @@ impl GatewayHandler {
         let ask = |method: &'static str| {
             view.request_server(&server, method, json!({ "taskId": upstream }))
         };
-        let state = ask("tasks/get").await.map_err(|e| host_error(&e))?;
+        let mut state = ask("tasks/get").await.map_err(|e| host_error(&e))?;
+        super::tasks::redact_status(view, &mut state);
         let task = task_of(&id, &state);
-        let payload = match task.status {
+        let result = match task.status {
             TaskStatus::Completed => match ask("tasks/result").await {
+                Ok(answer) => view
+                    .checked_task_answer(&tool, &server, answer)
+                    .await
+                    .map_err(|e| host_error(&e)),
+                Err(e) => Err(host_error(&e)),
+            },
+            _ => Ok(Value::Null),
+        };
+        let payload = match task.status {
+            TaskStatus::Completed => match result {
                 Ok(Value::Object(mut result)) => {
                     result.remove("_meta");
                     TaskPayload::Completed { result }
@@ -154,8 +190,8 @@ impl GatewayHandler {
                         None,
                     )),
                 },
-                Err(e) => TaskPayload::Failed {
-                    error: error_object(&host_error(&e)),
+                Err(error) => TaskPayload::Failed {
+                    error: error_object(&error),
                 },
             },
             TaskStatus::Failed => {
@@ -184,7 +220,12 @@ impl GatewayHandler {
         let id = params.task_id;
         let asker = self.asker(&context);
         let (server, upstream) = match self.shared.tasks.find(&id, &asker) {
-            Found::Task { server, upstream } => (server, upstream),
+            Found::Task {
+                server, upstream, ..
+            } => (server, upstream),
+            Found::Held(_) => {
+                return Err(tasks::completed_already(&id));
+            }
             Found::Lost => {
                 return Err(ErrorData::invalid_params(
                     format!("task {id:?} already failed: the gateway restarted while it ran"),

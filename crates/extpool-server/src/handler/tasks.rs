@@ -115,7 +115,22 @@ impl GatewayHandler {
                     .await
                     .map(CustomResult);
             }
-            "tools/call" => self.start_task(params, &asker, &context).await,
+            "tools/call" => {
+                let ttl = params
+                    .get("task")
+                    .and_then(|t| t.get("ttl"))
+                    .and_then(Value::as_u64);
+                match self.start_task(params, &asker, &context).await? {
+                    Started::Task(answer) => Ok(answer),
+                    // A task asked for is a task: one of the gateway's own,
+                    // completed, its result the tool result.
+                    Started::Answered { tool, result } => self
+                        .shared
+                        .tasks
+                        .hold(&asker, &tool, legacy_json(result), ttl)
+                        .map(|(id, held)| serde_json::json!({ "task": held.task(&id) })),
+                }
+            }
             "tasks/list" => self.list_tasks(&asker).await,
             method => self.task_request(method, params, &asker).await,
         };
@@ -153,13 +168,15 @@ impl GatewayHandler {
     }
 
     /// A task-augmented `tools/call`: started at the tool's server under
-    /// the name the session's table resolves, its task kept for `asker`.
+    /// the name the session's table resolves, its task kept for `asker`;
+    /// or answered at once, as a plain call of the tool would be, when it
+    /// never reached the server (a guardrail blocked it).
     pub(super) async fn start_task(
         &self,
         params: Map<String, Value>,
         asker: &Asker,
         context: &RequestContext<RoleServer>,
-    ) -> Result<Value, ErrorData> {
+    ) -> Result<Started, ErrorData> {
         let Some(name) = params
             .get("name")
             .and_then(Value::as_str)
@@ -178,35 +195,45 @@ impl GatewayHandler {
                 None,
             ));
         }
-        self.within_rate(&principal, &name)?;
+        self.within_rate(&principal, &[&name])?;
+        let tool = table
+            .row(&name)
+            .map_or_else(|| name.clone(), |row| row.tool.name.clone());
         // Listening before the start: the server's first status may come
         // before its answer.
         let status = self.view().task_status();
-        let (server, mut answer) = self
-            .view()
-            .start_task(&table, &name, params)
-            .await
-            .map_err(|e| host_error(&e))?;
+        let started = self.view().start_task(&table, &name, params).await;
+        let (server, mut answer) = match started {
+            Ok(started) => started,
+            // As a plain call's: a refusal is the client's error, a block
+            // or a server's failure a tool error the model reads.
+            Err(e) => {
+                let result = super::calls::call_error(e, self.session_id())?;
+                return Ok(Started::Answered { tool, result });
+            }
+        };
         let Some(upstream) = answer
             .pointer("/task/taskId")
             .and_then(Value::as_str)
             .map(str::to_owned)
         else {
             // Not a task after all (a server may answer at once).
-            return Ok(answer);
+            return Ok(Started::Task(answer));
         };
         let ttl = answer.pointer("/task/ttl").and_then(Value::as_u64);
-        let id = self.shared.tasks.insert(asker, &server, &upstream, ttl)?;
+        let id = self
+            .shared
+            .tasks
+            .insert(asker, (&server, &tool), &upstream, ttl)?;
         tasks::rename(&mut answer, &id);
         tracing::info!(task = %id, server = %server, tool = %name, session = %asker.session, "task started");
         relay_status(
             self.shared.tasks.clone(),
-            id,
-            server,
-            upstream,
+            self.view().clone(),
+            (id, server, upstream),
             status.boxed(),
         );
-        Ok(answer)
+        Ok(Started::Task(answer))
     }
 
     /// `tasks/get`, `tasks/result` or `tasks/cancel` of the task `params`
@@ -227,8 +254,19 @@ impl GatewayHandler {
                 None,
             ));
         };
-        let (server, upstream) = match self.shared.tasks.find(&id, asker) {
-            Found::Task { server, upstream } => (server, upstream),
+        let (server, upstream, tool) = match self.shared.tasks.find(&id, asker) {
+            Found::Task {
+                server,
+                upstream,
+                tool,
+            } => (server, upstream, tool),
+            Found::Held(held) => {
+                return match method {
+                    "tasks/get" => Ok(held.task(&id)),
+                    "tasks/result" => Ok(held.result(&id)),
+                    _ => Err(tasks::completed_already(&id)),
+                };
+            }
             Found::Lost if method == "tasks/get" => return Ok(tasks::lost(&id)),
             Found::Lost if method == "tasks/result" => return Err(tasks::lost_result(&id)),
             Found::Lost => {
@@ -244,7 +282,18 @@ impl GatewayHandler {
             .view()
             .request_server(&server, method, Value::Object(params))
             .await;
-        let mut answer = answer.map_err(|e| host_error(&e))?;
+        let mut answer = match (answer, method) {
+            (Ok(answer), "tasks/result") => self
+                .view()
+                .checked_task_answer(&tool, &server, answer)
+                .await
+                .map_err(|e| host_error(&e))?,
+            (Ok(mut answer), _) => {
+                redact_status(self.view(), &mut answer);
+                answer
+            }
+            (Err(e), _) => return Err(host_error(&e)),
+        };
         tasks::rename(&mut answer, &id);
         Ok(answer)
     }
@@ -255,9 +304,13 @@ impl GatewayHandler {
         let held = self.shared.tasks.list(asker);
         let view = self.view();
         let asked = held.iter().map(|(id, entry)| async move {
+            if let Some(held) = &entry.held {
+                return Some(held.task(id));
+            }
             let params = serde_json::json!({"taskId": entry.upstream});
             match view.request_server(&entry.server, "tasks/get", params).await {
                 Ok(mut task) => {
+                    redact_status(view, &mut task);
                     tasks::rename(&mut task, id);
                     if let Value::Object(task) = &mut task {
                         task.remove("_meta");
@@ -280,14 +333,45 @@ impl GatewayHandler {
     }
 }
 
+/// How a task-augmented call went.
+pub(super) enum Started {
+    /// Started at its server: the server's answer, under the gateway's id.
+    Task(Value),
+    /// Answered at once, with the tool result a plain call gets, without
+    /// reaching its server (a guardrail blocked it).
+    Answered {
+        /// The tool's catalog name.
+        tool: String,
+        /// The result.
+        result: rmcp::model::CallToolResult,
+    },
+}
+
+/// A call's `result` as the JSON a 2025-11-25 client reads.
+fn legacy_json(result: rmcp::model::CallToolResult) -> Value {
+    let mut value = serde_json::to_value(result).unwrap_or(Value::Null);
+    if let Value::Object(fields) = &mut value {
+        fields.remove("resultType");
+    }
+    value
+}
+
+/// A task's `statusMessage` (`tasks/get`, a status notification), a
+/// server's words that may reach a model, as the `redact` rules leave it.
+pub(super) fn redact_status(view: &extpool_host::View, task: &mut Value) {
+    if let Some(Value::String(message)) = task.get_mut("statusMessage") {
+        *message = view.redacted_message(message);
+    }
+}
+
 /// Relays the server's status notifications about task `upstream` of
-/// `server` to whichever session holds gateway task `id`, renamed, until
-/// the task ends, is forgotten, or the server's notifications end.
+/// `server` to whichever session holds gateway task `id`, renamed (their
+/// messages as the `redact` rules of `view` leave them), until the task
+/// ends, is forgotten, or the server's notifications end.
 fn relay_status(
     tasks: Arc<Tasks>,
-    id: String,
-    server: String,
-    upstream: String,
+    view: extpool_host::View,
+    (id, server, upstream): (String, String, String),
     mut status: futures::stream::BoxStream<'static, (String, Value)>,
 ) {
     let relay = async move {
@@ -301,6 +385,7 @@ fn relay_status(
                 return;
             };
             tasks::rename(&mut params, &id);
+            redact_status(&view, &mut params);
             let terminal = matches!(
                 params.get("status").and_then(Value::as_str),
                 Some("completed" | "failed" | "cancelled")

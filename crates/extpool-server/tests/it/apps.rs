@@ -303,3 +303,91 @@ async fn the_ui_extension_is_declared_only_when_a_server_declares_it() {
     assert_eq!(ui_extension(&silent).await, None);
     silent.stop().await;
 }
+
+/// A testkit server entry `name` serving `tools` (none: its own) and
+/// `lists`, its files written in `project`.
+fn server_with(project: &Project, name: &str, tools: Option<Value>, lists: Value) -> String {
+    let mut args = Vec::new();
+    if let Some(tools) = tools {
+        let file = project.path().join(format!("{name}-tools.json"));
+        std::fs::write(&file, tools.to_string()).unwrap();
+        args.extend(["--tools-file".to_owned(), file.display().to_string()]);
+    }
+    let file = project.path().join(format!("{name}-lists.json"));
+    std::fs::write(&file, lists.to_string()).unwrap();
+    args.extend(["--lists-file".to_owned(), file.display().to_string()]);
+    server_yaml(name, extpool_testkit::stdio_command(args))
+}
+
+/// Lists that claim the board's view URI with other HTML.
+fn impostor_lists() -> Value {
+    let mime = "text/html;profile=mcp-app";
+    json!({
+        "resources": [{"uri": "ui://board/view.html", "name": "board", "mimeType": mime}],
+        "contents": [{"uri": "ui://board/view.html", "mimeType": mime,
+                      "text": "<html><body>impostor</body></html>"}]
+    })
+}
+
+/// The text `client` reads at `uri` through the gateway, or its error.
+async fn read_text(
+    client: &extpool_testkit::client::RawClient,
+    uri: &str,
+) -> Result<String, String> {
+    let read = within(client.read_resource(rmcp::model::ReadResourceRequestParams::new(uri))).await;
+    match read {
+        Ok(read) => Ok(serde_json::to_value(read).unwrap()["contents"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A `ui://` view is read from the server whose tool names it: another
+/// server listed first that lists the same URI (with its own HTML) is
+/// never asked for it. Named by tools of two servers, the view is read
+/// from neither, and the error says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_view_is_read_from_the_server_whose_tool_names_it() {
+    let project = Project::new();
+    let impostor = server_with(&project, "aaa", None, impostor_lists());
+    let board = server_with(&project, "board", Some(app_tools()), view_lists());
+    project.config(&format!("{impostor}{board}"));
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let client = extpool_testkit::client::connect_http(&served.url)
+        .await
+        .unwrap();
+    let html = read_text(&client, "ui://board/view.html").await;
+    assert_eq!(
+        html.as_deref(),
+        Ok("<!doctype html><html><body>board</body></html>"),
+        "read from the server whose tool names it"
+    );
+    client.cancel().await.unwrap();
+    served.stop().await;
+
+    // A second server whose tool names the same view: neither is read.
+    let project = Project::new();
+    let claims = json!([{"name": "show", "description": "Shows another board.",
+        "inputSchema": {"type": "object"},
+        "_meta": {"ui": {"resourceUri": "ui://board/view.html"}}}]);
+    let impostor = server_with(&project, "aaa", Some(claims), impostor_lists());
+    let board = server_with(&project, "board", Some(app_tools()), view_lists());
+    project.config(&format!("{impostor}{board}"));
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let client = extpool_testkit::client::connect_http(&served.url)
+        .await
+        .unwrap();
+    let refused = read_text(&client, "ui://board/view.html")
+        .await
+        .unwrap_err();
+    assert!(
+        refused.contains("ui://board/view.html")
+            && refused.contains("aaa")
+            && refused.contains("board"),
+        "{refused}"
+    );
+    client.cancel().await.unwrap();
+    served.stop().await;
+}

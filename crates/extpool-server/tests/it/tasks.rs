@@ -552,3 +552,135 @@ async fn a_task_outlives_its_session_for_its_principal_and_no_other() {
     assert_eq!(done["status"], "completed", "{out:#?}");
     served.stop().await;
 }
+
+/// What a `redact` rule takes out of results.
+const SECRET: &str = "sk-ABCDEFGHIJKLMNOPQRSTUVWX";
+const REDACTED: &str = "[REDACTED:openai-key]";
+
+/// server-everything under a `block` rule (topic `forbidden`) and a
+/// `redact` rule ([`SECRET`]).
+fn guarded_everything_yaml() -> String {
+    format!(
+        "{}guardrails:\n  block:\n    - pattern: forbidden\n  redact:\n    - name: openai-key\n      pattern: \"sk-[A-Za-z0-9]{{20,}}\"\n",
+        everything_yaml()
+    )
+}
+
+/// A task's result passes the guardrails before it reaches the client, as
+/// a call's does: `tasks/result` (2025-11-25) and the completed task of
+/// `tasks/get` (the 2026-07-28 tasks extension), its related task kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tasks_result_is_redacted_in_both_eras() {
+    use rmcp::model::{CallToolRequestParams, CallToolResponse, TaskPayload};
+    let project = Project::new();
+    project.config(&guarded_everything_yaml());
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let out = clients(
+        Sdk::TypeScript,
+        &served.url,
+        json!([
+            {"op": "connect", "as": "a"},
+            {"op": "start", "as": "a", "name": RESEARCH, "args": {"topic": SECRET}, "save": "t"},
+            {"op": "wait", "as": "a", "task": "$t"},
+            {"op": "result", "as": "a", "task": "$t"},
+        ]),
+    )
+    .await;
+    let id = &step(&out, "start", "a", 0)["task"]["taskId"];
+    let result = step(&out, "result", "a", 0);
+    let text = result["text"].as_str().unwrap();
+    assert!(
+        text.contains(&format!("# Research Report: {REDACTED}")) && !text.contains(SECRET),
+        "{result}"
+    );
+    assert_eq!(&result["related"], id, "{result}");
+
+    let client = crate::support::modern_with(&served.url, ExtensionClient).await;
+    let call = CallToolRequestParams::new(RESEARCH)
+        .with_arguments(json!({"topic": SECRET}).as_object().unwrap().clone());
+    let CallToolResponse::Task(created) = client.call_tool_once(call).await.unwrap() else {
+        panic!("a task tool's call makes a task");
+    };
+    let done = ended(&client, &created.task.task_id).await;
+    let TaskPayload::Completed { result } = &done.payload else {
+        panic!("completed: {done:?}");
+    };
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains(&format!("# Research Report: {REDACTED}")) && !text.contains(SECRET),
+        "{text}"
+    );
+    served.stop().await;
+}
+
+/// A task-augmented call a guardrail blocks gets the tool error a plain
+/// call of the tool gets, in both eras: never a JSON-RPC error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocked_task_augmented_call_gets_the_tool_error_of_a_plain_call() {
+    use rmcp::model::{CallToolRequestParams, CallToolResponse};
+    let project = Project::new();
+    project.config(&guarded_everything_yaml());
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let call = || {
+        CallToolRequestParams::new(RESEARCH)
+            .with_arguments(json!({"topic": "forbidden"}).as_object().unwrap().clone())
+    };
+    let plain = extpool_testkit::client::connect_http(&served.url)
+        .await
+        .unwrap();
+    let refused = plain.call_tool(call()).await.unwrap();
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    let text = refused.content[0].as_text().unwrap().text.clone();
+    assert_eq!(
+        text,
+        format!("{RESEARCH} was not called: blocked by guardrail block[0] (\"forbidden\")")
+    );
+    plain.cancel().await.unwrap();
+
+    // 2025-11-25: a task asked for is a task, completed at once, whose
+    // result is that tool error; the SDK's task stream yields it.
+    let out = clients(
+        Sdk::TypeScript,
+        &served.url,
+        json!([
+            {"op": "connect", "as": "a"},
+            {"op": "tools", "as": "a"},
+            {"op": "stream", "as": "a", "name": RESEARCH, "args": {"topic": "forbidden"}},
+        ]),
+    )
+    .await;
+    let streamed = step(&out, "stream", "a", 0);
+    assert_eq!(
+        streamed["types"],
+        json!(["taskCreated", "taskStatus", "result"]),
+        "{out:#?}"
+    );
+    assert_eq!(streamed["text"], json!(text), "{out:#?}");
+    let out = clients(
+        Sdk::Python,
+        &served.url,
+        json!([
+            {"op": "connect", "as": "a"},
+            {"op": "start", "as": "a", "name": RESEARCH, "args": {"topic": "forbidden"}, "save": "t"},
+            {"op": "get", "as": "a", "task": "$t"},
+            {"op": "result", "as": "a", "task": "$t"},
+            {"op": "cancel", "as": "a", "task": "$t"},
+        ]),
+    )
+    .await;
+    let id = &step(&out, "start", "a", 0)["task"]["taskId"];
+    assert_eq!(step(&out, "get", "a", 0)["task"]["status"], "completed");
+    let result = step(&out, "result", "a", 0);
+    assert_eq!(result["text"], json!(text), "{out:#?}");
+    assert_eq!(&result["related"], id, "{out:#?}");
+    assert_eq!(step(&out, "cancel", "a", 0)["error"]["code"], -32602);
+
+    // 2026-07-28, the tasks extension declared.
+    let client = crate::support::modern_with(&served.url, ExtensionClient).await;
+    let CallToolResponse::Complete(answered) = client.call_tool_once(call()).await.unwrap() else {
+        panic!("a blocked call makes no task");
+    };
+    assert_eq!(answered.is_error, Some(true), "{answered:?}");
+    assert_eq!(answered.content[0].as_text().unwrap().text, text);
+    served.stop().await;
+}

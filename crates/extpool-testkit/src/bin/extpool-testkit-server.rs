@@ -130,6 +130,10 @@ struct Cli {
     /// `url_required` (-32042) and `complete_elicitation`.
     #[arg(long)]
     url_elicitation: bool,
+    /// Also serve the tools that try what a permission profile forbids:
+    /// `read_file`, `write_file`, `connect` and `parent_environ`.
+    #[arg(long)]
+    probe: bool,
     /// Report the implementation of FILE (a JSON MCP `Implementation`:
     /// name, version, title, icons, websiteUrl…) as the server's
     /// `serverInfo` instead of the testkit's own.
@@ -274,6 +278,7 @@ async fn run() -> anyhow::Result<()> {
     options.write_barrier = cli.write_barrier;
     options.ui_extension = cli.ui_extension;
     options.url_elicitation = cli.url_elicitation;
+    options.probe = cli.probe;
     if let Some(file) = &cli.server_info {
         let text =
             std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;

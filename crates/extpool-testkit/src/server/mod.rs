@@ -19,6 +19,7 @@ pub mod http;
 pub mod modern;
 mod notify;
 mod paging;
+pub mod probe;
 mod prompts;
 mod resources;
 mod skills;
@@ -122,6 +123,10 @@ pub struct ServerOptions {
     /// the `url_elicitation` module): `elicit_url`, `url_required` and
     /// `complete_elicitation`.
     pub url_elicitation: bool,
+    /// Also serve the tools that try what a permission profile forbids
+    /// (`--probe`; see the `probe` module): `read_file`, `write_file`,
+    /// `connect` and `parent_environ`.
+    pub probe: bool,
     /// The `serverInfo` to report instead of the testkit's own name and
     /// version (`--server-info`: title, icons, websiteUrl…), so a test can
     /// see who keeps and shows it.
@@ -148,6 +153,7 @@ impl Default for ServerOptions {
             lists: ExtraLists::default(),
             ui_extension: false,
             url_elicitation: false,
+            probe: false,
             server_info: None,
         }
     }

@@ -173,6 +173,9 @@ impl TestServer {
         if self.shared.options.url_elicitation && super::url_elicitation::is_tool(name) {
             return self.url_elicitation_call(&request, &context).await;
         }
+        if self.shared.options.probe && super::probe::is_tool(name) {
+            return super::probe::call(&request).await;
+        }
         match name {
             "echo" => Ok(text(args.str("message")?)),
             "add" => Ok(text(sum(args.number("a")?, args.number("b")?))),

@@ -324,6 +324,9 @@ impl TestServer {
         if self.shared.options.url_elicitation {
             all.extend_from_slice(super::url_elicitation::tools());
         }
+        if self.shared.options.probe {
+            all.extend_from_slice(super::probe::tools());
+        }
         all.extend((0..self.shared.options.extra_tools).map(extra));
         all.extend(self.read_dynamic().tools.values().cloned());
         all.extend(
@@ -375,6 +378,11 @@ impl TestServer {
             && let Some(tool) = super::url_elicitation::tools()
                 .iter()
                 .find(|t| t.name == name)
+        {
+            return Some(tool.clone());
+        }
+        if self.shared.options.probe
+            && let Some(tool) = super::probe::tools().iter().find(|t| t.name == name)
         {
             return Some(tool.clone());
         }

@@ -31,7 +31,8 @@ pub const URL_REQUIRED: &str = "url_required";
 /// The tool that sends `notifications/elicitation/complete`.
 pub const COMPLETE: &str = "complete_elicitation";
 
-fn schema(properties: Value, required: &[&str]) -> Arc<JsonObject> {
+/// An object schema with `properties`, `required` naming the required ones.
+pub(super) fn schema(properties: Value, required: &[&str]) -> Arc<JsonObject> {
     let value = json!({"type": "object", "properties": properties, "required": required});
     match value {
         Value::Object(map) => Arc::new(map),
@@ -81,7 +82,8 @@ pub(crate) fn is_tool(name: &str) -> bool {
     tools().iter().any(|t| t.name == name)
 }
 
-fn arg<'a>(request: &'a CallToolRequestParams, key: &str) -> Result<&'a str, ErrorData> {
+/// The string argument `key` of `request`, else an invalid-params error.
+pub(super) fn arg<'a>(request: &'a CallToolRequestParams, key: &str) -> Result<&'a str, ErrorData> {
     request
         .arguments
         .as_ref()

@@ -32,6 +32,8 @@ struct ServerJson {
     origin: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     plugin: Option<String>,
+    /// The permission profile it runs under (`null`: unconfined).
+    sandbox: Option<extpool_host::SandboxProfile>,
 }
 
 /// Lists what was asked for.
@@ -276,6 +278,7 @@ fn servers(ctx: &mut Ctx) -> Result<ExitCode> {
                 .server_sources
                 .get(name)
                 .and_then(|s| s.plugin.clone()),
+            sandbox: config.sandbox.clone(),
         })
         .collect();
     let skipped = loaded.skipped_files();
@@ -299,11 +302,17 @@ fn servers(ctx: &mut Ctx) -> Result<ExitCode> {
                     (true, true) => "lazy",
                     (true, false) => "enabled",
                 };
-                vec![r.name, state.into(), r.origin, r.transport]
+                let sandbox = r
+                    .sandbox
+                    .as_ref()
+                    .map_or_else(|| "unconfined".to_owned(), |p| p.summary());
+                vec![r.name, state.into(), r.origin, r.transport, sandbox]
             })
             .collect();
-        ctx.out
-            .table(&["SERVER", "STATE", "DEFINED IN", "TRANSPORT"], &table)?;
+        ctx.out.table(
+            &["SERVER", "STATE", "DEFINED IN", "TRANSPORT", "SANDBOX"],
+            &table,
+        )?;
     }
     // A skipped file or entry fails the listing, as it fails `config check`.
     Ok(if loaded.errors().next().is_none() {

@@ -6,6 +6,7 @@ mod call;
 mod completions;
 mod config;
 mod describe;
+mod doctor;
 mod gateway_login;
 mod identity;
 mod list;
@@ -48,6 +49,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Watch(args)) => watch::run(&mut ctx, args).await,
         Some(Command::Config(cmd)) => config::run(&mut ctx, cmd),
         Some(Command::Completions(args)) => completions::run(&mut ctx, args),
+        Some(Command::Doctor) => doctor::run(&mut ctx).await,
         Some(Command::Mcp(cmd)) => mcp::run(&mut ctx, cmd).await,
         Some(Command::Serve(args)) => serve::run(&mut ctx, *args).await,
         Some(Command::Sessions(args)) => sessions::run(&mut ctx, args).await,

@@ -172,7 +172,7 @@ fn errors_as_json() {
       "diagnostics": [
         {
           "file": "extpool.yaml",
-          "help": "did you mean \"command\"? expected one of: command, args, env, cwd, url, headers, insecure_http, request_timeout_ms, startup_timeout_ms, max_message_bytes, lazy, tools, reconnect, protocol, allow_env, prefix, enabled, oauth",
+          "help": "did you mean \"command\"? expected one of: command, args, env, cwd, url, headers, insecure_http, request_timeout_ms, startup_timeout_ms, max_message_bytes, lazy, tools, reconnect, protocol, allow_env, sandbox, prefix, enabled, oauth",
           "message": "unknown key \"comand\"",
           "path": "mcp_servers.a",
           "pos": {

@@ -380,3 +380,79 @@ fn config_check_locates_a_bad_guardrail() {
         "{shown}"
     );
 }
+
+/// What the `redact` rule of [`redacting`] takes out, and what it leaves.
+const SECRET: &str = "sk-ABCDEFGHIJKLMNOPQRSTUVWX";
+const REDACTED: &str = "[REDACTED:openai-key]";
+
+/// A sandbox whose testkit server (its state in `state`) serves resource
+/// `testkit://secret` holding [`SECRET`], under a `redact` rule.
+fn redacting(sb: &Sandbox, state: &StateDir) {
+    let lists = json!({
+        "resources": [{"uri": "testkit://secret", "name": "secret", "mimeType": "text/plain"}],
+        "contents": [{"uri": "testkit://secret", "mimeType": "text/plain",
+                      "text": format!("the key is {SECRET}")}],
+    });
+    let file = sb.write("lists.json", &lists.to_string());
+    let mut args = state.args();
+    args.extend(["--lists-file".to_owned(), file.display().to_string()]);
+    let (program, args) = stdio_command(args).into_parts();
+    let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+    sb.write(
+        "extpool.yaml",
+        &format!(
+            "mcp_servers:\n  testkit:\n    command: {:?}\n    args: [{}]\nskills:\n  default_roots: false\nguardrails:\n  redact:\n    - name: openai-key\n      pattern: \"sk-[A-Za-z0-9]{{20,}}\"\n",
+            program.display().to_string(),
+            args.join(", ")
+        ),
+    );
+}
+
+#[test]
+fn extpool_call_run_and_read_print_only_what_the_redact_rules_left() {
+    let sb = Sandbox::new();
+    let state = StateDir::new();
+    redacting(&sb, &state);
+    let query = |message: &str| {
+        json!({"server": "testkit", "tool": "echo", "args": {"message": message},
+               "jq_filter": "explode | map(. + 1) | implode"})
+        .to_string()
+    };
+    // The filter read the redacted text: its output is what it gives on it.
+    let through = sb.run(&[
+        "call",
+        "CallMcpWithQuery",
+        "--args",
+        &query(&format!("the key is {SECRET}")),
+    ]);
+    assert_eq!(through.code, 0, "{}", through.stderr);
+    let expected = sb.run(&[
+        "call",
+        "CallMcpWithQuery",
+        "--args",
+        &query(&format!("the key is {REDACTED}")),
+    ]);
+    assert_eq!(through.stdout, expected.stdout);
+
+    // An upstream's JSON-RPC error.
+    let failed = sb.run(&[
+        "call",
+        "mcp__testkit__fail",
+        &format!("message=the key is {SECRET}"),
+    ]);
+    assert_eq!(failed.code, 1, "{}", failed.stderr);
+    assert!(
+        failed.stderr.contains(&format!("the key is {REDACTED}"))
+            && !failed.stderr.contains(SECRET),
+        "{}",
+        failed.stderr
+    );
+
+    // A prompt run as a command, and a resource read.
+    let run = sb.run(&["run", "/mcp__testkit__greet", &format!("name={SECRET}")]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout.trim_end(), format!("Hello, {REDACTED}!"));
+    let read = sb.run(&["read", "testkit://secret"]);
+    assert_eq!(read.code, 0, "{}", read.stderr);
+    assert_eq!(read.stdout.trim_end(), format!("the key is {REDACTED}"));
+}

@@ -29,6 +29,7 @@ mod plugins_live;
 mod quickstart;
 mod real_hosts;
 mod replicas;
+mod sandbox;
 pub mod serve;
 mod shutdown;
 mod signals;

@@ -73,7 +73,7 @@ impl Drop for Served {
 }
 
 /// `extpool serve ARGS` in the sandbox.
-fn serve(sb: &Sandbox, args: &[&str]) -> Served {
+pub fn serve(sb: &Sandbox, args: &[&str]) -> Served {
     let mut command = sb.command();
     command.arg("serve").args(args);
     Served::spawn(command)

@@ -6,10 +6,14 @@
 //! front end's to keep: the host only reaches the servers.
 
 use extpool_core::ToolResult;
+
+/// The `_meta` key of a task's result that names its task (MCP
+/// 2025-11-25).
+pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 use futures::{Stream, StreamExt};
 use serde_json::{Map, Value, json};
 
-use super::{blocked, subject_of};
+use super::subject_of;
 use crate::error::HostError;
 use crate::passthrough::{relay, sources};
 use crate::policy::{Resolved, ToolTable};
@@ -68,11 +72,8 @@ impl View {
             Some(Value::Object(args)) => args.clone(),
             _ => Map::new(),
         };
-        if let Some(g) = &self.inner.host.guardrails {
-            let subject = subject_of(table, row, &args);
-            g.check_call(&subject, &args, &mut Vec::new())
-                .await
-                .map_err(|b| blocked(&subject, b))?;
+        if let Some(guard) = self.guard(subject_of(table, row, &args), &args) {
+            guard.call(&args, &mut Vec::new()).await?;
         }
         let server = tool.server.to_string();
         params.insert("name".into(), Value::String(tool.original().to_owned()));
@@ -110,22 +111,95 @@ impl View {
     }
 
     /// The result of task `id` at `server` (`tasks/result`, which waits
-    /// for the task to end), as a tool result. A failed task's error is a
-    /// tool error the model can read; the host's own failures are errors.
-    pub async fn task_result(&self, server: &str, id: &str) -> Result<ToolResult, HostError> {
+    /// for the task to end) of tool `tool` (its catalog name), as a tool
+    /// result through the guardrails, as a call's result. A failed task's
+    /// error is a tool error the model can read; the host's own failures
+    /// are errors.
+    pub async fn task_result(
+        &self,
+        tool: &str,
+        server: &str,
+        id: &str,
+    ) -> Result<ToolResult, HostError> {
         let answer = self
             .request_server(server, "tasks/result", json!({ "taskId": id }))
             .await;
-        match answer {
-            Ok(answer) => match serde_json::from_value::<rmcp::model::CallToolResult>(answer) {
-                Ok(result) => Ok(extpool_mcp::convert::tool_result(result)),
-                Err(e) => Ok(ToolResult::error(format!(
+        let answer = match answer {
+            Ok(answer) => self.checked_task_answer(tool, server, answer).await?,
+            Err(e @ (HostError::ShutDown | HostError::Scope(_))) => return Err(e),
+            Err(e) => {
+                let e = match self.task_guard(tool, server) {
+                    Some(guard) => guard.error(e, &mut Vec::new()),
+                    None => e,
+                };
+                return Ok(ToolResult::error(e.to_string()));
+            }
+        };
+        Ok(
+            match serde_json::from_value::<rmcp::model::CallToolResult>(answer) {
+                Ok(result) => extpool_mcp::convert::tool_result(result),
+                Err(e) => ToolResult::error(format!(
                     "task {id} of {server}: its result is no tool result: {e}"
-                ))),
+                )),
             },
-            Err(e @ (HostError::ShutDown | HostError::Scope(_))) => Err(e),
-            Err(e) => Ok(ToolResult::error(e.to_string())),
+        )
+    }
+
+    /// `answer`, a server's `tasks/result` answer for a task of tool
+    /// `tool` (its catalog name) at `server`, as the model may get it:
+    /// whole when no guardrails are configured; else the tool result the
+    /// guardrails leave, as a call's (one they withhold a tool error
+    /// saying so), with the task it relates to kept in its `_meta`
+    /// ([`RELATED_TASK`]).
+    pub async fn checked_task_answer(
+        &self,
+        tool: &str,
+        server: &str,
+        answer: Value,
+    ) -> Result<Value, HostError> {
+        let Some(guard) = self.task_guard(tool, server) else {
+            return Ok(answer);
+        };
+        let related = answer
+            .get("_meta")
+            .and_then(|m| m.get(RELATED_TASK))
+            .cloned();
+        let result = match serde_json::from_value::<rmcp::model::CallToolResult>(answer) {
+            Ok(result) => extpool_mcp::convert::tool_result(result),
+            Err(e) => ToolResult::error(format!("the task's result is no tool result: {e}")),
+        };
+        let checked = match guard.result(result, &mut Vec::new()).await {
+            Ok(checked) => checked,
+            Err(e @ HostError::Blocked { .. }) => ToolResult::error(e.to_string()),
+            Err(e) => return Err(e),
+        };
+        let wire = extpool_mcp::convert::wire::into_call_tool_result(checked);
+        let mut wire = serde_json::to_value(wire).unwrap_or(Value::Null);
+        if let Value::Object(fields) = &mut wire {
+            // The protocol era's envelope is not the result's.
+            fields.remove("resultType");
+            if let Some(related) = related {
+                let meta = fields
+                    .entry("_meta")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if let Value::Object(meta) = meta {
+                    meta.insert(RELATED_TASK.to_owned(), related);
+                }
+            }
         }
+        Ok(wire)
+    }
+
+    /// The guard of a task's result: the tool's, without its arguments
+    /// (the task keeps none).
+    fn task_guard(&self, tool: &str, server: &str) -> Option<super::super::guard::Guard> {
+        let subject = crate::guardrails::Subject {
+            tool: tool.to_owned(),
+            server: server.to_owned(),
+            via: None,
+            principal: super::super::guard::principal(),
+        };
+        self.guard(subject, &Map::new())
     }
 
     /// The task status notifications of the servers visible now, as
