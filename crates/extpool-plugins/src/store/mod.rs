@@ -12,7 +12,8 @@
 //! - `marketplaces.json`, `marketplaces/<name>/` — the marketplaces added
 //!   (a local one is read where it is, a git one is cloned here);
 //! - `.staging/` — installs in progress; what an interrupted one left is
-//!   removed by the next install.
+//!   removed by the next install (as is a folder moved into `installed/`
+//!   whose record was never written), once an hour old.
 //!
 //! An install is two steps so that a front end can say what the plugin
 //! will run before anything is installed: [`Store::prepare`] fetches and
@@ -235,7 +236,12 @@ impl Store {
     fn staging_dir(&self) -> Result<PathBuf, StoreError> {
         let base = self.dir.join(".staging");
         std::fs::create_dir_all(&base).map_err(|e| StoreError::io(&base, e))?;
-        self.sweep(&base);
+        self.sweep(&base, &[]);
+        // A folder moved into place whose record was never written.
+        if let Ok(records) = self.records() {
+            let kept: Vec<PathBuf> = records.iter().map(|r| self.path_of(r)).collect();
+            self.sweep(&self.dir.join("installed"), &kept);
+        }
         let nanos = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map(|d| d.as_nanos())
@@ -246,12 +252,16 @@ impl Store {
     }
 
     /// Removes what interrupted installs left in `dir` (older than an
-    /// hour, so an install running meanwhile keeps its folder).
-    fn sweep(&self, dir: &Path) {
+    /// hour, so an install running meanwhile keeps its folder), but never
+    /// one of `kept`.
+    fn sweep(&self, dir: &Path, kept: &[PathBuf]) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
         };
         for e in entries.filter_map(Result::ok) {
+            if kept.contains(&e.path()) {
+                continue;
+            }
             let old = e
                 .metadata()
                 .and_then(|m| m.modified())

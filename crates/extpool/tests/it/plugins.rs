@@ -283,6 +283,24 @@ fn an_install_that_fails_or_was_interrupted_leaves_nothing_installed() {
         "name",
         "mcp__plugin_ghost_kit__echo"
     ));
+    // An hour later, the next install removes them.
+    for dir in [
+        data(&sb).join(".staging/999-1"),
+        data(&sb).join("installed/ghost@0123456789abcdef"),
+    ] {
+        let aged = Command::new("touch")
+            .args(["-d", "3 hours ago"])
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(aged.success());
+    }
+    claude_plugin(&sb.work().join("fine"), "fine", &[]);
+    assert_eq!(sb.run(&["plugins", "add", "fine", "--yes"]).code, 0);
+    assert!(!data(&sb).join(".staging/999-1").exists());
+    assert!(!data(&sb).join("installed/ghost@0123456789abcdef").exists());
+    let kept = lock(&sb)["plugins"][0]["path"].as_str().unwrap().to_owned();
+    assert!(data(&sb).join(kept).is_dir());
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
