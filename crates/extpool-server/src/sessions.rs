@@ -36,11 +36,15 @@ use crate::notify::{ListKind, Notifier};
 
 mod admission;
 mod error;
+pub(crate) mod ids;
 mod open;
 
 pub use error::SessionError;
 pub use open::OpenSession;
 use open::{follow, visible};
+
+/// How many of its next made ids a create without an id tries.
+const MADE_ID_TRIES: usize = 64;
 
 /// Default most per-session servers open at once, across sessions.
 pub const DEFAULT_MAX_SESSION_SERVERS: usize = 64;
@@ -134,33 +138,58 @@ impl Sessions {
         self.accept_servers
     }
 
-    /// Whether `principal` may act on session `id`, owned by `owner`;
-    /// anyone else is told it does not exist.
-    fn check_owner(
-        id: &SessionId,
-        owner: Option<&str>,
-        principal: &Principal,
-    ) -> Result<(), SessionError> {
-        if principal.may_act_on(owner) {
-            Ok(())
-        } else {
-            Err(StateError::NotFound {
-                session: id.clone(),
-            }
-            .into())
-        }
-    }
-
-    /// The stored session `id` if `principal` may act on it.
+    /// The stored session `principal` means by `id` ([`ids::candidates`])
+    /// if it may act on it; to anyone else it does not exist.
     pub(crate) async fn stored_for(
         &self,
         id: &str,
         principal: &Principal,
     ) -> Result<Session, SessionError> {
-        let id = SessionId::new(id)?;
-        let stored = self.store.get(&id).await?;
-        Self::check_owner(&id, stored.summary.owner.as_deref(), principal)?;
-        Ok(stored)
+        for key in ids::candidates(id, principal)? {
+            match self.store.get(&key).await {
+                Ok(stored) if principal.may_act_on(stored.summary.owner.as_deref()) => {
+                    return Ok(stored);
+                }
+                Ok(_) | Err(StateError::NotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(Self::not_found(id))
+    }
+
+    /// The answer for an id `principal` has no session of: another
+    /// principal's session answers exactly so.
+    fn not_found(id: &str) -> SessionError {
+        match SessionId::new(id) {
+            Ok(session) => StateError::NotFound { session }.into(),
+            Err(e) => e.into(),
+        }
+    }
+
+    /// The stored id of the session `principal` means by `id`, if it may
+    /// act on it: the key of every map of sessions (open sessions, their
+    /// endpoints' MCP sessions).
+    pub(crate) async fn resolve(
+        &self,
+        id: &str,
+        principal: &Principal,
+    ) -> Result<SessionId, SessionError> {
+        if let Some(open) = self.held_for(id, principal)? {
+            return Ok(open.id.clone());
+        }
+        Ok(self.stored_for(id, principal).await?.summary.id)
+    }
+
+    /// Whether session `id` (a whole id) exists, open here or stored.
+    async fn exists(&self, id: &SessionId) -> Result<bool, SessionError> {
+        if self.open.lock().contains_key(id.as_str()) {
+            return Ok(true);
+        }
+        match self.store.get(id).await {
+            Ok(_) => Ok(true),
+            Err(StateError::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
     }
 
     fn open_servers(&self) -> usize {
@@ -187,12 +216,24 @@ impl Sessions {
         for (name, config) in &request.mcp_servers {
             admission::check_server(shared, name, config).await?;
         }
-        let id = match request.id {
-            Some(id) => SessionId::new(id)?,
-            None => SessionId::new(shared.session_id())?,
-        };
-        let _guard = self.opening.lock().await;
         let owner = crate::identity::owner_of(principal);
+        let chosen = match &request.id {
+            Some(id) => Some(ids::chosen(id, owner.as_deref())?),
+            None => None,
+        };
+        // Under the lock, an id found free stays free until the session is
+        // made (another replica aside: the store refuses its create).
+        let _guard = self.opening.lock().await;
+        let id = match chosen {
+            Some(id) if self.exists(&id).await? => {
+                return Err(SessionError::Exists {
+                    id: request.id.unwrap_or_default(),
+                });
+            }
+            Some(id) => id,
+            None => self.made_id(shared, owner.as_deref()).await?,
+        };
+        // The view is a new one: no session of this id is open here.
         let open = self
             .open_view(shared, &id, owner.clone(), &request.mcp_servers)
             .await?;
@@ -207,12 +248,37 @@ impl Sessions {
             Ok(session) => session,
             Err(e) => {
                 open.view.close().await;
-                return Err(e.into());
+                return Err(match e {
+                    StateError::AlreadyExists { .. } => SessionError::Exists {
+                        id: ids::shown(&id, Some(principal)),
+                    },
+                    e => e.into(),
+                });
             }
         };
         open.set_authority(session.authority.clone());
         let open = self.keep_open(shared, open).await;
         Ok((session, open))
+    }
+
+    /// A new id the gateway makes for a session of the caller whose owner
+    /// key is `owner`: the first of its next made ids that no session has
+    /// (a caller may have chosen one of them; a replica restarted with the
+    /// same `--replica-id` makes them again).
+    async fn made_id(
+        &self,
+        shared: &Shared,
+        owner: Option<&str>,
+    ) -> Result<SessionId, SessionError> {
+        let mut tried = String::new();
+        for _ in 0..MADE_ID_TRIES {
+            tried = shared.session_id();
+            let id = ids::chosen(&tried, owner)?;
+            if !self.exists(&id).await? {
+                return Ok(id);
+            }
+        }
+        Err(SessionError::Exists { id: tried })
     }
 
     /// Keeps `open` among the sessions open here: its clients told of
@@ -227,22 +293,24 @@ impl Sessions {
         open
     }
 
-    /// Session `id` if it is open here and `principal` may act on it
-    /// (`Ok(None)`: not open here).
+    /// The session `principal` means by `id` ([`ids::candidates`]) if it
+    /// is open here and `principal` may act on it (`Ok(None)`: not open
+    /// here, or not its).
     fn held_for(
         &self,
         id: &str,
         principal: &Principal,
     ) -> Result<Option<Arc<OpenSession>>, SessionError> {
-        let held = self.open.lock().get(id).cloned();
-        match held {
-            Some(open) => {
-                Self::check_owner(&open.id, open.owner.as_deref(), principal)?;
+        for key in ids::candidates(id, principal)? {
+            let held = self.open.lock().get(key.as_str()).cloned();
+            if let Some(open) = held
+                && principal.may_act_on(open.owner.as_deref())
+            {
                 open.touch();
-                Ok(Some(open))
+                return Ok(Some(open));
             }
-            None => Ok(None),
         }
+        Ok(None)
     }
 
     /// The open session `id` if `principal` may act on it, opening it
@@ -458,7 +526,7 @@ impl Sessions {
     ) -> Result<Vec<String>, SessionError> {
         let session_id = self.stored_for(id, principal).await?.summary.id;
         let servers = self.store.delete(&session_id).await?;
-        self.close_here(shared, id).await;
+        self.close_here(shared, session_id.as_str()).await;
         Ok(servers.into_keys().collect())
     }
 

@@ -45,6 +45,20 @@ pub enum SessionError {
         /// The limit.
         max: usize,
     },
+    /// The caller already has a session of this id (as it wrote it).
+    #[error("session {id:?} already exists; choose another id, or leave it out to have one made")]
+    Exists {
+        /// The id, as the caller wrote it.
+        id: String,
+    },
+    /// An id no caller may choose ([`super::ids`]).
+    #[error("session id {id:?}: {reason}")]
+    ReservedId {
+        /// The id, as the caller wrote it (shortened when long).
+        id: String,
+        /// Why, and what to choose instead.
+        reason: String,
+    },
     /// The host refused to open the session's view (shown in the message,
     /// so not a `source()`).
     #[error("cannot open the session: {0}")]
@@ -62,7 +76,9 @@ impl SessionError {
     pub fn status(&self) -> u16 {
         match self {
             SessionError::State(StateError::NotFound { .. }) => 404,
-            SessionError::State(StateError::AlreadyExists { .. }) => 409,
+            SessionError::State(StateError::AlreadyExists { .. }) | SessionError::Exists { .. } => {
+                409
+            }
             SessionError::State(
                 StateError::InvalidId { .. }
                 | StateError::InvalidName { .. }
@@ -74,6 +90,7 @@ impl SessionError {
                 | StateError::ResolvedSecrets { .. },
             ) => 400,
             SessionError::BadServer { .. }
+            | SessionError::ReservedId { .. }
             | SessionError::ServersNotAccepted
             | SessionError::TooManyAsked { .. } => 400,
             SessionError::TooManyServers { .. } => 429,

@@ -225,6 +225,30 @@ async fn listed(g: &Guarded, token: &str) -> Vec<String> {
         .collect()
 }
 
+/// The ids `token` (an operator) is listed, each caller's without the
+/// digest of its owner that makes it whole.
+async fn listed_short(g: &Guarded, token: &str) -> Vec<String> {
+    listed(g, token)
+        .await
+        .into_iter()
+        .map(|id| match id.rsplit_once('~') {
+            Some((short, digest)) if digest.len() == 16 => short.to_owned(),
+            _ => id,
+        })
+        .collect()
+}
+
+/// The whole id an operator (`token`) is shown for a caller's `id`.
+async fn whole_id(g: &Guarded, token: &str, id: &str) -> String {
+    let whole: Vec<String> = listed(g, token)
+        .await
+        .into_iter()
+        .filter(|w| w.strip_prefix(id).is_some_and(|rest| rest.starts_with('~')))
+        .collect();
+    assert_eq!(whole.len(), 1, "{id}: {whole:?}");
+    whole[0].clone()
+}
+
 fn initialize_body() -> String {
     json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": VERSION, "capabilities": {},
@@ -321,39 +345,45 @@ async fn a_principal_never_sees_anothers_sessions() {
         );
     }
     // To bob, alice's session is one nobody made: the same 404, word for
-    // word, on every route of the API.
+    // word, on every route of the API — by her id (his own "alices" is
+    // none) and by its whole id.
     let routes = [
         (Method::GET, "/v1/sessions/{}"),
         (Method::POST, "/v1/sessions/{}/mcp-refresh"),
         (Method::DELETE, "/v1/sessions/{}"),
     ];
+    let whole = whole_id(&g, &ops, "alices").await;
+    let made_up = "nobodys~0123456789abcdef";
+    let pairs = [("alices", "nobodys"), (whole.as_str(), made_up)];
     for (method, route) in &routes {
-        let theirs = api(
-            method.clone(),
-            &g.at(&route.replace("{}", "alices")),
-            Some(&bob),
-            None,
-        )
-        .await;
-        let nobodys = api(
-            method.clone(),
-            &g.at(&route.replace("{}", "nobodys")),
-            Some(&bob),
-            None,
-        )
-        .await;
-        assert_eq!(theirs.status, 404, "{method} {route}: {}", theirs.body);
-        assert_eq!(nobodys.status, 404, "{method} {route}: {}", nobodys.body);
-        assert_eq!(
-            theirs.body.replace("alices", "ID"),
-            nobodys.body.replace("nobodys", "ID"),
-            "{method} {route}"
-        );
+        for (hers, none) in pairs {
+            let theirs = api(
+                method.clone(),
+                &g.at(&route.replace("{}", hers)),
+                Some(&bob),
+                None,
+            )
+            .await;
+            let nobodys = api(
+                method.clone(),
+                &g.at(&route.replace("{}", none)),
+                Some(&bob),
+                None,
+            )
+            .await;
+            assert_eq!(theirs.status, 404, "{method} {route}: {}", theirs.body);
+            assert_eq!(nobodys.status, 404, "{method} {route}: {}", nobodys.body);
+            assert_eq!(
+                theirs.body.replace(hers, "ID"),
+                nobodys.body.replace(none, "ID"),
+                "{method} {route}"
+            );
+        }
     }
     // And on its MCP endpoint: initialize, a 2026-07-28 request, the SSE
     // stream.
     let mut told = Vec::new();
-    for id in ["alices", "nobodys"] {
+    for id in ["alices", "nobodys", whole.as_str(), made_up] {
         let url = g.at(&format!("/sessions/{id}/mcp"));
         let init = mcp_post(&url, &bob, None, initialize_body()).await;
         assert_eq!(init.status, 404, "{id}: {}", init.body);
@@ -379,13 +409,21 @@ async fn a_principal_never_sees_anothers_sessions() {
         assert_eq!(stream.status().as_u16(), 404, "{id}");
     }
     assert_eq!(told[0], told[1]);
+    assert_eq!(told[2], told[3]);
 
     // Each lists its own; the operator lists both (in creation order) and
     // reads alice's.
     assert_eq!(listed(&g, &alice).await, ["alices"]);
     assert_eq!(listed(&g, &bob).await, ["bobs"]);
-    assert_eq!(listed(&g, &ops).await, ["alices", "bobs"]);
-    let read = api(Method::GET, &g.at("/v1/sessions/alices"), Some(&ops), None).await;
+    assert_eq!(listed_short(&g, &ops).await, ["alices", "bobs"]);
+    let hers = whole_id(&g, &ops, "alices").await;
+    let read = api(
+        Method::GET,
+        &g.at(&format!("/v1/sessions/{hers}")),
+        Some(&ops),
+        None,
+    )
+    .await;
     assert_eq!(read.status, 200, "{}", read.body);
 
     // Alice's session is untouched by all that: its endpoint serves her,
@@ -426,7 +464,7 @@ async fn a_principal_never_sees_anothers_sessions() {
     .await;
     assert_eq!(deleted.status, 200, "{}", deleted.body);
     assert_eq!(deleted.json()["deleted"], "alices", "{}", deleted.body);
-    assert_eq!(listed(&g, &ops).await, ["bobs"]);
+    assert_eq!(listed_short(&g, &ops).await, ["bobs"]);
 
     // Session-era MCP sessions on /mcp: alice's is hers.
     let url = g.at("/mcp");
@@ -948,7 +986,7 @@ async fn api_keys(url: &str, backend: Backend) {
     let mine = mcp_post(&url, &key.secret, Some(&session), tools_list(1)).await;
     assert_eq!(mine.status, 200, "{}", mine.body);
     // An operator's key sees every session, and the metrics; the other not.
-    assert_eq!(listed(&g, &root.secret).await, ["hers", "keys"]);
+    assert_eq!(listed_short(&g, &root.secret).await, ["hers", "keys"]);
     let metrics = api(Method::GET, &g.at("/metrics"), Some(&root.secret), None).await;
     assert_eq!(metrics.status, 200, "{}", metrics.body);
     let metrics = api(Method::GET, &g.at("/metrics"), Some(&key.secret), None).await;
@@ -992,7 +1030,7 @@ async fn api_keys(url: &str, backend: Backend) {
     // The others are unaffected; the revoked key's session is still there
     // for an operator.
     assert_eq!(listed(&g, &alice).await, ["hers"]);
-    assert_eq!(listed(&g, &root.secret).await, ["hers", "keys"]);
+    assert_eq!(listed_short(&g, &root.secret).await, ["hers", "keys"]);
     g.served.stop().await;
 }
 
@@ -1056,7 +1094,12 @@ async fn anothers_requests_never_show_a_sessions_servers_nor_open_it_again() {
     assert!(!leaks(&listed_sources.body), "{}", listed_sources.body);
     // (Her session was open all along, so there was something to leak.)
     let state = |answer: &Answer| answer.json()["server_status"][0]["state"].clone();
-    let seen = api(Method::GET, &g.at("/v1/sessions/alices"), Some(&ops), None).await;
+    // The operator names it by its whole id.
+    let hers = g.at(&format!(
+        "/v1/sessions/{}",
+        whole_id(&g, &ops, "alices").await
+    ));
+    let seen = api(Method::GET, &hers, Some(&ops), None).await;
     assert_eq!(state(&seen), "ready", "{}", seen.body);
     assert!(
         leaks(&seen.body),
@@ -1069,7 +1112,7 @@ async fn anothers_requests_never_show_a_sessions_servers_nor_open_it_again() {
     let mut expirations = g.served.gateway.expirations();
     let closed = async {
         loop {
-            let seen = api(Method::GET, &g.at("/v1/sessions/alices"), Some(&ops), None).await;
+            let seen = api(Method::GET, &hers, Some(&ops), None).await;
             if seen.json()["open_on"] == json!([]) {
                 return seen;
             }
@@ -1080,20 +1123,25 @@ async fn anothers_requests_never_show_a_sessions_servers_nor_open_it_again() {
         .await
         .expect("her idle session never closed");
     assert_eq!(seen.json()["server_status"], Value::Null, "{}", seen.body);
-    // Bob's requests for it, on every route, open nothing.
-    for (method, path) in [
-        (Method::GET, "/v1/sessions/alices"),
-        (Method::POST, "/v1/sessions/alices/mcp-refresh"),
-        (Method::DELETE, "/v1/sessions/alices"),
-    ] {
-        let answer = api(method.clone(), &g.at(path), Some(&bob), None).await;
-        assert_eq!(answer.status, 404, "{method} {path}: {}", answer.body);
+    // Bob's requests for it, on every route, by her id and by its whole
+    // one, open nothing.
+    let whole = whole_id(&g, &ops, "alices").await;
+    for id in ["alices", whole.as_str()] {
+        for (method, path) in [
+            (Method::GET, format!("/v1/sessions/{id}")),
+            (Method::POST, format!("/v1/sessions/{id}/mcp-refresh")),
+            (Method::DELETE, format!("/v1/sessions/{id}")),
+        ] {
+            let answer = api(method.clone(), &g.at(&path), Some(&bob), None).await;
+            assert_eq!(answer.status, 404, "{method} {path}: {}", answer.body);
+        }
+        let endpoint = g.at(&format!("/sessions/{id}/mcp"));
+        let init = mcp_post(&endpoint, &bob, None, initialize_body()).await;
+        assert_eq!(init.status, 404, "{}", init.body);
+        let stream = mcp_without_body(Method::GET, &endpoint, &bob, &held).await;
+        assert_eq!(stream.status().as_u16(), 404);
     }
-    let init = mcp_post(&endpoint, &bob, None, initialize_body()).await;
-    assert_eq!(init.status, 404, "{}", init.body);
-    let stream = mcp_without_body(Method::GET, &endpoint, &bob, &held).await;
-    assert_eq!(stream.status().as_u16(), 404);
-    let seen = api(Method::GET, &g.at("/v1/sessions/alices"), Some(&ops), None).await;
+    let seen = api(Method::GET, &hers, Some(&ops), None).await;
     assert_eq!(seen.json()["open_on"], json!([]), "{}", seen.body);
     assert_eq!(seen.json()["server_status"], Value::Null, "{}", seen.body);
     // Hers does.
@@ -1105,7 +1153,7 @@ async fn anothers_requests_never_show_a_sessions_servers_nor_open_it_again() {
     )
     .await;
     assert_eq!(refreshed.status, 200, "{}", refreshed.body);
-    let seen = api(Method::GET, &g.at("/v1/sessions/alices"), Some(&ops), None).await;
+    let seen = api(Method::GET, &hers, Some(&ops), None).await;
     assert_eq!(state(&seen), "ready", "{}", seen.body);
     assert_ne!(seen.json()["open_on"], json!([]), "{}", seen.body);
     g.served.stop().await;

@@ -26,6 +26,7 @@ mod redaction;
 mod refresh;
 mod relay;
 mod session_api;
+mod session_ids;
 mod sessions;
 mod sharing;
 mod shutdown;

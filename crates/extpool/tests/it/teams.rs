@@ -122,9 +122,11 @@ async fn serve_with_an_issuer_admits_its_tokens_and_keeps_each_callers_sessions_
     assert!(listed(&page).is_empty(), "{page}");
     let (_, _, page) = call(reqwest::Method::GET, &sessions, Some(&alice), None).await;
     assert_eq!(listed(&page), vec!["alices"]);
-    // An operator sees every session, and /metrics.
+    // An operator sees every session (a caller's by its whole id: the
+    // caller's id and its owner's digest), and /metrics.
     let (_, _, page) = call(reqwest::Method::GET, &sessions, Some(&ops), None).await;
-    assert_eq!(listed(&page), vec!["alices"]);
+    let all = listed(&page);
+    assert!(all.len() == 1 && all[0].starts_with("alices~"), "{all:?}");
     let metrics = format!("{base}/metrics");
     assert_eq!(
         call(reqwest::Method::GET, &metrics, Some(&alice), None)
