@@ -130,7 +130,11 @@ async fn create(
         Err(answer) => return *answer,
     };
     match sessions.create(&api.shared, request, &principal).await {
-        Ok((session, open)) => {
+        Ok(crate::sessions::Created {
+            session,
+            open,
+            not_granted,
+        }) => {
             api.shared.page.touch();
             let id = shown(&session.summary.id, Some(&principal));
             (
@@ -140,6 +144,7 @@ async fn create(
                     "granted": session.authority.granted,
                     "servers": session.servers.keys().collect::<Vec<_>>(),
                     "server_status": open.server_status(),
+                    "not_granted": not_granted,
                     "mcp": format!("/sessions/{id}/mcp"),
                 })),
             )

@@ -24,6 +24,10 @@ use crate::subscriptions::Subscriptions;
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// Default most client sessions open at once.
 pub const DEFAULT_MAX_SESSIONS: usize = 1024;
+/// Default most sessions one principal holds, of each kind (MCP sessions
+/// on a replica, durable sessions in the store): a quarter of
+/// [`DEFAULT_MAX_SESSIONS`], so no one caller takes them all.
+pub const DEFAULT_SESSIONS_PER_PRINCIPAL: usize = 256;
 /// Default most tool calls one client session has in flight at once (an
 /// agent runs a handful in parallel; a client past this is looping).
 pub const DEFAULT_MAX_CALLS_PER_SESSION: usize = 64;
@@ -56,6 +60,11 @@ pub struct GatewayOptions {
     pub max_body_bytes: usize,
     /// Most session-era MCP sessions held at once, on every endpoint.
     pub max_sessions: usize,
+    /// Most sessions one principal holds, of each kind: MCP sessions held
+    /// on this replica (on every endpoint), and durable sessions in the
+    /// store (`gateway.limits.sessions_per_principal`), so one caller
+    /// cannot take what another needs.
+    pub sessions_per_principal: usize,
     /// Most HTTP connections open at once.
     pub max_connections: usize,
     /// Time a connection has to send a whole request header, from
@@ -126,6 +135,7 @@ impl Default for GatewayOptions {
             allowed_origins: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            sessions_per_principal: DEFAULT_SESSIONS_PER_PRINCIPAL,
             max_connections: crate::listener::DEFAULT_MAX_CONNECTIONS,
             header_read_timeout: crate::listener::DEFAULT_HEADER_READ_TIMEOUT,
             body_read_timeout: crate::inbound::DEFAULT_BODY_READ_TIMEOUT,
@@ -345,6 +355,7 @@ impl Gateway {
                 replica.clone(),
                 options.session_servers,
                 options.max_session_servers,
+                options.sessions_per_principal,
             )
         });
         if let Some(sessions) = &sessions
@@ -356,6 +367,7 @@ impl Gateway {
         let stop = CancellationToken::new();
         let live = Arc::new(crate::live::Live::new(
             options.max_sessions,
+            options.sessions_per_principal,
             options.session_idle_timeout,
         ));
         let event_tag = crate::event_ids::replica_tag(replica.as_str());

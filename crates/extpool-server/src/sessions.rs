@@ -84,6 +84,20 @@ pub struct RefreshResponse {
     pub added: Vec<String>,
     /// Names granted now, in all.
     pub granted: u64,
+    /// Names active now that it was not granted: past the most one session
+    /// holds, or refused by the store's rule of names.
+    pub not_granted: u64,
+}
+
+/// A session just made.
+pub(crate) struct Created {
+    /// As stored.
+    pub session: Session,
+    /// Open here.
+    pub open: Arc<OpenSession>,
+    /// Names active at its creation that it was not granted: past the most
+    /// one session holds, or refused by the store's rule of names.
+    pub not_granted: usize,
 }
 
 /// The MCP service of one durable session's endpoint.
@@ -100,17 +114,21 @@ pub struct Sessions {
     pub(crate) services: Mutex<HashMap<String, SessionService>>,
     accept_servers: bool,
     max_servers: usize,
+    /// Most sessions one principal holds in the store.
+    per_principal: usize,
 }
 
 impl Sessions {
     /// Sessions kept in `store`, served by replica `replica`;
     /// `accept_servers`: whether clients may bring per-session servers, at
-    /// most `max_servers` open at once on this replica.
+    /// most `max_servers` open at once on this replica; at most
+    /// `per_principal` sessions of one principal in the store.
     pub fn new(
         store: StateStore,
         replica: ReplicaId,
         accept_servers: bool,
         max_servers: usize,
+        per_principal: usize,
     ) -> Self {
         Self {
             store: store.for_replica(replica.clone()),
@@ -120,6 +138,7 @@ impl Sessions {
             services: Mutex::new(HashMap::new()),
             accept_servers,
             max_servers,
+            per_principal,
         }
     }
 
@@ -197,13 +216,14 @@ impl Sessions {
     }
 
     /// Creates a session: its per-session servers started in its view, and
-    /// every name active in it now granted.
+    /// every name active in it now granted (as many as a session holds:
+    /// [`OpenSession::grantable`]).
     pub(crate) async fn create(
         &self,
         shared: &Shared,
         request: CreateRequest,
         principal: &Principal,
-    ) -> Result<(Session, Arc<OpenSession>), SessionError> {
+    ) -> Result<Created, SessionError> {
         if !request.mcp_servers.is_empty() && !self.accept_servers {
             return Err(SessionError::ServersNotAccepted);
         }
@@ -233,13 +253,23 @@ impl Sessions {
             Some(id) => id,
             None => self.made_id(shared, owner.as_deref()).await?,
         };
+        // Before any server starts; the store checks again as it creates.
+        let held = self.store.count_owned(owner.as_deref()).await?;
+        if held >= self.per_principal as u64 {
+            return Err(SessionError::TooManySessions {
+                held,
+                max: self.per_principal,
+            });
+        }
         // The view is a new one: no session of this id is open here.
         let open = self
             .open_view(shared, &id, owner.clone(), &request.mcp_servers)
             .await?;
+        let (names, not_granted) = open.grantable(self.store.limits(), &NameAuthority::default());
         let mut new = NewSession::new(id.clone())
+            .at_most_owned(self.per_principal)
             .auto_grant(request.auto_grant)
-            .granting(open.active(), open.view.revision().number());
+            .granting(names, open.view.revision().number());
         for (name, config) in request.mcp_servers {
             new = new.server(name, config);
         }
@@ -252,13 +282,20 @@ impl Sessions {
                     StateError::AlreadyExists { .. } => SessionError::Exists {
                         id: ids::shown(&id, Some(principal)),
                     },
+                    StateError::TooManySessions { held, limit, .. } => {
+                        SessionError::TooManySessions { held, max: limit }
+                    }
                     e => e.into(),
                 });
             }
         };
         open.set_authority(session.authority.clone());
         let open = self.keep_open(shared, open).await;
-        Ok((session, open))
+        Ok(Created {
+            session,
+            open,
+            not_granted,
+        })
     }
 
     /// A new id the gateway makes for a session of the caller whose owner
@@ -494,10 +531,9 @@ impl Sessions {
     ) -> Result<RefreshResponse, SessionError> {
         let cycle = open.view.reconcile_now().await;
         let revision = open.view.revision().number();
-        let outcome: RefreshOutcome = self
-            .store
-            .refresh(&open.id, open.active(), revision)
-            .await?;
+        let held = self.store.authority(&open.id).await?;
+        let (names, not_granted) = open.grantable(self.store.limits(), &held);
+        let outcome: RefreshOutcome = self.store.refresh(&open.id, names, revision).await?;
         let authority = self.store.authority(&open.id).await?;
         open.set_authority(authority);
         if outcome.changed {
@@ -511,6 +547,7 @@ impl Sessions {
             authority_changed: outcome.changed,
             added: outcome.added,
             granted: outcome.granted_count,
+            not_granted: not_granted as u64,
         })
     }
 

@@ -102,6 +102,21 @@ pub enum StateError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A session's owner holds as many sessions as one owner may
+    /// ([`crate::NewSession::max_owned`]); nothing was written.
+    #[error(
+        "{} holds {held} sessions, the most one caller may ({limit}); delete sessions it no longer needs",
+        owner.as_deref().map_or_else(|| "the gateway's one caller".to_owned(), |o| format!("{o:?}"))
+    )]
+    TooManySessions {
+        /// The owner (at most its first 64 characters); `None` for unowned
+        /// sessions.
+        owner: Option<String>,
+        /// How many it holds.
+        held: u64,
+        /// The limit.
+        limit: usize,
+    },
     /// An API key name breaks the rule of names.
     #[error("invalid API key name {name:?}: {rule}")]
     InvalidApiKeyName {

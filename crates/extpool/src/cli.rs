@@ -377,6 +377,13 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u64).range(1..))]
     pub max_sessions: u64,
 
+    /// Most sessions one caller (principal) holds, of each kind: MCP
+    /// sessions on this replica, durable sessions in the store; one more is
+    /// refused with HTTP 429 (default: gateway.limits.sessions_per_principal,
+    /// else 256).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub sessions_per_principal: Option<u64>,
+
     /// Seconds an MCP session (or a durable session's view) is kept in
     /// memory with no request or stream open; its stored record stays
     /// (twice as long, at least an hour) and is resumed on its next request.

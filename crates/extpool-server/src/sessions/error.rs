@@ -51,6 +51,16 @@ pub enum SessionError {
         /// The id, as the caller wrote it.
         id: String,
     },
+    /// The caller holds as many durable sessions as one caller may.
+    #[error(
+        "you hold {held} durable sessions on this extpool gateway, the most one caller may (gateway.limits.sessions_per_principal, extpool serve --sessions-per-principal {max}): delete sessions you no longer need (DELETE /v1/sessions/{{id}}, or CloseSession on a session's endpoint)"
+    )]
+    TooManySessions {
+        /// How many it holds.
+        held: u64,
+        /// The limit.
+        max: usize,
+    },
     /// An id no caller may choose ([`super::ids`]).
     #[error("session id {id:?}: {reason}")]
     ReservedId {
@@ -93,7 +103,7 @@ impl SessionError {
             | SessionError::ReservedId { .. }
             | SessionError::ServersNotAccepted
             | SessionError::TooManyAsked { .. } => 400,
-            SessionError::TooManyServers { .. } => 429,
+            SessionError::TooManyServers { .. } | SessionError::TooManySessions { .. } => 429,
             _ => 500,
         }
     }

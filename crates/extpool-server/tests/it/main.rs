@@ -22,6 +22,7 @@ mod names;
 mod ops;
 mod page;
 mod passthrough;
+mod quotas;
 mod redaction;
 mod refresh;
 mod relay;

@@ -67,6 +67,12 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
     let mut options = gateway_options(&args, state, replica, bearer);
     options.issuer = issuer;
     options.rate_limits = gateway_config.rate_limits.clone();
+    options.sessions_per_principal = args
+        .sessions_per_principal
+        .or(gateway_config.limits.sessions_per_principal.map(u64::from))
+        .map_or(options.sessions_per_principal, |n| {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        });
     let gateway = Gateway::new(host, options).await?;
     // The signal starts the gateway's one shutdown (stop taking work, let
     // requests in flight finish within --shutdown-timeout, cancel the
