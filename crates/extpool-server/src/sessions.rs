@@ -421,8 +421,12 @@ impl Sessions {
     /// another replica): its view and per-session servers, its endpoint's
     /// MCP sessions.
     async fn close_here(&self, shared: &Shared, id: &str) {
-        self.services.lock().remove(id);
         let open = self.open.lock().remove(id);
+        // Before its MCP sessions end: their calls are told why.
+        if let Some(open) = &open {
+            open.closed.cancel();
+        }
+        self.services.lock().remove(id);
         shared.resume.forget(id).await;
         shared.live.forget_endpoint(id);
         if let Some(open) = open {
@@ -505,6 +509,7 @@ impl Sessions {
             notifier: Notifier::default(),
             base: shared.session_policy.clone(),
             last_used: Mutex::new(tokio::time::Instant::now()),
+            closed: tokio_util::sync::CancellationToken::new(),
         };
         // Nothing granted until the store says what is.
         open.set_authority(NameAuthority::default());

@@ -32,9 +32,33 @@ pub struct OpenSession {
     /// When it was last used (opened, refreshed, or asked for by its
     /// endpoint).
     pub(super) last_used: Mutex<tokio::time::Instant>,
+    /// Cancelled when the session is closed for good (`CloseSession`,
+    /// `DELETE /v1/sessions/{id}`, or either through another replica):
+    /// its calls in flight end saying so ([`OpenSession::closed_message`]).
+    pub(super) closed: tokio_util::sync::CancellationToken,
 }
 
 impl OpenSession {
+    /// Resolves once the session is closed for good.
+    pub(crate) async fn until_closed(&self) {
+        self.closed.cancelled().await;
+    }
+
+    /// What a call in flight when the session was closed for good is told
+    /// (`None` while it is not), naming the session as `principal` knows it.
+    pub(crate) fn closed_message(
+        &self,
+        principal: &extpool_host::core::Principal,
+    ) -> Option<String> {
+        if !self.closed.is_cancelled() {
+            return None;
+        }
+        let id = super::ids::shown(&self.id, Some(principal));
+        Some(format!(
+            "session {id} was closed (CloseSession or DELETE /v1/sessions/{id}) while this call was in flight; its calls ended with it"
+        ))
+    }
+
     /// Marks the session used now.
     pub(crate) fn touch(&self) {
         *self.last_used.lock() = tokio::time::Instant::now();
@@ -232,7 +256,7 @@ mod tests {
         assert_eq!((all.len(), left), (5, 0));
         let (names, left) = fair_share(named(&[("big", 60_000), ("gh", 40), ("fs", 12)]), 10_000);
         assert_eq!(names.len(), 10_000);
-        assert_eq!(left, 50_052 - 10_000);
+        assert_eq!(left, 60_052 - 10_000);
         let counts = per_server(&names);
         assert_eq!(counts["gh"], 40);
         assert_eq!(counts["fs"], 12);
