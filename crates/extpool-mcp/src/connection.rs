@@ -344,12 +344,16 @@ async fn dial(
 ) -> Result<Service, Failed> {
     use crate::stall::{Reuse, judge_reuse};
     let name = a.name.as_str();
+    if let Some(refused) = plan.refused_host() {
+        return Err((ConnectFailure::Address { refused }, Vec::new()));
+    }
+    let rule = plan.address_rule();
     let reusing = a.options.http.keep_alive && !a.options.is_stalling(name);
     let service = dial_with(
         a,
         plan,
         (handler, order),
-        a.options.http_client_for(name),
+        &a.options.http_client_under(name, rule, false),
         declared,
     )
     .await?;
@@ -369,7 +373,7 @@ async fn dial(
         a,
         plan,
         (handler, order),
-        a.options.fresh_http_client(),
+        &a.options.http_client_under(name, rule, true),
         declared,
     )
     .await

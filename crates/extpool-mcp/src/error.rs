@@ -153,6 +153,13 @@ pub enum ConnectFailure {
         /// extpool-auth's message (never a token).
         reason: String,
     },
+    /// Its URL's host is on an address its rule refuses
+    /// ([`crate::config::McpServerConfig::address_rule`]).
+    #[error("{refused}")]
+    Address {
+        /// The host, its address and why.
+        refused: extpool_core::address::AddressRefused,
+    },
     /// The server did not finish the handshake in time.
     #[error("no initialize response within {timeout_ms} ms")]
     Timeout {

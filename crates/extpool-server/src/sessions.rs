@@ -488,7 +488,8 @@ impl Sessions {
         let view = shared.host.session(id.as_str())?;
         crate::callers::register(shared, &view, owner.clone()).await;
         for (name, config) in servers {
-            let registered = match shared.host.owned_mcp_server(name, config.clone()) {
+            let config = admission::under_rule(shared, config);
+            let registered = match shared.host.owned_mcp_server(name, config) {
                 Ok(cap) => view.register(cap).await,
                 Err(e) => Err(e),
             };

@@ -25,6 +25,7 @@ mod mcp_auth;
 mod messages;
 mod operator_cli;
 mod quickstart;
+mod rebinding;
 mod replicas;
 mod sandbox;
 pub mod serve;
