@@ -129,7 +129,10 @@ mod tests {
             candidates("review", &alice).unwrap(),
             [whole.clone(), SessionId::new("review").unwrap()]
         );
-        assert_eq!(candidates(whole.as_str(), &alice).unwrap(), [whole.clone()]);
+        assert_eq!(
+            candidates(whole.as_str(), &alice).unwrap(),
+            std::slice::from_ref(&whole)
+        );
         assert_eq!(
             candidates("review", &Principal::local()).unwrap(),
             [SessionId::new("review").unwrap()]
