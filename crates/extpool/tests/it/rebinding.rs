@@ -35,9 +35,14 @@ impl Hosts {
         hosts
     }
 
-    /// Makes [`NAME`] resolve to `address` (and nothing else).
-    fn point(&self, address: &str) {
-        std::fs::write(&self.0, format!("127.0.0.1 localhost\n{address} {NAME}\n")).unwrap();
+    /// Makes [`NAME`] resolve to `addresses` (a space between two), and
+    /// nothing else.
+    fn point(&self, addresses: &str) {
+        let lines: String = addresses
+            .split(' ')
+            .map(|address| format!("{address} {NAME}\n"))
+            .collect();
+        std::fs::write(&self.0, format!("127.0.0.1 localhost\n{lines}")).unwrap();
     }
 }
 
@@ -180,6 +185,8 @@ fn a_name_that_rebinds_after_the_create_is_refused_at_connect() {
             "169.254.169.254",
             "is a cloud metadata address (169.254.169.254)",
         ),
+        // One refused address among public ones refuses the name.
+        ("198.51.99.7 127.0.0.2", "is a loopback address (127.0.0.2)"),
     ] {
         hosts.point(address);
         refreshed_until_refused(&base, "flip", says);
