@@ -7,49 +7,20 @@
 use serde_json::{Value, json};
 
 use extpool_server::GatewayOptions;
-use extpool_state::StateStore;
 use extpool_testkit::StateDir;
 
 use extpool_testkit::stdio_command;
 
-use crate::support::{Project, Served, server_yaml, testkit_yaml, within};
+use crate::support::{Keyed, Project, server_yaml, testkit_yaml, within};
 
 /// The gateway's own token (its holder: the gateway's one caller, an
 /// operator); alice and bob bring API keys.
 const GATEWAY_TOKEN: &str = "the-gateway-token-of-the-quota-test";
 
-struct Gateway {
-    served: Served,
-    _data: tempfile::TempDir,
-    alice: String,
-    bob: String,
-}
+type Gateway = Keyed;
 
 async fn gateway(project: Project, options: GatewayOptions) -> Gateway {
-    let data = tempfile::tempdir().unwrap();
-    let state = StateStore::open_url(&format!(
-        "sqlite:{}",
-        data.path().join("state.db").display()
-    ))
-    .await
-    .unwrap();
-    let served = Served::start(
-        project,
-        GatewayOptions {
-            bearer: Some(GATEWAY_TOKEN.into()),
-            state: Some(state.clone()),
-            ..options
-        },
-    )
-    .await;
-    let alice = state.create_api_key("alice", false).await.unwrap().secret;
-    let bob = state.create_api_key("bob", false).await.unwrap().secret;
-    Gateway {
-        served,
-        _data: data,
-        alice,
-        bob,
-    }
+    Keyed::start(project, GATEWAY_TOKEN, options).await
 }
 
 /// `METHOD base+path` with bearer `token` and a JSON body: status, the
@@ -213,7 +184,7 @@ async fn one_caller_holds_at_most_its_share_of_sessions_of_each_kind() {
     let (status, _, _, body) = initialize(&g, &g.alice).await;
     assert_eq!(status, 200, "{body}");
     end(&g, &g.bob, &bobs.unwrap()).await;
-    g.served.stop().await;
+    g.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -265,5 +236,5 @@ async fn one_upstream_with_more_tools_than_a_session_holds_never_stops_a_create(
     assert_eq!(status, 200, "{refreshed}");
     assert_eq!(refreshed["granted"], 10_000, "{refreshed}");
     assert_eq!(refreshed["not_granted"], made["not_granted"], "{refreshed}");
-    g.served.stop().await;
+    g.stop().await;
 }

@@ -11,39 +11,27 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::{Value, json};
 
 use extpool_server::GatewayOptions;
-use extpool_state::StateStore;
 use extpool_testkit::{HttpServer, StateDir};
 
-use crate::support::{Project, Served, within};
+use crate::support::{Keyed, Project, Served, within};
 
 /// The gateway's own token: its holder is the operator; the callers here
 /// bring API keys.
 const GATEWAY_TOKEN: &str = "the-gateway-token-of-the-ids-test";
 
 /// A gateway with a store and API keys `alice` and `bob` (not operators).
-async fn gateway(options: GatewayOptions) -> (Served, tempfile::TempDir, String, String) {
+async fn gateway(options: GatewayOptions) -> Keyed {
     let project = Project::new();
     project.config("");
-    let data = tempfile::tempdir().unwrap();
-    let state = StateStore::open_url(&format!(
-        "sqlite:{}",
-        data.path().join("state.db").display()
-    ))
-    .await
-    .unwrap();
-    let served = Served::start(
+    Keyed::start(
         project,
+        GATEWAY_TOKEN,
         GatewayOptions {
-            bearer: Some(GATEWAY_TOKEN.into()),
-            state: Some(state.clone()),
             private_session_servers: true,
             ..options
         },
     )
-    .await;
-    let alice = state.create_api_key("alice", false).await.unwrap().secret;
-    let bob = state.create_api_key("bob", false).await.unwrap().secret;
-    (served, data, alice, bob)
+    .await
 }
 
 /// `METHOD base+path` with bearer `token` and a JSON body: status and JSON.
@@ -123,13 +111,14 @@ async fn tool_names(client: &RunningService<RoleClient, ()>) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_create_never_harms_an_existing_session_and_ids_are_each_callers_own() {
-    let (served, _data, alice, bob) = gateway(GatewayOptions::default()).await;
+    let g = gateway(GatewayOptions::default()).await;
+    let (served, alice, bob) = (&g.served, g.alice.clone(), g.bob.clone());
     let kit = StateDir::new();
     let own = HttpServer::spawn(kit.args());
     let other_kit = StateDir::new();
     let other = HttpServer::spawn(other_kit.args());
     let (status, made) = create(
-        &served,
+        served,
         &alice,
         json!({"id": "review", "mcp_servers": {"mine": {"url": own.url()}}}),
     )
@@ -137,7 +126,7 @@ async fn a_create_never_harms_an_existing_session_and_ids_are_each_callers_own()
     assert_eq!(status, 201, "{made}");
     assert_eq!(made["session"]["id"], "review", "{made}");
     assert_eq!(made["mcp"], "/sessions/review/mcp", "{made}");
-    let alices = client(&served, "/sessions/review/mcp", &alice).await;
+    let alices = client(served, "/sessions/review/mcp", &alice).await;
     assert_eq!(echo(&alices, "mcp__mine__echo", "one").await, "one");
 
     // Alice's own id again — with a server of another, and without: 409,
@@ -147,7 +136,7 @@ async fn a_create_never_harms_an_existing_session_and_ids_are_each_callers_own()
         json!({"id": "review", "mcp_servers": {"other": {"url": other.url()}}}),
         json!({"id": "review", "auto_grant": true}),
     ] {
-        let (status, refused) = create(&served, &alice, body.clone()).await;
+        let (status, refused) = create(served, &alice, body.clone()).await;
         assert_eq!(status, 409, "{body}: {refused}");
         assert_eq!(echo(&alices, "mcp__mine__echo", "still").await, "still");
         assert_eq!(
@@ -169,7 +158,7 @@ async fn a_create_never_harms_an_existing_session_and_ids_are_each_callers_own()
         "a refused create connected to its server"
     );
     let (status, got) = api(
-        &served,
+        served,
         reqwest::Method::GET,
         "/v1/sessions/review",
         &alice,
@@ -181,17 +170,17 @@ async fn a_create_never_harms_an_existing_session_and_ids_are_each_callers_own()
 
     // Bob's "review" is his own: made beside alice's, which it never
     // touches; and his own id again is refused as alice's was.
-    let (status, his) = create(&served, &bob, json!({"id": "review"})).await;
+    let (status, his) = create(served, &bob, json!({"id": "review"})).await;
     assert_eq!(status, 201, "{his}");
     assert_eq!(his["session"]["id"], "review", "{his}");
     assert_eq!(his["servers"], json!([]), "{his}");
-    let (status, again) = create(&served, &bob, json!({"id": "review"})).await;
+    let (status, again) = create(served, &bob, json!({"id": "review"})).await;
     assert_eq!(status, 409, "{again}");
     assert_eq!(
         echo(&alices, "mcp__mine__echo", "after bob").await,
         "after bob"
     );
-    let bobs = client(&served, "/sessions/review/mcp", &bob).await;
+    let bobs = client(served, "/sessions/review/mcp", &bob).await;
     assert!(
         !tool_names(&bobs).await.iter().any(|t| t.contains("mine")),
         "bob's review is alice's"
@@ -208,16 +197,16 @@ async fn a_create_never_harms_an_existing_session_and_ids_are_each_callers_own()
         echo(&alices, "mcp__mine__echo", "after close").await,
         "after close"
     );
-    assert_eq!(listed(&served, &alice).await, ["review"]);
-    assert_eq!(listed(&served, &bob).await, Vec::<String>::new());
+    assert_eq!(listed(served, &alice).await, ["review"]);
+    assert_eq!(listed(served, &bob).await, Vec::<String>::new());
 
     // The operator sees each caller's session under its whole id, and can
     // act on it by that id.
-    let all = listed(&served, GATEWAY_TOKEN).await;
+    let all = listed(served, GATEWAY_TOKEN).await;
     assert_eq!(all.len(), 1, "{all:?}");
     assert!(all[0].starts_with("review~"), "{all:?}");
     let (status, got) = api(
-        &served,
+        served,
         reqwest::Method::GET,
         &format!("/v1/sessions/{}", all[0]),
         GATEWAY_TOKEN,
@@ -229,8 +218,8 @@ async fn a_create_never_harms_an_existing_session_and_ids_are_each_callers_own()
 
     // A whole id is never one a caller may choose (whoever's it is, made
     // or not): the same answer for alice's and for one nobody has.
-    let theirs = create(&served, &bob, json!({"id": all[0]})).await;
-    let nobodys = create(&served, &bob, json!({"id": "review~0123456789abcdef"})).await;
+    let theirs = create(served, &bob, json!({"id": all[0]})).await;
+    let nobodys = create(served, &bob, json!({"id": "review~0123456789abcdef"})).await;
     assert_eq!(theirs.0, 400, "{}", theirs.1);
     assert_eq!(
         theirs.1.to_string().replace(&all[0], "ID"),
@@ -241,7 +230,7 @@ async fn a_create_never_harms_an_existing_session_and_ids_are_each_callers_own()
     );
     // To bob, alice's whole id is one nobody made.
     let (status, hidden) = api(
-        &served,
+        served,
         reqwest::Method::GET,
         &format!("/v1/sessions/{}", all[0]),
         &bob,
@@ -254,7 +243,7 @@ async fn a_create_never_harms_an_existing_session_and_ids_are_each_callers_own()
     // Many creates of one new id at once: one is made, every other is
     // refused, and the one made works.
     let racing =
-        futures::future::join_all((0..8).map(|_| create(&served, &alice, json!({"id": "raced"}))))
+        futures::future::join_all((0..8).map(|_| create(served, &alice, json!({"id": "raced"}))))
             .await;
     let made: Vec<_> = racing.iter().filter(|(s, _)| *s == 201).collect();
     assert_eq!(made.len(), 1, "{racing:?}");
@@ -262,10 +251,10 @@ async fn a_create_never_harms_an_existing_session_and_ids_are_each_callers_own()
         racing.iter().all(|(s, _)| *s == 201 || *s == 409),
         "{racing:?}"
     );
-    let raced = client(&served, "/sessions/raced/mcp", &alice).await;
+    let raced = client(served, "/sessions/raced/mcp", &alice).await;
     assert!(tool_names(&raced).await.iter().any(|t| t == "CloseSession"));
     let _ = raced.cancel().await;
     let _ = alices.cancel().await;
     let _ = bobs.cancel().await;
-    served.stop().await;
+    g.stop().await;
 }
