@@ -19,7 +19,7 @@
 //! A session is its creator's ([`crate::identity`]): `GET /v1/sessions`
 //! lists the caller's own (an operator's: every one), and another
 //! principal's id answers 404 as an id nobody made does. Ids are each
-//! caller's own namespace ([`crate::sessions::ids`]): an `{id}` in a path
+//! caller's own namespace (module `sessions::ids`): an `{id}` in a path
 //! is the caller's id or a session's whole id, and answers show a caller
 //! its own ids as it chose them.
 //!

@@ -61,7 +61,8 @@ pub enum SessionError {
         /// The limit.
         max: usize,
     },
-    /// An id no caller may choose ([`super::ids`]).
+    /// An id no caller may choose: shaped like a whole id, or too long
+    /// to take its owner's digest (see the module `sessions::ids`).
     #[error("session id {id:?}: {reason}")]
     ReservedId {
         /// The id, as the caller wrote it (shortened when long).
