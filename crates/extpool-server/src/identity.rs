@@ -232,8 +232,13 @@ pub(crate) fn base_url(headers: &HeaderMap) -> String {
     format!("{scheme}://{host}")
 }
 
+/// When a request refused because the state store did not answer may be
+/// sent again (seconds).
+const STORE_RETRY_AFTER_SECS: u64 = 1;
+
 /// The answer to a request refused for `why`: 401 with the challenge (503
-/// when the store could not say), plain text naming the rule.
+/// with `Retry-After` when the store or the issuer could not say), plain
+/// text naming the rule.
 pub(crate) fn refusal(identity: &Identity, headers: &HeaderMap, why: &Refused) -> Response {
     let (status, message, token_error) = match why {
         Refused::Missing => (
@@ -251,12 +256,22 @@ pub(crate) fn refusal(identity: &Identity, headers: &HeaderMap, why: &Refused) -
             "the bearer token is not one this extpool gateway accepts".to_owned(),
             None,
         ),
+        // The issuer is down: nothing is known against the token, and a
+        // client told `invalid_token` would drop it.
+        Refused::Token(e) if e.retry_after_secs().is_some() => {
+            (StatusCode::SERVICE_UNAVAILABLE, e.to_string(), None)
+        }
         Refused::Token(e) => (StatusCode::UNAUTHORIZED, e.to_string(), Some(e)),
         Refused::Unavailable => (
             StatusCode::SERVICE_UNAVAILABLE,
             "the API key could not be checked (the state store does not answer); retry".to_owned(),
             None,
         ),
+    };
+    let retry_after = match why {
+        Refused::Token(e) => e.retry_after_secs(),
+        Refused::Unavailable => Some(STORE_RETRY_AFTER_SECS),
+        _ => None,
     };
     let mut challenge = if let Some(issuer) = identity.issuer() {
         extpool_auth::resource::www_authenticate(
@@ -303,6 +318,11 @@ pub(crate) fn refusal(identity: &Identity, headers: &HeaderMap, why: &Refused) -
         response
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, value);
+    }
+    if let Some(secs) = retry_after {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, http::HeaderValue::from(secs));
     }
     response
 }

@@ -885,6 +885,54 @@ async fn a_rotated_key_is_fetched_once_and_an_unknown_kid_is_refused_without_mor
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_issuer_down_when_a_new_key_must_be_fetched_is_a_503_to_retry_not_an_invalid_token() {
+    let mut provider = within(OidcProvider::start()).await;
+    let interval = Duration::from_secs(30);
+    let g = guarded(&provider, "", |s| s.refetch_interval = interval).await;
+    let sessions = g.at("/v1/sessions");
+    let before = within(provider.token_for("alice", &g.audience)).await;
+    let answer = api(Method::GET, &sessions, Some(&before), None).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+
+    // The provider rotates its key and goes down: a good token of the new
+    // key cannot be checked. The client is told to retry, not that its
+    // token is invalid (it would drop it).
+    within(provider.rotate()).await;
+    let after = provider.sign(&provider.claims_for("alice", &g.audience));
+    provider.stop();
+    let fetches = g.verifier.key_fetches();
+    for attempt in 0..3 {
+        let answer = api(Method::GET, &sessions, Some(&after), None).await;
+        assert_eq!(answer.status, 503, "attempt {attempt}: {}", answer.body);
+        let retry: u64 = answer
+            .header("retry-after")
+            .parse()
+            .unwrap_or_else(|_| panic!("no Retry-After in {:?}", answer.headers));
+        assert!((1..=interval.as_secs()).contains(&retry), "{retry}");
+        assert!(
+            !answer.header("www-authenticate").contains("invalid_token"),
+            "{:?}",
+            answer.headers
+        );
+        assert!(
+            answer.body.contains("the issuer's keys could not be fetched"),
+            "{}",
+            answer.body
+        );
+        assert!(!answer.body.contains(&after), "the body echoes the token");
+    }
+    assert_eq!(
+        g.verifier.key_fetches(),
+        fetches + 1,
+        "the issuer is asked once during the outage, not at every request"
+    );
+    // A token of a key the gateway has is still checked without it.
+    let answer = api(Method::GET, &sessions, Some(&before), None).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    g.served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_keys_name_their_principal_and_revoked_ones_stop_working() {
     let db = tempfile::tempdir().unwrap();
     let url = format!("sqlite:{}", db.path().join("state.db").display());
