@@ -197,13 +197,18 @@ async fn list(
 }
 
 /// A stored summary as `principal` is shown it (`None`: the operator
-/// page): its id as [`shown`] names it.
+/// page): its id as [`shown`] names it, and its owner named as every log
+/// line, audit record and metric names a principal
+/// ([`Principal::label`]: `api-key:ci`, `alice@https://idp.example`).
 fn summary(
     summary: &extpool_state::SessionSummary,
     principal: Option<&Principal>,
 ) -> serde_json::Value {
     let mut row = json!(summary);
     row["id"] = json!(shown(&summary.id, principal));
+    if let Some(owner) = &summary.owner {
+        row["owner"] = json!(Principal::label_of_owner(owner));
+    }
     row
 }
 

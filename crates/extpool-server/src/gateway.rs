@@ -162,9 +162,10 @@ impl Default for GatewayOptions {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum GatewayError {
-    /// A non-loopback address without a bearer token.
+    /// A non-loopback address with nothing to tell callers apart: no
+    /// bearer token, no issuer, no API key in the state store.
     #[error(
-        "refusing to serve on {addr} without a bearer token: a gateway reachable from other machines needs one (set EXTPOOL_GATEWAY_TOKEN or --token-file), or listen on 127.0.0.1"
+        "refusing to serve on {addr} without a bearer token: a gateway reachable from other machines needs one (set EXTPOOL_GATEWAY_TOKEN or --token-file), an API key in its state store, or an identity provider; or listen on 127.0.0.1"
     )]
     NeedsToken {
         /// The address asked for.

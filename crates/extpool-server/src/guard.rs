@@ -89,6 +89,9 @@ pub(crate) struct Guard {
     hosts: Vec<HostRule>,
     origins: Vec<OriginRule>,
     identity: Arc<Identity>,
+    /// Whether the gateway listens on loopback only (elsewhere a request
+    /// without a credential is refused whatever is configured).
+    loopback: bool,
     max_body: usize,
     metrics: Arc<Metrics>,
 }
@@ -190,6 +193,7 @@ impl Guard {
             hosts,
             origins,
             identity,
+            loopback: crate::http::is_loopback(&listen),
             max_body,
             metrics,
         }
@@ -317,7 +321,7 @@ impl Guard {
         if is_public(path) {
             return Ok(self.identity.local());
         }
-        match self.identity.authenticate(headers).await {
+        match self.identity.authenticate(headers, self.loopback).await {
             Ok(principal) => Ok(principal),
             Err(why) => {
                 self.metrics.refused(Refusal::Auth);

@@ -224,7 +224,7 @@ impl Gateway {
             what: "reading the listen address".into(),
             error: source,
         })?;
-        check_listen_address(addr, self.shared.identity.required())?;
+        check_listen_address(addr, self.shared.identity.guards_network().await)?;
         let app = self.router(addr);
         let options = &self.shared.options;
         let bounds = crate::listener::Bounds {

@@ -336,7 +336,7 @@ async fn a_principal_never_sees_anothers_sessions() {
         )
         .await;
         assert_eq!(made.status, 201, "{}", made.body);
-        let owner = format!("{} {user}", provider.issuer());
+        let owner = format!("{user}@{}", provider.issuer());
         assert_eq!(
             made.json()["session"]["owner"],
             owner.as_str(),
@@ -945,6 +945,94 @@ async fn api_keys_on_postgres_are_forgotten_when_the_change_feed_says_so() {
     api_keys(&url, Backend::Postgres).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_loopback_a_request_without_a_key_is_anonymous_once_the_store_holds_keys() {
+    let kit = StateDir::new();
+    let project = Project::new();
+    project.config(&testkit_yaml("testkit", &kit));
+    let store = sqlite(&project).await;
+    let url = format!("sqlite:{}", project.path().join("state.db").display());
+    let served = Served::start(
+        project,
+        GatewayOptions {
+            state: Some(store),
+            ..GatewayOptions::default()
+        },
+    )
+    .await;
+    let at = |path: &str| format!("{}{path}", served.base);
+    // No key anywhere: the one local caller, an operator.
+    let metrics = api(Method::GET, &at("/metrics"), None, None).await;
+    assert_eq!(metrics.status, 200, "{}", metrics.body);
+
+    // Another process makes a key; alice's key makes a session.
+    let elsewhere = StateStore::open_url(&url).await.unwrap();
+    let alice = within(elsewhere.create_api_key("alice", false))
+        .await
+        .unwrap()
+        .secret;
+    let made = api(
+        Method::POST,
+        &at("/v1/sessions"),
+        Some(&alice),
+        Some(json!({"id": "hers"})),
+    )
+    .await;
+    assert_eq!(made.status, 201, "{}", made.body);
+
+    // Now a request without a key is anonymous: alice's session does not
+    // exist for it on any route, nor her MCP endpoint, nor the metrics.
+    // A token that is no key (there is no issuer) is the same as none.
+    for token in [None, Some("not-a-key-and-no-issuer")] {
+        let hers = api(Method::GET, &at("/v1/sessions/hers"), token, None).await;
+        assert_eq!(hers.status, 404, "{token:?}: {}", hers.body);
+        let refresh = api(
+            Method::POST,
+            &at("/v1/sessions/hers/mcp-refresh"),
+            token,
+            None,
+        )
+        .await;
+        assert_eq!(refresh.status, 404, "{token:?}: {}", refresh.body);
+        let listed = api(Method::GET, &at("/v1/sessions"), token, None).await;
+        assert_eq!(listed.status, 200, "{}", listed.body);
+        assert_eq!(listed.json()["sessions"], json!([]), "{}", listed.body);
+        let mut headers = vec![("accept", "application/json, text/event-stream")];
+        headers.push(("content-type", "application/json"));
+        let call = send(
+            Method::POST,
+            &at("/sessions/hers/mcp"),
+            token,
+            &headers,
+            Some(initialize_body()),
+        )
+        .await;
+        assert_eq!(call.status, 404, "{token:?}: {}", call.body);
+        let metrics = api(Method::GET, &at("/metrics"), token, None).await;
+        assert_eq!(metrics.status, 403, "{token:?}: {}", metrics.body);
+        let gone = api(Method::DELETE, &at("/v1/sessions/hers"), token, None).await;
+        assert_eq!(gone.status, 404, "{token:?}: {}", gone.body);
+    }
+    // What an anonymous request makes is its own, and not alice's.
+    let made = api(
+        Method::POST,
+        &at("/v1/sessions"),
+        None,
+        Some(json!({"id": "nobodys"})),
+    )
+    .await;
+    assert_eq!(made.status, 201, "{}", made.body);
+    assert_eq!(made.json()["session"]["owner"], "anonymous", "{}", made.body);
+    let theirs = api(Method::GET, &at("/v1/sessions/nobodys"), Some(&alice), None).await;
+    assert_eq!(theirs.status, 404, "{}", theirs.body);
+    let hers = api(Method::GET, &at("/v1/sessions/hers"), Some(&alice), None).await;
+    assert_eq!(hers.status, 200, "{}", hers.body);
+    // The key's principal has one spelling: the session's owner says it
+    // as the audit log and the metrics do.
+    assert_eq!(hers.json()["session"]["owner"], "api-key:alice", "{}", hers.body);
+    served.stop().await;
+}
+
 /// Which store [`api_keys`] runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Backend {
@@ -1000,7 +1088,7 @@ async fn api_keys(url: &str, backend: Backend) {
     assert_eq!(made.status, 201, "{}", made.body);
     assert_eq!(
         made.json()["session"]["owner"],
-        "extpool:api-key alice",
+        "api-key:alice",
         "{}",
         made.body
     );

@@ -39,8 +39,16 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
     let discovery = discovery(ctx, &loaded, &args, overrides);
     let bearer = token(ctx, &args)?;
     let gateway_config = loaded.config.gateway.clone();
+    let replica = match &args.replica_id {
+        Some(id) => extpool_state::ReplicaId::new(id.as_str()).context("--replica-id")?,
+        None => extpool_server::replica::default_replica_id(),
+    };
+    let state = open_state(args.state.as_deref(), &replica).await?;
     if !args.stdio {
-        let guarded = bearer.is_some() || super::identity::configured(&args, &gateway_config);
+        // Its token, an issuer, or API keys in its store tell callers apart.
+        let guarded = bearer.is_some()
+            || super::identity::configured(&args, &gateway_config)
+            || state.has_api_keys().await?;
         extpool_server::http::check_listen_address(args.listen, guarded)?;
     }
     // Bind before starting servers, so a busy port fails at once.
@@ -57,11 +65,6 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
     let issuer = super::identity::for_listener(&args, &gateway_config, listener.as_ref()).await?;
     // SIGINT, SIGTERM and SIGHUP stop serving; a second one exits at once.
     let signals = crate::signals::subscribe()?;
-    let replica = match &args.replica_id {
-        Some(id) => extpool_state::ReplicaId::new(id.as_str()).context("--replica-id")?,
-        None => extpool_server::replica::default_replica_id(),
-    };
-    let state = open_state(args.state.as_deref(), &replica).await?;
     let watch = loaded.config.skills.watch;
     let host = start_host_with(ctx, loaded, Need::Servers, watch, true, discovery).await?;
     let mut options = gateway_options(&args, state, replica, bearer);

@@ -209,6 +209,51 @@ fn an_issuer_that_cannot_be_read_stops_serve_before_any_server_starts() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_keys_alone_guard_a_gateway_on_every_interface() {
+    let sb = Sandbox::new();
+    sb.testkit_config("skills:\n  default_roots: false\n");
+    let state = format!("sqlite:{}", sb.work().join("state.db").display());
+    // No key yet: nothing tells callers apart, so serve refuses to start.
+    let refused = sb.run(&["serve", "--listen", "0.0.0.0:0", "--state", &state]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("an API key in its state store"),
+        "{}",
+        refused.stderr
+    );
+    let made = sb.run(&["api-keys", "create", "ci", "--state", &state]);
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let key = made.stdout.trim().to_owned();
+    // With a key in the store, no shared token is needed.
+    let mut command = sb.command();
+    command.args(["serve", "--listen", "0.0.0.0:0", "--state", &state]);
+    let _served = Served::spawn(command);
+    let port = _served.url.rsplit(':').next().unwrap();
+    let port = port.trim_end_matches("/mcp");
+    let sessions = format!("http://127.0.0.1:{port}/v1/sessions");
+    // A request without the key is refused, even from this machine: the
+    // gateway listens where others reach it.
+    let (status, challenge, body) = call(reqwest::Method::GET, &sessions, None, None).await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(challenge, "Bearer");
+    assert!(body.contains("requires an API key"), "{body}");
+    // So is a token that is no key (with no issuer to check it).
+    let (status, _, body) =
+        call(reqwest::Method::GET, &sessions, Some("made-up-token"), None).await;
+    assert_eq!(status, 401, "{body}");
+    let (status, _, body) = call(
+        reqwest::Method::POST,
+        &sessions,
+        Some(&key),
+        Some(json!({"id": "from-ci"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let made: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(made["session"]["owner"], "api-key:ci", "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_keys_are_made_listed_used_and_revoked_from_the_command_line() {
     let sb = Sandbox::new();
     let state = format!("sqlite:{}", sb.work().join("state.db").display());
