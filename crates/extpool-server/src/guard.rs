@@ -48,11 +48,13 @@ pub const PUBLIC_PATHS: &[&str] = &["/healthz", "/readyz"];
 
 /// Whether `path` is answered without a token: the probes, the
 /// protected-resource metadata a client reads to learn where to log in,
-/// and the OAuth callback a caller's browser comes back to (its `state`
-/// ties it to the login that sent it).
+/// and a caller's login in its browser — the login page and the OAuth
+/// callback (its `state` and the login page's cookie tie it to the login
+/// and the browser that started it).
 pub fn is_public(path: &str) -> bool {
     PUBLIC_PATHS.contains(&path)
         || path == crate::login::CALLBACK_PATH
+        || path == crate::login::LOGIN_PAGE_PATH
         || path == RESOURCE_METADATA_PATH
         || path
             .strip_prefix(RESOURCE_METADATA_PATH)
@@ -620,6 +622,7 @@ mod tests {
             RESOURCE_METADATA_PATH,
             "/.well-known/oauth-protected-resource/mcp",
             crate::login::CALLBACK_PATH,
+            crate::login::LOGIN_PAGE_PATH,
         ]);
         for path in paths {
             let r = http::Request::builder()

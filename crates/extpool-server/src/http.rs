@@ -192,6 +192,12 @@ impl Gateway {
                 crate::login::CALLBACK_PATH,
                 get(crate::login::callback).with_state(shared.clone()),
             ),
+            (
+                crate::login::LOGIN_PAGE_PATH,
+                get(crate::login::confirm_page)
+                    .post(crate::login::confirm)
+                    .with_state(shared.clone()),
+            ),
         ];
         routes.extend(crate::api::routes(&api));
         routes.extend(crate::page::routes(&shared));

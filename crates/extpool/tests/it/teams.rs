@@ -508,14 +508,39 @@ async fn extpool_mcp_login_through_the_gateway_gives_a_caller_its_own_grant() {
     let url = rx
         .recv_timeout(std::time::Duration::from_secs(120))
         .expect("the command printed the authorization URL");
+    // The gateway's login page names who will be logged in; its button
+    // gives this browser the login's cookie and sends it to the
+    // authorization server, whose redirect brings it back.
     let browser = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
-    let approved = browser.get(&url).send().await.unwrap();
+    let page = browser.get(&url).send().await.unwrap();
+    assert_eq!(page.status().as_u16(), 200);
+    assert!(page.text().await.unwrap().contains("api-key:alice"));
+    let (origin, query) = url.split_once("/oauth/login?").unwrap();
+    let pressed = browser
+        .post(format!("{origin}/oauth/login"))
+        .header("origin", origin)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(query.to_owned())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pressed.status().as_u16(), 303);
+    let cookie = pressed.headers()["set-cookie"].to_str().unwrap();
+    let cookie = cookie.split(';').next().unwrap().to_owned();
+    let provider = pressed.headers()["location"].to_str().unwrap().to_owned();
+    let approved = browser.get(&provider).send().await.unwrap();
     let back = approved.headers()["location"].to_str().unwrap().to_owned();
-    let landed = browser.get(&back).send().await.unwrap();
+    let landed = browser
+        .get(&back)
+        .header("cookie", cookie)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(landed.status().as_u16(), 200);
+    assert!(landed.text().await.unwrap().contains("Logged in"));
     let done = tokio::task::spawn_blocking(move || child.wait_with_output())
         .await
         .unwrap()
