@@ -268,7 +268,8 @@ pub enum NotOpened {
 /// extpool hands to a browser, whoever supplied it (an authorization
 /// server's metadata, a gateway).
 pub fn openable(url: &str) -> Result<String, NotOpened> {
-    let parsed = url::Url::parse(url).map_err(|e| NotOpened::NotWeb(format!("it is not a URL: {e}")))?;
+    let parsed =
+        url::Url::parse(url).map_err(|e| NotOpened::NotWeb(format!("it is not a URL: {e}")))?;
     let host = parsed.host_str().unwrap_or_default().to_owned();
     match parsed.scheme() {
         "https" if !host.is_empty() => Ok(parsed.into()),
@@ -414,7 +415,11 @@ mod tests {
             ("http://10.0.0.1/", true),
         ] {
             let e = openable(bad).unwrap_err();
-            assert_eq!(matches!(e, NotOpened::PlainHttp { .. }), plain, "{bad}: {e}");
+            assert_eq!(
+                matches!(e, NotOpened::PlainHttp { .. }),
+                plain,
+                "{bad}: {e}"
+            );
         }
         // Control characters never reach the opener as themselves.
         let url = openable("https://idp.example/a\u{1b}[31m b\n?x=1&y=2").unwrap();

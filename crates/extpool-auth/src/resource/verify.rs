@@ -372,5 +372,7 @@ impl TokenVerifier {
 
 /// Whole seconds (at least one) of `wait`, as `Retry-After` says them.
 fn retry_after(wait: std::time::Duration) -> u64 {
-    wait.as_secs().saturating_add(u64::from(wait.subsec_nanos() > 0)).max(1)
+    wait.as_secs()
+        .saturating_add(u64::from(wait.subsec_nanos() > 0))
+        .max(1)
 }

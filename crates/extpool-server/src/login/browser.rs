@@ -347,7 +347,10 @@ mod tests {
     #[test]
     fn a_cookie_is_found_by_its_name_among_several() {
         let mut headers = HeaderMap::new();
-        headers.append(header::COOKIE, HeaderValue::from_static("a=1; extpool-login-x=v1"));
+        headers.append(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; extpool-login-x=v1"),
+        );
         headers.append(header::COOKIE, HeaderValue::from_static("b=2"));
         assert_eq!(cookie(&headers, "extpool-login-x"), Some("v1"));
         assert_eq!(cookie(&headers, "b"), Some("2"));

@@ -502,7 +502,10 @@ async fn a_login_completes_only_in_the_browser_its_page_sent_to_the_provider() {
         &state_of(&url),
         &[
             ("error", "access_denied"),
-            ("error_description", "<script>alert(1)</script> no & \"never\""),
+            (
+                "error_description",
+                "<script>alert(1)</script> no & \"never\"",
+            ),
         ],
     );
     let landed = browser.open(&denied).await;

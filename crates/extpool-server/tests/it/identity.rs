@@ -915,7 +915,9 @@ async fn an_issuer_down_when_a_new_key_must_be_fetched_is_a_503_to_retry_not_an_
             answer.headers
         );
         assert!(
-            answer.body.contains("the issuer's keys could not be fetched"),
+            answer
+                .body
+                .contains("the issuer's keys could not be fetched"),
             "{}",
             answer.body
         );
@@ -1022,14 +1024,24 @@ async fn on_loopback_a_request_without_a_key_is_anonymous_once_the_store_holds_k
     )
     .await;
     assert_eq!(made.status, 201, "{}", made.body);
-    assert_eq!(made.json()["session"]["owner"], "anonymous", "{}", made.body);
+    assert_eq!(
+        made.json()["session"]["owner"],
+        "anonymous",
+        "{}",
+        made.body
+    );
     let theirs = api(Method::GET, &at("/v1/sessions/nobodys"), Some(&alice), None).await;
     assert_eq!(theirs.status, 404, "{}", theirs.body);
     let hers = api(Method::GET, &at("/v1/sessions/hers"), Some(&alice), None).await;
     assert_eq!(hers.status, 200, "{}", hers.body);
     // The key's principal has one spelling: the session's owner says it
     // as the audit log and the metrics do.
-    assert_eq!(hers.json()["session"]["owner"], "api-key:alice", "{}", hers.body);
+    assert_eq!(
+        hers.json()["session"]["owner"],
+        "api-key:alice",
+        "{}",
+        hers.body
+    );
     served.stop().await;
 }
 

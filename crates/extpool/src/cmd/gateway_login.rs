@@ -79,7 +79,10 @@ pub async fn run(ctx: &mut Ctx, gateway: &str, server: &str, browser: bool) -> R
                 "Opening the browser to authorize. If it does not open, visit:\n\n  {shown}\n"
             )
         } else {
-            writeln!(err, "Open this URL in a browser to authorize:\n\n  {shown}\n")
+            writeln!(
+                err,
+                "Open this URL in a browser to authorize:\n\n  {shown}\n"
+            )
         };
         if let (Some(why), true) = (&not_opened, browser) {
             let _ = writeln!(

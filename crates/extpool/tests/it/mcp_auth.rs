@@ -402,11 +402,7 @@ async fn login_reads_the_profile_from_the_permission_config_layers() {
 /// line) at `name` under the sandbox — a FIFO when `waited` (read with
 /// [`recorded`]), else a file whose existence says it ran — and that
 /// record's path.
-fn recording_browser(
-    sandbox: &Sandbox,
-    name: &str,
-    waited: bool,
-) -> (String, std::path::PathBuf) {
+fn recording_browser(sandbox: &Sandbox, name: &str, waited: bool) -> (String, std::path::PathBuf) {
     let record = if waited {
         sandbox.fifo(name)
     } else {
@@ -478,8 +474,14 @@ async fn a_login_opens_only_web_pages_and_shows_every_url_escaped() {
     let mut refused = Vec::new();
     for (i, (url, why)) in [
         ("file:///etc/passwd", "its scheme is \"file\""),
-        ("javascript:alert(document.cookie)", "its scheme is \"javascript\""),
-        ("data:text/html,<script>alert(1)</script>", "its scheme is \"data\""),
+        (
+            "javascript:alert(document.cookie)",
+            "its scheme is \"javascript\"",
+        ),
+        (
+            "data:text/html,<script>alert(1)</script>",
+            "its scheme is \"data\"",
+        ),
         ("/oauth/login?state=x", "it is not a URL"),
     ]
     .into_iter()
@@ -494,15 +496,20 @@ async fn a_login_opens_only_web_pages_and_shows_every_url_escaped() {
     }
     // Plain http to another machine: shown, not opened, said why.
     let (browser, record) = recording_browser(&sandbox, "plain", false);
-    let out = run(gateway_giving("http://gw.example/oauth/login?state=x").await, browser).await;
+    let out = run(
+        gateway_giving("http://gw.example/oauth/login?state=x").await,
+        browser,
+    )
+    .await;
     assert!(
         out.stderr.contains("http://gw.example/oauth/login?state=x"),
         "{}",
         out.stderr
     );
     assert!(
-        out.stderr
-            .contains("not opened in a browser: it is plain http:// to another machine (gw.example)"),
+        out.stderr.contains(
+            "not opened in a browser: it is plain http:// to another machine (gw.example)"
+        ),
         "{}",
         out.stderr
     );
