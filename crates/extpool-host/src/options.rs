@@ -93,6 +93,10 @@ pub struct HostOptions {
     /// ([`crate::Host::caller_servers`]). For gateways; off by default (the
     /// command line is one caller, with its own grant).
     pub per_caller_servers: bool,
+    /// The endpoints of the gateway this host serves: a configured server
+    /// that would reach it (its own address, a stdio `extpool serve`) is
+    /// left out with a line saying why ([`crate::own`]). None by default.
+    pub own: Option<crate::own::OwnEndpoints>,
 }
 
 /// What a host discovers while it runs (see [`crate::discovery`]).
@@ -204,6 +208,7 @@ impl HostOptions {
             relay: false,
             discovery: DiscoveryOptions::default(),
             per_caller_servers: false,
+            own: None,
         }
     }
 }

@@ -50,7 +50,10 @@ impl Plan {
         }
         match config.transport() {
             Ok(crate::config::Transport::Stdio { .. }) => {
-                Ok(Self::Stdio(StdioPlan::new(name, config, &options.spawn)?))
+                let plan = StdioPlan::new(name, config, &options.spawn)?;
+                Ok(Self::Stdio(
+                    plan.with_env(crate::via::VIA_ENV, &options.via.ancestry()),
+                ))
             }
             Ok(crate::config::Transport::Http { .. }) if config.sandbox.is_some() => {
                 Err(ConfigError::Sandbox {
@@ -435,7 +438,7 @@ async fn dial_with(
             client,
             &a.options.http,
             a.max_message_bytes,
-            a.params.clone(),
+            (a.params.clone(), a.options.via.clone()),
             declared.clone(),
         )),
         order,

@@ -446,7 +446,8 @@ impl HttpPlan {
         self.token.is_some()
     }
 
-    /// A fresh transport on the shared client.
+    /// A fresh transport on the shared client, whose requests carry the
+    /// listed tools' parameter headers and the pool's mark ([`crate::via`]).
     /// `max_message_bytes` bounds each response body and SSE event; a
     /// larger answer fails its request at once (see the `limits` module).
     pub fn transport(
@@ -454,7 +455,10 @@ impl HttpPlan {
         client: &reqwest::Client,
         settings: &HttpSettings,
         max_message_bytes: u64,
-        params: std::sync::Arc<crate::param_headers::ParamHeaders>,
+        (params, via): (
+            std::sync::Arc<crate::param_headers::ParamHeaders>,
+            crate::via::Via,
+        ),
         declared: crate::transport::whole::Declared,
     ) -> StreamableHttpClientTransport<Guarded<extpool_auth::AuthorizedClient>> {
         let mut cfg = StreamableHttpClientTransportConfig::with_uri(self.url.as_str())
@@ -481,6 +485,7 @@ impl HttpPlan {
         StreamableHttpClientTransport::with_client(
             Guarded::new(client)
                 .with_param_headers(params)
+                .with_via(via)
                 .with_declared(declared),
             cfg,
         )

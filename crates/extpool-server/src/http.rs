@@ -128,7 +128,10 @@ impl Gateway {
             addr,
             &options.allowed_hosts,
             &options.allowed_origins,
-            self.shared.identity.clone(),
+            (
+                self.shared.identity.clone(),
+                Some(self.shared.host.via().clone()),
+            ),
             options.max_body_bytes,
             self.shared.metrics.clone(),
         ));

@@ -46,10 +46,13 @@ pub enum Refusal {
     Sessions,
     /// A request id already in flight on its session.
     DuplicateId,
+    /// A request that came through this gateway already (a loop of
+    /// extpools, `Extpool-Via`).
+    Loop,
 }
 
 impl Refusal {
-    const ALL: [Refusal; 7] = [
+    const ALL: [Refusal; 8] = [
         Refusal::Host,
         Refusal::Origin,
         Refusal::Auth,
@@ -57,6 +60,7 @@ impl Refusal {
         Refusal::Connections,
         Refusal::Sessions,
         Refusal::DuplicateId,
+        Refusal::Loop,
     ];
 
     /// Its label value.
@@ -69,6 +73,7 @@ impl Refusal {
             Refusal::Connections => "connections",
             Refusal::Sessions => "sessions",
             Refusal::DuplicateId => "duplicate_id",
+            Refusal::Loop => "loop",
         }
     }
 }

@@ -118,6 +118,8 @@ pub struct ClientOptions {
     /// runs on the caller's runtime. HTTP connections are not affected.
     /// See [`crate::driver_thread_name`].
     pub stdio_driver: bool,
+    /// The pool's mark on what it sends its servers ([`crate::via`]).
+    pub via: crate::via::Via,
 }
 
 impl Default for ClientOptions {
@@ -137,6 +139,7 @@ impl Default for ClientOptions {
             relay: false,
             stderr_lines: crate::stderr::StderrLines::default(),
             stdio_driver: true,
+            via: crate::via::Via::new(),
         }
     }
 }

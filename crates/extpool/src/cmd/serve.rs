@@ -27,6 +27,13 @@ const TOKEN_VAR: &str = "EXTPOOL_GATEWAY_TOKEN";
 
 /// Runs `extpool serve`.
 pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
+    let chain = extpool_host::mcp::Via::new().inherited_hops();
+    if chain >= extpool_host::mcp::via::MAX_HOPS {
+        bail!(
+            "extpool serve was started by a chain of {chain} extpool gateways ({}): a gateway that runs itself as a server would never end; remove the entry that runs `extpool serve` from the configs it reads",
+            extpool_host::mcp::via::VIA_ENV
+        );
+    }
     let mut loaded = ctx.load_reporting()?;
     for file in loaded.skipped_files() {
         warn(
@@ -66,7 +73,19 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
     // SIGINT, SIGTERM and SIGHUP stop serving; a second one exits at once.
     let signals = crate::signals::subscribe()?;
     let watch = loaded.config.skills.watch;
-    let host = start_host_with(ctx, loaded, Need::Servers, watch, true, discovery).await?;
+    // The gateway never proxies itself: an entry of the configs it reads
+    // that reaches it is left out, with a line saying why.
+    let own = extpool_host::OwnEndpoints {
+        listen: match &listener {
+            Some(listener) => Some(
+                listener
+                    .local_addr()
+                    .context("reading the listen address")?,
+            ),
+            None => None,
+        },
+    };
+    let host = start_host_with(ctx, loaded, Need::Servers, watch, Some(own), discovery).await?;
     let mut options = gateway_options(&args, state, replica, bearer);
     options.issuer = issuer;
     options.rate_limits = gateway_config.rate_limits.clone();
@@ -87,6 +106,7 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
         }
     };
     tell_when_stopping(&gateway, &signals, args.shutdown_timeout, args.stdio);
+    tell_discovery_notes(ctx, gateway.host().clone());
     let served = match listener {
         None => gateway.serve_stdio_until(shutdown).await,
         Some(listener) => {
@@ -133,6 +153,41 @@ fn tell_when_stopping(
                     "{}: stopping: {refused} are refused, requests in flight get up to {grace} s to finish (--shutdown-timeout), then the servers close; a second signal stops at once",
                     signal.name()
                 );
+            }
+        }
+    });
+}
+
+/// Most discovery notes remembered as said (past it, they are forgotten
+/// and a note still there is said again).
+const MAX_NOTES_SAID: usize = 1024;
+
+/// Says on stderr, once each, what discovery leaves out while serving
+/// (an entry that is this gateway itself, a name already taken): the
+/// notes `extpool list sources` shows. Those of the start-up are said by
+/// its display already.
+fn tell_discovery_notes(ctx: &Ctx, host: extpool_host::Host) {
+    let notes = |host: &extpool_host::Host| -> Vec<String> {
+        host.discovery()
+            .into_iter()
+            .flat_map(|status| status.notes)
+            .collect()
+    };
+    let mut said: std::collections::HashSet<String> = notes(&host).into_iter().collect();
+    let mut updates = host.discovery_updates();
+    let style = ctx.err_style;
+    tokio::spawn(async move {
+        while updates.changed().await.is_ok() {
+            for note in notes(&host) {
+                if said.len() >= MAX_NOTES_SAID {
+                    said.clear();
+                }
+                if said.insert(note.clone()) {
+                    #[allow(clippy::print_stderr)]
+                    {
+                        eprintln!("{}: {}", style.yellow("note"), crate::output::shown(&note));
+                    }
+                }
             }
         }
     });

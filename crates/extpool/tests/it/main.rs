@@ -28,6 +28,7 @@ mod quickstart;
 mod rebinding;
 mod replicas;
 mod sandbox;
+mod self_proxy;
 pub mod serve;
 mod shutdown;
 mod signals;
