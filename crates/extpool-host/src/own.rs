@@ -6,14 +6,14 @@
 //! connections each time. [`OwnEndpoints::recognise`] finds such an entry
 //! before anything is started: a URL of the gateway's own listen address
 //! in any spelling (a loopback name for a gateway on loopback or on every
-//! interface, the unspecified address, an address of this machine for a
-//! gateway on every interface; any path: `/mcp` and each session's
-//! endpoint alike), and a stdio entry that runs `extpool serve` (another
+//! interface, the unspecified address, an address of this machine — or a
+//! name that resolves to one — for a gateway on every interface; any
+//! path: `/mcp` and each session's endpoint alike), and a stdio entry that runs `extpool serve` (another
 //! gateway of these same configs, which would start one in turn). The
 //! host leaves such an entry out with one line saying why.
 //!
-//! What this cannot see — a host name, a proxy in front, a chain through
-//! another extpool — the mark on every request finds ([`extpool_mcp::via`]):
+//! What this cannot see — a name that does not resolve here, a proxy in
+//! front, a chain through another extpool — the mark on every request finds ([`extpool_mcp::via`]):
 //! the gateway refuses a request that came through it already.
 
 use std::net::{IpAddr, SocketAddr};
@@ -47,6 +47,26 @@ fn is_extpool(command: &str) -> bool {
     }
 }
 
+/// How long a host name of an entry on the gateway's port is looked up.
+const RESOLVE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The addresses `name` resolves to, within [`RESOLVE_PATIENCE`] (none
+/// when it does not resolve by then: connecting to it would not reach
+/// the gateway any sooner).
+fn resolve(name: &str, port: u16) -> Vec<IpAddr> {
+    use std::net::ToSocketAddrs;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let target = (name.to_owned(), port);
+    std::thread::spawn(move || {
+        let found: Vec<IpAddr> = target
+            .to_socket_addrs()
+            .map(|addrs| addrs.map(|a| a.ip()).collect())
+            .unwrap_or_default();
+        let _ = tx.send(found);
+    });
+    rx.recv_timeout(RESOLVE_PATIENCE).unwrap_or_default()
+}
+
 /// Whether `ip` is an address of this machine (a socket can be bound to
 /// it).
 fn is_local_address(ip: IpAddr) -> bool {
@@ -77,12 +97,25 @@ impl OwnEndpoints {
             return None;
         }
         let named = match url.host()? {
+            // `localhost.` is `localhost` (the root's dot).
             url::Host::Domain(name) => {
-                extpool_core::web::is_loopback_host(name)
-                    && (listen.ip().is_loopback() || listen.ip().is_unspecified())
+                let name = name.strip_suffix('.').unwrap_or(name);
+                if extpool_core::web::is_loopback_host(name) {
+                    listen.ip().is_loopback() || listen.ip().is_unspecified()
+                } else {
+                    // This machine's own name: connecting to it before the
+                    // gateway serves would wait out the start-up timeout.
+                    resolve(name, listen.port())
+                        .into_iter()
+                        .any(|ip| self.reaches(ip, listen))
+                }
             }
             url::Host::Ipv4(ip) => self.reaches(IpAddr::V4(ip), listen),
-            url::Host::Ipv6(ip) => self.reaches(IpAddr::V6(ip), listen),
+            // `[::ffff:127.0.0.1]` is 127.0.0.1 on a dual-stack socket.
+            url::Host::Ipv6(ip) => match ip.to_ipv4_mapped() {
+                Some(v4) => self.reaches(IpAddr::V4(v4), listen),
+                None => self.reaches(IpAddr::V6(ip), listen),
+            },
         };
         // The URL as a listing shows it: no query, no credentials.
         let shown = format!(
@@ -134,6 +167,12 @@ mod tests {
             "http://127.0.0.2:8520/",
             "http://0.0.0.0:8520/mcp",
             "http://[::]:8520/mcp",
+            "http://127.1:8520/mcp",
+            "http://2130706433:8520/mcp",
+            "http://0x7f.0.0.1:8520/mcp",
+            "http://[::ffff:127.0.0.1]:8520/mcp",
+            "http://localhost.:8520/mcp",
+            "https://127.0.0.1:8520/mcp",
         ] {
             assert!(on_loopback.recognise(&http(url)).is_some(), "{url}");
         }

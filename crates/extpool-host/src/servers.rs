@@ -190,13 +190,28 @@ pub(crate) async fn start(
 ) -> Vec<ServerEntry> {
     let mut entries = Vec::with_capacity(loaded.config.mcp_servers.len());
     let mut to_start = Vec::new();
-    for (name, config) in &loaded.config.mcp_servers {
+    // Recognising the gateway itself may look a host name up: off the
+    // runtime's threads.
+    let left_out: Vec<Option<LeftOut>> = {
+        let exclusions = exclusions.clone();
+        let configs: Vec<McpServerConfig> = loaded.config.mcp_servers.values().cloned().collect();
+        tokio::task::spawn_blocking(move || {
+            configs.iter().map(|c| exclusions.left_out(c)).collect()
+        })
+        .await
+        .unwrap_or_default()
+    };
+    for (i, (name, config)) in loaded.config.mcp_servers.iter().enumerate() {
         let origin = loaded
             .server_sources
             .get(name)
             .map(|s| format!("{}:{}", s.file, s.pos.line))
             .unwrap_or_default();
-        let left_out = exclusions.left_out(config);
+        // (Asked here when the blocking task could not say.)
+        let left_out = match left_out.get(i) {
+            Some(left) => left.clone(),
+            None => exclusions.left_out(config),
+        };
         let state = if !config.enabled {
             ServerState::Disabled
         } else if let Some(LeftOut::Own(reason)) = left_out {
