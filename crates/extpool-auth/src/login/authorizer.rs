@@ -271,6 +271,14 @@ pub fn openable(url: &str) -> Result<String, NotOpened> {
     let parsed =
         url::Url::parse(url).map_err(|e| NotOpened::NotWeb(format!("it is not a URL: {e}")))?;
     let host = parsed.host_str().unwrap_or_default().to_owned();
+    // `https://accounts.example@evil.example/` reads as the first host
+    // and leads to the second.
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(NotOpened::NotWeb(
+            "it carries a user name or password before its host, which disguises where it leads"
+                .into(),
+        ));
+    }
     match parsed.scheme() {
         "https" if !host.is_empty() => Ok(parsed.into()),
         "http" if extpool_core::web::is_loopback_host(&host) => Ok(parsed.into()),
@@ -413,6 +421,8 @@ mod tests {
             ("", false),
             ("http://idp.example/authorize", true),
             ("http://10.0.0.1/", true),
+            ("https://accounts.example@evil.example/", false),
+            ("https://u:p@idp.example/", false),
         ] {
             let e = openable(bad).unwrap_err();
             assert_eq!(
