@@ -438,6 +438,22 @@ fn recorded(path: &std::path::Path) -> Vec<String> {
     text.lines().map(str::to_owned).collect()
 }
 
+/// `extpool mcp login demo` started with `browser` as `$BROWSER`, its
+/// stderr as `stderr` says (it waits for a redirect: the caller ends it).
+fn login_opening_with(sandbox: &Sandbox, browser: &str, stderr: Stdio) -> std::process::Child {
+    let mut command = sandbox.command();
+    for (k, v) in env(sandbox) {
+        command.env(k, v);
+    }
+    command
+        .args(["mcp", "login", "demo"])
+        .env("BROWSER", browser)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr);
+    command.spawn().unwrap()
+}
+
 /// A stand-in for a gateway (a hostile or broken one, which the real
 /// gateway cannot be made into) speaking its login API: the login of
 /// `kit` answers `url` as its page, and its status is then `failed`.
@@ -590,17 +606,7 @@ async fn a_login_never_opens_an_authorization_servers_url_that_is_no_web_page() 
     .unwrap();
     config(&sandbox, &plain.mcp_url(), "{}");
     let (browser, plain_record) = recording_browser(&sandbox, "plain", false);
-    let mut command = sandbox.command();
-    for (k, v) in env(&sandbox) {
-        command.env(k, v);
-    }
-    command
-        .args(["mcp", "login", "demo"])
-        .env("BROWSER", &browser)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut child = command.spawn().unwrap();
+    let mut child = login_opening_with(&sandbox, &browser, Stdio::piped());
     let stderr = BufReader::new(child.stderr.take().unwrap());
     let mut shown = String::new();
     for line in stderr.lines() {
@@ -626,17 +632,7 @@ async fn a_login_never_opens_an_authorization_servers_url_that_is_no_web_page() 
         .unwrap();
     config(&sandbox, &ok.mcp_url(), "{}");
     let (browser, opened) = recording_browser(&sandbox, "ok", true);
-    let mut command = sandbox.command();
-    for (k, v) in env(&sandbox) {
-        command.env(k, v);
-    }
-    command
-        .args(["mcp", "login", "demo"])
-        .env("BROWSER", &browser)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let mut child = command.spawn().unwrap();
+    let mut child = login_opening_with(&sandbox, &browser, Stdio::null());
     let args = blocking(move || recorded(&opened)).await;
     let _ = child.kill();
     let _ = child.wait();

@@ -15,8 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::discovery::sources_until;
-use crate::serve::python;
+use crate::discovery::{sources_until, tools};
 use crate::support::Sandbox;
 
 /// Upper bound of anything waited for; reached only when broken.
@@ -136,13 +135,7 @@ impl Gateway {
 
     /// The tools its MCP endpoint lists.
     fn tools(&self) -> Vec<String> {
-        let out = python(&["--url", &self.url], json!([{"op": "list_tools"}]));
-        out[1]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t.as_str().unwrap().to_owned())
-            .collect()
+        tools(&self.url)
     }
 
     /// Stops it with SIGTERM and waits.
