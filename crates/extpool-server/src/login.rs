@@ -371,40 +371,13 @@ pub(crate) async fn begin(
         base: base.to_owned(),
         url: Mutex::new(Some(url_tx)),
     };
-    let store_dir = extpool_auth::AuthContext::default().store_dir_for(&profile);
-    let task = {
-        let server = server.to_owned();
-        async move {
-            // Held until the login ends, whichever way.
-            let reservation = reservation;
-            let store = match extpool_auth::CredentialStore::open(store_dir) {
-                Ok(store) => store,
-                Err(e) => {
-                    let error = e.to_string();
-                    reservation.finish(LoginStatus::Failed {
-                        error: error.clone(),
-                    });
-                    return Err(error);
-                }
-            };
-            let target = extpool_auth::LoginTarget {
-                server: &server,
-                url: &url,
-                profile: &profile,
-            };
-            let options = extpool_auth::LoginOptions::default();
-            let outcome = extpool_auth::login(target, &store, &authorizer, &options).await;
-            let status = match &outcome {
-                Ok(_) => LoginStatus::Done,
-                Err(e) => LoginStatus::Failed {
-                    error: e.to_string(),
-                },
-            };
-            reservation.finish(status);
-            outcome.map(|_| ()).map_err(|e| e.to_string())
-        }
-    };
-    let running = tokio::spawn(task);
+    let running = tokio::spawn(run(
+        reservation,
+        authorizer,
+        server.to_owned(),
+        url,
+        profile,
+    ));
     match tokio::time::timeout(START_PATIENCE, url_rx).await {
         Ok(Ok(authorization_url)) => {
             shared.logins.set(
@@ -429,6 +402,44 @@ pub(crate) async fn begin(
             _ => "the login could not reach the server's authorization server".to_owned(),
         })),
     }
+}
+
+/// Runs the login of `reservation` to `server` at `url` (whose OAuth
+/// profile is `profile`) through `authorizer`, and ends it with its
+/// outcome.
+async fn run(
+    reservation: Reservation,
+    authorizer: GatewayAuthorizer,
+    server: String,
+    url: String,
+    profile: extpool_auth::OAuthProfile,
+) -> Result<(), String> {
+    let store_dir = extpool_auth::AuthContext::default().store_dir_for(&profile);
+    let store = match extpool_auth::CredentialStore::open(store_dir) {
+        Ok(store) => store,
+        Err(e) => {
+            let error = e.to_string();
+            reservation.finish(LoginStatus::Failed {
+                error: error.clone(),
+            });
+            return Err(error);
+        }
+    };
+    let target = extpool_auth::LoginTarget {
+        server: &server,
+        url: &url,
+        profile: &profile,
+    };
+    let options = extpool_auth::LoginOptions::default();
+    let outcome = extpool_auth::login(target, &store, &authorizer, &options).await;
+    let status = match &outcome {
+        Ok(_) => LoginStatus::Done,
+        Err(e) => LoginStatus::Failed {
+            error: e.to_string(),
+        },
+    };
+    reservation.finish(status);
+    outcome.map(|_| ()).map_err(|e| e.to_string())
 }
 
 /// The caller's login of `key` that is starting or waiting already, once

@@ -30,6 +30,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
+use tokio::sync::watch;
+
 use super::{LoginStatus, Waiting};
 use crate::gateway::Shared;
 
@@ -285,6 +287,17 @@ pub(crate) async fn callback(State(shared): State<Arc<Shared>>, request: Request
             None,
         );
     }
+    let mut response = outcome_page(status, &key.1).await;
+    let forget = format!("{name}=; Path={}; Max-Age=0", super::CALLBACK_PATH);
+    if let Ok(value) = HeaderValue::from_str(&forget) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}
+
+/// The callback's page once the login ends (or [`OUTCOME_PATIENCE`] is
+/// over): "Logged in" only when the grant is stored.
+async fn outcome_page(mut status: watch::Receiver<LoginStatus>, server: &str) -> Response {
     let outcome = tokio::time::timeout(OUTCOME_PATIENCE, async {
         loop {
             if status.changed().await.is_err() {
@@ -297,8 +310,8 @@ pub(crate) async fn callback(State(shared): State<Arc<Shared>>, request: Request
         }
     })
     .await;
-    let server = html_text(&key.1);
-    let mut response = match outcome {
+    let server = html_text(server);
+    match outcome {
         Ok(Some(LoginStatus::Done)) => page(
             StatusCode::OK,
             "Logged in",
@@ -324,12 +337,7 @@ pub(crate) async fn callback(State(shared): State<Arc<Shared>>, request: Request
             ),
             None,
         ),
-    };
-    let forget = format!("{name}=; Path={}; Max-Age=0", super::CALLBACK_PATH);
-    if let Ok(value) = HeaderValue::from_str(&forget) {
-        response.headers_mut().insert(header::SET_COOKIE, value);
     }
-    response
 }
 
 #[cfg(test)]
