@@ -27,6 +27,18 @@ pub enum StateError {
         /// Why (driver message, masked).
         detail: String,
     },
+    /// Another gateway serves this SQLite file ([`crate::OpenOptions::serve`]).
+    #[error(
+        "state store {url} is served by another extpool{}; an SQLite file serves one gateway: \
+         to run several replicas, keep their state in PostgreSQL (a postgres:// URL)",
+        holder.map(|pid| format!(" (process {pid})")).unwrap_or_default()
+    )]
+    InUse {
+        /// The URL, masked.
+        url: String,
+        /// The process that serves it, if it could be read.
+        holder: Option<u32>,
+    },
     /// The store was migrated by a newer extpool than this one.
     #[error(
         "state store {url} has schema version {found}, newer than this extpool understands \

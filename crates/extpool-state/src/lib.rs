@@ -38,6 +38,7 @@ mod mcp_sessions;
 mod migrate;
 pub mod model;
 mod replicas;
+mod serving;
 mod sessions;
 mod sql;
 pub mod store;

@@ -329,8 +329,12 @@ async fn open_state(
 ) -> Result<extpool_state::StateStore> {
     let url = store_url(url)?;
     // Every StateError names the store (masked) already: no second context.
-    let store =
-        extpool_state::StateStore::open(&url, extpool_state::OpenOptions::default()).await?;
+    // Serving: a second gateway on the same SQLite file is refused.
+    let options = extpool_state::OpenOptions {
+        serve: true,
+        ..extpool_state::OpenOptions::default()
+    };
+    let store = extpool_state::StateStore::open(&url, options).await?;
     tracing::info!(state = %url, "state store open");
     #[allow(clippy::print_stderr)]
     {

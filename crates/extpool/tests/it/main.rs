@@ -34,6 +34,7 @@ mod shutdown;
 mod signals;
 mod starting;
 mod stdio;
+mod store_faults;
 mod suggestions;
 mod support;
 mod tasks;
