@@ -2,9 +2,9 @@
 //! and its `/v1` API: a disk that fills up (a real tmpfs, really full) and
 //! is freed again, and a second gateway started on the same file.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use extpool_testkit::small_disk::SmallDisk;
@@ -27,8 +27,39 @@ fn sandbox() -> Sandbox {
     sb
 }
 
+/// A gateway's stderr lines, and a wake-up for each new one.
+#[derive(Default)]
+struct Log {
+    lines: Mutex<Vec<String>>,
+    added: Condvar,
+}
+
+impl Log {
+    /// Waits (off the runtime's threads) until a line holds `text`,
+    /// failing after [`PATIENCE`].
+    async fn wait_for(self: &Arc<Self>, text: &'static str) {
+        let log = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let lines = log.lines.lock().unwrap();
+            let (_lines, waited) = log
+                .added
+                .wait_timeout_while(lines, PATIENCE, |lines| {
+                    !lines.iter().any(|l| l.contains(text))
+                })
+                .unwrap();
+            assert!(!waited.timed_out(), "the gateway never logged {text:?}");
+        })
+        .await
+        .unwrap();
+    }
+
+    fn holds(&self, text: &str) -> bool {
+        self.lines.lock().unwrap().iter().any(|l| l.contains(text))
+    }
+}
+
 /// `extpool serve` on the SQLite file `state`, its stderr lines kept.
-fn serve_on(sb: &Sandbox, state: &str) -> (Served, Arc<Mutex<Vec<String>>>) {
+fn serve_on(sb: &Sandbox, state: &str) -> (Served, Arc<Log>) {
     let mut command = sb.command();
     command
         .args(["serve", "--listen", "127.0.0.1:0", "--state", state])
@@ -36,16 +67,18 @@ fn serve_on(sb: &Sandbox, state: &str) -> (Served, Arc<Mutex<Vec<String>>>) {
         .env("EXTPOOL_LOG", "warn")
         .stderr(Stdio::piped());
     let mut served = Served::spawn_with_stderr(command);
-    let lines = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::new(Log::default());
     let stderr = served.stderr.take().unwrap();
-    let kept = lines.clone();
+    let kept = log.clone();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            eprintln!("{line}");
-            kept.lock().unwrap().push(line);
+            // As an inherited stderr would: the test's own stderr.
+            let _ = writeln!(std::io::stderr(), "{line}");
+            kept.lines.lock().unwrap().push(line);
+            kept.added.notify_all();
         }
     });
-    (served, lines)
+    (served, log)
 }
 
 /// The gateway's base URL (its printed endpoint without `/mcp`).
@@ -99,13 +132,8 @@ async fn a_full_disk_fails_session_writes_and_the_gateway_serves_again_once_it_h
     }
     let failed = failed.expect("a session create failed on a full disk");
     assert!(failed.contains("error"), "{failed}");
-    assert!(
-        log.lock()
-            .unwrap()
-            .iter()
-            .any(|l| l.contains("database or disk is full")),
-        "the gateway logged why"
-    );
+    // It says why.
+    log.wait_for("database or disk is full").await;
 
     // Room again: ready, and every operation serves, without a restart.
     disk.free();
@@ -141,10 +169,7 @@ async fn a_full_disk_fails_session_writes_and_the_gateway_serves_again_once_it_h
     .await;
     assert_eq!(status, 200, "delete: {body}");
     assert!(
-        !log.lock()
-            .unwrap()
-            .iter()
-            .any(|l| l.contains("transaction depth")),
+        !log.holds("transaction depth"),
         "no connection was left inside a failed transaction"
     );
     drop(served);
