@@ -507,12 +507,19 @@ pub(crate) async fn connect(
             client_capabilities: client.capabilities,
         });
     }
+    // rmcp takes whatever version the server answers; one extpool does not
+    // speak is a failed start (the connection is closed below).
+    let unsupported = peer
+        .peer_info()
+        .map(|info| info.protocol_version.as_str().to_owned())
+        .filter(|answered| !crate::versions::speaks(answered));
     // rmcp may serve stale cached lists after an error; a host must see the truth.
     peer.set_response_cache_config(ClientCacheConfig::disabled())
         .await;
-    let stateless = peer
-        .peer_info()
-        .is_some_and(|info| info.protocol_version >= ProtocolVersion::V_2026_07_28);
+    let stateless = unsupported.is_none()
+        && peer
+            .peer_info()
+            .is_some_and(|info| info.protocol_version >= ProtocolVersion::V_2026_07_28);
     let listener = stateless.then(|| {
         tokio::spawn(crate::listen::follow_changes(
             peer.clone(),
@@ -521,6 +528,26 @@ pub(crate) async fn connect(
         ))
         .abort_handle()
     });
+    let connection = Connection {
+        generation: a.generation,
+        peer: peer.clone(),
+        service: tokio::sync::Mutex::new(Some(service)),
+        stderr,
+        pid,
+        group: pid.map(ProcessGroup),
+        listener,
+        driver: parking_lot::Mutex::new(driver),
+        declared,
+        direct,
+    };
+    if let Some(answered) = unsupported {
+        connection.close(GROUP_GRACE).await;
+        let answered = format!("{:?}", extpool_core::text::shown_name(&answered));
+        return Err((
+            ConnectFailure::UnsupportedVersion { answered },
+            connection.stderr_lines(),
+        ));
+    }
     if let Some(info) = peer.peer_info() {
         tracing::info!(
             server = %a.name,
@@ -530,16 +557,5 @@ pub(crate) async fn connect(
             "MCP server connected"
         );
     }
-    Ok(Arc::new(Connection {
-        generation: a.generation,
-        peer,
-        service: tokio::sync::Mutex::new(Some(service)),
-        stderr,
-        pid,
-        group: pid.map(ProcessGroup),
-        listener,
-        driver: parking_lot::Mutex::new(driver),
-        declared,
-        direct,
-    }))
+    Ok(Arc::new(connection))
 }

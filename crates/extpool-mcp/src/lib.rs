@@ -89,6 +89,7 @@ mod stdio;
 pub mod trace;
 pub mod transport;
 pub mod url_elicitation;
+pub mod versions;
 pub mod via;
 
 pub use cap::{CapError, McpServerCap, StaticToolError};
