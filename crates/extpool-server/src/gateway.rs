@@ -36,6 +36,9 @@ pub const DEFAULT_MAX_CALLS_PER_SESSION: usize = 64;
 /// stored record stays (twice as long, at least an hour), so its client
 /// resumes it.
 pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(1800);
+/// Default bytes the answers kept for resuming hold, gateway-wide
+/// ([`GatewayOptions::max_replay_bytes`]).
+pub const DEFAULT_MAX_REPLAY_BYTES: usize = 64 * 1024 * 1024;
 /// Default time requests in flight get to finish once a shutdown began
 /// ([`crate::shutdown`]); those still running then are cancelled.
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -124,6 +127,10 @@ pub struct GatewayOptions {
     /// Whether the operator page offers a form to call each tool (off by
     /// default: it calls real tools).
     pub playground: bool,
+    /// Most bytes the answers kept for resuming (SSE streams a client may
+    /// reconnect to) hold, gateway-wide; past it the streams that finished
+    /// longest ago are dropped ([`crate::inline`]).
+    pub max_replay_bytes: usize,
 }
 
 impl Default for GatewayOptions {
@@ -154,6 +161,7 @@ impl Default for GatewayOptions {
             unprefixed: Vec::new(),
             rate_limits: extpool_host::config::RateLimitsConfig::default(),
             playground: false,
+            max_replay_bytes: DEFAULT_MAX_REPLAY_BYTES,
         }
     }
 }
@@ -281,6 +289,9 @@ pub(crate) struct Shared {
     pub rmcp_stop: CancellationToken,
     /// The rmcp peer own sessions' request contexts carry ([`crate::front`]).
     pub stand: crate::front::Stand,
+    /// What every session's resumable answers keep, against
+    /// [`GatewayOptions::max_replay_bytes`].
+    pub(crate) kept_streams: Arc<crate::inline::kept::KeptStreams>,
 }
 
 impl Shared {
@@ -372,7 +383,9 @@ impl Gateway {
             options.session_idle_timeout,
         ));
         let event_tag = crate::event_ids::replica_tag(replica.as_str());
+        let kept_streams = crate::inline::kept::KeptStreams::new(options.max_replay_bytes);
         let shared = Arc::new(Shared {
+            kept_streams,
             sessions,
             resume,
             rounds: crate::input_rounds::Rounds::new(event_tag.clone()),

@@ -112,11 +112,9 @@ async fn metrics(
         )
             .into_response();
     }
-    (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        shared.metrics.render(&shared.host.status()),
-    )
-        .into_response()
+    let mut text = shared.metrics.render(&shared.host.status());
+    shared.kept_streams.render(&mut text);
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 
 impl Gateway {

@@ -371,6 +371,12 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u64).range(1..))]
     pub max_request_bytes: u64,
 
+    /// Most bytes the answers kept for resuming hold, gateway-wide (SSE
+    /// streams a client whose connection broke reconnects to); past it the
+    /// streams that finished longest ago are dropped first.
+    #[arg(long, value_name = "BYTES", default_value_t = extpool_server::gateway::DEFAULT_MAX_REPLAY_BYTES as u64)]
+    pub max_replay_bytes: u64,
+
     /// Most MCP sessions held at once (every endpoint); one more is refused,
     /// told when the longest-idle one expires.
     #[arg(long, value_name = "N", default_value_t = extpool_server::gateway::DEFAULT_MAX_SESSIONS as u64,

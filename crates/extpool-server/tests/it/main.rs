@@ -16,6 +16,7 @@ mod headers;
 mod identity;
 mod limits;
 mod lists;
+mod memory;
 mod messages;
 mod mrtr;
 mod names;

@@ -1,0 +1,195 @@
+//! Memory the gateway bounds, whatever its clients do, over raw HTTP:
+//! the answers it keeps for resuming stay within one gateway-wide budget
+//! (the oldest finished dropped first, a resume of one answered as for an
+//! event id never issued).
+
+use extpool_server::GatewayOptions;
+use extpool_testkit::StateDir;
+use serde_json::{Value, json};
+
+use crate::support::{Project, Served, mcp_post, testkit_yaml, within};
+
+const VERSION: &str = "2025-11-25";
+
+/// The replay budget of these tests, in bytes.
+const BUDGET: usize = 1_000_000;
+/// Each result's text, in bytes (under the default result limit).
+const RESULT: usize = 90_000;
+
+/// The gateway on the testkit server with an SQLite state store (so every
+/// answer an upstream gives is sent as a stream, kept for resuming), and
+/// the store's directory.
+async fn served(options: GatewayOptions) -> (StateDir, Served, tempfile::TempDir) {
+    let state = StateDir::new();
+    let project = Project::new();
+    project.config(&testkit_yaml("testkit", &state));
+    let db = tempfile::tempdir().unwrap();
+    let store = extpool_state::StateStore::open_url(&format!(
+        "sqlite:{}",
+        db.path().join("state.db").display()
+    ))
+    .await
+    .unwrap();
+    let options = GatewayOptions {
+        state: Some(store),
+        ..options
+    };
+    (state, Served::start(project, options).await, db)
+}
+
+/// A session-era session on `url`, `initialized` sent.
+async fn session(url: &str) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": VERSION, "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let response = within(mcp_post(url, None, init.to_string()).send())
+        .await
+        .unwrap();
+    let id = response.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let response = within(mcp_post(url, Some((&id, VERSION)), initialized.to_string()).send())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202);
+    id
+}
+
+/// Calls `large_text` as request `n` of session `id`: the answer's first
+/// event id (its stream's priming event), read whole.
+async fn call_large(url: &str, id: &str, n: u64) -> String {
+    let call = json!({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+        "params": {"name": "mcp__testkit__large_text", "arguments": {"bytes": RESULT}}});
+    let response = within(mcp_post(url, Some((id, VERSION)), call.to_string()).send())
+        .await
+        .unwrap();
+    let content_type = response.headers()["content-type"].to_str().unwrap();
+    assert!(
+        content_type.starts_with("text/event-stream"),
+        "{content_type}"
+    );
+    let text = within(response.text()).await.unwrap();
+    assert!(text.len() > RESULT, "{}", &text[..200.min(text.len())]);
+    text.lines()
+        .find_map(|l| l.strip_prefix("id:"))
+        .map(|l| l.trim().to_owned())
+        .unwrap_or_else(|| panic!("no event id in {}", &text[..200.min(text.len())]))
+}
+
+/// A `GET` of session `id` resuming after `last_event_id`.
+async fn resume(url: &str, id: &str, last_event_id: &str) -> reqwest::Response {
+    within(
+        reqwest::Client::new()
+            .get(url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", id)
+            .header("mcp-protocol-version", VERSION)
+            .header("last-event-id", last_event_id)
+            .send(),
+    )
+    .await
+    .unwrap()
+}
+
+/// Ends session `id` (`DELETE`), so any stream of it ends.
+async fn end(url: &str, id: &str) {
+    let response = within(
+        reqwest::Client::new()
+            .delete(url)
+            .header("mcp-session-id", id)
+            .header("mcp-protocol-version", VERSION)
+            .send(),
+    )
+    .await
+    .unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+}
+
+/// The value of metric `name` (a series without labels).
+async fn metric(base: &str, name: &str) -> f64 {
+    let text = within(reqwest::get(format!("{base}/metrics")))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+        .parse()
+        .unwrap()
+}
+
+/// What a resume answered: its status, its content type and, once the
+/// session was ended, every `data:` event it carried.
+async fn resumed_then_ended(url: &str, id: &str, last_event_id: &str) -> (u16, String, Vec<Value>) {
+    let response = resume(url, id, last_event_id).await;
+    let status = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    end(url, id).await;
+    let text = within(response.text()).await.unwrap();
+    let events = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .collect();
+    (status, content_type, events)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kept_answers_stay_within_the_gateway_budget_dropping_the_oldest_first() {
+    let (_state, served, _db) = served(GatewayOptions {
+        max_replay_bytes: BUDGET,
+        ..GatewayOptions::default()
+    })
+    .await;
+    let url = served.url.clone();
+    // Three sessions of six answers each: about twice the budget.
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        let id = session(&url).await;
+        for n in 1..=6 {
+            let first = call_large(&url, &id, n).await;
+            answers.push((id.clone(), n, first));
+        }
+    }
+    let kept = metric(&served.base, "extpool_replay_bytes").await;
+    assert!(kept <= BUDGET as f64, "{kept} bytes kept");
+    assert!(kept >= (BUDGET - 2 * RESULT) as f64, "{kept} bytes kept");
+    assert_eq!(
+        metric(&served.base, "extpool_replay_limit_bytes").await,
+        BUDGET as f64
+    );
+    let dropped = metric(&served.base, "extpool_replay_dropped_total").await;
+    assert!(dropped >= 7.0, "{dropped} dropped");
+
+    // The newest still resumes: its answer again.
+    let (id, n, first) = answers.last().unwrap().clone();
+    let (status, _, events) = resumed_then_ended(&url, &id, &first).await;
+    assert_eq!(status, 200);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["id"], n);
+
+    // The oldest was dropped: resumed, it answers as an id never issued
+    // does (another session's, same shape), with nothing of its own.
+    let (id, _, first) = answers[0].clone();
+    let dropped = resumed_then_ended(&url, &id, &first).await;
+    let (other, _, _) = answers[6].clone();
+    let never = first.replacen("/i0", "/i999999", 1);
+    assert_ne!(never, first);
+    let unknown = resumed_then_ended(&url, &other, &never).await;
+    assert_eq!(
+        (dropped.0, &dropped.1),
+        (unknown.0, &unknown.1),
+        "a dropped stream is answered as an unknown one"
+    );
+    assert!(dropped.2.is_empty(), "{:?}", dropped.2);
+    served.stop().await;
+}
