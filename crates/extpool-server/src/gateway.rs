@@ -39,6 +39,12 @@ pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(1800);
 /// Default bytes the answers kept for resuming hold, gateway-wide
 /// ([`GatewayOptions::max_replay_bytes`]).
 pub const DEFAULT_MAX_REPLAY_BYTES: usize = 64 * 1024 * 1024;
+/// Default most operator page event streams open at once
+/// ([`GatewayOptions::max_page_streams`]).
+pub const DEFAULT_MAX_PAGE_STREAMS: usize = 16;
+/// Default bytes an operator page stream's reader may fall behind before
+/// it is dropped ([`GatewayOptions::page_stream_bytes`]).
+pub const DEFAULT_PAGE_STREAM_BYTES: usize = 16 * 1024 * 1024;
 /// Default time requests in flight get to finish once a shutdown began
 /// ([`crate::shutdown`]); those still running then are cancelled.
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -131,6 +137,12 @@ pub struct GatewayOptions {
     /// reconnect to) hold, gateway-wide; past it the streams that finished
     /// longest ago are dropped ([`crate::inline`]).
     pub max_replay_bytes: usize,
+    /// Most operator page event streams open at once; one more is
+    /// refused ([`crate::page`]).
+    pub max_page_streams: usize,
+    /// Most bytes of events an operator page stream's reader may fall
+    /// behind before it is dropped (its connection closed).
+    pub page_stream_bytes: usize,
 }
 
 impl Default for GatewayOptions {
@@ -162,6 +174,8 @@ impl Default for GatewayOptions {
             rate_limits: extpool_host::config::RateLimitsConfig::default(),
             playground: false,
             max_replay_bytes: DEFAULT_MAX_REPLAY_BYTES,
+            max_page_streams: DEFAULT_MAX_PAGE_STREAMS,
+            page_stream_bytes: DEFAULT_PAGE_STREAM_BYTES,
         }
     }
 }
@@ -384,6 +398,7 @@ impl Gateway {
         ));
         let event_tag = crate::event_ids::replica_tag(replica.as_str());
         let kept_streams = crate::inline::kept::KeptStreams::new(options.max_replay_bytes);
+        let page = crate::page::PageState::new(options.max_page_streams, options.page_stream_bytes);
         let shared = Arc::new(Shared {
             kept_streams,
             sessions,
@@ -406,7 +421,7 @@ impl Gateway {
             metrics: Arc::default(),
             live,
             audit,
-            page: crate::page::PageState::default(),
+            page,
             notifier: Notifier::default(),
             stateless: stateless.clone(),
             stateless_names: NamesCache::default(),
@@ -430,6 +445,7 @@ impl Gateway {
             follower.subscriptions.follow(stateless).await
         });
         until_stopped(&shared, crate::page::follow(shared.clone()));
+        until_stopped(&shared, crate::page::events::produce(shared.clone()));
         tokio::spawn(crate::reaper::run(shared.clone()));
         if shared.sessions.is_some() {
             tokio::spawn(crate::replica::run(shared.clone()));

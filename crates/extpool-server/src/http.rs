@@ -114,6 +114,7 @@ async fn metrics(
     }
     let mut text = shared.metrics.render(&shared.host.status());
     shared.kept_streams.render(&mut text);
+    shared.page.streams.render(&mut text);
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 

@@ -49,10 +49,12 @@ pub enum Refusal {
     /// A request that came through this gateway already (a loop of
     /// extpools, `Extpool-Via`).
     Loop,
+    /// An operator page stream past `--max-page-streams`.
+    PageStreams,
 }
 
 impl Refusal {
-    const ALL: [Refusal; 8] = [
+    const ALL: [Refusal; 9] = [
         Refusal::Host,
         Refusal::Origin,
         Refusal::Auth,
@@ -61,6 +63,7 @@ impl Refusal {
         Refusal::Sessions,
         Refusal::DuplicateId,
         Refusal::Loop,
+        Refusal::PageStreams,
     ];
 
     /// Its label value.
@@ -74,6 +77,7 @@ impl Refusal {
             Refusal::Sessions => "sessions",
             Refusal::DuplicateId => "duplicate_id",
             Refusal::Loop => "loop",
+            Refusal::PageStreams => "page_streams",
         }
     }
 }

@@ -193,3 +193,154 @@ async fn kept_answers_stay_within_the_gateway_budget_dropping_the_oldest_first()
     assert!(dropped.2.is_empty(), "{:?}", dropped.2);
     served.stop().await;
 }
+
+/// Tools of the `big` server: 10 of 1 MB descriptions, so the page's
+/// `tools` event is about 10 MB (more than the kernel buffers a socket).
+fn big_tools() -> Value {
+    let tools: Vec<Value> = (0..10)
+        .map(|i| {
+            json!({
+                "name": format!("big_{i}"),
+                "description": "d".repeat(1_000_000),
+                "inputSchema": {"type": "object"},
+            })
+        })
+        .collect();
+    Value::Array(tools)
+}
+
+/// The next SSE event of `response` (`buffer` keeps what came after):
+/// its kind and data.
+async fn page_event(response: &mut reqwest::Response, buffer: &mut Vec<u8>) -> (String, String) {
+    loop {
+        if let Some(end) = buffer.windows(2).position(|w| w == b"\n\n") {
+            let event: Vec<u8> = buffer.drain(..end + 2).collect();
+            let event = String::from_utf8(event).unwrap();
+            let kind = event.lines().find_map(|l| l.strip_prefix("event: "));
+            let data = event.lines().find_map(|l| l.strip_prefix("data: "));
+            if let (Some(kind), Some(data)) = (kind, data) {
+                return (kind.to_owned(), data.to_owned());
+            }
+            continue;
+        }
+        let chunk = within(response.chunk())
+            .await
+            .unwrap()
+            .expect("the stream ended");
+        buffer.extend_from_slice(&chunk);
+    }
+}
+
+async fn page_stream(base: &str) -> reqwest::Response {
+    within(
+        reqwest::Client::new()
+            .get(format!("{base}/v1/page/events"))
+            .header("accept", "text/event-stream")
+            .send(),
+    )
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_reader_that_falls_behind_is_dropped_and_one_past_the_limit_refused() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use crate::support::server_yaml;
+
+    let state = StateDir::new();
+    let project = Project::new();
+    let file = project.path().join("tools.json");
+    std::fs::write(&file, big_tools().to_string()).unwrap();
+    let big =
+        extpool_testkit::stdio_command(["--tools-file".to_owned(), file.display().to_string()]);
+    project.config(&format!(
+        "{}{}",
+        testkit_yaml("testkit", &state),
+        server_yaml("big", big)
+    ));
+    let served = Served::start(
+        project,
+        GatewayOptions {
+            max_page_streams: 2,
+            page_stream_bytes: 1_000_000,
+            ..GatewayOptions::default()
+        },
+    )
+    .await;
+    let base = served.base.clone();
+
+    // A reader that takes everything: the tools, then the snapshot.
+    let mut fast = page_stream(&base).await;
+    assert_eq!(fast.status(), 200);
+    let mut buffer = Vec::new();
+    let (kind, tools) = page_event(&mut fast, &mut buffer).await;
+    assert_eq!(kind, "tools");
+    assert!(tools.len() > 10_000_000, "{}", tools.len());
+    assert_eq!(page_event(&mut fast, &mut buffer).await.0, "snapshot");
+
+    // A reader that takes a few bytes, then nothing (a small receive
+    // buffer): its connection holds most of the tools unwritten.
+    let address = base.trim_start_matches("http://").to_owned();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut slow = within(socket.connect(address.parse().unwrap()))
+        .await
+        .unwrap();
+    let request = format!(
+        "GET /v1/page/events HTTP/1.1\r\nHost: {address}\r\naccept: text/event-stream\r\n\r\n"
+    );
+    slow.write_all(request.as_bytes()).await.unwrap();
+    let mut start = [0u8; 512];
+    within(slow.read_exact(&mut start)).await.unwrap();
+    assert!(
+        start.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&start)
+    );
+
+    // A third is refused at once, saying why.
+    let third = page_stream(&base).await;
+    assert_eq!(third.status(), 503);
+    assert!(third.headers().contains_key("retry-after"));
+    let said = third.text().await.unwrap();
+    assert!(
+        said.contains("2 event streams open") && said.contains("--max-page-streams"),
+        "{said}"
+    );
+
+    // The catalog changes: a new tools event of 10 MB, which the slow
+    // reader is far behind on: it is dropped; the fast one gets it.
+    let id = session(&served.url).await;
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "mcp__testkit__add_tool", "arguments": {"name": "fresh"}}});
+    let response = within(mcp_post(&served.url, Some((&id, VERSION)), call.to_string()).send())
+        .await
+        .unwrap();
+    assert!(response.status().is_success());
+    loop {
+        let (kind, data) = page_event(&mut fast, &mut buffer).await;
+        if kind == "tools" && data.contains("mcp__testkit__fresh") {
+            break;
+        }
+    }
+    // The slow one's connection is closed before it had the tools it was
+    // given, let alone the new ones.
+    let mut rest = Vec::new();
+    let read = match within(slow.read_to_end(&mut rest)).await {
+        Ok(_) => rest.len(),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => rest.len(),
+        Err(e) => panic!("{e}"),
+    };
+    assert!(read < 10_000_000, "{read} bytes after the cut");
+    assert_eq!(
+        metric(&base, "extpool_page_streams_dropped_total").await,
+        1.0,
+        "the slow reader only"
+    );
+    // Its place is free again.
+    assert_eq!(metric(&base, "extpool_page_streams").await, 1.0);
+    let again = page_stream(&base).await;
+    assert_eq!(again.status(), 200);
+    served.stop().await;
+}

@@ -222,6 +222,8 @@ fn gateway_options(
         max_body_bytes: usize::try_from(args.max_request_bytes).unwrap_or(usize::MAX),
         max_sessions: usize::try_from(args.max_sessions).unwrap_or(usize::MAX),
         max_replay_bytes: usize::try_from(args.max_replay_bytes).unwrap_or(usize::MAX),
+        max_page_streams: usize::try_from(args.max_page_streams).unwrap_or(usize::MAX),
+        page_stream_bytes: usize::try_from(args.page_stream_bytes).unwrap_or(usize::MAX),
         session_idle_timeout: std::time::Duration::from_secs(args.session_idle_timeout),
         max_connections: extpool_server::listener::room_for_connections(
             usize::try_from(args.max_connections).unwrap_or(usize::MAX),
