@@ -56,7 +56,7 @@ mod stateless;
 mod subscriptions;
 
 pub(crate) use headers::{accepted, json_body};
-pub(crate) use replay::listen;
+pub(crate) use replay::{event_stream, listen};
 pub(crate) use running::{AbortOnDrop, json};
 pub(crate) use stateless::serve as stateless;
 

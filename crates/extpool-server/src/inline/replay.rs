@@ -196,7 +196,7 @@ impl Replay {
 }
 
 /// An SSE answer whose events are `body`'s chunks.
-fn event_stream<S>(body: S) -> Response
+pub(crate) fn event_stream<S>(body: S) -> Response
 where
     S: futures::Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static,
 {

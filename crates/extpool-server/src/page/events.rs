@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use parking_lot::Mutex;
@@ -357,16 +357,5 @@ pub(crate) fn open(shared: Arc<Shared>, cut: Option<CancellationToken>) -> Respo
         let chunk = stream.next().await?;
         Some((Ok::<_, Infallible>(chunk), stream))
     });
-    (
-        StatusCode::OK,
-        [
-            (
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/event-stream"),
-            ),
-            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-        ],
-        Body::from_stream(body),
-    )
-        .into_response()
+    crate::inline::event_stream(body)
 }

@@ -175,36 +175,6 @@ async fn a_full_disk_fails_session_writes_and_the_gateway_serves_again_once_it_h
     drop(served);
 }
 
-/// Runs `extpool serve --state STATE`, which must stop without serving;
-/// its exit code and stderr. One that serves instead is killed and the
-/// test fails.
-fn refused_start(sb: &Sandbox, state: &str) -> (i32, String) {
-    let mut child = sb
-        .command()
-        .args(["serve", "--listen", "127.0.0.1:0", "--state", state])
-        .args(["--toolhive", "false"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let stderr = std::thread::spawn(move || {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
-        text
-    });
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-        let line = line.unwrap();
-        if line.contains("http://") {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("a second gateway served the SQLite file {state}: {line}");
-        }
-    }
-    let status = child.wait().unwrap();
-    (status.code().unwrap_or(-1), stderr.join().unwrap())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_gateway_on_the_same_sqlite_file_is_refused_pointing_to_postgresql() {
     let sb = sandbox();
@@ -213,7 +183,7 @@ async fn a_second_gateway_on_the_same_sqlite_file_is_refused_pointing_to_postgre
     let base = base_url(&first);
     assert_eq!(create(&base, "kept").await.0, 201);
 
-    let (code, stderr) = refused_start(&sb, &state);
+    let (code, stderr) = crate::replicas::refused_start(&sb, &state);
     assert_eq!(code, 1, "{stderr}");
     let said = stderr.trim();
     assert!(said.contains(&state), "names the file: {said}");
