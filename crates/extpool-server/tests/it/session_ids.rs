@@ -214,7 +214,7 @@ async fn a_create_never_harms_an_existing_session_and_ids_are_each_callers_own()
     )
     .await;
     assert_eq!(status, 200, "{got}");
-    assert_eq!(got["session"]["owner"], "extpool:api-key alice", "{got}");
+    assert_eq!(got["session"]["owner"], "api-key:alice", "{got}");
 
     // A whole id is never one a caller may choose (whoever's it is, made
     // or not): the same answer for alice's and for one nobody has.

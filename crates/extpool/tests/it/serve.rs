@@ -680,10 +680,7 @@ fn the_sessions_command_shows_why_the_gateway_refused_it() {
         crate::support::run(command)
     };
     for (token, says) in [
-        (
-            None,
-            "this extpool gateway requires its bearer token (Authorization: Bearer <token>)",
-        ),
+        (None, "this extpool gateway requires its bearer token"),
         (
             Some("not-the-token"),
             "the bearer token is not one this extpool gateway accepts",
