@@ -46,8 +46,9 @@ pub use load::{
 pub use locate::{ConfigFormat, Origin, Places};
 pub use model::{
     BlockRule, DefaultPolicy, DiscoveryConfig, ExtensionsConfig, ExtpoolConfig, FailMode,
-    GatewayAuthConfig, GatewayConfig, GuardrailsConfig, PermissionsConfig, RateLimitsConfig,
-    RedactRule, SkillsConfig, ToolHiveConfig, ToolRateLimit, ValidationMode, WebhookConfig,
+    GatewayAuthConfig, GatewayConfig, GatewayLimitsConfig, GuardrailsConfig, PermissionsConfig,
+    RateLimitsConfig, RedactRule, SkillsConfig, ToolHiveConfig, ToolRateLimit, ValidationMode,
+    WebhookConfig,
 };
 
 /// The server entry type, re-exported from `extpool-mcp`.

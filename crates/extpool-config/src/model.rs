@@ -40,6 +40,8 @@
 //!     claims: [groups, email]              # kept on the principal (default [groups])
 //!     operator: groups=operators           # what makes a principal an operator
 //!     scopes: [openid, groups]             # advertised to clients before they log in
+//!   limits:
+//!     sessions_per_principal: 256          # MCP and durable sessions one caller holds, of each kind
 //!   rate_limits:          # each caller's own buckets (token buckets)
 //!     calls_per_minute: 600                # every tool together
 //!     burst: 60                            # calls at once beyond the rate
@@ -226,6 +228,29 @@ pub struct GatewayConfig {
     /// How many tool calls each caller may make.
     #[serde(default, skip_serializing_if = "RateLimitsConfig::is_default")]
     pub rate_limits: RateLimitsConfig,
+    /// What one caller may hold.
+    #[serde(default, skip_serializing_if = "GatewayLimitsConfig::is_default")]
+    pub limits: GatewayLimitsConfig,
+}
+
+/// The `gateway.limits:` section: what one caller (a principal: a token's
+/// subject, an API key; without identities, the gateway's one caller) may
+/// hold, so no caller takes what the others need.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayLimitsConfig {
+    /// Most sessions one caller holds, of each kind: MCP sessions on a
+    /// replica, durable sessions in the store (unset: the gateway's
+    /// default, 256; `extpool serve --sessions-per-principal` wins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions_per_principal: Option<u32>,
+}
+
+impl GatewayLimitsConfig {
+    /// Whether nothing is set.
+    pub fn is_default(&self) -> bool {
+        *self == GatewayLimitsConfig::default()
+    }
 }
 
 /// The `gateway.rate_limits:` section: token buckets, each caller's own

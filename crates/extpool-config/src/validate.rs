@@ -309,8 +309,16 @@ pub fn validate(config: &ExtpoolConfig, root: &Node, file: &str, dir: &Path) -> 
             );
         }
     }
-    let limits = &config.gateway.rate_limits;
     let zero = |v: Option<u32>| v == Some(0);
+    if zero(config.gateway.limits.sessions_per_principal) {
+        diag(
+            Severity::Error,
+            root.pos_of(&["gateway", "limits", "sessions_per_principal"]),
+            "gateway.limits.sessions_per_principal".into(),
+            "expected at least 1 (leave it out for the default, 256)".into(),
+        );
+    }
+    let limits = &config.gateway.rate_limits;
     if zero(limits.calls_per_minute) || zero(limits.burst) {
         diag(
             Severity::Error,

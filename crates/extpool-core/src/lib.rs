@@ -9,6 +9,7 @@
 //! This crate knows nothing about MCP wire formats, SKILL.md files or front
 //! ends; it must never depend on another extpool crate.
 
+pub mod address;
 pub mod call;
 pub mod capability;
 pub mod change;

@@ -18,6 +18,9 @@ pub const LOCAL_ISSUER: &str = "extpool:local";
 /// The issuer of a principal that presented a static API key (its subject
 /// is the key's name).
 pub const API_KEY_ISSUER: &str = "extpool:api-key";
+/// The issuer of a request without a token on a loopback gateway whose
+/// store holds API keys.
+pub const ANONYMOUS_ISSUER: &str = "extpool:anonymous";
 /// Longest subject or issuer kept (a token's are refused beyond it).
 pub const MAX_IDENTIFIER_BYTES: usize = 255;
 /// Most values of one claim kept (a longer list is cut, and said once).
@@ -53,6 +56,18 @@ impl Principal {
         }
     }
 
+    /// Whoever sends a request without a token to a loopback gateway
+    /// whose store holds API keys: not an operator, so it never reaches
+    /// what a key's holder (or the operator) made.
+    pub fn anonymous() -> Self {
+        Self {
+            issuer: ANONYMOUS_ISSUER.to_owned(),
+            subject: "anonymous".to_owned(),
+            claims: BTreeMap::new(),
+            operator: false,
+        }
+    }
+
     /// The principal of API key `name`.
     pub fn api_key(name: &str, operator: bool) -> Self {
         Self {
@@ -75,13 +90,20 @@ impl Principal {
         format!("{} {}", self.issuer, self.subject)
     }
 
-    /// How logs, metrics and the audit log name it: the subject, and the
-    /// issuer where it is not the gateway's own.
+    /// How logs, metrics, the audit log and the session API name it: the
+    /// subject, and the issuer where it is not the gateway's own
+    /// (`alice@https://idp.example`, `api-key:ci`, `local`, `anonymous`).
+    /// The one spelling of a principal shown to people.
     pub fn label(&self) -> String {
-        match self.issuer.as_str() {
-            LOCAL_ISSUER => "local".to_owned(),
-            API_KEY_ISSUER => format!("api-key:{}", self.subject),
-            issuer => format!("{}@{}", self.subject, issuer),
+        label_of(&self.issuer, &self.subject)
+    }
+
+    /// The [`label`](Self::label) of the principal whose
+    /// [`owner`](Self::owner) key is `owner` (what a stored session keeps).
+    pub fn label_of_owner(owner: &str) -> String {
+        match owner.split_once(' ') {
+            Some((issuer, subject)) => label_of(issuer, subject),
+            None => owner.to_owned(),
         }
     }
 
@@ -96,6 +118,16 @@ impl Principal {
     /// (`None`: made without identities, which only an operator reaches).
     pub fn may_act_on(&self, owner: Option<&str>) -> bool {
         self.operator || owner.is_some_and(|o| o == self.owner())
+    }
+}
+
+/// The one rule of [`Principal::label`].
+fn label_of(issuer: &str, subject: &str) -> String {
+    match issuer {
+        LOCAL_ISSUER => "local".to_owned(),
+        ANONYMOUS_ISSUER => "anonymous".to_owned(),
+        API_KEY_ISSUER => format!("api-key:{subject}"),
+        issuer => format!("{subject}@{issuer}"),
     }
 }
 
@@ -148,6 +180,13 @@ mod tests {
         assert!(Principal::local().may_act_on(None));
         assert_eq!(alice.label(), "alice@https://idp.example");
         assert_eq!(Principal::api_key("ci", false).label(), "api-key:ci");
+        let anonymous = Principal::anonymous();
+        assert!(!anonymous.operator && !anonymous.is_local());
+        assert!(!anonymous.may_act_on(Some(&alice.owner())) && !anonymous.may_act_on(None));
+        assert_eq!(anonymous.label(), "anonymous");
+        for p in [alice, Principal::api_key("ci", false), anonymous] {
+            assert_eq!(Principal::label_of_owner(&p.owner()), p.label());
+        }
     }
 
     #[test]

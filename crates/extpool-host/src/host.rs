@@ -88,7 +88,12 @@ impl Host {
             discovery: discovery_options,
             per_caller_servers,
             plugins,
+            own,
         } = options;
+        let exclusions = servers::Exclusions {
+            per_caller: per_caller_servers,
+            own,
+        };
         let mut loaded = load(config, &places)?;
         let found = match plugins {
             PluginOptions::Off => None,
@@ -127,7 +132,7 @@ impl Host {
             let config = discovery.clone();
             tokio::task::spawn_blocking(move || extpool_skills::discover(&config))
         };
-        let servers = servers::start(&loaded, &selection, per_caller_servers, &pool, &events).await;
+        let servers = servers::start(&loaded, &selection, &exclusions, &pool, &events).await;
         let discovered = scan.await.unwrap_or_else(|e| {
             tracing::error!("skill discovery failed: {e}");
             extpool_skills::Discovery::default()
@@ -178,7 +183,7 @@ impl Host {
             places: &places,
             pool: &pool,
             runtime: &runtime,
-            per_caller: per_caller_servers,
+            exclusions: &exclusions,
             plugins: plugins.clone(),
         })?;
         catalog.start_with_membership(
@@ -308,6 +313,12 @@ impl Host {
     /// The skill roots searched, highest precedence first.
     pub fn skill_roots(&self) -> Vec<PathBuf> {
         self.inner.skill_roots()
+    }
+
+    /// The mark this host's pool puts on what it sends its servers, which
+    /// a gateway checks on what reaches it ([`extpool_mcp::via`]).
+    pub fn via(&self) -> &extpool_mcp::Via {
+        &self.inner.pool.config().client.via
     }
 
     /// Every server — configured, then discovered — and its state now.

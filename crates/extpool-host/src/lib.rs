@@ -70,6 +70,7 @@ pub mod health;
 pub mod host;
 pub mod info;
 pub mod options;
+pub mod own;
 pub mod passthrough;
 pub mod plugins;
 pub mod policy;
@@ -96,6 +97,7 @@ pub use options::{
     ConfigOverrides, ConfigReload, ConfigSource, DiscoveryOptions, HostOptions, PluginOptions,
     ServerSelection, ToolHiveOptions,
 };
+pub use own::OwnEndpoints;
 pub use passthrough::{ResourceUpdate, TemplateInfo};
 pub use policy::{CatalogFilter, Grants, Naming, Refusal, Resolved, Row, ToolTable, ViewPolicy};
 pub use search::{DeferralConfig, SearchableTool, ToolIndex};

@@ -96,6 +96,10 @@ pub struct HostOptions {
     /// Plugins and command files ([`crate::plugins`]): found from
     /// [`HostOptions::places`] at start by default.
     pub plugins: PluginOptions,
+    /// The endpoints of the gateway this host serves: a configured server
+    /// that would reach it (its own address, a stdio `extpool serve`) is
+    /// left out with a line saying why ([`crate::own`]). None by default.
+    pub own: Option<crate::own::OwnEndpoints>,
 }
 
 /// Where a host's plugins and command files come from.
@@ -223,6 +227,7 @@ impl HostOptions {
             discovery: DiscoveryOptions::default(),
             per_caller_servers: false,
             plugins: PluginOptions::Discover,
+            own: None,
         }
     }
 }

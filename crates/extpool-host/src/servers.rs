@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
 use crate::options::ServerSelection;
+use crate::own::OwnEndpoints;
 use crate::status::{ServerEvent, ServerInfo, ServerState};
 
 /// One server (configured or discovered) and what became of it.
@@ -155,24 +156,74 @@ pub fn is_per_user(config: &McpServerConfig) -> bool {
     config.oauth.as_ref().is_some_and(|o| o.per_user)
 }
 
-/// Resolves and starts the selected servers of `loaded` (those whose
-/// grant is each caller's are left to each caller when `per_caller`);
-/// returns every configured server in configuration order.
+/// What a gateway's host leaves out of the servers it starts for
+/// everyone, at start and at every reading of its configs.
+#[derive(Debug, Clone, Default)]
+pub struct Exclusions {
+    /// Servers whose grant is each caller's are started for each caller
+    /// ([`crate::HostOptions::per_caller_servers`]).
+    pub per_caller: bool,
+    /// The gateway's own endpoints: an entry that reaches it is never
+    /// started ([`crate::own`]).
+    pub own: Option<OwnEndpoints>,
+}
+
+/// Why a configured server is left out of the shared set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeftOut {
+    /// Its grant is each caller's.
+    PerCaller,
+    /// It is the gateway itself (why, in words).
+    Own(String),
+}
+
+impl Exclusions {
+    /// Why `config` is left out, if it is.
+    pub fn left_out(&self, config: &McpServerConfig) -> Option<LeftOut> {
+        if let Some(why) = self.own.as_ref().and_then(|own| own.recognise(config)) {
+            return Some(LeftOut::Own(why));
+        }
+        (self.per_caller && is_per_user(config)).then_some(LeftOut::PerCaller)
+    }
+}
+
+/// Resolves and starts the selected servers of `loaded` (those
+/// `exclusions` leaves out are not started); returns every configured
+/// server in configuration order.
 pub(crate) async fn start(
     loaded: &Loaded,
     selection: &ServerSelection,
-    per_caller: bool,
+    exclusions: &Exclusions,
     pool: &SessionConnectionPool,
     events: &Option<UnboundedSender<ServerEvent>>,
 ) -> Vec<ServerEntry> {
     let mut entries = Vec::with_capacity(loaded.config.mcp_servers.len());
     let mut to_start = Vec::new();
-    for (name, config) in &loaded.config.mcp_servers {
+    // Recognising the gateway itself may look a host name up: off the
+    // runtime's threads.
+    let left_out: Vec<Option<LeftOut>> = {
+        let exclusions = exclusions.clone();
+        let configs: Vec<McpServerConfig> = loaded.config.mcp_servers.values().cloned().collect();
+        tokio::task::spawn_blocking(move || {
+            configs.iter().map(|c| exclusions.left_out(c)).collect()
+        })
+        .await
+        .unwrap_or_default()
+    };
+    for (i, (name, config)) in loaded.config.mcp_servers.iter().enumerate() {
         let source = loaded.server_sources.get(name);
         let origin = source.map(origin_of).unwrap_or_default();
+        // (Asked here when the blocking task could not say.)
+        let left_out = match left_out.get(i) {
+            Some(left) => left.clone(),
+            None => exclusions.left_out(config),
+        };
         let state = if !config.enabled {
             ServerState::Disabled
-        } else if per_caller && is_per_user(config) {
+        } else if let Some(LeftOut::Own(reason)) = left_out {
+            // Said by its start-up event.
+            ServerState::Skipped { reason }
+        } else if left_out == Some(LeftOut::PerCaller) {
             ServerState::PerCaller
         } else if !selection.includes(name) {
             ServerState::Configured
@@ -190,7 +241,10 @@ pub(crate) async fn start(
                 },
             }
         };
-        if matches!(state, ServerState::Failed { .. }) {
+        if matches!(
+            state,
+            ServerState::Failed { .. } | ServerState::Skipped { .. }
+        ) {
             send(events, name, &state);
         }
         entries.push(ServerEntry {

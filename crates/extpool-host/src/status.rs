@@ -43,6 +43,12 @@ pub enum ServerState {
         /// Declared tools.
         tools: usize,
     },
+    /// Left out: it would reach the gateway itself (its own address, or a
+    /// stdio `extpool serve`).
+    Skipped {
+        /// Why, in words.
+        reason: String,
+    },
     /// Did not start; its tools are unavailable, everything else works.
     Failed {
         /// Why, in words for people (the cause once, outermost first).
@@ -60,6 +66,7 @@ impl ServerState {
             Self::Connecting | Self::Starting { .. } => "connecting",
             Self::Ready { .. } => "ready",
             Self::Lazy { .. } => "lazy",
+            Self::Skipped { .. } => "skipped",
             Self::Failed { .. } => "failed",
         }
     }

@@ -84,6 +84,13 @@ pub struct McpServerConfig {
     /// the server (its stderr, its error messages), like `env` values.
     #[serde(skip)]
     pub secrets: Vec<String>,
+    /// The addresses a remote server's host may be on, checked at every
+    /// connection (the name resolved, each address checked, the connection
+    /// made to a checked one; no proxy): set by a gateway for the servers
+    /// its clients bring, never read from a file. `None`: any (the
+    /// configuration's servers are the operator's own).
+    #[serde(skip)]
+    pub address_rule: Option<extpool_core::address::AddressRule>,
 }
 
 impl std::fmt::Debug for McpServerConfig {
@@ -117,6 +124,7 @@ impl std::fmt::Debug for McpServerConfig {
                 "secrets",
                 &format_args!("<{} redacted>", self.secrets.len()),
             )
+            .field("address_rule", &self.address_rule)
             .finish()
     }
 }

@@ -50,7 +50,10 @@ impl Plan {
         }
         match config.transport() {
             Ok(crate::config::Transport::Stdio { .. }) => {
-                Ok(Self::Stdio(StdioPlan::new(name, config, &options.spawn)?))
+                let plan = StdioPlan::new(name, config, &options.spawn)?;
+                Ok(Self::Stdio(
+                    plan.with_env(crate::via::VIA_ENV, &options.via.ancestry()),
+                ))
             }
             Ok(crate::config::Transport::Http { .. }) if config.sandbox.is_some() => {
                 Err(ConfigError::Sandbox {
@@ -344,12 +347,16 @@ async fn dial(
 ) -> Result<Service, Failed> {
     use crate::stall::{Reuse, judge_reuse};
     let name = a.name.as_str();
+    if let Some(refused) = plan.refused_host() {
+        return Err((ConnectFailure::Address { refused }, Vec::new()));
+    }
+    let rule = plan.address_rule();
     let reusing = a.options.http.keep_alive && !a.options.is_stalling(name);
     let service = dial_with(
         a,
         plan,
         (handler, order),
-        a.options.http_client_for(name),
+        &a.options.http_client_under(name, rule, false),
         declared,
     )
     .await?;
@@ -369,7 +376,7 @@ async fn dial(
         a,
         plan,
         (handler, order),
-        a.options.fresh_http_client(),
+        &a.options.http_client_under(name, rule, true),
         declared,
     )
     .await
@@ -431,7 +438,7 @@ async fn dial_with(
             client,
             &a.options.http,
             a.max_message_bytes,
-            a.params.clone(),
+            (a.params.clone(), a.options.via.clone()),
             declared.clone(),
         )),
         order,
@@ -500,12 +507,19 @@ pub(crate) async fn connect(
             client_capabilities: client.capabilities,
         });
     }
+    // rmcp takes whatever version the server answers; one extpool does not
+    // speak is a failed start (the connection is closed below).
+    let unsupported = peer
+        .peer_info()
+        .map(|info| info.protocol_version.as_str().to_owned())
+        .filter(|answered| !crate::versions::speaks(answered));
     // rmcp may serve stale cached lists after an error; a host must see the truth.
     peer.set_response_cache_config(ClientCacheConfig::disabled())
         .await;
-    let stateless = peer
-        .peer_info()
-        .is_some_and(|info| info.protocol_version >= ProtocolVersion::V_2026_07_28);
+    let stateless = unsupported.is_none()
+        && peer
+            .peer_info()
+            .is_some_and(|info| info.protocol_version >= ProtocolVersion::V_2026_07_28);
     let listener = stateless.then(|| {
         tokio::spawn(crate::listen::follow_changes(
             peer.clone(),
@@ -514,6 +528,26 @@ pub(crate) async fn connect(
         ))
         .abort_handle()
     });
+    let connection = Connection {
+        generation: a.generation,
+        peer: peer.clone(),
+        service: tokio::sync::Mutex::new(Some(service)),
+        stderr,
+        pid,
+        group: pid.map(ProcessGroup),
+        listener,
+        driver: parking_lot::Mutex::new(driver),
+        declared,
+        direct,
+    };
+    if let Some(answered) = unsupported {
+        connection.close(GROUP_GRACE).await;
+        let answered = format!("{:?}", extpool_core::text::shown_name(&answered));
+        return Err((
+            ConnectFailure::UnsupportedVersion { answered },
+            connection.stderr_lines(),
+        ));
+    }
     if let Some(info) = peer.peer_info() {
         tracing::info!(
             server = %a.name,
@@ -523,16 +557,5 @@ pub(crate) async fn connect(
             "MCP server connected"
         );
     }
-    Ok(Arc::new(Connection {
-        generation: a.generation,
-        peer,
-        service: tokio::sync::Mutex::new(Some(service)),
-        stderr,
-        pid,
-        group: pid.map(ProcessGroup),
-        listener,
-        driver: parking_lot::Mutex::new(driver),
-        declared,
-        direct,
-    }))
+    Ok(Arc::new(connection))
 }

@@ -153,6 +153,24 @@ pub enum ConnectFailure {
         /// extpool-auth's message (never a token).
         reason: String,
     },
+    /// Its URL's host is on an address its rule refuses
+    /// ([`crate::config::McpServerConfig::address_rule`]).
+    #[error("{refused}")]
+    Address {
+        /// The host, its address and why.
+        refused: extpool_core::address::AddressRefused,
+    },
+    /// The server's `initialize` answered a protocol version extpool does
+    /// not speak ([`crate::versions`]); it was disconnected.
+    #[error(
+        "it answered protocolVersion {answered}, which extpool does not speak (extpool speaks {})",
+        crate::versions::spoken_list()
+    )]
+    UnsupportedVersion {
+        /// The version it answered, quoted (control characters escaped,
+        /// cut short).
+        answered: String,
+    },
     /// The server did not finish the handshake in time.
     #[error("no initialize response within {timeout_ms} ms")]
     Timeout {

@@ -23,6 +23,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use extpool_core::address::{AddressRefused, AddressRule};
 use http::{HeaderName, HeaderValue};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
@@ -94,6 +95,38 @@ impl TokenSource {
 /// Headers the transport sets itself; configuring them is refused.
 const RESERVED_HEADERS: &[&str] = &["accept", "mcp-session-id", "last-event-id", "content-type"];
 
+/// Headers of HTTP itself — where the request goes (`Host`), how its body
+/// is framed, the connection's own (hop-by-hop, RFC 9110 §7.6.1) and a
+/// proxy's: set by the HTTP client, never by a server entry.
+const HTTP_HEADERS: &[&str] = &[
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "upgrade",
+    "te",
+    "trailer",
+    "expect",
+    "proxy-connection",
+];
+
+/// Why a server entry may not set header `name` (lower case), if it may
+/// not: the one rule configuration checking and the gateway's per-session
+/// servers share.
+fn reserved_header(name: &HeaderName) -> Option<&'static str> {
+    let name = name.as_str();
+    if RESERVED_HEADERS.contains(&name) {
+        return Some("set by the MCP transport");
+    }
+    if HTTP_HEADERS.contains(&name) || name.starts_with("proxy-") {
+        return Some(
+            "a header of HTTP itself (framing, the connection, a proxy), set by the HTTP client",
+        );
+    }
+    None
+}
+
 /// Settings shared by every HTTP server of a pool.
 #[derive(Debug, Clone)]
 pub struct HttpSettings {
@@ -131,12 +164,26 @@ impl HttpSettings {
     /// Builds a client of the pool: one that keeps idle connections for
     /// reuse, or (`reuse` false) one that opens a connection per request.
     pub fn build_client(&self, reuse: bool) -> reqwest::Client {
+        self.build_client_with(reuse, None)
+    }
+
+    /// [`HttpSettings::build_client`], whose connections (with `rule`)
+    /// reach only addresses the rule allows: each name is resolved and
+    /// every address checked before the connection is made to one of
+    /// them, at every connection, and no proxy stands between (it would
+    /// resolve the name itself).
+    pub fn build_client_with(&self, reuse: bool, rule: Option<AddressRule>) -> reqwest::Client {
         let mut builder = reqwest::Client::builder()
             .tcp_nodelay(true)
             .connect_timeout(self.connect_timeout)
             .redirect(same_origin_redirects());
         if !reuse {
             builder = builder.pool_max_idle_per_host(0);
+        }
+        if let Some(rule) = rule {
+            builder = builder
+                .no_proxy()
+                .dns_resolver(std::sync::Arc::new(RuleResolver { rule }));
         }
         match builder.build() {
             Ok(client) => client,
@@ -146,6 +193,28 @@ impl HttpSettings {
                 reqwest::Client::new()
             }
         }
+    }
+}
+
+/// The resolver of a client under an [`AddressRule`]: what a name
+/// resolves to is checked, whole, before any connection is made; a name
+/// with one refused address is refused (the connection could reach it).
+struct RuleResolver {
+    rule: AddressRule,
+}
+
+impl reqwest::dns::Resolve for RuleResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let rule = self.rule;
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let addresses: Vec<std::net::SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            if let Some(refused) = rule.refuses_any(&host, addresses.iter().map(|a| a.ip())) {
+                return Err(Box::new(refused) as Box<dyn std::error::Error + Send + Sync>);
+            }
+            Ok(Box::new(addresses.into_iter()) as reqwest::dns::Addrs)
+        })
     }
 }
 
@@ -175,6 +244,9 @@ pub struct HttpPlan {
     token: Option<BearerToken>,
     /// The server's OAuth session (`oauth` profile), shared by reconnects.
     oauth: Option<std::sync::Arc<extpool_auth::OAuthSession>>,
+    /// The addresses it may be on, checked at every connection
+    /// ([`McpServerConfig::address_rule`]).
+    address_rule: Option<AddressRule>,
 }
 
 impl std::fmt::Debug for HttpPlan {
@@ -185,6 +257,7 @@ impl std::fmt::Debug for HttpPlan {
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("token", &self.token)
             .field("oauth", &self.oauth.is_some())
+            .field("address_rule", &self.address_rule)
             .finish()
     }
 }
@@ -285,8 +358,8 @@ impl HttpPlan {
             }
             let header_name =
                 HeaderName::try_from(key.as_str()).map_err(|_| bad("not a valid header name"))?;
-            if RESERVED_HEADERS.contains(&header_name.as_str()) {
-                return Err(bad("set by the MCP transport"));
+            if let Some(why) = reserved_header(&header_name) {
+                return Err(bad(why));
             }
             if header_name == http::header::AUTHORIZATION {
                 if token.is_some() {
@@ -310,7 +383,20 @@ impl HttpPlan {
             headers,
             token,
             oauth: None,
+            address_rule: config.address_rule,
         })
+    }
+
+    /// The rule of the addresses this server may be on, if any.
+    pub fn address_rule(&self) -> Option<AddressRule> {
+        self.address_rule
+    }
+
+    /// Why its URL's host is refused by its address rule before any name
+    /// is resolved (an IP literal, a metadata host name), if it is.
+    pub fn refused_host(&self) -> Option<AddressRefused> {
+        let rule = self.address_rule?;
+        rule.refuses_host(self.url.host_str()?)
     }
 
     /// Adds the OAuth session of `config.oauth`, if any: it conflicts with
@@ -360,7 +446,8 @@ impl HttpPlan {
         self.token.is_some()
     }
 
-    /// A fresh transport on the shared client.
+    /// A fresh transport on the shared client, whose requests carry the
+    /// listed tools' parameter headers and the pool's mark ([`crate::via`]).
     /// `max_message_bytes` bounds each response body and SSE event; a
     /// larger answer fails its request at once (see the `limits` module).
     pub fn transport(
@@ -368,7 +455,10 @@ impl HttpPlan {
         client: &reqwest::Client,
         settings: &HttpSettings,
         max_message_bytes: u64,
-        params: std::sync::Arc<crate::param_headers::ParamHeaders>,
+        (params, via): (
+            std::sync::Arc<crate::param_headers::ParamHeaders>,
+            crate::via::Via,
+        ),
         declared: crate::transport::whole::Declared,
     ) -> StreamableHttpClientTransport<Guarded<extpool_auth::AuthorizedClient>> {
         let mut cfg = StreamableHttpClientTransportConfig::with_uri(self.url.as_str())
@@ -395,6 +485,7 @@ impl HttpPlan {
         StreamableHttpClientTransport::with_client(
             Guarded::new(client)
                 .with_param_headers(params)
+                .with_via(via)
                 .with_declared(declared),
             cfg,
         )
@@ -463,6 +554,35 @@ mod tests {
         let mut cfg = McpServerConfig::http("https://x/mcp");
         cfg.headers.insert("X-Ok".into(), "line\nbreak".into());
         assert!(HttpPlan::with_token(&name(), &cfg, None).is_err());
+    }
+
+    #[test]
+    fn headers_of_http_itself_are_refused_naming_the_header() {
+        for header in [
+            "Host",
+            "Content-Length",
+            "Transfer-Encoding",
+            "Connection",
+            "Keep-Alive",
+            "Upgrade",
+            "TE",
+            "Trailer",
+            "Expect",
+            "Proxy-Authorization",
+            "proxy-connection",
+        ] {
+            let mut cfg = McpServerConfig::http("https://x/mcp");
+            cfg.headers.insert(header.into(), "v".into());
+            let e = HttpPlan::with_token(&name(), &cfg, None).unwrap_err();
+            assert!(
+                matches!(&e, ConfigError::InvalidHeader { header: h, .. } if h == header),
+                "{header}: {e:?}"
+            );
+            assert!(e.to_string().contains("set by the HTTP client"), "{e}");
+        }
+        let mut cfg = McpServerConfig::http("https://x/mcp");
+        cfg.headers.insert("X-Hosted-By".into(), "v".into());
+        assert!(HttpPlan::with_token(&name(), &cfg, None).is_ok());
     }
 
     #[test]

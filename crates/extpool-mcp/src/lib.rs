@@ -89,6 +89,8 @@ mod stdio;
 pub mod trace;
 pub mod transport;
 pub mod url_elicitation;
+pub mod versions;
+pub mod via;
 
 pub use cap::{CapError, McpServerCap, StaticToolError};
 pub use client::{ClientOptions, McpClient, SharedHttpClient};
@@ -108,3 +110,4 @@ pub use pool::{PoolConfig, PoolEntryInfo, PooledClient, SessionConnectionPool};
 pub use progress::Progress;
 pub use startup::{ServerStatus, StartError, Started, StatusEvent, start_servers};
 pub use stdio::{SpawnPolicy, default_sandbox_dir, sandbox_trial};
+pub use via::Via;

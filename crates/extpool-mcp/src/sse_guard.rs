@@ -52,6 +52,7 @@ pub struct Guarded<C> {
     inner: C,
     params: Option<Arc<ParamHeaders>>,
     declared: Option<Declared>,
+    via: Option<crate::via::Via>,
 }
 
 impl<C> Guarded<C> {
@@ -61,6 +62,22 @@ impl<C> Guarded<C> {
             inner,
             params: None,
             declared: None,
+            via: None,
+        }
+    }
+
+    /// Marks every request with `via` ([`crate::via::VIA_HEADER`]).
+    pub fn with_via(mut self, via: crate::via::Via) -> Self {
+        self.via = Some(via);
+        self
+    }
+
+    /// Adds the pool's mark to `headers`.
+    fn mark(&self, headers: &mut HashMap<HeaderName, HeaderValue>) {
+        if let Some(via) = &self.via
+            && let Ok(value) = HeaderValue::from_str(&via.value())
+        {
+            headers.insert(HeaderName::from_static(crate::via::VIA_HEADER), value);
         }
     }
 
@@ -104,6 +121,7 @@ impl<C: StreamableHttpClient<Error = reqwest::Error> + PostsWhole + Sync> Stream
         if let Some(params) = &self.params {
             params.fill(&message, &mut custom_headers);
         }
+        self.mark(&mut custom_headers);
         custom_headers.extend(crate::trace::headers_of(&message));
         let id = match &message {
             ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
@@ -170,8 +188,9 @@ impl<C: StreamableHttpClient<Error = reqwest::Error> + PostsWhole + Sync> Stream
         uri: Arc<str>,
         session_id: Arc<str>,
         auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
+        mut custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> impl Future<Output = Result<(), StreamableHttpError<Self::Error>>> + Send + '_ {
+        self.mark(&mut custom_headers);
         self.inner
             .delete_session(uri, session_id, auth_header, custom_headers)
     }
@@ -182,9 +201,10 @@ impl<C: StreamableHttpClient<Error = reqwest::Error> + PostsWhole + Sync> Stream
         session_id: Option<Arc<str>>,
         last_event_id: Option<String>,
         auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
+        mut custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> impl Future<Output = Result<SseStream, StreamableHttpError<Self::Error>>> + Send + '_ {
+        self.mark(&mut custom_headers);
         self.inner.get_stream_with_max_sse_event_size(
             uri,
             session_id,

@@ -229,6 +229,12 @@ impl StdioPlan {
             .map_err(|e| sandbox_error(&e))
     }
 
+    /// The plan with `key` set to `value` in the child's environment.
+    pub(crate) fn with_env(mut self, key: &str, value: &str) -> Self {
+        self.env.insert(key.into(), value.into());
+        self
+    }
+
     /// Whether the child would receive `key`.
     #[cfg(test)]
     pub fn passes_env(&self, key: &str) -> bool {

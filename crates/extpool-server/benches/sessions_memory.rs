@@ -61,6 +61,8 @@ async fn main() {
         host,
         GatewayOptions {
             state: Some(store),
+            // One caller makes every session here.
+            sessions_per_principal: usize::MAX,
             ..GatewayOptions::default()
         },
     )

@@ -18,7 +18,10 @@
 //!
 //! A session is its creator's ([`crate::identity`]): `GET /v1/sessions`
 //! lists the caller's own (an operator's: every one), and another
-//! principal's id answers 404 as an id nobody made does.
+//! principal's id answers 404 as an id nobody made does. Ids are each
+//! caller's own namespace (module `sessions::ids`): an `{id}` in a path
+//! is the caller's id or a session's whole id, and answers show a caller
+//! its own ids as it chose them.
 //!
 //! Session configs are never shown back (they may hold `${VAR}`
 //! references to secrets); errors are `{"error": message}`.
@@ -38,6 +41,7 @@ use extpool_host::core::Principal;
 
 use crate::gateway::Shared;
 use crate::handler::GatewayHandler;
+use crate::sessions::ids::shown;
 use crate::sessions::{CreateRequest, SessionError, Sessions};
 use crate::source_tools::sources_json;
 
@@ -129,16 +133,21 @@ async fn create(
         Err(answer) => return *answer,
     };
     match sessions.create(&api.shared, request, &principal).await {
-        Ok((session, open)) => {
+        Ok(crate::sessions::Created {
+            session,
+            open,
+            not_granted,
+        }) => {
             api.shared.page.touch();
-            let id = session.summary.id.as_str().to_owned();
+            let id = shown(&session.summary.id, Some(&principal));
             (
                 StatusCode::CREATED,
                 Json(json!({
-                    "session": session.summary,
+                    "session": summary(&session.summary, Some(&principal)),
                     "granted": session.authority.granted,
                     "servers": session.servers.keys().collect::<Vec<_>>(),
                     "server_status": open.server_status(),
+                    "not_granted": not_granted,
                     "mcp": format!("/sessions/{id}/mcp"),
                 })),
             )
@@ -181,26 +190,43 @@ async fn list(
         .await;
     answered(page.map_err(SessionError::from).map(|page| {
         json!({
-            "sessions": session_rows(&api.shared, &page.sessions),
+            "sessions": session_rows(&api.shared, &page.sessions, Some(&principal)),
             "next": page.next,
         })
     }))
 }
 
+/// A stored summary as `principal` is shown it (`None`: the operator
+/// page): its id as [`shown`] names it, and its owner named as every log
+/// line, audit record and metric names a principal
+/// ([`Principal::label`]: `api-key:ci`, `alice@https://idp.example`).
+fn summary(
+    summary: &extpool_state::SessionSummary,
+    principal: Option<&Principal>,
+) -> serde_json::Value {
+    let mut row = json!(summary);
+    row["id"] = json!(shown(&summary.id, principal));
+    if let Some(owner) = &summary.owner {
+        row["owner"] = json!(Principal::label_of_owner(owner));
+    }
+    row
+}
+
 /// Sessions as `GET /v1/sessions` and the operator page list them: each
-/// stored summary with what the replica answering knows of it — whether
-/// it is open here (`open_here`) and its requests in flight here
-/// (`in_flight`).
+/// stored summary as `principal` is shown it (`None`: the operator page)
+/// with what the replica answering knows of it — whether it is open here
+/// (`open_here`) and its requests in flight here (`in_flight`).
 pub(crate) fn session_rows(
     shared: &crate::gateway::Shared,
     sessions: &[extpool_state::SessionSummary],
+    principal: Option<&Principal>,
 ) -> Vec<serde_json::Value> {
     let open = shared.sessions.as_ref();
     sessions
         .iter()
         .map(|s| {
             let id = s.id.as_str();
-            let mut row = json!(s);
+            let mut row = summary(s, principal);
             row["open_here"] = json!(open.is_some_and(|o| o.open_here(id).is_some()));
             row["in_flight"] = json!(shared.live.in_flight(id));
             row
@@ -231,13 +257,13 @@ async fn get_one(
         .open_here(id.as_str())
         .map(|open| open.server_status());
     Json(json!({
-        "session": session.summary,
+        "session": summary(&session.summary, Some(&principal)),
         "granted": session.authority.granted,
         "auto_grant": session.authority.auto_grant,
         "servers": session.servers.keys().collect::<Vec<_>>(),
         "server_status": status,
         "open_on": holders,
-        "mcp": format!("/sessions/{}/mcp", id.as_str()),
+        "mcp": format!("/sessions/{}/mcp", shown(&id, Some(&principal))),
     }))
     .into_response()
 }
@@ -264,7 +290,12 @@ async fn refresh(
         Some(sessions) => sessions.refresh(&api.shared, &id, &principal).await,
         None => return no_store(),
     };
-    answered(answer)
+    answered(answer.map(|mut answer| {
+        if let Ok(whole) = extpool_state::SessionId::new(answer.session.as_str()) {
+            answer.session = shown(&whole, Some(&principal));
+        }
+        answer
+    }))
 }
 
 /// A session operation's answer as JSON, or its error's.
@@ -332,8 +363,16 @@ async fn sources(
 /// store on first use), through [`crate::inbound`].
 async fn session_mcp(State(api): State<Api>, Path(id): Path<String>, request: Request) -> Response {
     let shared = api.shared.clone();
-    let endpoint = id.clone();
     let principal = crate::identity::of(&request);
+    // The endpoint is the session's whole id, however the caller named it.
+    let Some(sessions) = api.shared.sessions.as_ref() else {
+        return no_store();
+    };
+    let id = match sessions.resolve(&id, &principal).await {
+        Ok(whole) => whole.as_str().to_owned(),
+        Err(e) => return session_error(&e),
+    };
+    let endpoint = id.clone();
     let make: crate::front::MakeHandler = {
         let (api, id, principal) = (api.clone(), id.clone(), principal.clone());
         Box::new(move || {

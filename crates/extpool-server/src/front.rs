@@ -36,8 +36,8 @@ use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
 use futures::stream;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientRequest, InitializeRequestParams, JsonRpcRequest, ProtocolVersion,
-    RequestId, ServerJsonRpcMessage, ServerResult,
+    ClientJsonRpcMessage, ClientRequest, InitializeRequestParams, JsonRpcRequest, RequestId,
+    ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION;
@@ -152,10 +152,7 @@ pub(crate) fn refused_headers(request: &Request, negotiated: Option<&str>) -> Op
             "Bad Request: Invalid MCP-Protocol-Version header encoding",
         ));
     };
-    if !ProtocolVersion::KNOWN_VERSIONS
-        .iter()
-        .any(|known| known.as_str() == version)
-    {
+    if !extpool_host::mcp::versions::speaks(version) {
         return Some(plain(
             StatusCode::BAD_REQUEST,
             &format!("Bad Request: Unsupported MCP-Protocol-Version: {version}"),

@@ -24,6 +24,10 @@ use crate::subscriptions::Subscriptions;
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// Default most client sessions open at once.
 pub const DEFAULT_MAX_SESSIONS: usize = 1024;
+/// Default most sessions one principal holds, of each kind (MCP sessions
+/// on a replica, durable sessions in the store): a quarter of
+/// [`DEFAULT_MAX_SESSIONS`], so no one caller takes them all.
+pub const DEFAULT_SESSIONS_PER_PRINCIPAL: usize = 256;
 /// Default most tool calls one client session has in flight at once (an
 /// agent runs a handful in parallel; a client past this is looping).
 pub const DEFAULT_MAX_CALLS_PER_SESSION: usize = 64;
@@ -32,6 +36,15 @@ pub const DEFAULT_MAX_CALLS_PER_SESSION: usize = 64;
 /// stored record stays (twice as long, at least an hour), so its client
 /// resumes it.
 pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(1800);
+/// Default bytes the answers kept for resuming hold, gateway-wide
+/// ([`GatewayOptions::max_replay_bytes`]).
+pub const DEFAULT_MAX_REPLAY_BYTES: usize = 64 * 1024 * 1024;
+/// Default most operator page event streams open at once
+/// ([`GatewayOptions::max_page_streams`]).
+pub const DEFAULT_MAX_PAGE_STREAMS: usize = 16;
+/// Default bytes an operator page stream's reader may fall behind before
+/// it is dropped ([`GatewayOptions::page_stream_bytes`]).
+pub const DEFAULT_PAGE_STREAM_BYTES: usize = 16 * 1024 * 1024;
 /// Default time requests in flight get to finish once a shutdown began
 /// ([`crate::shutdown`]); those still running then are cancelled.
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -56,6 +69,11 @@ pub struct GatewayOptions {
     pub max_body_bytes: usize,
     /// Most session-era MCP sessions held at once, on every endpoint.
     pub max_sessions: usize,
+    /// Most sessions one principal holds, of each kind: MCP sessions held
+    /// on this replica (on every endpoint), and durable sessions in the
+    /// store (`gateway.limits.sessions_per_principal`), so one caller
+    /// cannot take what another needs.
+    pub sessions_per_principal: usize,
     /// Most HTTP connections open at once.
     pub max_connections: usize,
     /// Time a connection has to send a whole request header, from
@@ -115,6 +133,16 @@ pub struct GatewayOptions {
     /// Whether the operator page offers a form to call each tool (off by
     /// default: it calls real tools).
     pub playground: bool,
+    /// Most bytes the answers kept for resuming (SSE streams a client may
+    /// reconnect to) hold, gateway-wide; past it the streams that finished
+    /// longest ago are dropped ([`crate::inline`]).
+    pub max_replay_bytes: usize,
+    /// Most operator page event streams open at once; one more is
+    /// refused ([`crate::page`]).
+    pub max_page_streams: usize,
+    /// Most bytes of events an operator page stream's reader may fall
+    /// behind before it is dropped (its connection closed).
+    pub page_stream_bytes: usize,
 }
 
 impl Default for GatewayOptions {
@@ -126,6 +154,7 @@ impl Default for GatewayOptions {
             allowed_origins: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            sessions_per_principal: DEFAULT_SESSIONS_PER_PRINCIPAL,
             max_connections: crate::listener::DEFAULT_MAX_CONNECTIONS,
             header_read_timeout: crate::listener::DEFAULT_HEADER_READ_TIMEOUT,
             body_read_timeout: crate::inbound::DEFAULT_BODY_READ_TIMEOUT,
@@ -144,6 +173,9 @@ impl Default for GatewayOptions {
             unprefixed: Vec::new(),
             rate_limits: extpool_host::config::RateLimitsConfig::default(),
             playground: false,
+            max_replay_bytes: DEFAULT_MAX_REPLAY_BYTES,
+            max_page_streams: DEFAULT_MAX_PAGE_STREAMS,
+            page_stream_bytes: DEFAULT_PAGE_STREAM_BYTES,
         }
     }
 }
@@ -152,9 +184,10 @@ impl Default for GatewayOptions {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum GatewayError {
-    /// A non-loopback address without a bearer token.
+    /// A non-loopback address with nothing to tell callers apart: no
+    /// bearer token, no issuer, no API key in the state store.
     #[error(
-        "refusing to serve on {addr} without a bearer token: a gateway reachable from other machines needs one (set EXTPOOL_GATEWAY_TOKEN or --token-file), or listen on 127.0.0.1"
+        "refusing to serve on {addr} without a bearer token: a gateway reachable from other machines needs one (set EXTPOOL_GATEWAY_TOKEN or --token-file), an API key in its state store, or an identity provider; or listen on 127.0.0.1"
     )]
     NeedsToken {
         /// The address asked for.
@@ -270,6 +303,9 @@ pub(crate) struct Shared {
     pub rmcp_stop: CancellationToken,
     /// The rmcp peer own sessions' request contexts carry ([`crate::front`]).
     pub stand: crate::front::Stand,
+    /// What every session's resumable answers keep, against
+    /// [`GatewayOptions::max_replay_bytes`].
+    pub(crate) kept_streams: Arc<crate::inline::kept::KeptStreams>,
 }
 
 impl Shared {
@@ -345,6 +381,7 @@ impl Gateway {
                 replica.clone(),
                 options.session_servers,
                 options.max_session_servers,
+                options.sessions_per_principal,
             )
         });
         if let Some(sessions) = &sessions
@@ -356,10 +393,14 @@ impl Gateway {
         let stop = CancellationToken::new();
         let live = Arc::new(crate::live::Live::new(
             options.max_sessions,
+            options.sessions_per_principal,
             options.session_idle_timeout,
         ));
         let event_tag = crate::event_ids::replica_tag(replica.as_str());
+        let kept_streams = crate::inline::kept::KeptStreams::new(options.max_replay_bytes);
+        let page = crate::page::PageState::new(options.max_page_streams, options.page_stream_bytes);
         let shared = Arc::new(Shared {
+            kept_streams,
             sessions,
             resume,
             rounds: crate::input_rounds::Rounds::new(event_tag.clone()),
@@ -380,7 +421,7 @@ impl Gateway {
             metrics: Arc::default(),
             live,
             audit,
-            page: crate::page::PageState::default(),
+            page,
             notifier: Notifier::default(),
             stateless: stateless.clone(),
             stateless_names: NamesCache::default(),
@@ -404,6 +445,7 @@ impl Gateway {
             follower.subscriptions.follow(stateless).await
         });
         until_stopped(&shared, crate::page::follow(shared.clone()));
+        until_stopped(&shared, crate::page::events::produce(shared.clone()));
         tokio::spawn(crate::reaper::run(shared.clone()));
         if shared.sessions.is_some() {
             tokio::spawn(crate::replica::run(shared.clone()));

@@ -22,6 +22,11 @@
 //!   ([`is_public`]), which load balancers and logging-in clients read
 //!   without one; the [`Principal`](extpool_host::core::Principal) found is
 //!   put on the request for what follows.
+//! - A request that came through this gateway already — its
+//!   `Extpool-Via` mark holds this gateway's id — is refused with HTTP
+//!   508 (a chain of extpools that loops, [`extpool_host::mcp::via`]); the
+//!   marks of a request let through are passed on in the gateway's own
+//!   requests to its servers.
 //! - A declared body larger than `--max-request-bytes` is refused at once
 //!   (HTTP 413); a body sent without a length is cut at the same size
 //!   where it is read.
@@ -48,11 +53,13 @@ pub const PUBLIC_PATHS: &[&str] = &["/healthz", "/readyz"];
 
 /// Whether `path` is answered without a token: the probes, the
 /// protected-resource metadata a client reads to learn where to log in,
-/// and the OAuth callback a caller's browser comes back to (its `state`
-/// ties it to the login that sent it).
+/// and a caller's login in its browser — the login page and the OAuth
+/// callback (its `state` and the login page's cookie tie it to the login
+/// and the browser that started it).
 pub fn is_public(path: &str) -> bool {
     PUBLIC_PATHS.contains(&path)
         || path == crate::login::CALLBACK_PATH
+        || path == crate::login::LOGIN_PAGE_PATH
         || path == RESOURCE_METADATA_PATH
         || path
             .strip_prefix(RESOURCE_METADATA_PATH)
@@ -89,6 +96,11 @@ pub(crate) struct Guard {
     hosts: Vec<HostRule>,
     origins: Vec<OriginRule>,
     identity: Arc<Identity>,
+    /// Whether the gateway listens on loopback only (elsewhere a request
+    /// without a credential is refused whatever is configured).
+    loopback: bool,
+    /// The mark of this gateway's host (none: no loop is looked for).
+    via: Option<extpool_host::mcp::Via>,
     max_body: usize,
     metrics: Arc<Metrics>,
 }
@@ -151,7 +163,7 @@ impl Guard {
         listen: SocketAddr,
         allowed_hosts: &[String],
         allowed_origins: &[String],
-        identity: Arc<Identity>,
+        (identity, via): (Arc<Identity>, Option<extpool_host::mcp::Via>),
         max_body: usize,
         metrics: Arc<Metrics>,
     ) -> Self {
@@ -190,6 +202,8 @@ impl Guard {
             hosts,
             origins,
             identity,
+            loopback: listen.ip().is_loopback(),
+            via,
             max_body,
             metrics,
         }
@@ -317,7 +331,7 @@ impl Guard {
         if is_public(path) {
             return Ok(self.identity.local());
         }
-        match self.identity.authenticate(headers).await {
+        match self.identity.authenticate(headers, self.loopback).await {
             Ok(principal) => Ok(principal),
             Err(why) => {
                 self.metrics.refused(Refusal::Auth);
@@ -329,6 +343,25 @@ impl Guard {
                 )))
             }
         }
+    }
+
+    /// The extpools a request came through (its `Extpool-Via`), unless
+    /// one of them is this gateway; `Err` carries the refusal.
+    fn check_via(&self, headers: &HeaderMap) -> Result<Vec<String>, Box<Response>> {
+        let Some(via) = &self.via else {
+            return Ok(Vec::new());
+        };
+        let marks = headers
+            .get_all(extpool_host::mcp::via::VIA_HEADER)
+            .iter()
+            .filter_map(|v| v.to_str().ok());
+        via.check(marks).map_err(|refused| {
+            self.refuse(
+                Refusal::Loop,
+                StatusCode::LOOP_DETECTED,
+                format!("{refused}\n"),
+            )
+        })
     }
 
     /// Whether the declared body fits.
@@ -405,10 +438,12 @@ pub(crate) async fn check(
     };
     let checked = guard
         .check_host(&request)
-        .and_then(|()| guard.check_origin(request.headers()));
-    if let Err(refusal) = checked {
-        return refused(refusal);
-    }
+        .and_then(|()| guard.check_origin(request.headers()))
+        .and_then(|()| guard.check_via(request.headers()));
+    let callers = match checked {
+        Ok(callers) => callers,
+        Err(refusal) => return refused(refusal),
+    };
     let principal = match guard
         .check_identity(request.uri().path(), request.headers())
         .await
@@ -416,6 +451,10 @@ pub(crate) async fn check(
         Ok(principal) => principal,
         Err(refusal) => return refused(refusal),
     };
+    // Only an admitted request's callers are passed on.
+    if let Some(via) = &guard.via {
+        via.remember(callers);
+    }
     if let Err(refusal) = guard.check_length(request.headers()) {
         return refused(refusal);
     }
@@ -460,7 +499,7 @@ mod tests {
             "127.0.0.1:8520".parse().unwrap(),
             &["gw.example".into(), "other.example:9000".into()],
             &["https://app.example".into(), "http://dev.example:*".into()],
-            Arc::new(Identity::new(None, None, None)),
+            (Arc::new(Identity::new(None, None, None)), None),
             1024,
             Arc::default(),
         )
@@ -616,6 +655,7 @@ mod tests {
             RESOURCE_METADATA_PATH,
             "/.well-known/oauth-protected-resource/mcp",
             crate::login::CALLBACK_PATH,
+            crate::login::LOGIN_PAGE_PATH,
         ]);
         for path in paths {
             let r = http::Request::builder()

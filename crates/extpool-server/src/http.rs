@@ -112,11 +112,10 @@ async fn metrics(
         )
             .into_response();
     }
-    (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        shared.metrics.render(&shared.host.status()),
-    )
-        .into_response()
+    let mut text = shared.metrics.render(&shared.host.status());
+    shared.kept_streams.render(&mut text);
+    shared.page.streams.render(&mut text);
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 
 impl Gateway {
@@ -128,7 +127,10 @@ impl Gateway {
             addr,
             &options.allowed_hosts,
             &options.allowed_origins,
-            self.shared.identity.clone(),
+            (
+                self.shared.identity.clone(),
+                Some(self.shared.host.via().clone()),
+            ),
             options.max_body_bytes,
             self.shared.metrics.clone(),
         ));
@@ -192,6 +194,12 @@ impl Gateway {
                 crate::login::CALLBACK_PATH,
                 get(crate::login::callback).with_state(shared.clone()),
             ),
+            (
+                crate::login::LOGIN_PAGE_PATH,
+                get(crate::login::confirm_page)
+                    .post(crate::login::confirm)
+                    .with_state(shared.clone()),
+            ),
         ];
         routes.extend(crate::api::routes(&api));
         routes.extend(crate::page::routes(&shared));
@@ -224,7 +232,7 @@ impl Gateway {
             what: "reading the listen address".into(),
             error: source,
         })?;
-        check_listen_address(addr, self.shared.identity.required())?;
+        check_listen_address(addr, self.shared.identity.guards_network().await)?;
         let app = self.router(addr);
         let options = &self.shared.options;
         let bounds = crate::listener::Bounds {

@@ -8,9 +8,12 @@
 //! operator if it was made so), or an access token of the configured
 //! issuer (`--auth-issuer`: its subject and chosen claims). With none of
 //! the three configured, the gateway is open (loopback only) and every
-//! request is [`Principal::local`]; with any, a request without a valid
-//! one is refused with HTTP 401 and a `WWW-Authenticate` challenge that
-//! tells an MCP client where to log in (RFC 9728).
+//! request is [`Principal::local`] — until its store holds an API key:
+//! then a request without one is [`Principal::anonymous`], no operator,
+//! so it never reaches what a key's holder made. With a token or an
+//! issuer, and off loopback always, a request without a valid credential
+//! is refused with HTTP 401 and a `WWW-Authenticate` challenge that tells
+//! an MCP client where to log in (RFC 9728).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -40,6 +43,11 @@ pub const RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource"
 const API_KEY_TTL: Duration = Duration::from_secs(60);
 /// Most API-key answers remembered (a flood of made-up keys clears it).
 const MAX_REMEMBERED_KEYS: usize = 1024;
+/// How long whether the store holds any API key is believed without
+/// asking it again. A key made meanwhile by another process is found at
+/// its first use here (which says so at once): until then, nothing it
+/// made exists for an anonymous request to reach.
+const KEYS_PRESENT_TTL: Duration = Duration::from_secs(60);
 
 /// Why a request was not let through.
 #[derive(Debug)]
@@ -70,7 +78,10 @@ pub(crate) struct Identity {
     /// lookup that began before a change remembers nothing, or a key
     /// revoked while it was being read would be believed for a minute.
     changes: AtomicU64,
+    /// Whether the store holds any API key, as last read, and when.
+    keys_present: Mutex<Option<(bool, Instant)>>,
     local: Arc<Principal>,
+    anonymous: Arc<Principal>,
 }
 
 impl Identity {
@@ -87,7 +98,9 @@ impl Identity {
             store,
             keys: Mutex::new(HashMap::new()),
             changes: AtomicU64::new(0),
+            keys_present: Mutex::new(None),
             local: Arc::new(Principal::local()),
+            anonymous: Arc::new(Principal::anonymous()),
         }
     }
 
@@ -96,9 +109,65 @@ impl Identity {
         self.local.clone()
     }
 
-    /// Whether a request must present a valid token.
+    /// Whether a request must present a valid token wherever the gateway
+    /// listens (its own token or an issuer is configured).
     pub(crate) fn required(&self) -> bool {
         self.shared.is_some() || self.issuer.is_some()
+    }
+
+    /// Whether the gateway can tell its callers apart on an address other
+    /// machines reach: its own token, an issuer, or API keys in its store
+    /// (read now).
+    pub(crate) async fn guards_network(&self) -> bool {
+        if self.required() {
+            return true;
+        }
+        match &self.store {
+            Some(store) => store.has_api_keys().await.unwrap_or_else(|e| {
+                tracing::warn!("cannot read whether the state store holds API keys: {e}");
+                false
+            }),
+            None => false,
+        }
+    }
+
+    /// Who sends a request without a token on loopback, where none is
+    /// required: the one local caller, or — once the store holds an API
+    /// key — an anonymous one.
+    async fn tokenless(&self) -> Arc<Principal> {
+        if self.keys_present().await {
+            self.anonymous.clone()
+        } else {
+            self.local.clone()
+        }
+    }
+
+    /// Whether the store holds any API key: remembered for
+    /// [`KEYS_PRESENT_TTL`], forgotten when the keys change, and true at
+    /// once when a key is found. A store that cannot say counts as holding
+    /// one (the caller is then anonymous, never an operator by mistake).
+    async fn keys_present(&self) -> bool {
+        let Some(store) = &self.store else {
+            return false;
+        };
+        if let Some((present, at)) = *self.keys_present.lock()
+            && at.elapsed() < KEYS_PRESENT_TTL
+        {
+            return present;
+        }
+        let seen = self.changes.load(Ordering::Relaxed);
+        let present = match store.has_api_keys().await {
+            Ok(present) => present,
+            Err(e) => {
+                tracing::warn!("cannot read whether the state store holds API keys: {e}");
+                return true;
+            }
+        };
+        let mut remembered = self.keys_present.lock();
+        if self.changes.load(Ordering::Relaxed) == seen {
+            *remembered = Some((present, Instant::now()));
+        }
+        present
     }
 
     /// The issuer whose tokens are accepted, if any.
@@ -111,13 +180,18 @@ impl Identity {
         let mut keys = self.keys.lock();
         self.changes.fetch_add(1, Ordering::Relaxed);
         keys.clear();
+        *self.keys_present.lock() = None;
     }
 
-    /// Who sends a request with these headers.
+    /// Who sends a request with these headers to a gateway listening on
+    /// loopback (`loopback`) or on an address other machines reach (where
+    /// a request without a valid credential is always refused).
     pub(crate) async fn authenticate(
         &self,
         headers: &HeaderMap,
+        loopback: bool,
     ) -> Result<Arc<Principal>, Refused> {
+        let open = loopback && !self.required();
         let presented = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
@@ -130,10 +204,10 @@ impl Identity {
             .map(str::trim)
             .filter(|t| !t.is_empty());
         let Some(token) = presented else {
-            return if self.required() {
-                Err(Refused::Missing)
+            return if open {
+                Ok(self.tokenless().await)
             } else {
-                Ok(self.local.clone())
+                Err(Refused::Missing)
             };
         };
         if let Some(shared) = &self.shared
@@ -155,8 +229,8 @@ impl Identity {
                 .map_err(Refused::Token),
             // No issuer: a token nobody configured is wrong where one is
             // required, and ignored on an open gateway.
-            None if self.required() => Err(Refused::Unknown),
-            None => Ok(self.local.clone()),
+            None if open => Ok(self.tokenless().await),
+            None => Err(Refused::Unknown),
         }
     }
 
@@ -179,6 +253,8 @@ impl Identity {
             Refused::Unavailable
         })?;
         if let Some(key) = &found {
+            // A key exists: requests without one are anonymous from now.
+            *self.keys_present.lock() = Some((true, Instant::now()));
             store.touch_api_key(&key.name).await;
         }
         let principal = found.map(|key| Arc::new(Principal::api_key(&key.name, key.operator)));
@@ -232,17 +308,24 @@ pub(crate) fn base_url(headers: &HeaderMap) -> String {
     format!("{scheme}://{host}")
 }
 
+/// When a request refused because the state store did not answer may be
+/// sent again (seconds).
+const STORE_RETRY_AFTER_SECS: u64 = 1;
+
 /// The answer to a request refused for `why`: 401 with the challenge (503
-/// when the store could not say), plain text naming the rule.
+/// with `Retry-After` when the store or the issuer could not say), plain
+/// text naming the rule.
 pub(crate) fn refusal(identity: &Identity, headers: &HeaderMap, why: &Refused) -> Response {
     let (status, message, token_error) = match why {
         Refused::Missing => (
             StatusCode::UNAUTHORIZED,
             if identity.issuer().is_some() {
                 "this extpool gateway requires an access token (Authorization: Bearer <token>); its issuer is named in the protected-resource metadata".to_owned()
-            } else {
-                "this extpool gateway requires its bearer token (Authorization: Bearer <token>)"
+            } else if identity.shared.is_some() {
+                "this extpool gateway requires its bearer token or an API key (Authorization: Bearer <token>)"
                     .to_owned()
+            } else {
+                "this extpool gateway requires an API key (Authorization: Bearer epk_…)".to_owned()
             },
             None,
         ),
@@ -251,12 +334,22 @@ pub(crate) fn refusal(identity: &Identity, headers: &HeaderMap, why: &Refused) -
             "the bearer token is not one this extpool gateway accepts".to_owned(),
             None,
         ),
+        // The issuer is down: nothing is known against the token, and a
+        // client told `invalid_token` would drop it.
+        Refused::Token(e) if e.retry_after_secs().is_some() => {
+            (StatusCode::SERVICE_UNAVAILABLE, e.to_string(), None)
+        }
         Refused::Token(e) => (StatusCode::UNAUTHORIZED, e.to_string(), Some(e)),
         Refused::Unavailable => (
             StatusCode::SERVICE_UNAVAILABLE,
             "the API key could not be checked (the state store does not answer); retry".to_owned(),
             None,
         ),
+    };
+    let retry_after = match why {
+        Refused::Token(e) => e.retry_after_secs(),
+        Refused::Unavailable => Some(STORE_RETRY_AFTER_SECS),
+        _ => None,
     };
     let mut challenge = if let Some(issuer) = identity.issuer() {
         extpool_auth::resource::www_authenticate(
@@ -303,6 +396,11 @@ pub(crate) fn refusal(identity: &Identity, headers: &HeaderMap, why: &Refused) -
         response
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, value);
+    }
+    if let Some(secs) = retry_after {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, http::HeaderValue::from(secs));
     }
     response
 }

@@ -494,7 +494,7 @@ where
     F: FnOnce(Request) -> Fut,
     Fut: std::future::Future<Output = Response>,
 {
-    let slot = match shared.live.reserve() {
+    let slot = match shared.live.reserve(owner.clone()) {
         Ok(slot) => slot,
         Err(full) => return refuse_full(shared, message, &full),
     };
@@ -506,7 +506,7 @@ where
         };
         record_owner(shared, endpoint, &made.id, owner.as_deref()).await;
         let key = (endpoint.to_owned(), made.id);
-        slot.fill(key.clone(), owner);
+        slot.fill(key.clone());
         shared.live.set_inline(&key, made.session);
         return made.response;
     }
@@ -546,7 +546,7 @@ where
     } else {
         record_owner(shared, endpoint, &id, owner.as_deref()).await;
         let key = (endpoint.to_owned(), id);
-        slot.fill(key.clone(), owner);
+        slot.fill(key.clone());
         if let Some(inline) = registration.registered() {
             if let Some(declared) = inline.declare_tasks(&bytes) {
                 parts.headers.remove(header::CONTENT_LENGTH);
@@ -586,12 +586,13 @@ fn answers_with_error(bytes: &[u8]) -> bool {
         .any(|v| is_error(&v))
 }
 
-/// The answer at the session limit: HTTP 503, `Retry-After`, and the
-/// JSON-RPC error saying when a slot frees.
+/// The answer at a session limit: HTTP 503 (the gateway's) or 429 (the
+/// caller's own), `Retry-After`, and the JSON-RPC error saying when a
+/// slot frees.
 fn refuse_full(shared: &Shared, message: &Message, full: &crate::live::Full) -> Response {
     shared.metrics.refused(Refusal::Sessions);
     let mut answer = rpc_error(
-        StatusCode::SERVICE_UNAVAILABLE,
+        StatusCode::from_u16(full.status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE),
         message.id.as_ref(),
         -32000,
         &full.message(),

@@ -49,13 +49,14 @@ use crate::handler::GatewayHandler;
 use crate::relay::InlineRelay;
 
 mod headers;
+pub(crate) mod kept;
 mod replay;
 mod running;
 mod stateless;
 mod subscriptions;
 
 pub(crate) use headers::{accepted, json_body};
-pub(crate) use replay::listen;
+pub(crate) use replay::{event_stream, listen};
 pub(crate) use running::{AbortOnDrop, json};
 pub(crate) use stateless::serve as stateless;
 
@@ -142,6 +143,7 @@ impl InlineSession {
         client: crate::client_peer::ClientPeer,
         stateless: bool,
     ) -> Arc<Self> {
+        let kept = handler.shared().kept_streams.clone();
         Arc::new(InlineSession {
             handler,
             peer,
@@ -149,7 +151,7 @@ impl InlineSession {
             in_flight: Mutex::new(HashMap::new()),
             asked: Mutex::new(HashMap::new()),
             next_ask: AtomicU64::new(0),
-            replays: replay::Replays::default(),
+            replays: replay::Replays::new(kept),
             stateless,
         })
     }

@@ -16,7 +16,9 @@
 //!   read ([`crate::inbound`]).
 //!
 //! Each request carries its connection's [`Arrival`], for the `Host`
-//! rule. On shutdown ([`crate::shutdown`]) the listener stops accepting
+//! rule, and its [`Cut`]: what closes the connection at once, for a
+//! handler that must drop a client that does not read what it is sent
+//! (the operator page's streams, [`crate::page`]). On shutdown ([`crate::shutdown`]) the listener stops accepting
 //! and closes its socket, so a new connection is refused; each open
 //! connection closes once its response in flight is done (an idle one at
 //! once), within the gateway's shutdown timeout, after which requests
@@ -49,6 +51,12 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 const REFUSING: usize = 64;
 /// How long a refused connection is given to read its answer.
 const REFUSAL_LINGER: Duration = Duration::from_secs(1);
+
+/// Closes the connection a request came on, at once, with whatever it
+/// was writing: for a response its client does not read, which hyper then
+/// no longer asks for more of, so nothing else would end it.
+#[derive(Debug, Clone)]
+pub(crate) struct Cut(pub(crate) CancellationToken);
 
 /// The bounds of each connection.
 #[derive(Debug, Clone, Copy)]
@@ -145,8 +153,11 @@ async fn connection(
     stop: CancellationToken,
     permit: tokio::sync::OwnedSemaphorePermit,
 ) {
+    let cut = CancellationToken::new();
+    let cutter = Cut(cut.clone());
     let service = app.map_request(move |mut request: http::Request<Incoming>| {
         request.extensions_mut().insert(arrival);
+        request.extensions_mut().insert(cutter.clone());
         request.map(axum::body::Body::new)
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -171,6 +182,11 @@ async fn connection(
             () = stop.cancelled(), if !stopping => {
                 stopping = true;
                 conn.as_mut().graceful_shutdown();
+            }
+            () = cut.cancelled() => {
+                tracing::debug!(peer = %arrival.peer, "connection cut");
+                drop(permit);
+                return;
             }
         }
     }

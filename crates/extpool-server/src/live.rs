@@ -92,8 +92,61 @@ struct State {
     sessions: HashMap<Key, Entry>,
     /// Slots taken for sessions being made or resumed.
     reserved: usize,
+    /// Sessions held and slots reserved, per owner (`None`: the gateway's
+    /// one caller); an owner with none has no entry.
+    owners: HashMap<Option<String>, usize>,
     /// Requests in flight per endpoint, sessions or not.
     endpoints: HashMap<String, usize>,
+}
+
+impl State {
+    /// Sessions held and slots reserved by `owner`.
+    fn of(&self, owner: &Option<String>) -> usize {
+        self.owners.get(owner).copied().unwrap_or(0)
+    }
+
+    /// Counts one more session or slot of `owner`.
+    fn count(&mut self, owner: &Option<String>) {
+        *self.owners.entry(owner.clone()).or_default() += 1;
+    }
+
+    /// Counts one session or slot of `owner` less.
+    fn uncount(&mut self, owner: &Option<String>) {
+        if let Some(n) = self.owners.get_mut(owner) {
+            *n -= 1;
+            if *n == 0 {
+                self.owners.remove(owner);
+            }
+        }
+    }
+
+    /// Holds session `key` as `entry` (counted for its owner).
+    fn insert(&mut self, key: Key, entry: Entry) {
+        self.count(&entry.owner);
+        if let Some(old) = self.sessions.insert(key, entry) {
+            self.uncount(&old.owner);
+        }
+    }
+
+    /// Stops holding session `key`.
+    fn remove(&mut self, key: &Key) -> Option<Entry> {
+        let entry = self.sessions.remove(key)?;
+        self.uncount(&entry.owner);
+        Some(entry)
+    }
+
+    /// Stops holding every session `keep` says no to.
+    fn retain(&mut self, mut keep: impl FnMut(&Key, &Entry) -> bool) {
+        let gone: Vec<Key> = self
+            .sessions
+            .iter()
+            .filter(|(k, e)| !keep(k, e))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in gone {
+            self.remove(&key);
+        }
+    }
 }
 
 /// Why a session could not be given a slot.
@@ -101,10 +154,15 @@ struct State {
 pub(crate) struct Full {
     /// The limit.
     pub max: usize,
-    /// When the longest-idle session expires, if any is idle.
+    /// When the longest-idle session (of the caller, when `own`) expires,
+    /// if any is idle.
     pub frees_in: Option<Duration>,
     /// The idle timeout.
     pub idle: Duration,
+    /// Whether the caller holds as many as one caller may
+    /// (`--sessions-per-principal`); else the gateway is full
+    /// (`--max-sessions`).
+    pub own: bool,
 }
 
 impl Full {
@@ -121,10 +179,22 @@ impl Full {
                 self.idle.as_secs()
             ),
         };
+        if self.own {
+            return format!(
+                "you hold {} MCP sessions on this extpool gateway, the most one caller may (gateway.limits.sessions_per_principal, extpool serve --sessions-per-principal): end one you no longer use (HTTP DELETE with its Mcp-Session-Id), or {when}",
+                self.max
+            );
+        }
         format!(
             "this extpool gateway holds at most {} MCP sessions at once (extpool serve --max-sessions) and all are taken: {when}",
             self.max
         )
+    }
+
+    /// The HTTP status of the refusal: 429 when the caller holds its most
+    /// (it may end one of its own), 503 when the gateway is full.
+    pub(crate) fn status(&self) -> u16 {
+        if self.own { 429 } else { 503 }
     }
 
     /// Seconds for a `Retry-After` header.
@@ -153,17 +223,21 @@ pub(crate) enum Refused {
 pub(crate) struct Live {
     state: Mutex<State>,
     max: usize,
+    /// Most sessions one owner holds.
+    per_owner: usize,
     idle: Duration,
     /// Sessions (MCP and durable) ended for being idle, so far.
     expired: tokio::sync::watch::Sender<u64>,
 }
 
 impl Live {
-    /// At most `max` sessions, each kept while idle for `idle`.
-    pub(crate) fn new(max: usize, idle: Duration) -> Self {
+    /// At most `max` sessions, `per_owner` of one owner, each kept while
+    /// idle for `idle`.
+    pub(crate) fn new(max: usize, per_owner: usize, idle: Duration) -> Self {
         Self {
             state: Mutex::new(State::default()),
             max,
+            per_owner,
             idle,
             expired: tokio::sync::watch::Sender::new(0),
         }
@@ -204,32 +278,37 @@ impl Live {
         state.sessions.len() + state.reserved
     }
 
-    /// `Err` when every slot is taken in `state`.
-    fn room(&self, state: &State) -> Result<(), Full> {
-        if state.sessions.len() + state.reserved < self.max {
+    /// `Err` when every slot is taken in `state`, or `owner` holds as
+    /// many as one owner may.
+    fn room(&self, state: &State, owner: &Option<String>) -> Result<(), Full> {
+        let own = state.of(owner) >= self.per_owner;
+        if !own && state.sessions.len() + state.reserved < self.max {
             return Ok(());
         }
         let now = Instant::now();
         let frees_in = state
             .sessions
             .values()
-            .filter(|e| e.open == 0)
+            .filter(|e| e.open == 0 && (!own || e.owner == *owner))
             .map(|e| (e.last + self.idle).saturating_duration_since(now))
             .min();
         Err(Full {
-            max: self.max,
+            max: if own { self.per_owner } else { self.max },
             frees_in,
             idle: self.idle,
+            own,
         })
     }
 
-    /// Takes a slot for a session about to be made.
-    pub(crate) fn reserve(self: &Arc<Self>) -> Result<Slot, Full> {
+    /// Takes a slot for a session of `owner` about to be made.
+    pub(crate) fn reserve(self: &Arc<Self>, owner: Option<String>) -> Result<Slot, Full> {
         let mut state = self.state.lock();
-        self.room(&state)?;
+        self.room(&state, &owner)?;
         state.reserved += 1;
+        state.count(&owner);
         Ok(Slot {
             live: Some(self.clone()),
+            owner,
         })
     }
 
@@ -273,13 +352,13 @@ impl Live {
 
     /// Forgets session `key` (its client ended it, or rmcp did).
     pub(crate) fn forget(&self, key: &Key) {
-        self.state.lock().sessions.remove(key);
+        self.state.lock().remove(key);
     }
 
     /// Forgets every session of `endpoint` (its durable session closed
     /// here): they end, and their clients are told they are gone.
     pub(crate) fn forget_endpoint(&self, endpoint: &str) {
-        self.state.lock().sessions.retain(|(e, _), _| e != endpoint);
+        self.state.lock().retain(|(e, _), _| e != endpoint);
     }
 
     /// Forgets session `key` unless a request or stream of it is open (a
@@ -288,7 +367,7 @@ impl Live {
     pub(crate) fn forget_unused(&self, key: &Key) {
         let mut state = self.state.lock();
         if state.sessions.get(key).is_some_and(|e| e.open == 0) {
-            state.sessions.remove(key);
+            state.remove(key);
         }
     }
 
@@ -319,11 +398,11 @@ impl Live {
         if state.sessions.contains_key(key) {
             return Ok((self.admit_in(&mut state, key, id)?, None));
         }
-        self.room(&state).map_err(Refused::Full)?;
+        self.room(&state, &owner).map_err(Refused::Full)?;
         let (done, resuming) = watch::channel(());
         let mut entry = Entry::new(owner);
         entry.resuming = Some(resuming.clone());
-        state.sessions.insert(key.clone(), entry);
+        state.insert(key.clone(), entry);
         let mut busy = self.admit_in(&mut state, key, id)?;
         // The resuming request itself waits for nothing.
         busy.resume = None;
@@ -404,7 +483,7 @@ impl Live {
             .map(|(k, _)| k.clone())
             .collect();
         for key in &expired {
-            state.sessions.remove(key);
+            state.remove(key);
         }
         expired
     }
@@ -414,19 +493,21 @@ impl Live {
 #[derive(Debug)]
 pub(crate) struct Slot {
     live: Option<Arc<Live>>,
+    /// Whose session it is for.
+    owner: Option<String>,
 }
 
 impl Slot {
-    /// The session `key`, of `owner`, was made (or resumed): it takes the
-    /// slot.
-    pub(crate) fn fill(mut self, key: Key, owner: Option<String>) {
+    /// The session `key` was made (or resumed): it takes the slot.
+    pub(crate) fn fill(mut self, key: Key) {
         if let Some(live) = self.live.take() {
             let mut state = live.state.lock();
             state.reserved -= 1;
-            state
-                .sessions
-                .entry(key)
-                .or_insert_with(|| Entry::new(owner));
+            state.uncount(&self.owner);
+            if !state.sessions.contains_key(&key) {
+                let owner = std::mem::take(&mut self.owner);
+                state.insert(key, Entry::new(owner));
+            }
         }
     }
 }
@@ -434,7 +515,9 @@ impl Slot {
 impl Drop for Slot {
     fn drop(&mut self) {
         if let Some(live) = self.live.take() {
-            live.state.lock().reserved -= 1;
+            let mut state = live.state.lock();
+            state.reserved -= 1;
+            state.uncount(&self.owner);
         }
     }
 }
@@ -529,11 +612,11 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn slots_are_bounded_and_the_refusal_says_when_one_frees() {
-        let live = Arc::new(Live::new(2, Duration::from_secs(60)));
-        live.reserve().unwrap().fill(key("a"), None);
+        let live = Arc::new(Live::new(2, 2, Duration::from_secs(60)));
+        live.reserve(None).unwrap().fill(key("a"));
         tokio::time::advance(Duration::from_secs(10)).await;
-        let b = live.reserve().unwrap();
-        let full = live.reserve().unwrap_err();
+        let b = live.reserve(None).unwrap();
+        let full = live.reserve(None).unwrap_err();
         assert_eq!(full.frees_in, Some(Duration::from_secs(50)), "{full:?}");
         assert!(
             full.message().contains("expires in 50 s"),
@@ -543,22 +626,22 @@ mod tests {
         assert_eq!(full.retry_after(), 50);
         drop(b);
         assert_eq!(live.taken(), 1, "an unfilled slot is given back");
-        let _again = live.reserve().unwrap();
+        let _again = live.reserve(None).unwrap();
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_busy_session_never_expires_and_an_idle_one_does() {
-        let live = Arc::new(Live::new(8, Duration::from_secs(60)));
-        live.reserve().unwrap().fill(key("busy"), None);
-        live.reserve().unwrap().fill(key("idle"), None);
+        let live = Arc::new(Live::new(8, 8, Duration::from_secs(60)));
+        live.reserve(None).unwrap().fill(key("busy"));
+        live.reserve(None).unwrap().fill(key("idle"));
         let stream = live.admit(&key("busy"), None).unwrap();
         tokio::time::advance(Duration::from_secs(61)).await;
         assert_eq!(live.expire(Instant::now()), vec![key("idle")]);
-        let full = Live::new(1, Duration::from_secs(60));
+        let full = Live::new(1, 1, Duration::from_secs(60));
         let full = Arc::new(full);
-        full.reserve().unwrap().fill(key("x"), None);
+        full.reserve(None).unwrap().fill(key("x"));
         let _busy = full.admit(&key("x"), None).unwrap();
-        assert_eq!(full.reserve().unwrap_err().frees_in, None);
+        assert_eq!(full.reserve(None).unwrap_err().frees_in, None);
         drop(stream);
         tokio::time::advance(Duration::from_secs(59)).await;
         assert!(live.expire(Instant::now()).is_empty());
@@ -569,13 +652,13 @@ mod tests {
 
     #[test]
     fn a_request_id_in_flight_is_refused_until_it_ends() {
-        let live = Arc::new(Live::new(8, Duration::from_secs(60)));
+        let live = Arc::new(Live::new(8, 8, Duration::from_secs(60)));
         assert_eq!(
             live.admit(&key("s"), Some("1")).unwrap_err(),
             Refused::NotHeld
         );
-        live.reserve().unwrap().fill(key("s"), None);
-        live.reserve().unwrap().fill(key("t"), None);
+        live.reserve(None).unwrap().fill(key("s"));
+        live.reserve(None).unwrap().fill(key("t"));
         let first = live.admit(&key("s"), Some("1")).unwrap();
         assert_eq!(
             live.admit(&key("s"), Some("1")).unwrap_err(),
@@ -589,7 +672,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_resumed_session_holds_its_first_requests_id_and_resumes_once() {
-        let live = Arc::new(Live::new(2, Duration::from_secs(60)));
+        let live = Arc::new(Live::new(2, 2, Duration::from_secs(60)));
         let (first, resuming) = live
             .resume(&key("r"), Some("alice".into()), Some("42"))
             .unwrap();
@@ -626,7 +709,7 @@ mod tests {
 
     #[test]
     fn a_resume_at_the_limit_is_refused_and_one_that_came_to_nothing_is_forgotten() {
-        let live = Arc::new(Live::new(1, Duration::from_secs(60)));
+        let live = Arc::new(Live::new(1, 1, Duration::from_secs(60)));
         let (busy, resuming) = live.resume(&key("a"), None, None).unwrap();
         assert!(matches!(
             live.resume(&key("b"), None, Some("1")).unwrap_err(),
@@ -645,16 +728,54 @@ mod tests {
 
     #[test]
     fn an_endpoint_with_a_request_on_its_way_is_not_idle() {
-        let live = Arc::new(Live::new(8, Duration::from_secs(60)));
+        let live = Arc::new(Live::new(8, 8, Duration::from_secs(60)));
         let arriving = live.arriving("d1");
         assert!(!live.if_endpoint_idle("d1", || panic!("busy")));
         drop(arriving);
         let mut ran = false;
         assert!(live.if_endpoint_idle("d1", || ran = true));
         assert!(ran);
-        live.reserve()
-            .unwrap()
-            .fill(("d1".into(), "m".into()), None);
+        live.reserve(None).unwrap().fill(("d1".into(), "m".into()));
         assert!(!live.if_endpoint_idle("d1", || panic!("held")));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_owner_holds_at_most_its_share_and_is_told_when_one_of_its_own_frees() {
+        let live = Arc::new(Live::new(8, 2, Duration::from_secs(60)));
+        let alice = || Some("alice".to_owned());
+        live.reserve(alice()).unwrap().fill(key("a1"));
+        tokio::time::advance(Duration::from_secs(10)).await;
+        live.reserve(None).unwrap().fill(key("local"));
+        let pending = live.reserve(alice()).unwrap();
+        let full = live.reserve(alice()).unwrap_err();
+        assert!(full.own && full.max == 2, "{full:?}");
+        assert_eq!(full.status(), 429);
+        assert_eq!(full.frees_in, Some(Duration::from_secs(50)), "{full:?}");
+        assert!(
+            full.message().contains("the most one caller may"),
+            "{}",
+            full.message()
+        );
+        // Others are not held back by her.
+        live.reserve(Some("bob".into())).unwrap().fill(key("b1"));
+        // A slot given back, a session ended, a resume: counted as hers.
+        drop(pending);
+        live.reserve(alice()).unwrap().fill(key("a2"));
+        assert!(live.reserve(alice()).unwrap_err().own);
+        live.forget(&key("a1"));
+        let (busy, resuming) = live.resume(&key("a3"), alice(), None).unwrap();
+        assert!(matches!(
+            live.resume(&key("a4"), alice(), None),
+            Err(Refused::Full(Full { own: true, .. }))
+        ));
+        drop((busy, resuming));
+        live.forget_endpoint("");
+        assert_eq!(live.taken(), 0);
+        assert!(live.state.lock().owners.is_empty());
+        // The gateway's own limit is said as such.
+        let small = Arc::new(Live::new(1, 1, Duration::from_secs(60)));
+        small.reserve(alice()).unwrap().fill(key("x"));
+        let full = small.reserve(None).unwrap_err();
+        assert!(!full.own && full.status() == 503, "{full:?}");
     }
 }

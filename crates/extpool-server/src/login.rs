@@ -2,27 +2,39 @@
 //! through the gateway:
 //!
 //! - `POST /v1/login/{server}` (the caller's token) starts the login —
-//!   discovery, registration, PKCE, `resource=` — and answers the
-//!   authorization URL for the caller's browser; the redirect comes back
-//!   to the gateway itself, `/oauth/callback`;
-//! - `GET /oauth/callback` (no token: a browser brings none; the
-//!   unguessable `state` ties it to the login that sent it) finishes the
-//!   login: the code is exchanged and the grant stored encrypted as that
-//!   caller's own record ([`extpool_auth::OAuthProfile::record_name`]);
+//!   discovery, registration, PKCE, `resource=` — and answers the URL of
+//!   the gateway's login page for the caller's browser; the identity
+//!   provider's redirect comes back to the gateway itself,
+//!   `/oauth/callback`;
+//! - the login page and the callback are the browser's side
+//!   ([`browser`]): the page says who will be logged in, and its button
+//!   binds the login to the browser that pressed it (a cookie) before
+//!   sending it on to the provider; only that browser's return completes
+//!   the login (OAuth 2.1 §7.14, RFC 9700 §4.7: a login started by one
+//!   caller is never completed by another's browser, which would make
+//!   the first act as the second);
 //! - `GET /v1/login/{server}` says how the caller's login stands
 //!   (`?wait_ms=` waits for it to change, a watch without polling).
+//!
+//! A caller has one login per server at a time — asking again answers
+//! the one waiting, so no second client is registered upstream — and at
+//! most [`MAX_PENDING_PER_CALLER`] waiting at once; every caller
+//! together at most [`MAX_PENDING`]. Both bounds hold before discovery
+//! and registration begin.
 //!
 //! The caller's sessions then reach the server with its grant: new
 //! sessions at once, open ones on their next refresh (or when the failed
 //! server is listed again). A login never touches another caller's grant.
+
+mod browser;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::{Extension, Path, Query, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use extpool_auth::login::{AuthorizeError, Authorizer, PendingRedirect};
 use extpool_host::core::Principal;
@@ -30,27 +42,41 @@ use parking_lot::Mutex;
 use serde_json::json;
 use tokio::sync::{oneshot, watch};
 
+pub(crate) use browser::{callback, confirm, confirm_page};
+
 use crate::gateway::Shared;
 
 /// The path the identity provider sends the browser back to.
 pub const CALLBACK_PATH: &str = "/oauth/callback";
+/// The gateway's login page, where a caller's browser starts its login
+/// (`?state=`): it shows who will be logged in and binds the login to the
+/// browser that goes on.
+pub const LOGIN_PAGE_PATH: &str = "/oauth/login";
 /// How long a login waits for its browser to come back.
 const LOGIN_PATIENCE: Duration = Duration::from_secs(600);
 /// Most logins waiting for their browser at once (every caller together).
 const MAX_PENDING: usize = 256;
+/// Most logins one caller has waiting at once (each for another server).
+pub(crate) const MAX_PENDING_PER_CALLER: usize = 4;
 /// Most (caller, server) login statuses kept; past it, the finished ones
 /// are forgotten (a caller asking again is told `none`).
 const MAX_STATUSES: usize = 4096;
 /// Longest wait of `GET /v1/login/{server}?wait_ms=`.
 const WAIT_MAX_MS: u64 = 60_000;
+/// How long a second start of a login waits for the first one's URL.
+const START_PATIENCE: Duration = Duration::from_secs(60);
+
+/// A login's caller (its owner key) and server.
+pub(crate) type Key = (String, String);
 
 /// How one caller's login to one server stands.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub(crate) enum LoginStatus {
-    /// No login was started here.
+    /// No login was started here (or one is starting).
     None,
-    /// Waiting for the browser at `authorization_url`.
+    /// Waiting for the browser at `authorization_url` (the gateway's
+    /// login page).
     Pending {
         /// Where the caller's browser goes.
         authorization_url: String,
@@ -64,23 +90,82 @@ pub(crate) enum LoginStatus {
     },
 }
 
+/// One login waiting for its caller's browser, by its `state`.
+pub(crate) struct Waiting {
+    /// Whose login, to which server.
+    pub key: Key,
+    /// Who will be logged in, as the login page names it.
+    pub who: String,
+    /// The identity provider's authorization URL (the page's button leads
+    /// there).
+    pub authorization_url: String,
+    /// Whether the gateway is reached over https (the cookie is `Secure`).
+    pub secure: bool,
+    /// SHA-256 of the cookie of the browser that confirmed the login last;
+    /// none until one did.
+    pub bound: Option<[u8; 32]>,
+    /// Where the browser's return goes: the redirect URL, or why the
+    /// login ends without it.
+    pub redirect: oneshot::Sender<Result<String, String>>,
+}
+
 /// The gateway's logins in progress.
 #[derive(Default)]
 pub(crate) struct Logins {
+    /// The servers each caller has a login starting or waiting for.
+    reserved: Mutex<HashMap<String, Vec<String>>>,
     /// Redirects awaited, by their `state`.
-    waiting: Mutex<HashMap<String, oneshot::Sender<String>>>,
+    waiting: Mutex<HashMap<String, Waiting>>,
     /// Each (caller, server)'s login, as it changes.
-    status: Mutex<HashMap<(String, String), watch::Sender<LoginStatus>>>,
+    status: Mutex<HashMap<Key, watch::Sender<LoginStatus>>>,
+}
+
+/// What [`Logins::reserve`] found.
+enum Reserved {
+    /// A new login may start: the reservation ends when it is dropped.
+    New(Reservation),
+    /// The caller has a login to this server starting or waiting already.
+    Existing,
+    /// A bound is reached (the refusal, in words).
+    Full(String),
+}
+
+/// A caller's login to one server, from its start to its end.
+struct Reservation {
+    shared: Arc<Shared>,
+    key: Key,
+}
+
+impl Reservation {
+    /// Ends the login with `status`: its outcome is told and its place
+    /// freed at once (whoever sees the outcome may start another).
+    fn finish(self, status: LoginStatus) {
+        let mut reserved = self.shared.logins.reserved.lock();
+        release(&mut reserved, &self.key);
+        self.shared.logins.set(&self.key, status);
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        release(&mut self.shared.logins.reserved.lock(), &self.key);
+    }
+}
+
+/// Frees `key`'s place among the reserved logins (if it still has one).
+fn release(reserved: &mut HashMap<String, Vec<String>>, key: &Key) {
+    if let Some(servers) = reserved.get_mut(&key.0) {
+        servers.retain(|s| *s != key.1);
+        if servers.is_empty() {
+            reserved.remove(&key.0);
+        }
+    }
 }
 
 impl Logins {
     /// The status of `key`, made `none` when there is none (within the
     /// bound).
-    fn entry<T>(
-        &self,
-        key: &(String, String),
-        with: impl FnOnce(&watch::Sender<LoginStatus>) -> T,
-    ) -> T {
+    fn entry<T>(&self, key: &Key, with: impl FnOnce(&watch::Sender<LoginStatus>) -> T) -> T {
         let mut status = self.status.lock();
         if !status.contains_key(key) && status.len() >= MAX_STATUSES {
             status.retain(|_, s| matches!(*s.borrow(), LoginStatus::Pending { .. }));
@@ -91,28 +176,78 @@ impl Logins {
         with(sender)
     }
 
-    fn status_of(&self, key: &(String, String)) -> watch::Receiver<LoginStatus> {
+    pub(crate) fn status_of(&self, key: &Key) -> watch::Receiver<LoginStatus> {
         self.entry(key, watch::Sender::subscribe)
     }
 
-    fn set(&self, key: &(String, String), status: LoginStatus) {
+    fn set(&self, key: &Key, status: LoginStatus) {
         self.entry(key, |sender| {
             sender.send_replace(status);
         });
     }
+
+    /// Reserves `key`'s login within the bounds; a new one's status is
+    /// `none` until it has its URL (an earlier login's outcome is no
+    /// longer its news).
+    fn reserve(&self, shared: &Arc<Shared>, key: &Key) -> Reserved {
+        let mut reserved = self.reserved.lock();
+        let (caller, server) = key;
+        let mine = reserved.get(caller).map_or(&[][..], Vec::as_slice);
+        if mine.contains(server) {
+            return Reserved::Existing;
+        }
+        if mine.len() >= MAX_PENDING_PER_CALLER {
+            return Reserved::Full(format!(
+                "{MAX_PENDING_PER_CALLER} of your logins already wait for your browser ({}); finish or wait for one of them",
+                mine.join(", ")
+            ));
+        }
+        if reserved.values().map(Vec::len).sum::<usize>() >= MAX_PENDING {
+            return Reserved::Full(format!(
+                "{MAX_PENDING} logins already wait for their browsers; try again later"
+            ));
+        }
+        reserved
+            .entry(caller.clone())
+            .or_default()
+            .push(server.clone());
+        self.set(key, LoginStatus::None);
+        Reserved::New(Reservation {
+            shared: shared.clone(),
+            key: key.clone(),
+        })
+    }
+
+    /// Takes the login waiting for `state`, if any.
+    pub(crate) fn take(&self, state: &str) -> Option<Waiting> {
+        self.waiting.lock().remove(state)
+    }
+
+    /// Runs `with` on the login waiting for `state`, if any.
+    pub(crate) fn with_waiting<T>(
+        &self,
+        state: &str,
+        with: impl FnOnce(&mut Waiting) -> T,
+    ) -> Option<T> {
+        self.waiting.lock().get_mut(state).map(with)
+    }
 }
 
 /// The authorizer of one login: the redirect is the gateway's own
-/// callback, the authorization URL goes to whoever asked.
+/// callback; the login page's URL goes to whoever asked.
 struct GatewayAuthorizer {
     shared: Arc<Shared>,
-    redirect_uri: String,
+    key: Key,
+    who: String,
+    base: String,
     url: Mutex<Option<oneshot::Sender<String>>>,
 }
 
 struct GatewayRedirect {
     shared: Arc<Shared>,
-    redirect_uri: String,
+    key: Key,
+    who: String,
+    base: String,
     url: Option<oneshot::Sender<String>>,
 }
 
@@ -121,13 +256,15 @@ impl Authorizer for GatewayAuthorizer {
     async fn start(&self) -> Result<Box<dyn PendingRedirect>, AuthorizeError> {
         Ok(Box::new(GatewayRedirect {
             shared: self.shared.clone(),
-            redirect_uri: self.redirect_uri.clone(),
+            key: self.key.clone(),
+            who: self.who.clone(),
+            base: self.base.clone(),
             url: self.url.lock().take(),
         }))
     }
 }
 
-/// The `state` parameter of an authorization URL.
+/// The `state` parameter of a URL's query.
 fn state_of(url: &str) -> Option<String> {
     url::Url::parse(url)
         .ok()?
@@ -136,33 +273,43 @@ fn state_of(url: &str) -> Option<String> {
         .map(|(_, v)| v.into_owned())
 }
 
+/// The gateway's login page of the login `state`, at `base`.
+fn login_page_url(base: &str, state: &str) -> String {
+    let query: String = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("state", state)
+        .finish();
+    format!("{base}{LOGIN_PAGE_PATH}?{query}")
+}
+
 #[async_trait::async_trait]
 impl PendingRedirect for GatewayRedirect {
     fn redirect_uri(&self) -> String {
-        self.redirect_uri.clone()
+        format!("{}{CALLBACK_PATH}", self.base)
     }
 
     async fn wait(mut self: Box<Self>, authorization_url: &str) -> Result<String, AuthorizeError> {
         let state = state_of(authorization_url)
             .ok_or_else(|| AuthorizeError("the authorization URL carries no state".into()))?;
         let (tx, rx) = oneshot::channel();
-        {
-            let mut waiting = self.shared.logins.waiting.lock();
-            waiting.retain(|_, t| !t.is_closed());
-            if waiting.len() >= MAX_PENDING {
-                return Err(AuthorizeError(format!(
-                    "{MAX_PENDING} logins already wait for their browsers; try again later"
-                )));
-            }
-            waiting.insert(state.clone(), tx);
-        }
+        self.shared.logins.waiting.lock().insert(
+            state.clone(),
+            Waiting {
+                key: self.key.clone(),
+                who: self.who.clone(),
+                authorization_url: authorization_url.to_owned(),
+                secure: self.base.starts_with("https://"),
+                bound: None,
+                redirect: tx,
+            },
+        );
         if let Some(url) = self.url.take() {
-            let _ = url.send(authorization_url.to_owned());
+            let _ = url.send(login_page_url(&self.base, &state));
         }
         let came = tokio::time::timeout(LOGIN_PATIENCE, rx).await;
         self.shared.logins.waiting.lock().remove(&state);
         match came {
-            Ok(Ok(redirect)) => Ok(redirect),
+            Ok(Ok(Ok(redirect))) => Ok(redirect),
+            Ok(Ok(Err(why))) => Err(AuthorizeError(why)),
             Ok(Err(_)) => Err(AuthorizeError("the login was given up".into())),
             Err(_) => Err(AuthorizeError(format!(
                 "the browser did not come back within {} s",
@@ -179,7 +326,7 @@ fn error(status: StatusCode, message: impl std::fmt::Display) -> Response {
 /// A login started: where the caller's browser goes, and its status as
 /// it changes.
 pub(crate) struct Begun {
-    /// The authorization URL.
+    /// The gateway's login page for it.
     pub authorization_url: String,
     /// The `state` that ties the browser's return to this login.
     pub state: String,
@@ -191,12 +338,15 @@ pub(crate) struct Begun {
 pub(crate) enum BeginError {
     /// No per-user server of that name.
     NotPerUser,
+    /// Too many logins wait already (the refusal, in words).
+    Busy(String),
     /// Discovery or registration failed.
     Failed(String),
 }
 
-/// Begins `principal`'s login to per-user server `server`, the redirect
-/// coming back to the gateway at `base`.
+/// Begins `principal`'s login to per-user server `server`, the browser
+/// coming to the gateway at `base` — or answers the login of theirs that
+/// is already starting or waiting.
 pub(crate) async fn begin(
     shared: &Arc<Shared>,
     principal: &Principal,
@@ -207,42 +357,28 @@ pub(crate) async fn begin(
     let Some((url, profile)) = shared.host.caller_login(server, owner.as_deref()) else {
         return Err(BeginError::NotPerUser);
     };
-    let key = (principal.owner(), server.to_owned());
+    let key: Key = (principal.owner(), server.to_owned());
+    let reservation = match shared.logins.reserve(shared, &key) {
+        Reserved::New(reservation) => reservation,
+        Reserved::Existing => return waiting_one(shared, &key).await,
+        Reserved::Full(why) => return Err(BeginError::Busy(why)),
+    };
     let (url_tx, url_rx) = oneshot::channel();
     let authorizer = GatewayAuthorizer {
         shared: shared.clone(),
-        redirect_uri: format!("{base}{CALLBACK_PATH}"),
+        key: key.clone(),
+        who: principal.label(),
+        base: base.to_owned(),
         url: Mutex::new(Some(url_tx)),
     };
-    let store_dir = extpool_auth::AuthContext::default().store_dir_for(&profile);
-    let task = {
-        let shared = shared.clone();
-        let key = key.clone();
-        let server = server.to_owned();
-        async move {
-            let store = match extpool_auth::CredentialStore::open(store_dir) {
-                Ok(store) => store,
-                Err(e) => return Err(e.to_string()),
-            };
-            let target = extpool_auth::LoginTarget {
-                server: &server,
-                url: &url,
-                profile: &profile,
-            };
-            let options = extpool_auth::LoginOptions::default();
-            let outcome = extpool_auth::login(target, &store, &authorizer, &options).await;
-            let status = match &outcome {
-                Ok(_) => LoginStatus::Done,
-                Err(e) => LoginStatus::Failed {
-                    error: e.to_string(),
-                },
-            };
-            shared.logins.set(&key, status);
-            outcome.map(|_| ()).map_err(|e| e.to_string())
-        }
-    };
-    let running = tokio::spawn(task);
-    match tokio::time::timeout(Duration::from_secs(60), url_rx).await {
+    let running = tokio::spawn(run(
+        reservation,
+        authorizer,
+        server.to_owned(),
+        url,
+        profile,
+    ));
+    match tokio::time::timeout(START_PATIENCE, url_rx).await {
         Ok(Ok(authorization_url)) => {
             shared.logins.set(
                 &key,
@@ -268,8 +404,83 @@ pub(crate) async fn begin(
     }
 }
 
-/// `POST /v1/login/{server}`: starts the caller's login; answers the
-/// authorization URL for its browser.
+/// Runs the login of `reservation` to `server` at `url` (whose OAuth
+/// profile is `profile`) through `authorizer`, and ends it with its
+/// outcome.
+async fn run(
+    reservation: Reservation,
+    authorizer: GatewayAuthorizer,
+    server: String,
+    url: String,
+    profile: extpool_auth::OAuthProfile,
+) -> Result<(), String> {
+    let store_dir = extpool_auth::AuthContext::default().store_dir_for(&profile);
+    let store = match extpool_auth::CredentialStore::open(store_dir) {
+        Ok(store) => store,
+        Err(e) => {
+            let error = e.to_string();
+            reservation.finish(LoginStatus::Failed {
+                error: error.clone(),
+            });
+            return Err(error);
+        }
+    };
+    let target = extpool_auth::LoginTarget {
+        server: &server,
+        url: &url,
+        profile: &profile,
+    };
+    let options = extpool_auth::LoginOptions::default();
+    let outcome = extpool_auth::login(target, &store, &authorizer, &options).await;
+    let status = match &outcome {
+        Ok(_) => LoginStatus::Done,
+        Err(e) => LoginStatus::Failed {
+            error: e.to_string(),
+        },
+    };
+    reservation.finish(status);
+    outcome.map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// The caller's login of `key` that is starting or waiting already, once
+/// it has its URL.
+async fn waiting_one(shared: &Arc<Shared>, key: &Key) -> Result<Begun, BeginError> {
+    let mut status = shared.logins.status_of(key);
+    let found = tokio::time::timeout(START_PATIENCE, async {
+        loop {
+            let now = status.borrow_and_update().clone();
+            match now {
+                LoginStatus::Pending { authorization_url } => return Ok(authorization_url),
+                LoginStatus::Failed { error } => return Err(error),
+                LoginStatus::Done => {
+                    return Err(format!(
+                        "your login to {} finished just now; start another to log in anew",
+                        key.1
+                    ));
+                }
+                LoginStatus::None => {}
+            }
+            if status.changed().await.is_err() {
+                return Err("the login was given up".to_owned());
+            }
+        }
+    })
+    .await;
+    match found {
+        Ok(Ok(authorization_url)) => Ok(Begun {
+            state: state_of(&authorization_url).unwrap_or_default(),
+            authorization_url,
+            status,
+        }),
+        Ok(Err(e)) => Err(BeginError::Failed(e)),
+        Err(_) => Err(BeginError::Failed(
+            "the login could not reach the server's authorization server".to_owned(),
+        )),
+    }
+}
+
+/// `POST /v1/login/{server}`: starts the caller's login (or answers the
+/// one waiting); answers the login page's URL for its browser.
 pub(crate) async fn start(
     State(shared): State<Arc<Shared>>,
     Extension(principal): Extension<Arc<Principal>>,
@@ -296,6 +507,7 @@ pub(crate) async fn start(
                 extpool_host::core::text::shown_name(&server)
             ),
         ),
+        Err(BeginError::Busy(why)) => error(StatusCode::TOO_MANY_REQUESTS, why),
         Err(BeginError::Failed(e)) => error(StatusCode::BAD_GATEWAY, e),
     }
 }
@@ -334,42 +546,6 @@ pub(crate) async fn status(
     Json(now).into_response()
 }
 
-/// `GET /oauth/callback`: the caller's browser back from the identity
-/// provider; its `state` names the login it finishes.
-pub(crate) async fn callback(State(shared): State<Arc<Shared>>, request: Request) -> Response {
-    let uri = request.uri().clone();
-    let state = uri.query().and_then(|q| {
-        url::form_urlencoded::parse(q.as_bytes())
-            .find(|(k, _)| k == "state")
-            .map(|(_, v)| v.into_owned())
-    });
-    let waiting = state.and_then(|s| shared.logins.waiting.lock().remove(&s));
-    let Some(waiting) = waiting else {
-        return page(
-            StatusCode::BAD_REQUEST,
-            "This login is unknown or already finished. Start it again.",
-        );
-    };
-    let redirect = format!("{}{}", crate::identity::base_url(request.headers()), uri);
-    if waiting.send(redirect).is_err() {
-        return page(StatusCode::GONE, "This login was given up. Start it again.");
-    }
-    page(
-        StatusCode::OK,
-        "Logged in. You can close this tab and go back to your agent.",
-    )
-}
-
-/// A small page for the browser (no outside text in it).
-fn page(status: StatusCode, message: &'static str) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-        format!("<!doctype html><meta charset=utf-8><title>extpool</title><p>{message}</p>\n"),
-    )
-        .into_response()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -382,6 +558,9 @@ mod tests {
         );
         assert_eq!(state_of("https://as.example/authorize?client_id=c"), None);
         assert_eq!(state_of("not a url"), None);
+        let page = login_page_url("http://127.0.0.1:9", "a/b+c");
+        assert_eq!(page, "http://127.0.0.1:9/oauth/login?state=a%2Fb%2Bc");
+        assert_eq!(state_of(&page).as_deref(), Some("a/b+c"));
     }
 
     #[test]

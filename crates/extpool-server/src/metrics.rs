@@ -46,10 +46,15 @@ pub enum Refusal {
     Sessions,
     /// A request id already in flight on its session.
     DuplicateId,
+    /// A request that came through this gateway already (a loop of
+    /// extpools, `Extpool-Via`).
+    Loop,
+    /// An operator page stream past `--max-page-streams`.
+    PageStreams,
 }
 
 impl Refusal {
-    const ALL: [Refusal; 7] = [
+    const ALL: [Refusal; 9] = [
         Refusal::Host,
         Refusal::Origin,
         Refusal::Auth,
@@ -57,6 +62,8 @@ impl Refusal {
         Refusal::Connections,
         Refusal::Sessions,
         Refusal::DuplicateId,
+        Refusal::Loop,
+        Refusal::PageStreams,
     ];
 
     /// Its label value.
@@ -69,6 +76,8 @@ impl Refusal {
             Refusal::Connections => "connections",
             Refusal::Sessions => "sessions",
             Refusal::DuplicateId => "duplicate_id",
+            Refusal::Loop => "loop",
+            Refusal::PageStreams => "page_streams",
         }
     }
 }

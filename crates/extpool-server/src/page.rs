@@ -21,17 +21,16 @@
 //! takes (audited, metered, permission-checked). The script builds the DOM
 //! with `textContent` only: every value is text, never markup.
 
+pub(crate) mod events;
 pub(crate) mod feed;
 pub(crate) mod snapshot;
 pub mod window;
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Extension, State};
 use axum::http::{StatusCode, header};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get};
 use extpool_host::core::Principal;
@@ -60,11 +59,14 @@ const STYLE: &str = include_str!("page/app.css");
 const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /// What the page's streams share: the last calls, when each revision was
-/// published, and a counter moved when sessions change through the API.
+/// published, a counter moved when sessions change through the API, and
+/// the streams open with the events made for them.
 #[derive(Debug)]
 pub(crate) struct PageState {
     /// The last tool calls.
     pub feed: feed::Feed,
+    /// The event streams open, bounded ([`events`]).
+    pub streams: events::PageStreams,
     /// The revision last seen published and when (Unix ms).
     published: Mutex<(u64, u64)>,
     /// Moved by whatever changes what the page shows without another
@@ -72,10 +74,13 @@ pub(crate) struct PageState {
     changed: watch::Sender<u64>,
 }
 
-impl Default for PageState {
-    fn default() -> Self {
+impl PageState {
+    /// At most `max_streams` event streams, each reader at most
+    /// `stream_bytes` behind.
+    pub(crate) fn new(max_streams: usize, stream_bytes: usize) -> Self {
         Self {
             feed: feed::Feed::default(),
+            streams: events::PageStreams::new(max_streams, stream_bytes),
             published: Mutex::new((0, 0)),
             changed: watch::Sender::new(0),
         }
@@ -157,24 +162,21 @@ async fn moved<T>(rx: &mut watch::Receiver<T>) {
     }
 }
 
-/// One stream's signals and what it sent last.
-struct Watcher {
-    shared: Arc<Shared>,
+/// What makes the page look again: the gateway's change signals, and a
+/// tick for what changes by itself.
+struct Signals {
     calls: watch::Receiver<u64>,
     changed: watch::Receiver<u64>,
     cycles: watch::Receiver<u64>,
     discovery: watch::Receiver<u64>,
     health: tokio::sync::broadcast::Receiver<extpool_host::HealthEvent>,
     tick: tokio::time::Interval,
-    last_snapshot: String,
-    last_tools: Option<u64>,
-    /// Events ready to send.
-    queue: std::collections::VecDeque<Event>,
-    first: bool,
+    /// The next wait skips [`MIN_INTERVAL`].
+    at_once: bool,
 }
 
-impl Watcher {
-    fn new(shared: Arc<Shared>) -> Self {
+impl Signals {
+    fn new(shared: &Shared) -> Self {
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         Self {
@@ -184,20 +186,20 @@ impl Watcher {
             discovery: shared.host.discovery_updates(),
             health: shared.host.health().subscribe(),
             tick,
-            shared,
-            last_snapshot: String::new(),
-            last_tools: None,
-            queue: std::collections::VecDeque::new(),
-            first: true,
+            at_once: false,
         }
     }
 
-    /// Waits for any signal (not at all the first time).
-    async fn signal(&mut self) {
-        if std::mem::take(&mut self.first) {
-            return;
+    /// The next wait does not begin with [`MIN_INTERVAL`].
+    fn skip_pause(&mut self) {
+        self.at_once = true;
+    }
+
+    /// Waits at least [`MIN_INTERVAL`], then for any signal.
+    async fn next(&mut self) {
+        if !std::mem::take(&mut self.at_once) {
+            tokio::time::sleep(MIN_INTERVAL).await;
         }
-        tokio::time::sleep(MIN_INTERVAL).await;
         tokio::select! {
             () = moved(&mut self.calls) => {}
             () = moved(&mut self.changed) => {}
@@ -207,49 +209,17 @@ impl Watcher {
             _ = self.tick.tick() => {}
         }
     }
-
-    /// The next event to send; `None` when the gateway is shutting down.
-    async fn next(&mut self) -> Option<Event> {
-        loop {
-            if let Some(event) = self.queue.pop_front() {
-                return Some(event);
-            }
-            let draining = self.shared.draining.clone();
-            tokio::select! {
-                () = self.signal() => {}
-                () = draining.cancelled() => return None,
-            }
-            let revision = self.shared.host.catalog().current().number();
-            if self.last_tools != Some(revision) {
-                self.last_tools = Some(revision);
-                let tools = snapshot::tools(&self.shared).to_string();
-                self.queue
-                    .push_back(Event::default().event("tools").data(tools));
-            }
-            let text = snapshot::snapshot(&self.shared).await.to_string();
-            if text != self.last_snapshot {
-                self.queue
-                    .push_back(Event::default().event("snapshot").data(text.clone()));
-                self.last_snapshot = text;
-            }
-        }
-    }
 }
 
 async fn events(
     State(shared): State<Arc<Shared>>,
     Extension(principal): Extension<Arc<Principal>>,
+    cut: Option<Extension<crate::listener::Cut>>,
 ) -> Response {
     if let Some(refusal) = refused(&principal) {
         return refusal;
     }
-    let stream = futures::stream::unfold(Watcher::new(shared), |mut watcher| async move {
-        let event = watcher.next().await?;
-        Some((Ok::<_, Infallible>(event), watcher))
-    });
-    Sse::new(stream)
-        .keep_alive(KeepAlive::default())
-        .into_response()
+    events::open(shared, cut.map(|Extension(cut)| cut.0))
 }
 
 /// The page's routes.

@@ -36,11 +36,15 @@ use crate::notify::{ListKind, Notifier};
 
 mod admission;
 mod error;
+pub(crate) mod ids;
 mod open;
 
 pub use error::SessionError;
 pub use open::OpenSession;
 use open::{follow, visible};
+
+/// How many of its next made ids a create without an id tries.
+const MADE_ID_TRIES: usize = 64;
 
 /// Default most per-session servers open at once, across sessions.
 pub const DEFAULT_MAX_SESSION_SERVERS: usize = 64;
@@ -80,6 +84,20 @@ pub struct RefreshResponse {
     pub added: Vec<String>,
     /// Names granted now, in all.
     pub granted: u64,
+    /// Names active now that it was not granted: past the most one session
+    /// holds, or refused by the store's rule of names.
+    pub not_granted: u64,
+}
+
+/// A session just made.
+pub(crate) struct Created {
+    /// As stored.
+    pub session: Session,
+    /// Open here.
+    pub open: Arc<OpenSession>,
+    /// Names active at its creation that it was not granted: past the most
+    /// one session holds, or refused by the store's rule of names.
+    pub not_granted: usize,
 }
 
 /// The MCP service of one durable session's endpoint.
@@ -96,17 +114,21 @@ pub struct Sessions {
     pub(crate) services: Mutex<HashMap<String, SessionService>>,
     accept_servers: bool,
     max_servers: usize,
+    /// Most sessions one principal holds in the store.
+    per_principal: usize,
 }
 
 impl Sessions {
     /// Sessions kept in `store`, served by replica `replica`;
     /// `accept_servers`: whether clients may bring per-session servers, at
-    /// most `max_servers` open at once on this replica.
+    /// most `max_servers` open at once on this replica; at most
+    /// `per_principal` sessions of one principal in the store.
     pub fn new(
         store: StateStore,
         replica: ReplicaId,
         accept_servers: bool,
         max_servers: usize,
+        per_principal: usize,
     ) -> Self {
         Self {
             store: store.for_replica(replica.clone()),
@@ -116,6 +138,7 @@ impl Sessions {
             services: Mutex::new(HashMap::new()),
             accept_servers,
             max_servers,
+            per_principal,
         }
     }
 
@@ -134,33 +157,58 @@ impl Sessions {
         self.accept_servers
     }
 
-    /// Whether `principal` may act on session `id`, owned by `owner`;
-    /// anyone else is told it does not exist.
-    fn check_owner(
-        id: &SessionId,
-        owner: Option<&str>,
-        principal: &Principal,
-    ) -> Result<(), SessionError> {
-        if principal.may_act_on(owner) {
-            Ok(())
-        } else {
-            Err(StateError::NotFound {
-                session: id.clone(),
-            }
-            .into())
-        }
-    }
-
-    /// The stored session `id` if `principal` may act on it.
+    /// The stored session `principal` means by `id` ([`ids::candidates`])
+    /// if it may act on it; to anyone else it does not exist.
     pub(crate) async fn stored_for(
         &self,
         id: &str,
         principal: &Principal,
     ) -> Result<Session, SessionError> {
-        let id = SessionId::new(id)?;
-        let stored = self.store.get(&id).await?;
-        Self::check_owner(&id, stored.summary.owner.as_deref(), principal)?;
-        Ok(stored)
+        for key in ids::candidates(id, principal)? {
+            match self.store.get(&key).await {
+                Ok(stored) if principal.may_act_on(stored.summary.owner.as_deref()) => {
+                    return Ok(stored);
+                }
+                Ok(_) | Err(StateError::NotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(Self::not_found(id))
+    }
+
+    /// The answer for an id `principal` has no session of: another
+    /// principal's session answers exactly so.
+    fn not_found(id: &str) -> SessionError {
+        match SessionId::new(id) {
+            Ok(session) => StateError::NotFound { session }.into(),
+            Err(e) => e.into(),
+        }
+    }
+
+    /// The stored id of the session `principal` means by `id`, if it may
+    /// act on it: the key of every map of sessions (open sessions, their
+    /// endpoints' MCP sessions).
+    pub(crate) async fn resolve(
+        &self,
+        id: &str,
+        principal: &Principal,
+    ) -> Result<SessionId, SessionError> {
+        if let Some(open) = self.held_for(id, principal)? {
+            return Ok(open.id.clone());
+        }
+        Ok(self.stored_for(id, principal).await?.summary.id)
+    }
+
+    /// Whether session `id` (a whole id) exists, open here or stored.
+    async fn exists(&self, id: &SessionId) -> Result<bool, SessionError> {
+        if self.open.lock().contains_key(id.as_str()) {
+            return Ok(true);
+        }
+        match self.store.get(id).await {
+            Ok(_) => Ok(true),
+            Err(StateError::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
     }
 
     fn open_servers(&self) -> usize {
@@ -168,13 +216,14 @@ impl Sessions {
     }
 
     /// Creates a session: its per-session servers started in its view, and
-    /// every name active in it now granted.
+    /// every name active in it now granted (as many as a session holds:
+    /// [`OpenSession::grantable`]).
     pub(crate) async fn create(
         &self,
         shared: &Shared,
         request: CreateRequest,
         principal: &Principal,
-    ) -> Result<(Session, Arc<OpenSession>), SessionError> {
+    ) -> Result<Created, SessionError> {
         if !request.mcp_servers.is_empty() && !self.accept_servers {
             return Err(SessionError::ServersNotAccepted);
         }
@@ -187,18 +236,40 @@ impl Sessions {
         for (name, config) in &request.mcp_servers {
             admission::check_server(shared, name, config).await?;
         }
-        let id = match request.id {
-            Some(id) => SessionId::new(id)?,
-            None => SessionId::new(shared.session_id())?,
-        };
-        let _guard = self.opening.lock().await;
         let owner = crate::identity::owner_of(principal);
+        let chosen = match &request.id {
+            Some(id) => Some(ids::chosen(id, owner.as_deref())?),
+            None => None,
+        };
+        // Under the lock, an id found free stays free until the session is
+        // made (another replica aside: the store refuses its create).
+        let _guard = self.opening.lock().await;
+        let id = match chosen {
+            Some(id) if self.exists(&id).await? => {
+                return Err(SessionError::Exists {
+                    id: request.id.unwrap_or_default(),
+                });
+            }
+            Some(id) => id,
+            None => self.made_id(shared, owner.as_deref()).await?,
+        };
+        // Before any server starts; the store checks again as it creates.
+        let held = self.store.count_owned(owner.as_deref()).await?;
+        if held >= self.per_principal as u64 {
+            return Err(SessionError::TooManySessions {
+                held,
+                max: self.per_principal,
+            });
+        }
+        // The view is a new one: no session of this id is open here.
         let open = self
             .open_view(shared, &id, owner.clone(), &request.mcp_servers)
             .await?;
+        let (names, not_granted) = open.grantable(self.store.limits(), &NameAuthority::default());
         let mut new = NewSession::new(id.clone())
+            .at_most_owned(self.per_principal)
             .auto_grant(request.auto_grant)
-            .granting(open.active(), open.view.revision().number());
+            .granting(names, open.view.revision().number());
         for (name, config) in request.mcp_servers {
             new = new.server(name, config);
         }
@@ -207,12 +278,44 @@ impl Sessions {
             Ok(session) => session,
             Err(e) => {
                 open.view.close().await;
-                return Err(e.into());
+                return Err(match e {
+                    StateError::AlreadyExists { .. } => SessionError::Exists {
+                        id: ids::shown(&id, Some(principal)),
+                    },
+                    StateError::TooManySessions { held, limit, .. } => {
+                        SessionError::TooManySessions { held, max: limit }
+                    }
+                    e => e.into(),
+                });
             }
         };
         open.set_authority(session.authority.clone());
         let open = self.keep_open(shared, open).await;
-        Ok((session, open))
+        Ok(Created {
+            session,
+            open,
+            not_granted,
+        })
+    }
+
+    /// A new id the gateway makes for a session of the caller whose owner
+    /// key is `owner`: the first of its next made ids that no session has
+    /// (a caller may have chosen one of them; a replica restarted with the
+    /// same `--replica-id` makes them again).
+    async fn made_id(
+        &self,
+        shared: &Shared,
+        owner: Option<&str>,
+    ) -> Result<SessionId, SessionError> {
+        let mut tried = String::new();
+        for _ in 0..MADE_ID_TRIES {
+            tried = shared.session_id();
+            let id = ids::chosen(&tried, owner)?;
+            if !self.exists(&id).await? {
+                return Ok(id);
+            }
+        }
+        Err(SessionError::Exists { id: tried })
     }
 
     /// Keeps `open` among the sessions open here: its clients told of
@@ -227,22 +330,24 @@ impl Sessions {
         open
     }
 
-    /// Session `id` if it is open here and `principal` may act on it
-    /// (`Ok(None)`: not open here).
+    /// The session `principal` means by `id` ([`ids::candidates`]) if it
+    /// is open here and `principal` may act on it (`Ok(None)`: not open
+    /// here, or not its).
     fn held_for(
         &self,
         id: &str,
         principal: &Principal,
     ) -> Result<Option<Arc<OpenSession>>, SessionError> {
-        let held = self.open.lock().get(id).cloned();
-        match held {
-            Some(open) => {
-                Self::check_owner(&open.id, open.owner.as_deref(), principal)?;
+        for key in ids::candidates(id, principal)? {
+            let held = self.open.lock().get(key.as_str()).cloned();
+            if let Some(open) = held
+                && principal.may_act_on(open.owner.as_deref())
+            {
                 open.touch();
-                Ok(Some(open))
+                return Ok(Some(open));
             }
-            None => Ok(None),
         }
+        Ok(None)
     }
 
     /// The open session `id` if `principal` may act on it, opening it
@@ -316,8 +421,12 @@ impl Sessions {
     /// another replica): its view and per-session servers, its endpoint's
     /// MCP sessions.
     async fn close_here(&self, shared: &Shared, id: &str) {
-        self.services.lock().remove(id);
         let open = self.open.lock().remove(id);
+        // Before its MCP sessions end: their calls are told why.
+        if let Some(open) = &open {
+            open.closed.cancel();
+        }
+        self.services.lock().remove(id);
         shared.resume.forget(id).await;
         shared.live.forget_endpoint(id);
         if let Some(open) = open {
@@ -379,7 +488,8 @@ impl Sessions {
         let view = shared.host.session(id.as_str())?;
         crate::callers::register(shared, &view, owner.clone()).await;
         for (name, config) in servers {
-            let registered = match shared.host.owned_mcp_server(name, config.clone()) {
+            let config = admission::under_rule(shared, config);
+            let registered = match shared.host.owned_mcp_server(name, config) {
                 Ok(cap) => view.register(cap).await,
                 Err(e) => Err(e),
             };
@@ -400,6 +510,7 @@ impl Sessions {
             notifier: Notifier::default(),
             base: shared.session_policy.clone(),
             last_used: Mutex::new(tokio::time::Instant::now()),
+            closed: tokio_util::sync::CancellationToken::new(),
         };
         // Nothing granted until the store says what is.
         open.set_authority(NameAuthority::default());
@@ -426,10 +537,9 @@ impl Sessions {
     ) -> Result<RefreshResponse, SessionError> {
         let cycle = open.view.reconcile_now().await;
         let revision = open.view.revision().number();
-        let outcome: RefreshOutcome = self
-            .store
-            .refresh(&open.id, open.active(), revision)
-            .await?;
+        let held = self.store.authority(&open.id).await?;
+        let (names, not_granted) = open.grantable(self.store.limits(), &held);
+        let outcome: RefreshOutcome = self.store.refresh(&open.id, names, revision).await?;
         let authority = self.store.authority(&open.id).await?;
         open.set_authority(authority);
         if outcome.changed {
@@ -443,6 +553,7 @@ impl Sessions {
             authority_changed: outcome.changed,
             added: outcome.added,
             granted: outcome.granted_count,
+            not_granted: not_granted as u64,
         })
     }
 
@@ -458,7 +569,7 @@ impl Sessions {
     ) -> Result<Vec<String>, SessionError> {
         let session_id = self.stored_for(id, principal).await?.summary.id;
         let servers = self.store.delete(&session_id).await?;
-        self.close_here(shared, id).await;
+        self.close_here(shared, session_id.as_str()).await;
         Ok(servers.into_keys().collect())
     }
 

@@ -125,7 +125,10 @@ async fn close(
     };
     let id = open.id.as_str();
     match sessions.delete(shared, id, principal).await {
-        Ok(servers) => CallToolResult::success(vec![ContentBlock::text(closed_text(id, &servers))]),
+        Ok(servers) => CallToolResult::success(vec![ContentBlock::text(closed_text(
+            &crate::sessions::ids::shown(&open.id, Some(principal)),
+            &servers,
+        ))]),
         Err(e) => {
             tracing::warn!(session = %id, "CloseSession failed: {e}");
             CallToolResult::error(vec![ContentBlock::text(format!(

@@ -64,6 +64,17 @@ pub enum FileError {
         /// The path as asked.
         path: String,
     },
+    /// The path passes through a symlink that leads back to a folder
+    /// holding it (`self -> .`): following it would never end.
+    #[error(
+        "refused path {path:?}: {link:?} is a symlink loop (it leads back to a folder that holds it)"
+    )]
+    Loop {
+        /// The path as asked.
+        path: String,
+        /// The part of it that is the loop.
+        link: String,
+    },
     /// The directory has more children than are listed.
     #[error("{path:?} has more than {limit} entries")]
     TooManyEntries {
@@ -251,13 +262,42 @@ impl DirChild {
     }
 }
 
+/// The part of `norm` (a normalised path in `canonical_dir`) that is a
+/// symlink back to a folder holding it (`self -> .`, `up -> ..`), if any:
+/// a path through it names the same folders again without end.
+fn through_loop(canonical_dir: &Path, norm: &str) -> Option<String> {
+    let mut holder = canonical_dir.to_path_buf();
+    let mut prefix = String::new();
+    for part in norm.split('/') {
+        if !prefix.is_empty() {
+            prefix.push('/');
+        }
+        prefix.push_str(part);
+        let here = canonical_dir.join(&prefix);
+        let is_link = fs::symlink_metadata(&here).is_ok_and(|m| m.file_type().is_symlink());
+        holder = if is_link {
+            let target = fs::canonicalize(&here).ok()?;
+            if holder.starts_with(&target) {
+                return Some(prefix);
+            }
+            target
+        } else {
+            holder.join(part)
+        };
+    }
+    None
+}
+
 /// The direct children of `rel` in a skill directory (`""` is the skill's
 /// own folder), sorted by name, confined as [`read_confined`] is: `rel`
 /// through [`resolve_confined`], and a child that is a symlink listed only
 /// when it resolves inside the skill (as the file or folder it names).
-/// Hidden children (a leading `.`) and names that are not UTF-8 are left
-/// out, as the skill's manifest leaves them out; more than `max_entries`
-/// children is an error, so a listing is bounded.
+/// A symlink loop (one that leads back to a folder holding it) is never
+/// listed, and a `rel` through one is refused naming it, so a client that
+/// walks every folder it is given comes to an end. Hidden children (a
+/// leading `.`) and names that are not UTF-8 are left out, as the skill's
+/// manifest leaves them out; more than `max_entries` children is an
+/// error, so a listing is bounded.
 pub fn list_confined(
     canonical_dir: &Path,
     rel: &str,
@@ -266,10 +306,12 @@ pub fn list_confined(
     let (dir, norm) = if rel.is_empty() {
         (canonical_dir.to_path_buf(), String::new())
     } else {
-        (
-            resolve_confined(canonical_dir, rel)?,
-            normalize_relative(rel)?,
-        )
+        let resolved = resolve_confined(canonical_dir, rel)?;
+        let norm = normalize_relative(rel)?;
+        if let Some(link) = through_loop(canonical_dir, &norm) {
+            return Err(FileError::Loop { path: norm, link });
+        }
+        (resolved, norm)
     };
     let io = |error| FileError::Io {
         path: dir.clone(),
@@ -295,8 +337,15 @@ pub fn list_confined(
         };
         let kind = entry.file_type().map_err(io)?;
         let is_dir = if kind.is_symlink() {
-            match resolve_confined(canonical_dir, &path).map(fs::metadata) {
-                Ok(Ok(target)) if target.is_dir() || target.is_file() => target.is_dir(),
+            let Ok(target) = resolve_confined(canonical_dir, &path) else {
+                continue;
+            };
+            match fs::metadata(&target) {
+                Ok(meta) if meta.is_dir() && dir.starts_with(&target) => {
+                    tracing::debug!(path, "a symlink loop in a skill is not listed");
+                    continue;
+                }
+                Ok(meta) if meta.is_dir() || meta.is_file() => meta.is_dir(),
                 _ => continue,
             }
         } else if kind.is_dir() || kind.is_file() {
@@ -470,6 +519,47 @@ mod tests {
             list_confined(&dir, "out", 10),
             Err(FileError::Escapes { .. })
         ));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_walk_of_every_listed_folder_ends_however_symlinks_loop() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = fs::canonicalize(tmp.path()).unwrap();
+        fs::create_dir_all(dir.join("a/b")).unwrap();
+        fs::write(dir.join("a/b/f.md"), "f").unwrap();
+        for (target, link) in [
+            (".", "self"),
+            ("..", "a/up"),
+            ("../../a", "a/b/top"),
+            ("b", "a/alias"),
+        ] {
+            std::os::unix::fs::symlink(target, dir.join(link)).unwrap();
+        }
+        // Every folder listed is walked, as a client would.
+        let mut walked = Vec::new();
+        let mut folders = vec![String::new()];
+        while let Some(rel) = folders.pop() {
+            assert!(walked.len() < 100, "the walk does not end: {walked:?}");
+            for child in list_confined(&dir, &rel, 10).unwrap() {
+                if child.is_dir {
+                    folders.push(child.path);
+                }
+            }
+            walked.push(rel);
+        }
+        walked.sort();
+        assert_eq!(walked, ["", "a", "a/alias", "a/b"]);
+        for (rel, link) in [
+            ("self", "self"),
+            ("a/up/a", "a/up"),
+            ("a/b/top/b", "a/b/top"),
+        ] {
+            match list_confined(&dir, rel, 10) {
+                Err(FileError::Loop { link: got, .. }) => assert_eq!(got, link, "{rel}"),
+                other => panic!("{rel}: {other:?}"),
+            }
+        }
     }
 
     #[test]

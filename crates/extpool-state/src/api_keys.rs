@@ -161,6 +161,19 @@ impl StateStore {
         Ok(keys)
     }
 
+    /// Whether any API key exists (one indexed read): a loopback gateway
+    /// takes a request without a key for an anonymous caller, not its
+    /// operator, once there is one.
+    pub async fn has_api_keys(&self) -> Result<bool, StateError> {
+        let row: Option<(String,)> = with_pool!(self, |pool, _d| {
+            sqlx::query_as("SELECT name FROM api_keys LIMIT 1")
+                .fetch_optional(pool)
+                .await
+        })
+        .map_err(|e| db_error("look for API keys", None, &e))?;
+        Ok(row.is_some())
+    }
+
     /// Revokes (deletes) API key `name`: its secret is found no more, on
     /// any replica. Returns whether it existed.
     pub async fn revoke_api_key(&self, name: &str) -> Result<bool, StateError> {

@@ -27,6 +27,18 @@ pub enum StateError {
         /// Why (driver message, masked).
         detail: String,
     },
+    /// Another gateway serves this SQLite file ([`crate::OpenOptions::serve`]).
+    #[error(
+        "state store {url} is served by another extpool{}; an SQLite file serves one gateway: \
+         to run several replicas, keep their state in PostgreSQL (a postgres:// URL)",
+        holder.map(|pid| format!(" (process {pid})")).unwrap_or_default()
+    )]
+    InUse {
+        /// The URL, masked.
+        url: String,
+        /// The process that serves it, if it could be read.
+        holder: Option<u32>,
+    },
     /// The store was migrated by a newer extpool than this one.
     #[error(
         "state store {url} has schema version {found}, newer than this extpool understands \
@@ -101,6 +113,21 @@ pub enum StateError {
         owner: String,
         /// What is wrong with it.
         reason: String,
+    },
+    /// A session's owner holds as many sessions as one owner may
+    /// ([`crate::NewSession::max_owned`]); nothing was written.
+    #[error(
+        "{} holds {held} sessions, the most one caller may ({limit}); delete sessions it no longer needs",
+        owner.as_deref().map_or_else(|| "the gateway's one caller".to_owned(), |o| format!("{o:?}"))
+    )]
+    TooManySessions {
+        /// The owner (at most its first 64 characters); `None` for unowned
+        /// sessions.
+        owner: Option<String>,
+        /// How many it holds.
+        held: u64,
+        /// The limit.
+        limit: usize,
     },
     /// An API key name breaks the rule of names.
     #[error("invalid API key name {name:?}: {rule}")]

@@ -38,6 +38,7 @@ mod mcp_sessions;
 mod migrate;
 pub mod model;
 mod replicas;
+mod serving;
 mod sessions;
 mod sql;
 pub mod store;
@@ -49,7 +50,7 @@ pub use limits::Limits;
 pub use location::{Backend, StoreUrl};
 pub use migrate::SCHEMA_VERSION;
 pub use model::{
-    NameAuthority, NewSession, RefreshOutcome, ReplicaId, ReplicaInfo, Session, SessionCursor,
-    SessionId, SessionPage, SessionStatus, SessionSummary,
+    MAX_ID_BYTES, NameAuthority, NewSession, RefreshOutcome, ReplicaId, ReplicaInfo, Session,
+    SessionCursor, SessionId, SessionPage, SessionStatus, SessionSummary,
 };
 pub use store::{OpenOptions, StateStore};

@@ -178,6 +178,11 @@ pub struct NewSession {
     /// string of at most [`crate::limits::MAX_OWNER_BYTES`]), or `None`
     /// for an unowned session (what a gateway without identities makes).
     pub owner: Option<String>,
+    /// Most sessions its owner may hold (the unowned ones counting as one
+    /// owner's): the create is refused with
+    /// [`crate::StateError::TooManySessions`] when the owner holds this
+    /// many already. `None`: no bound.
+    pub max_owned: Option<usize>,
 }
 
 impl NewSession {
@@ -191,7 +196,14 @@ impl NewSession {
             granted: BTreeSet::new(),
             revision: 0,
             owner: None,
+            max_owned: None,
         }
+    }
+
+    /// Refused when its owner holds `max` sessions already.
+    pub fn at_most_owned(mut self, max: usize) -> NewSession {
+        self.max_owned = Some(max);
+        self
     }
 
     /// Grants `names`, the active names at catalog `revision`.

@@ -72,6 +72,18 @@ impl StateStore {
         })
     }
 
+    /// How many sessions `owner` holds (`None`: the unowned ones).
+    pub async fn count_owned(&self, owner: Option<&str>) -> Result<u64, StateError> {
+        let held: i64 = with_pool!(self, |pool, _d| {
+            sqlx::query_scalar(owned_count_sql(owner))
+                .bind(owner)
+                .fetch_one(pool)
+                .await
+                .map_err(|e| db_error("count sessions", None, &e))?
+        });
+        Ok(u64::try_from(held).unwrap_or(0))
+    }
+
     /// One page of sessions, oldest first, starting after `after` (from
     /// the previous page's [`SessionPage::next`]). `limit` is capped at
     /// [`crate::Limits::max_page`]; 0 asks for the largest page. Every
@@ -220,6 +232,15 @@ impl StateStore {
     }
 }
 
+/// The count of one owner's sessions (`$1`: the owner; unowned ones
+/// when `None`, which the text then does not read), by the owner index.
+fn owned_count_sql(owner: Option<&str>) -> &'static str {
+    match owner {
+        Some(_) => "SELECT COUNT(*) FROM sessions WHERE owner = $1",
+        None => "SELECT COUNT(*) FROM sessions WHERE owner IS NULL OR owner = $1",
+    }
+}
+
 /// Single attempts of the operations above, retried by [`transaction`].
 impl StateStore {
     async fn create_once(
@@ -233,6 +254,26 @@ impl StateStore {
         let id = &new.id;
         with_pool!(self, |pool, d| {
             let mut tx = pool.begin_with(d.begin_write).await?;
+            if let Some(max) = new.max_owned {
+                if let Some(lock) = d.lock_owner {
+                    sqlx::query(lock)
+                        .bind(new.owner.as_deref().unwrap_or(""))
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                let held: i64 = sqlx::query_scalar(owned_count_sql(new.owner.as_deref()))
+                    .bind(new.owner.as_deref())
+                    .fetch_one(&mut *tx)
+                    .await?;
+                let held = u64::try_from(held).unwrap_or(0);
+                if held >= max as u64 {
+                    return Err(TxError::State(StateError::TooManySessions {
+                        owner: new.owner.as_deref().map(quote_prefix),
+                        held,
+                        limit: max,
+                    }));
+                }
+            }
             let inserted = sqlx::query(
                 "INSERT INTO sessions (id, created_at_ms, last_seen_ms, status, auto_grant, \
                  revision, revision_by, refreshed_at_ms, owner) \

@@ -18,6 +18,11 @@ pub(crate) struct Dialect {
     pub lock_session: &'static str,
     /// Serializes schema migrations across processes (after `begin_write`).
     pub lock_migrations: Option<&'static str>,
+    /// Serializes the creates of one owner's sessions across processes
+    /// (after `begin_write`; `$1`: the owner, `""` for unowned), so a
+    /// count of its sessions holds until the create commits; `None` where
+    /// the write transaction is exclusive already (SQLite).
+    pub lock_owner: Option<&'static str>,
     /// Tells every other replica, when the transaction commits, what
     /// changed (`$1`: the event's payload); `None` where no other process
     /// listens (SQLite).
@@ -32,6 +37,7 @@ pub(crate) const SQLITE: Dialect = Dialect {
     begin_read: "BEGIN",
     lock_session: "SELECT status FROM sessions WHERE id = $1",
     lock_migrations: None,
+    lock_owner: None,
     notify: None,
 };
 
@@ -42,6 +48,7 @@ pub(crate) const POSTGRES: Dialect = Dialect {
     begin_read: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
     lock_session: "SELECT status FROM sessions WHERE id = $1 FOR UPDATE",
     lock_migrations: Some("SELECT pg_advisory_xact_lock(7310011615834633268)"),
+    lock_owner: Some("SELECT pg_advisory_xact_lock(1702390117, hashtext($1))"),
     notify: Some("SELECT pg_notify('extpool_sessions', $1)"),
 };
 

@@ -32,6 +32,12 @@ pub struct OpenOptions {
     /// Longest wait for SQLite's write lock held by another process or
     /// connection (default 10 s).
     pub busy_timeout: Duration,
+    /// This handle serves a gateway: on SQLite, refused when another
+    /// process serves the same file (an SQLite file serves one gateway;
+    /// replicas share PostgreSQL), and keeping others from serving it while
+    /// the handle (or a clone) lives. Default `false`: a command that only
+    /// reads or writes the store opens it beside a gateway.
+    pub serve: bool,
 }
 
 impl Default for OpenOptions {
@@ -41,6 +47,7 @@ impl Default for OpenOptions {
             max_connections: 8,
             acquire_timeout: Duration::from_secs(10),
             busy_timeout: Duration::from_secs(10),
+            serve: false,
         }
     }
 }
@@ -66,6 +73,35 @@ where
             connected => return connected,
         }
     }
+}
+
+/// SQLite's pool. A connection goes back to it only outside a
+/// transaction: SQLite may roll a transaction back by itself when a
+/// statement fails (a full disk, an I/O error: "the transaction may or may
+/// not be rolled back automatically"), and then the driver's rollback of
+/// the dropped transaction fails and it still counts the transaction open,
+/// refusing every later `BEGIN` on that connection ("begin_with at non-zero
+/// transaction depth") until the process restarts. Such a connection is
+/// closed instead; the pool opens a fresh one, and the store serves again
+/// as soon as the disk does.
+fn sqlite_pool() -> SqlitePoolOptions {
+    SqlitePoolOptions::new().after_release(|conn, _| {
+        Box::pin(async move {
+            if !conn.is_in_transaction() {
+                return Ok(true);
+            }
+            // The rollback of a dropped transaction is queued on the
+            // connection's worker: once this ping is answered, it ran.
+            conn.ping().await?;
+            let clean = !conn.is_in_transaction();
+            if !clean {
+                tracing::warn!(
+                    "a state store connection was left inside a failed transaction; closed"
+                );
+            }
+            Ok(clean)
+        })
+    })
 }
 
 /// The connection pool of one backend.
@@ -156,6 +192,8 @@ pub struct StateStore {
     /// pins), if named.
     pub(crate) replica: Option<ReplicaId>,
     pub(crate) bus: std::sync::Arc<Bus>,
+    /// Held while this handle serves a gateway on an SQLite file.
+    _serving: Option<std::sync::Arc<crate::serving::ServingLock>>,
 }
 
 impl fmt::Debug for StateStore {
@@ -200,12 +238,16 @@ impl StateStore {
                     .map_err(open_err)?
             }};
         }
+        let mut serving = None;
         let pools = match url {
             StoreUrl::Sqlite(path) => {
                 prepare_sqlite_file(path).map_err(|e| StateError::Open {
                     url: url.masked(),
                     detail: e.to_string(),
                 })?;
+                if options.serve {
+                    serving = Some(std::sync::Arc::new(crate::serving::claim(path, url)?));
+                }
                 let connect = SqliteConnectOptions::new()
                     .filename(path)
                     .create_if_missing(true)
@@ -216,7 +258,7 @@ impl StateStore {
                     .disable_statement_logging();
                 Pools::Sqlite(migrate_then_pool!(
                     SqliteConnection,
-                    SqlitePoolOptions::new(),
+                    sqlite_pool(),
                     connect,
                     migrate::sqlite
                 ))
@@ -244,6 +286,7 @@ impl StateStore {
             limits: options.limits,
             replica: None,
             bus: Bus::new(),
+            _serving: serving,
         })
     }
 

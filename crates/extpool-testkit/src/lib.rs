@@ -25,6 +25,8 @@
 //!   crash, and a server link a test can break and restore.
 //! - [`postgres`]: a private PostgreSQL server (Unix socket only) for the
 //!   state store's tests.
+//! - [`small_disk`]: a small tmpfs a test fills and frees, for a disk that
+//!   is really full.
 //! - [`conformance`]: the official conformance suite, run and tallied.
 //! - [`oauth`]: a local OAuth authorization server guarding the test server.
 //! - [`oidc`]: a real OpenID provider (panva's `oidc-provider`) issuing JWT
@@ -132,6 +134,8 @@ pub mod plugins;
 pub mod postgres;
 pub mod procs;
 pub mod server;
+#[cfg(target_os = "linux")]
+pub mod small_disk;
 pub mod state;
 mod state_dir;
 pub mod toolhive;

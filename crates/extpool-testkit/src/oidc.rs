@@ -895,6 +895,13 @@ impl OidcProvider {
         self.http = http_client();
     }
 
+    /// Stops the provider (an outage: nothing answers on its port until
+    /// the next [`rotate`](Self::rotate) starts it again). The harness
+    /// still signs tokens ([`sign`](Self::sign)).
+    pub fn stop(&mut self) {
+        self.process.stop();
+    }
+
     fn access_token_header(&self) -> Header {
         let mut header = Header::new(Algorithm::RS256);
         header.kid = Some(self.key.kid.clone());

@@ -377,11 +377,36 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u64).range(1..))]
     pub max_request_bytes: u64,
 
+    /// Most bytes the answers kept for resuming hold, gateway-wide (SSE
+    /// streams a client whose connection broke reconnects to); past it the
+    /// streams that finished longest ago are dropped first.
+    #[arg(long, value_name = "BYTES", default_value_t = extpool_server::gateway::DEFAULT_MAX_REPLAY_BYTES as u64)]
+    pub max_replay_bytes: u64,
+
+    /// Most operator page event streams open at once (`/v1/page/events`,
+    /// one per open page); one more is answered 503.
+    #[arg(long, value_name = "N", default_value_t = extpool_server::gateway::DEFAULT_MAX_PAGE_STREAMS as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_page_streams: u64,
+
+    /// Bytes of events an operator page stream's reader may fall behind
+    /// (what it was sent and has not read, and what came since) before
+    /// its connection is closed.
+    #[arg(long, value_name = "BYTES", default_value_t = extpool_server::gateway::DEFAULT_PAGE_STREAM_BYTES as u64)]
+    pub page_stream_bytes: u64,
+
     /// Most MCP sessions held at once (every endpoint); one more is refused,
     /// told when the longest-idle one expires.
     #[arg(long, value_name = "N", default_value_t = extpool_server::gateway::DEFAULT_MAX_SESSIONS as u64,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub max_sessions: u64,
+
+    /// Most sessions one caller (principal) holds, of each kind: MCP
+    /// sessions on this replica, durable sessions in the store; one more is
+    /// refused with HTTP 429 (default: gateway.limits.sessions_per_principal,
+    /// else 256).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub sessions_per_principal: Option<u64>,
 
     /// Seconds an MCP session (or a durable session's view) is kept in
     /// memory with no request or stream open; its stored record stays

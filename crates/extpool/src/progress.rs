@@ -218,6 +218,9 @@ impl Progress {
             Status::Failed { reason } => {
                 (format!("failed: {}", shown(one_line(reason))), Tone::Bad)
             }
+            Status::Skipped { reason } => {
+                (format!("skipped: {}", shown(one_line(reason))), Tone::Dim)
+            }
             _ => (String::new(), Tone::Plain),
         }
     }
@@ -268,18 +271,19 @@ impl Progress {
     /// The summary line, e.g. `2 servers ready, 1 failed (1.3 s)`.
     pub fn summary(&self) -> String {
         let ready = self.rows.iter().filter(|r| r.1.is_usable()).count();
-        let failed = self
-            .rows
-            .iter()
-            .filter(|r| matches!(r.1, Status::Failed { .. }))
-            .count();
-        let total = self.rows.len();
+        let count = |f: fn(&Status) -> bool| self.rows.iter().filter(|r| f(&r.1)).count();
+        let failed = count(|s| matches!(s, Status::Failed { .. }));
+        let skipped = count(|s| matches!(s, Status::Skipped { .. }));
+        let total = self.rows.len() - skipped;
         let mut s = format!(
             "{ready} of {total} server{} ready",
             if total == 1 { "" } else { "s" }
         );
         if failed > 0 {
             s.push_str(&format!(", {failed} failed"));
+        }
+        if skipped > 0 {
+            s.push_str(&format!(", {skipped} skipped"));
         }
         let detail = if failed > 0 && self.live {
             " — whole errors: extpool list sources"

@@ -197,14 +197,34 @@ impl PendingRedirect for Loopback {
     }
 
     async fn wait(mut self: Box<Self>, authorization_url: &str) -> Result<String, AuthorizeError> {
+        // The URL is the authorization server's (its metadata names the
+        // endpoint): only a web page is shown, and only https (or http to
+        // this machine) is opened.
+        let url = match openable(authorization_url) {
+            Ok(url) => Ok(url),
+            Err(NotOpened::NotWeb(why)) => {
+                return Err(AuthorizeError(format!(
+                    "the authorization server's authorization URL is not a web page ({why}); it was not opened"
+                )));
+            }
+            Err(e @ NotOpened::PlainHttp { .. }) => Err(e),
+        };
+        let shown = match &url {
+            Ok(url) => url.clone(),
+            Err(_) => authorization_url.to_owned(),
+        };
         (self.prompt)(LoginPrompt::Visit {
-            url: authorization_url.to_owned(),
+            url: shown,
             paste: !self.open_browser,
         });
-        if self.open_browser
-            && let Err(e) = (self.opener)(authorization_url)
-        {
-            (self.prompt)(LoginPrompt::BrowserFailed(e));
+        if self.open_browser {
+            let opened = match &url {
+                Ok(url) => (self.opener)(url),
+                Err(e) => Err(format!("not opened: {e}")),
+            };
+            if let Err(e) = opened {
+                (self.prompt)(LoginPrompt::BrowserFailed(e));
+            }
         }
         loop {
             let received = tokio::time::timeout(self.timeout, self.rx.recv())
@@ -223,14 +243,81 @@ impl PendingRedirect for Loopback {
     }
 }
 
-/// Opens `url` in the user's browser: `$BROWSER` (a command; `%s` is
-/// replaced by the URL, else the URL is appended), else the platform opener.
-/// Unlike a server, the program is not tied to extpool's life (no
-/// parent-death signal): the browser it may be is the user's, and must
-/// outlive `extpool mcp login`.
+/// Why a URL is not opened in a browser.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NotOpened {
+    /// Not a URL, or one of another scheme (`file:`, `javascript:`,
+    /// `data:`): no login page, and a browser (or the platform's opener)
+    /// would read a file, run a script or start a program.
+    #[error("{0}")]
+    NotWeb(String),
+    /// Plain `http://` to another machine: what the page shows and what
+    /// is typed into it could be read or changed on the way.
+    #[error("it is plain http:// to another machine ({host}), not https://")]
+    PlainHttp {
+        /// The host it names.
+        host: String,
+    },
+}
+
+/// `url` as a browser may be sent to it: `https://`, or `http://` to this
+/// machine (`localhost`, `127.0.0.0/8`, `::1`), with a host; returned as
+/// the URL parser writes it (tabs and newlines dropped, other control
+/// characters and spaces percent-encoded). The one rule for every URL
+/// extpool hands to a browser, whoever supplied it (an authorization
+/// server's metadata, a gateway).
+pub fn openable(url: &str) -> Result<String, NotOpened> {
+    let parsed =
+        url::Url::parse(url).map_err(|e| NotOpened::NotWeb(format!("it is not a URL: {e}")))?;
+    let host = parsed.host_str().unwrap_or_default().to_owned();
+    // `https://accounts.example@evil.example/` reads as the first host
+    // and leads to the second.
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(NotOpened::NotWeb(
+            "it carries a user name or password before its host, which disguises where it leads"
+                .into(),
+        ));
+    }
+    match parsed.scheme() {
+        "https" if !host.is_empty() => Ok(parsed.into()),
+        "http" if extpool_core::web::is_loopback_host(&host) => Ok(parsed.into()),
+        "http" if !host.is_empty() => Err(NotOpened::PlainHttp { host }),
+        "http" | "https" => Err(NotOpened::NotWeb("it names no host".into())),
+        other => Err(NotOpened::NotWeb(format!(
+            "its scheme is {other:?}, not https"
+        ))),
+    }
+}
+
+/// Opens `url` in the user's browser when it is [`openable`]: `$BROWSER`
+/// (a command; `%s` is replaced by the URL, else the URL is appended),
+/// else the platform opener. Never through a shell: the URL is one
+/// argument of the program, whatever it holds (`&` included). Unlike a
+/// server, the program is not tied to extpool's life (no parent-death
+/// signal): the browser it may be is the user's, and must outlive
+/// `extpool mcp login`.
 pub fn open_browser(url: &str) -> Result<(), String> {
-    let (program, args): (String, Vec<String>) = match std::env::var("BROWSER") {
-        Ok(cmd) if !cmd.trim().is_empty() => {
+    let url = openable(url).map_err(|e| format!("not opened: {e}"))?;
+    let browser = std::env::var("BROWSER").ok();
+    let (program, args) = opener_command(&url, browser.as_deref(), std::env::consts::OS);
+    std::process::Command::new(&program)
+        .args(&args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map(drop)
+        .map_err(|e| format!("cannot run {program}: {e}"))
+}
+
+/// The program and arguments that open `url` on operating system `os`,
+/// with `$BROWSER` set to `browser`. On Windows `rundll32`'s URL handler,
+/// not `cmd /C start`: cmd reads `&` in a URL as the end of one command
+/// and the start of another.
+fn opener_command(url: &str, browser: Option<&str>, os: &str) -> (String, Vec<String>) {
+    match browser {
+        Some(cmd) if !cmd.trim().is_empty() => {
             let mut parts: Vec<String> = cmd.split_whitespace().map(str::to_owned).collect();
             let program = parts.remove(0);
             if parts.iter().any(|p| p.contains("%s")) {
@@ -240,21 +327,15 @@ pub fn open_browser(url: &str) -> Result<(), String> {
             }
             (program, parts)
         }
-        _ if cfg!(target_os = "macos") => ("open".into(), vec![url.into()]),
-        _ if cfg!(target_os = "windows") => (
-            "cmd".into(),
-            vec!["/C".into(), "start".into(), String::new(), url.into()],
-        ),
-        _ => ("xdg-open".into(), vec![url.into()]),
-    };
-    std::process::Command::new(&program)
-        .args(&args)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .map(drop)
-        .map_err(|e| format!("cannot run {program}: {e}"))
+        _ => match os {
+            "macos" => ("open".into(), vec![url.into()]),
+            "windows" => (
+                "rundll32".into(),
+                vec!["url.dll,FileProtocolHandler".into(), url.into()],
+            ),
+            _ => ("xdg-open".into(), vec![url.into()]),
+        },
+    }
 }
 
 /// Follows the authorization URL without a user; see the module docs.
@@ -314,5 +395,68 @@ impl PendingRedirect for HeadlessAuthorizer {
         base.join(location)
             .map(String::from)
             .map_err(|e| AuthorizeError(format!("bad redirect location: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_https_and_loopback_http_are_opened() {
+        for ok in [
+            "https://idp.example/authorize?a=1&b=2",
+            "http://127.0.0.1:8520/oauth/login?state=x",
+            "http://localhost/x",
+            "http://[::1]:9/",
+        ] {
+            assert!(openable(ok).is_ok(), "{ok}");
+        }
+        for (bad, plain) in [
+            ("file:///etc/passwd", false),
+            ("javascript:alert(1)", false),
+            ("data:text/html,<script>x</script>", false),
+            ("ftp://idp.example/", false),
+            ("-a https://x", false),
+            ("", false),
+            ("http://idp.example/authorize", true),
+            ("http://10.0.0.1/", true),
+            ("https://accounts.example@evil.example/", false),
+            ("https://u:p@idp.example/", false),
+        ] {
+            let e = openable(bad).unwrap_err();
+            assert_eq!(
+                matches!(e, NotOpened::PlainHttp { .. }),
+                plain,
+                "{bad}: {e}"
+            );
+        }
+        // Control characters never reach the opener as themselves.
+        let url = openable("https://idp.example/a\u{1b}[31m b\n?x=1&y=2").unwrap();
+        assert!(!url.chars().any(|c| c.is_control() || c == ' '), "{url}");
+        assert!(url.ends_with("?x=1&y=2"), "{url}");
+    }
+
+    #[test]
+    fn the_url_is_one_argument_of_a_program_never_a_shell_command() {
+        let url = "https://idp.example/?a=1&calc.exe";
+        let (program, args) = opener_command(url, None, "windows");
+        assert_eq!(program, "rundll32");
+        assert_eq!(args, ["url.dll,FileProtocolHandler", url]);
+        assert_eq!(
+            opener_command(url, None, "linux"),
+            ("xdg-open".to_owned(), vec![url.to_owned()])
+        );
+        assert_eq!(
+            opener_command(url, None, "macos"),
+            ("open".to_owned(), vec![url.to_owned()])
+        );
+        assert_eq!(
+            opener_command(url, Some("firefox --new-tab %s"), "linux"),
+            (
+                "firefox".to_owned(),
+                vec!["--new-tab".to_owned(), url.to_owned()]
+            )
+        );
     }
 }

@@ -22,8 +22,8 @@ use rmcp::transport::auth::{
 use tracing::instrument::WithSubscriber;
 
 pub use authorizer::{
-    AuthorizeError, Authorizer, HeadlessAuthorizer, LoginPrompt, LoopbackAuthorizer,
-    PendingRedirect, PromptSink,
+    AuthorizeError, Authorizer, HeadlessAuthorizer, LoginPrompt, LoopbackAuthorizer, NotOpened,
+    PendingRedirect, PromptSink, openable,
 };
 
 use crate::error::AuthError;

@@ -66,6 +66,42 @@ pub enum TokenError {
     /// The issuer's keys could not be fetched or read.
     #[error("the issuer's keys: {0}")]
     Keys(String),
+    /// The token names a key the cached set lacks, and the issuer's keys
+    /// could not be fetched again to look for it (the issuer is down or
+    /// answers garbage): nothing is known against the token, so the
+    /// request is to be retried, not the token dropped.
+    #[error(
+        "the issuer's keys could not be fetched to check this token's signing key ({reason}); retry in {retry_after_secs} s"
+    )]
+    KeysUnavailable {
+        /// Why the fetch failed.
+        reason: String,
+        /// Seconds until the keys are fetched again.
+        retry_after_secs: u64,
+    },
+}
+
+impl TokenError {
+    /// Seconds after which a request refused for this error may succeed
+    /// with the same token: `Some` only when the issuer, not the token, is
+    /// at fault ([`TokenError::KeysUnavailable`]), which a gateway answers
+    /// with 503 and `Retry-After` rather than 401 `invalid_token` (a client
+    /// drops a token on `invalid_token`).
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            Self::KeysUnavailable {
+                retry_after_secs, ..
+            } => Some(*retry_after_secs),
+            _ => None,
+        }
+    }
+}
+
+/// The last fetch of the keys that an unknown key id caused (or that
+/// failed): when it was made, and why it failed, if it did.
+struct LastFetch {
+    at: Instant,
+    failed: Option<String>,
 }
 
 /// Validates the access tokens of one issuer for this gateway.
@@ -74,9 +110,9 @@ pub struct TokenVerifier {
     metadata: IssuerMetadata,
     http: reqwest::Client,
     keys: RwLock<Arc<KeySet>>,
-    /// One fetch at a time; holds when the last fetch that an unknown key
-    /// id caused started.
-    fetching: tokio::sync::Mutex<Option<Instant>>,
+    /// One fetch at a time; holds the last fetch that an unknown key id
+    /// caused, or that failed.
+    fetching: tokio::sync::Mutex<Option<LastFetch>>,
     fetches: AtomicU64,
     /// Tokens accepted under the current keys, by digest.
     accepted: Accepted,
@@ -274,28 +310,69 @@ impl TokenVerifier {
         if !Arc::ptr_eq(&current, &cached) {
             return Ok(current);
         }
-        let allowed = stale || last.is_none_or(|at| at.elapsed() >= self.settings.refetch_interval);
+        let interval = self.settings.refetch_interval;
+        // A fetch failed within the interval: the issuer is not asked
+        // again before it is over (an outage is not hammered), and a key
+        // the cache lacks cannot be checked until then.
+        if let Some(LastFetch {
+            at,
+            failed: Some(reason),
+        }) = last.as_ref()
+            && at.elapsed() < interval
+        {
+            if known {
+                return Ok(current);
+            }
+            return Err(TokenError::KeysUnavailable {
+                reason: reason.clone(),
+                retry_after_secs: retry_after(interval.saturating_sub(at.elapsed())),
+            });
+        }
+        let allowed = stale || last.as_ref().is_none_or(|l| l.at.elapsed() >= interval);
         if !allowed {
             return Ok(current);
-        }
-        if !stale {
-            *last = Some(Instant::now());
         }
         self.fetches.fetch_add(1, Ordering::Relaxed);
         match fetch_keys(&self.http, &self.metadata.jwks_uri).await {
             Ok(keys) => {
+                if !stale {
+                    *last = Some(LastFetch {
+                        at: Instant::now(),
+                        failed: None,
+                    });
+                } else if last.as_ref().is_some_and(|l| l.failed.is_some()) {
+                    *last = None;
+                }
                 let keys = Arc::new(keys);
                 *self.keys.write() = keys.clone();
                 tracing::debug!(issuer = %self.settings.issuer, "the issuer's keys were fetched again");
                 Ok(keys)
             }
-            // A stale set that knows the key still verifies it; an
-            // unknown key cannot be checked.
-            Err(e) if known => {
+            Err(e) => {
                 tracing::warn!(issuer = %self.settings.issuer, "fetching the issuer's keys again failed; the cached keys stay: {e}");
-                Ok(current)
+                let reason = e.to_string();
+                *last = Some(LastFetch {
+                    at: Instant::now(),
+                    failed: Some(reason.clone()),
+                });
+                // A stale set that knows the key still verifies it; an
+                // unknown key cannot be checked until the issuer answers.
+                if known {
+                    Ok(current)
+                } else {
+                    Err(TokenError::KeysUnavailable {
+                        reason,
+                        retry_after_secs: retry_after(interval),
+                    })
+                }
             }
-            Err(e) => Err(e),
         }
     }
+}
+
+/// Whole seconds (at least one) of `wait`, as `Retry-After` says them.
+fn retry_after(wait: std::time::Duration) -> u64 {
+    wait.as_secs()
+        .saturating_add(u64::from(wait.subsec_nanos() > 0))
+        .max(1)
 }

@@ -27,9 +27,7 @@ use reqwest::Url;
 use reqwest::dns::{Name, Resolve, Resolving};
 use serde::{Deserialize, Serialize};
 
-mod address;
-
-pub use address::{BlockedAddress, check_address, check_host};
+pub use extpool_core::address::{BlockedAddress, check_address, check_host};
 
 /// Limits and overrides of `FetchMcpResource`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

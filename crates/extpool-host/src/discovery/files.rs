@@ -30,6 +30,7 @@ use parking_lot::Mutex;
 
 use super::{CONFIG_SOURCE, Discovered, DiscoveredServer, DiscoveryError, DiscoverySource};
 use crate::options::ConfigOverrides;
+use crate::servers::{Exclusions, LeftOut};
 
 /// How long the watcher waits for a burst of writes to end.
 pub const WATCH_DEBOUNCE: Duration = Duration::from_millis(150);
@@ -52,9 +53,9 @@ struct Inner {
     started: ExtpoolConfig,
     accepted: Mutex<Fingerprints>,
     timeout: Duration,
-    /// Servers whose grant is each caller's are not started for everyone
-    /// (a gateway's [`crate::HostOptions::per_caller_servers`]).
-    per_caller: bool,
+    /// What is not started for everyone (each caller's own servers, the
+    /// gateway itself).
+    exclusions: Exclusions,
     /// The plugins served, found again at every reading.
     plugins: Option<Arc<crate::plugins::Live>>,
 }
@@ -68,7 +69,7 @@ impl ConfigFiles {
         overrides: ConfigOverrides,
         loaded: &Loaded,
         timeout: Duration,
-        per_caller: bool,
+        exclusions: Exclusions,
         plugins: Option<Arc<crate::plugins::Live>>,
     ) -> Self {
         let files: Vec<PathBuf> = files
@@ -90,7 +91,7 @@ impl ConfigFiles {
             started,
             accepted: Mutex::new(Fingerprints::new()),
             timeout,
-            per_caller,
+            exclusions,
             plugins,
         };
         *inner.accepted.lock() = inner.fingerprints();
@@ -219,11 +220,18 @@ impl Inner {
             );
         }
         for (name, written) in &loaded.config.mcp_servers {
-            if self.per_caller && crate::servers::is_per_user(written) {
-                continue;
-            }
             let source = loaded.server_sources.get(name);
             let origin = source.map(crate::servers::origin_of).unwrap_or_default();
+            match self.exclusions.left_out(written) {
+                Some(LeftOut::PerCaller) => continue,
+                Some(LeftOut::Own(why)) => {
+                    let note = format!("server {name:?} ({origin}) left out: {why}");
+                    tracing::warn!("{note}");
+                    out.notes.push(note);
+                    continue;
+                }
+                None => {}
+            }
             let resolved = match loaded.resolve_server(name, &process_env) {
                 Some(Ok(config)) => Ok(config),
                 Some(Err(e)) => Err(e.to_string()),

@@ -23,7 +23,7 @@ pub(crate) struct Assembly<'a> {
     pub places: &'a Places,
     pub pool: &'a SessionConnectionPool,
     pub runtime: &'a Arc<Runtime>,
-    pub per_caller: bool,
+    pub exclusions: &'a crate::servers::Exclusions,
     pub plugins: Option<Arc<crate::plugins::Live>>,
 }
 
@@ -53,7 +53,7 @@ pub(crate) fn assemble(a: Assembly<'_>) -> Result<Found, HostError> {
             reload.overrides,
             a.loaded,
             timing.timeout,
-            a.per_caller,
+            a.exclusions.clone(),
             a.plugins.clone(),
         );
         let first = source.initial(a.loaded);

@@ -50,6 +50,7 @@ use crate::name::ServerName;
 use crate::progress::ProgressRoutes;
 use crate::redact::Redactor;
 use crate::stdio::SpawnPolicy;
+use extpool_core::address::AddressRule;
 
 /// Default per-request timeout when the config sets none.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
@@ -65,6 +66,8 @@ pub struct SharedHttpClient {
     reusing: Arc<OnceLock<reqwest::Client>>,
     fresh: Arc<OnceLock<reqwest::Client>>,
     stalling: Arc<parking_lot::Mutex<std::collections::HashSet<String>>>,
+    /// The clients of servers under an address rule, by rule and reuse.
+    ruled: Arc<parking_lot::Mutex<std::collections::HashMap<(AddressRule, bool), reqwest::Client>>>,
 }
 
 impl std::fmt::Debug for SharedHttpClient {
@@ -115,6 +118,8 @@ pub struct ClientOptions {
     /// runs on the caller's runtime. HTTP connections are not affected.
     /// See [`crate::driver_thread_name`].
     pub stdio_driver: bool,
+    /// The pool's mark on what it sends its servers ([`crate::via`]).
+    pub via: crate::via::Via,
 }
 
 impl Default for ClientOptions {
@@ -134,6 +139,7 @@ impl Default for ClientOptions {
             relay: false,
             stderr_lines: crate::stderr::StderrLines::default(),
             stdio_driver: true,
+            via: crate::via::Via::new(),
         }
     }
 }
@@ -165,6 +171,31 @@ impl ClientOptions {
         } else {
             self.http_client()
         }
+    }
+
+    /// The HTTP client of server `name` under address rule `rule`
+    /// (`None`: the pool's shared one, [`ClientOptions::http_client_for`]),
+    /// or (`fresh`) one that opens a connection per request.
+    pub fn http_client_under(
+        &self,
+        name: &str,
+        rule: Option<AddressRule>,
+        fresh: bool,
+    ) -> reqwest::Client {
+        let Some(rule) = rule else {
+            return if fresh {
+                self.fresh_http_client().clone()
+            } else {
+                self.http_client_for(name).clone()
+            };
+        };
+        let reuse = !fresh && self.http.keep_alive && !self.is_stalling(name);
+        self.http_client
+            .ruled
+            .lock()
+            .entry((rule, reuse))
+            .or_insert_with(|| self.http.build_client_with(reuse, Some(rule)))
+            .clone()
     }
 
     /// Whether server `name` was found to stall on a reused connection.

@@ -315,6 +315,19 @@ async fn post(
     let is_json = content_type
         .as_ref()
         .is_some_and(|ct| media_type_is(ct.as_bytes(), JSON_MIME_TYPE));
+    // An extpool's refusal of a loop (the request came through it
+    // already, `crate::via`) says why in its body, and the server's
+    // failure is that.
+    if status == StatusCode::LOOP_DETECTED && !is_json {
+        let max_error = limits.max_error_response_size;
+        let body = match read_truncated_body(response, max_error).await {
+            Ok(prefix) => decode_error_body(prefix, content_type, max_error).await,
+            Err(_) => truncated_read_failure(max_error),
+        };
+        return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+            format!("HTTP {status}: {}", body.trim_end()),
+        )));
+    }
     // Rate limits and non-JSON failures end without reading the body.
     let status_error = match (http_status_error(status, response.headers()), is_json) {
         (Some(error), is_json) if !is_json || status == StatusCode::TOO_MANY_REQUESTS => {

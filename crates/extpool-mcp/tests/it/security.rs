@@ -197,3 +197,70 @@ async fn a_running_servers_stderr_is_masked() {
     assert!(!tail.contains("ghp_0123456789abcdef"), "{tail}");
     client.close().await;
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_server_under_an_address_rule_is_connected_only_on_an_address_it_allows() {
+    use extpool_core::address::AddressRule;
+    let server = HttpServer::start();
+    let port = server
+        .url()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches("/mcp");
+    let public_only = Some(AddressRule::default());
+    // By IP literal (checked before any connection) and by a name that
+    // resolves to loopback (checked as it resolves, at each connection).
+    for (url, says) in [
+        (
+            server.url().to_owned(),
+            "127.0.0.1 is a loopback address (127.0.0.1); a per-session server must be on a public address",
+        ),
+        (
+            format!("http://localhost:{port}/mcp"),
+            "localhost is a loopback address",
+        ),
+        (
+            format!("http://[::ffff:127.0.0.1]:{port}/mcp"),
+            "is a loopback address (::ffff:127.0.0.1)",
+        ),
+    ] {
+        let mut config = http_cfg(&url);
+        config.address_rule = public_only;
+        let err = McpClient::connect(name("ruled"), config, Arc::new(options()))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains(says), "{url}: {err}");
+    }
+    // Allowed where the rule allows private addresses, and without a rule.
+    for rule in [
+        Some(AddressRule {
+            allow_private: true,
+        }),
+        None,
+    ] {
+        let mut config = http_cfg(&format!("http://localhost:{port}/mcp"));
+        config.address_rule = rule;
+        let client = McpClient::connect(name("ruled"), config, Arc::new(options()))
+            .await
+            .unwrap();
+        let r = client
+            .call_tool("echo", args(json!({"message": "reached"})))
+            .await
+            .unwrap();
+        assert_eq!(text(&r), "reached");
+        client.close().await;
+    }
+    // Never a metadata address, private ones allowed or not.
+    let mut config = http_cfg("http://169.254.169.254/latest/mcp");
+    config.address_rule = Some(AddressRule {
+        allow_private: true,
+    });
+    let err = McpClient::connect(name("ruled"), config, Arc::new(options()))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("is a cloud metadata address"),
+        "{err}"
+    );
+}

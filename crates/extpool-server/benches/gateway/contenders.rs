@@ -513,6 +513,8 @@ pub fn run_gateway(config: &Path, port: u16) -> ! {
         let options = GatewayOptions {
             max_calls_per_session: GATEWAY_CALLS_PER_SESSION,
             max_sessions: GATEWAY_MAX_SESSIONS,
+            // The load generator is one caller holding every session.
+            sessions_per_principal: GATEWAY_MAX_SESSIONS,
             ..GatewayOptions::default()
         };
         let gateway = Gateway::new(host, options)

@@ -23,6 +23,7 @@ use super::GatewayHandler;
 use crate::audit::{AuditRecord, args_digest, millis, now_ms};
 use crate::input_rounds::{self, Next, RoundClient};
 use crate::relay;
+use crate::sessions::OpenSession;
 
 /// The JSON-RPC error code of a call refused for a rate limit (in the
 /// range JSON-RPC leaves to servers); its `data` says the limit and
@@ -193,6 +194,11 @@ impl GatewayHandler {
             None => (None, Vec::new()),
         };
         let asked = round.and_then(|r| r.asked());
+        // Cancelled as its session closed: told so, as the call itself is.
+        let outcome = outcome.or_else(|| {
+            let closed = self.durable.as_ref()?.closed_message(principal)?;
+            Some(Err(HostError::Scope(closed)))
+        });
         let (mut result, word) = match outcome {
             Some(Ok(_)) if asked.is_some() => (Ok(CallToolResult::default()), "input_required"),
             outcome => settle(outcome, self.session_id()),
@@ -349,10 +355,14 @@ impl GatewayHandler {
             call_context = call_context.with_progress_sink(route);
         }
         let (handler, table, tool) = (self.clone(), table.clone(), name.to_owned());
+        let closed = session_closed(self.durable.clone(), principal.clone());
         let call = Box::pin(async move {
-            let outcome = call_context
-                .scope(handler.view().call_guarded(&table, &tool, args))
-                .await;
+            let call = call_context.scope(handler.view().call_guarded(&table, &tool, args));
+            let outcome = tokio::select! {
+                biased;
+                closed = closed => closed,
+                outcome = call => outcome,
+            };
             if let Some(forwarder) = forwarder {
                 let _ = forwarder.await;
             }
@@ -433,7 +443,12 @@ impl GatewayHandler {
         let (call_context, forwarder) = relay::call_context(context, self.log_level_of(context));
         let call_context = call_context.with_caller(principal.label());
         let call = call_context.scope(self.view().call_guarded(table, name, args));
+        let closed = session_closed(self.durable.clone(), principal.clone());
         let outcome = tokio::select! {
+            // Closing a session ends its MCP sessions, which cancels their
+            // requests too: the closing is what the call is told.
+            biased;
+            closed = closed => Some(closed),
             result = call => Some(result),
             () = context.ct.cancelled() => None,
         };
@@ -513,6 +528,23 @@ fn missing_capability(server: &str, method: &str) -> Option<ErrorData> {
     )
     .into();
     Some(error)
+}
+
+/// Resolves, once `durable` (a durable session's endpoint's session) is
+/// closed for good, to the outcome a call of `principal` in flight then
+/// gets: a tool error saying the session closed. Never, without a durable
+/// session.
+async fn session_closed(durable: Option<Arc<OpenSession>>, principal: Principal) -> GuardedCall {
+    let Some(open) = durable else {
+        return std::future::pending().await;
+    };
+    open.until_closed().await;
+    GuardedCall {
+        outcome: Err(HostError::Scope(
+            open.closed_message(&principal).unwrap_or_default(),
+        )),
+        guardrails: Vec::new(),
+    }
 }
 
 /// The result the client gets for a call's outcome, and the audit word.

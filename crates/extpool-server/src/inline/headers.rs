@@ -25,9 +25,7 @@ pub(super) fn plain_headers(headers: &HeaderMap) -> bool {
             None => true,
             Some(v) => v.to_str().is_ok_and(|v| {
                 crate::methods::Era::of(Some(v)) == crate::methods::Era::Session
-                    && rmcp::model::ProtocolVersion::KNOWN_VERSIONS
-                        .iter()
-                        .any(|known| known.as_str() == v)
+                    && extpool_host::mcp::versions::speaks(v)
             }),
         };
     let no_standard_headers = !headers.keys().any(|k| {

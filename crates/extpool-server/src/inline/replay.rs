@@ -18,6 +18,8 @@ use parking_lot::Mutex;
 use rmcp::model::ServerJsonRpcMessage;
 use tokio::sync::watch;
 
+use super::kept::KeptStreams;
+
 /// How long a client waits before it reconnects to a broken stream (the
 /// priming event's `retry`, as rmcp's default).
 const RETRY: Duration = Duration::from_secs(3);
@@ -35,6 +37,12 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 struct Events {
     events: Vec<Bytes>,
     done: bool,
+    /// The bytes of `events`, as counted in the gateway's budget.
+    bytes: usize,
+    /// Dropped for the budget ([`KeptStreams`]): its events are gone.
+    dropped: bool,
+    /// Its place among the finished streams of the budget, once finished.
+    place: Option<u64>,
 }
 
 /// A stream being written by its call and read by its client (and by a
@@ -42,39 +50,67 @@ struct Events {
 pub(crate) struct Replay {
     number: u64,
     events: Mutex<Events>,
-    /// How many events there are, told to readers as it grows.
+    /// How many events there are, told to readers as it grows (and moved
+    /// when the stream is dropped, so they end).
     written: watch::Sender<usize>,
+    /// The gateway-wide budget its bytes count in.
+    kept: Arc<KeptStreams>,
+}
+
+impl Drop for Replay {
+    fn drop(&mut self) {
+        let events = self.events.get_mut();
+        if !events.dropped {
+            self.kept.refund(events.bytes);
+        }
+        if let Some(place) = events.place {
+            self.kept.forget(place);
+        }
+    }
 }
 
 impl Replay {
-    fn new(number: u64) -> Arc<Self> {
+    fn new(number: u64, kept: Arc<KeptStreams>) -> Arc<Self> {
         let replay = Arc::new(Self {
             number,
             events: Mutex::new(Events::default()),
             written: watch::Sender::new(0),
+            kept,
         });
         let priming = format!("id: 0/i{number}\nretry: {}\ndata: \n\n", RETRY.as_millis());
         replay.push(Bytes::from(priming), false);
         replay
     }
 
-    /// Appends `event`, unless the stream is full (an answer always is).
-    fn push(&self, event: Bytes, answer: bool) {
-        let len = {
+    /// Appends `event`, unless the stream is full (an answer always is) or
+    /// dropped; an answer makes it one of the budget's finished streams.
+    fn push(self: &Arc<Self>, event: Bytes, answer: bool) {
+        let bytes = event.len();
+        let (len, finished) = {
             let mut events = self.events.lock();
+            if events.dropped {
+                return;
+            }
             if events.events.len() >= MAX_EVENTS && !answer {
                 tracing::debug!("an event of a call's stream was dropped: the stream is full");
                 return;
             }
             events.events.push(event);
+            events.bytes += bytes;
+            let finished = answer && !events.done;
             events.done |= answer;
-            events.events.len()
+            (events.events.len(), finished)
         };
+        self.kept.charge(bytes);
+        if finished {
+            let place = self.kept.finished(self);
+            self.events.lock().place = Some(place);
+        }
         self.written.send_replace(len);
     }
 
     /// Appends message `message` as the next event.
-    pub(crate) fn message(&self, message: &ServerJsonRpcMessage, answer: bool) {
+    pub(crate) fn message(self: &Arc<Self>, message: &ServerJsonRpcMessage, answer: bool) {
         let data = serde_json::to_string(message).unwrap_or_default();
         let index = self.events.lock().events.len();
         let event = format!("id: {index}/i{}\ndata: {data}\n\n", self.number);
@@ -83,6 +119,35 @@ impl Replay {
 
     fn done(&self) -> bool {
         self.events.lock().done
+    }
+
+    /// Whether the budget dropped it.
+    fn dropped(&self) -> bool {
+        self.events.lock().dropped
+    }
+
+    /// The bytes it keeps.
+    pub(super) fn kept_bytes(&self) -> usize {
+        self.events.lock().bytes
+    }
+
+    /// Drops its events for the budget `kept` (its readers end); `false`
+    /// when it was dropped already.
+    pub(super) fn drop_events(&self, kept: &KeptStreams) -> bool {
+        let freed = {
+            let mut events = self.events.lock();
+            if events.dropped {
+                return false;
+            }
+            events.dropped = true;
+            events.place = None;
+            let freed = std::mem::take(&mut events.events);
+            (std::mem::take(&mut events.bytes), freed)
+        };
+        kept.refund(freed.0);
+        drop(freed.1);
+        self.written.send_modify(|n| *n = n.wrapping_add(1));
+        true
     }
 
     /// The stream from event `from` on, as an SSE answer that ends after
@@ -98,6 +163,10 @@ impl Replay {
                 loop {
                     let (chunk, next, done) = {
                         let events = replay.events.lock();
+                        // Dropped for the budget: what it had is gone.
+                        if events.dropped {
+                            return None;
+                        }
                         let next = events.events.len();
                         let chunk: Vec<u8> = events.events.get(at..).unwrap_or_default().concat();
                         (chunk, next.max(at), events.done)
@@ -127,7 +196,7 @@ impl Replay {
 }
 
 /// An SSE answer whose events are `body`'s chunks.
-fn event_stream<S>(body: S) -> Response
+pub(crate) fn event_stream<S>(body: S) -> Response
 where
     S: futures::Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static,
 {
@@ -171,20 +240,30 @@ pub(crate) fn listen(
 }
 
 /// A session's streams made in the HTTP task: those running, and the last
-/// few finished.
-#[derive(Default)]
+/// few finished (while the gateway's budget keeps them).
 pub(crate) struct Replays {
     streams: Mutex<VecDeque<Arc<Replay>>>,
     next: std::sync::atomic::AtomicU64,
+    kept: Arc<KeptStreams>,
 }
 
 impl Replays {
+    /// A session's streams, counted in the gateway's budget `kept`.
+    pub(crate) fn new(kept: Arc<KeptStreams>) -> Self {
+        Self {
+            streams: Mutex::default(),
+            next: std::sync::atomic::AtomicU64::new(0),
+            kept,
+        }
+    }
+
     /// A new stream, kept for resumes; the oldest finished ones beyond
-    /// [`KEPT_FINISHED`] are forgotten.
+    /// [`KEPT_FINISHED`] are forgotten, and those the budget dropped.
     pub(crate) fn open(&self) -> Arc<Replay> {
         let number = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let replay = Replay::new(number);
+        let replay = Replay::new(number, self.kept.clone());
         let mut streams = self.streams.lock();
+        streams.retain(|r| !r.dropped());
         streams.push_back(replay.clone());
         let finished = streams.iter().filter(|r| r.done()).count();
         if finished > KEPT_FINISHED {
@@ -201,7 +280,8 @@ impl Replays {
     }
 
     /// The rest of the stream a `Last-Event-ID` names (`index/i<stream>`),
-    /// if it is one of this session's still kept; `None` for any other id.
+    /// if it is one of this session's still kept; `None` for any other id
+    /// (one the budget dropped included).
     pub(crate) fn resume(&self, last_event_id: &str) -> Option<Response> {
         let (index, stream) = last_event_id.split_once("/i")?;
         let index: usize = index.parse().ok()?;
@@ -210,7 +290,7 @@ impl Replays {
             .streams
             .lock()
             .iter()
-            .find(|r| r.number == number)
+            .find(|r| r.number == number && !r.dropped())
             .cloned()?;
         // The header is the client's: an index past every event is none.
         Some(replay.answer(index.checked_add(1)?))
@@ -237,7 +317,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_stream_is_primed_and_resumed_after_the_last_event_seen() {
-        let replays = Replays::default();
+        let replays = Replays::new(KeptStreams::new(usize::MAX));
         let replay = replays.open();
         let progress = ServerJsonRpcMessage::notification(
             rmcp::model::ServerNotification::ProgressNotification(rmcp::model::Notification::new(
@@ -273,7 +353,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_quiet_stream_gets_a_comment_every_keep_alive() {
         use futures::StreamExt;
-        let replays = Replays::default();
+        let replays = Replays::new(KeptStreams::new(usize::MAX));
         let replay = replays.open();
         let mut body = replay.clone().answer(0).into_body().into_data_stream();
         let priming = body.next().await.unwrap().unwrap();
@@ -292,7 +372,7 @@ mod tests {
 
     #[tokio::test]
     async fn only_the_last_finished_streams_are_kept() {
-        let replays = Replays::default();
+        let replays = Replays::new(KeptStreams::new(usize::MAX));
         for n in 0..(KEPT_FINISHED as u64 + 4) {
             replays.open().message(&answer(n), true);
         }
@@ -304,6 +384,36 @@ mod tests {
                 .is_some()
         );
         assert!(replays.resume(&format!("0/i{}", running.number)).is_some());
+    }
+
+    #[tokio::test]
+    async fn finished_streams_past_the_budget_go_oldest_first_across_sessions() {
+        let kept = KeptStreams::new(3_000);
+        let (a, b) = (Replays::new(kept.clone()), Replays::new(kept.clone()));
+        let big = |n: u64| {
+            ServerJsonRpcMessage::response(
+                rmcp::model::ServerResult::empty(()),
+                rmcp::model::RequestId::String("x".repeat(1_000 + n as usize).into()),
+            )
+        };
+        let first = a.open();
+        first.message(&big(0), true);
+        let running = b.open();
+        let reader = tokio::spawn(first.clone().answer(0).into_body().collect_text());
+        for n in 1..4 {
+            b.open().message(&big(n), true);
+        }
+        assert!(kept.used() <= 3_000, "{}", kept.used());
+        assert!(a.resume("0/i0").is_none(), "the oldest went");
+        assert!(b.resume("0/i1").is_none(), "the next oldest went");
+        assert!(b.resume("0/i3").is_some(), "the newest stays");
+        assert!(b.resume("0/i0").is_some(), "a running one stays");
+        // Its reader ends with what it had read, or nothing.
+        let read = reader.await.unwrap();
+        assert!(read.is_empty() || read.starts_with("id: 0/i0"), "{read}");
+        // Forgotten streams give their bytes back.
+        drop((first, running, a, b));
+        assert_eq!(kept.used(), 0);
     }
 
     trait CollectText {

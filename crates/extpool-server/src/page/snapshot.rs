@@ -141,7 +141,7 @@ async fn sessions(shared: &Shared) -> Value {
             return json!({"store": true, "error": "the state store did not answer", "rows": []});
         }
     };
-    let rows = crate::api::session_rows(shared, &page.sessions);
+    let rows = crate::api::session_rows(shared, &page.sessions, None);
     json!({"store": true, "rows": rows, "more": page.next.is_some()})
 }
 

@@ -3,6 +3,7 @@
 //! configuration's servers are, then against the address policy.
 
 use extpool_host::McpServerConfig;
+use extpool_host::core::address::{AddressRefused, AddressRule};
 
 use super::SessionError;
 use crate::gateway::Shared;
@@ -11,7 +12,7 @@ use crate::gateway::Shared;
 /// session commands ([`crate::GatewayOptions::session_commands`]): a
 /// client of the gateway may not otherwise make it start a local command.
 /// A remote one is checked as the configuration's servers are (URL,
-/// headers), then against the address policy ([`check_address`]).
+/// headers), then against the address rule ([`rule`]).
 pub(super) async fn check_server(
     shared: &Shared,
     name: &str,
@@ -37,61 +38,60 @@ pub(super) async fn check_server(
         return Ok(());
     }
     extpool_host::mcp::http::check_remote(&server, config).map_err(|e| bad(e.to_string()))?;
+    if config.oauth.is_some() {
+        return Err(bad(
+            "a per-session server cannot have an `oauth` profile (the gateway's grants are its configuration's servers'); send its credential in `headers`".into(),
+        ));
+    }
     let url = config.url.as_deref().unwrap_or_default();
-    check_address(url, shared.options.private_session_servers)
-        .await
-        .map_err(bad)
+    check_address(url, rule(shared)).await.map_err(bad)
 }
 
-/// The address rule of per-session servers (the one `FetchMcpResource`
-/// applies): no link-local, cloud metadata, unspecified, multicast or
-/// reserved address ever, and no loopback or private one unless the
-/// operator allows them (`--private-session-servers`). A host name is
-/// resolved and every address it has is checked.
-async fn check_address(url: &str, allow_private: bool) -> Result<(), String> {
-    use extpool_host::catalog::fetch::{BlockedAddress, check_address, check_host};
-    let allowed = |reason: BlockedAddress| {
-        allow_private
-            && matches!(
-                reason,
-                BlockedAddress::Loopback | BlockedAddress::Private | BlockedAddress::Shared
-            )
-    };
-    let refused = |host: &str, address: std::net::IpAddr, reason: BlockedAddress| {
-        let fix = if matches!(
-            reason,
-            BlockedAddress::Loopback | BlockedAddress::Private | BlockedAddress::Shared
-        ) {
+/// The address rule of this gateway's per-session servers: public
+/// addresses, and loopback and private ones where the operator allows them
+/// (`--private-session-servers`). Checked here when a session is made, and
+/// by the MCP client at every connection ([`under_rule`]).
+pub(super) fn rule(shared: &Shared) -> AddressRule {
+    AddressRule {
+        allow_private: shared.options.private_session_servers,
+    }
+}
+
+/// `config` (a per-session server's) as it is connected to: a remote
+/// one under the gateway's address rule ([`rule`]), checked at every
+/// connection — the name resolved again each time (a DNS answer that
+/// changed since the session was made is checked too), the connection
+/// made to an address checked.
+pub(super) fn under_rule(shared: &Shared, config: &McpServerConfig) -> McpServerConfig {
+    let mut config = config.clone();
+    if config.url.is_some() && config.command.is_none() {
+        config.address_rule = Some(rule(shared));
+    }
+    config
+}
+
+/// Checks `url` against `rule` before a session is made: the host as
+/// written (an IP literal, a metadata name), then every address it
+/// resolves to now.
+async fn check_address(url: &str, rule: AddressRule) -> Result<(), String> {
+    let refused = |refused: AddressRefused| {
+        let fix = if refused.allowable() {
             " (a gateway whose operator allows them runs with --private-session-servers)"
         } else {
             ""
         };
-        let word = reason.to_string();
-        let article = if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
-            "an"
-        } else {
-            "a"
-        };
-        // A metadata host refused by its name has no address to show.
-        let shown = if address.is_unspecified() && reason == BlockedAddress::Metadata {
-            String::new()
-        } else {
-            format!(" ({address})")
-        };
-        format!(
-            "{host} is {article} {word} address{shown}; a per-session server must be on a public address{fix}"
-        )
+        format!("{refused}{fix}")
     };
     let parsed = url::Url::parse(url).map_err(|e| format!("invalid URL: {e}"))?;
     let Some(host) = parsed.host_str() else {
         return Err("the URL has no host".into());
     };
-    if let Some((address, reason)) = check_host(host) {
-        return if allowed(reason) {
-            Ok(())
-        } else {
-            Err(refused(host, address, reason))
-        };
+    if let Some(why) = rule.refuses_host(host) {
+        return Err(refused(why));
+    }
+    if extpool_host::catalog::fetch::check_host(host).is_some() {
+        // An IP literal the rule allows: nothing to resolve.
+        return Ok(());
     }
     let port = parsed.port_or_known_default().unwrap_or(443);
     let lookup = tokio::time::timeout(
@@ -106,14 +106,10 @@ async fn check_address(url: &str, allow_private: bool) -> Result<(), String> {
         )
     })?
     .map_err(|e| format!("{host} does not resolve: {e}"))?;
-    for addr in lookup {
-        if let Some(reason) = check_address(addr.ip())
-            && !allowed(reason)
-        {
-            return Err(refused(host, addr.ip(), reason));
-        }
+    match rule.refuses_any(host, lookup.map(|a| a.ip())) {
+        Some(why) => Err(refused(why)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// How long a per-session server's host name may take to resolve.

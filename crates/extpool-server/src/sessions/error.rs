@@ -45,6 +45,31 @@ pub enum SessionError {
         /// The limit.
         max: usize,
     },
+    /// The caller already has a session of this id (as it wrote it).
+    #[error("session {id:?} already exists; choose another id, or leave it out to have one made")]
+    Exists {
+        /// The id, as the caller wrote it.
+        id: String,
+    },
+    /// The caller holds as many durable sessions as one caller may.
+    #[error(
+        "you hold {held} durable sessions on this extpool gateway, the most one caller may (gateway.limits.sessions_per_principal, extpool serve --sessions-per-principal {max}): delete sessions you no longer need (DELETE /v1/sessions/{{id}}, or CloseSession on a session's endpoint)"
+    )]
+    TooManySessions {
+        /// How many it holds.
+        held: u64,
+        /// The limit.
+        max: usize,
+    },
+    /// An id no caller may choose: shaped like a whole id, or too long
+    /// to take its owner's digest (see the module `sessions::ids`).
+    #[error("session id {id:?}: {reason}")]
+    ReservedId {
+        /// The id, as the caller wrote it (shortened when long).
+        id: String,
+        /// Why, and what to choose instead.
+        reason: String,
+    },
     /// The host refused to open the session's view (shown in the message,
     /// so not a `source()`).
     #[error("cannot open the session: {0}")]
@@ -62,7 +87,9 @@ impl SessionError {
     pub fn status(&self) -> u16 {
         match self {
             SessionError::State(StateError::NotFound { .. }) => 404,
-            SessionError::State(StateError::AlreadyExists { .. }) => 409,
+            SessionError::State(StateError::AlreadyExists { .. }) | SessionError::Exists { .. } => {
+                409
+            }
             SessionError::State(
                 StateError::InvalidId { .. }
                 | StateError::InvalidName { .. }
@@ -74,9 +101,10 @@ impl SessionError {
                 | StateError::ResolvedSecrets { .. },
             ) => 400,
             SessionError::BadServer { .. }
+            | SessionError::ReservedId { .. }
             | SessionError::ServersNotAccepted
             | SessionError::TooManyAsked { .. } => 400,
-            SessionError::TooManyServers { .. } => 429,
+            SessionError::TooManyServers { .. } | SessionError::TooManySessions { .. } => 429,
             _ => 500,
         }
     }

@@ -32,9 +32,33 @@ pub struct OpenSession {
     /// When it was last used (opened, refreshed, or asked for by its
     /// endpoint).
     pub(super) last_used: Mutex<tokio::time::Instant>,
+    /// Cancelled when the session is closed for good (`CloseSession`,
+    /// `DELETE /v1/sessions/{id}`, or either through another replica):
+    /// its calls in flight end saying so ([`OpenSession::closed_message`]).
+    pub(super) closed: tokio_util::sync::CancellationToken,
 }
 
 impl OpenSession {
+    /// Resolves once the session is closed for good.
+    pub(crate) async fn until_closed(&self) {
+        self.closed.cancelled().await;
+    }
+
+    /// What a call in flight when the session was closed for good is told
+    /// (`None` while it is not), naming the session as `principal` knows it.
+    pub(crate) fn closed_message(
+        &self,
+        principal: &extpool_host::core::Principal,
+    ) -> Option<String> {
+        if !self.closed.is_cancelled() {
+            return None;
+        }
+        let id = super::ids::shown(&self.id, Some(principal));
+        Some(format!(
+            "session {id} was closed (CloseSession or DELETE /v1/sessions/{id}) while this call was in flight; its calls ended with it"
+        ))
+    }
+
     /// Marks the session used now.
     pub(crate) fn touch(&self) {
         *self.last_used.lock() = tokio::time::Instant::now();
@@ -78,15 +102,91 @@ impl OpenSession {
             .collect()
     }
 
-    /// The catalog names active in this session's view now, granted or not
-    /// (built-ins excluded: they are not granted, they are always there).
-    pub(super) fn active(&self) -> Vec<String> {
-        self.view
-            .revision()
-            .all_tools()
-            .map(|t| t.name.clone())
-            .collect()
+    /// The catalog names active in this session's view now that a grant
+    /// would add to `granted` (built-ins excluded: they are not granted,
+    /// they are always there), as many as the store lets one session hold
+    /// ([`fair_share`]); and how many are left out. A name the store would
+    /// refuse is left out too, so no one upstream's names stop a create or
+    /// a refresh.
+    pub(super) fn grantable(
+        &self,
+        limits: &extpool_state::Limits,
+        granted: &NameAuthority,
+    ) -> (Vec<String>, usize) {
+        let revision = self.view.revision();
+        let mut left_out = 0;
+        let mut candidates = Vec::new();
+        for tool in revision.all_tools() {
+            if granted.granted.contains(&tool.name) {
+                continue;
+            }
+            if limits.check_names(&self.id, [&tool.name]).is_ok() {
+                candidates.push((tool.name.clone(), tool.server.clone()));
+            } else {
+                left_out += 1;
+            }
+        }
+        let room = limits
+            .max_names_per_session
+            .saturating_sub(granted.granted.len());
+        let (names, over) = fair_share(candidates, room);
+        (names, left_out + over)
     }
+}
+
+/// The names of `candidates` (a name and its server, in catalog order)
+/// that fit in `room`: all of them when they fit, else an equal share of
+/// the room per server — a server with fewer names gets all of its own and
+/// the others share what it leaves — each server's first in catalog
+/// order. Returns them and how many are left out.
+pub(super) fn fair_share(candidates: Vec<(String, Arc<str>)>, room: usize) -> (Vec<String>, usize) {
+    let total = candidates.len();
+    if total <= room {
+        return (candidates.into_iter().map(|(name, _)| name).collect(), 0);
+    }
+    let mut servers: Vec<(Arc<str>, usize)> = Vec::new();
+    let mut of_name = Vec::with_capacity(total);
+    for (_, server) in &candidates {
+        let i = match servers.iter().position(|(s, _)| s == server) {
+            Some(i) => i,
+            None => {
+                servers.push((server.clone(), 0));
+                servers.len() - 1
+            }
+        };
+        servers[i].1 += 1;
+        of_name.push(i);
+    }
+    // Water-filling: the smallest first, each taking at most an equal
+    // share of what is left; what integer division leaves goes one by
+    // one to the largest.
+    let mut order: Vec<usize> = (0..servers.len()).collect();
+    order.sort_by_key(|&i| servers[i].1);
+    let mut share = vec![0usize; servers.len()];
+    let mut left = room;
+    for (k, &i) in order.iter().enumerate() {
+        let take = servers[i].1.min(left / (order.len() - k));
+        share[i] = take;
+        left -= take;
+    }
+    for &i in order.iter().rev() {
+        if left == 0 {
+            break;
+        }
+        if share[i] < servers[i].1 {
+            share[i] += 1;
+            left -= 1;
+        }
+    }
+    let mut names = Vec::with_capacity(room);
+    for ((name, _), i) in candidates.into_iter().zip(of_name) {
+        if share[i] > 0 {
+            share[i] -= 1;
+            names.push(name);
+        }
+    }
+    let left_out = total - names.len();
+    (names, left_out)
 }
 
 /// Notifies the session's clients whenever what it may see changes (a
@@ -125,4 +225,50 @@ pub(super) fn visible(open: &OpenSession) -> Vec<String> {
         .visible()
         .map(|(_, r)| r.tool.name.clone())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(counts: &[(&str, usize)]) -> Vec<(String, Arc<str>)> {
+        counts
+            .iter()
+            .flat_map(|(server, n)| {
+                let server: Arc<str> = Arc::from(*server);
+                (0..*n).map(move |i| (format!("mcp__{server}__t{i}"), server.clone()))
+            })
+            .collect()
+    }
+
+    fn per_server(names: &[String]) -> std::collections::BTreeMap<String, usize> {
+        let mut counts = std::collections::BTreeMap::new();
+        for name in names {
+            let server = name.split("__").nth(1).unwrap().to_owned();
+            *counts.entry(server).or_default() += 1;
+        }
+        counts
+    }
+
+    #[test]
+    fn one_huge_server_never_crowds_out_the_others() {
+        let (all, left) = fair_share(named(&[("a", 3), ("b", 2)]), 10);
+        assert_eq!((all.len(), left), (5, 0));
+        let (names, left) = fair_share(named(&[("big", 60_000), ("gh", 40), ("fs", 12)]), 10_000);
+        assert_eq!(names.len(), 10_000);
+        assert_eq!(left, 60_052 - 10_000);
+        let counts = per_server(&names);
+        assert_eq!(counts["gh"], 40);
+        assert_eq!(counts["fs"], 12);
+        assert_eq!(counts["big"], 10_000 - 52);
+        // Each server's first names, in catalog order.
+        assert!(names.contains(&"mcp__big__t0".to_owned()));
+        assert!(!names.contains(&"mcp__big__t59999".to_owned()));
+        // Two big ones share evenly; the remainder goes to the larger.
+        let (names, _) = fair_share(named(&[("x", 7), ("y", 9), ("z", 1)]), 10);
+        let counts = per_server(&names);
+        assert_eq!((counts["x"], counts["y"], counts["z"]), (4, 5, 1));
+        let (none, left) = fair_share(named(&[("x", 3)]), 0);
+        assert_eq!((none.len(), left), (0, 3));
+    }
 }

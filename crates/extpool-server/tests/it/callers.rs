@@ -99,31 +99,140 @@ async fn api(method: reqwest::Method, url: &str, key: &str) -> (u16, Value) {
     )
 }
 
-/// Logs `key`'s caller in to `kit` through the gateway, as its browser
-/// would: the authorization URL the gateway answers, the authorization
-/// server's redirect back to the gateway's callback, and the login done.
-async fn log_in(served: &Served, key: &str) {
-    let login = format!("{}/v1/login/kit", served.base);
+/// A browser of its own (its own cookies, no redirect followed by
+/// itself) going through a caller's login as a person does: the gateway's
+/// login page, its button, the authorization server (the testkit's
+/// approves at once), and back to the gateway's callback.
+struct Browser {
+    http: reqwest::Client,
+    /// `name=value` of each cookie it was given.
+    cookies: Vec<String>,
+}
+
+/// A page as the browser got it.
+struct Page {
+    status: u16,
+    text: String,
+}
+
+impl Browser {
+    fn new() -> Self {
+        Self {
+            http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+            cookies: Vec::new(),
+        }
+    }
+
+    /// GETs `url` with this browser's cookies.
+    async fn get(&self, url: &str) -> reqwest::Response {
+        let mut request = self.http.get(url);
+        if !self.cookies.is_empty() {
+            request = request.header("cookie", self.cookies.join("; "));
+        }
+        within(request.send()).await.unwrap()
+    }
+
+    /// Opens the gateway's login page at `url`.
+    async fn open(&self, url: &str) -> Page {
+        let response = self.get(url).await;
+        let status = response.status().as_u16();
+        Page {
+            status,
+            text: response.text().await.unwrap(),
+        }
+    }
+
+    /// Presses the button of the login page at `url`: the form's POST with
+    /// the page's origin; keeps the cookie; where it is sent (the
+    /// authorization server).
+    async fn press(&mut self, url: &str) -> String {
+        let parsed = url::Url::parse(url).unwrap();
+        let origin = parsed.origin().ascii_serialization();
+        let state = parsed
+            .query_pairs()
+            .find(|(k, _)| k == "state")
+            .unwrap()
+            .1
+            .into_owned();
+        let form: String = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("state", &state)
+            .finish();
+        let response = within(
+            self.http
+                .post(format!("{origin}/oauth/login"))
+                .header("origin", &origin)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(form)
+                .send(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(response.status().as_u16(), 303, "{url}");
+        for cookie in response.headers().get_all("set-cookie") {
+            let cookie = cookie.to_str().unwrap();
+            assert!(
+                cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"),
+                "{cookie}"
+            );
+            self.cookies
+                .push(cookie.split(';').next().unwrap().trim().to_owned());
+        }
+        response.headers()["location"].to_str().unwrap().to_owned()
+    }
+
+    /// Visits the authorization server at `url`; where it sends the
+    /// browser back to (the gateway's callback).
+    async fn authorize(&self, url: &str) -> String {
+        let approved = self.get(url).await;
+        assert_eq!(approved.status().as_u16(), 302, "{url}");
+        approved.headers()["location"].to_str().unwrap().to_owned()
+    }
+
+    /// The whole login from the page at `url`; the callback's page.
+    async fn log_in(&mut self, url: &str) -> Page {
+        let provider = self.press(url).await;
+        let back = self.authorize(&provider).await;
+        self.open(&back).await
+    }
+}
+
+/// Starts `key`'s caller's login to `server`; the login page's URL.
+async fn start_login(served: &Served, key: &str, server: &str) -> String {
+    let login = format!("{}/v1/login/{server}", served.base);
     let (status, started) = api(reqwest::Method::POST, &login, key).await;
     assert_eq!(status, 200, "{started}");
     assert_eq!(started["status"], "pending", "{started}");
-    let authorize = started["authorization_url"].as_str().unwrap().to_owned();
-    let browser = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let approved = within(browser.get(&authorize).send()).await.unwrap();
-    assert_eq!(approved.status().as_u16(), 302, "{authorize}");
-    let back = approved.headers()["location"].to_str().unwrap().to_owned();
+    let url = started["authorization_url"].as_str().unwrap().to_owned();
     assert!(
-        back.starts_with(&format!("{}/oauth/callback?", served.base)),
-        "{back}"
+        url.starts_with(&format!("{}/oauth/login?state=", served.base)),
+        "{url}"
     );
-    // The browser brings no token: the callback needs none.
-    let landed = within(browser.get(&back).send()).await.unwrap();
-    assert_eq!(landed.status().as_u16(), 200);
-    assert!(landed.text().await.unwrap().contains("Logged in"));
-    let (status, done) = api(reqwest::Method::GET, &format!("{login}?wait_ms=30000"), key).await;
+    url
+}
+
+/// Logs `key`'s caller (API key `name`) in to `kit` through the gateway,
+/// as its browser would: the login page names the caller, its button
+/// leads to the authorization server, whose redirect back to the
+/// gateway's callback completes the login.
+async fn log_in(served: &Served, key: &str, name: &str) {
+    let url = start_login(served, key, "kit").await;
+    let mut browser = Browser::new();
+    let page = browser.open(&url).await;
+    assert_eq!(page.status, 200, "{}", page.text);
+    assert!(
+        page.text.contains(&format!("api-key:{name}")),
+        "{}",
+        page.text
+    );
+    // The browser brings no token: the page and the callback need none.
+    let landed = browser.log_in(&url).await;
+    assert_eq!(landed.status, 200, "{}", landed.text);
+    assert!(landed.text.contains("Logged in"), "{}", landed.text);
+    let login = format!("{}/v1/login/kit", served.base);
+    let (status, done) = api(reqwest::Method::GET, &login, key).await;
     assert_eq!(status, 200);
     assert_eq!(done["status"], "done", "{done}");
 }
@@ -179,8 +288,8 @@ async fn each_caller_reaches_a_per_user_server_with_its_own_grant_and_none_with_
     );
     assert!(accepted.is_empty(), "{accepted:?}");
 
-    log_in(&served, &alice).await;
-    log_in(&served, &bob).await;
+    log_in(&served, &alice, "alice").await;
+    log_in(&served, &bob, "bob").await;
     // Each login stored a grant of its own: two records, no shared one.
     let records: Vec<String> = std::fs::read_dir(credentials.path())
         .unwrap()
@@ -289,6 +398,214 @@ async fn a_login_is_only_for_a_per_user_server_and_its_callback_for_its_own_stat
     served.stop().await;
 }
 
+/// The grant records in `dir`.
+fn grants(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".grant"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `url` with its query's `state` and nothing else of it but `pairs`.
+fn callback_with(served: &Served, state: &str, pairs: &[(&str, &str)]) -> String {
+    let mut query = url::form_urlencoded::Serializer::new(String::new());
+    for (k, v) in pairs {
+        query.append_pair(k, v);
+    }
+    query.append_pair("state", state);
+    format!("{}/oauth/callback?{}", served.base, query.finish())
+}
+
+/// The `state` of a login page's URL.
+fn state_of(url: &str) -> String {
+    url::Url::parse(url)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "state")
+        .unwrap()
+        .1
+        .into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_completes_only_in_the_browser_its_page_sent_to_the_provider() {
+    let world = World::start().await;
+    let (served, state) = world.serve().await;
+    let mallory = state.create_api_key("mallory", false).await.unwrap().secret;
+    // How mallory's login stands once it is no longer waiting.
+    let status = || {
+        let login = format!("{}/v1/login/kit?wait_ms=30000", served.base);
+        let mallory = mallory.clone();
+        async move { api(reqwest::Method::GET, &login, &mallory).await.1 }
+    };
+
+    // Mallory starts a login and sends its link to bob: bob's browser is
+    // told whose login it is before anything happens.
+    let url = start_login(&served, &mallory, "kit").await;
+    let bobs = Browser::new();
+    let page = bobs.open(&url).await;
+    assert_eq!(page.status, 200, "{}", page.text);
+    assert!(page.text.contains("api-key:mallory"), "{}", page.text);
+    assert!(page.text.contains("<strong>kit</strong>"), "{}", page.text);
+
+    // Mallory goes on in her own browser and sends bob the provider's
+    // link instead: bob signs in there, and his browser comes back to the
+    // gateway without the login's cookie. Nothing is completed.
+    let mut mallorys = Browser::new();
+    let provider = mallorys.press(&url).await;
+    let back = bobs.authorize(&provider).await;
+    let landed = bobs.open(&back).await;
+    assert_eq!(landed.status, 403, "{}", landed.text);
+    assert!(!landed.text.contains("Logged in"), "{}", landed.text);
+    let failed = status().await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(
+        failed["error"]
+            .as_str()
+            .unwrap()
+            .contains("is not the one that went there"),
+        "{failed}"
+    );
+    assert!(grants(world.credentials.path()).is_empty());
+    let (accepted, refused) = echo(&served, &world.upstream, &mallory).await;
+    assert!(
+        refused.unwrap_err().contains("needs your own OAuth login"),
+        "mallory reaches the upstream as bob"
+    );
+    assert!(accepted.is_empty(), "{accepted:?}");
+    // The redirect is spent: mallory's own browser cannot use it now.
+    let again = mallorys.open(&back).await;
+    assert_eq!(again.status, 400, "{}", again.text);
+
+    // A cookie of the right name and the wrong value is no better.
+    let url = start_login(&served, &mallory, "kit").await;
+    let mut forged = Browser::new();
+    let provider = forged.press(&url).await;
+    let back = forged.authorize(&provider).await;
+    let name = forged.cookies[0].split('=').next().unwrap().to_owned();
+    forged.cookies = vec![format!("{name}=00")];
+    let landed = forged.open(&back).await;
+    assert_eq!(landed.status, 403, "{}", landed.text);
+    assert_eq!(status().await["status"], "failed");
+
+    // The provider refuses (the user said no): the page says so, with
+    // the provider's words as text, never markup; no "Logged in".
+    let url = start_login(&served, &mallory, "kit").await;
+    let mut browser = Browser::new();
+    browser.press(&url).await;
+    let denied = callback_with(
+        &served,
+        &state_of(&url),
+        &[
+            ("error", "access_denied"),
+            (
+                "error_description",
+                "<script>alert(1)</script> no & \"never\"",
+            ),
+        ],
+    );
+    let landed = browser.open(&denied).await;
+    assert_eq!(landed.status, 502, "{}", landed.text);
+    assert!(!landed.text.contains("Logged in"), "{}", landed.text);
+    assert!(!landed.text.contains("<script>"), "{}", landed.text);
+    assert!(
+        landed
+            .text
+            .contains("&lt;script&gt;alert(1)&lt;/script&gt; no &amp; &quot;never&quot;"),
+        "{}",
+        landed.text
+    );
+    assert_eq!(status().await["status"], "failed");
+
+    // A code the provider never issued: the exchange fails, and the page
+    // says the login failed rather than that it worked.
+    let url = start_login(&served, &mallory, "kit").await;
+    let mut browser = Browser::new();
+    browser.press(&url).await;
+    let bogus = callback_with(&served, &state_of(&url), &[("code", "never-issued")]);
+    let landed = browser.open(&bogus).await;
+    assert_eq!(landed.status, 502, "{}", landed.text);
+    assert!(landed.text.contains("Not logged in"), "{}", landed.text);
+    assert!(!landed.text.contains(">Logged in"), "{}", landed.text);
+    assert!(grants(world.credentials.path()).is_empty());
+
+    // The login page's button pressed from another site is refused.
+    let url = start_login(&served, &mallory, "kit").await;
+    let pressed = within(
+        reqwest::Client::new()
+            .post(format!("{}/oauth/login", served.base))
+            .header("origin", "https://evil.example")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("state={}", state_of(&url)))
+            .send(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(pressed.status().as_u16(), 403);
+    assert!(pressed.headers().get("set-cookie").is_none());
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_has_one_login_per_server_and_a_few_at_once_however_often_it_asks() {
+    let world = World::start().await;
+    let upstream = &world.upstream;
+    let project = Project::new();
+    let mut servers = String::new();
+    for i in 1..=6 {
+        servers.push_str(&format!(
+            "  kit{i}:\n    url: {}\n    oauth:\n      per_user: true\n      store: {:?}\n",
+            upstream.mcp_url(),
+            world.credentials.path().display().to_string()
+        ));
+    }
+    project.config(&servers);
+    let (served, state) = serve(project, world.data.path()).await;
+    let mallory = state.create_api_key("mallory", false).await.unwrap().secret;
+    let bob = state.create_api_key("bob", false).await.unwrap().secret;
+
+    // Asked again and again, the login to one server is the same one:
+    // one client registered upstream, not one a request.
+    let first = start_login(&served, &mallory, "kit1").await;
+    for _ in 0..5 {
+        assert_eq!(start_login(&served, &mallory, "kit1").await, first);
+    }
+    assert_eq!(upstream.counts().registrations, 1);
+    for i in 2..=4 {
+        start_login(&served, &mallory, &format!("kit{i}")).await;
+    }
+    assert_eq!(upstream.counts().registrations, 4);
+    // A fifth at once is refused before anything reaches the upstream.
+    let (status, body) = api(
+        reqwest::Method::POST,
+        &format!("{}/v1/login/kit5", served.base),
+        &mallory,
+    )
+    .await;
+    assert_eq!(status, 429, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("4 of your logins already wait"),
+        "{body}"
+    );
+    assert_eq!(upstream.counts().registrations, 4);
+    // Another caller is not locked out, and logs in.
+    let url = start_login(&served, &bob, "kit5").await;
+    let landed = Browser::new().log_in(&url).await;
+    assert_eq!(landed.status, 200, "{}", landed.text);
+    // Once one of mallory's logins ends, she may start another.
+    let landed = Browser::new().log_in(&first).await;
+    assert_eq!(landed.status, 200, "{}", landed.text);
+    start_login(&served, &mallory, "kit6").await;
+    served.stop().await;
+}
+
 /// A session-era client that takes URL-mode elicitations and, as its
 /// user's browser, follows the URL it is sent to the gateway's callback.
 struct Browses {
@@ -318,14 +635,8 @@ impl rmcp::ClientHandler for Browses {
             return Ok(ElicitResult::new(ElicitationAction::Decline));
         };
         self.asked.lock().push(message);
-        let browser = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap();
-        let approved = browser.get(&url).send().await.unwrap();
-        let back = approved.headers()["location"].to_str().unwrap().to_owned();
-        let landed = browser.get(&back).send().await.unwrap();
-        assert_eq!(landed.status().as_u16(), 200);
+        let landed = Browser::new().log_in(&url).await;
+        assert_eq!(landed.status, 200, "{}", landed.text);
         Ok(ElicitResult::new(ElicitationAction::Accept))
     }
 }
@@ -464,7 +775,7 @@ async fn a_stateless_client_reaches_its_callers_own_server_with_its_own_grant() 
     let (served, state) = world.serve().await;
     let alice = state.create_api_key("alice", false).await.unwrap().secret;
     let bob = state.create_api_key("bob", false).await.unwrap().secret;
-    log_in(&served, &alice).await;
+    log_in(&served, &alice, "alice").await;
     let call = || {
         let mut call = CallToolRequestParams::new("mcp__kit__echo");
         call.arguments = json!({"message": "stateless"}).as_object().cloned();

@@ -129,7 +129,8 @@ async fn every_route_but_the_probes_and_the_resource_metadata_needs_the_token() 
             .await
             .unwrap();
         let status = response.status().as_u16();
-        let public = ["/healthz", "/readyz", "/oauth/callback"].contains(&path.as_str())
+        let public = ["/healthz", "/readyz", "/oauth/callback", "/oauth/login"]
+            .contains(&path.as_str())
             || path.starts_with("/.well-known/oauth-protected-resource");
         if public {
             assert_ne!(status, 401, "{path}");

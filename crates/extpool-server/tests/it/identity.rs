@@ -225,6 +225,30 @@ async fn listed(g: &Guarded, token: &str) -> Vec<String> {
         .collect()
 }
 
+/// The ids `token` (an operator) is listed, each caller's without the
+/// digest of its owner that makes it whole.
+async fn listed_short(g: &Guarded, token: &str) -> Vec<String> {
+    listed(g, token)
+        .await
+        .into_iter()
+        .map(|id| match id.rsplit_once('~') {
+            Some((short, digest)) if digest.len() == 16 => short.to_owned(),
+            _ => id,
+        })
+        .collect()
+}
+
+/// The whole id an operator (`token`) is shown for a caller's `id`.
+async fn whole_id(g: &Guarded, token: &str, id: &str) -> String {
+    let whole: Vec<String> = listed(g, token)
+        .await
+        .into_iter()
+        .filter(|w| w.strip_prefix(id).is_some_and(|rest| rest.starts_with('~')))
+        .collect();
+    assert_eq!(whole.len(), 1, "{id}: {whole:?}");
+    whole[0].clone()
+}
+
 fn initialize_body() -> String {
     json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": VERSION, "capabilities": {},
@@ -312,7 +336,7 @@ async fn a_principal_never_sees_anothers_sessions() {
         )
         .await;
         assert_eq!(made.status, 201, "{}", made.body);
-        let owner = format!("{} {user}", provider.issuer());
+        let owner = format!("{user}@{}", provider.issuer());
         assert_eq!(
             made.json()["session"]["owner"],
             owner.as_str(),
@@ -321,39 +345,45 @@ async fn a_principal_never_sees_anothers_sessions() {
         );
     }
     // To bob, alice's session is one nobody made: the same 404, word for
-    // word, on every route of the API.
+    // word, on every route of the API — by her id (his own "alices" is
+    // none) and by its whole id.
     let routes = [
         (Method::GET, "/v1/sessions/{}"),
         (Method::POST, "/v1/sessions/{}/mcp-refresh"),
         (Method::DELETE, "/v1/sessions/{}"),
     ];
+    let whole = whole_id(&g, &ops, "alices").await;
+    let made_up = "nobodys~0123456789abcdef";
+    let pairs = [("alices", "nobodys"), (whole.as_str(), made_up)];
     for (method, route) in &routes {
-        let theirs = api(
-            method.clone(),
-            &g.at(&route.replace("{}", "alices")),
-            Some(&bob),
-            None,
-        )
-        .await;
-        let nobodys = api(
-            method.clone(),
-            &g.at(&route.replace("{}", "nobodys")),
-            Some(&bob),
-            None,
-        )
-        .await;
-        assert_eq!(theirs.status, 404, "{method} {route}: {}", theirs.body);
-        assert_eq!(nobodys.status, 404, "{method} {route}: {}", nobodys.body);
-        assert_eq!(
-            theirs.body.replace("alices", "ID"),
-            nobodys.body.replace("nobodys", "ID"),
-            "{method} {route}"
-        );
+        for (hers, none) in pairs {
+            let theirs = api(
+                method.clone(),
+                &g.at(&route.replace("{}", hers)),
+                Some(&bob),
+                None,
+            )
+            .await;
+            let nobodys = api(
+                method.clone(),
+                &g.at(&route.replace("{}", none)),
+                Some(&bob),
+                None,
+            )
+            .await;
+            assert_eq!(theirs.status, 404, "{method} {route}: {}", theirs.body);
+            assert_eq!(nobodys.status, 404, "{method} {route}: {}", nobodys.body);
+            assert_eq!(
+                theirs.body.replace(hers, "ID"),
+                nobodys.body.replace(none, "ID"),
+                "{method} {route}"
+            );
+        }
     }
     // And on its MCP endpoint: initialize, a 2026-07-28 request, the SSE
     // stream.
     let mut told = Vec::new();
-    for id in ["alices", "nobodys"] {
+    for id in ["alices", "nobodys", whole.as_str(), made_up] {
         let url = g.at(&format!("/sessions/{id}/mcp"));
         let init = mcp_post(&url, &bob, None, initialize_body()).await;
         assert_eq!(init.status, 404, "{id}: {}", init.body);
@@ -379,13 +409,21 @@ async fn a_principal_never_sees_anothers_sessions() {
         assert_eq!(stream.status().as_u16(), 404, "{id}");
     }
     assert_eq!(told[0], told[1]);
+    assert_eq!(told[2], told[3]);
 
     // Each lists its own; the operator lists both (in creation order) and
     // reads alice's.
     assert_eq!(listed(&g, &alice).await, ["alices"]);
     assert_eq!(listed(&g, &bob).await, ["bobs"]);
-    assert_eq!(listed(&g, &ops).await, ["alices", "bobs"]);
-    let read = api(Method::GET, &g.at("/v1/sessions/alices"), Some(&ops), None).await;
+    assert_eq!(listed_short(&g, &ops).await, ["alices", "bobs"]);
+    let hers = whole_id(&g, &ops, "alices").await;
+    let read = api(
+        Method::GET,
+        &g.at(&format!("/v1/sessions/{hers}")),
+        Some(&ops),
+        None,
+    )
+    .await;
     assert_eq!(read.status, 200, "{}", read.body);
 
     // Alice's session is untouched by all that: its endpoint serves her,
@@ -426,7 +464,7 @@ async fn a_principal_never_sees_anothers_sessions() {
     .await;
     assert_eq!(deleted.status, 200, "{}", deleted.body);
     assert_eq!(deleted.json()["deleted"], "alices", "{}", deleted.body);
-    assert_eq!(listed(&g, &ops).await, ["bobs"]);
+    assert_eq!(listed_short(&g, &ops).await, ["bobs"]);
 
     // Session-era MCP sessions on /mcp: alice's is hers.
     let url = g.at("/mcp");
@@ -847,6 +885,56 @@ async fn a_rotated_key_is_fetched_once_and_an_unknown_kid_is_refused_without_mor
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_issuer_down_when_a_new_key_must_be_fetched_is_a_503_to_retry_not_an_invalid_token() {
+    let mut provider = within(OidcProvider::start()).await;
+    let interval = Duration::from_secs(30);
+    let g = guarded(&provider, "", |s| s.refetch_interval = interval).await;
+    let sessions = g.at("/v1/sessions");
+    let before = within(provider.token_for("alice", &g.audience)).await;
+    let answer = api(Method::GET, &sessions, Some(&before), None).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+
+    // The provider rotates its key and goes down: a good token of the new
+    // key cannot be checked. The client is told to retry, not that its
+    // token is invalid (it would drop it).
+    within(provider.rotate()).await;
+    let after = provider.sign(&provider.claims_for("alice", &g.audience));
+    provider.stop();
+    let fetches = g.verifier.key_fetches();
+    for attempt in 0..3 {
+        let answer = api(Method::GET, &sessions, Some(&after), None).await;
+        assert_eq!(answer.status, 503, "attempt {attempt}: {}", answer.body);
+        let retry: u64 = answer
+            .header("retry-after")
+            .parse()
+            .unwrap_or_else(|_| panic!("no Retry-After in {:?}", answer.headers));
+        assert!((1..=interval.as_secs()).contains(&retry), "{retry}");
+        assert!(
+            !answer.header("www-authenticate").contains("invalid_token"),
+            "{:?}",
+            answer.headers
+        );
+        assert!(
+            answer
+                .body
+                .contains("the issuer's keys could not be fetched"),
+            "{}",
+            answer.body
+        );
+        assert!(!answer.body.contains(&after), "the body echoes the token");
+    }
+    assert_eq!(
+        g.verifier.key_fetches(),
+        fetches + 1,
+        "the issuer is asked once during the outage, not at every request"
+    );
+    // A token of a key the gateway has is still checked without it.
+    let answer = api(Method::GET, &sessions, Some(&before), None).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    g.served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_keys_name_their_principal_and_revoked_ones_stop_working() {
     let db = tempfile::tempdir().unwrap();
     let url = format!("sqlite:{}", db.path().join("state.db").display());
@@ -857,6 +945,104 @@ async fn api_keys_name_their_principal_and_revoked_ones_stop_working() {
 async fn api_keys_on_postgres_are_forgotten_when_the_change_feed_says_so() {
     let url = extpool_testkit::postgres::PgServer::shared().database();
     api_keys(&url, Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_loopback_a_request_without_a_key_is_anonymous_once_the_store_holds_keys() {
+    let kit = StateDir::new();
+    let project = Project::new();
+    project.config(&testkit_yaml("testkit", &kit));
+    let store = sqlite(&project).await;
+    let url = format!("sqlite:{}", project.path().join("state.db").display());
+    let served = Served::start(
+        project,
+        GatewayOptions {
+            state: Some(store),
+            ..GatewayOptions::default()
+        },
+    )
+    .await;
+    let at = |path: &str| format!("{}{path}", served.base);
+    // No key anywhere: the one local caller, an operator.
+    let metrics = api(Method::GET, &at("/metrics"), None, None).await;
+    assert_eq!(metrics.status, 200, "{}", metrics.body);
+
+    // Another process makes a key; alice's key makes a session.
+    let elsewhere = StateStore::open_url(&url).await.unwrap();
+    let alice = within(elsewhere.create_api_key("alice", false))
+        .await
+        .unwrap()
+        .secret;
+    let made = api(
+        Method::POST,
+        &at("/v1/sessions"),
+        Some(&alice),
+        Some(json!({"id": "hers"})),
+    )
+    .await;
+    assert_eq!(made.status, 201, "{}", made.body);
+
+    // Now a request without a key is anonymous: alice's session does not
+    // exist for it on any route, nor her MCP endpoint, nor the metrics.
+    // A token that is no key (there is no issuer) is the same as none.
+    for token in [None, Some("not-a-key-and-no-issuer")] {
+        let hers = api(Method::GET, &at("/v1/sessions/hers"), token, None).await;
+        assert_eq!(hers.status, 404, "{token:?}: {}", hers.body);
+        let refresh = api(
+            Method::POST,
+            &at("/v1/sessions/hers/mcp-refresh"),
+            token,
+            None,
+        )
+        .await;
+        assert_eq!(refresh.status, 404, "{token:?}: {}", refresh.body);
+        let listed = api(Method::GET, &at("/v1/sessions"), token, None).await;
+        assert_eq!(listed.status, 200, "{}", listed.body);
+        assert_eq!(listed.json()["sessions"], json!([]), "{}", listed.body);
+        let mut headers = vec![("accept", "application/json, text/event-stream")];
+        headers.push(("content-type", "application/json"));
+        let call = send(
+            Method::POST,
+            &at("/sessions/hers/mcp"),
+            token,
+            &headers,
+            Some(initialize_body()),
+        )
+        .await;
+        assert_eq!(call.status, 404, "{token:?}: {}", call.body);
+        let metrics = api(Method::GET, &at("/metrics"), token, None).await;
+        assert_eq!(metrics.status, 403, "{token:?}: {}", metrics.body);
+        let gone = api(Method::DELETE, &at("/v1/sessions/hers"), token, None).await;
+        assert_eq!(gone.status, 404, "{token:?}: {}", gone.body);
+    }
+    // What an anonymous request makes is its own, and not alice's.
+    let made = api(
+        Method::POST,
+        &at("/v1/sessions"),
+        None,
+        Some(json!({"id": "nobodys"})),
+    )
+    .await;
+    assert_eq!(made.status, 201, "{}", made.body);
+    assert_eq!(
+        made.json()["session"]["owner"],
+        "anonymous",
+        "{}",
+        made.body
+    );
+    let theirs = api(Method::GET, &at("/v1/sessions/nobodys"), Some(&alice), None).await;
+    assert_eq!(theirs.status, 404, "{}", theirs.body);
+    let hers = api(Method::GET, &at("/v1/sessions/hers"), Some(&alice), None).await;
+    assert_eq!(hers.status, 200, "{}", hers.body);
+    // The key's principal has one spelling: the session's owner says it
+    // as the audit log and the metrics do.
+    assert_eq!(
+        hers.json()["session"]["owner"],
+        "api-key:alice",
+        "{}",
+        hers.body
+    );
+    served.stop().await;
 }
 
 /// Which store [`api_keys`] runs on.
@@ -914,7 +1100,7 @@ async fn api_keys(url: &str, backend: Backend) {
     assert_eq!(made.status, 201, "{}", made.body);
     assert_eq!(
         made.json()["session"]["owner"],
-        "extpool:api-key alice",
+        "api-key:alice",
         "{}",
         made.body
     );
@@ -948,7 +1134,7 @@ async fn api_keys(url: &str, backend: Backend) {
     let mine = mcp_post(&url, &key.secret, Some(&session), tools_list(1)).await;
     assert_eq!(mine.status, 200, "{}", mine.body);
     // An operator's key sees every session, and the metrics; the other not.
-    assert_eq!(listed(&g, &root.secret).await, ["hers", "keys"]);
+    assert_eq!(listed_short(&g, &root.secret).await, ["hers", "keys"]);
     let metrics = api(Method::GET, &g.at("/metrics"), Some(&root.secret), None).await;
     assert_eq!(metrics.status, 200, "{}", metrics.body);
     let metrics = api(Method::GET, &g.at("/metrics"), Some(&key.secret), None).await;
@@ -992,7 +1178,7 @@ async fn api_keys(url: &str, backend: Backend) {
     // The others are unaffected; the revoked key's session is still there
     // for an operator.
     assert_eq!(listed(&g, &alice).await, ["hers"]);
-    assert_eq!(listed(&g, &root.secret).await, ["hers", "keys"]);
+    assert_eq!(listed_short(&g, &root.secret).await, ["hers", "keys"]);
     g.served.stop().await;
 }
 
@@ -1056,7 +1242,12 @@ async fn anothers_requests_never_show_a_sessions_servers_nor_open_it_again() {
     assert!(!leaks(&listed_sources.body), "{}", listed_sources.body);
     // (Her session was open all along, so there was something to leak.)
     let state = |answer: &Answer| answer.json()["server_status"][0]["state"].clone();
-    let seen = api(Method::GET, &g.at("/v1/sessions/alices"), Some(&ops), None).await;
+    // The operator names it by its whole id.
+    let hers = g.at(&format!(
+        "/v1/sessions/{}",
+        whole_id(&g, &ops, "alices").await
+    ));
+    let seen = api(Method::GET, &hers, Some(&ops), None).await;
     assert_eq!(state(&seen), "ready", "{}", seen.body);
     assert!(
         leaks(&seen.body),
@@ -1069,7 +1260,7 @@ async fn anothers_requests_never_show_a_sessions_servers_nor_open_it_again() {
     let mut expirations = g.served.gateway.expirations();
     let closed = async {
         loop {
-            let seen = api(Method::GET, &g.at("/v1/sessions/alices"), Some(&ops), None).await;
+            let seen = api(Method::GET, &hers, Some(&ops), None).await;
             if seen.json()["open_on"] == json!([]) {
                 return seen;
             }
@@ -1080,20 +1271,25 @@ async fn anothers_requests_never_show_a_sessions_servers_nor_open_it_again() {
         .await
         .expect("her idle session never closed");
     assert_eq!(seen.json()["server_status"], Value::Null, "{}", seen.body);
-    // Bob's requests for it, on every route, open nothing.
-    for (method, path) in [
-        (Method::GET, "/v1/sessions/alices"),
-        (Method::POST, "/v1/sessions/alices/mcp-refresh"),
-        (Method::DELETE, "/v1/sessions/alices"),
-    ] {
-        let answer = api(method.clone(), &g.at(path), Some(&bob), None).await;
-        assert_eq!(answer.status, 404, "{method} {path}: {}", answer.body);
+    // Bob's requests for it, on every route, by her id and by its whole
+    // one, open nothing.
+    let whole = whole_id(&g, &ops, "alices").await;
+    for id in ["alices", whole.as_str()] {
+        for (method, path) in [
+            (Method::GET, format!("/v1/sessions/{id}")),
+            (Method::POST, format!("/v1/sessions/{id}/mcp-refresh")),
+            (Method::DELETE, format!("/v1/sessions/{id}")),
+        ] {
+            let answer = api(method.clone(), &g.at(&path), Some(&bob), None).await;
+            assert_eq!(answer.status, 404, "{method} {path}: {}", answer.body);
+        }
+        let endpoint = g.at(&format!("/sessions/{id}/mcp"));
+        let init = mcp_post(&endpoint, &bob, None, initialize_body()).await;
+        assert_eq!(init.status, 404, "{}", init.body);
+        let stream = mcp_without_body(Method::GET, &endpoint, &bob, &held).await;
+        assert_eq!(stream.status().as_u16(), 404);
     }
-    let init = mcp_post(&endpoint, &bob, None, initialize_body()).await;
-    assert_eq!(init.status, 404, "{}", init.body);
-    let stream = mcp_without_body(Method::GET, &endpoint, &bob, &held).await;
-    assert_eq!(stream.status().as_u16(), 404);
-    let seen = api(Method::GET, &g.at("/v1/sessions/alices"), Some(&ops), None).await;
+    let seen = api(Method::GET, &hers, Some(&ops), None).await;
     assert_eq!(seen.json()["open_on"], json!([]), "{}", seen.body);
     assert_eq!(seen.json()["server_status"], Value::Null, "{}", seen.body);
     // Hers does.
@@ -1105,7 +1301,7 @@ async fn anothers_requests_never_show_a_sessions_servers_nor_open_it_again() {
     )
     .await;
     assert_eq!(refreshed.status, 200, "{}", refreshed.body);
-    let seen = api(Method::GET, &g.at("/v1/sessions/alices"), Some(&ops), None).await;
+    let seen = api(Method::GET, &hers, Some(&ops), None).await;
     assert_eq!(state(&seen), "ready", "{}", seen.body);
     assert_ne!(seen.json()["open_on"], json!([]), "{}", seen.body);
     g.served.stop().await;

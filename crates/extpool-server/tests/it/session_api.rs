@@ -132,11 +132,37 @@ async fn per_session_servers_are_checked_before_a_session_is_made() {
             json!({"bad-name": {"url": "https://example.com/mcp"}}),
             "per-session server \"bad-name\"",
         ),
+        (
+            json!({"o": {"url": "https://example.com/mcp", "oauth": {}}}),
+            "a per-session server cannot have an `oauth` profile",
+        ),
     ];
+    // Headers of HTTP itself: refused, naming the header.
+    let http_headers = [
+        "Host",
+        "Content-Length",
+        "Transfer-Encoding",
+        "Connection",
+        "Keep-Alive",
+        "Upgrade",
+        "TE",
+        "Trailer",
+        "Proxy-Authorization",
+        "Proxy-Connection",
+    ];
+    let cases = cases
+        .into_iter()
+        .map(|(servers, says)| (servers, says.to_owned()))
+        .chain(http_headers.iter().map(|header| {
+            (
+                json!({"h": {"url": "https://example.com/mcp", "headers": {*header: "x"}}}),
+                format!("header \"{header}\": a header of HTTP itself (framing, the connection, a proxy), set by the HTTP client"),
+            )
+        }));
     for (servers, says) in cases {
         let (status, answer) = create(&served, json!({"mcp_servers": servers})).await;
         assert_eq!(status, 400, "{says}: {answer}");
-        assert!(error(&answer).contains(says), "{says}: {answer}");
+        assert!(error(&answer).contains(&says), "{says}: {answer}");
     }
     for (body, says) in [
         ("[]", "the body is a JSON object"),

@@ -538,3 +538,93 @@ async fn close_session_on_its_endpoint_closes_the_session_as_delete_does() {
     assert_eq!(status, 404, "the session is forgotten");
     served.stop().await;
 }
+
+/// What a call in flight was answered: its tool error's text, or the
+/// JSON-RPC error it failed with.
+fn ended_with(result: Result<rmcp::model::CallToolResult, rmcp::ServiceError>) -> String {
+    match result {
+        Ok(result) => {
+            assert_eq!(result.is_error, Some(true), "{result:?}");
+            result.content[0].as_text().unwrap().text.clone()
+        }
+        Err(e) => e.to_string(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_calls_in_flight_of_a_closed_session_are_told_it_closed() {
+    use rmcp::ServiceExt;
+    let kit = StateDir::new();
+    let project = Project::new();
+    project.config(&testkit_yaml("testkit", &kit));
+    let served = served_with_store(project, GatewayOptions::default()).await;
+    for (id, closer) in [("by-tool", "CloseSession"), ("by-api", "DELETE")] {
+        let (status, created) = api(
+            reqwest::Method::POST,
+            &format!("{}/v1/sessions", served.base),
+            Some(json!({"id": id})),
+        )
+        .await;
+        assert_eq!(status, 201, "{created}");
+        let endpoint = format!("{}/sessions/{id}/mcp", served.base);
+        // A session-era client and a 2026-07-28 one, each with a call that
+        // would run for a minute.
+        let session_era = within(SessionEra.serve(
+            rmcp::transport::StreamableHttpClientTransport::from_uri(endpoint.clone()),
+        ))
+        .await
+        .unwrap();
+        let modern = crate::support::modern(&endpoint).await;
+        let sleep = || {
+            let mut params = rmcp::model::CallToolRequestParams::new("mcp__testkit__sleep");
+            params.arguments = json!({"ms": 60_000}).as_object().cloned();
+            params
+        };
+        let before = kit.counter("sleep");
+        let calls = [
+            tokio::spawn({
+                let peer = session_era.peer().clone();
+                let params = sleep();
+                async move { peer.call_tool(params).await }
+            }),
+            tokio::spawn({
+                let peer = modern.peer().clone();
+                let params = sleep();
+                async move { peer.call_tool(params).await }
+            }),
+        ];
+        kit.until("both calls running", PATIENCE, |k| {
+            k.counter("sleep") == before + 2
+        })
+        .await;
+        if closer == "CloseSession" {
+            let closing = crate::support::modern(&endpoint).await;
+            let closed =
+                within(closing.call_tool(rmcp::model::CallToolRequestParams::new("CloseSession")))
+                    .await
+                    .unwrap();
+            assert_ne!(closed.is_error, Some(true), "{closed:?}");
+            let _ = closing.cancel().await;
+        } else {
+            let (status, deleted) = api(
+                reqwest::Method::DELETE,
+                &format!("{}/v1/sessions/{id}", served.base),
+                None,
+            )
+            .await;
+            assert_eq!(status, 200, "{deleted}");
+        }
+        for call in calls {
+            let told = ended_with(within(call).await.unwrap());
+            assert!(
+                told.contains(&format!(
+                    "session {id} was closed (CloseSession or DELETE /v1/sessions/{id}) while this call was in flight"
+                )),
+                "{closer}: {told}"
+            );
+        }
+        let _ = session_era.cancel().await;
+        let _ = modern.cancel().await;
+    }
+    served.stop().await;
+}

@@ -150,6 +150,67 @@ async fn the_python_sdk_reads_a_local_skill_directory_page_by_page_confined() {
     served.stop().await;
 }
 
+/// Symlinks back to a folder that holds them (`self -> .`,
+/// `references/up -> ..`, `references/again -> ../references`) are loops:
+/// a listing leaves them out, so a client that walks every folder it is
+/// given comes to an end, and a read through one is refused naming it.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_symlink_loop_in_a_local_skill_is_never_listed_nor_followed() {
+    use std::os::unix::fs::symlink;
+    let state = StateDir::new();
+    let project = project(&state, &[]);
+    let skill = project.path().join("skills/review");
+    symlink(".", skill.join("self")).unwrap();
+    symlink("..", skill.join("references/up")).unwrap();
+    symlink("../references", skill.join("references/again")).unwrap();
+    // A symlink to a sibling folder is no loop: listed as the folder.
+    symlink("many", skill.join("references/alias")).unwrap();
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let out = sdk_client(
+        Sdk::Python,
+        &served.url,
+        json!([
+            {"op": "read_directory", "uri": "skill://review"},
+            {"op": "read_directory", "uri": "skill://review/references"},
+            {"op": "read_directory", "uri": "skill://review/self", "expect_error": true},
+            {"op": "read_directory", "uri": "skill://review/self/self/self/references", "expect_error": true},
+            {"op": "read_directory", "uri": "skill://review/references/up/references/again", "expect_error": true},
+        ]),
+    )
+    .await;
+    assert_eq!(
+        children(&out[1]),
+        [
+            pair("skill://review/SKILL.md", "text/markdown"),
+            pair("skill://review/references", "inode/directory"),
+        ],
+        "{out:?}"
+    );
+    assert_eq!(
+        children(&out[2]),
+        [
+            pair("skill://review/references/alias", "inode/directory"),
+            pair("skill://review/references/many", "inode/directory"),
+            pair("skill://review/references/notes.md", "text/markdown"),
+        ],
+        "{out:?}"
+    );
+    for (line, link) in [
+        (&out[3], "self"),
+        (&out[4], "self"),
+        (&out[5], "references/up"),
+    ] {
+        let (code, message) = refused(line);
+        assert_eq!(code, -32602, "{line}");
+        assert!(
+            message.contains(&format!("{link:?} is a symlink loop")),
+            "{message}"
+        );
+    }
+    served.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_hosted_skill_directory_is_forwarded_to_a_server_that_declared_directory_read() {
     let state = StateDir::new();

@@ -83,6 +83,54 @@ pub fn server_yaml(name: &str, command: extpool_testkit::StdioCommand) -> String
     )
 }
 
+/// A gateway that requires `token` (its holder: the gateway's one caller,
+/// an operator) with a SQLite store of its own, and two callers that bring
+/// API keys, `alice` and `bob` (not operators).
+pub struct Keyed {
+    pub served: Served,
+    /// Alice's API key.
+    pub alice: String,
+    /// Bob's API key.
+    pub bob: String,
+    /// Kept alive (the store's directory) while served.
+    _data: TempDir,
+}
+
+impl Keyed {
+    /// Serves `project` with `options` (its token and store replaced).
+    pub async fn start(project: Project, token: &str, options: GatewayOptions) -> Keyed {
+        let data = tempfile::tempdir().unwrap();
+        let state = extpool_state::StateStore::open_url(&format!(
+            "sqlite:{}",
+            data.path().join("state.db").display()
+        ))
+        .await
+        .unwrap();
+        let served = Served::start(
+            project,
+            GatewayOptions {
+                bearer: Some(token.into()),
+                state: Some(state.clone()),
+                ..options
+            },
+        )
+        .await;
+        let alice = state.create_api_key("alice", false).await.unwrap().secret;
+        let bob = state.create_api_key("bob", false).await.unwrap().secret;
+        Keyed {
+            served,
+            alice,
+            bob,
+            _data: data,
+        }
+    }
+
+    /// Stops serving, then lets the store go.
+    pub async fn stop(self) {
+        self.served.stop().await;
+    }
+}
+
 /// A gateway serving a project, and where to reach it.
 pub struct Served {
     pub url: String,

@@ -103,7 +103,11 @@ pub(crate) fn list_local(
             tracing::warn!(skill = %skill.meta.name, rel, error = %e, "skill directory read refused");
             return Err(ExtensionError::Denied(e.to_string()));
         }
-        Err(e @ (FileError::NotADirectory { .. } | FileError::TooManyEntries { .. })) => {
+        Err(
+            e @ (FileError::NotADirectory { .. }
+            | FileError::TooManyEntries { .. }
+            | FileError::Loop { .. }),
+        ) => {
             return Err(ExtensionError::InvalidArgument(e.to_string()));
         }
         Err(e) => return Err(ExtensionError::source(&inner.id, e)),

@@ -67,4 +67,5 @@ on_both_backends!(
     an_mcp_sessions_owner_is_kept_when_rmcp_stores_it_again,
     an_api_key_round_trips_and_its_secret_never_shows,
     a_schema_2_store_opens_at_3_with_its_sessions_intact_and_unowned,
+    an_owners_bound_holds_under_concurrent_creates_from_two_handles,
 );

@@ -90,10 +90,13 @@ async fn other_replicas_writes_arrive_and_a_lost_listener_resyncs() {
         next_event(&mut events).await,
         StoreEvent::Granted(id.clone())
     );
-    // Cut the listening connection, as a network failure would.
+    // Cut the listening connection, as a network failure would: this
+    // test's only (the server is shared by the tests running beside it,
+    // whose listeners would hear a Resync they do not expect).
     f.exec(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-         WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()",
+         WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid() \
+         AND datname = current_database()",
     )
     .await;
     assert_eq!(

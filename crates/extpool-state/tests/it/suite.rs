@@ -1087,3 +1087,67 @@ pub async fn a_schema_2_store_opens_at_3_with_its_sessions_intact_and_unowned(f:
         1
     );
 }
+
+pub async fn an_owners_bound_holds_under_concurrent_creates_from_two_handles(f: &Fixture) {
+    const MAX: usize = 5;
+    const TRIES: usize = 24;
+    let a = f.open().await;
+    let b = f.open().await;
+    // Another owner's, and unowned, sessions are not counted as hers.
+    a.create(&NewSession::new(sid("bobs")).owner("bob").at_most_owned(MAX))
+        .await
+        .expect("bob's");
+    a.create(&NewSession::new(sid("local")).at_most_owned(MAX))
+        .await
+        .expect("unowned");
+    let barrier = Arc::new(Barrier::new(TRIES));
+    let tasks: Vec<_> = (0..TRIES)
+        .map(|i| {
+            let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+            let barrier = barrier.clone();
+            tokio::spawn(async move {
+                barrier.wait().await;
+                store
+                    .create(
+                        &NewSession::new(sid(&format!("alice-{i}")))
+                            .owner("alice")
+                            .at_most_owned(MAX),
+                    )
+                    .await
+            })
+        })
+        .collect();
+    let mut made = 0;
+    for task in tasks {
+        match task.await.expect("join") {
+            Ok(_) => made += 1,
+            Err(e) => {
+                assert!(
+                    matches!(
+                        &e,
+                        StateError::TooManySessions { held, limit: MAX, .. } if *held == MAX as u64
+                    ),
+                    "{e:?}"
+                );
+                assert_eq!(
+                    e.to_string(),
+                    "\"alice\" holds 5 sessions, the most one caller may (5); delete sessions it no longer needs"
+                );
+            }
+        }
+    }
+    assert_eq!(made, MAX);
+    assert_eq!(a.count_owned(Some("alice")).await.unwrap(), MAX as u64);
+    assert_eq!(b.count_owned(Some("bob")).await.unwrap(), 1);
+    assert_eq!(b.count_owned(None).await.unwrap(), 1);
+    // One deleted, one more may be made.
+    let hers = a.list_owned(Some("alice"), None, 0).await.unwrap();
+    a.delete(&hers.sessions[0].id).await.unwrap();
+    b.create(
+        &NewSession::new(sid("alice-again"))
+            .owner("alice")
+            .at_most_owned(MAX),
+    )
+    .await
+    .expect("room again");
+}

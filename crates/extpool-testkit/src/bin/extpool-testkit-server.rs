@@ -96,6 +96,10 @@ struct Cli {
     /// held call a client must never send twice.
     #[arg(long)]
     write_barrier: bool,
+    /// HTTP mode: accept this `Host` too (repeatable; by default only the
+    /// loopback names).
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
     /// HTTP mode: answer 401 unless requests carry `Authorization: Bearer TOKEN`.
     #[arg(long, value_name = "TOKEN")]
     require_bearer: Option<String>,
@@ -279,6 +283,7 @@ async fn run() -> anyhow::Result<()> {
     options.ui_extension = cli.ui_extension;
     options.url_elicitation = cli.url_elicitation;
     options.probe = cli.probe;
+    options.allowed_hosts = cli.allowed_hosts.clone();
     if let Some(file) = &cli.server_info {
         let text =
             std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;

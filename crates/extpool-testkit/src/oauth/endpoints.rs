@@ -51,7 +51,11 @@ async fn protected_resource(AxState(s): AxState<Shared>) -> Json<Value> {
 async fn authorization_server(AxState(s): AxState<Shared>) -> Json<Value> {
     let mut doc = json!({
         "issuer": s.base,
-        "authorization_endpoint": format!("{}/authorize", s.base),
+        "authorization_endpoint": s
+            .options
+            .authorization_endpoint
+            .clone()
+            .unwrap_or_else(|| format!("{}/authorize", s.base)),
         "token_endpoint": format!("{}/token", s.base),
         "response_types_supported": ["code"],
         "grant_types_supported": ["authorization_code", "refresh_token"],

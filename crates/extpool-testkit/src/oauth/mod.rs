@@ -49,6 +49,10 @@ pub struct OAuthServerOptions {
     pub iss_parameter: bool,
     /// Offer dynamic client registration.
     pub registration: bool,
+    /// The `authorization_endpoint` its metadata names instead of its own
+    /// `/authorize` (a hostile server's, for tests of what a client does
+    /// with the URL it builds from it).
+    pub authorization_endpoint: Option<String>,
 }
 
 impl Default for OAuthServerOptions {
@@ -62,6 +66,7 @@ impl Default for OAuthServerOptions {
             clients: Vec::new(),
             iss_parameter: true,
             registration: true,
+            authorization_endpoint: None,
         }
     }
 }

@@ -155,7 +155,13 @@ pub fn router(server: TestServer, bearer: Option<String>, ct: &CancellationToken
     let fault_server = server.clone();
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_KEEP_ALIVE);
-    let config = StreamableHttpServerConfig::default().with_cancellation_token(ct.child_token());
+    let mut config =
+        StreamableHttpServerConfig::default().with_cancellation_token(ct.child_token());
+    let extra = &server.options().allowed_hosts;
+    if !extra.is_empty() {
+        let hosts: Vec<String> = config.allowed_hosts.iter().chain(extra).cloned().collect();
+        config = config.with_allowed_hosts(hosts);
+    }
     let service = StreamableHttpService::new(
         move || Ok(server.for_new_session()),
         Arc::new(sessions),

@@ -131,6 +131,9 @@ pub struct ServerOptions {
     /// version (`--server-info`: title, icons, websiteUrl…), so a test can
     /// see who keeps and shows it.
     pub server_info: Option<Implementation>,
+    /// HTTP mode: `Host` values accepted besides the loopback names
+    /// (`--allowed-host`), as a server deployed behind a name accepts it.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for ServerOptions {
@@ -155,6 +158,7 @@ impl Default for ServerOptions {
             url_elicitation: false,
             probe: false,
             server_info: None,
+            allowed_hosts: Vec::new(),
         }
     }
 }

@@ -51,22 +51,45 @@ pub async fn run(ctx: &mut Ctx, gateway: &str, server: &str, browser: bool) -> R
     let client = reqwest::Client::new();
     let login = format!("{base}/v1/login/{server}");
     let started = ask(&client, reqwest::Method::POST, &login, token.as_deref()).await?;
-    let Some(url) = started["authorization_url"].as_str() else {
+    let Some(given) = started["authorization_url"].as_str() else {
         bail!("the gateway started no login for {server} (it gave no authorization URL)");
     };
-    let opened = browser && extpool_auth::login::authorizer::open_browser(url).is_ok();
+    // The URL is the gateway's to give: only a web page is shown, and
+    // only https (or http to this machine) is opened.
+    let (url, not_opened) = match extpool_auth::login::openable(given) {
+        Ok(url) => (url, None),
+        Err(e @ extpool_auth::login::NotOpened::PlainHttp { .. }) => (given.to_owned(), Some(e)),
+        Err(e) => bail!(
+            "the gateway gave {:?} as the page to log in at: {e}; it was not opened",
+            extpool_host::core::text::shown_name(given)
+        ),
+    };
+    let opened = match (&not_opened, browser) {
+        (None, true) => extpool_auth::login::authorizer::open_browser(&url).is_ok(),
+        _ => false,
+    };
     {
         // Best effort: a closed stderr must not end the login.
         use std::io::Write;
         let mut err = std::io::stderr().lock();
+        let shown = crate::output::shown(&url);
         let _ = if opened {
             writeln!(
                 err,
-                "Opening the browser to authorize. If it does not open, visit:\n\n  {url}\n"
+                "Opening the browser to authorize. If it does not open, visit:\n\n  {shown}\n"
             )
         } else {
-            writeln!(err, "Open this URL in a browser to authorize:\n\n  {url}\n")
+            writeln!(
+                err,
+                "Open this URL in a browser to authorize:\n\n  {shown}\n"
+            )
         };
+        if let (Some(why), true) = (&not_opened, browser) {
+            let _ = writeln!(
+                err,
+                "(not opened in a browser: {why}; open it yourself if you trust the gateway)"
+            );
+        }
         let _ = writeln!(err, "Waiting for the gateway to finish the login…");
     }
     let started_at = Instant::now();

@@ -142,22 +142,27 @@ fn profile(loaded: &Loaded, server: &str) -> Result<(String, OAuthProfile)> {
     Ok((url, profile))
 }
 
+/// Shows a login's prompt on stderr; the URL and the reason come from
+/// the authorization server, so they are shown escaped.
 fn render_prompt(prompt: LoginPrompt) {
     let mut err = std::io::stderr().lock();
     let _ = match prompt {
         LoginPrompt::Visit { url, paste: true } => writeln!(
             err,
-            "Open this URL in a browser to authorize:\n\n  {url}\n\nThen paste the address the browser was sent to (it starts with http://127.0.0.1) and press Enter:"
+            "Open this URL in a browser to authorize:\n\n  {}\n\nThen paste the address the browser was sent to (it starts with http://127.0.0.1) and press Enter:",
+            crate::output::shown(&url)
         ),
         LoginPrompt::Visit { url, paste: false } => {
             writeln!(
                 err,
-                "Opening the browser to authorize. If it does not open, visit:\n\n  {url}\n"
+                "Opening the browser to authorize. If it does not open, visit:\n\n  {}\n",
+                crate::output::shown(&url)
             )
         }
         LoginPrompt::BrowserFailed(reason) => writeln!(
             err,
-            "Could not open a browser ({reason}); use the URL above."
+            "Could not open a browser ({}); use the URL above.",
+            crate::output::shown(&reason)
         ),
     };
 }

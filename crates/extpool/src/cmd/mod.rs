@@ -317,18 +317,22 @@ pub async fn start_host(
     relay: bool,
 ) -> Result<Host> {
     let discovery = extpool_host::DiscoveryOptions::default();
-    start_host_with(ctx, loaded, need, watch, relay, discovery).await
+    let gateway = relay.then(extpool_host::OwnEndpoints::default);
+    start_host_with(ctx, loaded, need, watch, gateway, discovery).await
 }
 
-/// [`start_host`] with discovery while running (the gateway).
+/// [`start_host`] with discovery while running, for the gateway whose
+/// endpoints are `gateway` (its servers' requests relayed to the clients
+/// behind calls, and no configured server that reaches it started).
 pub async fn start_host_with(
     ctx: &Ctx,
     loaded: extpool_host::Loaded,
     need: Need,
     watch: bool,
-    relay: bool,
+    gateway: Option<extpool_host::OwnEndpoints>,
     discovery: extpool_host::DiscoveryOptions,
 ) -> Result<Host> {
+    let relay = gateway.is_some();
     let (selection, note) = match &need {
         Need::Named(name) => {
             let (selection, _) =
@@ -375,6 +379,7 @@ pub async fn start_host_with(
             Some(found) => extpool_host::PluginOptions::Found(Box::new(found)),
             None => extpool_host::PluginOptions::Discover,
         },
+        own: gateway,
         ..HostOptions::loaded(loaded)
     };
     // A signal during start-up ends it (see `crate::signals`).

@@ -27,6 +27,13 @@ const TOKEN_VAR: &str = "EXTPOOL_GATEWAY_TOKEN";
 
 /// Runs `extpool serve`.
 pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
+    let chain = extpool_host::mcp::Via::new().inherited_hops();
+    if chain >= extpool_host::mcp::via::MAX_HOPS {
+        bail!(
+            "extpool serve was started by a chain of {chain} extpool gateways ({}): a gateway that runs itself as a server would never end; remove the entry that runs `extpool serve` from the configs it reads",
+            extpool_host::mcp::via::VIA_ENV
+        );
+    }
     let mut loaded = ctx.load_reporting()?;
     for file in loaded.skipped_files() {
         warn(
@@ -39,8 +46,16 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
     let discovery = discovery(ctx, &loaded, &args, overrides);
     let bearer = token(ctx, &args)?;
     let gateway_config = loaded.config.gateway.clone();
+    let replica = match &args.replica_id {
+        Some(id) => extpool_state::ReplicaId::new(id.as_str()).context("--replica-id")?,
+        None => extpool_server::replica::default_replica_id(),
+    };
+    let state = open_state(args.state.as_deref(), &replica).await?;
     if !args.stdio {
-        let guarded = bearer.is_some() || super::identity::configured(&args, &gateway_config);
+        // Its token, an issuer, or API keys in its store tell callers apart.
+        let guarded = bearer.is_some()
+            || super::identity::configured(&args, &gateway_config)
+            || state.has_api_keys().await?;
         extpool_server::http::check_listen_address(args.listen, guarded)?;
     }
     // Bind before starting servers, so a busy port fails at once.
@@ -57,16 +72,29 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
     let issuer = super::identity::for_listener(&args, &gateway_config, listener.as_ref()).await?;
     // SIGINT, SIGTERM and SIGHUP stop serving; a second one exits at once.
     let signals = crate::signals::subscribe()?;
-    let replica = match &args.replica_id {
-        Some(id) => extpool_state::ReplicaId::new(id.as_str()).context("--replica-id")?,
-        None => extpool_server::replica::default_replica_id(),
-    };
-    let state = open_state(args.state.as_deref(), &replica).await?;
     let watch = loaded.config.skills.watch;
-    let host = start_host_with(ctx, loaded, Need::Servers, watch, true, discovery).await?;
+    // The gateway never proxies itself: an entry of the configs it reads
+    // that reaches it is left out, with a line saying why.
+    let own = extpool_host::OwnEndpoints {
+        listen: match &listener {
+            Some(listener) => Some(
+                listener
+                    .local_addr()
+                    .context("reading the listen address")?,
+            ),
+            None => None,
+        },
+    };
+    let host = start_host_with(ctx, loaded, Need::Servers, watch, Some(own), discovery).await?;
     let mut options = gateway_options(&args, state, replica, bearer);
     options.issuer = issuer;
     options.rate_limits = gateway_config.rate_limits.clone();
+    options.sessions_per_principal = args
+        .sessions_per_principal
+        .or(gateway_config.limits.sessions_per_principal.map(u64::from))
+        .map_or(options.sessions_per_principal, |n| {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        });
     let gateway = Gateway::new(host, options).await?;
     // The signal starts the gateway's one shutdown (stop taking work, let
     // requests in flight finish within --shutdown-timeout, cancel the
@@ -78,6 +106,7 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
         }
     };
     tell_when_stopping(&gateway, &signals, args.shutdown_timeout, args.stdio);
+    tell_discovery_notes(ctx, gateway.host().clone());
     let served = match listener {
         None => gateway.serve_stdio_until(shutdown).await,
         Some(listener) => {
@@ -129,6 +158,41 @@ fn tell_when_stopping(
     });
 }
 
+/// Most discovery notes remembered as said (past it, they are forgotten
+/// and a note still there is said again).
+const MAX_NOTES_SAID: usize = 1024;
+
+/// Says on stderr, once each, what discovery leaves out while serving
+/// (an entry that is this gateway itself, a name already taken): the
+/// notes `extpool list sources` shows. Those of the start-up are said by
+/// its display already.
+fn tell_discovery_notes(ctx: &Ctx, host: extpool_host::Host) {
+    let notes = |host: &extpool_host::Host| -> Vec<String> {
+        host.discovery()
+            .into_iter()
+            .flat_map(|status| status.notes)
+            .collect()
+    };
+    let mut said: std::collections::HashSet<String> = notes(&host).into_iter().collect();
+    let mut updates = host.discovery_updates();
+    let style = ctx.err_style;
+    tokio::spawn(async move {
+        while updates.changed().await.is_ok() {
+            for note in notes(&host) {
+                if said.len() >= MAX_NOTES_SAID {
+                    said.clear();
+                }
+                if said.insert(note.clone()) {
+                    #[allow(clippy::print_stderr)]
+                    {
+                        eprintln!("{}: {}", style.yellow("note"), crate::output::shown(&note));
+                    }
+                }
+            }
+        }
+    });
+}
+
 /// The gateway's options from serve's flags.
 fn gateway_options(
     args: &ServeArgs,
@@ -157,6 +221,9 @@ fn gateway_options(
         replica_heartbeat: std::time::Duration::from_secs(args.replica_heartbeat),
         max_body_bytes: usize::try_from(args.max_request_bytes).unwrap_or(usize::MAX),
         max_sessions: usize::try_from(args.max_sessions).unwrap_or(usize::MAX),
+        max_replay_bytes: usize::try_from(args.max_replay_bytes).unwrap_or(usize::MAX),
+        max_page_streams: usize::try_from(args.max_page_streams).unwrap_or(usize::MAX),
+        page_stream_bytes: usize::try_from(args.page_stream_bytes).unwrap_or(usize::MAX),
         session_idle_timeout: std::time::Duration::from_secs(args.session_idle_timeout),
         max_connections: extpool_server::listener::room_for_connections(
             usize::try_from(args.max_connections).unwrap_or(usize::MAX),
@@ -265,8 +332,12 @@ async fn open_state(
 ) -> Result<extpool_state::StateStore> {
     let url = store_url(url)?;
     // Every StateError names the store (masked) already: no second context.
-    let store =
-        extpool_state::StateStore::open(&url, extpool_state::OpenOptions::default()).await?;
+    // Serving: a second gateway on the same SQLite file is refused.
+    let options = extpool_state::OpenOptions {
+        serve: true,
+        ..extpool_state::OpenOptions::default()
+    };
+    let store = extpool_state::StateStore::open(&url, options).await?;
     tracing::info!(state = %url, "state store open");
     #[allow(clippy::print_stderr)]
     {

@@ -66,15 +66,51 @@ async fn gateway_request(
         format!("cannot reach the gateway at {base} (is `extpool serve` running?)")
     })?;
     let status = response.status();
-    let value: Value = response
-        .json()
+    let body = read_answer(response)
         .await
-        .with_context(|| format!("the gateway at {base} did not answer with JSON"))?;
+        .with_context(|| format!("reading the answer of the gateway at {base}"))?;
     if !status.is_success() {
-        let message = value["error"].as_str().unwrap_or("no reason given");
-        bail!("the gateway answered {status}: {message}");
+        bail!("the gateway answered {status}: {}", refusal(status, &body));
     }
-    Ok(value)
+    serde_json::from_slice(&body)
+        .with_context(|| format!("the gateway at {base} did not answer with JSON"))
+}
+
+/// Largest answer of the operator API read (a list page of 500 sessions
+/// is far below it).
+const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
+
+/// The body of `response`, at most [`MAX_ANSWER_BYTES`].
+async fn read_answer(mut response: reqwest::Response) -> Result<Vec<u8>> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+            bail!("its answer is over {MAX_ANSWER_BYTES} bytes");
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// Why the gateway refused a request, in its own words: the API's
+/// `{"error"}`, or the text the guard answers with (a missing or wrong
+/// token, a foreign Host); with where the token comes from on a 401.
+fn refusal(status: reqwest::StatusCode, body: &[u8]) -> String {
+    let said = match serde_json::from_slice::<Value>(body) {
+        Ok(value) => value["error"].as_str().map(str::to_owned),
+        Err(_) => Some(String::from_utf8_lossy(body).trim().to_owned()),
+    };
+    let said = said.filter(|s| !s.is_empty());
+    let mut message = match said {
+        Some(said) => extpool_host::core::text::cut(&said, 1000).into_owned(),
+        None => "no reason given".to_owned(),
+    };
+    if status == reqwest::StatusCode::UNAUTHORIZED {
+        message.push_str(
+            " (the command sends EXTPOOL_GATEWAY_TOKEN as its bearer token: the gateway's token, an API key or an access token of its issuer)",
+        );
+    }
+    message
 }
 
 /// The sessions as the operator page lists them: id, owner, catalog

@@ -91,3 +91,86 @@ fn an_initialize_answer_with_a_malformed_error_fails_the_start_saying_what_is_wr
         r.stderr
     );
 }
+
+/// A raw server's `initialize` answer with protocol version `version`.
+fn initialize_answering(version: &str) -> String {
+    let version = serde_json::to_string(version).unwrap();
+    format!(
+        r#"initialize={{"jsonrpc":"2.0","id":{{id}},"result":{{"protocolVersion":{version},"capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"old","version":"1"}}}}}}"#
+    )
+}
+
+/// What an upstream answering `1999-01-01` is told, after its name.
+const UNSPOKEN: &str = "it answered protocolVersion \"1999-01-01\", which extpool does not speak \
+                        (extpool speaks 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28)";
+
+#[test]
+fn an_upstream_answering_a_protocol_version_extpool_does_not_speak_fails_its_start_saying_so() {
+    let r = call_raw(&["--answer", &initialize_answering("1999-01-01")]);
+    assert!(
+        r.stderr
+            .contains(&format!("MCP server \"raw\" failed to start: {UNSPOKEN}")),
+        "{}",
+        r.stderr
+    );
+    // A control character in the version is shown escaped, never raw.
+    let r = call_raw(&["--answer", &initialize_answering("2025-\u{1b}[2J")]);
+    assert!(
+        r.stderr
+            .contains(r#"it answered protocolVersion "2025-\u{1b}[2J", which extpool"#),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains('\u{1b}'), "{}", r.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_sources_and_the_gateway_say_which_version_an_upstream_answered() {
+    let sb = Sandbox::new();
+    sb.write(
+        "extpool.yaml",
+        &format!(
+            "mcp_servers:\n  old:\n    command: {}\n    args: ['--answer', '{}']\nskills:\n  default_roots: false\n",
+            raw_echo_binary().display(),
+            initialize_answering("1999-01-01")
+        ),
+    );
+    let r = sb.run(&["list", "sources", "--json"]);
+    let listed: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let old = &listed[0];
+    assert_eq!(
+        (&old["name"], &old["state"]),
+        (&"old".into(), &"failed".into()),
+        "{listed}"
+    );
+    assert_eq!(old["detail"], UNSPOKEN, "{listed}");
+
+    let mut command = sb.command();
+    command.args(["serve", "--listen", "127.0.0.1:0", "--toolhive", "false"]);
+    let served = crate::serve::Served::spawn(command);
+    let base = served.url.trim_end_matches("/mcp");
+    let sources: serde_json::Value = reqwest::get(format!("{base}/v1/sources"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let old = sources["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "old")
+        .unwrap_or_else(|| panic!("{sources}"));
+    assert_eq!(old["state"], "failed", "{sources}");
+    assert_eq!(old["detail"], UNSPOKEN, "{sources}");
+    // Its tools are not offered: a call names the failure.
+    let r = sb.run(&["call", "mcp__old__echo", "message=hi"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains(&format!("MCP server \"old\" failed to start: {UNSPOKEN}")),
+        "{}",
+        r.stderr
+    );
+    drop(served);
+}

@@ -91,7 +91,8 @@ fn serves(sources: &Value, id: &str, server: &str) -> bool {
         .any(|s| s == server)
 }
 
-fn tools(endpoint: &str) -> Vec<String> {
+/// The tools the MCP endpoint `endpoint` lists (the Python SDK's client).
+pub fn tools(endpoint: &str) -> Vec<String> {
     let out = python(&["--url", endpoint], json!([{"op": "list_tools"}]));
     out[1]["tools"]
         .as_array()

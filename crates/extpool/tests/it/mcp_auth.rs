@@ -397,3 +397,246 @@ async fn login_reads_the_profile_from_the_permission_config_layers() {
         both.stderr
     );
 }
+
+/// A `$BROWSER` that records its arguments (their count, then each on a
+/// line) at `name` under the sandbox — a FIFO when `waited` (read with
+/// [`recorded`]), else a file whose existence says it ran — and that
+/// record's path.
+fn recording_browser(sandbox: &Sandbox, name: &str, waited: bool) -> (String, std::path::PathBuf) {
+    let record = if waited {
+        sandbox.fifo(name)
+    } else {
+        sandbox.work().join(name)
+    };
+    let script = sandbox.write(
+        &format!("{name}.sh"),
+        &format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$#\" \"$@\" > {:?}\n",
+            record.display().to_string()
+        ),
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    (script.display().to_string(), record)
+}
+
+/// What the recording browser of FIFO `path` was given, once it ran
+/// (extpool does not wait for its browser).
+fn recorded(path: &std::path::Path) -> Vec<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let fifo = path.to_owned();
+    std::thread::spawn(move || {
+        let _ = tx.send(std::fs::read_to_string(fifo));
+    });
+    let text = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("the browser never ran: {}", path.display()))
+        .unwrap();
+    text.lines().map(str::to_owned).collect()
+}
+
+/// `extpool mcp login demo` started with `browser` as `$BROWSER`, its
+/// stderr as `stderr` says (it waits for a redirect: the caller ends it).
+fn login_opening_with(sandbox: &Sandbox, browser: &str, stderr: Stdio) -> std::process::Child {
+    let mut command = sandbox.command();
+    for (k, v) in env(sandbox) {
+        command.env(k, v);
+    }
+    command
+        .args(["mcp", "login", "demo"])
+        .env("BROWSER", browser)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr);
+    command.spawn().unwrap()
+}
+
+/// A stand-in for a gateway (a hostile or broken one, which the real
+/// gateway cannot be made into) speaking its login API: the login of
+/// `kit` answers `url` as its page, and its status is then `failed`.
+async fn gateway_giving(url: &'static str) -> String {
+    use axum::routing::post;
+    let app = axum::Router::new().route(
+        "/v1/login/kit",
+        post(move || async move {
+            axum::Json(serde_json::json!({"status": "pending", "authorization_url": url}))
+        })
+        .get(|| async {
+            axum::Json(serde_json::json!({"status": "failed", "error": "stopped by the test"}))
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    base
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_opens_only_web_pages_and_shows_every_url_escaped() {
+    let sandbox = std::sync::Arc::new(Sandbox::new());
+    let run = |gateway: String, browser: String| {
+        let sb = sandbox.clone();
+        blocking(move || {
+            sb.run_with(
+                &["mcp", "login", "kit", "--gateway", &gateway],
+                &[("BROWSER", browser.as_str())],
+            )
+        })
+    };
+    // Pages that are no web page: refused, never handed to the opener.
+    let mut refused = Vec::new();
+    for (i, (url, why)) in [
+        ("file:///etc/passwd", "its scheme is \"file\""),
+        (
+            "javascript:alert(document.cookie)",
+            "its scheme is \"javascript\"",
+        ),
+        (
+            "data:text/html,<script>alert(1)</script>",
+            "its scheme is \"data\"",
+        ),
+        ("/oauth/login?state=x", "it is not a URL"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (browser, record) = recording_browser(&sandbox, &format!("refused{i}"), false);
+        let out = run(gateway_giving(url).await, browser).await;
+        assert_eq!(out.code, 1, "{url}: {}", out.stderr);
+        assert!(out.stderr.contains(why), "{url}: {}", out.stderr);
+        assert!(out.stderr.contains("it was not opened"), "{}", out.stderr);
+        refused.push(record);
+    }
+    // Plain http to another machine: shown, not opened, said why.
+    let (browser, record) = recording_browser(&sandbox, "plain", false);
+    let out = run(
+        gateway_giving("http://gw.example/oauth/login?state=x").await,
+        browser,
+    )
+    .await;
+    assert!(
+        out.stderr.contains("http://gw.example/oauth/login?state=x"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains(
+            "not opened in a browser: it is plain http:// to another machine (gw.example)"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("stopped by the test"), "{}", out.stderr);
+    refused.push(record);
+    // An https page with control characters and `&`: opened as one
+    // argument of the browser (no shell reads the `&`), and shown with
+    // nothing a terminal would act on.
+    let hostile = "https://idp.example/a\u{1b}]0;pwned\u{7}b\n\u{1b}[2J?x=1&calc.exe";
+    let (browser, record) = recording_browser(&sandbox, "opened", true);
+    let reading = std::thread::spawn(move || recorded(&record));
+    let out = run(gateway_giving(hostile).await, browser).await;
+    let args = reading.join().unwrap();
+    assert_eq!(args.len(), 2, "{args:?}");
+    assert_eq!(args[0], "1", "one argument: {args:?}");
+    assert_eq!(
+        args[1], "https://idp.example/a%1B]0;pwned%07b%1B[2J?x=1&calc.exe",
+        "{args:?}"
+    );
+    assert!(
+        !out.stderr.contains('\u{1b}') && !out.stderr.contains('\u{7}'),
+        "{:?}",
+        out.stderr
+    );
+    assert!(out.stderr.contains(&args[1]), "{}", out.stderr);
+    // A loopback http page (a gateway on this machine) is opened.
+    let (browser, record) = recording_browser(&sandbox, "loopback", true);
+    let reading = std::thread::spawn(move || recorded(&record));
+    run(
+        gateway_giving("http://127.0.0.1:1/oauth/login?state=a&b=c").await,
+        browser,
+    )
+    .await;
+    assert_eq!(
+        reading.join().unwrap(),
+        ["1", "http://127.0.0.1:1/oauth/login?state=a&b=c"]
+    );
+    // The browsers that were to open nothing never ran (they would have
+    // been started before the runs above ended, long before these ran).
+    for record in refused {
+        assert!(!record.exists(), "{} ran", record.display());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_never_opens_an_authorization_servers_url_that_is_no_web_page() {
+    let server = OAuthServer::start(OAuthServerOptions {
+        authorization_endpoint: Some("file:///etc/passwd".into()),
+        ..OAuthServerOptions::default()
+    })
+    .await
+    .unwrap();
+    let sandbox = std::sync::Arc::new(Sandbox::new());
+    config(&sandbox, &server.mcp_url(), "{}");
+    let (browser, record) = recording_browser(&sandbox, "file", false);
+    let sb = sandbox.clone();
+    let login = blocking(move || {
+        let mut env = env(&sb);
+        env.push(("BROWSER".into(), browser));
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        sb.run_with(&["mcp", "login", "demo"], &env)
+    })
+    .await;
+    assert_eq!(login.code, 1, "{}", login.stderr);
+    assert!(
+        login
+            .stderr
+            .contains("authorization URL is not a web page (its scheme is \"file\""),
+        "{}",
+        login.stderr
+    );
+    // Plain http to another machine: shown escaped, not opened.
+    let plain = OAuthServer::start(OAuthServerOptions {
+        authorization_endpoint: Some("http://idp.example/auth\u{1b}[31m".into()),
+        ..OAuthServerOptions::default()
+    })
+    .await
+    .unwrap();
+    config(&sandbox, &plain.mcp_url(), "{}");
+    let (browser, plain_record) = recording_browser(&sandbox, "plain", false);
+    let mut child = login_opening_with(&sandbox, &browser, Stdio::piped());
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut shown = String::new();
+    for line in stderr.lines() {
+        let line = line.unwrap();
+        shown.push_str(&line);
+        shown.push('\n');
+        if line.contains("Could not open a browser") || line.contains("error:") {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        shown.contains("not opened: it is plain http:// to another machine (idp.example)"),
+        "{shown}"
+    );
+    assert!(shown.contains("http://idp.example/auth"), "{shown}");
+    assert!(!shown.contains('\u{1b}'), "{shown:?}");
+    // A run that opens (the testkit's own endpoint, on loopback) shows the
+    // browser runs at all; the two above never started it.
+    let ok = OAuthServer::start(OAuthServerOptions::default())
+        .await
+        .unwrap();
+    config(&sandbox, &ok.mcp_url(), "{}");
+    let (browser, opened) = recording_browser(&sandbox, "ok", true);
+    let mut child = login_opening_with(&sandbox, &browser, Stdio::null());
+    let args = blocking(move || recorded(&opened)).await;
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(args[0], "1", "{args:?}");
+    assert!(args[1].starts_with("http://127.0.0.1:"), "{args:?}");
+    assert!(!record.exists() && !plain_record.exists());
+}

@@ -482,7 +482,7 @@ async fn a_replica_killed_mid_call_leaves_the_session_usable_on_another() {
 /// Runs `extpool serve --state STATE`, which must stop without serving;
 /// returns its exit code and stderr. A replica that starts serving
 /// instead is killed and the test fails.
-fn refused_start(sb: &Sandbox, state: &str) -> (i32, String) {
+pub(crate) fn refused_start(sb: &Sandbox, state: &str) -> (i32, String) {
     let mut child = sb
         .command()
         .args(["serve", "--listen", "127.0.0.1:0", "--state", state])

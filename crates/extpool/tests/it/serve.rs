@@ -649,3 +649,123 @@ fn the_operator_page_offers_the_playground_only_with_the_flag() {
         assert_eq!(snapshot["servers"][0]["name"], json!("testkit"));
     }
 }
+
+#[test]
+fn the_sessions_command_shows_why_the_gateway_refused_it() {
+    let sb = Sandbox::new();
+    sb.write("extpool.yaml", "mcp_servers: {}\n");
+    let token = sb.write("gw.token", "the-sessions-command-gateway-token");
+    std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let db = format!("sqlite:{}", sb.dir.path().join("gw.db").display());
+    let mut served = serve(
+        &sb,
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--state",
+            &db,
+            "--token-file",
+            token.to_str().unwrap(),
+        ],
+    );
+    let gateway = served.url.trim_end_matches("/mcp").to_owned();
+    let list = |token: Option<&str>| {
+        let mut command = sb.command();
+        command
+            .args(["sessions", "--gateway", &gateway, "list"])
+            .env_remove("EXTPOOL_GATEWAY_TOKEN");
+        if let Some(token) = token {
+            command.env("EXTPOOL_GATEWAY_TOKEN", token);
+        }
+        crate::support::run(command)
+    };
+    for (token, says) in [
+        (None, "this extpool gateway requires its bearer token"),
+        (
+            Some("not-the-token"),
+            "the bearer token is not one this extpool gateway accepts",
+        ),
+    ] {
+        let r = list(token);
+        assert_eq!(r.code, 1, "{token:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("401 Unauthorized") && r.stderr.contains(says),
+            "{token:?}: {}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains("EXTPOOL_GATEWAY_TOKEN"),
+            "{token:?}: {}",
+            r.stderr
+        );
+        assert!(
+            !r.stderr.contains("did not answer with JSON"),
+            "{}",
+            r.stderr
+        );
+    }
+    let r = list(Some("the-sessions-command-gateway-token"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(sigterm(&mut served), 143);
+}
+
+#[test]
+fn sessions_per_principal_comes_from_the_config_and_the_flag_wins() {
+    let sb = Sandbox::new();
+    sb.write(
+        "extpool.yaml",
+        "mcp_servers: {}\ngateway:\n  limits:\n    sessions_per_principal: 2\n",
+    );
+    let db = format!("sqlite:{}", sb.dir.path().join("gw.db").display());
+    let create = |served: &Served, id: &str| {
+        let gateway = served.url.trim_end_matches("/mcp").to_owned();
+        sb.run(&["sessions", "--gateway", &gateway, "create", "--id", id])
+    };
+    let mut served = serve(&sb, &["--listen", "127.0.0.1:0", "--state", &db]);
+    for id in ["s1", "s2"] {
+        let r = create(&served, id);
+        assert_eq!(r.code, 0, "{id}: {}", r.stderr);
+    }
+    let r = create(&served, "s3");
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        r.stderr.contains("429 Too Many Requests")
+            && r.stderr.contains("you hold 2 durable sessions on this extpool gateway, the most one caller may (gateway.limits.sessions_per_principal, extpool serve --sessions-per-principal 2)"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(sigterm(&mut served), 143);
+    let mut served = serve(
+        &sb,
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--state",
+            &db,
+            "--sessions-per-principal",
+            "3",
+        ],
+    );
+    let r = create(&served, "s3");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = create(&served, "s4");
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        r.stderr.contains("--sessions-per-principal 3"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(sigterm(&mut served), 143);
+    sb.write(
+        "extpool.yaml",
+        "mcp_servers: {}\ngateway:\n  limits:\n    sessions_per_principal: 0\n",
+    );
+    let r = sb.run(&["serve", "--listen", "127.0.0.1:0", "--state", &db]);
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr.contains("gateway.limits.sessions_per_principal")
+            && r.stderr.contains("expected at least 1"),
+        "{}",
+        r.stderr
+    );
+}

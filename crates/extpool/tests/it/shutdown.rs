@@ -508,7 +508,9 @@ async fn a_replica_stopped_by_a_signal_leaves_the_replica_set_at_once() {
         "extpool.yaml",
         "mcp_servers: {}\nskills:\n  default_roots: false\n",
     );
-    let state = format!("sqlite:{}", sb.work().join("state.db").display());
+    // Replicas share a PostgreSQL store (an SQLite file serves one gateway).
+    let pg = extpool_testkit::postgres::PgServer::shared();
+    let state = pg.database();
     let (mut first, _) = replica(&sb, &state, "first").await;
     let (_second, base) = replica(&sb, &state, "second").await;
     assert_eq!(replica_ids(&base).await, ["first", "second"]);

@@ -122,9 +122,11 @@ async fn serve_with_an_issuer_admits_its_tokens_and_keeps_each_callers_sessions_
     assert!(listed(&page).is_empty(), "{page}");
     let (_, _, page) = call(reqwest::Method::GET, &sessions, Some(&alice), None).await;
     assert_eq!(listed(&page), vec!["alices"]);
-    // An operator sees every session, and /metrics.
+    // An operator sees every session (a caller's by its whole id: the
+    // caller's id and its owner's digest), and /metrics.
     let (_, _, page) = call(reqwest::Method::GET, &sessions, Some(&ops), None).await;
-    assert_eq!(listed(&page), vec!["alices"]);
+    let all = listed(&page);
+    assert!(all.len() == 1 && all[0].starts_with("alices~"), "{all:?}");
     let metrics = format!("{base}/metrics");
     assert_eq!(
         call(reqwest::Method::GET, &metrics, Some(&alice), None)
@@ -204,6 +206,51 @@ fn an_issuer_that_cannot_be_read_stops_serve_before_any_server_starts() {
         "{}",
         run.stderr
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_keys_alone_guard_a_gateway_on_every_interface() {
+    let sb = Sandbox::new();
+    sb.testkit_config("skills:\n  default_roots: false\n");
+    let state = format!("sqlite:{}", sb.work().join("state.db").display());
+    // No key yet: nothing tells callers apart, so serve refuses to start.
+    let refused = sb.run(&["serve", "--listen", "0.0.0.0:0", "--state", &state]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("an API key in its state store"),
+        "{}",
+        refused.stderr
+    );
+    let made = sb.run(&["api-keys", "create", "ci", "--state", &state]);
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let key = made.stdout.trim().to_owned();
+    // With a key in the store, no shared token is needed.
+    let mut command = sb.command();
+    command.args(["serve", "--listen", "0.0.0.0:0", "--state", &state]);
+    let _served = Served::spawn(command);
+    let port = _served.url.rsplit(':').next().unwrap();
+    let port = port.trim_end_matches("/mcp");
+    let sessions = format!("http://127.0.0.1:{port}/v1/sessions");
+    // A request without the key is refused, even from this machine: the
+    // gateway listens where others reach it.
+    let (status, challenge, body) = call(reqwest::Method::GET, &sessions, None, None).await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(challenge, "Bearer");
+    assert!(body.contains("requires an API key"), "{body}");
+    // So is a token that is no key (with no issuer to check it).
+    let (status, _, body) =
+        call(reqwest::Method::GET, &sessions, Some("made-up-token"), None).await;
+    assert_eq!(status, 401, "{body}");
+    let (status, _, body) = call(
+        reqwest::Method::POST,
+        &sessions,
+        Some(&key),
+        Some(json!({"id": "from-ci"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let made: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(made["session"]["owner"], "api-key:ci", "{body}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -461,14 +508,39 @@ async fn extpool_mcp_login_through_the_gateway_gives_a_caller_its_own_grant() {
     let url = rx
         .recv_timeout(std::time::Duration::from_secs(120))
         .expect("the command printed the authorization URL");
+    // The gateway's login page names who will be logged in; its button
+    // gives this browser the login's cookie and sends it to the
+    // authorization server, whose redirect brings it back.
     let browser = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
-    let approved = browser.get(&url).send().await.unwrap();
+    let page = browser.get(&url).send().await.unwrap();
+    assert_eq!(page.status().as_u16(), 200);
+    assert!(page.text().await.unwrap().contains("api-key:alice"));
+    let (origin, query) = url.split_once("/oauth/login?").unwrap();
+    let pressed = browser
+        .post(format!("{origin}/oauth/login"))
+        .header("origin", origin)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(query.to_owned())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pressed.status().as_u16(), 303);
+    let cookie = pressed.headers()["set-cookie"].to_str().unwrap();
+    let cookie = cookie.split(';').next().unwrap().to_owned();
+    let provider = pressed.headers()["location"].to_str().unwrap().to_owned();
+    let approved = browser.get(&provider).send().await.unwrap();
     let back = approved.headers()["location"].to_str().unwrap().to_owned();
-    let landed = browser.get(&back).send().await.unwrap();
+    let landed = browser
+        .get(&back)
+        .header("cookie", cookie)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(landed.status().as_u16(), 200);
+    assert!(landed.text().await.unwrap().contains("Logged in"));
     let done = tokio::task::spawn_blocking(move || child.wait_with_output())
         .await
         .unwrap()

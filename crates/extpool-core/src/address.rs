@@ -1,6 +1,10 @@
-//! The address policy of `FetchMcpResource`: which IP addresses a fetch
-//! may connect to. Applied to IP literals before connecting and to every
-//! DNS answer before the connection is made.
+//! The address policy of what extpool fetches or connects to for a model
+//! or a client: which IP addresses `FetchMcpResource` may reach, and which
+//! a per-session server (an MCP server a gateway client brings) may be on
+//! ([`AddressRule`]). Applied to IP literals before connecting and to
+//! every DNS answer before each connection is made, to the address then
+//! connected to — so a name that resolves elsewhere later (DNS rebinding)
+//! is checked again.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -136,6 +140,100 @@ pub fn check_address(ip: IpAddr) -> Option<BlockedAddress> {
     })
 }
 
+/// The address rule of a per-session server: a public address, or also
+/// a loopback, private or shared one where the operator allows them; never
+/// a link-local, cloud metadata, unspecified, multicast or reserved one.
+/// Checked when the session is made and again at each connection.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct AddressRule {
+    /// Whether loopback, private and shared (carrier-grade NAT) addresses
+    /// are allowed too.
+    pub allow_private: bool,
+}
+
+impl AddressRule {
+    /// Why `ip` is refused by this rule, if it is.
+    pub fn refuses(&self, ip: IpAddr) -> Option<BlockedAddress> {
+        check_address(ip).filter(|reason| !(self.allow_private && is_private_kind(*reason)))
+    }
+
+    /// Why a URL's `host` is refused before resolution (an IP literal, a
+    /// cloud metadata host name), if it is: what [`AddressRefused`] says.
+    pub fn refuses_host(&self, host: &str) -> Option<AddressRefused> {
+        let (address, reason) = check_host(host)?;
+        (!(self.allow_private && is_private_kind(reason))).then(|| AddressRefused {
+            host: host.to_owned(),
+            address,
+            reason,
+        })
+    }
+
+    /// The first of `addresses` (what `host` resolved to) this rule
+    /// refuses, if any: one refused address refuses the name.
+    pub fn refuses_any(
+        &self,
+        host: &str,
+        addresses: impl IntoIterator<Item = IpAddr>,
+    ) -> Option<AddressRefused> {
+        addresses.into_iter().find_map(|address| {
+            self.refuses(address).map(|reason| AddressRefused {
+                host: host.to_owned(),
+                address,
+                reason,
+            })
+        })
+    }
+}
+
+/// Whether addresses of kind `reason` are the ones an operator may allow
+/// (loopback, private, shared).
+fn is_private_kind(reason: BlockedAddress) -> bool {
+    matches!(
+        reason,
+        BlockedAddress::Loopback | BlockedAddress::Private | BlockedAddress::Shared
+    )
+}
+
+/// A host whose address an [`AddressRule`] refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.describe())]
+pub struct AddressRefused {
+    /// The host as the URL names it.
+    pub host: String,
+    /// The address refused (unspecified for a metadata host refused by
+    /// its name).
+    pub address: IpAddr,
+    /// Why.
+    pub reason: BlockedAddress,
+}
+
+impl AddressRefused {
+    /// Whether an operator could allow it (a loopback, private or shared
+    /// address).
+    pub fn allowable(&self) -> bool {
+        is_private_kind(self.reason)
+    }
+
+    fn describe(&self) -> String {
+        let word = self.reason.to_string();
+        let article = if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        };
+        // A metadata host refused by its name has no address to show.
+        let shown = if self.address.is_unspecified() && self.reason == BlockedAddress::Metadata {
+            String::new()
+        } else {
+            format!(" ({})", self.address)
+        };
+        format!(
+            "{} is {article} {word} address{shown}; a per-session server must be on a public address",
+            self.host
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,5 +296,53 @@ mod tests {
             let ip: IpAddr = ip.parse().unwrap();
             assert_eq!(check_address(ip), *expected, "{ip}");
         }
+    }
+
+    #[test]
+    fn the_rule_of_per_session_servers_allows_private_addresses_only_when_told() {
+        let public = AddressRule::default();
+        let private = AddressRule {
+            allow_private: true,
+        };
+        for ip in [
+            "127.0.0.1",
+            "::1",
+            "10.1.2.3",
+            "::ffff:127.0.0.1",
+            "100.64.0.1",
+        ] {
+            let ip: IpAddr = ip.parse().unwrap();
+            assert!(public.refuses(ip).is_some(), "{ip}");
+            assert_eq!(private.refuses(ip), None, "{ip}");
+        }
+        for ip in [
+            "169.254.169.254",
+            "::ffff:169.254.169.254",
+            "fe80::1",
+            "0.0.0.0",
+            "240.0.0.1",
+        ] {
+            let ip: IpAddr = ip.parse().unwrap();
+            assert!(private.refuses(ip).is_some(), "{ip}");
+        }
+        let refused = public
+            .refuses_any(
+                "flip.example",
+                ["8.8.8.8".parse().unwrap(), "127.0.0.1".parse().unwrap()],
+            )
+            .unwrap();
+        assert_eq!(
+            refused.to_string(),
+            "flip.example is a loopback address (127.0.0.1); a per-session server must be on a public address"
+        );
+        assert!(refused.allowable());
+        let metadata = private.refuses_host("metadata.google.internal").unwrap();
+        assert_eq!(
+            metadata.to_string(),
+            "metadata.google.internal is a cloud metadata address; a per-session server must be on a public address"
+        );
+        assert!(!metadata.allowable());
+        assert_eq!(private.refuses_host("[::1]"), None);
+        assert_eq!(public.refuses_host("example.com"), None);
     }
 }
