@@ -6,6 +6,7 @@
 mod answers;
 mod banner;
 mod catalog;
+mod cli_reference;
 mod commands;
 mod config_errors;
 mod deploy;
