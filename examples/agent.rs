@@ -3,8 +3,8 @@
 //!
 //!     cargo run -p extpool-agent --example agent
 //!
-//! The README shows the body of `run` (the tests check that it is this
-//! code, and run it).
+//! The book (docs/src/library.md) shows the body of `run` (the tests
+//! check that it is this code, and run it).
 #![allow(clippy::print_stdout)]
 
 use extpool_agent::{AgentFactory, SubagentSpec};
@@ -17,7 +17,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 /// The example itself.
 pub async fn run(options: HostOptions) -> Result<(), Box<dyn std::error::Error>> {
-    // README:start
+    // BOOK:start
     let host = Host::start(options).await?;
     let factory = AgentFactory::new(host.clone());
     let session = host.session("s1")?;
@@ -51,6 +51,6 @@ pub async fn run(options: HostOptions) -> Result<(), Box<dyn std::error::Error>>
     coder.complete().await; // its own capabilities shut down; pooled connections stay
     agent.complete().await;
     host.shutdown().await;
-    // README:end
+    // BOOK:end
     Ok(())
 }

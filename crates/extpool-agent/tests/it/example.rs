@@ -148,21 +148,21 @@ async fn the_agent_loop_example_runs_tool_calls_of_a_scripted_model() {
 mod agent_example;
 
 #[tokio::test]
-async fn the_readme_agent_example_runs_and_is_the_readme_code() {
+async fn the_books_agent_example_runs_and_is_the_books_code() {
     let state = StateDir::new();
     let home = tempfile::tempdir().unwrap();
     agent_example::run(quickstart(&state, home.path()))
         .await
         .unwrap();
     assert_eq!(state.starts(), 1);
-    // The README shows exactly the example's code.
+    // The book's library chapter shows exactly the example's code.
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let example = std::fs::read_to_string(root.join("examples/agent.rs")).unwrap();
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let book = std::fs::read_to_string(root.join("docs/src/library.md")).unwrap();
     let body = example
-        .split("// README:start\n")
+        .split("// BOOK:start\n")
         .nth(1)
-        .and_then(|rest| rest.split("    // README:end").next())
+        .and_then(|rest| rest.split("    // BOOK:end").next())
         .unwrap();
     let shown: String = body
         .lines()
@@ -170,7 +170,7 @@ async fn the_readme_agent_example_runs_and_is_the_readme_code() {
         .collect::<Vec<_>>()
         .join("\n");
     assert!(
-        readme.contains(&format!("```rust\n{}\n```", shown.trim_end())),
-        "README.md's agent example differs from examples/agent.rs"
+        book.contains(&format!("```rust\n{}\n```", shown.trim_end())),
+        "docs/src/library.md's agent example differs from examples/agent.rs"
     );
 }
