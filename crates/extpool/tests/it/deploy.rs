@@ -1,8 +1,8 @@
 //! The deployment files under `deploy/`, checked as far as this machine
 //! can: the Kubernetes manifests and the Compose file parsed and held to
-//! what the README promises (two replicas, readiness on `/readyz`, every
-//! secret from a Secret or the environment, the same configuration on
-//! each replica); the configuration they ship validated by `extpool config
+//! what the book's operations chapter promises (two replicas, readiness
+//! on `/readyz`, every secret from a Secret or the environment, the same
+//! configuration on each replica); the configuration they ship validated by `extpool config
 //! check`; the environment-backed OAuth grant read by `extpool mcp
 //! auth-status`; nginx's configuration tested by nginx itself (`nginx -t`,
 //! installed by `scripts/peers.sh`).
