@@ -330,6 +330,11 @@ fn read_into(
         if first_extpool {
             let mut sections = config.clone();
             sections.mcp_servers.clear();
+            for entry in sections.plugins.sandbox.values_mut() {
+                if let crate::sandbox::PluginSandbox::Widened(profile) = entry {
+                    crate::sandbox::resolve_relative(profile, &dir);
+                }
+            }
             let deny = std::mem::take(&mut loaded.config.permissions.deny);
             let servers = std::mem::take(&mut loaded.config.mcp_servers);
             loaded.config = sections;

@@ -399,6 +399,15 @@ impl Default for ToolHiveConfig {
 
 /// The `plugins:` section. The plugins extpool installed itself
 /// (`extpool plugins add`) are always served, enabled ones only.
+///
+/// ```yaml
+/// plugins:
+///   discover: true        # also the plugins Claude Code, Codex and Gemini CLI installed
+///   confine: true         # every plugin's stdio servers run under its default profile
+///   sandbox:              # per plugin (its name, or its id `name@marketplace`)
+///     kit: {network: ["api.github.com:443"], env: [GITHUB_TOKEN]}   # widens the default
+///     my-own: false       # runs unconfined, as the user
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginsConfig {
@@ -407,11 +416,26 @@ pub struct PluginsConfig {
     /// (`~/.claude/plugins`, `~/.codex/config.toml`, `~/.gemini/extensions`).
     #[serde(default = "yes")]
     pub discover: bool,
+    /// Run every plugin's stdio servers confined by its default permission
+    /// profile (read its own folder and the project, write its data
+    /// folder, no network); `false` runs them as the user, unconfined,
+    /// except those `sandbox` confines by name.
+    #[serde(default = "yes")]
+    pub confine: bool,
+    /// Per plugin, by its name or id: a profile that widens its default
+    /// one (more paths, a network, variables, limits), `false` to run its
+    /// servers unconfined, `true` for the default profile.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sandbox: BTreeMap<String, crate::sandbox::PluginSandbox>,
 }
 
 impl Default for PluginsConfig {
     fn default() -> Self {
-        Self { discover: true }
+        Self {
+            discover: true,
+            confine: true,
+            sandbox: BTreeMap::new(),
+        }
     }
 }
 

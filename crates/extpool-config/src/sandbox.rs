@@ -2,12 +2,16 @@
 //! breaks (errors, from the profile's own rules), a profile on a server
 //! that cannot be confined, and a profile this kernel cannot enforce (a
 //! warning: the config may be meant for another machine, and the server
-//! is refused here when it starts).
+//! is refused here when it starts). And a plugin's entry under
+//! `plugins.sandbox` ([`PluginSandbox`]): what it does to the plugin's
+//! default profile, and the rules it breaks.
 
+use std::fmt;
 use std::path::Path;
 
 use extpool_mcp::McpServerConfig;
 use extpool_sandbox::{SandboxProfile, Support};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::diagnostics::Severity;
 
@@ -48,4 +52,92 @@ pub fn problems(
         ));
     }
     out
+}
+
+/// One plugin's entry under `plugins.sandbox`: how its stdio servers run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PluginSandbox {
+    /// `true`: confined by the plugin's default profile (even when
+    /// `plugins.confine` is `false`).
+    Default,
+    /// `false`: unconfined, as the user.
+    Unconfined,
+    /// A profile: confined by the default profile widened by this one
+    /// ([`SandboxProfile::widened`]). Relative paths are relative to the
+    /// configuration file (made absolute when it is loaded).
+    Widened(SandboxProfile),
+}
+
+impl PluginSandbox {
+    /// The widening profile, when the entry is one.
+    pub fn profile(&self) -> Option<&SandboxProfile> {
+        match self {
+            PluginSandbox::Widened(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for PluginSandbox {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            PluginSandbox::Default => s.serialize_bool(true),
+            PluginSandbox::Unconfined => s.serialize_bool(false),
+            PluginSandbox::Widened(p) => p.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PluginSandbox {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = PluginSandbox;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(
+                    "true, false, or a profile (network, read, write, env, limits) that widens the plugin's default",
+                )
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<PluginSandbox, E> {
+                Ok(if v {
+                    PluginSandbox::Default
+                } else {
+                    PluginSandbox::Unconfined
+                })
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<PluginSandbox, A::Error> {
+                SandboxProfile::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(PluginSandbox::Widened)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Each problem of plugin entry `profile` (of a file in `dir`): the
+/// field under it and the message, as for a server's `sandbox:`.
+pub fn plugin_problems(profile: &SandboxProfile, dir: &Path) -> Vec<(String, Severity, String)> {
+    let server = McpServerConfig {
+        command: Some("plugin".into()),
+        ..McpServerConfig::default()
+    };
+    problems(&server, profile, dir)
+        .into_iter()
+        // Whether this machine can enforce it is said of the plugin's
+        // servers when they start (with the default profile's own opt-out).
+        .filter(|(field, _, _)| !field.is_empty())
+        .collect()
+}
+
+/// Makes the relative `read` and `write` paths of `profile` absolute
+/// against `dir` (a path starting with `${` is left to expansion).
+pub fn resolve_relative(profile: &mut SandboxProfile, dir: &Path) {
+    for path in profile.read.iter_mut().chain(profile.write.iter_mut()) {
+        if !path.starts_with("${") && Path::new(path.as_str()).is_relative() {
+            *path = dir.join(path.as_str()).display().to_string();
+        }
+    }
 }

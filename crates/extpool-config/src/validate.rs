@@ -381,6 +381,34 @@ pub fn validate(config: &ExtpoolConfig, root: &Node, file: &str, dir: &Path) -> 
     if let Some(guardrails) = &config.guardrails {
         out.extend(check_guardrails(guardrails, root, file));
     }
+    out.extend(check_plugin_sandboxes(config, root, file, dir));
+    out
+}
+
+/// The problems of each `plugins.sandbox` entry's profile, located.
+fn check_plugin_sandboxes(
+    config: &ExtpoolConfig,
+    root: &Node,
+    file: &str,
+    dir: &Path,
+) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for (name, entry) in &config.plugins.sandbox {
+        let Some(profile) = entry.profile() else {
+            continue;
+        };
+        for (field, severity, message) in crate::sandbox::plugin_problems(profile, dir) {
+            let top = field.split(['.', '[']).next().unwrap_or(&field);
+            let pos = root.pos_of(&["plugins", "sandbox", name, top]);
+            out.push(Diagnostic::new(
+                severity,
+                file,
+                Some(pos),
+                format!("plugins.sandbox.{name}.{field}"),
+                message,
+            ));
+        }
+    }
     out
 }
 

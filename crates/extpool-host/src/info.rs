@@ -288,6 +288,10 @@ pub struct SourceInfo {
     /// before it connected and for other kinds of rows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub implementation: Option<rmcp::model::Implementation>,
+    /// The permission profile a server runs under; absent when it runs
+    /// unconfined and for other kinds of rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<extpool_sandbox::SandboxProfile>,
 }
 
 /// The host's status, every source and every discovery source, read at

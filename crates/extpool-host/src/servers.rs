@@ -253,6 +253,7 @@ pub(crate) async fn start(
                 origin,
                 transport: transport(config),
                 plugin: source.and_then(|s| s.plugin.clone()),
+                sandbox: config.sandbox.clone(),
                 state,
                 implementation: None,
             },

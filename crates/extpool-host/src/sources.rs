@@ -41,6 +41,7 @@ fn server_row(server: &ServerInfo, status: &CatalogStatus) -> SourceInfo {
         last_success_ms: None,
         discovered_by: None,
         implementation: None,
+        sandbox: server.sandbox.clone(),
     };
     match &server.state {
         ServerState::Failed { reason } => row.detail = reason.clone(),
@@ -155,6 +156,7 @@ fn failed_rows(rows: &mut Vec<SourceInfo>, discovery: &[DiscoveryStatus]) {
                 last_success_ms: None,
                 discovered_by: (d.source != CONFIG_SOURCE).then(|| d.source.clone()),
                 implementation: None,
+                sandbox: None,
             });
         }
     }
@@ -207,6 +209,7 @@ pub(crate) fn rows(
             last_success_ms: None,
             discovered_by: None,
             implementation: None,
+            sandbox: None,
         });
     }
     let places = &host.places;
@@ -246,6 +249,7 @@ pub(crate) fn rows(
             last_success_ms: None,
             discovered_by: None,
             implementation: None,
+            sandbox: None,
         });
     }
     if let Some(live) = &host.plugins {
@@ -269,6 +273,7 @@ pub(crate) fn rows(
                 last_success_ms: None,
                 discovered_by: None,
                 implementation: None,
+                sandbox: None,
             });
         }
     }
@@ -290,6 +295,7 @@ pub(crate) fn rows(
             dropped: d.notes.clone(),
             discovered_by: None,
             implementation: None,
+            sandbox: None,
         });
     }
     let skills_stale = status.source(SKILLS_ID).is_some_and(|s| s.stale);
@@ -311,6 +317,7 @@ pub(crate) fn rows(
         last_success_ms: None,
         discovered_by: None,
         implementation: None,
+        sandbox: None,
     });
     rows
 }

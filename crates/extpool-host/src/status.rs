@@ -105,6 +105,8 @@ pub struct ServerInfo {
     /// The plugin that provides it (its id, as its host names it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plugin: Option<String>,
+    /// The permission profile it runs under (`null`: unconfined).
+    pub sandbox: Option<extpool_sandbox::SandboxProfile>,
     /// Its state.
     #[serde(flatten)]
     pub state: ServerState,

@@ -335,7 +335,14 @@ fn confinable(
         return Err(refused(all.join("; ")));
     }
     if let Some(refusal) = extpool_sandbox::Support::current().refusal(profile) {
-        return Err(refused(format!("sandbox: {refusal}")));
+        let advice = match (&profile.opt_out, &refusal) {
+            (Some(opt_out), _) => format!("; {opt_out}"),
+            (None, extpool_sandbox::Refusal::Unsupported { .. }) => {
+                ": remove `sandbox:` to run the server unconfined".into()
+            }
+            (None, _) => String::new(),
+        };
+        return Err(refused(format!("sandbox: {refusal}{advice}")));
     }
     let root = policy
         .sandbox_dir

@@ -48,6 +48,12 @@ pub struct SandboxProfile {
     /// Resource bounds (rlimits).
     #[serde(default, skip_serializing_if = "Limits::is_unset")]
     pub limits: Limits,
+    /// How the user would run this server unconfined, said with a refusal
+    /// when this machine cannot enforce the profile. Set for a profile the
+    /// user did not write (a plugin server's default, whose opt-out is not
+    /// "remove `sandbox:`"); never read from a file.
+    #[serde(skip)]
+    pub opt_out: Option<String>,
 }
 
 /// Where a confined server may connect.
@@ -83,6 +89,27 @@ impl Network {
     /// True when the server gets a network namespace of its own.
     pub fn needs_namespace(&self) -> bool {
         !matches!(self, Network::Any)
+    }
+
+    /// This network and `other` together: the wider of the two, with both
+    /// lists of targets when both are lists (`none` < `loopback` < a list
+    /// of targets, whose namespace also has its own loopback, < `any`).
+    pub fn widened(&self, other: &Network) -> Network {
+        match (self, other) {
+            (Network::Any, _) | (_, Network::Any) => Network::Any,
+            (Network::Allow(a), Network::Allow(b)) => {
+                let mut targets = a.clone();
+                for t in b {
+                    if !targets.contains(t) && targets.len() < MAX_TARGETS {
+                        targets.push(t.clone());
+                    }
+                }
+                Network::Allow(targets)
+            }
+            (Network::Allow(a), _) | (_, Network::Allow(a)) => Network::Allow(a.clone()),
+            (Network::Loopback, _) | (_, Network::Loopback) => Network::Loopback,
+            (Network::None, Network::None) => Network::None,
+        }
     }
 }
 
@@ -397,6 +424,35 @@ impl SandboxProfile {
             write: vec![shown(data)],
             env: Vec::new(),
             limits: Limits::default(),
+            opt_out: None,
+        }
+    }
+
+    /// This profile widened by `other`: the wider network
+    /// ([`Network::widened`]), the paths and variables of both (each
+    /// once), and `other`'s limits where it sets one. What a user's
+    /// `plugins.sandbox` entry does to a plugin's default profile.
+    pub fn widened(&self, other: &SandboxProfile) -> SandboxProfile {
+        let union = |a: &[String], b: &[String]| {
+            let mut out = a.to_vec();
+            for item in b {
+                if !out.contains(item) {
+                    out.push(item.clone());
+                }
+            }
+            out
+        };
+        SandboxProfile {
+            network: self.network.widened(&other.network),
+            read: union(&self.read, &other.read),
+            write: union(&self.write, &other.write),
+            env: union(&self.env, &other.env),
+            limits: Limits {
+                memory_mb: other.limits.memory_mb.or(self.limits.memory_mb),
+                processes: other.limits.processes.or(self.limits.processes),
+                open_files: other.limits.open_files.or(self.limits.open_files),
+            },
+            opt_out: self.opt_out.clone(),
         }
     }
 }
@@ -534,5 +590,37 @@ mod tests {
         assert!(p.env.is_empty());
         assert!(p.problems().is_empty());
         assert_eq!(p.summary(), "network none; read 2 paths; write 1 path");
+    }
+
+    #[test]
+    fn widening_takes_the_wider_network_and_both_lists() {
+        let net = |json: &str| profile(&format!("{{\"network\": {json}}}")).network;
+        let (none, lo, any) = (net("\"none\""), net("\"loopback\""), net("\"any\""));
+        let a = net(r#"["127.0.0.1:1"]"#);
+        let b = net(r#"["127.0.0.1:1", "api.example.com:443"]"#);
+        assert_eq!(none.widened(&none), none);
+        assert_eq!(none.widened(&lo), lo);
+        assert_eq!(lo.widened(&a), a);
+        assert_eq!(a.widened(&none), a);
+        assert_eq!(a.widened(&b), b);
+        assert_eq!(b.widened(&any), any);
+        assert_eq!(any.widened(&none), any);
+
+        let base = SandboxProfile::for_plugin(
+            Path::new("/plugins/demo"),
+            Path::new("/data/demo"),
+            None,
+            Network::None,
+        );
+        let wider = profile(
+            r#"{"network": ["api.example.com:443"], "read": ["/plugins/demo", "/srv/docs"],
+                "env": ["TOKEN"], "limits": {"open_files": 64}}"#,
+        );
+        let p = base.widened(&wider);
+        assert_eq!(p.network, net(r#"["api.example.com:443"]"#));
+        assert_eq!(p.read, ["/plugins/demo", "/srv/docs"]);
+        assert_eq!(p.write, ["/data/demo"]);
+        assert_eq!(p.env, ["TOKEN"]);
+        assert_eq!(p.limits.open_files, Some(64));
     }
 }

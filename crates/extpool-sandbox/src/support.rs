@@ -40,7 +40,7 @@ pub struct Support {
 pub enum Refusal {
     /// Not Linux.
     #[error(
-        "sandboxing is supported on Linux only (Landlock and namespaces); this system is {os}: remove `sandbox:` to run the server unconfined"
+        "sandboxing is supported on Linux only (Landlock and namespaces); this system is {os}"
     )]
     Unsupported {
         /// The operating system.

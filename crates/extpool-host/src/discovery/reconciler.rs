@@ -260,6 +260,7 @@ impl Reconciler {
                         origin: want.server.origin.clone(),
                         transport: transport(&want.server.written),
                         plugin: want.server.plugin.clone(),
+                        sandbox: want.server.written.sandbox.clone(),
                         state,
                         implementation: None,
                     },

@@ -98,6 +98,7 @@ pub(crate) fn disabled_entry(server: &DiscoveredServer, source: &str) -> ServerE
             origin: server.origin.clone(),
             transport: transport(&server.written),
             plugin: server.plugin.clone(),
+            sandbox: server.written.sandbox.clone(),
             state: ServerState::Disabled,
             implementation: None,
         },

@@ -3,13 +3,14 @@
 //! by, its subagents, its hooks (listed, never run by extpool), and what
 //! was found wrong.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 
 use extpool_plugins::{AgentSpec, HookSpec, InstalledPlugin, qualified};
+use extpool_sandbox::SandboxProfile;
 use serde::Serialize;
 
-use super::Found;
+use super::{Confinement, Found};
 
 /// One plugin as `extpool list plugins` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -42,6 +43,11 @@ pub struct PluginInfo {
     pub commands: Vec<String>,
     /// Its MCP servers, by extpool server name (`plugin_<plugin>_<server>`).
     pub servers: Vec<String>,
+    /// The permission profile each of its servers runs under, by extpool
+    /// server name: `null` for one that runs unconfined (the user turned
+    /// confinement off for the plugin, or an HTTP server, which runs
+    /// elsewhere).
+    pub sandbox: BTreeMap<String, Option<SandboxProfile>>,
     /// Its subagents (`plugin:agent`).
     pub agents: Vec<String>,
     /// Its hooks: listed, never run by extpool.
@@ -70,7 +76,7 @@ pub struct AgentInfo {
     pub path: PathBuf,
 }
 
-fn row(p: &InstalledPlugin) -> PluginInfo {
+fn row(p: &InstalledPlugin, confinement: Option<&Confinement>) -> PluginInfo {
     let mut info = PluginInfo {
         name: p.id.clone(),
         id: p.id.clone(),
@@ -86,6 +92,7 @@ fn row(p: &InstalledPlugin) -> PluginInfo {
         skills: Vec::new(),
         commands: Vec::new(),
         servers: Vec::new(),
+        sandbox: BTreeMap::new(),
         agents: Vec::new(),
         hooks: Vec::new(),
         diagnostics: p.diagnostics.iter().map(ToString::to_string).collect(),
@@ -103,6 +110,15 @@ fn row(p: &InstalledPlugin) -> PluginInfo {
             .iter()
             .map(|s| s.server_name.clone())
             .collect();
+        let profile = confinement.map(Confinement::profile);
+        info.sandbox = plugin
+            .servers
+            .iter()
+            .map(|s| {
+                let confined = s.config.command.is_some();
+                (s.server_name.clone(), profile.clone().filter(|_| confined))
+            })
+            .collect();
         info.agents = plugin.agents.iter().map(|a| a.qualified.clone()).collect();
         info.hooks = plugin.hooks.clone();
         info.diagnostics
@@ -113,7 +129,13 @@ fn row(p: &InstalledPlugin) -> PluginInfo {
 
 /// Every plugin of `found`, in precedence order.
 pub fn plugins(found: &Found) -> Vec<PluginInfo> {
-    found.discovery.plugins.iter().map(row).collect()
+    found
+        .discovery
+        .plugins
+        .iter()
+        .enumerate()
+        .map(|(i, p)| row(p, found.confinements.get(i).and_then(Option::as_ref)))
+        .collect()
 }
 
 /// The subagents of `found`'s enabled plugins, the first of a name kept.
@@ -183,6 +205,7 @@ pub(crate) fn source_rows(
                 last_success_ms: None,
                 discovered_by: None,
                 implementation: None,
+                sandbox: None,
             }
         })
         .collect()
@@ -204,5 +227,6 @@ pub fn problems(found: &Found) -> Vec<String> {
             s.plugin, s.server, s.reason
         ));
     }
+    out.extend(found.unmatched.iter().cloned());
     out
 }

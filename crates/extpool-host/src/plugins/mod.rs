@@ -10,7 +10,9 @@
 //!   every configuration file (a name a file defines wins), named
 //!   `plugin_<plugin>_<server>` — only an enabled plugin's, and only those
 //!   extpool's client can start ([`add_servers`], the one place a plugin
-//!   server's configuration is made);
+//!   server's configuration is made); its stdio servers run confined by
+//!   its default permission profile unless the user says otherwise
+//!   ([`confine`]);
 //! - its skills are served by one capability ([`PLUGIN_SKILLS_ID`]) as
 //!   `plugin:skill`, read as `skill://<plugin>/<skill>/…`;
 //! - its commands, with every host's command files, by another
@@ -27,6 +29,7 @@
 //! again with it, so installing, enabling, disabling or removing a
 //! plugin in any host changes a running gateway.
 
+pub mod confine;
 mod info;
 
 use std::path::PathBuf;
@@ -44,6 +47,7 @@ pub use extpool_plugins::{
     CommandSpec, Diagnostic, HookSpec, Marketplace, Outcome, Plugin, ReadOptions, Report, Store,
     StoreError, validate,
 };
+pub use confine::Confinement;
 pub(crate) use info::source_rows;
 pub use info::{AgentInfo, PluginInfo, agents, plugins, problems};
 
@@ -61,6 +65,11 @@ pub struct Found {
     request: Option<DiscoverRequest>,
     /// Plugin servers that were not added, each with its plugin and why.
     pub skipped_servers: Vec<SkippedServer>,
+    /// How each plugin's stdio servers are confined, by its index in
+    /// `discovery.plugins` (`None`: unconfined, or not loaded).
+    pub confinements: Vec<Option<Confinement>>,
+    /// The configuration's `plugins.sandbox` entries that name no plugin.
+    pub unmatched: Vec<String>,
 }
 
 /// A server of an enabled plugin that is not served.
@@ -87,6 +96,8 @@ impl Found {
             }),
             request: None,
             skipped_servers: Vec::new(),
+            confinements: Vec::new(),
+            unmatched: Vec::new(),
         }
     }
 
@@ -148,19 +159,28 @@ pub fn discover(config: &ExtpoolConfig, places: &Places) -> Found {
         discovery: Arc::new(discovery),
         request: Some(req),
         skipped_servers: Vec::new(),
+        confinements: Vec::new(),
+        unmatched: Vec::new(),
     }
 }
 
 /// The configuration extpool starts plugin server `server` of `plugin`
-/// with: the one place it is made (what a sandbox profile for plugin
-/// servers will wrap). Its data folder is created first. A Claude Code
-/// plugin's stdio server gets `CLAUDE_PLUGIN_ROOT` and
+/// with: the one place it is made. Its data folder is created first. A
+/// stdio server runs confined by `confinement` (`None`: unconfined). A
+/// Claude Code plugin's stdio server gets `CLAUDE_PLUGIN_ROOT` and
 /// `CLAUDE_PLUGIN_DATA` in its environment, as Claude Code gives them.
-pub fn server_config(plugin: &Plugin, server: &PluginServer) -> McpServerConfig {
+pub fn server_config(
+    plugin: &Plugin,
+    server: &PluginServer,
+    confinement: Option<&Confinement>,
+) -> McpServerConfig {
     if let Err(e) = std::fs::create_dir_all(&plugin.data_dir) {
         tracing::warn!(plugin = %plugin.name, dir = %plugin.data_dir.display(), "cannot create the plugin's data folder: {e}");
     }
     let mut config = server.config.clone();
+    if config.command.is_some() {
+        config.sandbox = confinement.map(Confinement::for_config);
+    }
     if plugin.format == extpool_plugins::Format::ClaudeCode && config.command.is_some() {
         let escape = extpool_config::expand::escape;
         for (name, value) in [
@@ -192,7 +212,29 @@ fn origin(p: &InstalledPlugin) -> extpool_config::locate::Origin {
 /// is recorded in `found.skipped_servers`.
 pub fn add_servers(found: &mut Found, loaded: &mut Loaded, places: &Places) {
     let mut skipped = Vec::new();
-    for p in found.discovery.enabled() {
+    let confinements: Vec<Option<Confinement>> = found
+        .discovery
+        .plugins
+        .iter()
+        .map(|p| {
+            let plugin = p.plugin.as_ref()?;
+            confine::confinement(&loaded.config, plugin, &p.id, places)
+        })
+        .collect();
+    let names: Vec<(&str, &str)> = found
+        .discovery
+        .plugins
+        .iter()
+        .map(|p| {
+            let name = p.plugin.as_ref().map_or(p.id.as_str(), |x| x.name.as_str());
+            (name, p.id.as_str())
+        })
+        .collect();
+    let unmatched = confine::unmatched(&loaded.config, &names);
+    for (p, confinement) in found.discovery.plugins.iter().zip(&confinements) {
+        if !p.enabled {
+            continue;
+        }
         let Some(plugin) = &p.plugin else { continue };
         let file = extpool_config::diagnostics::display_path(
             &plugin.root,
@@ -211,7 +253,7 @@ pub fn add_servers(found: &mut Found, loaded: &mut Loaded, places: &Places) {
                 ));
                 continue;
             }
-            let config = server_config(plugin, server);
+            let config = server_config(plugin, server, confinement.as_ref());
             if let Err(reason) = loaded.add_plugin_server(
                 &server.server_name,
                 config,
@@ -227,7 +269,12 @@ pub fn add_servers(found: &mut Found, loaded: &mut Loaded, places: &Places) {
     for s in &skipped {
         tracing::warn!(plugin = %s.plugin, server = %s.server, "plugin server not served: {}", s.reason);
     }
+    for line in &unmatched {
+        tracing::warn!("{line}");
+    }
     found.skipped_servers = skipped;
+    found.confinements = confinements;
+    found.unmatched = unmatched;
 }
 
 /// The configuration of `request` with the plugins' servers added, and

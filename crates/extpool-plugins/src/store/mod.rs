@@ -370,13 +370,7 @@ impl Store {
         {
             return Ok(existing);
         }
-        let short = prepared
-            .digest
-            .trim_start_matches("sha256:")
-            .chars()
-            .take(16)
-            .collect::<String>();
-        let rel = format!("installed/{}@{short}", prepared.plugin.name);
+        let rel = installed_rel(&prepared);
         let dest = self.dir.join(&rel);
         let parent = self.dir.join("installed");
         std::fs::create_dir_all(&parent).map_err(|e| StoreError::io(&parent, e))?;
@@ -409,6 +403,15 @@ impl Store {
         Ok(record)
     }
 
+    /// The folder `prepared` is served from once committed (the installed
+    /// one's, when it is unchanged).
+    pub fn install_path(&self, prepared: &Prepared) -> PathBuf {
+        match &prepared.replaces {
+            Some(existing) if prepared.unchanged => self.path_of(existing),
+            _ => self.dir.join(installed_rel(prepared)),
+        }
+    }
+
     /// Enables or disables plugin `name`; its record, as changed.
     pub fn set_enabled(&self, name: &str, enabled: bool) -> Result<Record, StoreError> {
         let mut records = self.records()?;
@@ -437,6 +440,18 @@ impl Store {
         let _ = std::fs::remove_dir_all(self.path_of(&record));
         Ok(record)
     }
+}
+
+/// Where `prepared` is installed, relative to the store: its name and the
+/// start of its digest.
+fn installed_rel(prepared: &Prepared) -> String {
+    let short = prepared
+        .digest
+        .trim_start_matches("sha256:")
+        .chars()
+        .take(16)
+        .collect::<String>();
+    format!("installed/{}@{short}", prepared.plugin.name)
 }
 
 /// The folder named in a refusal: the source's own when it has one.

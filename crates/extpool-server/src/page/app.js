@@ -114,6 +114,7 @@
         s.detail ? el("pre", { class: s.state === "starting" ? "" : "detail" }, s.detail) : null,
         facts([
           ["reached", s.transport],
+          ["sandbox", s.sandbox ? s.sandbox.summary : "unconfined"],
           ["process", s.pid ? `pid ${s.pid}` : null],
           ["era", s.era ? `${s.era} (${s.protocol_version})` : null],
           ["tools", el("span", { class: "tool-count" }, s.tools === null || s.tools === undefined ? "–" : String(s.tools))],

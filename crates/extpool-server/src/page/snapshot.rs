@@ -80,6 +80,7 @@ fn servers(shared: &Shared, report: &extpool_host::SourcesReport) -> Vec<Value> 
                 "detail": shown.detail,
                 "origin": server.origin,
                 "transport": server.transport,
+                "sandbox": server.sandbox.as_ref().map(|p| json!({"profile": p, "summary": p.summary()})),
                 "pid": connection.and_then(|c| c.pid),
                 "protocol_version": version,
                 "era": version.as_deref().map(era),

@@ -49,6 +49,17 @@ fn provides(p: &PluginInfo) -> String {
     }
 }
 
+/// The profile a plugin's servers run under, in a few words: its summary,
+/// `unconfined`, or nothing for a plugin without a server.
+fn sandbox_cell(p: &PluginInfo) -> String {
+    let mut profiles = p.sandbox.values();
+    match profiles.clone().flatten().next() {
+        Some(profile) => profile.summary(),
+        None if profiles.next().is_some() => "unconfined".into(),
+        None => String::new(),
+    }
+}
+
 /// `list plugins`.
 pub fn plugins(ctx: &mut Ctx) -> Result<ExitCode> {
     let found = found(ctx)?;
@@ -77,12 +88,15 @@ pub fn plugins(ctx: &mut Ctx) -> Result<ExitCode> {
                 p.host.to_owned(),
                 state.to_owned(),
                 provides(p),
+                sandbox_cell(p),
                 ctx.show_path(&p.path),
             ]
         })
         .collect();
-    ctx.out
-        .table(&["PLUGIN", "HOST", "STATE", "PROVIDES", "PATH"], &table)?;
+    ctx.out.table(
+        &["PLUGIN", "HOST", "STATE", "PROVIDES", "SANDBOX", "PATH"],
+        &table,
+    )?;
     for p in rows.iter().filter(|p| !p.diagnostics.is_empty()) {
         let mut err = std::io::stderr().lock();
         for d in &p.diagnostics {

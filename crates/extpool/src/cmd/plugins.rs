@@ -2,6 +2,7 @@
 //! extpool's own plugin manager, for people who use extpool without a
 //! host, and the check of a plugin folder.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
@@ -86,8 +87,15 @@ fn validate(ctx: &mut Ctx, path: &std::path::Path) -> Result<ExitCode> {
     })
 }
 
-/// What `prepared` will run and what extpool never runs, for people.
-fn summary(prepared: &Prepared) -> Vec<String> {
+/// What `prepared` will run, confined how (`confinement`, `None`:
+/// unconfined; the plugin served from `installed`), and what extpool never
+/// runs, for people.
+fn summary(
+    ctx: &Ctx,
+    prepared: &Prepared,
+    confinement: Option<&plugins::Confinement>,
+    installed: &std::path::Path,
+) -> Vec<String> {
     let p = &prepared.plugin;
     let root = p.root.display().to_string();
     let here = |s: &str| s.replace(&root, "<plugin>");
@@ -116,7 +124,13 @@ fn summary(prepared: &Prepared) -> Vec<String> {
                     line.push(' ');
                     line.push_str(&here(a));
                 }
-                format!("runs `{line}` as you")
+                match confinement {
+                    Some(_) => format!("runs `{line}` confined"),
+                    None => format!(
+                        "runs `{line}` as you, unconfined (plugins.sandbox.{}: false)",
+                        p.name
+                    ),
+                }
             }
             (None, Some(url)) => format!("connects to {url}"),
             _ => "has no transport extpool can start".into(),
@@ -124,6 +138,15 @@ fn summary(prepared: &Prepared) -> Vec<String> {
         lines.push(format!(
             "  MCP server {} ({}): {what}",
             s.name, s.server_name
+        ));
+        if let (Some(c), Some(_)) = (confinement, &s.config.command) {
+            lines.extend(profile_lines(ctx, c, installed));
+        }
+    }
+    if confinement.is_some() && p.servers.iter().any(|s| s.config.command.is_some()) {
+        lines.push(format!(
+            "  widen its servers' profile with plugins.sandbox.{} in extpool.yaml (network, read, write, env), or run them unconfined with `plugins.sandbox.{}: false`",
+            p.name, p.name
         ));
     }
     for h in &p.hooks {
@@ -161,6 +184,52 @@ fn summary(prepared: &Prepared) -> Vec<String> {
     lines
 }
 
+/// The profile of `confinement` in a few lines: its summary, what it
+/// reads and writes (the plugin's folder, served from `installed`, shown
+/// as `<plugin>`), and why this machine cannot enforce it, if it cannot.
+fn profile_lines(
+    ctx: &Ctx,
+    confinement: &plugins::Confinement,
+    installed: &std::path::Path,
+) -> Vec<String> {
+    let profile = confinement.profile();
+    let root = installed.display().to_string();
+    let show = |paths: &[String]| -> String {
+        paths
+            .iter()
+            .map(|p| {
+                let path = std::path::Path::new(p);
+                if *p == root {
+                    "<plugin>".to_owned()
+                } else if path == ctx.places.cwd {
+                    format!("{} (the project)", path.display())
+                } else {
+                    ctx.show_path(path)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut lines = vec![format!("    sandbox: {}", profile.summary())];
+    lines.push(format!("      read: {}", show(&profile.read)));
+    lines.push(format!("      write: {}", show(&profile.write)));
+    lines.push(format!(
+        "      network: {}; environment: PATH, a private HOME and TMPDIR{}",
+        profile.network.describe(),
+        if profile.env.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", profile.env.join(", "))
+        }
+    ));
+    if let Some(why) = confinement.unenforceable() {
+        lines.push(format!(
+            "      this machine cannot enforce it, so the server will not start: {why}"
+        ));
+    }
+    lines
+}
+
 /// Asks on the terminal whether to go on; `--yes` answers for scripts,
 /// and without a terminal the answer is no.
 fn confirm(ctx: &Ctx, question: &str, yes: bool) -> Result<bool> {
@@ -185,6 +254,44 @@ fn confirm(ctx: &Ctx, question: &str, yes: bool) -> Result<bool> {
 struct Added<'a> {
     outcome: &'static str,
     record: &'a plugins::Record,
+    /// The profile each of its servers runs under (`null`: unconfined).
+    sandbox: BTreeMap<String, Option<extpool_host::SandboxProfile>>,
+}
+
+/// How `prepared`'s stdio servers will run once served from `installed`,
+/// by the configuration's `plugins:` rules.
+fn confinement_of(
+    ctx: &Ctx,
+    prepared: &Prepared,
+    installed: &std::path::Path,
+) -> Result<Option<plugins::Confinement>> {
+    let loaded = ctx.load_files()?;
+    let mut plugin = prepared.plugin.clone();
+    plugin.root = installed.to_path_buf();
+    Ok(plugins::confine::confinement(
+        &loaded.config,
+        &plugin,
+        &plugin.name,
+        &ctx.places,
+    ))
+}
+
+/// The profile of each server of `prepared` (`null`: unconfined).
+fn profiles(
+    prepared: &Prepared,
+    confinement: Option<&plugins::Confinement>,
+) -> BTreeMap<String, Option<extpool_host::SandboxProfile>> {
+    prepared
+        .plugin
+        .servers
+        .iter()
+        .map(|s| {
+            let profile = confinement
+                .filter(|_| s.config.command.is_some())
+                .map(plugins::Confinement::profile);
+            (s.server_name.clone(), profile)
+        })
+        .collect()
 }
 
 /// `plugins add SOURCE`: fetch and read, say what it runs, ask, install.
@@ -192,12 +299,16 @@ fn add(ctx: &mut Ctx, args: PluginAddArgs) -> Result<ExitCode> {
     let source = plugins::parse_source(&args.source, &ctx.places.cwd)?;
     let store = store(ctx)?;
     let prepared = store.prepare(source, &plugins::read_options(&ctx.places))?;
+    let installed = store.install_path(&prepared);
+    let confinement = confinement_of(ctx, &prepared, &installed)?;
+    let sandbox = profiles(&prepared, confinement.as_ref());
     if prepared.unchanged {
         let record = store.commit(prepared, true)?;
         if ctx.global.json {
             ctx.out.json_value(&Added {
                 outcome: "unchanged",
                 record: &record,
+                sandbox,
             })?;
         } else {
             ctx.out.line(format!(
@@ -209,7 +320,7 @@ fn add(ctx: &mut Ctx, args: PluginAddArgs) -> Result<ExitCode> {
     }
     {
         let mut err = std::io::stderr().lock();
-        for line in summary(&prepared) {
+        for line in summary(ctx, &prepared, confinement.as_ref(), &installed) {
             writeln!(err, "{}", shown(&line))?;
         }
         if let Some(old) = &prepared.replaces {
@@ -234,6 +345,7 @@ fn add(ctx: &mut Ctx, args: PluginAddArgs) -> Result<ExitCode> {
         ctx.out.json_value(&Added {
             outcome: "installed",
             record: &record,
+            sandbox,
         })?;
     } else {
         ctx.out.line(format!(

@@ -30,6 +30,9 @@ pub struct SourceRow {
     /// What a server said it is (its `serverInfo`, as JSON).
     #[serde(default)]
     pub implementation: Option<serde_json::Value>,
+    /// The permission profile a server runs under (absent: unconfined).
+    #[serde(default)]
+    pub sandbox: Option<extpool_host::SandboxProfile>,
 }
 
 impl From<extpool_host::SourceInfo> for SourceRow {
@@ -41,6 +44,7 @@ impl From<extpool_host::SourceInfo> for SourceRow {
             detail: s.detail,
             dropped: s.dropped,
             implementation: s.implementation.and_then(|i| serde_json::to_value(i).ok()),
+            sandbox: s.sandbox,
         }
     }
 }
@@ -95,6 +99,9 @@ pub fn sources_table(
         .map(|s| {
             let implementation = implementation_cell(&s);
             let mut detail = s.detail;
+            if let Some(profile) = &s.sandbox {
+                detail.push_str(&format!("; sandbox: {}", profile.summary()));
+            }
             if s.kind == "skills" && unloaded.contains(&s.name) {
                 detail.push_str(&format!("; see `extpool skills validate {}`", s.name));
             }
