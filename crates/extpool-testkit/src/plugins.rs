@@ -39,6 +39,38 @@ pub fn kit_script(path: &Path, args: &[String]) {
     }
 }
 
+/// The `plugins:` section of an `extpool.yaml` that lets the kit servers
+/// of plugins `names` run under their default permission profile: each
+/// plugin's profile widened by read access to the testkit server binary,
+/// which the kit's `bin/kit` runs from outside the plugin's folder (where
+/// the default profile does not reach, as it would not reach a real
+/// plugin's program kept elsewhere), and by write access to `writable`
+/// (a `--state-dir` given to the servers).
+pub fn kit_grants(names: &[&str], writable: &[&Path]) -> String {
+    let binary = server_binary().display().to_string();
+    let write: Vec<String> = writable
+        .iter()
+        .map(|p| format!("{:?}", p.display().to_string()))
+        .collect();
+    let mut yaml = String::from("plugins:\n  sandbox:\n");
+    for name in names {
+        yaml.push_str(&format!("    {name}:\n      read: [{binary:?}]\n"));
+        if !write.is_empty() {
+            yaml.push_str(&format!("      write: [{}]\n", write.join(", ")));
+        }
+    }
+    yaml
+}
+
+/// Writes [`kit_grants`] for `names` as the user's `extpool.yaml` in
+/// `home` (`~/.config/extpool/extpool.yaml`).
+pub fn grant_kits(home: &Path, names: &[&str], writable: &[&Path]) {
+    write(
+        &home.join(".config/extpool/extpool.yaml"),
+        &kit_grants(names, writable),
+    );
+}
+
 /// Writes Claude Code plugin `name` into `dir`: `.claude-plugin/plugin.json`,
 /// `commands/hi.md` (`$ARGUMENTS`, and a `` !`…` `` shell line),
 /// `skills/hello/SKILL.md` (with `references/notes.md`),

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use extpool_testkit::plugins::{claude_install, claude_plugin, gemini_install};
+use extpool_testkit::plugins::{claude_install, claude_plugin, gemini_install, grant_kits};
 use serde_json::Value;
 
 use crate::support::{Run, Sandbox};
@@ -33,10 +33,11 @@ fn has(list: &Value, key: &str, value: &str) -> bool {
     list.as_array().unwrap().iter().any(|x| x[key] == value)
 }
 
-/// The sandbox with Claude Code's `demo@mk`, Gemini CLI's `gext` and a
-/// project command file.
+/// The sandbox with Claude Code's `demo@mk`, Gemini CLI's `gext` (their
+/// kit servers granted the testkit binary) and a project command file.
 fn installed() -> Sandbox {
     let sb = Sandbox::new();
+    grant_kits(&sb.home(), &["demo", "gext"], &[]);
     claude_install(&sb.home(), "mk", "demo", true, &[]);
     claude_install(&sb.home(), "mk", "off", false, &[]);
     gemini_install(&sb.home(), "gext", true, &[]);
@@ -161,6 +162,7 @@ fn lock(sb: &Sandbox) -> Value {
 #[test]
 fn add_says_what_a_plugin_runs_asks_and_installs_with_a_lock_record() {
     let sb = installed();
+    grant_kits(&sb.home(), &["demo", "gext", "kit"], &[]);
     claude_plugin(&sb.work().join("kit-src"), "kit", &[]);
 
     // No terminal and no --yes: what it runs is said, nothing installed.
@@ -170,7 +172,7 @@ fn add_says_what_a_plugin_runs_asks_and_installs_with_a_lock_record() {
     assert!(
         refused
             .stderr
-            .contains("MCP server kit (plugin_kit_kit): runs `<plugin>/bin/kit` as you"),
+            .contains("MCP server kit (plugin_kit_kit): runs `<plugin>/bin/kit` confined"),
         "{}",
         refused.stderr
     );
@@ -321,6 +323,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 #[test]
 fn add_from_a_git_repository_records_the_commit_and_refuses_option_like_urls_and_refs() {
     let sb = Sandbox::new();
+    grant_kits(&sb.home(), &["gitkit"], &[]);
     let repo = sb.dir.path().join("repo");
     claude_plugin(&repo, "gitkit", &[]);
     git(&repo, &["init", "--quiet", "--initial-branch=main"]);
@@ -448,6 +451,7 @@ fn one_precedence_the_first_definition_wins_and_every_shadowed_one_is_reported()
     // Claude Code's, and Gemini CLI's is reported.
     claude_install(&sb.home(), "mk", "twin", true, &[]);
     gemini_install(&sb.home(), "twin", true, &[]);
+    grant_kits(&sb.home(), &["twin"], &[]);
 
     let review = sb.run(&["run", "/review"]);
     assert!(

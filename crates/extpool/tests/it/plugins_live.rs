@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use extpool_testkit::StateDir;
-use extpool_testkit::plugins::{claude_enable, claude_install, claude_plugin};
+use extpool_testkit::plugins::{claude_enable, claude_install, claude_plugin, kit_grants};
 use serde_json::{Value, json};
 
 use crate::discovery::sources_until;
@@ -70,7 +70,10 @@ fn a_plugin_installed_while_serving_is_callable_without_a_restart_and_gone_when_
     let state = StateDir::new();
     sb.write(
         "extpool.yaml",
-        "mcp_servers: {}\ndiscovery:\n  interval_ms: 100\nskills:\n  default_roots: false\n",
+        &format!(
+            "mcp_servers: {{}}\ndiscovery:\n  interval_ms: 100\nskills:\n  default_roots: false\n{}",
+            kit_grants(&["demo", "kit"], &[state.path()])
+        ),
     );
     let mut command = sb.command();
     command.args(["serve", "--listen", "127.0.0.1:0", "--toolhive=false"]);

@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 
 use extpool_testkit::StateDir;
 use extpool_testkit::peers::{claude, gemini};
-use extpool_testkit::plugins::{claude_plugin, gemini_extension};
+use extpool_testkit::plugins::{claude_plugin, gemini_extension, grant_kits, kit_grants};
 use serde_json::{Value, json};
 
 use crate::discovery::sources_until;
@@ -72,6 +72,7 @@ fn what_claude_code_installs_is_served_and_gone_once_claude_code_disables_it() {
     let sb = Sandbox::new();
     let state = StateDir::new();
     let market = sb.dir.path().join("market");
+    grant_kits(&sb.home(), &["demo"], &[state.path()]);
     claude_plugin(&market.join("plugins/demo"), "demo", &state.args());
     std::fs::create_dir_all(market.join(".claude-plugin")).unwrap();
     std::fs::write(
@@ -107,7 +108,10 @@ fn what_claude_code_installs_is_served_and_gone_once_claude_code_disables_it() {
     // watcher's debounce.
     sb.write(
         "extpool.yaml",
-        "mcp_servers: {}\nskills:\n  default_roots: false\n",
+        &format!(
+            "mcp_servers: {{}}\nskills:\n  default_roots: false\n{}",
+            kit_grants(&["demo"], &[state.path()])
+        ),
     );
     let mut command = sb.command();
     command.args(["serve", "--listen", "127.0.0.1:0", "--toolhive=false"]);
@@ -147,6 +151,7 @@ fn what_gemini_cli_installs_is_served_and_gone_once_gemini_cli_disables_it() {
     let sb = Sandbox::new();
     let state = StateDir::new();
     let source = sb.dir.path().join("gext-src");
+    grant_kits(&sb.home(), &["gext"], &[state.path()]);
     gemini_extension(&source, "gext", &state.args());
     let source_arg = source.display().to_string();
     // `--consent` accepts the third-party notice; the trust question about
