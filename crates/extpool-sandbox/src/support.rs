@@ -39,9 +39,7 @@ pub struct Support {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     /// Not Linux.
-    #[error(
-        "sandboxing is supported on Linux only (Landlock and namespaces); this system is {os}"
-    )]
+    #[error("sandboxing is supported on Linux only (Landlock and namespaces); this system is {os}")]
     Unsupported {
         /// The operating system.
         os: &'static str,

@@ -85,9 +85,8 @@ impl Confinement {
 /// folder itself or one of its ancestors, as a service started from `/`).
 pub fn project(places: &Places) -> Option<&Path> {
     let cwd = places.cwd.as_path();
-    if cwd.parent().is_none() {
-        return None;
-    }
+    // `/` has no parent: granting it would grant everything.
+    cwd.parent()?;
     if let Some(home) = &places.home
         && home.starts_with(cwd)
     {
@@ -103,6 +102,16 @@ fn entry<'a>(config: &'a ExtpoolConfig, plugin: &Plugin, id: &str) -> Option<&'a
     entries.get(id).or_else(|| entries.get(&plugin.name))
 }
 
+/// The key under `plugins.sandbox` that names `plugin` (installed under
+/// `id`): its id when an entry is written so, else its name.
+fn key<'a>(config: &ExtpoolConfig, plugin: &'a Plugin, id: &'a str) -> &'a str {
+    if config.plugins.sandbox.contains_key(id) {
+        id
+    } else {
+        plugin.name.as_str()
+    }
+}
+
 /// How the stdio servers of `plugin` (installed under `id`) run with
 /// `config` from `places`: `None` when the user turned confinement off
 /// for it.
@@ -112,13 +121,7 @@ pub fn confinement(
     id: &str,
     places: &Places,
 ) -> Option<Confinement> {
-    let entry = entry(config, plugin, id);
-    let confined = match entry {
-        Some(PluginSandbox::Unconfined) => false,
-        Some(_) => true,
-        None => config.plugins.confine,
-    };
-    if !confined {
+    if unconfined_by(config, plugin, id).is_some() {
         return None;
     }
     let mut default = SandboxProfile::for_plugin(
@@ -127,19 +130,32 @@ pub fn confinement(
         project(places),
         Network::None,
     );
-    let key = if config.plugins.sandbox.contains_key(id) {
-        id
-    } else {
-        plugin.name.as_str()
-    };
     default.opt_out = Some(format!(
-        "plugin {}'s servers run confined by default: to run them unconfined, as you, set `plugins.sandbox.{key}: false` in extpool.yaml (`plugins.confine: false` for every plugin)",
-        plugin.name
+        "plugin {}'s servers run confined by default: to run them unconfined, as you, set `plugins.sandbox.{}: false` in extpool.yaml (`plugins.confine: false` for every plugin)",
+        plugin.name,
+        key(config, plugin, id)
     ));
     Some(Confinement {
         default,
-        widen: entry.and_then(PluginSandbox::profile).cloned(),
+        widen: entry(config, plugin, id)
+            .and_then(PluginSandbox::profile)
+            .cloned(),
     })
+}
+
+/// The setting that runs the stdio servers of `plugin` (installed under
+/// `id`) unconfined, as the user writes it (`plugins.sandbox.<key>: false`
+/// or `plugins.confine: false`); `None` when they run confined.
+pub fn unconfined_by(config: &ExtpoolConfig, plugin: &Plugin, id: &str) -> Option<String> {
+    match entry(config, plugin, id) {
+        Some(PluginSandbox::Unconfined) => Some(format!(
+            "plugins.sandbox.{}: false",
+            key(config, plugin, id)
+        )),
+        Some(_) => None,
+        None if config.plugins.confine => None,
+        None => Some("plugins.confine: false".into()),
+    }
 }
 
 /// The `plugins.sandbox` entries of `config` that name no plugin of

@@ -42,12 +42,12 @@ use extpool_plugins::{
 use parking_lot::Mutex;
 use serde::Serialize;
 
+pub use confine::Confinement;
 pub use extpool_plugins::store::{MarketplaceRecord, Prepared, Record, Source, parse_source};
 pub use extpool_plugins::{
     CommandSpec, Diagnostic, HookSpec, Marketplace, Outcome, Plugin, ReadOptions, Report, Store,
     StoreError, validate,
 };
-pub use confine::Confinement;
 pub(crate) use info::source_rows;
 pub use info::{AgentInfo, PluginInfo, agents, plugins, problems};
 

@@ -87,15 +87,15 @@ fn validate(ctx: &mut Ctx, path: &std::path::Path) -> Result<ExitCode> {
     })
 }
 
-/// What `prepared` will run, confined how (`confinement`, `None`:
-/// unconfined; the plugin served from `installed`), and what extpool never
-/// runs, for people.
+/// What `prepared` will run, confined how (`runs`; the plugin served from
+/// `installed`), and what extpool never runs, for people.
 fn summary(
     ctx: &Ctx,
     prepared: &Prepared,
-    confinement: Option<&plugins::Confinement>,
+    runs: &Runs,
     installed: &std::path::Path,
 ) -> Vec<String> {
+    let confinement = runs.confinement();
     let p = &prepared.plugin;
     let root = p.root.display().to_string();
     let here = |s: &str| s.replace(&root, "<plugin>");
@@ -124,12 +124,11 @@ fn summary(
                     line.push(' ');
                     line.push_str(&here(a));
                 }
-                match confinement {
-                    Some(_) => format!("runs `{line}` confined"),
-                    None => format!(
-                        "runs `{line}` as you, unconfined (plugins.sandbox.{}: false)",
-                        p.name
-                    ),
+                match runs {
+                    Runs::Confined(_) => format!("runs `{line}` confined"),
+                    Runs::Unconfined(setting) => {
+                        format!("runs `{line}` as you, unconfined ({setting})")
+                    }
                 }
             }
             (None, Some(url)) => format!("connects to {url}"),
@@ -258,22 +257,39 @@ struct Added<'a> {
     sandbox: BTreeMap<String, Option<extpool_host::SandboxProfile>>,
 }
 
+/// How a plugin's stdio servers will run.
+enum Runs {
+    /// Confined by this profile.
+    Confined(Box<plugins::Confinement>),
+    /// As the user, unconfined by this setting (as the user writes it).
+    Unconfined(String),
+}
+
+impl Runs {
+    /// The confinement, when confined.
+    fn confinement(&self) -> Option<&plugins::Confinement> {
+        match self {
+            Runs::Confined(c) => Some(c),
+            Runs::Unconfined(_) => None,
+        }
+    }
+}
+
 /// How `prepared`'s stdio servers will run once served from `installed`,
 /// by the configuration's `plugins:` rules.
-fn confinement_of(
-    ctx: &Ctx,
-    prepared: &Prepared,
-    installed: &std::path::Path,
-) -> Result<Option<plugins::Confinement>> {
+fn runs_of(ctx: &Ctx, prepared: &Prepared, installed: &std::path::Path) -> Result<Runs> {
     let loaded = ctx.load_files()?;
     let mut plugin = prepared.plugin.clone();
     plugin.root = installed.to_path_buf();
-    Ok(plugins::confine::confinement(
-        &loaded.config,
-        &plugin,
-        &plugin.name,
-        &ctx.places,
-    ))
+    let (config, id) = (&loaded.config, plugin.name.as_str());
+    Ok(
+        match plugins::confine::confinement(config, &plugin, id, &ctx.places) {
+            Some(c) => Runs::Confined(Box::new(c)),
+            None => Runs::Unconfined(
+                plugins::confine::unconfined_by(config, &plugin, id).unwrap_or_default(),
+            ),
+        },
+    )
 }
 
 /// The profile of each server of `prepared` (`null`: unconfined).
@@ -300,8 +316,8 @@ fn add(ctx: &mut Ctx, args: PluginAddArgs) -> Result<ExitCode> {
     let store = store(ctx)?;
     let prepared = store.prepare(source, &plugins::read_options(&ctx.places))?;
     let installed = store.install_path(&prepared);
-    let confinement = confinement_of(ctx, &prepared, &installed)?;
-    let sandbox = profiles(&prepared, confinement.as_ref());
+    let runs = runs_of(ctx, &prepared, &installed)?;
+    let sandbox = profiles(&prepared, runs.confinement());
     if prepared.unchanged {
         let record = store.commit(prepared, true)?;
         if ctx.global.json {
@@ -320,7 +336,7 @@ fn add(ctx: &mut Ctx, args: PluginAddArgs) -> Result<ExitCode> {
     }
     {
         let mut err = std::io::stderr().lock();
-        for line in summary(ctx, &prepared, confinement.as_ref(), &installed) {
+        for line in summary(ctx, &prepared, &runs, &installed) {
             writeln!(err, "{}", shown(&line))?;
         }
         if let Some(old) = &prepared.replaces {

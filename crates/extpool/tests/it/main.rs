@@ -27,6 +27,7 @@ mod messages;
 mod operator_cli;
 mod plugins;
 mod plugins_live;
+mod plugins_sandbox;
 mod quickstart;
 mod real_hosts;
 mod rebinding;

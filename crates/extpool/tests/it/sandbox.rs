@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::support::{Run, Sandbox, testkit};
 
 /// Upper bound of a wait for a forwarded connection; reached only when broken.
-const PATIENCE: Duration = Duration::from_secs(30);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(30);
 
 /// The variable the gateway holds that no confined server may see.
 const SECRET: (&str, &str) = ("EXTPOOL_TEST_GATEWAY_SECRET", "s3cret-of-the-gateway");
@@ -66,18 +66,18 @@ fn call(sb: &Sandbox, tool: &str, args: &[String]) -> (bool, String) {
     }
 }
 
-fn arg(key: &str, value: impl std::fmt::Display) -> String {
+pub(crate) fn arg(key: &str, value: impl std::fmt::Display) -> String {
     format!("{key}={value}")
 }
 
 /// Asserts the probe succeeded and returns its text.
-fn allowed(result: (bool, String), what: &str) -> String {
+pub(crate) fn allowed(result: (bool, String), what: &str) -> String {
     assert!(result.0, "{what} should succeed: {}", result.1);
     result.1
 }
 
 /// Asserts the probe was refused with `errno_text` and returns its text.
-fn refused(result: (bool, String), what: &str, errno_text: &str) -> String {
+pub(crate) fn refused(result: (bool, String), what: &str, errno_text: &str) -> String {
     assert!(!result.0, "{what} should be refused: {}", result.1);
     assert!(
         result.1.contains(errno_text),
@@ -89,7 +89,7 @@ fn refused(result: (bool, String), what: &str, errno_text: &str) -> String {
 
 /// A listener on `addr`, and a way to learn whether it accepted a
 /// connection within [`PATIENCE`].
-fn listener(addr: &str) -> (u16, mpsc::Receiver<()>) {
+pub(crate) fn listener(addr: &str) -> (u16, mpsc::Receiver<()>) {
     let listener = TcpListener::bind(addr).unwrap();
     let port = listener.local_addr().unwrap().port();
     let (tx, rx) = mpsc::channel();
@@ -391,7 +391,7 @@ fn a_profile_that_cannot_be_enforced_refuses_its_server_loudly_and_the_others_wo
 
 /// Whether the tests run as root (the kernel exempts root from the
 /// process limit), read from this process's status.
-fn rustix_like_is_root() -> bool {
+pub(crate) fn rustix_like_is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
