@@ -33,9 +33,7 @@ use axum::extract::{Extension, Path, Query, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post};
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
-use tower::ServiceExt;
 
 use extpool_host::core::Principal;
 
@@ -49,7 +47,6 @@ use crate::source_tools::sources_json;
 #[derive(Clone)]
 pub(crate) struct Api {
     pub shared: Arc<Shared>,
-    pub config: StreamableHttpServerConfig,
 }
 
 fn error(status: u16, message: impl std::fmt::Display) -> Response {
@@ -360,7 +357,7 @@ async fn sources(
 }
 
 /// `/sessions/{id}/mcp`: the session's own MCP endpoint (opened from the
-/// store on first use), through [`crate::inbound`].
+/// store on first use), served by [`crate::front`].
 async fn session_mcp(State(api): State<Api>, Path(id): Path<String>, request: Request) -> Response {
     let shared = api.shared.clone();
     let principal = crate::identity::of(&request);
@@ -382,17 +379,7 @@ async fn session_mcp(State(api): State<Api>, Path(id): Path<String>, request: Re
             })
         })
     };
-    crate::inbound::serve(&shared, &endpoint, request, make, |request| async move {
-        let service = match session_service(&api, &id, &principal).await {
-            Ok(service) => service,
-            Err(answer) => return answer,
-        };
-        match Box::pin(service.oneshot(request)).await {
-            Ok(response) => response.into_response(),
-            Err(never) => match never {},
-        }
-    })
-    .await
+    crate::front::serve(&shared, &endpoint, request, make).await
 }
 
 /// Durable session `id`, opened from the store on first use; only for a
@@ -409,36 +396,6 @@ async fn session_open(
         .get(&api.shared, id, principal)
         .await
         .map_err(|e| session_error(&e))
-}
-
-/// The MCP service of durable session `id`'s endpoint, made (and the
-/// session opened from the store) on first use; only for a principal that
-/// may act on the session.
-async fn session_service(
-    api: &Api,
-    id: &str,
-    principal: &Principal,
-) -> Result<crate::sessions::SessionService, Response> {
-    let open = session_open(api, id, principal).await?;
-    let Some(sessions) = api.shared.sessions.as_ref() else {
-        return Err(no_store());
-    };
-    let existing = sessions.services.lock().get(id).cloned();
-    if let Some(service) = existing {
-        return Ok(service);
-    }
-    let shared = api.shared.clone();
-    let service = StreamableHttpService::new(
-        move || Ok(GatewayHandler::for_session(shared.clone(), open.clone())),
-        api.shared.resume.manager(id),
-        api.shared.resume.config(api.config.clone(), id),
-    );
-    Ok(sessions
-        .services
-        .lock()
-        .entry(id.to_owned())
-        .or_insert(service)
-        .clone())
 }
 
 /// The `/v1` routes and the session endpoints.

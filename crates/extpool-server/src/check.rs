@@ -48,15 +48,10 @@ pub(crate) fn stdio_reply(line: &[u8]) -> Option<Vec<u8>> {
 pub(crate) struct Message {
     /// The request's id, if it is a request.
     pub id: Option<Value>,
-    /// Whether it is `initialize`.
-    pub initialize: bool,
     /// Whether it is `subscriptions/listen` (a stream that stays open).
     pub listen: bool,
     /// The request id a `notifications/cancelled` names.
     pub cancels: Option<Value>,
-    /// Whether it answers a request of the server (a result or an error
-    /// with an id).
-    pub answers: bool,
     /// What its span says of a request, when requests' spans are recorded.
     pub traced: Option<Box<crate::trace::Traced>>,
     /// The request read as its type, when the check read it so ([`plain`]):
@@ -252,9 +247,7 @@ fn whole(bytes: &[u8], era: crate::methods::Era) -> Result<Message, Refused> {
     let is_request = method.is_some() && id.is_some();
     Ok(Message {
         id: is_request.then(|| id.cloned()).flatten(),
-        initialize: method == Some("initialize"),
         listen: method == Some("subscriptions/listen"),
-        answers: method.is_none() && id.is_some(),
         cancels: (method == Some("notifications/cancelled"))
             .then(|| object.get("params")?.get("requestId").cloned())
             .flatten(),

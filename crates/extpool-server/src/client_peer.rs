@@ -1,11 +1,12 @@
 //! How the gateway reaches one session-era client outside a call's
 //! answer: a list change, a resource update, a task's status, a request
-//! past any call. A session rmcp runs (over stdio, and the 2026-07-28
-//! era's connections) is reached through its rmcp [`Peer`]; a session of
-//! extpool's own HTTP front end ([`crate::front`]) through its
-//! [`Outbound`]: what it is sent goes on its `GET` stream while one is
-//! open, and waits for one (a bounded few) while none is, as rmcp's
-//! session keeps what is sent before its client opens that stream.
+//! past any call. A stdio client is reached through the rmcp [`Peer`] of
+//! the stdio service; a session of the HTTP front end ([`crate::front`])
+//! through its [`Outbound`]: what it is sent goes on its `GET` stream
+//! while one is open, and waits for one (a bounded few) while none is,
+//! so what is sent before its client opens that stream is not lost; a
+//! 2026-07-28 client's `subscriptions/listen` stream through its
+//! listener.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -29,9 +30,9 @@ const STREAM_QUEUE: usize = 64;
 /// One session-era client, reached outside any call's answer.
 #[derive(Clone)]
 pub(crate) enum ClientPeer {
-    /// A session rmcp runs.
+    /// The stdio client, through rmcp's stdio service.
     Rmcp(Peer<RoleServer>),
-    /// A session of extpool's own front end.
+    /// A session of the HTTP front end.
     Own(Arc<Outbound>),
     /// A 2026-07-28 client's `subscriptions/listen` stream (no session):
     /// what it is sent carries the subscription's id.
@@ -83,7 +84,7 @@ impl ClientPeer {
 /// What an own session sends its client outside a call's answer.
 pub(crate) struct Outbound {
     /// The client's `initialize` parameters.
-    info: Arc<InitializeRequestParams>,
+    pub(crate) info: Arc<InitializeRequestParams>,
     state: Mutex<OutState>,
     /// Cancelled when the session ends.
     closed: CancellationToken,

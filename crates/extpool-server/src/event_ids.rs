@@ -1,14 +1,14 @@
 //! SSE event ids that say which replica sent them.
 //!
 //! A session-era client whose response stream breaks reconnects with
-//! `Last-Event-ID` to resume it. rmcp numbers events per session and per
-//! process (`index/stream`), so on another replica the same id names a
+//! `Last-Event-ID` to resume it. The front end numbers events per session
+//! and per process (`index/stream`, [`crate::front`]), so on another replica the same id names a
 //! different stream, or none: replaying it would hand the client another
 //! request's messages, and answering with an empty stream makes clients
 //! reconnect forever. So every event id this replica sends carries its
 //! tag (and, for a request's stream, the JSON-RPC id of the request):
 //! `index/stream@tag@hexid`. A `Last-Event-ID` of this replica is resumed
-//! as rmcp knows it; one of another replica is not resumable here — for a
+//! as this replica wrote it; one of another replica is not resumable here — for a
 //! request's stream the client at once gets that request's JSON-RPC error
 //! (the replica that ran it went away, its result with it), for the
 //! session's own stream a fresh stream opens (notifications sent meanwhile
@@ -24,8 +24,8 @@ use serde_json::Value;
 
 /// The resumption header.
 const LAST_EVENT_ID: &str = "last-event-id";
-/// An `id:` line longer than this is passed through untouched (rmcp's
-/// are a few bytes).
+/// An `id:` line longer than this is passed through untouched (the front
+/// end's are a few bytes).
 const MAX_ID_LINE: usize = 1024;
 
 /// This replica's tag: 8 hex digits of its id.
@@ -34,7 +34,7 @@ pub(crate) fn replica_tag(replica: &str) -> String {
     format!("{:08x}", hash & 0xffff_ffff)
 }
 
-/// A `Last-Event-ID` taken apart: rmcp's own id, the replica tag, and the
+/// A `Last-Event-ID` taken apart: the stream's own id, the replica tag, and the
 /// hex JSON of the request it answers (request streams only).
 struct Tagged<'a> {
     orig: &'a str,
@@ -52,7 +52,7 @@ fn parse(id: &str) -> Tagged<'_> {
 }
 
 /// Sorts out a `Last-Event-ID` of `parts`: one this replica (`tag`)
-/// issued is given back to rmcp as rmcp wrote it; one of another replica
+/// issued is given back to the front end as it wrote it; one of another replica
 /// answers at once (`Some`) for a request's stream, or is dropped for the
 /// session's own stream (a fresh one opens).
 pub(crate) fn resume_header(tag: &str, parts: &mut http::request::Parts) -> Option<Response> {

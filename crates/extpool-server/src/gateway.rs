@@ -135,7 +135,7 @@ pub struct GatewayOptions {
     pub playground: bool,
     /// Most bytes the answers kept for resuming (SSE streams a client may
     /// reconnect to) hold, gateway-wide; past it the streams that finished
-    /// longest ago are dropped ([`crate::inline`]).
+    /// longest ago are dropped ([`crate::front`]).
     pub max_replay_bytes: usize,
     /// Most operator page event streams open at once; one more is
     /// refused ([`crate::page`]).
@@ -157,7 +157,7 @@ impl Default for GatewayOptions {
             sessions_per_principal: DEFAULT_SESSIONS_PER_PRINCIPAL,
             max_connections: crate::listener::DEFAULT_MAX_CONNECTIONS,
             header_read_timeout: crate::listener::DEFAULT_HEADER_READ_TIMEOUT,
-            body_read_timeout: crate::inbound::DEFAULT_BODY_READ_TIMEOUT,
+            body_read_timeout: crate::front::DEFAULT_BODY_READ_TIMEOUT,
             max_calls_per_session: DEFAULT_MAX_CALLS_PER_SESSION,
             session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
@@ -297,15 +297,9 @@ pub(crate) struct Shared {
     /// Everything ends: requests still running are answered with the
     /// shutdown error and cancelled.
     pub stop: CancellationToken,
-    /// rmcp's sessions and streams end; cancelled after `stop` (not its
-    /// child, which could be seen cancelled first), so whoever sees rmcp's
-    /// cancellation sees `stop`'s and answers with the gateway's error.
-    pub rmcp_stop: CancellationToken,
-    /// The rmcp peer own sessions' request contexts carry ([`crate::front`]).
-    pub stand: crate::front::Stand,
     /// What every session's resumable answers keep, against
     /// [`GatewayOptions::max_replay_bytes`].
-    pub(crate) kept_streams: Arc<crate::inline::kept::KeptStreams>,
+    pub(crate) kept_streams: Arc<crate::front::kept::KeptStreams>,
 }
 
 impl Shared {
@@ -397,7 +391,7 @@ impl Gateway {
             options.session_idle_timeout,
         ));
         let event_tag = crate::event_ids::replica_tag(replica.as_str());
-        let kept_streams = crate::inline::kept::KeptStreams::new(options.max_replay_bytes);
+        let kept_streams = crate::front::kept::KeptStreams::new(options.max_replay_bytes);
         let page = crate::page::PageState::new(options.max_page_streams, options.page_stream_bytes);
         let shared = Arc::new(Shared {
             kept_streams,
@@ -434,8 +428,6 @@ impl Gateway {
             next_session: AtomicU64::new(1),
             draining: stop.child_token(),
             stop,
-            rmcp_stop: CancellationToken::new(),
-            stand: crate::front::Stand::new(),
         });
         let follower = shared.clone();
         let view = stateless.clone();
@@ -500,7 +492,6 @@ impl Gateway {
         crate::shutdown::Path {
             draining: self.shared.draining.clone(),
             stop: self.shared.stop.clone(),
-            rmcp_stop: self.shared.rmcp_stop.clone(),
             grace: self.shared.options.shutdown_timeout,
         }
     }
@@ -549,7 +540,7 @@ impl Gateway {
         );
         tokio::pin!(shutdown);
         let service = tokio::select! {
-            service = handler.serve(transport) => match service {
+            service = crate::handler::stdio::Stdio(handler).serve(transport) => match service {
                 Ok(service) => service,
                 Err(e) => {
                     stdio_failure(&failure)?;

@@ -374,7 +374,7 @@ impl Guard {
             Some(size) if size > self.max_body as u64 => Err(self.refuse(
                 Refusal::Body,
                 StatusCode::PAYLOAD_TOO_LARGE,
-                crate::inbound::too_large(Some(size), self.max_body),
+                crate::front::too_large(Some(size), self.max_body),
             )),
             _ => Ok(()),
         }

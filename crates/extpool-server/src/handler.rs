@@ -7,19 +7,17 @@ use std::sync::{Arc, OnceLock};
 
 use extpool_host::core::Principal;
 use extpool_host::{HostError, ToolTable, View};
+use rmcp::ErrorData;
 #[allow(deprecated)] // logging and resources/subscribe are the session era's
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, DiscoverResult,
     GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams, GetSkillResult,
     Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities,
-    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
-    UnsubscribeRequestParams,
+    ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams,
 };
-use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
-use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
 use crate::client_peer::ClientPeer;
@@ -30,9 +28,15 @@ use crate::names::{Names, NamesCache};
 use crate::passthrough;
 use crate::sessions::OpenSession;
 use crate::skills;
+use exchange::Exchange;
 
+pub(crate) mod caller;
 pub(crate) mod calls;
+mod dispatch;
+pub(crate) use dispatch::{admitted, negotiate};
+pub(crate) mod exchange;
 mod login;
+pub(crate) mod stdio;
 mod task_extension;
 mod tasks;
 
@@ -121,16 +125,6 @@ pub struct GatewayHandler {
     /// How its session's client is reached outside a call's answer, set
     /// at `initialize` (a session-era connection only).
     client: Arc<OnceLock<ClientPeer>>,
-}
-
-/// Who sent the request of `context`: the principal the guard put on its
-/// HTTP request (the local caller over stdio, which has none).
-pub(crate) fn principal_of(context: &RequestContext<RoleServer>) -> Arc<Principal> {
-    context
-        .extensions
-        .get::<http::request::Parts>()
-        .map(|parts| crate::identity::of_parts(&parts.extensions))
-        .unwrap_or_else(|| Arc::new(Principal::local()))
 }
 
 impl GatewayHandler {
@@ -223,55 +217,37 @@ impl GatewayHandler {
         self.view().table()
     }
 
-    /// [`GatewayHandler::table`] for a request of `principal`: with the
-    /// `permissions.principals` rules its claims match, when the revision
-    /// has any (else the shared table itself).
-    pub(crate) fn table_for(&self, principal: &Arc<Principal>) -> Arc<ToolTable> {
-        let view = self.view();
-        if !view.revision().permissions().has_principal_rules() {
-            return view.table();
-        }
-        view.table_with(&view.policy().for_principal(principal))
-    }
-
     /// Refuses MCP prompt `name` (its catalog name) to the caller of
-    /// `context` when that caller's rules do (`permissions.principals`).
-    fn prompt_allowed(
-        &self,
-        context: &RequestContext<RoleServer>,
-        name: &str,
-    ) -> Result<(), ErrorData> {
-        match self.table_for(&principal_of(context)).prompt_refusal(name) {
+    /// `ex` when that caller's rules do (`permissions.principals`).
+    fn prompt_allowed(&self, ex: &Exchange, name: &str) -> Result<(), ErrorData> {
+        match ex.caller.table(self).prompt_refusal(name) {
             Some(refusal) => Err(ErrorData::invalid_params(refusal.to_string(), None)),
             None => Ok(()),
         }
     }
 
-    /// Runs `work` as the caller of `context` (who the guardrails' webhook
-    /// is told asked).
-    async fn as_caller<F: std::future::Future>(
-        &self,
-        context: &RequestContext<RoleServer>,
-        work: F,
-    ) -> F::Output {
-        let label = principal_of(context).label();
+    /// Runs `work` as the caller of `ex` (who the guardrails' webhook is
+    /// told asked).
+    async fn as_caller<F: std::future::Future>(&self, ex: &Exchange, work: F) -> F::Output {
+        let label = ex.caller.principal.label();
         extpool_host::CallContext::new()
             .with_caller(label)
             .scope(work)
             .await
     }
 
-    /// The input schema of tool `name` as `principal` calls it, when it
+    /// The input schema of tool `name` as `caller` calls it, when it
     /// promotes arguments to `Mcp-Param-*` headers (see
     /// [`crate::names::header_schema`]): what a 2026-07-28 `tools/call`'s
-    /// headers are checked against.
+    /// headers are checked against. A tool the caller does not see has
+    /// none.
     pub(crate) async fn header_schema(
         &self,
         name: &str,
-        principal: &Arc<Principal>,
+        caller: &caller::Caller,
     ) -> Option<serde_json::Value> {
-        self.bind_caller(principal).await;
-        let table = self.table_for(principal);
+        self.bind_caller(&caller.principal).await;
+        let table = caller.table(self);
         crate::names::header_schema(&table.row(name)?.tool.input_schema)
             .map(serde_json::Value::Object)
     }
@@ -289,12 +265,17 @@ impl GatewayHandler {
     }
 
     /// How this connection's client is reached outside a call's answer:
-    /// the session's, once `initialize` set it, else the request's peer.
-    pub(crate) fn client_peer(&self, context: &RequestContext<RoleServer>) -> ClientPeer {
-        self.client
-            .get()
-            .cloned()
-            .unwrap_or_else(|| ClientPeer::Rmcp(context.peer.clone()))
+    /// the session's, once `initialize` set it, else the stdio peer of
+    /// `ex`; `None` for a 2026-07-28 request over HTTP (its answer is all
+    /// that reaches its client).
+    pub(crate) fn client_peer(&self, ex: &Exchange) -> Option<ClientPeer> {
+        if let Some(client) = self.client.get() {
+            return Some(client.clone());
+        }
+        match &ex.back {
+            exchange::Back::Peer(peer) => Some(ClientPeer::Rmcp(peer.clone())),
+            exchange::Back::Queue { .. } => None,
+        }
     }
 
     /// Marks this connection as holding subscriptions (dropped with it).
@@ -374,8 +355,11 @@ fn internal(e: HostError) -> ErrorData {
     ErrorData::internal_error(e.to_string(), None)
 }
 
-impl ServerHandler for GatewayHandler {
-    fn get_info(&self) -> ServerConfig {
+impl GatewayHandler {
+    /// What the gateway says of itself at `initialize` and
+    /// `server/discover`: its capabilities (the extensions its upstreams
+    /// declare among them), its name and its instructions.
+    pub(crate) fn info(&self) -> ServerConfig {
         let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
@@ -400,134 +384,62 @@ impl ServerHandler for GatewayHandler {
         config
     }
 
-    async fn initialize(
+    /// Begins this connection's session for `principal`, whose client said
+    /// `request` and is reached through `client` outside a call's answer:
+    /// its view opened, its client told of list changes, the protocol
+    /// version agreed.
+    pub(crate) async fn initialize(
         &self,
-        request: InitializeRequestParams,
-        context: RequestContext<RoleServer>,
+        principal: &Principal,
+        request: &InitializeRequestParams,
+        client: ClientPeer,
     ) -> Result<InitializeResult, ErrorData> {
-        self.open_session(&principal_of(&context)).await?;
-        // A session of extpool's own front end brings its outbound side
-        // (crate::front); one rmcp runs is reached through its peer.
-        let client = match context
-            .extensions
-            .get::<Arc<crate::client_peer::Outbound>>()
-        {
-            Some(outbound) => ClientPeer::Own(outbound.clone()),
-            None => {
-                context.peer.set_peer_info(request.clone());
-                ClientPeer::Rmcp(context.peer.clone())
-            }
-        };
+        self.open_session(principal).await?;
         let _ = self.client.set(client.clone());
-        // Kept now, not in `on_initialized`: notifications run in their own
-        // tasks, and a change right after `initialized` must reach it.
-        match &self.durable {
-            Some(open) => open.notifier.add_peer(client.clone()),
-            None => self.shared.notifier.add_peer(client.clone()),
-        }
-        // The front end answers the session's requests itself from now on
-        // (crate::inline), with this handler and this peer.
-        if let Some(registration) = context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<crate::inline::Registration>())
-        {
-            registration.register(self.clone(), context.peer.clone(), client);
-        }
-        self.negotiate_initialize(&request)
+        // Kept now, not when `initialized` comes: a change right after it
+        // must reach the client.
+        self.notifier().add_peer(client);
+        let mut info = self.info();
+        info.protocol_version = dispatch::negotiate(&request.protocol_version)?;
+        Ok(info)
     }
 
-    async fn discover(
-        &self,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<DiscoverResult, ErrorData> {
-        Ok(DiscoverResult::from_server_info(
-            self.supported_protocol_versions().into_owned(),
-            self.get_info(),
-        ))
+    /// `server/discover`: the versions spoken and what `initialize` says.
+    fn discover(&self) -> DiscoverResult {
+        DiscoverResult::from_server_info(dispatch::supported().to_vec(), self.info())
     }
 
-    async fn on_initialized(&self, _context: NotificationContext<RoleServer>) {
+    /// `notifications/initialized`: noted.
+    pub(crate) fn initialized(&self) {
         tracing::debug!(session = %self.session_id(), "client initialized");
     }
 
-    fn accepted_subscription_filter(
-        &self,
-        requested: &SubscriptionFilter,
-    ) -> Option<SubscriptionFilter> {
-        Some(requested.clone())
+    /// `tools/list`, for the caller of `ex`.
+    async fn list_tools(&self, ex: &Exchange) -> ListToolsResult {
+        self.bind_caller(&ex.caller.principal).await;
+        let table = ex.caller.table(self);
+        lists::tools(crate::tool_search::listed(&table, &self.connection.loaded))
     }
 
-    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        self.notifier().add_sink(context.sink().clone());
-        context.cancelled().await;
-        Ok(())
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let principal = principal_of(&context);
-        self.bind_caller(&principal).await;
-        let table = self.table_for(&principal);
-        Ok(lists::tools(crate::tool_search::listed(
-            &table,
-            &self.connection.loaded,
-        )))
-    }
-
-    /// Only tools whose schema promotes arguments to `Mcp-Param-*` headers
-    /// are returned: rmcp's HTTP layer asks for the schema of every
-    /// 2026-07-28 `tools/call` to check those headers against the body,
-    /// and a tool without annotations has none to check.
-    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        let table = self.table();
-        let schema = crate::names::header_schema(&table.row(name)?.tool.input_schema)?;
-        Some(rmcp::model::Tool::new(
-            name.to_owned(),
-            String::new(),
-            Arc::new(schema),
-        ))
-    }
-
+    /// `tools/call`: a task, when the client takes one and the tool is
+    /// only ever one; else the call.
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
+        ex: &Exchange,
     ) -> Result<CallToolResponse, ErrorData> {
-        if self.call_makes_task(&request.name, &context) {
-            return self.call_as_task(request, context).await;
+        if self.call_makes_task(&request.name, ex) {
+            return self.call_as_task(request, ex).await;
         }
-        self.call(request, context).await
+        self.call(request, ex).await
     }
 
-    async fn get_task(
-        &self,
-        request: rmcp::model::GetTaskParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
-        self.get_extension_task(request, context).await
-    }
-
-    async fn cancel_task(
-        &self,
-        request: rmcp::model::CancelTaskParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.cancel_extension_task(request, context).await
-    }
-
-    async fn list_resources(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
+    /// `resources/list`: the view's resources, and its skills as plain
+    /// resources for clients without the skills extension.
+    fn list_resources(&self) -> ListResourcesResult {
         let view = self.view();
         let mut resources: Vec<_> = view.resources().iter().map(convert::resource).collect();
-        // Skills as plain resources, for clients without the extension
-        // (a server that hosts a skill may list its SKILL.md already).
+        // A server that hosts a skill may list its SKILL.md already.
         let listed: std::collections::HashSet<String> =
             resources.iter().map(|r| r.uri.clone()).collect();
         resources.extend(
@@ -536,15 +448,16 @@ impl ServerHandler for GatewayHandler {
                 .filter(|s| !listed.contains(&s.uri))
                 .map(convert::skill_resource),
         );
-        Ok(lists::resources(resources))
+        lists::resources(resources)
     }
 
+    /// `resources/read`, as the caller of `ex`.
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
+        ex: &Exchange,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let read = self.as_caller(&context, self.view().read(&request.uri));
+        let read = self.as_caller(ex, self.view().read(&request.uri));
         match read.await {
             Ok(content) => Ok(lists::read(ReadResourceResult::new(vec![
                 extpool_host::mcp::convert::wire::resource_contents(&content),
@@ -559,13 +472,10 @@ impl ServerHandler for GatewayHandler {
         }
     }
 
-    async fn list_prompts(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
+    /// `prompts/list`: the commands the caller of `ex` may get.
+    fn list_prompts(&self, ex: &Exchange) -> ListPromptsResult {
         let names = self.names();
-        let table = self.table_for(&principal_of(&context));
+        let table = ex.caller.table(self);
         let prompts = self
             .view()
             .commands()
@@ -575,101 +485,83 @@ impl ServerHandler for GatewayHandler {
                 convert::prompt(info, names.listed_prompt(info.name.trim_start_matches('/')))
             })
             .collect();
-        Ok(lists::prompts(prompts))
+        lists::prompts(prompts)
     }
 
+    /// `prompts/get`, as the caller of `ex`.
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
+        ex: &Exchange,
     ) -> Result<GetPromptResponse, ErrorData> {
         let name = self.names().catalog_prompt(&request.name).to_owned();
-        self.prompt_allowed(&context, &name)?;
+        self.prompt_allowed(ex, &name)?;
         let get =
             passthrough::get_prompt(self.view(), &name, request.arguments.unwrap_or_default());
-        self.as_caller(&context, get).await.map(Into::into)
+        self.as_caller(ex, get).await.map(Into::into)
     }
 
-    async fn list_resource_templates(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(lists::templates(passthrough::templates(self.view()).await))
+    /// `resources/templates/list`.
+    async fn list_resource_templates(&self) -> ListResourceTemplatesResult {
+        lists::templates(passthrough::templates(self.view()).await)
     }
 
+    /// `completion/complete`, of a prompt the caller of `ex` may get.
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        context: RequestContext<RoleServer>,
+        ex: &Exchange,
     ) -> Result<CompleteResult, ErrorData> {
         if let rmcp::model::Reference::Prompt(prompt) = &request.r#ref {
-            self.prompt_allowed(&context, self.names().catalog_prompt(&prompt.name))?;
+            self.prompt_allowed(ex, self.names().catalog_prompt(&prompt.name))?;
         }
         passthrough::complete(self.view(), &self.names(), request).await
     }
 
+    /// `logging/setLevel`.
     #[allow(deprecated)] // logging (SEP-2577) is deprecated but clients still set it
-    async fn set_level(
-        &self,
-        request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
+    async fn set_level(&self, request: SetLevelRequestParams) -> Result<(), ErrorData> {
         passthrough::set_level(self, request.level).await
     }
 
-    #[allow(deprecated)] // resources/subscribe is the session era's
-    async fn subscribe(
-        &self,
-        request: SubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        passthrough::subscribe(self, &request.uri, Some(self.client_peer(&context))).await
+    /// `resources/subscribe` of `uri` for the client of `ex` (`Some`), or
+    /// `resources/unsubscribe` (`None`).
+    async fn subscribe(&self, uri: &str, ex: Option<&Exchange>) -> Result<(), ErrorData> {
+        let peer = match ex {
+            None => None,
+            Some(ex) => match self.client_peer(ex) {
+                Some(peer) => Some(peer),
+                None => {
+                    return Err(ErrorData::invalid_request(
+                        "resources/subscribe needs a session (initialize first); 2026-07-28 clients use subscriptions/listen",
+                        None,
+                    ));
+                }
+            },
+        };
+        passthrough::subscribe(self, uri, peer).await
     }
 
-    #[allow(deprecated)] // resources/unsubscribe is the session era's
-    async fn unsubscribe(
-        &self,
-        request: UnsubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        passthrough::subscribe(self, &request.uri, None).await
-    }
-
-    async fn list_skills(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListSkillsResult, ErrorData> {
+    /// `skills/list`.
+    async fn list_skills(&self) -> ListSkillsResult {
         let view = self.view();
         let mut out = Vec::new();
         for info in view.skills() {
             out.push(skills::manifest(view, &info).await);
         }
-        Ok(lists::skills(out))
+        lists::skills(out)
     }
 
+    /// `resources/directory/read`.
     async fn read_resource_directory(
         &self,
         request: ReadResourceDirectoryRequestParams,
-        _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceDirectoryResult, ErrorData> {
         skills::read_directory(self.view(), request).await
     }
 
-    async fn on_custom_request(
-        &self,
-        request: rmcp::model::CustomRequest,
-        context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::CustomResult, ErrorData> {
-        self.custom_request(request, context).await
-    }
-
-    async fn get_skill(
-        &self,
-        request: GetSkillRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<GetSkillResult, ErrorData> {
+    /// `skills/get`.
+    async fn get_skill(&self, request: GetSkillRequestParams) -> Result<GetSkillResult, ErrorData> {
         let view = self.view();
         let Some(info) = view.skills().into_iter().find(|s| s.uri == request.uri) else {
             return Err(ErrorData::invalid_params(

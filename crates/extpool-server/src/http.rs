@@ -15,9 +15,7 @@ use axum::http::{StatusCode, header};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, any, get};
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
-use tower::ServiceExt;
 
 use crate::gateway::{Gateway, GatewayError, Shared};
 
@@ -41,32 +39,15 @@ pub fn check_listen_address(addr: SocketAddr, has_token: bool) -> Result<(), Gat
     }
 }
 
-/// `/mcp` through [`crate::inbound`]: checked, its session's slot and
+/// `/mcp`, served by [`crate::front`]: checked, its session's slot and
 /// activity kept, event ids tagged with this replica.
-async fn mcp(
-    State((shared, service)): State<(Arc<Shared>, McpService)>,
-    request: Request,
-) -> Response {
+async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> Response {
     let make: crate::front::MakeHandler = {
         let shared = shared.clone();
         Box::new(move || Box::pin(async move { Ok(crate::handler::GatewayHandler::new(shared)) }))
     };
-    // rmcp's service is boxed: it answers few requests now (see
-    // `crate::front`), and its large future would be part of every one's.
-    crate::inbound::serve(&shared, "", request, make, |request| async move {
-        match Box::pin(service.oneshot(request)).await {
-            Ok(response) => response.into_response(),
-            Err(never) => match never {},
-        }
-    })
-    .await
+    crate::front::serve(&shared, "", request, make).await
 }
-
-/// The MCP service of `/mcp`.
-type McpService = StreamableHttpService<
-    crate::handler::GatewayHandler,
-    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
->;
 
 async fn healthz() -> &'static str {
     "ok\n"
@@ -151,28 +132,11 @@ impl Gateway {
     /// The one table of routes the router is made of.
     fn routes(&self) -> Vec<(&'static str, MethodRouter)> {
         let shared = self.shared.clone();
-        // The guard checks Host and Origin for every route; rmcp's own
-        // checks are off, so the rule has one owner.
-        let config = StreamableHttpServerConfig::default()
-            .with_cancellation_token(shared.rmcp_stop.child_token())
-            .disable_allowed_hosts()
-            .disable_allowed_origins()
-            .with_max_request_body_bytes(shared.options.max_body_bytes);
-        let factory = {
-            let gateway = self.clone();
-            move || Ok(gateway.handler())
-        };
-        let service = StreamableHttpService::new(
-            factory,
-            shared.resume.manager(""),
-            shared.resume.config(config.clone(), ""),
-        );
         let api = crate::api::Api {
             shared: shared.clone(),
-            config,
         };
         let mut routes: Vec<(&'static str, MethodRouter)> = vec![
-            (MCP_PATH, any(mcp).with_state((shared.clone(), service))),
+            (MCP_PATH, any(mcp).with_state(shared.clone())),
             ("/healthz", get(healthz)),
             ("/readyz", get(readyz).with_state(shared.clone())),
             ("/metrics", get(metrics).with_state(shared.clone())),

@@ -46,7 +46,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::inline::AbortOnDrop;
+use crate::front::AbortOnDrop;
 
 /// How the gateway's request states begin.
 pub(crate) const STATE_PREFIX: &str = "extpool-input-";

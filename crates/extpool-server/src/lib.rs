@@ -30,6 +30,10 @@
 //! - [`http`]: the axum router (`/mcp`, `/healthz`, `/readyz`, `/metrics`,
 //!   `/v1`), every route behind one guard (`Host`, `Origin`, bearer
 //!   token, body size);
+//! - `front`: the MCP endpoints' streamable HTTP, the project's own in
+//!   both eras (every `initialize`, refusal, `GET` stream, `DELETE`,
+//!   resume and durable session's endpoint), answering through the
+//!   handler's one dispatch, as the stdio service does;
 //! - [`listener`]: connections bounded in number, header time and idle
 //!   time;
 //! - `shutdown`: the one shutdown path (stop taking work, let requests in
@@ -51,8 +55,6 @@ pub(crate) mod guard;
 pub mod handler;
 pub mod http;
 pub mod identity;
-pub(crate) mod inbound;
-mod inline;
 mod input_rounds;
 pub mod listener;
 pub mod lists;

@@ -2,16 +2,16 @@
 //! (`/mcp` and each durable session's `/sessions/{id}/mcp`): how many
 //! there are against `--max-sessions`, what each is doing, and which end.
 //!
-//! - A slot is taken before rmcp sees an `initialize` (or a session id it
+//! - A slot is taken before an `initialize` is answered (or a session id it
 //!   must resume from the store): at the limit the client is refused at
 //!   once, told when the longest-idle session expires, and no session is
 //!   made for it. A session id nobody issued takes no slot: it is unknown
-//!   whatever the slots ([`crate::inbound`] looks for its record first).
+//!   whatever the slots ([`crate::front`] looks for its record first).
 //! - A session resumed here is held from the moment its first request is
 //!   admitted ([`Live::resume`]), with that request's id, under the same
 //!   lock: a request arriving while it runs finds the session held (an id
-//!   in use refused), and waits for the resume to be done before rmcp sees
-//!   it, so one session is resumed once at a time.
+//!   in use refused), and waits for the resume to be done before it is
+//!   answered, so one session is resumed once at a time.
 //! - A session is *idle* while it has no request in flight and no stream
 //!   open; idle for `--session-idle-timeout`, its slot is freed by the one
 //!   reaper. Its stored record stays (twice as long, at least an hour), so its client's
@@ -43,14 +43,15 @@ pub(crate) fn too_many_requests() -> String {
 }
 
 /// Where a session lives: the endpoint (`""` for `/mcp`, else the durable
-/// session's id) and the `Mcp-Session-Id` rmcp gave it.
+/// session's id) and the `Mcp-Session-Id` the front end gave it.
 pub(crate) type Key = (String, String);
 
 #[derive(Debug)]
 struct Entry {
-    /// What answers its requests in the HTTP task ([`crate::inline`]),
-    /// once its `initialize` was answered here; dropped with the entry.
-    inline: Option<Arc<crate::inline::InlineSession>>,
+    /// What answers its requests ([`crate::front::Session`]), once its
+    /// `initialize` was answered (or its resume done); dropped with the
+    /// entry.
+    session: Option<Arc<crate::front::Session>>,
     /// Requests and streams open now.
     open: usize,
     /// When the last of them ended (or the session began).
@@ -67,7 +68,7 @@ struct Entry {
 impl Entry {
     fn new(owner: Option<String>) -> Self {
         Self {
-            inline: None,
+            session: None,
             open: 0,
             last: Instant::now(),
             ids: HashSet::new(),
@@ -79,10 +80,10 @@ impl Entry {
 
 impl Drop for Entry {
     fn drop(&mut self) {
-        // Its session ends with it (an own session's stream ends, its
-        // calls are cancelled; crate::front).
-        if let Some(inline) = &self.inline {
-            inline.end();
+        // Its session ends with it (its stream ends, its calls are
+        // cancelled; crate::front).
+        if let Some(session) = &self.session {
+            session.end();
         }
     }
 }
@@ -324,33 +325,32 @@ impl Live {
         self.state.lock().sessions.get(key).map(|e| e.owner.clone())
     }
 
-    /// Keeps `inline` as what answers session `key`'s requests in the HTTP
-    /// task, for as long as the session is held here.
-    pub(crate) fn set_inline(&self, key: &Key, inline: Arc<crate::inline::InlineSession>) {
+    /// Keeps `session` as what answers session `key`'s requests, for as
+    /// long as the session is held here.
+    pub(crate) fn set_session(&self, key: &Key, session: Arc<crate::front::Session>) {
         if let Some(entry) = self.state.lock().sessions.get_mut(key) {
-            entry.inline = Some(inline);
+            entry.session = Some(session);
         }
     }
 
-    /// The ids of the sessions extpool's own front end holds here
-    /// ([`crate::front`]), to keep their records resumable.
+    /// The ids of the sessions held here, to keep their records
+    /// resumable.
     pub(crate) fn own_ids(&self) -> Vec<String> {
         self.state
             .lock()
             .sessions
             .iter()
-            .filter(|(_, e)| e.inline.as_ref().is_some_and(|i| i.outbound().is_some()))
+            .filter(|(_, e)| e.session.is_some())
             .map(|((_, id), _)| id.clone())
             .collect()
     }
 
-    /// What answers session `key`'s requests in the HTTP task, if it was
-    /// made here.
-    pub(crate) fn inline(&self, key: &Key) -> Option<Arc<crate::inline::InlineSession>> {
-        self.state.lock().sessions.get(key)?.inline.clone()
+    /// What answers session `key`'s requests, if it is held here.
+    pub(crate) fn session(&self, key: &Key) -> Option<Arc<crate::front::Session>> {
+        self.state.lock().sessions.get(key)?.session.clone()
     }
 
-    /// Forgets session `key` (its client ended it, or rmcp did).
+    /// Forgets session `key` (its client ended it, or it expired).
     pub(crate) fn forget(&self, key: &Key) {
         self.state.lock().remove(key);
     }
@@ -374,8 +374,8 @@ impl Live {
     /// Admits a request (`id`: its JSON-RPC id, if it is one) or a stream
     /// to session `key`, held here; the session stays busy until the
     /// returned guard drops. Admitted while another request resumes the
-    /// session, it waits for that ([`Busy::until_resumed`]) before rmcp
-    /// sees it.
+    /// session, it waits for that ([`Busy::until_resumed`]) before it is
+    /// answered.
     pub(crate) fn admit(self: &Arc<Self>, key: &Key, id: Option<&str>) -> Result<Busy, Refused> {
         self.admit_in(&mut self.state.lock(), key, id)
     }
@@ -385,7 +385,7 @@ impl Live {
     /// (`Refused::Full` at the limit) and the session is held from now
     /// on, with this request's id in flight; the [`Resuming`] returned
     /// marks the resume, which requests admitted meanwhile wait for until
-    /// it drops (drop it once rmcp has resumed the session, or failed to).
+    /// it drops (drop it once the session is resumed, or failed to be).
     /// Held already (another request resumed it meanwhile): admitted as
     /// [`Live::admit`] does, no [`Resuming`].
     pub(crate) fn resume(
@@ -534,8 +534,8 @@ pub(crate) struct Busy {
 
 impl Busy {
     /// Waits until the resume of its session that was under way when this
-    /// request was admitted is done (at once if there was none), so rmcp
-    /// never sees a request of a session it is still resuming.
+    /// request was admitted is done (at once if there was none), so no
+    /// request is answered by a session still being resumed.
     pub(crate) async fn until_resumed(&mut self) {
         if let Some(mut resume) = self.resume.take() {
             // Ends when the resuming request drops its `Resuming`.

@@ -29,9 +29,8 @@ pub(crate) async fn run(shared: Arc<Shared>) {
         let now = Instant::now();
         let expired = shared.live.expire(now);
         let mut ended = expired.len() as u64;
-        for (endpoint, id) in expired {
+        for (endpoint, _) in expired {
             tracing::debug!(endpoint = %endpoint, "MCP session idle for {:?}: its slot is freed", shared.live.idle());
-            shared.resume.close(&endpoint, &id).await;
         }
         if let Some(sessions) = &shared.sessions {
             ended += sessions.close_idle(&shared, now).await;

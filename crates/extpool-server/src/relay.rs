@@ -13,15 +13,17 @@ use extpool_host::core::ProgressSink;
 use extpool_host::passthrough::log_level_rank;
 use extpool_host::{CallClient, CallContext, ProgressUpdate};
 use rmcp::model::{ProgressNotificationParam, ProgressToken, ServerRequest};
-use rmcp::service::{Peer, RequestContext, RoleServer};
+use rmcp::service::{Peer, RoleServer};
 use serde_json::{Value, json};
+
+use crate::handler::exchange::Back;
 use tokio::sync::mpsc;
 
 /// How many log messages and progress updates of one call may wait for a
 /// slow client before new ones are dropped.
 const RELAY_QUEUE: usize = 256;
 
-/// What a call answered by rmcp's service sends its client before its
+/// What a call answered over stdio sends its client before its
 /// answer, on one queue so it reaches the client in the order it was sent.
 enum Relayed {
     /// A `notifications/message`'s params.
@@ -94,8 +96,8 @@ pub(crate) fn capability_for(method: &str) -> Option<rmcp::model::ClientCapabili
 
 /// The session of the client behind a peer, past any call: what a server
 /// tells it later goes outside any call's answer (over HTTP on its
-/// session's `GET` stream, which rmcp keeps what is sent before the client
-/// opens it for).
+/// session's `GET` stream, which keeps what is sent before the client
+/// opens it).
 pub(crate) struct PeerSession(pub crate::client_peer::ClientPeer);
 
 #[async_trait::async_trait]
@@ -156,32 +158,20 @@ impl CallClient for PeerClient {
     }
 }
 
-/// Where a call answered in the HTTP task ([`crate::inline`]) sends its
-/// log messages and progress: channels its answer reads, so no task is
-/// spawned to forward them. Put on the request's context extensions.
-#[derive(Clone)]
-pub(crate) struct InlineRelay {
-    /// The client as the call sees it: its requests and log messages.
-    pub client: Arc<dyn CallClient>,
-    /// The call's progress, when the client gave a token: on the same
-    /// queue as the call's messages, so both keep the order they were sent in.
-    pub progress: Option<Arc<dyn ProgressSink>>,
-}
-
 /// A 2026-07-28 request's ways to its client, for a call held across input
 /// rounds ([`crate::input_rounds::Here`]), `call` being the request's
 /// [`call_context`]: those of a request answered in the HTTP task; for
-/// another (rmcp's service answers it), its client, and no progress.
+/// one answered over stdio, its client, and no progress.
 pub(crate) fn here(
-    ctx: &RequestContext<RoleServer>,
+    ex: &crate::handler::exchange::Exchange,
     call: &CallContext,
 ) -> crate::input_rounds::Here {
-    match ctx.extensions.get::<InlineRelay>() {
-        Some(inline) => crate::input_rounds::Here {
-            client: Some(inline.client.clone()),
-            progress: inline.progress.clone(),
+    match &ex.back {
+        Back::Queue { client, progress } => crate::input_rounds::Here {
+            client: Some(client.clone()),
+            progress: progress.clone(),
         },
-        None => crate::input_rounds::Here {
+        Back::Peer(_) => crate::input_rounds::Here {
             client: call.client().cloned(),
             progress: None,
         },
@@ -189,37 +179,40 @@ pub(crate) fn here(
 }
 
 /// The call context of a request: progress to the client's token (when it
-/// sent one), requests and logs (of `level` and above) to the client. The
-/// returned task forwards logs and progress, in the order they were sent,
-/// until every copy of the context is dropped; await it before answering,
-/// so that nothing the server sent before its result follows the result. A
-/// request answered in the HTTP task (`InlineRelay` on its extensions) has
-/// none: its answer reads the call's queue itself.
-pub fn call_context(
-    ctx: &RequestContext<RoleServer>,
+/// sent one), requests and logs (of `level` and above) to the client. A
+/// request answered in the HTTP task needs nothing more: its answer reads
+/// the call's queue itself. One answered over stdio gets a task that
+/// forwards logs and progress to its peer, in the order they were sent,
+/// until every copy of the context is dropped: await it before answering,
+/// so that nothing the server sent before its result follows the result.
+pub(crate) fn call_context(
+    ex: &crate::handler::exchange::Exchange,
     level: Arc<AtomicUsize>,
 ) -> (CallContext, Option<tokio::task::JoinHandle<()>>) {
-    if let Some(inline) = ctx.extensions.get::<InlineRelay>() {
-        let mut call = CallContext::new().with_client(inline.client.clone());
-        if let Some(progress) = &inline.progress {
-            call = call.with_progress_sink(progress.clone());
+    let peer = match &ex.back {
+        Back::Queue { client, progress } => {
+            let mut call = CallContext::new().with_client(client.clone());
+            if let Some(progress) = progress {
+                call = call.with_progress_sink(progress.clone());
+            }
+            return (call, None);
         }
-        return (call, None);
-    }
+        Back::Peer(peer) => peer,
+    };
     let (tx, rx) = mpsc::channel(RELAY_QUEUE);
     let mut call = CallContext::new();
-    if let Some(token) = ctx.meta.get_progress_token() {
+    if let Some(token) = ex.meta.get_progress_token() {
         call = call.with_progress_sink(Arc::new(PeerProgress {
             token,
             queue: tx.clone(),
         }));
     }
     let client = PeerClient {
-        peer: ctx.peer.clone(),
+        peer: peer.clone(),
         logs: Some(tx),
         level,
     };
-    let forwarder = tokio::spawn(forward(ctx.peer.clone(), rx));
+    let forwarder = tokio::spawn(forward(peer.clone(), rx));
     (call.with_client(Arc::new(client)), Some(forwarder))
 }
 

@@ -121,8 +121,7 @@ async fn beat(shared: &Shared, sessions: &crate::sessions::Sessions, every: Dura
         }
         Err(e) => tracing::warn!("cannot sweep silent replicas: {e}"),
     }
-    let mut held = shared.resume.held().await;
-    held.extend(shared.live.own_ids());
+    let held = shared.live.own_ids();
     if !held.is_empty()
         && let Err(e) = store.touch_mcp_sessions(&held).await
     {

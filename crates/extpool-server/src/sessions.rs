@@ -25,13 +25,10 @@ use extpool_state::{
     StateStore, StoreEvent,
 };
 use parking_lot::{Mutex, RwLock};
-use rmcp::transport::streamable_http_server::StreamableHttpService;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde::Serialize;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::gateway::Shared;
-use crate::handler::GatewayHandler;
 use crate::notify::{ListKind, Notifier};
 
 mod admission;
@@ -100,9 +97,6 @@ pub(crate) struct Created {
     pub not_granted: usize,
 }
 
-/// The MCP service of one durable session's endpoint.
-pub(crate) type SessionService = StreamableHttpService<GatewayHandler, LocalSessionManager>;
-
 /// Every session of the gateway.
 pub struct Sessions {
     store: StateStore,
@@ -110,8 +104,6 @@ pub struct Sessions {
     open: Mutex<HashMap<String, Arc<OpenSession>>>,
     /// Serializes opening, so one session is never opened twice.
     opening: tokio::sync::Mutex<()>,
-    /// The MCP services of the sessions' endpoints, made on first use.
-    pub(crate) services: Mutex<HashMap<String, SessionService>>,
     accept_servers: bool,
     max_servers: usize,
     /// Most sessions one principal holds in the store.
@@ -135,7 +127,6 @@ impl Sessions {
             replica,
             open: Mutex::new(HashMap::new()),
             opening: tokio::sync::Mutex::new(()),
-            services: Mutex::new(HashMap::new()),
             accept_servers,
             max_servers,
             per_principal,
@@ -426,8 +417,6 @@ impl Sessions {
         if let Some(open) = &open {
             open.closed.cancel();
         }
-        self.services.lock().remove(id);
-        shared.resume.forget(id).await;
         shared.live.forget_endpoint(id);
         if let Some(open) = open {
             tracing::info!(session = %id, "session closed on this replica");
@@ -454,7 +443,6 @@ impl Sessions {
                 }
                 Ok(StoreEvent::Deleted(id)) => self.close_here(shared, id.as_str()).await,
                 Ok(StoreEvent::McpSessionClosed { endpoint, id }) => {
-                    shared.resume.close(&endpoint, &id).await;
                     shared.live.forget(&(endpoint, id));
                 }
                 Ok(StoreEvent::ApiKeysChanged) => shared.identity.api_keys_changed(),
@@ -592,11 +580,9 @@ impl Sessions {
         for id in candidates {
             let mut closed = None;
             shared.live.if_endpoint_idle(&id, || {
-                self.services.lock().remove(&id);
                 closed = self.open.lock().remove(&id);
             });
             let Some(open) = closed else { continue };
-            shared.resume.forget(&id).await;
             shared.live.forget_endpoint(&id);
             open.view.close().await;
             if let Err(e) = self.store.release(&open.id, &self.replica).await {
@@ -611,7 +597,6 @@ impl Sessions {
     /// Closes every open session's view (the store keeps them) and
     /// unregisters this replica: it holds nothing any more.
     pub async fn close_all(&self) {
-        self.services.lock().clear();
         let open: Vec<Arc<OpenSession>> = self.open.lock().drain().map(|(_, s)| s).collect();
         for session in open {
             session.view.close().await;

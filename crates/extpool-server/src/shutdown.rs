@@ -60,19 +60,15 @@ pub(crate) struct Path {
     pub draining: CancellationToken,
     /// Step 3: cancel what still runs.
     pub stop: CancellationToken,
-    /// Step 3 for rmcp's sessions and streams, after `stop`.
-    pub rmcp_stop: CancellationToken,
     /// How long step 2 lasts at most.
     pub grace: Duration,
 }
 
 impl Path {
-    /// Step 3: cancels what still runs — the gateway's own answers first,
-    /// then rmcp's sessions, so each request unanswered gets the shutdown
-    /// error rather than rmcp's empty answer to its cancellation.
+    /// Step 3: cancels what still runs; each request unanswered gets the
+    /// shutdown error.
     pub(crate) fn cancel(&self) {
         self.stop.cancel();
-        self.rmcp_stop.cancel();
     }
 
     /// Steps 1 to 3 for work that is over when `done` completes

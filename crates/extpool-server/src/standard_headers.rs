@@ -11,14 +11,11 @@
 //! gateway.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use base64::Engine;
 use serde_json::Value;
-
-use extpool_host::core::Principal;
 
 /// The JSON-RPC error code of a header that does not match the body.
 pub(crate) const HEADER_MISMATCH: i64 = -32020;
@@ -32,14 +29,15 @@ const BASE64_SUFFIX: &str = "?=";
 /// The answer to a 2026-07-28 request or notification without a session
 /// (`body`, already checked) whose standard headers do not say what its
 /// body says; `None` when they do. For a `tools/call` the called tool's
-/// schema is looked up in the table `principal` calls in (through
-/// `handler`, the request's), for its `Mcp-Param-*` headers.
+/// schema is looked up in the table `caller` calls in (through `handler`,
+/// the request's), for its `Mcp-Param-*` headers: a tool the caller does
+/// not see has none.
 pub(crate) async fn refusal(
     headers: &HeaderMap,
     body: &[u8],
     id: Option<&Value>,
     handler: Option<&crate::handler::GatewayHandler>,
-    principal: &Arc<Principal>,
+    caller: &crate::handler::caller::Caller,
 ) -> Option<Response> {
     #[derive(serde::Deserialize)]
     struct Said<'a> {
@@ -56,11 +54,11 @@ pub(crate) async fn refusal(
         .and_then(Value::as_str)
         .filter(|_| method == "tools/call");
     let schema = match (tool, handler) {
-        (Some(name), Some(handler)) => handler.header_schema(name, principal).await,
+        (Some(name), Some(handler)) => handler.header_schema(name, caller).await,
         _ => None,
     };
     let why = check(headers, &method, params, schema.as_ref()).err()?;
-    Some(crate::inbound::rpc_error(
+    Some(crate::front::rpc_error(
         StatusCode::BAD_REQUEST,
         id,
         HEADER_MISMATCH,

@@ -162,35 +162,29 @@ pub(crate) fn ended(span: &Span, status: axum::http::StatusCode) {
 #[derive(Clone, Debug)]
 pub(crate) struct RequestSpan(pub Span);
 
-/// The span a `tools/call` runs in: its request's, kept in the handler's
-/// `extensions` when it came over HTTP; over stdio (no HTTP request), a
-/// request span made here, since no front end of extpool's read it first;
-/// else the current span.
+/// The span a `tools/call` runs in: its request's, when the HTTP front end
+/// made one; over stdio (no HTTP request), a request span made here,
+/// since no front end of extpool's read it first; else the current span.
 pub(crate) fn call_parent(
-    context: &rmcp::service::RequestContext<rmcp::RoleServer>,
+    ex: &crate::handler::exchange::Exchange,
     request: &rmcp::model::CallToolRequestParams,
     session: &str,
 ) -> Span {
-    match context.extensions.get::<axum::http::request::Parts>() {
-        Some(parts) => parts
-            .extensions
-            .get::<RequestSpan>()
-            .map(|kept| kept.0.clone())
-            .unwrap_or_else(Span::current),
-        None if wanted() => {
-            // rmcp hands the request's `_meta` over in the context.
-            let meta = request.meta.as_ref().unwrap_or(&context.meta);
-            let params = serde_json::json!({"name": request.name, "_meta": meta.0.0});
-            let traced = traced("tools/call", Some(&params));
-            let id = serde_json::to_value(&context.id).ok();
-            span_of(
-                &traced,
-                id.as_ref(),
-                &HeaderMap::new(),
-                Some(session),
-                false,
-            )
-        }
-        None => Span::current(),
+    if let Some(span) = &ex.span {
+        return span.clone();
     }
+    if ex.headers.is_some() || !wanted() {
+        return Span::current();
+    }
+    let meta = request.meta.as_ref().unwrap_or(&ex.meta);
+    let params = serde_json::json!({"name": request.name, "_meta": meta.0.0});
+    let traced = traced("tools/call", Some(&params));
+    let id = serde_json::to_value(&ex.id).ok();
+    span_of(
+        &traced,
+        id.as_ref(),
+        &HeaderMap::new(),
+        Some(session),
+        false,
+    )
 }

@@ -15,11 +15,11 @@ use extpool_host::catalog::BuiltinTool;
 use extpool_host::core::Principal;
 use extpool_host::passthrough::log_level_rank;
 use extpool_host::{GuardedCall, HostError, InputRound, Refusal, ToolResult, ToolTable, Verdict};
+use rmcp::ErrorData;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock};
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer};
 
 use super::GatewayHandler;
+use super::exchange::Exchange;
 use crate::audit::{AuditRecord, args_digest, millis, now_ms};
 use crate::input_rounds::{self, Next, RoundClient};
 use crate::relay;
@@ -31,11 +31,9 @@ use crate::sessions::OpenSession;
 pub const RATE_LIMITED: i32 = -32029;
 
 /// Whether the client of this request takes `input_required` rounds (it
-/// speaks 2026-07-28; rmcp refuses to send such a result to an older peer).
-fn takes_input_rounds(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .protocol_version()
-        .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28)
+/// speaks 2026-07-28; no older client reads such a result).
+fn takes_input_rounds(ex: &Exchange) -> bool {
+    ex.is_modern()
 }
 
 /// A host error as the client sees it: a name it got wrong or may not
@@ -85,12 +83,12 @@ impl GatewayHandler {
     pub(super) async fn call(
         &self,
         request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
+        ex: &Exchange,
     ) -> Result<CallToolResponse, ErrorData> {
         use tracing::Instrument;
-        let principal = super::principal_of(&context);
+        let principal = ex.caller.principal.clone();
         self.bind_caller(&principal).await;
-        let table = self.table_for(&principal);
+        let table = ex.caller.table(self);
         let (name, server) = match table.row(&request.name) {
             Some(row) => (row.tool.name.clone(), row.tool.server.clone()),
             None => (
@@ -102,7 +100,7 @@ impl GatewayHandler {
             ),
         };
         // The request's span, which rmcp may have left in another task.
-        let parent = crate::trace::call_parent(&context, &request, self.session_id());
+        let parent = crate::trace::call_parent(ex, &request, self.session_id());
         let span = tracing::info_span!(
             parent: &parent,
             "tool_call",
@@ -113,7 +111,7 @@ impl GatewayHandler {
         );
         // Inside the request's span too: when `tool_call` is not recorded,
         // what the call does upstream is still the request's child.
-        self.call_in_span(request, context, &table, &principal, name, server)
+        self.call_in_span(request, ex, &table, &principal, name, server)
             .instrument(span)
             .instrument(parent)
             .await
@@ -122,7 +120,7 @@ impl GatewayHandler {
     async fn call_in_span(
         &self,
         request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
+        ex: &Exchange,
         table: &Arc<ToolTable>,
         principal: &Principal,
         name: String,
@@ -130,7 +128,7 @@ impl GatewayHandler {
     ) -> Result<CallToolResponse, ErrorData> {
         // A retry that answers a round of the gateway's goes on with a
         // call made already: no new call to count or to limit.
-        let resumes = takes_input_rounds(&context)
+        let resumes = takes_input_rounds(ex)
             && request
                 .request_state
                 .as_deref()
@@ -150,14 +148,14 @@ impl GatewayHandler {
             self.within_rate(principal, &names)?;
         }
         if let Some(answer) = self
-            .call_builtin(&request, &context, table, principal, &name)
+            .call_builtin(&request, ex, table, principal, &name)
             .await
         {
             return answer;
         }
         let args = request.arguments.unwrap_or_default();
         let _slot = self.enter_call()?;
-        let round = takes_input_rounds(&context).then(|| {
+        let round = takes_input_rounds(ex).then(|| {
             Arc::new(InputRound::new(
                 request
                     .input_responses
@@ -168,7 +166,7 @@ impl GatewayHandler {
         let started = Instant::now();
         let digest_args = self.shared.audit.is_some().then(|| args.clone());
         let call = (table, principal, name.as_str(), server.as_str());
-        let (called, declined) = match self.execute(call, args, round.as_ref(), &context).await? {
+        let (called, declined) = match self.execute(call, args, round.as_ref(), ex).await? {
             Next::Done { outcome, declined } => (Some(outcome), declined),
             Next::Cancelled => (None, None),
             Next::Asking(asked) => {
@@ -230,7 +228,7 @@ impl GatewayHandler {
     async fn call_builtin(
         &self,
         request: &CallToolRequestParams,
-        context: &RequestContext<RoleServer>,
+        ex: &Exchange,
         table: &Arc<ToolTable>,
         principal: &Principal,
         name: &str,
@@ -246,11 +244,14 @@ impl GatewayHandler {
                         Ok(found) => found,
                         Err(e) => return Some(Err(e)),
                     };
-                if loaded && self.has_session() {
+                if loaded
+                    && self.has_session()
+                    && let Some(client) = self.client_peer(ex)
+                {
                     let changed = rmcp::model::ServerNotification::ToolListChangedNotification(
                         rmcp::model::ToolListChangedNotification::default(),
                     );
-                    let _ = self.client_peer(context).notify(changed).await;
+                    let _ = client.notify(changed).await;
                 }
                 Some(Ok(result.into()))
             }
@@ -268,11 +269,11 @@ impl GatewayHandler {
         (table, principal, name, server): (&Arc<ToolTable>, &Principal, &str, &str),
         args: serde_json::Map<String, serde_json::Value>,
         round: Option<&Arc<InputRound>>,
-        context: &RequestContext<RoleServer>,
+        ex: &Exchange,
     ) -> Result<Next<GuardedCall>, ErrorData> {
         if let Some(round) = round {
             return self
-                .run_in_rounds(table, principal, name, args, round, context)
+                .run_in_rounds(table, principal, name, args, round, ex)
                 .await;
         }
         // A per-user server's call may log its caller in and run again.
@@ -282,7 +283,7 @@ impl GatewayHandler {
             .caller_login(server, None)
             .is_some()
             .then(|| args.clone());
-        let mut called = self.run(table, principal, name, args, context).await;
+        let mut called = self.run(table, principal, name, args, ex).await;
         let needs_login = matches!(
             &called,
             Some(GuardedCall {
@@ -292,10 +293,10 @@ impl GatewayHandler {
         );
         if let Some(args) = again
             && needs_login
-            && self.log_in_through_client(context, principal, server).await
+            && self.log_in_through_client(ex, principal, server).await
         {
-            let table = self.table_for(&std::sync::Arc::new(principal.clone()));
-            called = self.run(&table, principal, name, args, context).await;
+            let table = ex.caller.table_again(self);
+            called = self.run(&table, principal, name, args, ex).await;
         }
         Ok(match called {
             Some(outcome) => Next::Done {
@@ -317,7 +318,7 @@ impl GatewayHandler {
         name: &str,
         args: serde_json::Map<String, serde_json::Value>,
         round: &Arc<InputRound>,
-        context: &RequestContext<RoleServer>,
+        ex: &Exchange,
     ) -> Result<Next<GuardedCall>, ErrorData> {
         let rounds = &self.shared.rounds;
         let owner = principal.owner();
@@ -328,23 +329,22 @@ impl GatewayHandler {
         {
             // Its log forwarder, if any, ends when the round's call drops
             // this request's client (it answers, or asks again).
-            let (call_context, _forwarder) =
-                relay::call_context(context, self.log_level_of(context));
-            let here = relay::here(context, &call_context);
+            let (call_context, _forwarder) = relay::call_context(ex, self.log_level_of(ex));
+            let here = relay::here(ex, &call_context);
             return rounds
                 .resume(
                     state,
                     round.responses.as_ref(),
                     (&owner, name),
                     here,
-                    &context.ct,
+                    &ex.ct,
                 )
                 .await;
         }
-        let (call_context, forwarder) = relay::call_context(context, self.log_level_of(context));
+        let (call_context, forwarder) = relay::call_context(ex, self.log_level_of(ex));
         let (client, questions, route) = RoundClient::new(
-            relay::here(context, &call_context),
-            context.client_capabilities().unwrap_or_default(),
+            relay::here(ex, &call_context),
+            ex.client_capabilities().unwrap_or_default(),
         );
         let mut call_context = call_context
             .with_client(client)
@@ -369,7 +369,7 @@ impl GatewayHandler {
             outcome
         });
         rounds
-            .start(call, questions, owner, name.to_owned(), &context.ct)
+            .start(call, questions, owner, name.to_owned(), &ex.ct)
             .await
     }
 
@@ -379,8 +379,8 @@ impl GatewayHandler {
     /// (`io.modelcontextprotocol/logLevel`), and one that does not gets no
     /// log message (SEP-2575); a session's requests get what its
     /// `logging/setLevel` asked for.
-    fn log_level_of(&self, context: &RequestContext<RoleServer>) -> Arc<AtomicUsize> {
-        match request_log_level(&context.meta) {
+    fn log_level_of(&self, ex: &Exchange) -> Arc<AtomicUsize> {
+        match request_log_level(&ex.meta) {
             Some(rank) => Arc::new(AtomicUsize::new(rank)),
             None => self.connection.log_level.clone(),
         }
@@ -438,9 +438,9 @@ impl GatewayHandler {
         principal: &Principal,
         name: &str,
         args: serde_json::Map<String, serde_json::Value>,
-        context: &RequestContext<RoleServer>,
+        ex: &Exchange,
     ) -> Option<GuardedCall> {
-        let (call_context, forwarder) = relay::call_context(context, self.log_level_of(context));
+        let (call_context, forwarder) = relay::call_context(ex, self.log_level_of(ex));
         let call_context = call_context.with_caller(principal.label());
         let call = call_context.scope(self.view().call_guarded(table, name, args));
         let closed = session_closed(self.durable.clone(), principal.clone());
@@ -450,7 +450,7 @@ impl GatewayHandler {
             biased;
             closed = closed => Some(closed),
             result = call => Some(result),
-            () = context.ct.cancelled() => None,
+            () = ex.ct.cancelled() => None,
         };
         if let Some(forwarder) = forwarder {
             // Every copy of the context is gone with the call: the task

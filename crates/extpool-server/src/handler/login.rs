@@ -11,12 +11,11 @@
 use std::time::Duration;
 
 use extpool_host::core::Principal;
-use rmcp::RoleServer;
 use rmcp::model::ServerRequest;
-use rmcp::service::RequestContext;
 use serde_json::json;
 
 use super::GatewayHandler;
+use super::exchange::{Back, Exchange};
 use crate::login::LoginStatus;
 
 /// How long a call waits for its caller's login to complete.
@@ -32,28 +31,25 @@ fn takes_url_elicitation(client: &crate::client_peer::ClientPeer) -> bool {
     })
 }
 
-/// Sends `request` (an `elicitation/create`) to the client of `context`:
-/// on the call's own answer when the front end answers it
-/// ([`crate::relay::InlineRelay`]), else through its rmcp peer. The
+/// Sends `request` (an `elicitation/create`) to the client of `ex`:
+/// on the call's own answer over HTTP, else through its stdio peer. The
 /// client's answer as JSON.
-async fn ask(
-    context: &RequestContext<RoleServer>,
-    request: serde_json::Value,
-) -> Result<serde_json::Value, String> {
-    if let Some(inline) = context.extensions.get::<crate::relay::InlineRelay>() {
-        let method = request["method"].as_str().unwrap_or_default().to_owned();
-        return inline
-            .client
-            .request(&method, request["params"].clone())
-            .await;
+async fn ask(ex: &Exchange, request: serde_json::Value) -> Result<serde_json::Value, String> {
+    match &ex.back {
+        Back::Queue { client, .. } => {
+            let method = request["method"].as_str().unwrap_or_default().to_owned();
+            client.request(&method, request["params"].clone()).await
+        }
+        Back::Peer(peer) => {
+            let request =
+                serde_json::from_value::<ServerRequest>(request).map_err(|e| e.to_string())?;
+            let answer = peer
+                .send_request(request)
+                .await
+                .map_err(|e| e.to_string())?;
+            serde_json::to_value(answer).map_err(|e| e.to_string())
+        }
     }
-    let request = serde_json::from_value::<ServerRequest>(request).map_err(|e| e.to_string())?;
-    let answer = context
-        .peer
-        .send_request(request)
-        .await
-        .map_err(|e| e.to_string())?;
-    serde_json::to_value(answer).map_err(|e| e.to_string())
 }
 
 impl GatewayHandler {
@@ -61,17 +57,20 @@ impl GatewayHandler {
     /// true when the login completed (the call may run again).
     pub(super) async fn log_in_through_client(
         &self,
-        context: &RequestContext<RoleServer>,
+        ex: &Exchange,
         principal: &Principal,
         server: &str,
     ) -> bool {
-        if !takes_url_elicitation(&self.client_peer(context)) {
+        if !self
+            .client_peer(ex)
+            .is_some_and(|client| takes_url_elicitation(&client))
+        {
             return false;
         }
-        let Some(parts) = context.extensions.get::<http::request::Parts>() else {
+        let Some(headers) = &ex.headers else {
             return false;
         };
-        let base = crate::identity::base_url(&parts.headers);
+        let base = crate::identity::base_url(headers);
         let mut begun = match crate::login::begin(&self.shared, principal, server, &base).await {
             Ok(begun) => begun,
             Err(_) => return false,
@@ -89,8 +88,8 @@ impl GatewayHandler {
             },
         });
         let answered = tokio::select! {
-            answer = ask(context, request) => answer,
-            () = context.ct.cancelled() => return false,
+            answer = ask(ex, request) => answer,
+            () = ex.ct.cancelled() => return false,
         };
         let accepted = answered.is_ok_and(|answer| answer["action"] == "accept");
         if !accepted {
@@ -111,7 +110,7 @@ impl GatewayHandler {
         };
         let completed = tokio::select! {
             done = tokio::time::timeout(LOGIN_WAIT, done) => done.unwrap_or(false),
-            () = context.ct.cancelled() => false,
+            () = ex.ct.cancelled() => false,
         };
         if completed {
             // The caller's server is listed again with the new grant.

@@ -16,12 +16,12 @@
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CreateTaskResult, DetailedTask,
-    GetTaskParams, GetTaskResult, JsonObject, ProtocolVersion, Task, TaskPayload, TaskStatus,
+    GetTaskParams, GetTaskResult, JsonObject, Task, TaskPayload, TaskStatus,
 };
-use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
 use super::GatewayHandler;
+use super::exchange::Exchange;
 use crate::passthrough::host_error;
 use crate::tasks::{self, Found};
 
@@ -67,20 +67,16 @@ impl GatewayHandler {
         }
     }
 
-    /// Whether the `tools/call` of `name` in `context` is made a task: its
+    /// Whether the `tools/call` of `name` in `ex` is made a task: its
     /// client declared the extension and speaks 2026-07-28, and the tool's
     /// server takes the tool only as a task.
-    pub(super) fn call_makes_task(&self, name: &str, context: &RequestContext<RoleServer>) -> bool {
-        let modern = context
-            .protocol_version()
-            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-        let declared = context
-            .client_capabilities()
-            .is_some_and(|c| c.supports_tasks());
+    pub(super) fn call_makes_task(&self, name: &str, ex: &Exchange) -> bool {
+        let modern = ex.is_modern();
+        let declared = ex.client_capabilities().is_some_and(|c| c.supports_tasks());
         if !(modern && declared) {
             return false;
         }
-        let table = self.table_for(&super::principal_of(context));
+        let table = ex.caller.table(self);
         self.view().task_support(&table, name).as_deref() == Some("required")
     }
 
@@ -89,7 +85,7 @@ impl GatewayHandler {
     pub(super) async fn call_as_task(
         &self,
         request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
+        ex: &Exchange,
     ) -> Result<CallToolResponse, ErrorData> {
         let mut params = Map::new();
         params.insert("name".into(), json!(request.name));
@@ -98,8 +94,8 @@ impl GatewayHandler {
             Value::Object(request.arguments.unwrap_or_default()),
         );
         params.insert("task".into(), json!({}));
-        let asker = self.asker(&context);
-        let answer = match self.start_task(params, &asker, &context).await? {
+        let asker = self.asker(ex);
+        let answer = match self.start_task(params, &asker, ex).await? {
             super::tasks::Started::Task(answer) => answer,
             // Answered at once (a guardrail blocked the call): its tool
             // result, as a plain call's.
@@ -127,10 +123,10 @@ impl GatewayHandler {
     pub(super) async fn get_extension_task(
         &self,
         params: GetTaskParams,
-        context: RequestContext<RoleServer>,
+        ex: &Exchange,
     ) -> Result<GetTaskResult, ErrorData> {
         let id = params.task_id;
-        let asker = self.asker(&context);
+        let asker = self.asker(ex);
         let (server, upstream, tool) = match self.shared.tasks.find(&id, &asker) {
             Found::Task {
                 server,
@@ -215,10 +211,10 @@ impl GatewayHandler {
     pub(super) async fn cancel_extension_task(
         &self,
         params: CancelTaskParams,
-        context: RequestContext<RoleServer>,
+        ex: &Exchange,
     ) -> Result<(), ErrorData> {
         let id = params.task_id;
-        let asker = self.asker(&context);
+        let asker = self.asker(ex);
         let (server, upstream) = match self.shared.tasks.find(&id, &asker) {
             Found::Task {
                 server, upstream, ..

@@ -8,17 +8,17 @@
 //!
 //! These come as `CustomRequest`s (rmcp has no variants for them; the
 //! answers made in the HTTP task turn a `tools/call` with `task` into one,
-//! [`crate::inline`]), and their answers are the JSON the server sent.
+//! [`crate::front`]), and their answers are the JSON the server sent.
 
 use std::sync::Arc;
 
 use futures::StreamExt;
 use rmcp::ErrorData;
 use rmcp::model::{CustomNotification, CustomRequest, CustomResult, ServerNotification};
-use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value};
 
 use super::GatewayHandler;
+use super::exchange::Exchange;
 use crate::passthrough::host_error;
 use crate::tasks::{self, Asker, Found, Tasks};
 
@@ -59,15 +59,15 @@ impl GatewayHandler {
     /// Who asks, for the task map: the session (its peer takes the
     /// task's notifications), or, for a request without one, its
     /// principal.
-    pub(super) fn asker(&self, context: &RequestContext<RoleServer>) -> Asker {
-        let principal = super::principal_of(context);
+    pub(super) fn asker(&self, ex: &Exchange) -> Asker {
+        let principal = ex.caller.principal.clone();
         let owner = crate::identity::owner_of(&principal);
         if self.has_session() {
             return Asker {
                 session: self.session_id().to_owned(),
                 alive: self.liveness(),
                 owner,
-                peer: Some(self.client_peer(context)),
+                peer: self.client_peer(ex),
             };
         }
         // No session id has a space.
@@ -85,7 +85,7 @@ impl GatewayHandler {
     pub(super) async fn custom_request(
         &self,
         request: CustomRequest,
-        context: RequestContext<RoleServer>,
+        ex: &Exchange,
     ) -> Result<CustomResult, ErrorData> {
         if !METHODS.contains(&request.method.as_str())
             || !self.has_session()
@@ -107,20 +107,17 @@ impl GatewayHandler {
                 ));
             }
         };
-        let asker = self.asker(&context);
+        let asker = self.asker(ex);
         let answer = match request.method.as_str() {
             "tools/list" => {
-                return self
-                    .list_with_execution(params, context)
-                    .await
-                    .map(CustomResult);
+                return self.list_with_execution(params, ex).await.map(CustomResult);
             }
             "tools/call" => {
                 let ttl = params
                     .get("task")
                     .and_then(|t| t.get("ttl"))
                     .and_then(Value::as_u64);
-                match self.start_task(params, &asker, &context).await? {
+                match self.start_task(params, &asker, ex).await? {
                     Started::Task(answer) => Ok(answer),
                     // A task asked for is a task: one of the gateway's own,
                     // completed, its result the tool result.
@@ -142,14 +139,15 @@ impl GatewayHandler {
     async fn list_with_execution(
         &self,
         params: Map<String, Value>,
-        context: RequestContext<RoleServer>,
+        ex: &Exchange,
     ) -> Result<Value, ErrorData> {
-        let page = (!params.is_empty())
+        // Read as its params are (a cursor): refused when they are not.
+        let _page: Option<rmcp::model::PaginatedRequestParams> = (!params.is_empty())
             .then(|| serde_json::from_value(Value::Object(params)))
             .transpose()
             .map_err(|e| ErrorData::invalid_params(format!("tools/list: {e}"), None))?;
-        let table = self.table_for(&super::principal_of(&context));
-        let listed = rmcp::ServerHandler::list_tools(self, page, context).await?;
+        let listed = self.list_tools(ex).await;
+        let table = ex.caller.table(self);
         // As rmcp answers a session-era client.
         let mut result = rmcp::model::ServerResult::ListToolsResult(listed);
         result.strip_result_type_for_legacy_peer();
@@ -175,7 +173,7 @@ impl GatewayHandler {
         &self,
         params: Map<String, Value>,
         asker: &Asker,
-        context: &RequestContext<RoleServer>,
+        ex: &Exchange,
     ) -> Result<Started, ErrorData> {
         let Some(name) = params
             .get("name")
@@ -184,8 +182,8 @@ impl GatewayHandler {
         else {
             return Err(ErrorData::invalid_params("tools/call: no tool name", None));
         };
-        let principal = super::principal_of(context);
-        let table = self.table_for(&principal);
+        let principal = ex.caller.principal.clone();
+        let table = ex.caller.table(self);
         if self.view().task_support(&table, &name).is_none() {
             return Err(ErrorData::new(
                 rmcp::model::ErrorCode::METHOD_NOT_FOUND,

@@ -357,5 +357,5 @@ pub(crate) fn open(shared: Arc<Shared>, cut: Option<CancellationToken>) -> Respo
         let chunk = stream.next().await?;
         Some((Ok::<_, Infallible>(chunk), stream))
     });
-    crate::inline::event_stream(body)
+    crate::front::event_stream(body)
 }

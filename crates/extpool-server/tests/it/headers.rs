@@ -183,3 +183,63 @@ async fn a_call_reaches_a_2026_upstream_under_its_own_names_and_without_the_clie
     );
     served.stop().await;
 }
+
+/// A caller's rules (`permissions.principals`) hide a tool from its
+/// headers' check as from its call: a caller that may not call
+/// `regional` is not told which `Mcp-Param-*` header the tool wants (its
+/// schema), and its call is refused as for any tool it does not see;
+/// another caller's headers are checked against the schema.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callers_rules_hide_a_tools_header_schema_and_its_call() {
+    let data = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", data.path().join("state.db").display());
+    let store = extpool_state::StateStore::open_url(&url).await.unwrap();
+    let contractor = store
+        .create_api_key("contractor", false)
+        .await
+        .unwrap()
+        .secret;
+    let staff = store.create_api_key("staff", false).await.unwrap().secret;
+    let state = StateDir::new();
+    let project = Project::new();
+    project.config(&format!(
+        "{}permissions:\n  principals:\n    - match: {{sub: contractor}}\n      allow: [\"mcp__testkit__echo\"]\n",
+        modern_stdio_yaml(&state)
+    ));
+    let options = GatewayOptions {
+        state: Some(store),
+        ..GatewayOptions::default()
+    };
+    let served = Served::start(project, options).await;
+    let regional = json!({"name": "mcp__testkit__regional", "arguments": {"region": "eu"}});
+    let as_caller = |key: &str| {
+        [
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "mcp__testkit__regional"),
+            ("authorization", format!("Bearer {key}").leak()),
+        ]
+    };
+
+    let (status, answer) = raw_2026(
+        &served.url,
+        "tools/call",
+        regional.clone(),
+        &as_caller(&staff),
+    )
+    .await;
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("missing Mcp-Param-Region header for `region`"),
+        "{answer}"
+    );
+
+    let (_, answer) = raw_2026(&served.url, "tools/call", regional, &as_caller(&contractor)).await;
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(!message.contains("Mcp-Param"), "{answer}");
+    assert!(answer["result"].is_null(), "{answer}");
+    assert!(message.contains("mcp__testkit__regional"), "{answer}");
+    served.stop().await;
+}

@@ -1,7 +1,8 @@
 //! A 2026-07-28 client's `subscriptions/listen`, answered in the HTTP task
-//! that received it, as its other requests are: the stream acknowledges
-//! the kinds of notification it will carry (those asked for that the
-//! gateway declares: rmcp's rule, [`accepted`]), then carries each list
+//! that received it, as its other requests are (over stdio, on its
+//! connection: [`open`]): the stream acknowledges the kinds of
+//! notification it will carry (those asked for that the gateway
+//! declares, [`accepted`]), then carries each list
 //! change of those kinds and each update of the resources it subscribed
 //! to, with the subscription's id in its `_meta`, until the client goes
 //! away or the gateway shuts down (the stream ends: [`crate::shutdown`]).
@@ -18,12 +19,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::response::Response;
-use rmcp::ServerHandler;
 use rmcp::model::{
-    ErrorData, NotificationMetaObject, RequestId, ServerJsonRpcMessage, ServerNotification,
+    NotificationMetaObject, RequestId, ServerJsonRpcMessage, ServerNotification,
     SubscriptionFilter, SubscriptionsAcknowledgedNotification,
     SubscriptionsAcknowledgedNotificationParams, SubscriptionsListenRequest,
-    SubscriptionsListenRequestMethod,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -39,20 +38,24 @@ use crate::subscriptions::MAX_PER_SESSION;
 /// lists again on the next).
 const LISTEN_QUEUE: usize = 64;
 
-/// Answers `request` (of id `id`) with its stream, its listener kept by
-/// `handler`'s notifier.
-pub(super) async fn serve(
+/// A listen stream being served: what it carries (its acknowledgment
+/// first), and what unsubscribes its resources when dropped.
+pub(crate) struct Listening {
+    /// Its messages, each with the subscription's id.
+    pub messages: mpsc::Receiver<ServerJsonRpcMessage>,
+    /// Dropped when the stream ends.
+    pub guard: Option<Unsubscribe>,
+}
+
+/// Opens the stream of `request` (of id `id`), its listener kept by
+/// `handler`'s notifier: over HTTP, an SSE answer ([`serve`]); over stdio,
+/// notifications on the connection.
+pub(crate) async fn open(
     handler: &GatewayHandler,
     id: RequestId,
     request: SubscriptionsListenRequest,
-) -> Response {
-    let Some(mut accepted) = accepted(handler, &request.params.notifications) else {
-        let refused = ServerJsonRpcMessage::error(
-            ErrorData::method_not_found::<SubscriptionsListenRequestMethod>(),
-            Some(id),
-        );
-        return super::with_status(super::json(&refused), super::stateless::status_of(&refused));
-    };
+) -> Listening {
+    let mut accepted = accepted(handler, &request.params.notifications);
     let (stream, messages) = mpsc::channel(LISTEN_QUEUE);
     let listener = Arc::new(Listener::new(id.clone(), accepted.clone(), stream.clone()));
     let mut guard = None;
@@ -67,7 +70,17 @@ pub(super) async fn serve(
     }
     let _ = stream.try_send(acknowledgment(&id, &accepted));
     handler.notifier().add_listener(listener);
-    let response = super::listen(messages, CancellationToken::new());
+    Listening { messages, guard }
+}
+
+/// Answers `request` (of id `id`) with its stream.
+pub(super) async fn serve(
+    handler: &GatewayHandler,
+    id: RequestId,
+    request: SubscriptionsListenRequest,
+) -> Response {
+    let Listening { messages, guard } = open(handler, id, request).await;
+    let response = super::replay::listen(messages, CancellationToken::new());
     match guard {
         Some(guard) => super::running::holding(response, guard),
         None => response,
@@ -102,9 +115,9 @@ async fn subscribe(
     kept
 }
 
-/// Unsubscribes a listen stream's resources when its body is dropped (its
-/// client went away, or the gateway shut down).
-struct Unsubscribe {
+/// Unsubscribes a listen stream's resources when dropped (its client
+/// went away, or the gateway shut down).
+pub(crate) struct Unsubscribe {
     shared: Arc<Shared>,
     key: String,
 }
@@ -118,16 +131,11 @@ impl Drop for Unsubscribe {
     }
 }
 
-/// What a listener gets of what it asked for, as rmcp's server decides it:
-/// what the handler takes of it, and of that what the gateway declares;
-/// `None` when the handler takes none.
-fn accepted(
-    handler: &GatewayHandler,
-    requested: &SubscriptionFilter,
-) -> Option<SubscriptionFilter> {
-    let candidate = handler.accepted_subscription_filter(requested)?;
-    let advertised = requested.supported_by(&handler.get_info().capabilities);
-    Some(requested.intersection(&candidate).intersection(&advertised))
+/// What a listener gets of what it asked for, as MCP's server decides
+/// it: what the gateway takes of it (all) and declares.
+fn accepted(handler: &GatewayHandler, requested: &SubscriptionFilter) -> SubscriptionFilter {
+    let advertised = requested.supported_by(&handler.info().capabilities);
+    requested.intersection(requested).intersection(&advertised)
 }
 
 /// The stream's first message: what it will carry, under its id.

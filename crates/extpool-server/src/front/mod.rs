@@ -1,35 +1,47 @@
-//! What an MCP endpoint (`/mcp`, `/sessions/{id}/mcp`) checks and keeps
-//! before and after rmcp's streamable HTTP service answers a request:
+//! The MCP endpoints of the HTTP front end (`/mcp`, and each durable
+//! session's `/sessions/{id}/mcp`): extpool's own streamable HTTP, in
+//! both protocol eras, every request answered by the project's own code
+//! in the HTTP task that received it. The door ([`serve`]) checks and
+//! keeps, for every request:
 //!
-//! - the body, read once within the size limit and the body timeout;
-//! - the message ([`crate::check`], as over stdio): JSON (else `-32700`),
+//! - the body, read once within the size limit and the body timeout, and
+//!   the message ([`crate::check`], as over stdio): JSON (else `-32700`),
 //!   one JSON-RPC message, not a batch (else `-32600`), and the params of
 //!   a method MCP defines of the shape it defines (else `-32602`, naming
 //!   the method and what is wrong) — all HTTP 400 with a JSON-RPC error,
 //!   so no client waits for an answer;
+//! - the transport's rules of streamable HTTP ([`refusals`]): media types,
+//!   the version header, `_meta` against it, what needs a session;
 //! - the session's slot and activity ([`crate::live`]): a new or resumed
 //!   session takes a slot (at the limit: HTTP 503 saying when one frees),
 //!   a request id in flight on the session is refused at once, and the
 //!   session is busy while a request or stream is open;
 //! - a session not held here is resumed only if the store keeps its
-//!   record: one nobody issued (or ended, or without a store) is unknown,
-//!   HTTP 404, whatever the slots; the request that resumes it is
-//!   admitted with its id before rmcp resumes it, so the id rule holds
-//!   for every request of a resumed session, and one session is resumed
-//!   by one request at a time (the others wait for it);
-//! - an `initialize` that fails makes no session: its session id is taken
-//!   back and forgotten by the store, so the client starts afresh;
+//!   record ([`initialize::resume`]): one nobody issued (or ended, or
+//!   without a store) is unknown, HTTP 404, whatever the slots; the
+//!   request that resumes it is admitted with its id before the session
+//!   is resumed, so the id rule holds for every request of a resumed
+//!   session, and one session is resumed by one request at a time (the
+//!   others wait for it);
 //! - a session belongs to the principal whose `initialize` made it
 //!   ([`crate::identity`]): another principal's request with its id is
 //!   answered as an unknown session is (HTTP 404), here and on any replica
 //!   that resumes it;
 //! - SSE event ids tagged with this replica ([`crate::event_ids`]);
-//! - a `DELETE` that ended its session answered 204 (rmcp says 202, which
-//!   the SDKs take for a failure);
 //! - the shutdown ([`crate::shutdown`]): once it began, a new request or
 //!   `GET` stream is refused with HTTP 503, streams that never end by
 //!   themselves end, and a request still running when requests are
 //!   cancelled is answered with the shutdown error.
+//!
+//! Then it is answered: an `initialize` begins a session
+//! ([`initialize`]); a session's request is answered by its [`Session`]
+//! (JSON, or a stream when something must come first), its
+//! notifications taken (202; `notifications/cancelled` cancels the call
+//! it names), its answers to what the gateway asked taken, its `GET`
+//! stream carries what the gateway sends the client outside a call's
+//! answer (a stream of a call resumed by its `Last-Event-ID`), its
+//! `DELETE` ends it and its record (204); a 2026-07-28 message, which has
+//! no session, is answered as [`stateless`] says.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,18 +51,33 @@ use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcRequest};
 use serde_json::Value;
 
 use crate::check::Message;
 use crate::gateway::Shared;
+use crate::handler::caller::Caller;
 use crate::live::{Busy, Key, Refused};
+use crate::methods::Era;
 use crate::metrics::Refusal;
 use crate::shutdown::Stream;
 
-/// The session header.
-const SESSION_HEADER: &str = "mcp-session-id";
-/// Largest `initialize` answer read to see whether it failed.
-const MAX_INITIALIZE_ANSWER: usize = 1024 * 1024;
+mod initialize;
+pub(crate) mod kept;
+mod listen;
+mod refusals;
+mod replay;
+mod running;
+mod session;
+mod stateless;
+
+pub(crate) use initialize::MakeHandler;
+pub(crate) use replay::event_stream;
+pub(crate) use running::AbortOnDrop;
+pub(crate) use session::Session;
+
+use initialize::SESSION_HEADER;
+
 /// Default time a request body has to arrive in full.
 pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -66,8 +93,8 @@ pub(crate) fn too_large(declared: Option<u64>, max: usize) -> String {
     }
 }
 
-/// A JSON-RPC error answer (HTTP `status`), for a request that never
-/// reaches rmcp.
+/// A JSON-RPC error answer (HTTP `status`), for a request refused before
+/// its handler sees it.
 pub(crate) fn rpc_error(
     status: StatusCode,
     id: Option<&Value>,
@@ -140,48 +167,67 @@ async fn read_body(body: Body, max: usize, timeout: Duration) -> Result<Bytes, R
     }
 }
 
-/// A request's body as [`serve`] passes it on: a POST's read and checked
-/// ([`check_message`], by the rules of the request's era), with what it
-/// says, and, for a 2026-07-28 request or notification, its bytes again
-/// for the standard headers' check ([`crate::standard_headers`]). `Err` is
-/// the answer to a body refused.
-async fn read_checked(
+/// A request as the door read it: a POST's body (read and checked by the
+/// rules of the request's era, [`check_message`]) and its message, read
+/// once.
+struct Read {
+    /// What the check says of it (nothing for a `GET` or a `DELETE`).
+    message: Message,
+    /// Its body (empty for a `GET` or a `DELETE`).
+    bytes: Bytes,
+    /// Its message read as its type (`None` for a `GET` or a `DELETE`).
+    parsed: Option<ClientJsonRpcMessage>,
+}
+
+/// The era of a request with `headers`, by its `MCP-Protocol-Version`.
+fn era_of(headers: &axum::http::HeaderMap) -> Era {
+    Era::of(
+        headers
+            .get(rmcp::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION)
+            .and_then(|v| v.to_str().ok()),
+    )
+}
+
+/// Reads `body` of a request with `parts`. `Err` is the answer to a body
+/// refused.
+async fn read(
     shared: &Shared,
     parts: &axum::http::request::Parts,
     body: Body,
-) -> Result<(Body, Message, Option<Bytes>), Box<Response>> {
+) -> Result<Read, Box<Response>> {
     if parts.method != Method::POST {
-        return Ok((body, Message::default(), None));
+        return Ok(Read {
+            message: Message::default(),
+            bytes: Bytes::new(),
+            parsed: None,
+        });
     }
-    let era = crate::methods::Era::of(
-        parts
-            .headers
-            .get(rmcp::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION)
-            .and_then(|v| v.to_str().ok()),
-    );
     let options = &shared.options;
     let bytes = read_body(body, options.max_body_bytes, options.body_read_timeout)
         .await
         .map_err(Box::new)?;
-    let message = check_message(&bytes, era)?;
-    let stateless =
-        (era == crate::methods::Era::Stateless && !message.answers).then(|| bytes.clone());
-    Ok((Body::from(bytes), message, stateless))
+    let mut message = check_message(&bytes, era_of(&parts.headers))?;
+    // The check read a plain request already; anything else is read once
+    // here (the check passed it, so it reads).
+    let parsed = match message.typed.take() {
+        Some(crate::check::Typed(id, request)) => Some(ClientJsonRpcMessage::request(request, id)),
+        None => extpool_host::mcp::transport::client_message(&bytes).ok(),
+    };
+    Ok(Read {
+        message,
+        bytes,
+        parsed,
+    })
 }
 
-/// Serves `request` on MCP endpoint `endpoint` (`""` for `/mcp`) through
-/// `serve` (rmcp's service), with every check of this module.
-pub(crate) async fn serve<F, Fut>(
+/// Serves `request` on MCP endpoint `endpoint` (`""` for `/mcp`), whose
+/// sessions' handlers `make` makes, with every check of this module.
+pub(crate) async fn serve(
     shared: &Arc<Shared>,
     endpoint: &str,
     request: Request,
-    make: crate::front::MakeHandler,
-    serve: F,
-) -> Response
-where
-    F: FnOnce(Request) -> Fut,
-    Fut: std::future::Future<Output = Response>,
-{
+    make: MakeHandler,
+) -> Response {
     let _arriving = shared.live.arriving(endpoint);
     let principal = crate::identity::of(&request);
     let (mut parts, body) = request.into_parts();
@@ -194,15 +240,12 @@ where
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(|id| (endpoint.to_owned(), id.to_owned()));
-    let (body, mut message, stateless_body) = match read_checked(shared, &parts, body).await {
+    let read = match read(shared, &parts, body).await {
         Ok(read) => read,
         Err(answer) => return *answer,
     };
-    // Read once: who answers it takes it from here.
-    if let Some(typed) = message.typed.take() {
-        parts.extensions.insert(typed);
-    }
-    let stream = stream_of(&parts.method, &message, resumed);
+    let message = &read.message;
+    let stream = stream_of(&parts.method, message, resumed);
     // A resumed request stream carries an answer still owed: not new work.
     let new_work = matches!(stream, Some(Stream::Open)) || message.id.is_some();
     if new_work && shared.draining.is_cancelled() {
@@ -219,39 +262,22 @@ where
             .extensions
             .insert(crate::trace::RequestSpan(span.clone()));
     }
-    let request = Request::from_parts(parts, body);
-    let method = request.method().clone();
     let tag_id = message.id.as_ref().map(|id| hex::encode(id.to_string()));
     let grace = shared.options.shutdown_timeout;
+    let id = message.id.clone();
     let work = async {
         match session {
             Some(key) => match check_owner(shared, &key, &principal).await {
                 Ok(found) => {
-                    let admitted = Admitted {
-                        key,
-                        found,
-                        method: &method,
-                        message: &message,
-                    };
-                    in_session(shared, admitted, request, make, serve).await
+                    let admitted = Admitted { key, found };
+                    in_session(shared, admitted, parts, read, make, &principal).await
                 }
                 Err(answer) => answer,
             },
-            None if message.initialize => {
-                let owner = crate::identity::owner_of(&principal);
-                initialize(shared, endpoint, &message, owner, request, make, serve).await
-            }
-            None => match &stateless_body {
-                Some(body) => {
-                    let id = message.id.as_ref();
-                    crate::inline::stateless(shared, request, body, id, make, &principal, serve)
-                        .await
-                }
-                None => serve(request).await,
-            },
+            None => sessionless(shared, endpoint, parts, read, make, &principal).await,
         }
     };
-    let stopped = || match &message.id {
+    let stopped = || match &id {
         Some(id) => crate::shutdown::cancelled(Some(id), grace),
         None => crate::shutdown::refused(None),
     };
@@ -263,31 +289,111 @@ where
         response = work => response,
     };
     crate::trace::ended(&span, response.status());
-    // rmcp answers its own cancellation (which follows `stop`) with an
-    // empty 500: the client gets the shutdown error instead.
-    let response = if response.status().is_server_error() && shared.stop.is_cancelled() {
-        stopped()
-    } else {
-        response
-    };
     let response = match stream {
         Some(stream) => {
             crate::shutdown::follow(response, stream, &shared.draining, &shared.stop, grace)
         }
         None => response,
     };
-    let response = ended(&method, response);
     crate::event_ids::tag(&shared.event_tag, response, tag_id.as_deref())
 }
 
-/// A session's `DELETE` that ended it is answered 204 No Content: rmcp
-/// answers 202, which the official SDKs take for a failure (the Python
-/// SDK accepts 200, 204 and 405, and warns on every disconnect otherwise).
-fn ended(method: &Method, response: Response) -> Response {
-    if *method == Method::DELETE && response.status() == StatusCode::ACCEPTED {
-        return StatusCode::NO_CONTENT.into_response();
+/// A request without a session: an `initialize` begins one; a 2026-07-28
+/// message is answered as [`stateless`] says; anything else needs a
+/// session, or is not allowed ([`refusals`]).
+async fn sessionless(
+    shared: &Arc<Shared>,
+    endpoint: &str,
+    parts: axum::http::request::Parts,
+    read: Read,
+    make: MakeHandler,
+    principal: &Arc<extpool_host::core::Principal>,
+) -> Response {
+    if parts.method == Method::GET || parts.method == Method::DELETE {
+        return refusals::sessionless(&parts.method, &parts.headers);
     }
-    response
+    if parts.method != Method::POST {
+        return refusals::method_not_allowed("GET, POST, DELETE");
+    }
+    let Read {
+        message,
+        bytes,
+        parsed,
+    } = read;
+    let Some(parsed) = parsed else {
+        return refusals::session_required();
+    };
+    if let ClientJsonRpcMessage::Request(JsonRpcRequest {
+        id,
+        request: ClientRequest::InitializeRequest(init),
+        ..
+    }) = parsed
+    {
+        let asked = init.params.protocol_version.as_str().to_owned();
+        if let Some(refused) = refusals::initialize(&parts.headers, &asked, &id) {
+            return refused;
+        }
+        let owner = crate::identity::owner_of(principal);
+        let opening = Opening {
+            endpoint,
+            message: &message,
+            owner,
+            principal,
+        };
+        return initialize(shared, opening, make, (id, init.params)).await;
+    }
+    let caller = Caller::new(principal.clone());
+    match era_of(&parts.headers) {
+        Era::Stateless => stateless::serve(parts, &bytes, parsed, make, caller).await,
+        Era::Session => session_era(parts, parsed, make, caller).await,
+    }
+}
+
+/// A session-era message without a session that is not `initialize`:
+/// only `server/discover` is answered (its `_meta` and headers agreeing);
+/// anything else needs a session.
+async fn session_era(
+    parts: axum::http::request::Parts,
+    parsed: ClientJsonRpcMessage,
+    make: MakeHandler,
+    caller: Caller,
+) -> Response {
+    if let Some(refused) = refusals::post_media(&parts.headers) {
+        return refused;
+    }
+    let per_request = matches!(&parsed, ClientJsonRpcMessage::Request(r)
+        if rmcp::model::GetMeta::get_meta(&r.request).protocol_version().is_some());
+    if let Err(refused) = refusals::version_header(&parts.headers, per_request) {
+        return *refused;
+    }
+    let ClientJsonRpcMessage::Request(JsonRpcRequest { id, request, .. }) = parsed else {
+        return refusals::session_required();
+    };
+    if let Some(refused) = refusals::meta_against_header(&parts.headers, &id, &request) {
+        return refused;
+    }
+    if !matches!(request, ClientRequest::DiscoverRequest(_)) {
+        return refusals::session_required();
+    }
+    match make().await {
+        Ok(handler) => {
+            Session::of_request(handler)
+                .answer(parts, (id, request), caller)
+                .await
+        }
+        Err(answer) => answer,
+    }
+}
+
+/// The answer an unknown session gets (the transport's words): also what a
+/// principal is told of another's session.
+pub(crate) fn session_not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        "Not Found: Session not found",
+    )
+        .into_response()
 }
 
 /// What the shutdown does with the answer to a request of `method`
@@ -301,17 +407,6 @@ fn stream_of(method: &Method, message: &Message, resumed: Option<Value>) -> Opti
         (_, Some(id), _) => Some(Stream::Request(id.clone())),
         _ => None,
     }
-}
-
-/// The answer an unknown session gets (rmcp's words): also what a
-/// principal is told of another's session.
-pub(crate) fn session_not_found() -> Response {
-    (
-        StatusCode::NOT_FOUND,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        "Not Found: Session not found",
-    )
-        .into_response()
 }
 
 /// Where a session was found when its owner was checked.
@@ -368,43 +463,33 @@ async fn check_owner(
 }
 
 /// A request of a session, its owner checked.
-struct Admitted<'a> {
+struct Admitted {
     key: Key,
     /// Where its owner was found.
     found: Found,
-    method: &'a Method,
-    message: &'a Message,
 }
 
 /// A request of session `key` (`found` where its owner was checked):
 /// admitted to it if held here, else resumed into a slot of its own if
-/// the store keeps its record ([`crate::front::resume`]), else answered
-/// as unknown (HTTP 404). A session of extpool's own front end is
-/// answered by [`crate::front::serve`], one rmcp made by `serve`.
-async fn in_session<F, Fut>(
+/// the store keeps its record ([`initialize::resume`]), else answered as
+/// unknown (HTTP 404); then answered by the session ([`in_own_session`]).
+async fn in_session(
     shared: &Arc<Shared>,
-    admitted: Admitted<'_>,
-    request: Request,
-    make: crate::front::MakeHandler,
-    serve: F,
-) -> Response
-where
-    F: FnOnce(Request) -> Fut,
-    Fut: std::future::Future<Output = Response>,
-{
-    let Admitted {
-        key,
-        found,
-        method,
-        message,
-    } = admitted;
+    admitted: Admitted,
+    parts: axum::http::request::Parts,
+    read: Read,
+    make: MakeHandler,
+    principal: &Arc<extpool_host::core::Principal>,
+) -> Response {
+    let Admitted { key, found } = admitted;
+    let message = &read.message;
     let live = &shared.live;
     let id = message.id_text();
     let admitted = match live.admit(&key, id.as_deref()) {
         Ok(busy) => Ok((busy, None)),
         Err(Refused::NotHeld) => {
-            // Not held here: rmcp resumes it from the store's record, if
-            // there is one; if not, it is unknown, whatever the slots.
+            // Not held here: resumed from the store's record, if there is
+            // one; if not, it is unknown, whatever the slots.
             let record = match found {
                 Found::Stored(record) => record,
                 // Held when its owner was checked, expired since.
@@ -449,9 +534,8 @@ where
     // on once that is done.
     busy.until_resumed().await;
     if resuming.is_some() {
-        let parts = crate::front::parts_of(&request);
-        match crate::front::resume(shared, &key, make, parts).await {
-            Ok(session) => live.set_inline(&key, session),
+        match initialize::resume(shared, &key, make, principal).await {
+            Ok(session) => live.set_session(&key, session),
             Err(answer) => {
                 // The resume came to nothing (its record is gone, or the
                 // store failed): no session here, unless a request
@@ -465,12 +549,16 @@ where
     }
     // The session is resumed: the requests waiting for it go on.
     drop(resuming);
-    let response = match live.inline(&key).filter(|s| s.outbound().is_some()) {
-        Some(session) => crate::front::serve(shared, &key, &session, message, request).await,
-        None => crate::inline::serve_admitted(live, &key, message, request, serve).await,
+    let method = parts.method.clone();
+    let response = match live.session(&key) {
+        Some(session) => {
+            let caller = Caller::new(principal.clone());
+            in_own_session(shared, &key, &session, (parts, read), caller).await
+        }
+        None => session_not_found(),
     };
     let gone = response.status() == StatusCode::NOT_FOUND;
-    if gone || (*method == Method::DELETE && response.status().is_success()) {
+    if gone || (method == Method::DELETE && response.status().is_success()) {
         // Ended (or never known): free its slot.
         drop(busy);
         live.forget(&key);
@@ -479,83 +567,145 @@ where
     while_open(response, busy)
 }
 
-/// An `initialize` without a session: a slot first; a failed one leaves
-/// no session behind.
-async fn initialize<F, Fut>(
+/// Answers a request (`parts`, as `read`) of `session`, held here as
+/// `key` and admitted to it: `GET` its stream (or a call's, resumed),
+/// `DELETE` its end, a POSTed request its answer, a notification or an
+/// answer to the gateway's question taken.
+async fn in_own_session(
     shared: &Arc<Shared>,
-    endpoint: &str,
-    message: &Message,
+    key: &Key,
+    session: &Arc<Session>,
+    (parts, read): (axum::http::request::Parts, Read),
+    caller: Caller,
+) -> Response {
+    let Read {
+        message,
+        bytes,
+        parsed,
+    } = read;
+    if let Some(request_id) = &message.cancels {
+        session.cancel(request_id);
+    }
+    let info = session.client_info();
+    let negotiated = info.as_ref().map(|info| info.protocol_version.as_str());
+    if let Some(refused) = refusals::in_session(&parts.method, &parts.headers, negotiated) {
+        return refused;
+    }
+    match parts.method {
+        Method::GET => get(session, &parts.headers),
+        Method::DELETE => {
+            session.end();
+            shared.resume.discard(&key.0, &key.1).await;
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Method::POST => match parsed {
+            Some(ClientJsonRpcMessage::Request(JsonRpcRequest {
+                id,
+                request: ClientRequest::InitializeRequest(_),
+                ..
+            })) => refusals::rpc_error(
+                StatusCode::BAD_REQUEST,
+                Some(&id),
+                -32600,
+                "this session is initialized already; an initialize starts a new session (send it without Mcp-Session-Id)",
+            ),
+            Some(ClientJsonRpcMessage::Request(JsonRpcRequest { id, request, .. })) => {
+                let request = session.request_of(request, &bytes);
+                session.answer(parts, (id, request), caller).await
+            }
+            Some(ClientJsonRpcMessage::Notification(notification)) => {
+                if matches!(
+                    notification.notification,
+                    rmcp::model::ClientNotification::InitializedNotification(_)
+                ) {
+                    session.handler.initialized();
+                }
+                StatusCode::ACCEPTED.into_response()
+            }
+            Some(answer) => {
+                session.answered(&answer);
+                StatusCode::ACCEPTED.into_response()
+            }
+            None => refusals::rpc_error(
+                StatusCode::BAD_REQUEST,
+                None,
+                -32600,
+                "the message could not be read",
+            ),
+        },
+        _ => refusals::plain(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "Method Not Allowed: an MCP endpoint takes GET, POST and DELETE",
+        ),
+    }
+}
+
+/// The session's `GET` stream: a stream made here that the client resumes
+/// by its `Last-Event-ID`, else the stream of what the gateway sends the
+/// client outside a call's answer (one at a time: 409 while one is open).
+fn get(session: &Arc<Session>, headers: &axum::http::HeaderMap) -> Response {
+    let (_, accepts_sse) = refusals::accepted(headers);
+    if !accepts_sse {
+        return refusals::plain(
+            StatusCode::NOT_ACCEPTABLE,
+            "Not Acceptable: Client must accept text/event-stream",
+        );
+    }
+    if let Some(last) = headers.get("last-event-id").and_then(|v| v.to_str().ok())
+        && let Some(resumed) = session.resume(last)
+    {
+        return resumed;
+    }
+    let Some(outbound) = session.outbound() else {
+        return refusals::plain(StatusCode::NOT_FOUND, "Not Found: Session not found");
+    };
+    let Some(messages) = outbound.open_stream() else {
+        return refusals::plain(
+            StatusCode::CONFLICT,
+            "Conflict: this session's GET stream is open already; one at a time",
+        );
+    };
+    replay::listen(messages, outbound.closed().clone())
+}
+
+/// An `initialize` on its way: where, what the check said of it, and who
+/// sends it.
+struct Opening<'a> {
+    endpoint: &'a str,
+    message: &'a Message,
+    /// Its principal's owner key ([`extpool_host::core::Principal::owner`]).
     owner: Option<String>,
-    request: Request,
-    make: crate::front::MakeHandler,
-    serve: F,
-) -> Response
-where
-    F: FnOnce(Request) -> Fut,
-    Fut: std::future::Future<Output = Response>,
-{
+    principal: &'a Arc<extpool_host::core::Principal>,
+}
+
+/// An `initialize` without a session (`request`, its id and params): a
+/// slot first; a failed one leaves no session behind.
+async fn initialize(
+    shared: &Arc<Shared>,
+    opening: Opening<'_>,
+    make: MakeHandler,
+    request: (rmcp::model::RequestId, rmcp::model::InitializeRequestParams),
+) -> Response {
+    let Opening {
+        endpoint,
+        message,
+        owner,
+        principal,
+    } = opening;
     let slot = match shared.live.reserve(owner.clone()) {
         Ok(slot) => slot,
         Err(full) => return refuse_full(shared, message, &full),
     };
-    if crate::front::takes_initialize(&request) {
-        let made = match crate::front::initialize(shared, endpoint, make, request).await {
-            Ok(made) => made,
-            // No session: the slot is given back.
-            Err(answer) => return answer,
-        };
-        record_owner(shared, endpoint, &made.id, owner.as_deref()).await;
-        let key = (endpoint.to_owned(), made.id);
-        slot.fill(key.clone());
-        shared.live.set_inline(&key, made.session);
-        return made.response;
-    }
-    let registration = crate::inline::Registration::default();
-    let mut request = request;
-    request.extensions_mut().insert(registration.clone());
-    let response = serve(request).await;
-    let Some(id) = response
-        .headers()
-        .get(SESSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-    else {
-        return response;
+    let made = match initialize::initialize(shared, endpoint, make, principal, request).await {
+        Ok(made) => made,
+        // No session: the slot is given back.
+        Err(answer) => return answer,
     };
-    let (mut parts, body) = response.into_parts();
-    let read = tokio::time::timeout(
-        shared.options.body_read_timeout,
-        axum::body::to_bytes(body, MAX_INITIALIZE_ANSWER),
-    )
-    .await;
-    let mut bytes = match read {
-        Ok(Ok(bytes)) => bytes,
-        _ => {
-            shared.resume.discard(endpoint, &id).await;
-            return rpc_error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                message.id.as_ref(),
-                -32603,
-                "the gateway could not read its own initialize answer; start again",
-            );
-        }
-    };
-    if answers_with_error(&bytes) {
-        shared.resume.discard(endpoint, &id).await;
-        parts.headers.remove(SESSION_HEADER);
-    } else {
-        record_owner(shared, endpoint, &id, owner.as_deref()).await;
-        let key = (endpoint.to_owned(), id);
-        slot.fill(key.clone());
-        if let Some(inline) = registration.registered() {
-            if let Some(declared) = inline.declare_tasks(&bytes) {
-                parts.headers.remove(header::CONTENT_LENGTH);
-                bytes = declared.into();
-            }
-            shared.live.set_inline(&key, inline);
-        }
-    }
-    Response::from_parts(parts, Body::from(bytes))
+    record_owner(shared, endpoint, &made.id, owner.as_deref()).await;
+    let key = (endpoint.to_owned(), made.id);
+    slot.fill(key.clone());
+    shared.live.set_session(&key, made.session);
+    made.response
 }
 
 /// Records `owner` as the owner of MCP session `id` of `endpoint` in the
@@ -571,19 +721,6 @@ async fn record_owner(shared: &Shared, endpoint: &str, id: &str, owner: Option<&
         // still serves it.
         tracing::warn!("cannot record an MCP session's owner: {e}");
     }
-}
-
-/// Whether an answer (JSON or SSE) carries a JSON-RPC error.
-fn answers_with_error(bytes: &[u8]) -> bool {
-    let is_error = |v: &Value| v.get("error").is_some() && v.get("result").is_none();
-    if let Ok(value) = serde_json::from_slice::<Value>(bytes) {
-        return is_error(&value);
-    }
-    String::from_utf8_lossy(bytes)
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-        .any(|v| is_error(&v))
 }
 
 /// The answer at a session limit: HTTP 503 (the gateway's) or 429 (the
@@ -681,7 +818,6 @@ mod tests {
         )
         .expect("call");
         assert_eq!(m.id, Some(Value::from("a")));
-        assert!(!m.initialize);
         let m = check_message(
             br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
             Era::Session,
@@ -697,18 +833,5 @@ mod tests {
         let m = check_message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, Era::Session)
             .expect("response");
         assert_eq!(m.id, None, "a client's response is no request");
-    }
-
-    #[test]
-    fn an_error_answer_is_seen_in_json_and_in_sse() {
-        assert!(answers_with_error(
-            br#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x"}}"#
-        ));
-        assert!(answers_with_error(
-            b"data: \nid: 0\nretry: 3000\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":1,\"message\":\"x\"}}\n\n"
-        ));
-        assert!(!answers_with_error(
-            b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":\"2025-11-25\"}}\n\n"
-        ));
     }
 }

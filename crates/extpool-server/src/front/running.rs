@@ -15,7 +15,7 @@ use rmcp::model::{ProgressToken, ServerJsonRpcMessage, ServerNotification};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::InlineSession;
+use super::session::Session;
 
 /// The call of a request answered here, ending in its answer.
 pub(super) type Call = Pin<Box<dyn Future<Output = ServerJsonRpcMessage> + Send>>;
@@ -23,7 +23,7 @@ pub(super) type Call = Pin<Box<dyn Future<Output = ServerJsonRpcMessage> + Send>
 /// A request's place in its session's requests in flight, given up when
 /// the call ends or is dropped.
 pub(super) struct InFlight {
-    pub(super) session: Arc<InlineSession>,
+    pub(super) session: Arc<Session>,
     pub(super) key: String,
 }
 
@@ -157,7 +157,7 @@ pub(crate) fn json(answer: &ServerJsonRpcMessage) -> Response {
 /// client whose connection breaks finds the rest when it resumes; a
 /// 2026-07-28 request's, which cannot be resumed, is cancelled then.
 pub(super) fn stream(
-    session: &Arc<InlineSession>,
+    session: &Arc<Session>,
     before: Option<ServerJsonRpcMessage>,
     mut running: Running,
 ) -> Response {
@@ -185,7 +185,7 @@ pub(super) fn stream(
     // upstream stays a child of it.
     let task = tokio::spawn(tracing::Instrument::in_current_span(call));
     let response = replay.answer(0);
-    if !session.stateless {
+    if !session.stands_alone() {
         return response;
     }
     // A 2026-07-28 request's stream cannot be resumed: its call ends with

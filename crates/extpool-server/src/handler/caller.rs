@@ -1,0 +1,64 @@
+//! The caller of one request, resolved once for it: who sent it (the
+//! principal the guard put on its HTTP request, the local caller over
+//! stdio) and the tool table it sees and calls — its view's table with
+//! the rules its principal's claims match (`permissions.principals`)
+//! applied. Every handler method asks the request's [`Caller`] for the
+//! table; none picks one.
+//!
+//! **Adding a per-principal rule.** What a caller may see and call is one
+//! policy (`extpool_host::policy`): a visibility rule is a rule of the
+//! caller's policy ([`extpool_host::ViewPolicy::for_principal`]), and it
+//! reaches every method through [`Caller::table`]. A quota or a content
+//! rule that is not the table's goes in [`GatewayHandler::call`]'s one
+//! path (`handler/calls.rs`), which every `tools/call` (plain, in rounds,
+//! as a task, a built-in) takes with this caller.
+
+use std::sync::{Arc, OnceLock};
+
+use extpool_host::ToolTable;
+use extpool_host::core::Principal;
+
+use super::GatewayHandler;
+
+/// The caller of one request.
+pub(crate) struct Caller {
+    /// Who sent it.
+    pub principal: Arc<Principal>,
+    /// Its table, resolved on first use and kept for the request.
+    table: OnceLock<Arc<ToolTable>>,
+}
+
+impl Caller {
+    /// The caller `principal`, its table not yet resolved.
+    pub(crate) fn new(principal: Arc<Principal>) -> Self {
+        Self {
+            principal,
+            table: OnceLock::new(),
+        }
+    }
+
+    /// The table this caller sees and calls on `handler`'s connection:
+    /// its view's, with the caller's rules applied when the revision has
+    /// any (else the view's table itself). Resolved once per request.
+    pub(crate) fn table(&self, handler: &GatewayHandler) -> Arc<ToolTable> {
+        self.table
+            .get_or_init(|| resolve(handler, &self.principal))
+            .clone()
+    }
+
+    /// The table again, after something this request did changed it (its
+    /// caller's login granted a server): the one place a request's table
+    /// is read twice.
+    pub(crate) fn table_again(&self, handler: &GatewayHandler) -> Arc<ToolTable> {
+        resolve(handler, &self.principal)
+    }
+}
+
+/// The table `principal` sees on `handler`'s connection.
+fn resolve(handler: &GatewayHandler, principal: &Arc<Principal>) -> Arc<ToolTable> {
+    let view = handler.view();
+    if !view.revision().permissions().has_principal_rules() {
+        return view.table();
+    }
+    view.table_with(&view.policy().for_principal(principal))
+}
