@@ -78,7 +78,7 @@ async fn root(State(api): State<Api>) -> Response {
     Json(json!({
         "sessions": sessions.is_some(),
         "mcp_servers_on_create": sessions.is_some_and(Sessions::accepts_servers),
-        "replica": api.shared.replica,
+        "replica": api.shared.ops.replica,
     }))
     .into_response()
 }
@@ -91,7 +91,7 @@ async fn replicas(State(api): State<Api>) -> Response {
     };
     match sessions.store().replicas().await {
         Ok(replicas) => Json(json!({
-            "replica": api.shared.replica,
+            "replica": api.shared.ops.replica,
             "replicas": replicas,
         }))
         .into_response(),
@@ -135,7 +135,7 @@ async fn create(
             open,
             not_granted,
         }) => {
-            api.shared.page.touch();
+            api.shared.ops.page.touch();
             let id = shown(&session.summary.id, Some(&principal));
             (
                 StatusCode::CREATED,
@@ -225,7 +225,7 @@ pub(crate) fn session_rows(
             let id = s.id.as_str();
             let mut row = summary(s, principal);
             row["open_here"] = json!(open.is_some_and(|o| o.open_here(id).is_some()));
-            row["in_flight"] = json!(shared.live.in_flight(id));
+            row["in_flight"] = json!(shared.front.live.in_flight(id));
             row
         })
         .collect()
@@ -274,7 +274,7 @@ async fn delete(
         Some(sessions) => sessions.delete(&api.shared, &id, &principal).await,
         None => return no_store(),
     };
-    api.shared.page.touch();
+    api.shared.ops.page.touch();
     answered(answer.map(|servers| json!({"deleted": id, "closed_servers": servers})))
 }
 
@@ -335,7 +335,7 @@ async fn sources(
     let change = async {
         tokio::select! {
             changed = updates.wait_for(|n| *n > after) => changed.is_ok(),
-            () = api.shared.draining.cancelled() => false,
+            () = api.shared.front.draining.cancelled() => false,
         }
     };
     let waited = tokio::time::timeout_at(deadline, change).await;
@@ -345,7 +345,7 @@ async fn sources(
         Ok(false) => {
             tokio::select! {
                 () = tokio::time::sleep_until(deadline) => {}
-                () = api.shared.draining.cancelled() => {}
+                () = api.shared.front.draining.cancelled() => {}
             }
             false
         }

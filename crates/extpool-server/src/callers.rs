@@ -29,7 +29,7 @@ pub(crate) struct CallerViews {
 /// policy, and its per-caller servers with its own grant.
 pub(crate) async fn stateless_view(shared: &Shared, principal: &Principal) -> View {
     let owner = principal.owner();
-    let kept = &shared.callers;
+    let kept = &shared.access.callers;
     let found = |views: &mut Vec<(String, View)>| {
         let i = views.iter().position(|(o, _)| *o == owner)?;
         let entry = views.remove(i);
@@ -50,10 +50,10 @@ pub(crate) async fn stateless_view(shared: &Shared, principal: &Principal) -> Vi
         Ok(view) => view,
         Err(e) => {
             tracing::warn!("a caller's own view could not be opened: {e}");
-            return shared.stateless.clone();
+            return shared.access.stateless.clone();
         }
     };
-    view.set_policy(shared.policy.clone());
+    view.set_policy(shared.access.policy.clone());
     register(shared, &view, Some(owner.clone())).await;
     let evicted = {
         let mut views = kept.views.lock();

@@ -2,7 +2,7 @@
 //!
 //! A session-era client whose response stream breaks reconnects with
 //! `Last-Event-ID` to resume it. The front end numbers events per session
-//! and per process (`index/stream`, [`crate::front`]), so on another replica the same id names a
+//! and per process (`index/stream`, by the front end), so on another replica the same id names a
 //! different stream, or none: replaying it would hand the client another
 //! request's messages, and answering with an empty stream makes clients
 //! reconnect forever. So every event id this replica sends carries its

@@ -235,40 +235,24 @@ fn stdio_failure(failure: &extpool_host::mcp::transport::Failure) -> Result<(), 
     }
 }
 
-/// What every client session shares.
+/// What every client session shares, by concern: the front end's
+/// sessions and shutdown ([`Front`]), who is calling and what each caller
+/// sees ([`Access`]), what operators watch ([`Ops`]), and the host's
+/// shared state every connection's handler reads.
 pub(crate) struct Shared {
+    /// The host being served: its catalog, pool and views.
     pub host: Host,
+    /// How the gateway was configured.
     pub options: GatewayOptions,
-    /// Who is calling: the gateway's token, API keys, an issuer's tokens.
-    pub identity: Arc<crate::identity::Identity>,
-    /// Each caller's tool-call buckets, when limits are set.
-    pub rate_limits: Option<crate::rate::RateLimits>,
-    /// Callers' logins to their own servers in progress.
-    pub logins: crate::login::Logins,
-    /// Each caller's own view for requests without a session.
-    pub callers: crate::callers::CallerViews,
-    pub metrics: Arc<Metrics>,
-    /// The MCP sessions held here, their slots and activity.
-    pub live: Arc<crate::live::Live>,
-    pub audit: Option<AuditLog>,
-    /// What the operator page's streams share ([`crate::page`]).
-    pub page: crate::page::PageState,
+    /// The front end's sessions, their answers kept, and the shutdown.
+    pub front: Front,
+    /// Who is calling, and what each caller sees and may call.
+    pub access: Access,
+    /// What operators watch and keep.
+    pub ops: Ops,
+    /// Who hears the gateway's list changes (clients without a durable
+    /// session).
     pub notifier: Notifier,
-    /// The view of clients without a session (2026-07-28 requests).
-    pub stateless: View,
-    /// The listed prompt names of the stateless view's revision.
-    pub stateless_names: NamesCache,
-    /// What every client's model sees and may call, before a session's own
-    /// grants: the gateway's naming, its unprefixed servers, its own tools
-    /// and tool search. Every view without grants shares it (and so shares
-    /// one compiled table per revision).
-    pub policy: Arc<ViewPolicy>,
-    /// [`Shared::policy`] with `CloseSession` among the gateway's own
-    /// tools: what durable sessions' grants refine (they share one
-    /// compiled table per revision between them).
-    pub session_policy: Arc<ViewPolicy>,
-    /// The servers of [`GatewayOptions::unprefixed`].
-    pub unprefixed: HashSet<String>,
     /// Resource subscriptions of every session.
     pub subscriptions: Subscriptions,
     /// The tasks started through the gateway, and whose they are.
@@ -279,17 +263,25 @@ pub(crate) struct Shared {
     /// The most verbose log level any client asked for and upstream
     /// servers were told (a rank of `LOG_LEVELS`; `usize::MAX`: none yet).
     pub upstream_log_level: AtomicUsize,
+    /// What `initialize` tells clients of the gateway (its servers'
+    /// instructions among them).
     pub instructions: String,
     /// Durable sessions, when a store is configured.
     pub sessions: Option<crate::sessions::Sessions>,
-    /// Every endpoint's MCP sessions, resumable by any replica.
+}
+
+/// The front end's sessions and their lifetime.
+pub(crate) struct Front {
+    /// The MCP sessions held here, their slots and activity.
+    pub live: Arc<crate::live::Live>,
+    /// Every endpoint's MCP session records, resumable by any replica.
     pub resume: crate::resume::Resumable,
-    /// This replica's id among those sharing the store.
-    pub replica: extpool_state::ReplicaId,
+    /// What every session's resumable answers keep, against
+    /// [`GatewayOptions::max_replay_bytes`].
+    pub kept_streams: Arc<crate::front::kept::KeptStreams>,
     /// The tag of the SSE event ids this replica sends.
     pub event_tag: String,
-    /// Whether the store answered this replica's last heartbeat.
-    pub replica_health: crate::replica::StoreHealth,
+    /// Numbers the implicit sessions this replica makes.
     next_session: AtomicU64,
     /// The shutdown began: no new connection, request or stream is taken
     /// ([`crate::shutdown`]). A child of `stop`.
@@ -297,23 +289,61 @@ pub(crate) struct Shared {
     /// Everything ends: requests still running are answered with the
     /// shutdown error and cancelled.
     pub stop: CancellationToken,
-    /// What every session's resumable answers keep, against
-    /// [`GatewayOptions::max_replay_bytes`].
-    pub(crate) kept_streams: Arc<crate::front::kept::KeptStreams>,
+}
+
+/// Who is calling, and what each caller sees and may call.
+pub(crate) struct Access {
+    /// Who is calling: the gateway's token, API keys, an issuer's tokens.
+    pub identity: Arc<crate::identity::Identity>,
+    /// Each caller's tool-call buckets, when limits are set.
+    pub rate_limits: Option<crate::rate::RateLimits>,
+    /// Callers' logins to their own servers in progress.
+    pub logins: crate::login::Logins,
+    /// Each caller's own view for requests without a session.
+    pub callers: crate::callers::CallerViews,
+    /// The view of clients without a session (2026-07-28 requests).
+    pub stateless: View,
+    /// The listed prompt names of the stateless view's revision.
+    pub stateless_names: NamesCache,
+    /// What every client's model sees and may call, before a session's own
+    /// grants: the gateway's naming, its unprefixed servers, its own tools
+    /// and tool search. Every view without grants shares it (and so shares
+    /// one compiled table per revision).
+    pub policy: Arc<ViewPolicy>,
+    /// [`Access::policy`] with `CloseSession` among the gateway's own
+    /// tools: what durable sessions' grants refine (they share one
+    /// compiled table per revision between them).
+    pub session_policy: Arc<ViewPolicy>,
+    /// The servers of [`GatewayOptions::unprefixed`].
+    pub unprefixed: HashSet<String>,
+}
+
+/// What operators watch and keep.
+pub(crate) struct Ops {
+    /// The counters `/metrics` shows.
+    pub metrics: Arc<Metrics>,
+    /// The audit log of calls, when one is configured.
+    pub audit: Option<AuditLog>,
+    /// What the operator page's streams share ([`crate::page`]).
+    pub page: crate::page::PageState,
+    /// This replica's id among those sharing the store.
+    pub replica: extpool_state::ReplicaId,
+    /// Whether the store answered this replica's last heartbeat.
+    pub replica_health: crate::replica::StoreHealth,
 }
 
 impl Shared {
     /// A new session id, unique among the replicas (it carries this
     /// replica's id).
     pub(crate) fn session_id(&self) -> String {
-        let n = self.next_session.fetch_add(1, Ordering::Relaxed);
-        format!("gw-{}-{n}", self.replica)
+        let n = self.front.next_session.fetch_add(1, Ordering::Relaxed);
+        format!("gw-{}-{n}", self.ops.replica)
     }
 }
 
 /// Runs `work` in its own task until it ends or the gateway stops.
 fn until_stopped(shared: &Shared, work: impl Future<Output = ()> + Send + 'static) {
-    let stop = shared.stop.clone();
+    let stop = shared.front.stop.clone();
     tokio::spawn(async move {
         tokio::select! {
             () = work => {}
@@ -393,41 +423,51 @@ impl Gateway {
         let event_tag = crate::event_ids::replica_tag(replica.as_str());
         let kept_streams = crate::front::kept::KeptStreams::new(options.max_replay_bytes);
         let page = crate::page::PageState::new(options.max_page_streams, options.page_stream_bytes);
-        let shared = Arc::new(Shared {
-            kept_streams,
-            sessions,
+        let rounds = crate::input_rounds::Rounds::new(event_tag.clone());
+        let front = Front {
+            live,
             resume,
-            rounds: crate::input_rounds::Rounds::new(event_tag.clone()),
+            kept_streams,
             event_tag,
-            replica,
-            replica_health: crate::replica::StoreHealth::default(),
+            next_session: AtomicU64::new(1),
+            draining: stop.child_token(),
+            stop,
+        };
+        let access = Access {
             identity: Arc::new(crate::identity::Identity::new(
                 options.bearer.as_deref().map(BearerToken::new),
                 options.issuer.clone(),
                 options.state.clone(),
             )),
-            host,
             rate_limits: crate::rate::RateLimits::new(&options.rate_limits),
             logins: crate::login::Logins::default(),
             callers: crate::callers::CallerViews::default(),
-            unprefixed: options.unprefixed.iter().cloned().collect(),
-            options,
-            metrics: Arc::default(),
-            live,
-            audit,
-            page,
-            notifier: Notifier::default(),
             stateless: stateless.clone(),
             stateless_names: NamesCache::default(),
             policy,
             session_policy,
+            unprefixed: options.unprefixed.iter().cloned().collect(),
+        };
+        let ops = Ops {
+            metrics: Arc::default(),
+            audit,
+            page,
+            replica,
+            replica_health: crate::replica::StoreHealth::default(),
+        };
+        let shared = Arc::new(Shared {
+            host,
+            options,
+            front,
+            access,
+            ops,
+            notifier: Notifier::default(),
             subscriptions: Subscriptions::default(),
             tasks: Arc::default(),
+            rounds,
             upstream_log_level: AtomicUsize::new(usize::MAX),
             instructions,
-            next_session: AtomicU64::new(1),
-            draining: stop.child_token(),
-            stop,
+            sessions,
         });
         let follower = shared.clone();
         let view = stateless.clone();
@@ -471,27 +511,27 @@ impl Gateway {
     /// How many sessions (MCP sessions, and durable sessions' views) have
     /// been ended for being idle, as it changes: an event to wait on.
     pub fn expirations(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.shared.live.expirations()
+        self.shared.front.live.expirations()
     }
 
     /// The Prometheus text of `/metrics`.
     pub fn metrics(&self) -> String {
-        self.shared.metrics.render(&self.shared.host.status())
+        self.shared.ops.metrics.render(&self.shared.host.status())
     }
 
     /// Resolves once the gateway stops taking work: a shutdown began
     /// ([`crate::shutdown`]), from [`Gateway::serve_http_until`]'s or
     /// [`Gateway::serve_stdio_until`]'s signal, or [`Gateway::shutdown`].
     pub fn stopping(&self) -> impl Future<Output = ()> + Send + 'static {
-        let draining = self.shared.draining.clone();
+        let draining = self.shared.front.draining.clone();
         async move { draining.cancelled().await }
     }
 
     /// The shutdown's tokens and bound.
     pub(crate) fn shutdown_path(&self) -> crate::shutdown::Path {
         crate::shutdown::Path {
-            draining: self.shared.draining.clone(),
-            stop: self.shared.stop.clone(),
+            draining: self.shared.front.draining.clone(),
+            stop: self.shared.front.stop.clone(),
             grace: self.shared.options.shutdown_timeout,
         }
     }

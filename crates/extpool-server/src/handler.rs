@@ -53,7 +53,7 @@ struct Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        self.shared.metrics.sessions(-1);
+        self.shared.ops.metrics.sessions(-1);
         let view = self.view.clone();
         tracing::debug!(session = %self.id, "client session closed");
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
@@ -176,7 +176,7 @@ impl GatewayHandler {
         if let Some(session) = self.session.get() {
             return &session.view;
         }
-        self.caller.get().unwrap_or(&self.shared.stateless)
+        self.caller.get().unwrap_or(&self.shared.access.stateless)
     }
 
     fn session_id(&self) -> &str {
@@ -206,9 +206,9 @@ impl GatewayHandler {
         let cache = if self.has_session() {
             &self.connection.names
         } else {
-            &self.shared.stateless_names
+            &self.shared.access.stateless_names
         };
-        cache.get(&self.view().revision(), &self.shared.unprefixed)
+        cache.get(&self.view().revision(), &self.shared.access.unprefixed)
     }
 
     /// What this connection's model sees and may call now: its view's
@@ -314,9 +314,9 @@ impl GatewayHandler {
             .host
             .session(&format!("mcp/{id}"))
             .map_err(internal)?;
-        view.set_policy(self.shared.policy.clone());
+        view.set_policy(self.shared.access.policy.clone());
         crate::callers::register(&self.shared, &view, crate::identity::owner_of(principal)).await;
-        self.shared.metrics.sessions(1);
+        self.shared.ops.metrics.sessions(1);
         tracing::debug!(session = %id, "client session opened");
         let _ = self.session.set(Arc::new(Session {
             id,

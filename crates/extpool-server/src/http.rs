@@ -55,7 +55,7 @@ async fn healthz() -> &'static str {
 
 async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
     let status = shared.host.status();
-    if let Some(failure) = shared.replica_health.failure() {
+    if let Some(failure) = shared.ops.replica_health.failure() {
         // Another replica can serve durable sessions; this one cannot.
         return (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -93,9 +93,9 @@ async fn metrics(
         )
             .into_response();
     }
-    let mut text = shared.metrics.render(&shared.host.status());
-    shared.kept_streams.render(&mut text);
-    shared.page.streams.render(&mut text);
+    let mut text = shared.ops.metrics.render(&shared.host.status());
+    shared.front.kept_streams.render(&mut text);
+    shared.ops.page.streams.render(&mut text);
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 
@@ -109,11 +109,11 @@ impl Gateway {
             &options.allowed_hosts,
             &options.allowed_origins,
             (
-                self.shared.identity.clone(),
+                self.shared.access.identity.clone(),
                 Some(self.shared.host.via().clone()),
             ),
             options.max_body_bytes,
-            self.shared.metrics.clone(),
+            self.shared.ops.metrics.clone(),
         ));
         self.routes()
             .into_iter()
@@ -142,11 +142,11 @@ impl Gateway {
             ("/metrics", get(metrics).with_state(shared.clone())),
             (
                 crate::identity::RESOURCE_METADATA_PATH,
-                get(crate::identity::resource_metadata).with_state(shared.identity.clone()),
+                get(crate::identity::resource_metadata).with_state(shared.access.identity.clone()),
             ),
             (
                 "/.well-known/oauth-protected-resource/{*resource}",
-                get(crate::identity::resource_metadata).with_state(shared.identity.clone()),
+                get(crate::identity::resource_metadata).with_state(shared.access.identity.clone()),
             ),
             (
                 "/v1/login/{server}",
@@ -196,7 +196,7 @@ impl Gateway {
             what: "reading the listen address".into(),
             error: source,
         })?;
-        check_listen_address(addr, self.shared.identity.guards_network().await)?;
+        check_listen_address(addr, self.shared.access.identity.guards_network().await)?;
         let app = self.router(addr);
         let options = &self.shared.options;
         let bounds = crate::listener::Bounds {
@@ -207,7 +207,7 @@ impl Gateway {
             listener,
             app,
             bounds,
-            self.shared.metrics.clone(),
+            self.shared.ops.metrics.clone(),
             self.shutdown_path(),
             shutdown,
         )

@@ -140,15 +140,15 @@ impl Reservation {
     /// Ends the login with `status`: its outcome is told and its place
     /// freed at once (whoever sees the outcome may start another).
     fn finish(self, status: LoginStatus) {
-        let mut reserved = self.shared.logins.reserved.lock();
+        let mut reserved = self.shared.access.logins.reserved.lock();
         release(&mut reserved, &self.key);
-        self.shared.logins.set(&self.key, status);
+        self.shared.access.logins.set(&self.key, status);
     }
 }
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        release(&mut self.shared.logins.reserved.lock(), &self.key);
+        release(&mut self.shared.access.logins.reserved.lock(), &self.key);
     }
 }
 
@@ -291,7 +291,7 @@ impl PendingRedirect for GatewayRedirect {
         let state = state_of(authorization_url)
             .ok_or_else(|| AuthorizeError("the authorization URL carries no state".into()))?;
         let (tx, rx) = oneshot::channel();
-        self.shared.logins.waiting.lock().insert(
+        self.shared.access.logins.waiting.lock().insert(
             state.clone(),
             Waiting {
                 key: self.key.clone(),
@@ -306,7 +306,7 @@ impl PendingRedirect for GatewayRedirect {
             let _ = url.send(login_page_url(&self.base, &state));
         }
         let came = tokio::time::timeout(LOGIN_PATIENCE, rx).await;
-        self.shared.logins.waiting.lock().remove(&state);
+        self.shared.access.logins.waiting.lock().remove(&state);
         match came {
             Ok(Ok(Ok(redirect))) => Ok(redirect),
             Ok(Ok(Err(why))) => Err(AuthorizeError(why)),
@@ -358,7 +358,7 @@ pub(crate) async fn begin(
         return Err(BeginError::NotPerUser);
     };
     let key: Key = (principal.owner(), server.to_owned());
-    let reservation = match shared.logins.reserve(shared, &key) {
+    let reservation = match shared.access.logins.reserve(shared, &key) {
         Reserved::New(reservation) => reservation,
         Reserved::Existing => return waiting_one(shared, &key).await,
         Reserved::Full(why) => return Err(BeginError::Busy(why)),
@@ -380,13 +380,13 @@ pub(crate) async fn begin(
     ));
     match tokio::time::timeout(START_PATIENCE, url_rx).await {
         Ok(Ok(authorization_url)) => {
-            shared.logins.set(
+            shared.access.logins.set(
                 &key,
                 LoginStatus::Pending {
                     authorization_url: authorization_url.clone(),
                 },
             );
-            let mut status = shared.logins.status_of(&key);
+            let mut status = shared.access.logins.status_of(&key);
             status.borrow_and_update();
             tracing::info!(principal = %principal.label(), server = %key.1, "a caller's login started");
             Ok(Begun {
@@ -445,7 +445,7 @@ async fn run(
 /// The caller's login of `key` that is starting or waiting already, once
 /// it has its URL.
 async fn waiting_one(shared: &Arc<Shared>, key: &Key) -> Result<Begun, BeginError> {
-    let mut status = shared.logins.status_of(key);
+    let mut status = shared.access.logins.status_of(key);
     let found = tokio::time::timeout(START_PATIENCE, async {
         loop {
             let now = status.borrow_and_update().clone();
@@ -532,7 +532,7 @@ pub(crate) async fn status(
         );
     };
     let key = (principal.owner(), server);
-    let mut status = shared.logins.status_of(&key);
+    let mut status = shared.access.logins.status_of(&key);
     let now = status.borrow_and_update().clone();
     let wait = query.wait_ms.unwrap_or(0).min(WAIT_MAX_MS);
     if wait == 0 || !matches!(now, LoginStatus::Pending { .. }) {

@@ -111,8 +111,8 @@ pub(crate) async fn follow(shared: Arc<Shared>) {
     let mut revisions = shared.host.catalog().subscribe();
     loop {
         let revision = *revisions.borrow_and_update();
-        shared.page.published_ms(revision);
-        shared.page.touch();
+        shared.ops.page.published_ms(revision);
+        shared.ops.page.touch();
         if revisions.changed().await.is_err() {
             return;
         }
@@ -180,8 +180,8 @@ impl Signals {
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         Self {
-            calls: shared.page.feed.changes(),
-            changed: shared.page.changed.subscribe(),
+            calls: shared.ops.page.feed.changes(),
+            changed: shared.ops.page.changed.subscribe(),
             cycles: shared.host.catalog().cycles(),
             discovery: shared.host.discovery_updates(),
             health: shared.host.health().subscribe(),

@@ -18,24 +18,24 @@ const LOOK_AT_MOST: Duration = Duration::from_secs(30);
 
 /// Runs until the gateway stops.
 pub(crate) async fn run(shared: Arc<Shared>) {
-    let every = (shared.live.idle() / 4).clamp(LOOK_AT_LEAST, LOOK_AT_MOST);
+    let every = (shared.front.live.idle() / 4).clamp(LOOK_AT_LEAST, LOOK_AT_MOST);
     let mut ticks = tokio::time::interval(every);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = ticks.tick() => {}
-            () = shared.stop.cancelled() => return,
+            () = shared.front.stop.cancelled() => return,
         }
         let now = Instant::now();
-        let expired = shared.live.expire(now);
+        let expired = shared.front.live.expire(now);
         let mut ended = expired.len() as u64;
         for (endpoint, _) in expired {
-            tracing::debug!(endpoint = %endpoint, "MCP session idle for {:?}: its slot is freed", shared.live.idle());
+            tracing::debug!(endpoint = %endpoint, "MCP session idle for {:?}: its slot is freed", shared.front.live.idle());
         }
         if let Some(sessions) = &shared.sessions {
             ended += sessions.close_idle(&shared, now).await;
         }
-        shared.metrics.expired(ended);
-        shared.live.count_expired(ended);
+        shared.ops.metrics.expired(ended);
+        shared.front.live.count_expired(ended);
     }
 }

@@ -84,7 +84,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
     loop {
         tokio::select! {
             _ = ticks.tick() => {}
-            () = shared.stop.cancelled() => return,
+            () = shared.front.stop.cancelled() => return,
         }
         beat(&shared, sessions, every).await;
     }
@@ -96,15 +96,15 @@ async fn beat(shared: &Shared, sessions: &crate::sessions::Sessions, every: Dura
     let store = sessions.store();
     let replica = sessions.replica();
     match store.heartbeat(replica).await {
-        Ok(true) => shared.replica_health.set(None),
+        Ok(true) => shared.ops.replica_health.set(None),
         Ok(false) => {
-            shared.replica_health.set(None);
+            shared.ops.replica_health.set(None);
             tracing::warn!(replica = %replica, "this replica's heartbeats were missed and it was taken for gone; holding its open sessions again");
             sessions.hold_all().await;
         }
         Err(e) => {
             tracing::warn!(replica = %replica, "cannot reach the state store: {e}");
-            shared.replica_health.set(Some(e.to_string()));
+            shared.ops.replica_health.set(Some(e.to_string()));
             return;
         }
     }
@@ -121,7 +121,7 @@ async fn beat(shared: &Shared, sessions: &crate::sessions::Sessions, every: Dura
         }
         Err(e) => tracing::warn!("cannot sweep silent replicas: {e}"),
     }
-    let held = shared.live.own_ids();
+    let held = shared.front.live.own_ids();
     if !held.is_empty()
         && let Err(e) = store.touch_mcp_sessions(&held).await
     {

@@ -417,7 +417,7 @@ impl Sessions {
         if let Some(open) = &open {
             open.closed.cancel();
         }
-        shared.live.forget_endpoint(id);
+        shared.front.live.forget_endpoint(id);
         if let Some(open) = open {
             tracing::info!(session = %id, "session closed on this replica");
             open.view.close().await;
@@ -433,7 +433,7 @@ impl Sessions {
         loop {
             let event = tokio::select! {
                 e = events.recv() => e,
-                () = shared.stop.cancelled() => return,
+                () = shared.front.stop.cancelled() => return,
             };
             match event {
                 Ok(StoreEvent::Granted(id)) => {
@@ -443,11 +443,11 @@ impl Sessions {
                 }
                 Ok(StoreEvent::Deleted(id)) => self.close_here(shared, id.as_str()).await,
                 Ok(StoreEvent::McpSessionClosed { endpoint, id }) => {
-                    shared.live.forget(&(endpoint, id));
+                    shared.front.live.forget(&(endpoint, id));
                 }
-                Ok(StoreEvent::ApiKeysChanged) => shared.identity.api_keys_changed(),
+                Ok(StoreEvent::ApiKeysChanged) => shared.access.identity.api_keys_changed(),
                 Ok(_) | Err(RecvError::Lagged(_)) => {
-                    shared.identity.api_keys_changed();
+                    shared.access.identity.api_keys_changed();
                     let open: Vec<Arc<OpenSession>> = self.open.lock().values().cloned().collect();
                     for session in open {
                         self.reload(shared, &session).await;
@@ -496,7 +496,7 @@ impl Sessions {
             authority: RwLock::new(Arc::default()),
             servers: servers.keys().cloned().collect(),
             notifier: Notifier::default(),
-            base: shared.session_policy.clone(),
+            base: shared.access.session_policy.clone(),
             last_used: Mutex::new(tokio::time::Instant::now()),
             closed: tokio_util::sync::CancellationToken::new(),
         };
@@ -568,7 +568,7 @@ impl Sessions {
     /// next request opens it again.
     /// Returns how many it closed.
     pub(crate) async fn close_idle(&self, shared: &Shared, now: tokio::time::Instant) -> u64 {
-        let idle = shared.live.idle();
+        let idle = shared.front.live.idle();
         let candidates: Vec<String> = self
             .open
             .lock()
@@ -579,11 +579,11 @@ impl Sessions {
         let mut count = 0;
         for id in candidates {
             let mut closed = None;
-            shared.live.if_endpoint_idle(&id, || {
+            shared.front.live.if_endpoint_idle(&id, || {
                 closed = self.open.lock().remove(&id);
             });
             let Some(open) = closed else { continue };
-            shared.live.forget_endpoint(&id);
+            shared.front.live.forget_endpoint(&id);
             open.view.close().await;
             if let Err(e) = self.store.release(&open.id, &self.replica).await {
                 tracing::debug!(session = %id, "cannot record that this replica let the session go: {e}");

@@ -94,9 +94,9 @@ pub(crate) async fn call(
                 }
             },
             _ => {
-                let cycle = shared.stateless.reconcile_now().await;
+                let cycle = shared.access.stateless.reconcile_now().await;
                 json!({
-                    "revision": shared.stateless.revision().number(),
+                    "revision": shared.access.stateless.revision().number(),
                     "cycle_changed": cycle.changed,
                     "authority_changed": false,
                     "note": "this session sees every active name; nothing to grant",

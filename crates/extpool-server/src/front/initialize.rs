@@ -93,7 +93,11 @@ pub(crate) async fn initialize(
             return Err(super::running::json(&answer));
         }
     };
-    shared.resume.keep(endpoint, &session_id, &params).await;
+    shared
+        .front
+        .resume
+        .keep(endpoint, &session_id, &params)
+        .await;
     let answer = ServerJsonRpcMessage::response(ServerResult::InitializeResult(result), id);
     let mut bytes = serde_json::to_vec(&answer).unwrap_or_default();
     if let Some(declared) = session.declare_tasks(&bytes) {
@@ -122,7 +126,7 @@ pub(crate) async fn resume(
     make: MakeHandler,
     principal: &Principal,
 ) -> Result<Arc<Session>, Response> {
-    let Some(params) = shared.resume.load(&key.0, &key.1).await else {
+    let Some(params) = shared.front.resume.load(&key.0, &key.1).await else {
         return Err(super::session_not_found());
     };
     let handler = make().await?;

@@ -228,11 +228,11 @@ pub(crate) async fn serve(
     request: Request,
     make: MakeHandler,
 ) -> Response {
-    let _arriving = shared.live.arriving(endpoint);
+    let _arriving = shared.front.live.arriving(endpoint);
     let principal = crate::identity::of(&request);
     let (mut parts, body) = request.into_parts();
-    let resumed = crate::event_ids::resumed_request(&shared.event_tag, &parts);
-    if let Some(answer) = crate::event_ids::resume_header(&shared.event_tag, &mut parts) {
+    let resumed = crate::event_ids::resumed_request(&shared.front.event_tag, &parts);
+    if let Some(answer) = crate::event_ids::resume_header(&shared.front.event_tag, &mut parts) {
         return answer;
     }
     let session = parts
@@ -248,7 +248,7 @@ pub(crate) async fn serve(
     let stream = stream_of(&parts.method, message, resumed);
     // A resumed request stream carries an answer still owed: not new work.
     let new_work = matches!(stream, Some(Stream::Open)) || message.id.is_some();
-    if new_work && shared.draining.is_cancelled() {
+    if new_work && shared.front.draining.is_cancelled() {
         return crate::shutdown::refused(message.id.as_ref());
     }
     let span = crate::trace::request_span(
@@ -285,17 +285,21 @@ pub(crate) async fn serve(
     let response = tokio::select! {
         // Cancelled before anything was sent: the whole answer is the error.
         biased;
-        () = shared.stop.cancelled() => stopped(),
+        () = shared.front.stop.cancelled() => stopped(),
         response = work => response,
     };
     crate::trace::ended(&span, response.status());
     let response = match stream {
-        Some(stream) => {
-            crate::shutdown::follow(response, stream, &shared.draining, &shared.stop, grace)
-        }
+        Some(stream) => crate::shutdown::follow(
+            response,
+            stream,
+            &shared.front.draining,
+            &shared.front.stop,
+            grace,
+        ),
         None => response,
     };
-    crate::event_ids::tag(&shared.event_tag, response, tag_id.as_deref())
+    crate::event_ids::tag(&shared.front.event_tag, response, tag_id.as_deref())
 }
 
 /// A request without a session: an `initialize` begins one; a 2026-07-28
@@ -448,7 +452,7 @@ async fn check_owner(
     key: &Key,
     principal: &extpool_host::core::Principal,
 ) -> Result<Found, Response> {
-    let (owner, found) = match shared.live.owner(key) {
+    let (owner, found) = match shared.front.live.owner(key) {
         Some(owner) => (owner, Found::Here),
         None => match stored(shared, key).await? {
             Some(owner) => (owner.clone(), Found::Stored(Some(owner))),
@@ -483,7 +487,7 @@ async fn in_session(
 ) -> Response {
     let Admitted { key, found } = admitted;
     let message = &read.message;
-    let live = &shared.live;
+    let live = &shared.front.live;
     let id = message.id_text();
     let admitted = match live.admit(&key, id.as_deref()) {
         Ok(busy) => Ok((busy, None)),
@@ -508,7 +512,7 @@ async fn in_session(
     let (mut busy, resuming) = match admitted {
         Ok(admitted) => admitted,
         Err(Refused::DuplicateId) => {
-            shared.metrics.refused(Refusal::DuplicateId);
+            shared.ops.metrics.refused(Refusal::DuplicateId);
             return rpc_error(
                 StatusCode::BAD_REQUEST,
                 message.id.as_ref(),
@@ -595,7 +599,7 @@ async fn in_own_session(
         Method::GET => get(session, &parts.headers),
         Method::DELETE => {
             session.end();
-            shared.resume.discard(&key.0, &key.1).await;
+            shared.front.resume.discard(&key.0, &key.1).await;
             StatusCode::NO_CONTENT.into_response()
         }
         Method::POST => match parsed {
@@ -692,7 +696,7 @@ async fn initialize(
         owner,
         principal,
     } = opening;
-    let slot = match shared.live.reserve(owner.clone()) {
+    let slot = match shared.front.live.reserve(owner.clone()) {
         Ok(slot) => slot,
         Err(full) => return refuse_full(shared, message, &full),
     };
@@ -704,7 +708,7 @@ async fn initialize(
     record_owner(shared, endpoint, &made.id, owner.as_deref()).await;
     let key = (endpoint.to_owned(), made.id);
     slot.fill(key.clone());
-    shared.live.set_session(&key, made.session);
+    shared.front.live.set_session(&key, made.session);
     made.response
 }
 
@@ -727,7 +731,7 @@ async fn record_owner(shared: &Shared, endpoint: &str, id: &str, owner: Option<&
 /// caller's own), `Retry-After`, and the JSON-RPC error saying when a
 /// slot frees.
 fn refuse_full(shared: &Shared, message: &Message, full: &crate::live::Full) -> Response {
-    shared.metrics.refused(Refusal::Sessions);
+    shared.ops.metrics.refused(Refusal::Sessions);
     let mut answer = rpc_error(
         StatusCode::from_u16(full.status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE),
         message.id.as_ref(),

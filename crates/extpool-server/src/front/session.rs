@@ -101,7 +101,7 @@ impl Session {
     /// A session of `handler` whose client is reached through `outbound`
     /// (`None`: a stand-alone request), with nothing in flight.
     pub(super) fn new(handler: GatewayHandler, outbound: Option<Arc<Outbound>>) -> Arc<Self> {
-        let kept = handler.shared().kept_streams.clone();
+        let kept = handler.shared().front.kept_streams.clone();
         Arc::new(Session {
             handler,
             outbound,

@@ -134,7 +134,7 @@ impl GatewayHandler {
                 .as_deref()
                 .is_some_and(input_rounds::is_ours);
         if !resumes {
-            self.shared.metrics.principal_call(&principal.label());
+            self.shared.ops.metrics.principal_call(&principal.label());
             // A built-in that reaches another tool (`CallMcpWithQuery`)
             // is limited as that tool too; the gateway's own tools are
             // calls like any other.
@@ -164,7 +164,7 @@ impl GatewayHandler {
             ))
         });
         let started = Instant::now();
-        let digest_args = self.shared.audit.is_some().then(|| args.clone());
+        let digest_args = self.shared.ops.audit.is_some().then(|| args.clone());
         let call = (table, principal, name.as_str(), server.as_str());
         let (called, declined) = match self.execute(call, args, round.as_ref(), ex).await? {
             Next::Done { outcome, declined } => (Some(outcome), declined),
@@ -206,6 +206,7 @@ impl GatewayHandler {
             result = Err(lacking);
         }
         self.shared
+            .ops
             .metrics
             .record_call(&server, &name, started.elapsed(), failed);
         self.audit(
@@ -394,11 +395,11 @@ impl GatewayHandler {
         principal: &Principal,
         names: &[&str],
     ) -> Result<(), ErrorData> {
-        let Some(limits) = &self.shared.rate_limits else {
+        let Some(limits) = &self.shared.access.rate_limits else {
             return Ok(());
         };
         limits.take(&principal.owner(), names).map_err(|limited| {
-            self.shared.metrics.rate_limited(&limited.limit);
+            self.shared.ops.metrics.rate_limited(&limited.limit);
             tracing::info!(principal = %principal.label(), limit = %limited.limit, "a call was refused for a rate limit");
             ErrorData::new(
                 rmcp::model::ErrorCode(RATE_LIMITED),
@@ -493,8 +494,8 @@ impl GatewayHandler {
             // arguments, made only when there is a file.
             args_sha256: args.map(args_digest).unwrap_or_default(),
         };
-        self.shared.page.feed.push(&record);
-        if let Some(log) = &self.shared.audit {
+        self.shared.ops.page.feed.push(&record);
+        if let Some(log) = &self.shared.ops.audit {
             log.write(&record);
         }
     }

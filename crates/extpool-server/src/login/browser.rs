@@ -155,7 +155,7 @@ pub(crate) async fn confirm_page(State(shared): State<Arc<Shared>>, request: Req
         .query()
         .and_then(|q| state_in(q.as_bytes()))
         .unwrap_or_default();
-    let shown = shared.logins.with_waiting(&state, |w| {
+    let shown = shared.access.logins.with_waiting(&state, |w| {
         (
             w.who.clone(),
             w.key.1.clone(),
@@ -209,7 +209,7 @@ pub(crate) async fn confirm(State(shared): State<Arc<Shared>>, request: Request)
         );
     }
     let value = hex::encode(secret);
-    let bound = shared.logins.with_waiting(&state, |w| {
+    let bound = shared.access.logins.with_waiting(&state, |w| {
         w.bound = Some(Sha256::digest(value.as_bytes()).into());
         (w.authorization_url.clone(), w.secure)
     });
@@ -252,7 +252,7 @@ pub(crate) async fn callback(State(shared): State<Arc<Shared>>, request: Request
         .unwrap_or_default();
     let name = cookie_name(&state);
     let presented = cookie(request.headers(), &name).map(str::to_owned);
-    let Some(waiting) = shared.logins.take(&state) else {
+    let Some(waiting) = shared.access.logins.take(&state) else {
         return unknown();
     };
     let Waiting {
@@ -276,7 +276,7 @@ pub(crate) async fn callback(State(shared): State<Arc<Shared>>, request: Request
         );
     }
     // Watched from before the redirect is handed on: its outcome is news.
-    let mut status = shared.logins.status_of(&key);
+    let mut status = shared.access.logins.status_of(&key);
     status.borrow_and_update();
     let redirect_url = format!("{}{}", crate::identity::base_url(request.headers()), uri);
     if redirect.send(Ok(redirect_url)).is_err() {

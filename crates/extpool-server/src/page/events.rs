@@ -219,7 +219,7 @@ fn event(kind: &str, value: &serde_json::Value) -> Bytes {
 /// Renders what the page shows while any stream is open, as long as the
 /// gateway runs.
 pub(crate) async fn produce(shared: Arc<Shared>) {
-    let streams = &shared.page.streams;
+    let streams = &shared.ops.page.streams;
     let mut signals = super::Signals::new(&shared);
     let mut number = 0u64;
     let mut revision = None;
@@ -264,7 +264,7 @@ pub(crate) async fn produce(shared: Arc<Shared>) {
         }
         tokio::select! {
             () = signals.next() => {}
-            () = shared.draining.cancelled() => return,
+            () = shared.front.draining.cancelled() => return,
         }
     }
 }
@@ -283,7 +283,7 @@ struct Stream {
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        self.shared.page.streams.open.lock().remove(&self.id);
+        self.shared.ops.page.streams.open.lock().remove(&self.id);
     }
 }
 
@@ -313,7 +313,7 @@ impl Stream {
             if !self.queue.is_empty() {
                 continue;
             }
-            let draining = self.shared.draining.clone();
+            let draining = self.shared.front.draining.clone();
             tokio::select! {
                 changed = tokio::time::timeout(KEEP_ALIVE, self.frames.changed()) => match changed {
                     Ok(Ok(())) => {}
@@ -329,13 +329,16 @@ impl Stream {
 /// `GET /v1/page/events` of a caller already let in: a stream, or a
 /// refusal past the limit. `cut` closes its connection.
 pub(crate) fn open(shared: Arc<Shared>, cut: Option<CancellationToken>) -> Response {
-    let streams = &shared.page.streams;
+    let streams = &shared.ops.page.streams;
     let Some((id, reader)) = streams.register(cut) else {
         let body = format!(
             "the operator page has {} event streams open, its limit (extpool serve --max-page-streams); close a page, or retry shortly\n",
             streams.max_streams
         );
-        shared.metrics.refused(crate::metrics::Refusal::PageStreams);
+        shared
+            .ops
+            .metrics
+            .refused(crate::metrics::Refusal::PageStreams);
         return (
             StatusCode::SERVICE_UNAVAILABLE,
             [(header::RETRY_AFTER, HeaderValue::from_static("5"))],

@@ -18,7 +18,7 @@ pub(crate) async fn snapshot(shared: &Shared) -> Value {
     let updates = *shared.host.discovery_updates().borrow();
     let report = shared.host.sources_report();
     json!({
-        "replica": shared.replica,
+        "replica": shared.ops.replica,
         "playground": shared.options.playground,
         "servers": servers(shared, &report),
         "catalog": catalog(shared, &report),
@@ -26,7 +26,7 @@ pub(crate) async fn snapshot(shared: &Shared) -> Value {
         "sessions": sessions(shared).await,
         "skills": skills(shared),
         "plugins": plugins(shared),
-        "calls": shared.page.feed.rows(),
+        "calls": shared.ops.page.feed.rows(),
     })
 }
 
@@ -56,7 +56,7 @@ fn servers(shared: &Shared, report: &extpool_host::SourcesReport) -> Vec<Value> 
         .into_iter()
         .map(|d| (d.capability.clone(), d))
         .collect();
-    let minutes = shared.metrics.window().minutes();
+    let minutes = shared.ops.metrics.window().minutes();
     report
         .status
         .servers
@@ -116,7 +116,7 @@ fn catalog(shared: &Shared, report: &extpool_host::SourcesReport) -> Value {
         .map(|r| r.state.clone());
     json!({
         "revision": status.revision,
-        "published_ms": shared.page.published_ms(status.revision),
+        "published_ms": shared.ops.page.published_ms(status.revision),
         "state": state,
         "reconciliations": status.reconciliations,
         "failures": status.failures,

@@ -194,7 +194,7 @@ pub(super) fn fair_share(candidates: Vec<(String, Arc<str>)>, room: usize) -> (V
 /// not announced until a refresh grants it.
 pub(super) fn follow(shared: &Shared, open: &Arc<OpenSession>) {
     let weak = Arc::downgrade(open);
-    let stop = shared.stop.clone();
+    let stop = shared.front.stop.clone();
     let changes = open.view.changes();
     tokio::spawn(async move {
         use futures::StreamExt;
