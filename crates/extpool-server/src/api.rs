@@ -39,9 +39,9 @@ use extpool_host::core::Principal;
 
 use crate::gateway::Shared;
 use crate::handler::GatewayHandler;
+use crate::handler::source_tools::sources_json;
 use crate::sessions::ids::shown;
 use crate::sessions::{CreateRequest, SessionError, Sessions};
-use crate::source_tools::sources_json;
 
 /// What the API routes need.
 #[derive(Clone)]

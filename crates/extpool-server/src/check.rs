@@ -1,5 +1,5 @@
 //! The one rule for what a client's JSON-RPC message must be, over HTTP
-//! (a POSTed body, [`crate::inbound`]) and over stdio (a line,
+//! (a POSTed body, read by the HTTP front end) and over stdio (a line,
 //! [`stdio_reply`]) alike: JSON (else `-32700`), one JSON-RPC message, not
 //! a batch (else `-32600`), and the params of a method MCP defines of the
 //! shape it defines (else `-32602`, naming the method and what is wrong).

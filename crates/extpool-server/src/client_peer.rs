@@ -1,7 +1,7 @@
 //! How the gateway reaches one session-era client outside a call's
 //! answer: a list change, a resource update, a task's status, a request
 //! past any call. A stdio client is reached through the rmcp [`Peer`] of
-//! the stdio service; a session of the HTTP front end ([`crate::front`])
+//! the stdio service; a session of the HTTP front end
 //! through its [`Outbound`]: what it is sent goes on its `GET` stream
 //! while one is open, and waits for one (a bounded few) while none is,
 //! so what is sent before its client opens that stream is not lost; a

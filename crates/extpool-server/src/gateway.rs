@@ -169,7 +169,7 @@ impl Default for GatewayOptions {
             private_session_servers: false,
             tool_search: None,
             replica_id: None,
-            replica_heartbeat: crate::replica::DEFAULT_HEARTBEAT,
+            replica_heartbeat: crate::sessions::replica::DEFAULT_HEARTBEAT,
             unprefixed: Vec::new(),
             rate_limits: extpool_host::config::RateLimitsConfig::default(),
             playground: false,
@@ -273,9 +273,9 @@ pub(crate) struct Shared {
 /// The front end's sessions and their lifetime.
 pub(crate) struct Front {
     /// The MCP sessions held here, their slots and activity.
-    pub live: Arc<crate::live::Live>,
+    pub live: Arc<crate::front::live::Live>,
     /// Every endpoint's MCP session records, resumable by any replica.
-    pub resume: crate::resume::Resumable,
+    pub resume: crate::front::resume::Resumable,
     /// What every session's resumable answers keep, against
     /// [`GatewayOptions::max_replay_bytes`].
     pub kept_streams: Arc<crate::front::kept::KeptStreams>,
@@ -300,7 +300,7 @@ pub(crate) struct Access {
     /// Callers' logins to their own servers in progress.
     pub logins: crate::login::Logins,
     /// Each caller's own view for requests without a session.
-    pub callers: crate::callers::CallerViews,
+    pub callers: crate::handler::caller_views::CallerViews,
     /// The view of clients without a session (2026-07-28 requests).
     pub stateless: View,
     /// The listed prompt names of the stateless view's revision.
@@ -329,7 +329,7 @@ pub(crate) struct Ops {
     /// This replica's id among those sharing the store.
     pub replica: extpool_state::ReplicaId,
     /// Whether the store answered this replica's last heartbeat.
-    pub replica_health: crate::replica::StoreHealth,
+    pub replica_health: crate::sessions::replica::StoreHealth,
 }
 
 impl Shared {
@@ -380,13 +380,13 @@ impl Gateway {
         let policy = ViewPolicy::builder()
             .naming(Naming::Client)
             .unprefixed(options.unprefixed.iter().cloned())
-            .front_tools(crate::source_tools::TOOLS)
+            .front_tools(crate::handler::source_tools::TOOLS)
             .deferral(options.tool_search.clone())
             .build();
         stateless.set_policy(policy.clone());
         let session_policy = policy
             .to_builder()
-            .front_tools(crate::source_tools::SESSION_TOOLS)
+            .front_tools(crate::handler::source_tools::SESSION_TOOLS)
             .build();
         let instructions = stateless
             .instructions()
@@ -398,7 +398,7 @@ impl Gateway {
         let replica = options
             .replica_id
             .clone()
-            .unwrap_or_else(crate::replica::default_replica_id);
+            .unwrap_or_else(crate::sessions::replica::default_replica_id);
         let sessions = options.state.clone().map(|store| {
             crate::sessions::Sessions::new(
                 store,
@@ -413,14 +413,15 @@ impl Gateway {
         {
             tracing::warn!(replica = %replica, "cannot register this replica in the state store: {e}");
         }
-        let resume = crate::resume::Resumable::new(sessions.as_ref().map(|s| s.store().clone()));
+        let resume =
+            crate::front::resume::Resumable::new(sessions.as_ref().map(|s| s.store().clone()));
         let stop = CancellationToken::new();
-        let live = Arc::new(crate::live::Live::new(
+        let live = Arc::new(crate::front::live::Live::new(
             options.max_sessions,
             options.sessions_per_principal,
             options.session_idle_timeout,
         ));
-        let event_tag = crate::event_ids::replica_tag(replica.as_str());
+        let event_tag = crate::front::event_ids::replica_tag(replica.as_str());
         let kept_streams = crate::front::kept::KeptStreams::new(options.max_replay_bytes);
         let page = crate::page::PageState::new(options.max_page_streams, options.page_stream_bytes);
         let rounds = crate::input_rounds::Rounds::new(event_tag.clone());
@@ -441,7 +442,7 @@ impl Gateway {
             )),
             rate_limits: crate::rate::RateLimits::new(&options.rate_limits),
             logins: crate::login::Logins::default(),
-            callers: crate::callers::CallerViews::default(),
+            callers: crate::handler::caller_views::CallerViews::default(),
             stateless: stateless.clone(),
             stateless_names: NamesCache::default(),
             policy,
@@ -453,7 +454,7 @@ impl Gateway {
             audit,
             page,
             replica,
-            replica_health: crate::replica::StoreHealth::default(),
+            replica_health: crate::sessions::replica::StoreHealth::default(),
         };
         let shared = Arc::new(Shared {
             host,
@@ -478,9 +479,9 @@ impl Gateway {
         });
         until_stopped(&shared, crate::page::follow(shared.clone()));
         until_stopped(&shared, crate::page::events::produce(shared.clone()));
-        tokio::spawn(crate::reaper::run(shared.clone()));
+        tokio::spawn(crate::front::reaper::run(shared.clone()));
         if shared.sessions.is_some() {
-            tokio::spawn(crate::replica::run(shared.clone()));
+            tokio::spawn(crate::sessions::replica::run(shared.clone()));
             let follower = shared.clone();
             tokio::spawn(async move {
                 if let Some(sessions) = &follower.sessions {
@@ -569,7 +570,7 @@ impl Gateway {
         // over HTTP, by the same rule, and the session goes on.
         stdio.set_screen(Box::new(crate::check::stdio_reply));
         let handler = self.handler();
-        crate::tasks::over_stdio(&mut stdio, &handler);
+        crate::handler::stdio::over_stdio(&mut stdio, &handler);
         let failure = stdio.failure();
         let path = self.shutdown_path();
         let transport = crate::shutdown::stdio::Draining::new(

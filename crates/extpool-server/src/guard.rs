@@ -58,8 +58,8 @@ pub const PUBLIC_PATHS: &[&str] = &["/healthz", "/readyz"];
 /// and the browser that started it).
 pub fn is_public(path: &str) -> bool {
     PUBLIC_PATHS.contains(&path)
-        || path == crate::login::CALLBACK_PATH
-        || path == crate::login::LOGIN_PAGE_PATH
+        || path == crate::paths::CALLBACK_PATH
+        || path == crate::paths::LOGIN_PAGE_PATH
         || path == RESOURCE_METADATA_PATH
         || path
             .strip_prefix(RESOURCE_METADATA_PATH)
@@ -374,7 +374,7 @@ impl Guard {
             Some(size) if size > self.max_body as u64 => Err(self.refuse(
                 Refusal::Body,
                 StatusCode::PAYLOAD_TOO_LARGE,
-                crate::front::too_large(Some(size), self.max_body),
+                too_large(Some(size), self.max_body),
             )),
             _ => Ok(()),
         }
@@ -488,6 +488,18 @@ fn closed(mut response: Response) -> Response {
         axum::http::HeaderValue::from_static("close"),
     );
     response
+}
+
+/// The message of a refused oversized body.
+pub(crate) fn too_large(declared: Option<u64>, max: usize) -> String {
+    match declared {
+        Some(size) => format!(
+            "the request body is {size} bytes; this extpool gateway accepts at most {max} (extpool serve --max-request-bytes)\n"
+        ),
+        None => format!(
+            "the request body is over {max} bytes, the most this extpool gateway accepts (extpool serve --max-request-bytes)\n"
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -654,8 +666,8 @@ mod tests {
         let paths = PUBLIC_PATHS.iter().copied().chain([
             RESOURCE_METADATA_PATH,
             "/.well-known/oauth-protected-resource/mcp",
-            crate::login::CALLBACK_PATH,
-            crate::login::LOGIN_PAGE_PATH,
+            crate::paths::CALLBACK_PATH,
+            crate::paths::LOGIN_PAGE_PATH,
         ]);
         for path in paths {
             let r = http::Request::builder()

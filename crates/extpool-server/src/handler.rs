@@ -25,17 +25,20 @@ use crate::convert;
 use crate::gateway::Shared;
 use crate::lists;
 use crate::names::{Names, NamesCache};
-use crate::passthrough;
 use crate::sessions::OpenSession;
 use crate::skills;
 use exchange::Exchange;
 
 pub(crate) mod caller;
+pub(crate) mod caller_views;
 pub(crate) mod calls;
 mod dispatch;
 pub(crate) use dispatch::{admitted, negotiate};
 pub(crate) mod exchange;
 mod login;
+pub mod passthrough;
+pub mod relay;
+pub mod source_tools;
 pub(crate) mod stdio;
 mod task_extension;
 mod tasks;
@@ -118,7 +121,7 @@ pub struct GatewayHandler {
     /// The durable session this endpoint belongs to (`/sessions/{id}/mcp`).
     durable: Option<Arc<OpenSession>>,
     /// A request without a session: its caller's own view, when the caller
-    /// has per-caller servers ([`crate::callers`]). rmcp makes a handler for
+    /// has per-caller servers ([`crate::handler::caller_views`]). rmcp makes a handler for
     /// each such request, so one handler serves one caller.
     caller: Arc<OnceLock<View>>,
     connection: Arc<Connection>,
@@ -163,7 +166,7 @@ impl GatewayHandler {
         {
             return;
         }
-        let view = crate::callers::stateless_view(&self.shared, principal).await;
+        let view = crate::handler::caller_views::stateless_view(&self.shared, principal).await;
         let _ = self.caller.set(view);
     }
 
@@ -299,13 +302,13 @@ impl GatewayHandler {
 
     /// Opens this connection's implicit session (on `initialize`) for
     /// `principal`: its view has that caller's own servers
-    /// ([`crate::callers`]).
+    /// ([`crate::handler::caller_views`]).
     async fn open_session(&self, principal: &Principal) -> Result<(), ErrorData> {
         if self.session.get().is_some() || self.durable.is_some() {
             return Ok(());
         }
         // The slot was taken before rmcp made the session
-        // (`--max-sessions`, crate::live).
+        // (`--max-sessions`, crate::front::live).
         let id = self.shared.session_id();
         // The view's id has a `/`, which no durable session's id has: a
         // durable session named like this one can never share its view.
@@ -315,7 +318,12 @@ impl GatewayHandler {
             .session(&format!("mcp/{id}"))
             .map_err(internal)?;
         view.set_policy(self.shared.access.policy.clone());
-        crate::callers::register(&self.shared, &view, crate::identity::owner_of(principal)).await;
+        crate::handler::caller_views::register(
+            &self.shared,
+            &view,
+            crate::identity::owner_of(principal),
+        )
+        .await;
         self.shared.ops.metrics.sessions(1);
         tracing::debug!(session = %id, "client session opened");
         let _ = self.session.set(Arc::new(Session {

@@ -46,7 +46,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::front::AbortOnDrop;
+use crate::wire::AbortOnDrop;
 
 /// How the gateway's request states begin.
 pub(crate) const STATE_PREFIX: &str = "extpool-input-";
@@ -166,7 +166,7 @@ impl CallClient for RoundClient {
     }
 
     fn accepts(&self, method: &str) -> bool {
-        crate::relay::declares(&self.capabilities, method)
+        crate::wire::declares(&self.capabilities, method)
     }
 
     fn log(&self, params: Value) {
@@ -241,7 +241,7 @@ pub(crate) struct Rounds<T> {
 
 impl<T> Rounds<T> {
     /// The rounds of the replica tagged `replica`
-    /// ([`crate::event_ids::replica_tag`]).
+    /// (the SSE event ids' replica tag).
     pub(crate) fn new(replica: String) -> Self {
         Self {
             waiting: Arc::default(),

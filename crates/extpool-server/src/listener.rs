@@ -18,7 +18,7 @@
 //! Each request carries its connection's [`Arrival`], for the `Host`
 //! rule, and its [`Cut`]: what closes the connection at once, for a
 //! handler that must drop a client that does not read what it is sent
-//! (the operator page's streams, [`crate::page`]). On shutdown ([`crate::shutdown`]) the listener stops accepting
+//! (the operator page's streams). On shutdown ([`crate::shutdown`]) the listener stops accepting
 //! and closes its socket, so a new connection is refused; each open
 //! connection closes once its response in flight is done (an idle one at
 //! once), within the gateway's shutdown timeout, after which requests

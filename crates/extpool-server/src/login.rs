@@ -46,12 +46,7 @@ pub(crate) use browser::{callback, confirm, confirm_page};
 
 use crate::gateway::Shared;
 
-/// The path the identity provider sends the browser back to.
-pub const CALLBACK_PATH: &str = "/oauth/callback";
-/// The gateway's login page, where a caller's browser starts its login
-/// (`?state=`): it shows who will be logged in and binds the login to the
-/// browser that goes on.
-pub const LOGIN_PAGE_PATH: &str = "/oauth/login";
+pub(crate) use crate::paths::{CALLBACK_PATH, LOGIN_PAGE_PATH};
 /// How long a login waits for its browser to come back.
 const LOGIN_PATIENCE: Duration = Duration::from_secs(600);
 /// Most logins waiting for their browser at once (every caller together).

@@ -2,6 +2,8 @@
 //! calls, errors and latency per server and tool, sessions, and each
 //! upstream server's status.
 
+pub(crate) mod window;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -98,7 +100,7 @@ pub struct Metrics {
     /// Calls refused by each rate limit (labels from the configuration).
     limited: Mutex<BTreeMap<String, u64>>,
     /// The last minute of calls per server, for the operator page.
-    window: crate::page::window::Window,
+    window: window::Window,
 }
 
 impl Metrics {
@@ -127,7 +129,7 @@ impl Metrics {
     }
 
     /// The last minute of calls per server (the operator page's charts).
-    pub(crate) fn window(&self) -> &crate::page::window::Window {
+    pub(crate) fn window(&self) -> &window::Window {
         &self.window
     }
 

@@ -66,7 +66,7 @@ impl ListKind {
 }
 
 /// A 2026-07-28 client's `subscriptions/listen` stream that the gateway
-/// answers itself ([`crate::front`]): what it accepted, and the stream.
+/// answers itself (the HTTP front end): what it accepted, and the stream.
 pub(crate) struct Listener {
     id: RequestId,
     accepted: SubscriptionFilter,

@@ -24,7 +24,6 @@
 pub(crate) mod events;
 pub(crate) mod feed;
 pub(crate) mod snapshot;
-pub mod window;
 
 use std::sync::Arc;
 use std::time::Duration;

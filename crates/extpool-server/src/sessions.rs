@@ -35,6 +35,7 @@ mod admission;
 mod error;
 pub(crate) mod ids;
 mod open;
+pub mod replica;
 
 pub use error::SessionError;
 pub use open::OpenSession;
@@ -474,7 +475,7 @@ impl Sessions {
             });
         }
         let view = shared.host.session(id.as_str())?;
-        crate::callers::register(shared, &view, owner.clone()).await;
+        crate::handler::caller_views::register(shared, &view, owner.clone()).await;
         for (name, config) in servers {
             let config = admission::under_rule(shared, config);
             let registered = match shared.host.owned_mcp_server(name, config) {

@@ -156,7 +156,7 @@ pub(crate) fn follow(
     stop: &CancellationToken,
     grace: Duration,
 ) -> Response {
-    let is_sse = crate::event_ids::is_event_stream(&response);
+    let is_sse = crate::wire::is_event_stream(&response);
     if !is_sse {
         return response;
     }

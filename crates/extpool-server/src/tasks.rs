@@ -1,7 +1,7 @@
 //! Tasks through the gateway (MCP 2025-11-25): which task is whose.
 //!
 //! A task-augmented `tools/call` is started at the upstream server that
-//! owns the tool ([`crate::handler`]); the client gets an id of the
+//! owns the tool (the handler); the client gets an id of the
 //! gateway's own, never the server's, and every later task request is
 //! answered through this map of gateway ids to `(server, server's task
 //! id, owner)`:
@@ -428,7 +428,7 @@ pub(crate) fn declare_in(bytes: &[u8], tasks: &Value) -> Option<Vec<u8>> {
 }
 
 /// A session-era request as the task handlers take it
-/// ([`crate::handler`]'s `CustomRequest`s) when `declares` (the session's
+/// (the handler's `CustomRequest`s) when `declares` (the session's
 /// gateway declares tasks): a `tools/call` whose params (in `body`, the
 /// request's JSON) carry `task`, `tasks/get` and `tasks/cancel` (which
 /// rmcp reads as the 2026-07-28 extension's), and `tools/list`, whose
@@ -436,37 +436,6 @@ pub(crate) fn declare_in(bytes: &[u8], tasks: &Value) -> Option<Vec<u8>> {
 /// no field for). Any other request, and every request of a gateway that
 /// declares no tasks, as it is: a `tools/call`'s `task` is then ignored,
 /// as MCP asks of a server without tasks.
-/// Tasks over `extpool serve --stdio`, as over HTTP: a client's
-/// task-augmented `tools/call` and 2025-11-25 task methods are read whole
-/// from their lines ([`session_request`]), and the `initialize` answer
-/// declares the tasks `handler` declares ([`declare_in`]).
-pub(crate) fn over_stdio(
-    stdio: &mut extpool_host::mcp::transport::StdioServerTransport,
-    handler: &crate::handler::GatewayHandler,
-) {
-    use rmcp::model::{JsonRpcMessage, ServerResult};
-    let reading = handler.clone();
-    stdio.set_amend(Box::new(move |line, message| match message {
-        JsonRpcMessage::Request(mut request) => {
-            request.request =
-                session_request(request.request, line, || reading.declared_tasks().is_some());
-            JsonRpcMessage::Request(request)
-        }
-        other => other,
-    }));
-    let declaring = handler.clone();
-    stdio.set_rewrite(Box::new(move |message| {
-        let JsonRpcMessage::Response(response) = message else {
-            return None;
-        };
-        if !matches!(response.result, ServerResult::InitializeResult(_)) {
-            return None;
-        }
-        let tasks = declaring.declared_tasks()?;
-        declare_in(&serde_json::to_vec(message).ok()?, &tasks)
-    }));
-}
-
 pub(crate) fn session_request(
     request: rmcp::model::ClientRequest,
     body: &[u8],

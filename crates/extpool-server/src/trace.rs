@@ -6,7 +6,7 @@
 //! never holding an argument value.
 //!
 //! What the span needs of a message is read while it is checked
-//! ([`crate::check`]) and only when the span is recorded ([`wanted`]), so
+//! (the check of a message) and only when the span is recorded ([`wanted`]), so
 //! a gateway without traces pays one cached callsite check a request.
 
 use axum::http::HeaderMap;
@@ -165,21 +165,24 @@ pub(crate) struct RequestSpan(pub Span);
 /// The span a `tools/call` runs in: its request's, when the HTTP front end
 /// made one; over stdio (no HTTP request), a request span made here,
 /// since no front end of extpool's read it first; else the current span.
+/// `kept` is the request's span, if the front end made one; `over_http`
+/// whether it came over HTTP; `meta` and `id` its `_meta` and JSON-RPC id.
 pub(crate) fn call_parent(
-    ex: &crate::handler::exchange::Exchange,
+    (kept, over_http): (Option<&Span>, bool),
+    (meta, id): (&rmcp::model::RequestMetaObject, &rmcp::model::RequestId),
     request: &rmcp::model::CallToolRequestParams,
     session: &str,
 ) -> Span {
-    if let Some(span) = &ex.span {
+    if let Some(span) = kept {
         return span.clone();
     }
-    if ex.headers.is_some() || !wanted() {
+    if over_http || !wanted() {
         return Span::current();
     }
-    let meta = request.meta.as_ref().unwrap_or(&ex.meta);
+    let meta = request.meta.as_ref().unwrap_or(meta);
     let params = serde_json::json!({"name": request.name, "_meta": meta.0.0});
     let traced = traced("tools/call", Some(&params));
-    let id = serde_json::to_value(&ex.id).ok();
+    let id = serde_json::to_value(id).ok();
     span_of(
         &traced,
         id.as_ref(),

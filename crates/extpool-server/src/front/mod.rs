@@ -12,7 +12,7 @@
 //!   so no client waits for an answer;
 //! - the transport's rules of streamable HTTP ([`refusals`]): media types,
 //!   the version header, `_meta` against it, what needs a session;
-//! - the session's slot and activity ([`crate::live`]): a new or resumed
+//! - the session's slot and activity ([`crate::front::live`]): a new or resumed
 //!   session takes a slot (at the limit: HTTP 503 saying when one frees),
 //!   a request id in flight on the session is refused at once, and the
 //!   session is busy while a request or stream is open;
@@ -27,7 +27,7 @@
 //!   ([`crate::identity`]): another principal's request with its id is
 //!   answered as an unknown session is (HTTP 404), here and on any replica
 //!   that resumes it;
-//! - SSE event ids tagged with this replica ([`crate::event_ids`]);
+//! - SSE event ids tagged with this replica ([`crate::front::event_ids`]);
 //! - the shutdown ([`crate::shutdown`]): once it began, a new request or
 //!   `GET` stream is refused with HTTP 503, streams that never end by
 //!   themselves end, and a request still running when requests are
@@ -55,25 +55,29 @@ use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcRequest};
 use serde_json::Value;
 
 use crate::check::Message;
+use crate::front::live::{Busy, Key, Refused};
 use crate::gateway::Shared;
 use crate::handler::caller::Caller;
-use crate::live::{Busy, Key, Refused};
 use crate::methods::Era;
 use crate::metrics::Refusal;
 use crate::shutdown::Stream;
 
+pub(crate) mod event_ids;
 mod initialize;
 pub(crate) mod kept;
 mod listen;
+pub(crate) mod live;
+pub(crate) mod reaper;
 mod refusals;
 mod replay;
+pub(crate) mod resume;
 mod running;
 mod session;
+pub(crate) mod standard_headers;
 mod stateless;
 
 pub(crate) use initialize::MakeHandler;
 pub(crate) use replay::event_stream;
-pub(crate) use running::AbortOnDrop;
 pub(crate) use session::Session;
 
 use initialize::SESSION_HEADER;
@@ -81,17 +85,7 @@ use initialize::SESSION_HEADER;
 /// Default time a request body has to arrive in full.
 pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The message of a refused oversized body.
-pub(crate) fn too_large(declared: Option<u64>, max: usize) -> String {
-    match declared {
-        Some(size) => format!(
-            "the request body is {size} bytes; this extpool gateway accepts at most {max} (extpool serve --max-request-bytes)\n"
-        ),
-        None => format!(
-            "the request body is over {max} bytes, the most this extpool gateway accepts (extpool serve --max-request-bytes)\n"
-        ),
-    }
-}
+pub(crate) use crate::guard::too_large;
 
 /// A JSON-RPC error answer (HTTP `status`), for a request refused before
 /// its handler sees it.
@@ -231,8 +225,10 @@ pub(crate) async fn serve(
     let _arriving = shared.front.live.arriving(endpoint);
     let principal = crate::identity::of(&request);
     let (mut parts, body) = request.into_parts();
-    let resumed = crate::event_ids::resumed_request(&shared.front.event_tag, &parts);
-    if let Some(answer) = crate::event_ids::resume_header(&shared.front.event_tag, &mut parts) {
+    let resumed = crate::front::event_ids::resumed_request(&shared.front.event_tag, &parts);
+    if let Some(answer) =
+        crate::front::event_ids::resume_header(&shared.front.event_tag, &mut parts)
+    {
         return answer;
     }
     let session = parts
@@ -299,7 +295,7 @@ pub(crate) async fn serve(
         ),
         None => response,
     };
-    crate::event_ids::tag(&shared.front.event_tag, response, tag_id.as_deref())
+    crate::front::event_ids::tag(&shared.front.event_tag, response, tag_id.as_deref())
 }
 
 /// A request without a session: an `initialize` begins one; a 2026-07-28
@@ -528,7 +524,7 @@ async fn in_session(
                 StatusCode::TOO_MANY_REQUESTS,
                 message.id.as_ref(),
                 -32000,
-                &crate::live::too_many_requests(),
+                &crate::front::live::too_many_requests(),
             );
         }
         Err(Refused::Full(full)) => return refuse_full(shared, message, &full),
@@ -730,7 +726,7 @@ async fn record_owner(shared: &Shared, endpoint: &str, id: &str, owner: Option<&
 /// The answer at a session limit: HTTP 503 (the gateway's) or 429 (the
 /// caller's own), `Retry-After`, and the JSON-RPC error saying when a
 /// slot frees.
-fn refuse_full(shared: &Shared, message: &Message, full: &crate::live::Full) -> Response {
+fn refuse_full(shared: &Shared, message: &Message, full: &crate::front::live::Full) -> Response {
     shared.ops.metrics.refused(Refusal::Sessions);
     let mut answer = rpc_error(
         StatusCode::from_u16(full.status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE),
@@ -747,7 +743,7 @@ fn refuse_full(shared: &Shared, message: &Message, full: &crate::live::Full) -> 
 /// `response`, keeping its session busy until an SSE body ends (a JSON or
 /// empty body is whole already).
 fn while_open(response: Response, busy: Busy) -> Response {
-    let streaming = crate::event_ids::is_event_stream(&response);
+    let streaming = crate::front::event_ids::is_event_stream(&response);
     if !streaming {
         return response;
     }

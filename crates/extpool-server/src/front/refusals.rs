@@ -184,7 +184,7 @@ pub(crate) fn initialize(headers: &HeaderMap, asked: &str, id: &RequestId) -> Op
     Some(rpc_error(
         StatusCode::BAD_REQUEST,
         Some(id),
-        crate::standard_headers::HEADER_MISMATCH,
+        crate::front::standard_headers::HEADER_MISMATCH,
         &why,
     ))
 }
@@ -206,7 +206,7 @@ pub(crate) fn meta_against_header(
         rpc_error(
             StatusCode::BAD_REQUEST,
             Some(id),
-            crate::standard_headers::HEADER_MISMATCH,
+            crate::front::standard_headers::HEADER_MISMATCH,
             &why,
         )
     };

@@ -50,7 +50,7 @@ pub(super) struct Outbox {
 impl Outbox {
     #[allow(deprecated)] // logging (SEP-2577) is deprecated but clients still show it
     pub(super) fn log(params: Value) -> Option<ServerJsonRpcMessage> {
-        let params = crate::relay::log_param(params)?;
+        let params = crate::handler::relay::log_param(params)?;
         Some(ServerJsonRpcMessage::notification(
             ServerNotification::LoggingMessageNotification(rmcp::model::Notification::new(params)),
         ))
@@ -80,7 +80,7 @@ pub(super) struct OutboxProgress {
 
 impl ProgressSink for OutboxProgress {
     fn send(&self, update: ProgressUpdate) {
-        let param = crate::relay::progress_param(&self.token, update);
+        let param = crate::handler::relay::progress_param(&self.token, update);
         let message = ServerJsonRpcMessage::notification(ServerNotification::ProgressNotification(
             rmcp::model::Notification::new(param),
         ));
@@ -204,11 +204,4 @@ pub(super) fn holding<G: Send + 'static>(response: Response, guard: G) -> Respon
     Response::from_parts(parts, Body::from_stream(body))
 }
 
-/// A task aborted when dropped.
-pub(crate) struct AbortOnDrop(pub(crate) tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
+pub(crate) use crate::wire::AbortOnDrop;

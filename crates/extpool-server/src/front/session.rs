@@ -320,7 +320,7 @@ impl Drop for Asked<'_> {
 #[async_trait::async_trait]
 impl extpool_host::CallClient for Client {
     async fn request(&self, method: &str, params: Value) -> Result<Value, String> {
-        let request = crate::relay::server_request(method, params)?;
+        let request = crate::handler::relay::server_request(method, params)?;
         let n = self.session.next_ask.fetch_add(1, Ordering::Relaxed);
         let id = RequestId::String(format!("extpool-{n}").into());
         let key = id_key(&id);
@@ -340,18 +340,18 @@ impl extpool_host::CallClient for Client {
     }
 
     fn accepts(&self, method: &str) -> bool {
-        crate::relay::accepts(self.session.client_info().as_deref(), method)
+        crate::handler::relay::accepts(self.session.client_info().as_deref(), method)
     }
 
     fn session(&self) -> Option<Arc<dyn extpool_host::core::ClientSession>> {
         let outbound = self.session.outbound.clone()?;
-        Some(Arc::new(crate::relay::PeerSession(ClientPeer::Own(
-            outbound,
-        ))))
+        Some(Arc::new(crate::handler::relay::PeerSession(
+            ClientPeer::Own(outbound),
+        )))
     }
 
     fn log(&self, params: Value) {
-        if !crate::relay::wanted(&params, &self.level) {
+        if !crate::handler::relay::wanted(&params, &self.level) {
             return;
         }
         let sent = Outbox::log(params)

@@ -1,7 +1,7 @@
 //! 2026-07-28 messages, which have no session, answered in the HTTP task
 //! that received them: the transport's checks first ([`super::refusals`]:
 //! media types, the version header, `_meta` against it, then SEP-2243's
-//! standard headers against the body, [`crate::standard_headers`]); a
+//! standard headers against the body, [`crate::front::standard_headers`]); a
 //! request is then answered by one handler made for it, as a session's
 //! are ([`Session::answer`]): `application/json` when nothing precedes
 //! the result, else an SSE stream, which cannot be resumed (there is no
@@ -45,7 +45,8 @@ pub(crate) async fn serve(
         ClientJsonRpcMessage::Request(JsonRpcRequest { id, request, .. }) => (id, request),
         ClientJsonRpcMessage::Notification(_) => {
             let refused =
-                crate::standard_headers::refusal(&parts.headers, bytes, None, None, &caller).await;
+                crate::front::standard_headers::refusal(&parts.headers, bytes, None, None, &caller)
+                    .await;
             return refused.unwrap_or_else(|| StatusCode::ACCEPTED.into_response());
         }
         ClientJsonRpcMessage::Response(_) | ClientJsonRpcMessage::Error(_) => {
@@ -60,7 +61,7 @@ pub(crate) async fn serve(
         Err(answer) => return answer,
     };
     let id_value = serde_json::to_value(&id).ok();
-    let refused = crate::standard_headers::refusal(
+    let refused = crate::front::standard_headers::refusal(
         &parts.headers,
         bytes,
         id_value.as_ref(),

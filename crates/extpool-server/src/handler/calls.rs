@@ -21,8 +21,8 @@ use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, Conte
 use super::GatewayHandler;
 use super::exchange::Exchange;
 use crate::audit::{AuditRecord, args_digest, millis, now_ms};
+use crate::handler::relay;
 use crate::input_rounds::{self, Next, RoundClient};
-use crate::relay;
 use crate::sessions::OpenSession;
 
 /// The JSON-RPC error code of a call refused for a rate limit (in the
@@ -100,7 +100,12 @@ impl GatewayHandler {
             ),
         };
         // The request's span, which rmcp may have left in another task.
-        let parent = crate::trace::call_parent(ex, &request, self.session_id());
+        let parent = crate::trace::call_parent(
+            (ex.span.as_ref(), ex.headers.is_some()),
+            (&ex.meta, &ex.id),
+            &request,
+            self.session_id(),
+        );
         let span = tracing::info_span!(
             parent: &parent,
             "tool_call",
@@ -256,9 +261,14 @@ impl GatewayHandler {
                 }
                 Some(Ok(result.into()))
             }
-            tool => crate::source_tools::call(&self.shared, self.durable.as_ref(), principal, tool)
-                .await
-                .map(|result| result.map(Into::into)),
+            tool => crate::handler::source_tools::call(
+                &self.shared,
+                self.durable.as_ref(),
+                principal,
+                tool,
+            )
+            .await
+            .map(|result| result.map(Into::into)),
         }
     }
 
@@ -515,7 +525,7 @@ pub(crate) fn request_log_level(meta: &rmcp::model::RequestMetaObject) -> Option
     }
     let rank = meta
         .log_level()
-        .and_then(|level| log_level_rank(&crate::passthrough::level_word(level)));
+        .and_then(|level| log_level_rank(&crate::handler::passthrough::level_word(level)));
     Some(rank.unwrap_or(usize::MAX))
 }
 

@@ -113,3 +113,35 @@ impl ServerHandler for Listener {
         Ok(())
     }
 }
+
+/// Tasks over `extpool serve --stdio`, as over HTTP: a client's
+/// task-augmented `tools/call` and 2025-11-25 task methods are read whole
+/// from their lines ([`crate::tasks::session_request`]), and the `initialize` answer
+/// declares the tasks `handler` declares ([`crate::tasks::declare_in`]).
+pub(crate) fn over_stdio(
+    stdio: &mut extpool_host::mcp::transport::StdioServerTransport,
+    handler: &GatewayHandler,
+) {
+    use rmcp::model::{JsonRpcMessage, ServerResult};
+    let reading = handler.clone();
+    stdio.set_amend(Box::new(move |line, message| match message {
+        JsonRpcMessage::Request(mut request) => {
+            request.request = crate::tasks::session_request(request.request, line, || {
+                reading.declared_tasks().is_some()
+            });
+            JsonRpcMessage::Request(request)
+        }
+        other => other,
+    }));
+    let declaring = handler.clone();
+    stdio.set_rewrite(Box::new(move |message| {
+        let JsonRpcMessage::Response(response) = message else {
+            return None;
+        };
+        if !matches!(response.result, ServerResult::InitializeResult(_)) {
+            return None;
+        }
+        let tasks = declaring.declared_tasks()?;
+        crate::tasks::declare_in(&serde_json::to_vec(message).ok()?, &tasks)
+    }));
+}

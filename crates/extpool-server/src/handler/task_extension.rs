@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 
 use super::GatewayHandler;
 use super::exchange::Exchange;
-use crate::passthrough::host_error;
+use crate::handler::passthrough::host_error;
 use crate::tasks::{self, Found};
 
 /// A 2025-11-25 task (`tasks/get`'s answer) as the extension's `Task`,

@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 
 use super::GatewayHandler;
 use super::exchange::Exchange;
-use crate::passthrough::host_error;
+use crate::handler::passthrough::host_error;
 use crate::tasks::{self, Asker, Found, Tasks};
 
 /// The methods answered here.

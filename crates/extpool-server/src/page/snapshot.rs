@@ -22,7 +22,7 @@ pub(crate) async fn snapshot(shared: &Shared) -> Value {
         "playground": shared.options.playground,
         "servers": servers(shared, &report),
         "catalog": catalog(shared, &report),
-        "sources": crate::source_tools::sources_value(updates, &report),
+        "sources": crate::handler::source_tools::sources_value(updates, &report),
         "sessions": sessions(shared).await,
         "skills": skills(shared),
         "plugins": plugins(shared),

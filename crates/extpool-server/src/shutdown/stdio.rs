@@ -5,7 +5,7 @@
 //! ends as soon as no request is in flight; when requests are cancelled,
 //! each one still unanswered gets the shutdown error before it ends.
 //! Only one client is served, so its requests in flight are bounded as a
-//! session's over HTTP ([`crate::live::MAX_REQUESTS_IN_FLIGHT`]).
+//! session's over HTTP ([`crate::wire::MAX_REQUESTS_IN_FLIGHT`]).
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -88,8 +88,8 @@ where
                     self.answer(id, super::REFUSED.to_owned());
                     return None;
                 }
-                if self.pending.len() >= crate::live::MAX_REQUESTS_IN_FLIGHT {
-                    self.answer(id, crate::live::too_many_requests());
+                if self.pending.len() >= crate::wire::MAX_REQUESTS_IN_FLIGHT {
+                    self.answer(id, crate::wire::too_many_requests());
                     return None;
                 }
                 self.pending.insert(id);

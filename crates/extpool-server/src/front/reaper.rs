@@ -1,5 +1,5 @@
 //! The one reaper: ends what has been idle for `--session-idle-timeout` —
-//! MCP sessions with no request or stream open ([`crate::live`]), and
+//! MCP sessions with no request or stream open ([`crate::front::live`]), and
 //! durable sessions whose endpoint has none (their view and per-session
 //! servers close; their record stays in the store and opens again on its
 //! next request).

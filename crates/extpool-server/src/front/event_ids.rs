@@ -97,20 +97,12 @@ fn request_of(hex: &str) -> Option<Value> {
     serde_json::from_slice(&hex::decode(hex).ok()?).ok()
 }
 
-/// Whether `response` is an SSE stream (`text/event-stream`): the one
-/// test of every layer that follows a stream's events.
-pub(crate) fn is_event_stream(response: &Response) -> bool {
-    response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"))
-}
+pub(crate) use crate::wire::is_event_stream;
 
 /// Tags the event ids of an SSE `response` with `tag` and, for a
 /// request's stream, `request` (the hex of the request id's JSON).
 pub(crate) fn tag(tag: &str, response: Response, request: Option<&str>) -> Response {
-    let is_sse = crate::event_ids::is_event_stream(&response);
+    let is_sse = crate::front::event_ids::is_event_stream(&response);
     if !is_sse {
         return response;
     }

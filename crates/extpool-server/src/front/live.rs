@@ -30,17 +30,7 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-/// Most requests one session has in flight at once (of any method; tool
-/// calls are bounded lower, by `--max-calls-per-session`).
-pub const MAX_REQUESTS_IN_FLIGHT: usize = 1024;
-
-/// Why a request past [`MAX_REQUESTS_IN_FLIGHT`] is refused (over HTTP
-/// and stdio alike).
-pub(crate) fn too_many_requests() -> String {
-    format!(
-        "this session has {MAX_REQUESTS_IN_FLIGHT} requests in flight, the most one session may; wait for some to end"
-    )
-}
+pub(crate) use crate::wire::{MAX_REQUESTS_IN_FLIGHT, too_many_requests};
 
 /// Where a session lives: the endpoint (`""` for `/mcp`, else the durable
 /// session's id) and the `Mcp-Session-Id` the front end gave it.

@@ -68,18 +68,7 @@ pub(crate) fn accepts(info: Option<&rmcp::model::InitializeRequestParams>, metho
     info.is_some_and(|info| declares(&info.capabilities, method))
 }
 
-/// Whether a client with `capabilities` takes server request `method`.
-pub(crate) fn declares(capabilities: &rmcp::model::ClientCapabilities, method: &str) -> bool {
-    match method {
-        extpool_host::mcp::handler::SAMPLING => capabilities.sampling.is_some(),
-        extpool_host::mcp::handler::ELICITATION => capabilities.elicitation.is_some(),
-        extpool_host::mcp::handler::ELICITATION_URL => capabilities
-            .elicitation
-            .as_ref()
-            .is_some_and(|e| e.url.is_some()),
-        _ => false,
-    }
-}
+pub(crate) use crate::wire::declares;
 
 /// The capability a client declares to take server request `method`, as
 /// the `requiredCapabilities` of a `-32021` error name it (`{"sampling":
