@@ -13,6 +13,8 @@ use rmcp::model::{
     CallToolResult, ContentBlock, GetPromptResult, Icon, JsonObject, MetaObject, Prompt, Resource,
     ResourceContents, ResourceTemplate, Tool,
 };
+use std::sync::Arc;
+
 use serde_json::Value;
 
 /// A resource body that is not valid base64.
@@ -28,27 +30,28 @@ fn icons(icons: Option<&[Icon]>) -> Option<Value> {
     icons.and_then(|i| serde_json::to_value(i).ok())
 }
 
-/// A tool as listed by `tools/list`.
-pub fn tool_entry(tool: &Tool) -> ToolEntry {
+/// A tool as listed by `tools/list`, its schemas moved, not copied: a
+/// parsed schema takes several times its text, and a server may list tens
+/// of thousands of tools, so holding a second copy while converting would
+/// double the listing's peak.
+pub fn tool_entry(tool: Tool) -> ToolEntry {
     let title = tool
         .title
-        .clone()
         .or_else(|| tool.annotations.as_ref().and_then(|a| a.title.clone()));
     ToolEntry {
-        name: tool.name.to_string(),
+        name: tool.name.into_owned(),
         title,
-        description: tool.description.as_deref().unwrap_or_default().to_owned(),
-        input_schema: std::sync::Arc::new(Value::Object((*tool.input_schema).clone())),
+        description: tool.description.map(|d| d.into_owned()).unwrap_or_default(),
+        input_schema: Arc::new(Value::Object(Arc::unwrap_or_clone(tool.input_schema))),
         output_schema: tool
             .output_schema
-            .as_ref()
-            .map(|s| std::sync::Arc::new(Value::Object((**s).clone()))),
+            .map(|s| Arc::new(Value::Object(Arc::unwrap_or_clone(s)))),
         annotations: tool
             .annotations
             .as_ref()
             .and_then(|a| serde_json::to_value(a).ok()),
         icons: icons(tool.icons.as_deref()),
-        meta: meta(tool.meta.as_ref()),
+        meta: tool.meta.map(|m| Value::Object(m.0)),
     }
 }
 
@@ -393,7 +396,7 @@ mod tests {
             "annotations": {"title": "Add", "readOnlyHint": true}
         }))
         .unwrap();
-        let e = tool_entry(&tool);
+        let e = tool_entry(tool);
         assert_eq!(e.name, "add");
         assert_eq!(e.title.as_deref(), Some("Add"));
         assert_eq!(e.input_schema["properties"]["a"]["type"], "number");

@@ -222,6 +222,21 @@ impl Notifier {
     }
 }
 
+/// Feeds what is written to a hasher, so a value is hashed as its JSON
+/// text without the text being made.
+struct HashWriter<'a>(&'a mut DefaultHasher);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// A hash of each list a client sees.
 #[derive(Debug, PartialEq, Eq)]
 struct Fingerprints {
@@ -239,8 +254,13 @@ impl Fingerprints {
         };
         Self {
             tools: hash(&|h| {
-                for t in view.tools() {
-                    (&t.name, &t.description, t.input_schema.to_string()).hash(h);
+                // The table's rows read in place: `View::tools` copies
+                // every schema, and a schema's text would be another
+                // copy, a list's worth of memory per fingerprint.
+                for (_, r) in view.table().visible() {
+                    (&r.tool.name, &r.tool.description).hash(h);
+                    // Writing to a hasher cannot fail.
+                    let _ = serde_json::to_writer(HashWriter(h), &*r.tool.input_schema);
                 }
             }),
             resources: hash(&|h| {

@@ -321,7 +321,7 @@ impl McpServerCap {
             return Ok(hit);
         }
         let tools = client.list_tools().await?;
-        let entries = tools.iter().map(convert::tool_entry).collect();
+        let entries = tools.into_iter().map(convert::tool_entry).collect();
         Ok(store(&self.caches.tools, epoch, entries))
     }
 

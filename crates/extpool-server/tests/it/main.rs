@@ -41,3 +41,7 @@ mod tasks;
 mod tool_search;
 mod upstreams;
 mod url_elicitation;
+
+/// Counts the bytes held on the heap, for the memory tests.
+#[global_allocator]
+static HEAP: memory::Counting = memory::Counting;

@@ -359,3 +359,230 @@ async fn a_page_reader_that_falls_behind_is_dropped_and_one_past_the_limit_refus
     assert_eq!(again.status(), 200);
     served.stop().await;
 }
+
+/// Counts the bytes this test binary holds on the heap (asked for, not
+/// what the allocator rounds them to), so a test measures what the gateway
+/// keeps deterministically, whatever the allocator does with pages.
+pub struct Counting;
+
+static HELD: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+/// The most [`HELD`] reached since [`peak_from_now`].
+static PEAK: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+/// Adds `bytes` (negative: freed) to what is held, noting a new peak.
+fn count(bytes: i64) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let now = HELD.fetch_add(bytes, Relaxed) + bytes;
+    PEAK.fetch_max(now, Relaxed);
+}
+
+/// Starts measuring the peak from what is held now.
+fn peak_from_now() {
+    PEAK.store(held(), std::sync::atomic::Ordering::Relaxed);
+}
+
+// SAFETY: every call is passed on to the system allocator unchanged; the
+// counter only records the sizes. (A global allocator is an unsafe trait.)
+#[allow(unsafe_code)]
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        count(layout.size() as i64);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        count(layout.size() as i64);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { std::alloc::System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        count(-(layout.size() as i64));
+        // SAFETY: the caller's contract, passed on.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new: usize) -> *mut u8 {
+        count(new as i64 - layout.size() as i64);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { std::alloc::System.realloc(ptr, layout, new) }
+    }
+}
+
+/// The bytes this process holds on the heap now.
+fn held() -> i64 {
+    HELD.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Environment variable that turns [`tool_list_probe`] into a probe: the
+/// number of tools its upstream serves.
+const PROBE_TOOLS: &str = "EXTPOOL_MEMORY_PROBE_TOOLS";
+
+/// `n` tools of about 250 bytes each as a `tools/list` has them (a
+/// description, a schema of two properties), as JSON.
+fn many_tools(n: usize) -> Value {
+    let tools: Vec<Value> = (0..n)
+        .map(|i| {
+            json!({
+                "name": format!("tool_{i:05}"),
+                "description": format!("Tool number {i} looks things up in the index {i}."),
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "query": {"type": "string", "description": "What to look for."},
+                        "limit": {"type": "integer", "minimum": 1},
+                    },
+                    "required": ["query"],
+                },
+            })
+        })
+        .collect();
+    Value::Array(tools)
+}
+
+/// In a child process (this test binary, run on this test alone, so no
+/// other test allocates meanwhile): serves an upstream of
+/// `$EXTPOOL_MEMORY_PROBE_TOOLS` tools, lists them three times on one
+/// session, and prints the list's size and the bytes held at each step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_list_probe() {
+    let Some(n) = std::env::var(PROBE_TOOLS).ok().and_then(|n| n.parse().ok()) else {
+        return;
+    };
+    use crate::support::server_yaml;
+    let project = Project::new();
+    let file = project.path().join("tools.json");
+    std::fs::write(&file, many_tools(n).to_string()).unwrap();
+    let big =
+        extpool_testkit::stdio_command(["--tools-file".to_owned(), file.display().to_string()]);
+    project.config(&server_yaml("big", big));
+    let before = held();
+    peak_from_now();
+    let served = Served::start(project, GatewayOptions::default()).await;
+    let url = served.url.clone();
+    let id = session(&url).await;
+    let mut steps = vec![
+        ("started", held() - before),
+        (
+            "peak_started",
+            PEAK.load(std::sync::atomic::Ordering::Relaxed) - before,
+        ),
+    ];
+    let mut list_bytes = 0;
+    for (n, step) in [(1, "listed1"), (2, "listed2"), (3, "listed3")] {
+        let list = json!({"jsonrpc": "2.0", "id": n, "method": "tools/list"});
+        let response = within(mcp_post(&url, Some((&id, VERSION)), list.to_string()).send())
+            .await
+            .unwrap();
+        let text = within(response.text()).await.unwrap();
+        // The answer's JSON (the body, or the data of its one event).
+        let answer = text
+            .lines()
+            .find_map(|l| l.strip_prefix("data:"))
+            .unwrap_or(&text)
+            .trim();
+        assert!(
+            answer.contains("mcp__big__tool_00000"),
+            "{}",
+            &answer[..200.min(answer.len())]
+        );
+        list_bytes = answer.len();
+        drop(text);
+        // The gateway may still be dropping the answer it sent: what it
+        // holds settles back to where the first list left it, or is
+        // recorded as it is after a while.
+        let settled = steps
+            .iter()
+            .find(|(s, _)| *s == "listed1")
+            .map(|(_, b)| b + list_bytes as i64 / 4);
+        if let Some(settled) = settled {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while held() - before > settled && std::time::Instant::now() < deadline {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+        steps.push((step, held() - before));
+        steps.push((
+            "peak_listing",
+            PEAK.load(std::sync::atomic::Ordering::Relaxed) - before,
+        ));
+    }
+    #[allow(clippy::print_stdout)]
+    {
+        println!("PROBE list_bytes={list_bytes}");
+        for (step, bytes) in steps {
+            println!("PROBE {step}={bytes}");
+        }
+    }
+    end(&url, &id).await;
+    served.stop().await;
+}
+
+/// Tools of the upstream in [`a_large_tool_list_is_held_once_and_listing_it_copies_no_schema`].
+const MANY: usize = 10_000;
+
+/// The figures [`tool_list_probe`] printed, by name.
+fn probe_figures(tools: usize) -> std::collections::HashMap<String, Vec<f64>> {
+    let exe = std::env::current_exe().expect("the test binary");
+    let out = std::process::Command::new(exe)
+        .args([
+            "memory::tool_list_probe",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(PROBE_TOOLS, tools.to_string())
+        .output()
+        .expect("the probe runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut figures = std::collections::HashMap::<String, Vec<f64>>::new();
+    for (name, value) in stdout
+        .lines()
+        // The first may follow the harness's `test … ` on its line.
+        .filter_map(|l| Some(l.split_once("PROBE ")?.1))
+        .filter_map(|l| l.split_once('='))
+    {
+        figures
+            .entry(name.to_owned())
+            .or_default()
+            .push(value.parse().unwrap());
+    }
+    assert!(figures.contains_key("listed3"), "{stdout}");
+    figures
+}
+
+/// An upstream of 10,000 tools behind the gateway: what the gateway holds
+/// is proportional to the list (one parsed copy of each schema, shared by
+/// the capability's cache, the catalog revision and the view's table), it
+/// does not grow as the list is asked for again, and answering a
+/// `tools/list` copies no schema for a fingerprint (the list's peak was
+/// 38× the list's size when each fingerprint copied every schema, 30×
+/// now: what is left is the answer's own copy in MCP's types and its text).
+#[test]
+fn a_large_tool_list_is_held_once_and_listing_it_copies_no_schema() {
+    let figures = probe_figures(MANY);
+    let list = figures["list_bytes"][0];
+    let held = &figures["listed1"];
+    let last = figures["listed3"][0];
+    let peak = figures["peak_listing"].iter().copied().fold(0.0, f64::max);
+    let times = |bytes: f64| bytes / list;
+    // 17× the list's text measured: a parsed schema takes about ten times
+    // its text (a B-tree node per object).
+    assert!(
+        times(held[0]) <= 22.0,
+        "held {:.1}× the list",
+        times(held[0])
+    );
+    assert!(
+        last - held[0] <= list / 4.0,
+        "grew by {:.0} bytes over two more lists of {list:.0}",
+        last - held[0]
+    );
+    assert!(times(peak) <= 34.0, "peak {:.1}× the list", times(peak));
+}
