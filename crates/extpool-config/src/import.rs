@@ -80,16 +80,14 @@ pub fn render(loaded: &Loaded, mode: &RenderMode) -> Rendered {
                 }
                 if !keep_secrets {
                     let file = source.map_or("", |s| s.file.as_str());
-                    secrets::rewrite(&mut config, &mut |site, _| {
-                        let var = site.env_name(name);
+                    for (var, _) in secrets::to_references(&mut config, name) {
                         let note = format!(
                             "{var}  (mcp_servers.{name}: the literal value in {file} was not copied)"
                         );
                         if !exports.contains(&note) {
                             exports.push(note);
                         }
-                        format!("${{{var}}}")
-                    });
+                    }
                 }
             }
         }
@@ -101,7 +99,7 @@ pub fn render(loaded: &Loaded, mode: &RenderMode) -> Rendered {
             };
             yaml.push_str(&format!("  # {}:{}{renamed}\n", src.file, src.pos));
         }
-        yaml.push_str(&format!("  {}:\n", yaml_key(name)));
+        yaml.push_str(&format!("  {}:\n", crate::tree::yaml_string(name)));
         yaml.push_str(&indent(&to_yaml(&config), 4));
     }
 
@@ -202,15 +200,6 @@ fn to_yaml<T: Serialize>(value: &T) -> String {
     match crate::tree::to_yaml(value) {
         Ok(s) => s,
         Err(e) => format!("# cannot render: {e}\n"),
-    }
-}
-
-fn yaml_key(name: &str) -> String {
-    // Server names are `[A-Za-z0-9_]+`; quote anything else defensively.
-    if crate::model::is_valid_server_name(name) && !name.chars().all(|c| c.is_ascii_digit()) {
-        name.to_owned()
-    } else {
-        format!("{name:?}")
     }
 }
 

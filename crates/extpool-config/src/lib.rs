@@ -11,6 +11,8 @@
 //!   server is resolved to be started.
 //! * [`diagnostics`]: `file:line:column` findings with "did you mean".
 //! * [`import`]: writing the effective configuration back out as YAML.
+//! * [`edit`]: located, comment-preserving edits: a server added to or
+//!   removed from `extpool.yaml`, an agent's own file wired to a gateway.
 //! * [`guardrails`]: the rules of the `guardrails:` section (patterns,
 //!   webhook URLs, bounds) that `config check` and the host share.
 //!
@@ -21,6 +23,7 @@
 
 pub mod de;
 pub mod diagnostics;
+pub mod edit;
 pub mod error;
 pub mod expand;
 pub mod foreign;
@@ -40,8 +43,8 @@ pub use diagnostics::{Diagnostic, Severity};
 pub use error::{ConfigError, ResolveError};
 pub use import::{RenderMode, Rendered, render};
 pub use load::{
-    LoadRequest, Loaded, ServerSource, SourceFile, load, load_file, load_strict, load_value,
-    process_env, resolve_paths,
+    LoadRequest, Loaded, ServerSource, SourceFile, load, load_file, load_strict, load_text,
+    load_value, process_env, resolve_paths,
 };
 pub use locate::{ConfigFormat, Origin, Places};
 pub use model::{

@@ -174,15 +174,22 @@ pub fn load_value(config: &ExtpoolConfig, dir: &Path, label: &str) -> Result<Loa
         cwd: dir.to_path_buf(),
         ..Places::default()
     };
+    load_text(&dir.join(label), &text, &places)
+}
+
+/// Loads `text` as the `extpool.yaml` at `path` would be loaded if it
+/// held it (named with `--config`): how an edit is checked before it is
+/// written, with every check `config check` applies.
+pub fn load_text(path: &Path, text: &str, places: &Places) -> Result<Loaded, ConfigError> {
     let candidate = Candidate {
-        path: dir.join(label),
+        path: path.to_path_buf(),
         format: ConfigFormat::Extpool,
         origin: Origin::Extpool,
         project: true,
     };
     let mut loaded = Loaded::default();
     let mut errors = Vec::new();
-    read_into(&candidate, &text, &places, true, &mut loaded, &mut errors);
+    read_into(&candidate, text, places, true, &mut loaded, &mut errors);
     if errors.is_empty() {
         Ok(loaded)
     } else {

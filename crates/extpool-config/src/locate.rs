@@ -280,6 +280,22 @@ impl Places {
             .collect()
     }
 
+    /// An application's config file on this platform, where it writes
+    /// its settings: `%APPDATA%` on Windows, `~/Library/Application
+    /// Support` on macOS, the configuration directory elsewhere.
+    pub fn app_config_file(&self, app: &str, file: &str) -> Option<PathBuf> {
+        let dir = if cfg!(windows) {
+            self.appdata.clone()
+        } else if cfg!(target_os = "macos") {
+            self.home
+                .as_ref()
+                .map(|h| h.join("Library/Application Support"))
+        } else {
+            self.config_dir()
+        }?;
+        Some(dir.join(app).join(file))
+    }
+
     /// An application's config file on Linux, macOS and Windows (deduplicated).
     fn app_config_files(&self, app: &str, file: &str) -> Vec<PathBuf> {
         let mut dirs = Vec::new();

@@ -89,6 +89,22 @@ pub fn rewrite(config: &mut McpServerConfig, replace: &mut dyn FnMut(&SecretSite
     rewrite_with(config, false, replace);
 }
 
+/// Replaces every literal secret of `config` (server `server`'s entry) by
+/// a `${VAR}` reference named for where it sat ([`SecretSite::env_name`]),
+/// and returns each variable with that place, once: what to export. How
+/// `config import` and `mcp add` keep a pasted token out of a file.
+pub fn to_references(config: &mut McpServerConfig, server: &str) -> Vec<(String, SecretSite)> {
+    let mut vars: Vec<(String, SecretSite)> = Vec::new();
+    rewrite(config, &mut |site, _| {
+        let var = site.env_name(server);
+        if !vars.iter().any(|(v, _)| *v == var) {
+            vars.push((var.clone(), site.clone()));
+        }
+        format!("${{{var}}}")
+    });
+    vars
+}
+
 /// The site of a secret found by its value inside the value of `site`.
 fn inner_site(site: &SecretSite, span: &Span, whole: bool) -> SecretSite {
     let suffix = match &span.kind {

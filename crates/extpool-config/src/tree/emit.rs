@@ -101,6 +101,12 @@ fn needs_escape(c: char) -> bool {
     c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}')
 }
 
+/// `s` as a YAML scalar that reads back as the string `s` (plain where
+/// that is safe, else quoted): how a key or value is written.
+pub fn yaml_string(s: &str) -> String {
+    string(s)
+}
+
 /// `s` as a scalar that reads back as the string `s`.
 fn string(s: &str) -> String {
     if is_plain_safe(s) {

@@ -11,7 +11,7 @@ mod json;
 mod toml;
 mod yaml;
 
-pub use emit::to_yaml;
+pub use emit::{to_yaml, yaml_string};
 
 pub use json::{JsonDocument, parse_json, parse_json_document};
 pub use toml::parse_toml;
