@@ -205,9 +205,19 @@ Examples:
   extpool doctor          what the kernel offers, and a confined process started for real
   extpool doctor --json   the same as one JSON object")]
     Doctor,
-    /// OAuth for remote MCP servers: login, logout, auth-status.
+    /// MCP servers of extpool.yaml (add, remove, list) and OAuth for remote ones (login, logout, auth-status).
     #[command(subcommand)]
     Mcp(crate::cmd::mcp::McpCommand),
+
+    /// Find servers in an MCP Registry (the official one, or --registry URL).
+    #[command(after_help = "\
+Examples:
+  extpool search weather                    servers with weather in their name
+  extpool search github --json              the same, with what each would run
+  extpool search files --registry https://registry.example.org
+
+Add one with `extpool mcp add NAME --from-registry`; what it runs is shown first.")]
+    Search(crate::cmd::registry::SearchArgs),
 
     /// Serve every MCP server, skill and command as one MCP server (the gateway).
     #[command(after_help = "\

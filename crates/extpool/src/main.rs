@@ -7,6 +7,7 @@
 mod cli;
 mod cmd;
 mod context;
+mod invocation;
 mod output;
 mod progress;
 mod signals;

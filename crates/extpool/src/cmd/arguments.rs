@@ -100,10 +100,10 @@ pub fn problems(tool: &ToolInfo, args: &Map<String, Value>) -> Option<String> {
     }
     (!said.is_empty()).then(|| {
         format!(
-            "{}: {}; see `extpool describe {}`",
+            "{}: {}; see `{}`",
             tool.name,
             said.join("; "),
-            tool.name
+            crate::invocation::cmd(&format!("describe {}", tool.name))
         )
     })
 }

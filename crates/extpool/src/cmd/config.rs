@@ -108,9 +108,10 @@ fn check(ctx: &mut Ctx) -> Result<ExitCode> {
         }
     }
     if loaded.sources.is_empty() && errors == 0 {
-        ctx.out.line(
-            "ok: no configuration file found (see `extpool config paths`); skills are still discovered",
-        )?;
+        ctx.out.line(&format!(
+            "ok: no configuration file found (see `{}`); skills are still discovered",
+            crate::invocation::cmd("config paths")
+        ))?;
         return Ok(code);
     }
     let style = ctx.out.style;
@@ -186,7 +187,10 @@ fn import(ctx: &mut Ctx, args: ImportArgs) -> Result<ExitCode> {
     let loaded = ctx.load_files()?;
     ctx.warn(&loaded.diagnostics);
     if loaded.sources.is_empty() {
-        bail!("no configuration found to import (see `extpool config paths`, or name a file)");
+        bail!(
+            "no configuration found to import (see `{}`, or name a file)",
+            crate::invocation::cmd("config paths")
+        );
     }
     let out_path = args.output.as_ref().map(|p| {
         if p.is_absolute() {

@@ -40,10 +40,10 @@ struct ServerJson {
 pub async fn run(ctx: &mut Ctx, args: ListArgs) -> Result<ExitCode> {
     if let Some(gateway) = &args.gateway {
         if args.kind != Some(ListKind::Sources) {
-            return Err(crate::UsageError(
-                "--gateway lists a running gateway's sources: `extpool list sources --gateway URL`"
-                    .into(),
-            )
+            return Err(crate::UsageError(format!(
+                "--gateway lists a running gateway's sources: `{}`",
+                crate::invocation::cmd("list sources --gateway URL")
+            ))
             .into());
         }
         return super::sources::of_gateway(ctx, gateway).await;
@@ -75,9 +75,10 @@ pub async fn run(ctx: &mut Ctx, args: ListArgs) -> Result<ExitCode> {
     };
     let mut result = print(ctx, &opened, &listed, args.kind);
     if result.is_ok() && local_skills && opened.configured_servers > 0 && !ctx.global.json {
-        let hint = ctx.out.style.dim(
-            "skills MCP servers host are not listed: `extpool list skills --hosted` starts the servers",
-        );
+        let hint = ctx.out.style.dim(&format!(
+            "skills MCP servers host are not listed: `{}` starts the servers",
+            crate::invocation::cmd("list skills --hosted")
+        ));
         result = ctx.out.line(hint).map_err(anyhow::Error::from);
     }
     let code = opened.listing_code();
@@ -236,11 +237,15 @@ fn no_tools_line(host: &Opened) -> String {
     let skipped = host.host.config().skipped_files();
     if host.configured_servers == 0 && !skipped.is_empty() {
         return format!(
-            "no tools: no server is configured ({} skipped for the error above; see `extpool config check`)",
-            shown(&skipped.join(", "))
+            "no tools: no server is configured ({} skipped for the error above; see `{}`)",
+            shown(&skipped.join(", ")),
+            crate::invocation::cmd("config check")
         );
     }
-    "no tools (no server is ready; see `extpool list sources`)".into()
+    format!(
+        "no tools (no server is ready; see `{}`)",
+        crate::invocation::cmd("list sources")
+    )
 }
 
 fn template_rows(templates: &[TemplateInfo]) -> Vec<Vec<String>> {
@@ -258,7 +263,7 @@ fn template_rows(templates: &[TemplateInfo]) -> Vec<Vec<String>> {
 }
 
 /// `list servers`: the configuration only, no connection.
-fn servers(ctx: &mut Ctx) -> Result<ExitCode> {
+pub(super) fn servers(ctx: &mut Ctx) -> Result<ExitCode> {
     let loaded = ctx.load_reporting()?;
     let rows: Vec<ServerJson> = loaded
         .config
@@ -286,13 +291,16 @@ fn servers(ctx: &mut Ctx) -> Result<ExitCode> {
         ctx.out.json_value(&rows)?;
     } else if rows.is_empty() && !skipped.is_empty() {
         ctx.out.line(ctx.out.style.dim(&format!(
-            "no servers configured: {} skipped for the error above (see `extpool config check`)",
-            shown(&skipped.join(", "))
+            "no servers configured: {} skipped for the error above (see `{}`)",
+            shown(&skipped.join(", ")),
+            crate::invocation::cmd("config check")
         )))?;
     } else if rows.is_empty() {
-        ctx.out.line(ctx.out.style.dim(
-            "no servers configured (see `extpool config paths` for where configs are read)",
-        ))?;
+        ctx.out.line(ctx.out.style.dim(&format!(
+            "no servers configured (see `{}` for where configs are read; `{}` adds one)",
+            crate::invocation::cmd("config paths"),
+            crate::invocation::cmd("mcp add")
+        )))?;
     } else {
         let table: Vec<Vec<String>> = rows
             .into_iter()

@@ -1,4 +1,6 @@
-//! `extpool mcp login|logout|auth-status`: OAuth for remote MCP servers.
+//! `extpool mcp add|remove|list` (the servers of extpool.yaml, in
+//! [`super::servers`]) and `extpool mcp login|logout|auth-status`: OAuth
+//! for remote MCP servers.
 //!
 //! Argument parsing and rendering only; discovery, the login flow, the
 //! credential store and the status rows are extpool-auth's.
@@ -22,6 +24,24 @@ use crate::context::Ctx;
 /// `extpool mcp …`.
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
+    /// Add a server to extpool.yaml: a URL, a command after `--`, or one the MCP Registry lists.
+    #[command(after_help = "\
+Examples:
+  extpool mcp add docs https://docs.example/mcp --header 'Authorization: Bearer ${DOCS_TOKEN}'
+  extpool mcp add files -- npx -y @modelcontextprotocol/server-filesystem .
+  extpool mcp add git --env LOG_LEVEL=info -- uvx mcp-server-git
+  extpool mcp add weather --from-registry io.github.user/weather --yes
+  extpool mcp add docs https://docs.example/mcp --scope project
+
+The entry is checked as `extpool config check` checks it before anything is
+written, and only its lines are added: comments and the rest of the file stay
+as they are. A literal secret in --header or --env is written as a ${VAR}
+reference to export. A running `extpool serve` picks the server up.")]
+    Add(super::servers::AddArgs),
+    /// Remove a server from extpool.yaml (its lines and the comments written with it).
+    Remove(super::servers::RemoveArgs),
+    /// The configured servers and the file each is defined in (as `extpool list servers`).
+    List,
     /// Authorize an OAuth profile: discovery, registration, browser consent; the grant is stored encrypted.
     #[command(after_help = "\
 Examples:
@@ -101,6 +121,9 @@ pub struct ConfigSource {
 /// Runs an `mcp` subcommand.
 pub async fn run(ctx: &mut Ctx, command: McpCommand) -> Result<ExitCode> {
     match command {
+        McpCommand::Add(args) => super::servers::add(ctx, args).await,
+        McpCommand::Remove(args) => super::servers::remove(ctx, args),
+        McpCommand::List => super::list::servers(ctx),
         McpCommand::Login(args) => login(ctx, args).await,
         McpCommand::Logout(args) => logout(ctx, args),
         McpCommand::AuthStatus(args) => status(ctx, args),

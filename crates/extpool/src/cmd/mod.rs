@@ -2,9 +2,11 @@
 
 mod api_keys;
 mod arguments;
+mod ask;
 mod call;
 mod completions;
 mod config;
+mod counts;
 mod describe;
 mod doctor;
 mod gateway_login;
@@ -15,8 +17,10 @@ mod overview;
 mod plugin_list;
 mod plugins;
 mod read;
+pub mod registry;
 mod run;
 mod serve;
+pub mod servers;
 mod sessions;
 mod skills;
 mod sources;
@@ -51,6 +55,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Completions(args)) => completions::run(&mut ctx, args),
         Some(Command::Doctor) => doctor::run(&mut ctx).await,
         Some(Command::Mcp(cmd)) => mcp::run(&mut ctx, cmd).await,
+        Some(Command::Search(args)) => registry::search(&mut ctx, args).await,
         Some(Command::Serve(args)) => serve::run(&mut ctx, *args).await,
         Some(Command::Sessions(args)) => sessions::run(&mut ctx, args).await,
         Some(Command::ApiKeys(args)) => api_keys::run(&mut ctx, args).await,
@@ -116,16 +121,18 @@ pub fn skipped_note(opened: &Opened) -> Option<String> {
 /// added where it renders the error (the host's message says the fact and
 /// the name to use, for a gateway's client or model as much as for a
 /// terminal).
-pub fn next_step(e: &extpool_host::HostError) -> Option<&'static str> {
+pub fn next_step(e: &extpool_host::HostError) -> Option<String> {
+    use crate::invocation::cmd;
     use extpool_host::HostError;
+    let see = |what: &str| format!("see `{}`", cmd(what));
     Some(match e {
         HostError::UnknownTool { failed, .. } if !failed.is_empty() => {
-            "see `extpool list sources` and `extpool list tools`"
+            format!("{} and `{}`", see("list sources"), cmd("list tools"))
         }
-        HostError::UnknownTool { .. } => "see `extpool list tools`",
-        HostError::ServerFailed { .. } => "see `extpool list sources`",
-        HostError::UnknownCommand { .. } => "see `extpool list commands`",
-        HostError::UnknownSkill { .. } => "see `extpool list skills`",
+        HostError::UnknownTool { .. } => see("list tools"),
+        HostError::ServerFailed { .. } => see("list sources"),
+        HostError::UnknownCommand { .. } => see("list commands"),
+        HostError::UnknownSkill { .. } => see("list skills"),
         _ => return None,
     })
 }
@@ -211,14 +218,16 @@ pub enum Need {
 pub(crate) fn check_tool_name(name: &str) -> Result<(), crate::UsageError> {
     use extpool_host::catalog::names::MAX_NAME_BYTES;
     if name.trim().is_empty() {
-        return Err(crate::UsageError(
-            "a tool name is needed, not an empty one; see `extpool list tools`".into(),
-        ));
+        return Err(crate::UsageError(format!(
+            "a tool name is needed, not an empty one; see `{}`",
+            crate::invocation::cmd("list tools")
+        )));
     }
     if name.len() > MAX_NAME_BYTES {
         return Err(crate::UsageError(format!(
-            "no tool is named {}: a tool name is at most {MAX_NAME_BYTES} bytes; see `extpool list tools`",
-            extpool_host::core::text::shown_name(name)
+            "no tool is named {}: a tool name is at most {MAX_NAME_BYTES} bytes; see `{}`",
+            extpool_host::core::text::shown_name(name),
+            crate::invocation::cmd("list tools")
         )));
     }
     Ok(())
@@ -281,9 +290,10 @@ fn report_unloaded(ctx: &Ctx, host: &Host, skills: bool) {
         let n = root.skipped.len();
         if n > 0 {
             lines.push(format!(
-                "{warning}: {n} skill{} in {shown_root} not loaded (errors in {} SKILL.md); see `extpool skills validate {shown_root}`",
+                "{warning}: {n} skill{} in {shown_root} not loaded (errors in {} SKILL.md); see `{}`",
                 if n == 1 { "" } else { "s" },
                 if n == 1 { "its" } else { "their" },
+                crate::invocation::cmd(&format!("skills validate {shown_root}")),
             ));
         }
         for bound in &root.truncated {

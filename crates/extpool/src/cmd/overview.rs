@@ -12,6 +12,7 @@ use extpool_host::{SkillInfo, SourceInfo, ToolInfo};
 
 use super::{Need, Opened, open_host};
 use crate::context::Ctx;
+use crate::invocation::cmd;
 use crate::output::shown;
 
 #[derive(Serialize)]
@@ -45,17 +46,18 @@ fn next_steps(
     let mut next = Vec::new();
     let loaded = host.host.config();
     if loaded.errors().next().is_some() {
-        next.push(
-            "extpool config check            every problem of the configuration, located".into(),
-        );
+        next.push(format!(
+            "{:<31} every problem of the configuration, located",
+            cmd("config check")
+        ));
     } else if loaded.sources.is_empty() {
-        next.push(
-            "extpool config paths            where extpool looks for .mcp.json, ~/.claude.json, …"
-                .into(),
-        );
+        next.push(format!(
+            "{:<31} where extpool looks for .mcp.json, ~/.claude.json, …",
+            cmd("config paths")
+        ));
     }
     if !tools.is_empty() {
-        next.push("extpool list tools".into());
+        next.push(cmd("list tools"));
         next.extend(super::suggest::suggestion(tools));
     }
     if let Some(skill) = skills
@@ -63,24 +65,24 @@ fn next_steps(
         .find(|s| s.name == "release-notes")
         .or(skills.first())
     {
-        next.push(format!("extpool read {}", skill.uri));
+        next.push(cmd(&format!("read {}", skill.uri)));
     }
-    if let Some(cmd) = commands.iter().find(|c| c.as_str() == "/release-notes") {
-        next.push(format!("extpool run {cmd} v1.2.0"));
-    } else if let Some(cmd) = commands.first() {
-        next.push(format!("extpool run {cmd}"));
+    if let Some(command) = commands.iter().find(|c| c.as_str() == "/release-notes") {
+        next.push(cmd(&format!("run {command} v1.2.0")));
+    } else if let Some(command) = commands.first() {
+        next.push(cmd(&format!("run {command}")));
     }
     if !loaded.sources.is_empty() {
-        next.push("extpool config show".into());
+        next.push(cmd("config show"));
         if loaded
             .sources
             .iter()
             .any(|s| s.format != extpool_host::config::ConfigFormat::Extpool)
         {
-            next.push("extpool config import -o extpool.yaml".into());
+            next.push(cmd("config import -o extpool.yaml"));
         }
     }
-    next.push("extpool --help".into());
+    next.push(cmd("--help"));
     next
 }
 
@@ -99,7 +101,7 @@ pub async fn run(ctx: &mut Ctx) -> Result<ExitCode> {
     let mut next = next_steps(&host, &tools, &skills, &commands);
     let plugins = host.host.plugins();
     if !plugins.is_empty() {
-        next.insert(next.len() - 1, "extpool list plugins".into());
+        next.insert(next.len() - 1, cmd("list plugins"));
     }
     let listed = Listed {
         plugins: &plugins,
@@ -226,9 +228,10 @@ fn print(ctx: &mut Ctx, host: &Opened, listed: &Listed) -> Result<()> {
         out.line(
             "  no configuration file found (extpool reads extpool.yaml, .mcp.json, ~/.claude.json,",
         )?;
-        out.line(
-            "  Cursor, Claude Desktop, VS Code and Codex configs; see `extpool config paths`)",
-        )?;
+        out.line(&format!(
+            "  Cursor, Claude Desktop, VS Code and Codex configs; see `{}`)",
+            cmd("config paths")
+        ))?;
     } else {
         let mut rows: Vec<Vec<String>> = host
             .host
@@ -290,10 +293,11 @@ fn print(ctx: &mut Ctx, host: &Opened, listed: &Listed) -> Result<()> {
         ))?;
     }
     if servers.iter().any(|x| x.state == "failed") {
-        out.line(s.dim("  the whole errors: extpool list sources"))?;
+        out.line(s.dim(&format!("  the whole errors: {}", cmd("list sources"))))?;
     }
     out.line("")?;
-    out.line(s.bold(&format!("Tools ({})", tools.len())))?;
+    let counts = super::counts::ToolCounts::of(tools.iter().map(|t| t.name.as_str()));
+    out.line(s.bold(&format!("Tools: {}", counts.label())))?;
     let first: Vec<&str> = tools.iter().take(6).map(|t| t.name.as_str()).collect();
     if !first.is_empty() {
         let more = if tools.len() > first.len() {
@@ -304,7 +308,10 @@ fn print(ctx: &mut Ctx, host: &Opened, listed: &Listed) -> Result<()> {
         out.line(format!("  {}{more}", shown(&first.join(", "))))?;
     }
     out.line("")?;
-    out.line(s.bold(&format!("Skills ({})", skills.len())))?;
+    out.line(s.bold(&format!(
+        "Skills: {}",
+        super::counts::skills_label(skills.iter().map(|k| k.source.as_str()))
+    )))?;
     if skills.is_empty() {
         out.line("  none found in skills.paths or a host's skill folder (.agents, .claude, .codex, .gemini, .github, .cursor /skills; project and ~)")?;
     }
@@ -324,8 +331,9 @@ fn print(ctx: &mut Ctx, host: &Opened, listed: &Listed) -> Result<()> {
     }
     if skills.len() > 8 {
         out.line(format!(
-            "  … and {} more (extpool list skills)",
-            skills.len() - 8
+            "  … and {} more ({})",
+            skills.len() - 8,
+            cmd("list skills --hosted")
         ))?;
     }
     out.line("")?;

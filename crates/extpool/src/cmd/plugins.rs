@@ -3,14 +3,13 @@
 //! host, and the check of a plugin folder.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use extpool_host::plugins::{self as plugins, Prepared, Store};
 use serde::Serialize;
 
-use crate::UsageError;
 use crate::cli::{MarketplaceCommand, PluginAddArgs, PluginsCommand};
 use crate::context::Ctx;
 use crate::output::shown;
@@ -229,24 +228,9 @@ fn profile_lines(
     lines
 }
 
-/// Asks on the terminal whether to go on; `--yes` answers for scripts,
-/// and without a terminal the answer is no.
+/// Asks on the terminal whether to install ([`super::ask::confirm`]).
 fn confirm(ctx: &Ctx, question: &str, yes: bool) -> Result<bool> {
-    if yes {
-        return Ok(true);
-    }
-    if !std::io::stdin().is_terminal() {
-        return Err(UsageError(
-            "refusing to install without confirmation: standard input is not a terminal; pass --yes to install and enable it anyway".into(),
-        )
-        .into());
-    }
-    let mut err = std::io::stderr().lock();
-    write!(err, "{} [y/N] ", ctx.err_style.bold(question))?;
-    err.flush()?;
-    let mut answer = String::new();
-    std::io::stdin().lock().read_line(&mut answer)?;
-    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes"))
+    super::ask::confirm(ctx, question, yes, "install and enable it")
 }
 
 #[derive(Serialize)]

@@ -63,7 +63,10 @@ async fn gateway_request(
         request = request.json(&body);
     }
     let response = request.send().await.with_context(|| {
-        format!("cannot reach the gateway at {base} (is `extpool serve` running?)")
+        format!(
+            "cannot reach the gateway at {base} (is `{}` running?)",
+            crate::invocation::cmd("serve")
+        )
     })?;
     let status = response.status();
     let body = read_answer(response)

@@ -103,7 +103,10 @@ pub fn sources_table(
                 detail.push_str(&format!("; sandbox: {}", profile.summary()));
             }
             if s.kind == "skills" && unloaded.contains(&s.name) {
-                detail.push_str(&format!("; see `extpool skills validate {}`", s.name));
+                detail.push_str(&format!(
+                    "; see `{}`",
+                    crate::invocation::cmd(&format!("skills validate {}", s.name))
+                ));
             }
             let mut row = vec![s.kind, s.name, s.state];
             if said {

@@ -46,7 +46,7 @@ pub fn is_safe_to_try(tool: &ToolInfo) -> bool {
 /// gives none (every one without `fill`: a form to fill in).
 pub fn call_line(tool: &ToolInfo, fill: bool) -> CallLine {
     let props = properties(tool);
-    let mut command = format!("extpool call {}", tool.name);
+    let mut command = crate::invocation::cmd(&format!("call {}", tool.name));
     let mut runs_as_written = true;
     for name in required(tool) {
         let schema = props
@@ -83,7 +83,7 @@ pub fn suggestion(tools: &[ToolInfo]) -> Option<String> {
     safe.filter_map(call_to_try)
         .find(|call| call.runs_as_written)
         .map(|call| call.command)
-        .or_else(|| Some(format!("extpool describe {}", first.name)))
+        .or_else(|| Some(crate::invocation::cmd(&format!("describe {}", first.name))))
 }
 
 /// A value for an argument of `schema`, when the schema gives one or any
