@@ -35,6 +35,7 @@ mod replicas;
 mod sandbox;
 mod self_proxy;
 pub mod serve;
+mod servers_cli;
 mod shutdown;
 mod signals;
 mod starting;
