@@ -209,6 +209,22 @@ Examples:
     #[command(subcommand)]
     Mcp(crate::cmd::mcp::McpCommand),
 
+    /// Write an agent's own config so it reaches the gateway (Claude Code, Codex, Cursor, VS Code, Gemini CLI).
+    #[command(after_help = "\
+Examples:
+  extpool connect claude-code                    ~/.claude.json reaches the local gateway
+  extpool connect codex --scope project          .codex/config.toml in this project
+  extpool connect cursor --url https://gw.example/mcp --token-env GW_TOKEN
+  extpool connect vscode --print                 the snippet alone; nothing written
+  extpool connect gemini --remove                take the entry out again
+  extpool connect --status                       which agents reach which gateway
+
+Only the entry is written: comments and everything else in the agent's file
+stay. A token is never written; the entry names the environment variable the
+agent reads it from (EXTPOOL_GATEWAY_TOKEN when it is set or the gateway is
+not on this machine). Running it twice changes nothing.")]
+    Connect(crate::cmd::connect::ConnectArgs),
+
     /// Find servers in an MCP Registry (the official one, or --registry URL).
     #[command(after_help = "\
 Examples:

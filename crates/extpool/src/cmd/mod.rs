@@ -6,6 +6,7 @@ mod ask;
 mod call;
 mod completions;
 mod config;
+pub mod connect;
 mod counts;
 mod describe;
 mod doctor;
@@ -55,6 +56,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Completions(args)) => completions::run(&mut ctx, args),
         Some(Command::Doctor) => doctor::run(&mut ctx).await,
         Some(Command::Mcp(cmd)) => mcp::run(&mut ctx, cmd).await,
+        Some(Command::Connect(args)) => connect::run(&mut ctx, args),
         Some(Command::Search(args)) => registry::search(&mut ctx, args).await,
         Some(Command::Serve(args)) => serve::run(&mut ctx, *args).await,
         Some(Command::Sessions(args)) => sessions::run(&mut ctx, args).await,
