@@ -32,6 +32,7 @@ mod plugins_sandbox;
 mod quickstart;
 mod real_hosts;
 mod rebinding;
+mod registry;
 mod replicas;
 mod sandbox;
 mod self_proxy;
