@@ -225,6 +225,18 @@ agent reads it from (EXTPOOL_GATEWAY_TOKEN when it is set or the gateway is
 not on this machine). Running it twice changes nothing.")]
     Connect(crate::cmd::connect::ConnectArgs),
 
+    /// Run the gateway in the background: a systemd user unit (Linux) or a launchd agent (macOS).
+    #[command(
+        subcommand,
+        after_help = "\
+Examples:
+  extpool service install                     serve this directory's configuration at login
+  extpool service install --listen 127.0.0.1:9000 --serve-config ~/team.yaml
+  extpool service status                      the unit, the state store, the log, whether it runs
+  extpool service uninstall"
+    )]
+    Service(crate::cmd::service::ServiceCommand),
+
     /// Find servers in an MCP Registry (the official one, or --registry URL).
     #[command(after_help = "\
 Examples:

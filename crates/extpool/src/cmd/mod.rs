@@ -22,6 +22,7 @@ pub mod registry;
 mod run;
 mod serve;
 pub mod servers;
+pub mod service;
 mod sessions;
 mod skills;
 mod sources;
@@ -57,6 +58,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Doctor) => doctor::run(&mut ctx).await,
         Some(Command::Mcp(cmd)) => mcp::run(&mut ctx, cmd).await,
         Some(Command::Connect(args)) => connect::run(&mut ctx, args),
+        Some(Command::Service(cmd)) => service::run(&mut ctx, cmd),
         Some(Command::Search(args)) => registry::search(&mut ctx, args).await,
         Some(Command::Serve(args)) => serve::run(&mut ctx, *args).await,
         Some(Command::Sessions(args)) => sessions::run(&mut ctx, args).await,

@@ -38,6 +38,7 @@ mod sandbox;
 mod self_proxy;
 pub mod serve;
 mod servers_cli;
+mod service;
 mod shutdown;
 mod signals;
 mod starting;
