@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 /// How one MCP server is authorized with OAuth.
 ///
 /// `Debug` never prints `client_secret`.
-#[derive(Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OAuthProfile {
     /// A client id registered with the authorization server out of band.
@@ -98,7 +98,9 @@ impl std::fmt::Debug for OAuthProfile {
 }
 
 /// `oauth.client`: how the client is registered.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct ClientSettings {
     /// The registration mode.
@@ -117,7 +119,9 @@ impl ClientSettings {
 }
 
 /// Client registration modes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ClientMode {
     /// Pre-registered client, else client ID metadata document, else DCR.
@@ -130,7 +134,9 @@ pub enum ClientMode {
 }
 
 /// `oauth.client.dcr`: options of direct DCR.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct DcrSettings {
     /// `client_name` sent at registration (default `extpool`).

@@ -24,7 +24,9 @@ use serde::{Deserialize, Serialize};
 use crate::names::{MAX_NAME_BYTES, validate_name};
 
 /// What happens to a name no rule matches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum DefaultPolicy {
@@ -36,7 +38,7 @@ pub enum DefaultPolicy {
 }
 
 /// The `permissions:` block of the configuration.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PermissionsConfig {
     /// Names or globs that are allowed.
@@ -64,7 +66,7 @@ pub struct PermissionsConfig {
 ///     - match: {groups: contractors}
 ///       allow: ["mcp__docs__*"]      # all such a caller may use
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PrincipalRulesConfig {
     /// The claims a caller must hold, each with this value (one of its
@@ -105,7 +107,7 @@ impl PrincipalRulesConfig {
 }
 
 /// Which list a rule came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum RuleList {
@@ -116,7 +118,7 @@ pub enum RuleList {
 }
 
 /// One configured rule, as written.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Rule {
     /// The list it belongs to.
     pub list: RuleList,

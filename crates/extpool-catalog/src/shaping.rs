@@ -14,7 +14,7 @@ use extpool_core::{ContentPart, ResourceBody, ToolResult};
 use serde::{Deserialize, Serialize};
 
 /// Size limits of results that enter context.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ResultLimits {
     /// Most bytes of plain text kept (across all text parts); the rest is cut.

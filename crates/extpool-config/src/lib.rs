@@ -35,6 +35,7 @@ pub mod model;
 pub mod read;
 pub mod runtime;
 pub mod sandbox;
+pub mod schema;
 pub mod secrets;
 pub mod tree;
 pub mod validate;

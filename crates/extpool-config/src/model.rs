@@ -71,7 +71,7 @@ use extpool_mcp::config::McpServerConfig;
 use serde::{Deserialize, Serialize};
 
 /// A whole `extpool.yaml`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExtpoolConfig {
     /// MCP servers by name (the rule of `extpool_core::name`: `[A-Za-z0-9_]+`
@@ -110,7 +110,7 @@ pub struct ExtpoolConfig {
 /// and the command line's alike — after the permission rules and before
 /// the model. The patterns' and the webhook URL's rules are
 /// [`crate::guardrails`]'s.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GuardrailsConfig {
     /// A call whose arguments' JSON is larger is blocked (before any
@@ -145,7 +145,7 @@ impl Default for GuardrailsConfig {
 }
 
 /// One `guardrails.block` entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BlockRule {
     /// A regular expression; a call whose arguments match it is blocked.
@@ -157,7 +157,7 @@ pub struct BlockRule {
 }
 
 /// One `guardrails.redact` entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RedactRule {
     /// What the replacement says: `[REDACTED:<name>]`.
@@ -167,7 +167,7 @@ pub struct RedactRule {
 }
 
 /// The `guardrails.webhook` entry: an external policy.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WebhookConfig {
     /// Where it is asked: `https://`, or `http://` on loopback. `${VAR}`s
@@ -187,7 +187,9 @@ pub struct WebhookConfig {
 }
 
 /// What a failing guardrail webhook means.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum FailMode {
     /// The call (or result) is blocked.
@@ -219,7 +221,7 @@ fn default_webhook_timeout_ms() -> u64 {
 
 /// The `gateway:` section: what `extpool serve` asks of its callers
 /// (its flags win over it).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GatewayConfig {
     /// Identities: the access tokens of an identity provider.
@@ -236,7 +238,7 @@ pub struct GatewayConfig {
 /// The `gateway.limits:` section: what one caller (a principal: a token's
 /// subject, an API key; without identities, the gateway's one caller) may
 /// hold, so no caller takes what the others need.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GatewayLimitsConfig {
     /// Most sessions one caller holds, of each kind: MCP sessions on a
@@ -256,7 +258,7 @@ impl GatewayLimitsConfig {
 /// The `gateway.rate_limits:` section: token buckets, each caller's own
 /// (a caller is a principal: a token's subject, an API key; without
 /// identities, the gateway's one caller).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RateLimitsConfig {
     /// Tool calls a minute each caller may make in all (unset: no limit).
@@ -280,7 +282,7 @@ impl RateLimitsConfig {
 }
 
 /// One `gateway.rate_limits.tools` entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolRateLimit {
     /// The catalog names it limits: a name or a glob (`mcp__github__*`).
@@ -301,7 +303,7 @@ impl GatewayConfig {
 }
 
 /// The `gateway.auth:` section (`--auth-issuer` and its companions).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GatewayAuthConfig {
     /// The identity provider whose access tokens name who is calling
@@ -330,7 +332,7 @@ fn default_claims() -> Vec<String> {
 /// The `discovery:` section: how `extpool serve` finds servers while it
 /// runs — in edited configuration files and in ToolHive's running
 /// workloads — on the catalog's one reconciliation loop.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DiscoveryConfig {
     /// Apply edits of the configuration files' servers while serving.
@@ -372,7 +374,7 @@ impl Default for DiscoveryConfig {
 }
 
 /// The `discovery.toolhive:` section.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolHiveConfig {
     /// Poll ToolHive's workloads API (`extpool serve`; `--toolhive=false`).
@@ -408,7 +410,7 @@ impl Default for ToolHiveConfig {
 ///     kit: {network: ["api.github.com:443"], env: [GITHUB_TOKEN]}   # widens the default
 ///     my-own: false       # runs unconfined, as the user
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PluginsConfig {
     /// Also serve the plugins Claude Code, Codex and Gemini CLI installed
@@ -447,7 +449,7 @@ impl PluginsConfig {
 }
 
 /// The `commands:` section.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CommandsConfig {
     /// Serve every host's command files: the project's
@@ -473,7 +475,7 @@ impl CommandsConfig {
 }
 
 /// The `skills:` section.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SkillsConfig {
     /// Extra skill roots (directories holding `<name>/SKILL.md`), relative
@@ -512,7 +514,7 @@ impl Default for SkillsConfig {
 pub use extpool_skills::ValidationMode;
 
 /// The `extensions:` section: limits of the host.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExtensionsConfig {
     /// Nesting depth (root-inclusive) beyond which composition is warned about (RFC: 3).

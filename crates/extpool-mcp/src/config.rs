@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 /// `Debug` prints the names of `env` entries and `headers` but never their
 /// values (nor `secrets`): they may hold credentials (an `Authorization`
 /// header, an API key).
-#[derive(Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct McpServerConfig {
     /// Executable of a stdio server (run directly, never through a shell).
@@ -130,7 +130,7 @@ impl std::fmt::Debug for McpServerConfig {
 }
 
 /// A tool declared in configuration for lazy servers.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StaticTool {
     /// Tool name as the server knows it.
@@ -144,7 +144,9 @@ pub struct StaticTool {
 }
 
 /// The MCP protocol era extpool speaks to a server (`protocol:`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub enum Protocol {
     /// The session era: `initialize` (offering 2025-11-25), then every
     /// request in that session. The default: what servers written before
@@ -172,7 +174,7 @@ impl Protocol {
 }
 
 /// Reconnect attempts after a connection drop; the default is one attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReconnectPolicy {
     /// How many reconnect attempts (0 disables reconnecting).

@@ -33,7 +33,7 @@ use tokio::time::{Duration, Instant};
 use crate::name::ServerName;
 
 /// How much a server may send on its own, per connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct NotificationLimits {
     /// Log messages (`notifications/message`) a second; the excess is dropped.

@@ -28,7 +28,9 @@ pub const MAX_ENV: usize = 256;
 pub const SET_BY_SANDBOX: &[&str] = &["HOME", "TMPDIR", "PATH"];
 
 /// What a confined stdio server may reach (`sandbox:` on a server entry).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxProfile {
     /// Where it may connect: `none` (the default), `loopback` (its own
@@ -274,7 +276,9 @@ impl<'de> Deserialize<'de> for NetTarget {
 }
 
 /// Resource bounds of a confined server, as rlimits of its processes.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
     /// Largest data segment of each process, in MiB (`RLIMIT_DATA`: heap
@@ -622,5 +626,21 @@ mod tests {
         assert_eq!(p.write, ["/data/demo"]);
         assert_eq!(p.env, ["TOKEN"]);
         assert_eq!(p.limits.open_files, Some(64));
+    }
+}
+
+impl schemars::JsonSchema for Network {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Network".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Where a confined server may connect: none, loopback, any, or a list of \"host:port\".",
+            "anyOf": [
+                {"type": "string", "enum": ["none", "loopback", "any"]},
+                {"type": "array", "items": {"type": "string", "pattern": "^.+:[0-9]+$"}}
+            ]
+        })
     }
 }

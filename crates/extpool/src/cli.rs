@@ -800,6 +800,18 @@ references and the variables to export are listed, unless --keep-secrets.")]
     Import(ImportArgs),
     /// List the places configurations are looked for, and which exist.
     Paths,
+    /// Print the JSON Schema of extpool.yaml, for editors (or the configuration reference as Markdown).
+    #[command(after_help = "\
+Examples:
+  extpool config schema > extpool.schema.json
+      then, as the first line of extpool.yaml:
+      # yaml-language-server: $schema=extpool.schema.json
+  extpool config schema --markdown     the configuration reference")]
+    Schema {
+        /// The configuration reference as Markdown instead.
+        #[arg(long)]
+        markdown: bool,
+    },
 }
 
 /// `extpool config import`.

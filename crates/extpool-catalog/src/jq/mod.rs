@@ -29,7 +29,7 @@ const THREAD_STACK: usize = 256 << 20;
 const MAX_STACK: usize = 160 << 20;
 
 /// Bounds of one jq evaluation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct JqLimits {
     /// Longest filter, in bytes.
@@ -65,7 +65,7 @@ impl Default for JqLimits {
 }
 
 /// Where in the filter an error is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FilterPosition {
     /// Byte offset in the filter.
     pub offset: usize,

@@ -28,7 +28,16 @@ use crate::yaml::{self, Doc, Node};
 /// How strictly SKILL.md files are judged (`skills.validation` in
 /// `extpool.yaml` is this type).
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]

@@ -22,6 +22,15 @@ pub fn run(ctx: &mut Ctx, cmd: ConfigCommand) -> Result<ExitCode> {
         ConfigCommand::Show => show(ctx),
         ConfigCommand::Import(args) => import(ctx, args),
         ConfigCommand::Paths => paths(ctx),
+        ConfigCommand::Schema { markdown } => {
+            use extpool_host::config::schema;
+            if markdown {
+                ctx.out.text(&schema::reference_markdown())?;
+            } else {
+                ctx.out.json_value(&schema::schema())?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

@@ -9,6 +9,7 @@ mod catalog;
 mod cli_reference;
 mod commands;
 mod config_errors;
+mod config_schema;
 mod connect;
 mod deploy;
 pub mod discovery;
