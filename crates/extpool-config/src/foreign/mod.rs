@@ -314,20 +314,7 @@ fn convert_one(
     expand::escape(&literal)
 }
 
-/// `name` as (part of) an environment variable's name: ASCII letters
-/// and digits upper-cased, anything else `_` (`perplexity-key` →
-/// `PERPLEXITY_KEY`). The one rule for every variable extpool names.
-pub fn env_name_part(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_uppercase()
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
+pub use crate::secrets::env_name_part;
 
 /// The environment variable that stands in for a VS Code input id
 /// (`perplexity-key` → `PERPLEXITY_KEY`).

@@ -24,6 +24,21 @@ use value::{Span, SpanKind};
 /// The text printed instead of a literal secret.
 pub const MASK: &str = "********";
 
+/// `name` as (part of) an environment variable's name: ASCII letters
+/// and digits upper-cased, anything else `_` (`perplexity-key` →
+/// `PERPLEXITY_KEY`). The one rule for every variable extpool names.
+pub fn env_name_part(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 /// True when an env var, header, flag or query parameter name suggests a secret.
 pub fn is_secret_name(name: &str) -> bool {
     let upper = name
@@ -70,7 +85,7 @@ pub enum SecretSite {
 impl SecretSite {
     /// The environment variable that should hold this secret for `server`.
     pub fn env_name(&self, server: &str) -> String {
-        let up = |s: &str| crate::foreign::env_name_part(s.trim_start_matches('-'));
+        let up = |s: &str| env_name_part(s.trim_start_matches('-'));
         match self {
             SecretSite::Env(name) => up(name),
             SecretSite::Header(h) if h.eq_ignore_ascii_case("authorization") => {

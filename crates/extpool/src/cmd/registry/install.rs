@@ -81,7 +81,7 @@ impl Inputs<'_> {
 
     fn reference(&mut self, site: SecretSite, input: &Input, label: &str) -> String {
         let var = match &site {
-            SecretSite::Env(name) => extpool_host::config::foreign::env_name_part(name),
+            SecretSite::Env(name) => extpool_host::config::secrets::env_name_part(name),
             _ => site.env_name(self.server),
         };
         let about = input
