@@ -462,7 +462,9 @@ fn warn(ctx: &Ctx, text: &str) {
 /// as that agent reads it.
 fn announce(ctx: &mut Ctx, gateway: &Gateway, addr: std::net::SocketAddr) -> Result<()> {
     let url = format!("http://{addr}/mcp");
-    let tools = gateway.listed_tools().len();
+    let listed = gateway.listed_tools();
+    let tools = listed.len();
+    let counts = super::counts::ToolCounts::of(listed.iter().map(|t| t.name.as_ref()));
     let servers = gateway.host().servers().len();
     if ctx.global.json {
         let line = serde_json::json!({"url": url, "servers": servers, "tools": tools});
@@ -473,12 +475,18 @@ fn announce(ctx: &mut Ctx, gateway: &Gateway, addr: std::net::SocketAddr) -> Res
     ctx.out.text(&format!(
         "extpool serves {} and {} on {url}\n",
         plural(servers, "server"),
-        plural(tools, "tool")
+        counts.label()
     ))?;
     ctx.out
         .text(&format!("The operator page, live: http://{addr}/\n"))?;
     ctx.out.text(&format!(
-        "\nAdd it to your agent:\n  Claude Code  claude mcp add --transport http extpool {url}\n  Codex        in ~/.codex/config.toml:\n                 [mcp_servers.extpool]\n                 url = \"{url}\"\n  Cursor       in .cursor/mcp.json: {{\"mcpServers\": {{\"extpool\": {{\"url\": \"{url}\"}}}}}}\n  VS Code      code --add-mcp '{{\"name\":\"extpool\",\"type\":\"http\",\"url\":\"{url}\"}}'\n  (or run `extpool serve --stdio` as the agent's one stdio server)\n\nStop with Ctrl-C.\n"
+        "\nAdd it to your agent:\n  Claude Code  claude mcp add --transport http extpool {url}\n  Codex        in ~/.codex/config.toml:\n                 [mcp_servers.extpool]\n                 url = \"{url}\"\n  Cursor       in .cursor/mcp.json: {{\"mcpServers\": {{\"extpool\": {{\"url\": \"{url}\"}}}}}}\n  VS Code      code --add-mcp '{{\"name\":\"extpool\",\"type\":\"http\",\"url\":\"{url}\"}}'\n  (or run `{}` as the agent's one stdio server)\n\nOr let extpool write the agent's own config file: `{}` (or codex, cursor, vscode, gemini)\n\nStop with Ctrl-C.\n",
+        crate::invocation::cmd("serve --stdio"),
+        crate::invocation::cmd(&if url == super::connect::LOCAL_GATEWAY {
+            "connect claude-code".to_owned()
+        } else {
+            format!("connect claude-code --url {url}")
+        }),
     ))?;
     Ok(())
 }

@@ -27,6 +27,7 @@ mod masking;
 mod mcp_auth;
 mod messages;
 mod operator_cli;
+mod papercuts;
 mod plugins;
 mod plugins_live;
 mod plugins_sandbox;
