@@ -117,7 +117,7 @@ fn check(ctx: &mut Ctx) -> Result<ExitCode> {
         }
     }
     if loaded.sources.is_empty() && errors == 0 {
-        ctx.out.line(&format!(
+        ctx.out.line(format!(
             "ok: no configuration file found (see `{}`); skills are still discovered",
             crate::invocation::cmd("config paths")
         ))?;

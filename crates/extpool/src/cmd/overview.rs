@@ -228,7 +228,7 @@ fn print(ctx: &mut Ctx, host: &Opened, listed: &Listed) -> Result<()> {
         out.line(
             "  no configuration file found (extpool reads extpool.yaml, .mcp.json, ~/.claude.json,",
         )?;
-        out.line(&format!(
+        out.line(format!(
             "  Cursor, Claude Desktop, VS Code and Codex configs; see `{}`)",
             cmd("config paths")
         ))?;

@@ -289,11 +289,10 @@ fn install(ctx: &mut Ctx, args: InstallArgs) -> Result<ExitCode> {
             "installed"
         }
     };
-    if cfg!(target_os = "macos") {
-        if let Some(logs) = Path::new(&places.log).parent() {
-            std::fs::create_dir_all(logs)
-                .with_context(|| format!("cannot make {}", logs.display()))?;
-        }
+    if cfg!(target_os = "macos")
+        && let Some(logs) = Path::new(&places.log).parent()
+    {
+        std::fs::create_dir_all(logs).with_context(|| format!("cannot make {}", logs.display()))?;
     }
     let mut running = None;
     if !args.no_start {
