@@ -153,11 +153,17 @@ mod tests {
         );
         assert_eq!(
             problems(&t, &args(json!({}))).unwrap(),
-            "mcp__kit__add: missing required arguments a (number), b (number); see `extpool describe mcp__kit__add`"
+            format!(
+                "mcp__kit__add: missing required arguments a (number), b (number); see `{}`",
+                crate::invocation::cmd("describe mcp__kit__add")
+            )
         );
         assert_eq!(
             problems(&t, &args(json!({"a": "two", "b": 2, "c": 7}))).unwrap(),
-            "mcp__kit__add: argument a is a string, the tool takes a number; argument c is an integer, the tool takes a string or null; see `extpool describe mcp__kit__add`"
+            format!(
+                "mcp__kit__add: argument a is a string, the tool takes a number; argument c is an integer, the tool takes a string or null; see `{}`",
+                crate::invocation::cmd("describe mcp__kit__add")
+            )
         );
         assert_eq!(
             problems(&t, &args(json!({"a": 2.5, "b": 2, "c": null}))),
