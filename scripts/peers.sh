@@ -39,6 +39,9 @@ PIP_PACKAGES=(
   "mcp==2.3.0"
   "skills-ref==0.1.1"
   "pyyaml==6.0.3"
+  # the JSON Schema validator that checks `extpool config schema` against
+  # every example configuration (Draft 2020-12)
+  "jsonschema==4.26.0"
 )
 
 stamp_npm="$peers/.npm-$(printf '%s\n' "${NPM_PACKAGES[@]}" | sha256sum | cut -c1-16)"

@@ -117,6 +117,20 @@ impl<'de> Deserialize<'de> for PluginSandbox {
     }
 }
 
+impl schemars::JsonSchema for PluginSandbox {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "PluginSandbox".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let profile = generator.subschema_for::<SandboxProfile>();
+        schemars::json_schema!({
+            "description": "How a plugin's stdio servers run: true (its default profile), false (unconfined, as the user), or a profile that widens the default.",
+            "anyOf": [{"type": "boolean"}, profile]
+        })
+    }
+}
+
 /// Each problem of plugin entry `profile` (of a file in `dir`): the
 /// field under it and the message, as for a server's `sandbox:`.
 pub fn plugin_problems(profile: &SandboxProfile, dir: &Path) -> Vec<(String, Severity, String)> {

@@ -489,6 +489,22 @@ fn is_env_name(name: &str) -> bool {
         && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
+impl schemars::JsonSchema for Network {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Network".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Where a confined server may connect: none, loopback, any, or a list of \"host:port\".",
+            "anyOf": [
+                {"type": "string", "enum": ["none", "loopback", "any"]},
+                {"type": "array", "items": {"type": "string", "pattern": "^.+:[0-9]+$"}}
+            ]
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -626,21 +642,5 @@ mod tests {
         assert_eq!(p.write, ["/data/demo"]);
         assert_eq!(p.env, ["TOKEN"]);
         assert_eq!(p.limits.open_files, Some(64));
-    }
-}
-
-impl schemars::JsonSchema for Network {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Network".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "description": "Where a confined server may connect: none, loopback, any, or a list of \"host:port\".",
-            "anyOf": [
-                {"type": "string", "enum": ["none", "loopback", "any"]},
-                {"type": "array", "items": {"type": "string", "pattern": "^.+:[0-9]+$"}}
-            ]
-        })
     }
 }
