@@ -7,7 +7,7 @@
 use extpool_agent::SubagentSpec;
 use extpool_host::Resolved;
 use extpool_testkit::StateDir;
-use extpool_testkit::plugins::claude_install;
+use extpool_testkit::plugins::{claude_install, kit_grants};
 
 use crate::support::Project;
 
@@ -15,7 +15,12 @@ use crate::support::Project;
 async fn a_plugin_subagent_gets_its_prompt_its_model_hint_and_only_its_tools() {
     let state = StateDir::new();
     let project = Project::new();
-    project.config("mcp_servers: {}\n");
+    // The kit server runs confined (a plugin's default profile); its
+    // plugin is granted the testkit binary and the state folder.
+    project.config(&format!(
+        "mcp_servers: {{}}\n{}",
+        kit_grants(&["demo"], &[state.path()])
+    ));
     claude_install(
         &project.path().join("home"),
         "mk",

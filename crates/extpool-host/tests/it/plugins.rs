@@ -7,7 +7,7 @@
 
 use extpool_host::{Host, HostOptions, PluginOptions};
 use extpool_testkit::StateDir;
-use extpool_testkit::plugins::{claude_install, gemini_install};
+use extpool_testkit::plugins::{claude_install, gemini_install, kit_grants};
 
 use crate::support::{Project, args};
 
@@ -21,7 +21,12 @@ fn write(path: &std::path::Path, text: &str) {
 /// file and a Codex prompt.
 fn installed(state: &StateDir) -> Project {
     let project = Project::new();
-    project.config("mcp_servers: {}\n");
+    // The kit servers run confined (a plugin's default profile); their
+    // plugins are granted the testkit binary and the state folder.
+    project.config(&format!(
+        "mcp_servers: {{}}\n{}",
+        kit_grants(&["demo", "gext"], &[state.path()])
+    ));
     let home = project.path().join("home");
     claude_install(&home, "mk", "demo", true, &state.args());
     claude_install(&home, "mk", "off", false, &state.args());
@@ -279,7 +284,10 @@ fn serves_none(host: &Host, tool: &str, skill: &str, command: &str) -> bool {
 async fn a_plugin_installed_enabled_disabled_or_removed_in_a_host_changes_a_running_host() {
     let state = StateDir::new();
     let project = Project::new();
-    project.config("mcp_servers: {}\ndiscovery:\n  interval_ms: 100\n");
+    project.config(&format!(
+        "mcp_servers: {{}}\ndiscovery:\n  interval_ms: 100\n{}",
+        kit_grants(&["demo"], &[state.path()])
+    ));
     let home = project.path().join("home");
     let host = Host::start(HostOptions {
         discovery: extpool_host::DiscoveryOptions {
