@@ -110,8 +110,23 @@ impl Drop for Connection {
 }
 
 impl Connection {
+    /// True while requests sent on this connection can be answered: rmcp's
+    /// service still takes them and, on a stdio connection, the server's
+    /// output has not ended. rmcp keeps taking requests for a while after
+    /// the output ended (it lets its handlers finish and closes the child
+    /// first) though none of them can be answered any more.
     pub(crate) fn is_alive(&self) -> bool {
-        !self.peer.is_transport_closed()
+        !self.peer.is_transport_closed() && !self.direct.as_ref().is_some_and(|d| d.is_ended())
+    }
+
+    /// Resolves once the server's output has ended (a stdio connection):
+    /// no request in flight on this connection will be answered. Never on
+    /// an HTTP connection, whose requests rmcp fails itself.
+    pub(crate) async fn ended(&self) {
+        match &self.direct {
+            Some(direct) => direct.ended().await,
+            None => std::future::pending().await,
+        }
     }
 
     pub(crate) fn stderr_lines(&self) -> Vec<String> {

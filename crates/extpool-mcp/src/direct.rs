@@ -24,6 +24,10 @@
 //!   gone) tells the server with `notifications/cancelled`, as rmcp does.
 //! - **End.** When the connection's input ends, the calls still waiting
 //!   fail as rmcp's would (`TransportClosed`), and so does any call after.
+//!   The end is also told to whoever waits for it ([`Direct::ended`]): the
+//!   client fails every other request in flight on the connection then, and
+//!   takes the connection for dead ([`crate::connection::Connection::is_alive`]),
+//!   without waiting for rmcp's service to wind down.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -38,7 +42,7 @@ use rmcp::model::{
     RequestId, ServerResult,
 };
 use rmcp::service::{RoleClient, RxJsonRpcMessage};
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 
 use crate::transport::{LineSender, Sent};
 
@@ -64,6 +68,8 @@ pub(crate) struct Direct {
     next: AtomicI64,
     state: Mutex<State>,
     era: OnceLock<Era>,
+    /// Woken when the connection's input ends.
+    ending: Notify,
 }
 
 #[derive(Debug, Default)]
@@ -101,6 +107,7 @@ impl Direct {
             next: AtomicI64::new(FIRST_ID),
             state: Mutex::new(State::default()),
             era: OnceLock::new(),
+            ending: Notify::new(),
         }
     }
 
@@ -223,9 +230,30 @@ impl Direct {
 
     /// The connection's input ended: fails the calls waiting, and those to come.
     pub(crate) fn end(&self) {
-        let mut state = self.state.lock();
-        state.ended = true;
-        state.waiting.clear();
+        {
+            let mut state = self.state.lock();
+            state.ended = true;
+            state.waiting.clear();
+        }
+        self.ending.notify_waiters();
+    }
+
+    /// True once the connection's input has ended ([`Direct::end`]).
+    pub(crate) fn is_ended(&self) -> bool {
+        self.state.lock().ended
+    }
+
+    /// Resolves once the connection's input has ended ([`Direct::end`]).
+    pub(crate) async fn ended(&self) {
+        loop {
+            let ending = self.ending.notified();
+            tokio::pin!(ending);
+            ending.as_mut().enable();
+            if self.is_ended() {
+                return;
+            }
+            ending.await;
+        }
     }
 
     /// Tells the server that call `id` is abandoned.

@@ -9,7 +9,8 @@
 //!   rmcp sends `notifications/cancelled`, and the connection stays usable.
 //!   Connect + initialize is bounded by `startup_timeout_ms`.
 //! - **Reconnect.** When a call finds the connection gone (child exited,
-//!   stream broke, server unreachable), it asks for a reconnect of *that*
+//!   stream broke, server unreachable) — or a stdio server's output ends
+//!   while the call waits ([`Connection::ended`]) — it asks for a reconnect of *that*
 //!   connection generation. One caller performs it under the lifecycle lock;
 //!   every other caller that lost the same generation waits and shares the
 //!   outcome, so 50 failing calls cause one new process. The interrupted
@@ -571,8 +572,24 @@ impl McpClient {
             });
         }
         let server = || self.inner.name.clone();
-        match tokio::time::timeout(timeout, f(Link::of(conn))).await {
-            Ok(Ok(value)) => Ok(value),
+        // A request the server's death leaves unanswered fails then, not at
+        // its timeout: it may have been written (so `sent`), or be waiting
+        // in rmcp's queue, which rmcp reads no more but drops only once its
+        // service has wound down (handlers finished, the child reaped).
+        let call = f(Link::of(conn));
+        let answered = async {
+            tokio::select! {
+                biased;
+                result = call => Some(result),
+                () = conn.ended() => None,
+            }
+        };
+        match tokio::time::timeout(timeout, answered).await {
+            Ok(Some(Ok(value))) => Ok(value),
+            Ok(None) => Err(Attempt::Lost {
+                cause: Arc::new(ServiceError::TransportClosed),
+                sent: true,
+            }),
             Err(_elapsed) => {
                 tracing::debug!(server = %self.inner.name, operation, ?timeout, "MCP request timed out");
                 Err(Attempt::Failed(ClientError::Timeout {
@@ -581,7 +598,7 @@ impl McpClient {
                     timeout_ms: timeout.as_millis() as u64,
                 }))
             }
-            Ok(Err(error)) => Err(match classify(error) {
+            Ok(Some(Err(error))) => Err(match classify(error) {
                 Failure::Lost { cause, sent } => Attempt::Lost { cause, sent },
                 Failure::SessionExpired => Attempt::Expired,
                 Failure::Rpc(mut error) => {

@@ -5,10 +5,19 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
-use extpool_mcp::{ClientError, McpServerConfig, ReconnectPolicy};
+use extpool_mcp::{
+    ClientError, Elicitation, ElicitationHandler, McpClient, McpServerConfig, ReconnectPolicy,
+    ServerName,
+};
+use extpool_testkit::procs::kill_one;
 use extpool_testkit::{HttpServer, StateDir};
+use rmcp::ErrorData;
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::json;
+use tokio::sync::Notify;
 
 use crate::fake_http::{Answer, FakeHttp};
 use crate::support::*;
@@ -41,6 +50,69 @@ async fn fifty_concurrent_calls_share_one_reconnect() {
     assert_eq!(state.starts(), 2, "50 interrupted calls, one new process");
     assert_eq!(client.connection_count(), 2);
     assert_eq!(state.counter("crash"), 0);
+    client.close().await;
+}
+
+/// Holds every elicitation until released, counting those asked.
+#[derive(Default)]
+struct Held {
+    asked: tokio::sync::watch::Sender<usize>,
+    release: Notify,
+}
+
+#[async_trait::async_trait]
+impl ElicitationHandler for Held {
+    async fn elicit(
+        &self,
+        _: &ServerName,
+        _: ElicitRequestParams,
+    ) -> Result<ElicitResult, ErrorData> {
+        let released = self.release.notified();
+        self.asked.send_modify(|n| *n += 1);
+        released.await;
+        Ok(ElicitResult::new(ElicitationAction::Accept))
+    }
+}
+
+/// A request in flight when a stdio server dies fails as soon as the
+/// server's output ends, not when rmcp's service for the dead connection
+/// has wound down: rmcp first lets a handler still answering the server's
+/// question finish (here one that never does, for its 5 s grace), and
+/// takes new requests meanwhile without ever writing or failing them. The
+/// request timeout is shorter than that grace: waiting for the wind-down,
+/// the request would time out. It fails as interrupted (a `tools/call`,
+/// which the server may have acted on), after one reconnect, on which the
+/// next request runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_in_flight_fails_when_the_server_dies_not_when_its_connection_winds_down() {
+    let held = Arc::new(Held::default());
+    let mut options = options();
+    options.elicitation = Some(Elicitation(held.clone()));
+    options.request_timeout = Duration::from_secs(4);
+    let state = StateDir::new();
+    let marker = state.path().to_string_lossy().into_owned();
+    let client = McpClient::connect(name("winding"), stdio_cfg(&state.args()), Arc::new(options))
+        .await
+        .unwrap();
+    // Through rmcp's service (`request_whole`), not the direct tool calls.
+    let asking = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let call = json!({"name": "elicit", "arguments": {"message": "your name?"}});
+            client.request_whole("tools/call", call).await
+        })
+    };
+    tokio::time::timeout(PATIENCE, held.asked.subscribe().wait_for(|n| *n == 1))
+        .await
+        .expect("the server's question never reached the handler")
+        .unwrap();
+    kill_one(&marker).await;
+    let lost = asking.await.unwrap().unwrap_err();
+    assert!(lost.is_interrupted(), "{lost:?}");
+    client.ping().await.unwrap();
+    assert_eq!(client.connection_count(), 2);
+    assert_eq!(state.starts(), 2);
+    held.release.notify_waiters();
     client.close().await;
 }
 
