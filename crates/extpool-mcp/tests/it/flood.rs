@@ -10,17 +10,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use extpool_core::ChangeKind;
-use extpool_mcp::{
-    ClientOptions, Elicitation, ElicitationHandler, McpClient, NotificationLimits, ServerName,
-};
+use extpool_mcp::{ClientOptions, Elicitation, McpClient, NotificationLimits};
 use extpool_testkit::StateDir;
-use rmcp::ErrorData;
-use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::json;
-use tokio::sync::Notify;
 
 use crate::support::{
-    PATIENCE, args, capture_logs, counted, name, on_each, options, stdio_cfg, text,
+    Held, PATIENCE, args, capture_logs, counted, name, on_each, options, stdio_cfg, text,
 };
 
 async fn client_with(options: ClientOptions) -> McpClient {
@@ -156,27 +151,6 @@ async fn a_list_changed_burst_is_merged_and_its_last_delivered() {
     )
     .await;
     client.close().await;
-}
-
-/// Holds every elicitation until released, counting those waiting.
-#[derive(Default)]
-struct Held {
-    waiting: tokio::sync::watch::Sender<usize>,
-    release: Notify,
-}
-
-#[async_trait::async_trait]
-impl ElicitationHandler for Held {
-    async fn elicit(
-        &self,
-        _: &ServerName,
-        _: ElicitRequestParams,
-    ) -> Result<ElicitResult, ErrorData> {
-        let released = self.release.notified();
-        self.waiting.send_modify(|n| *n += 1);
-        released.await;
-        Ok(ElicitResult::new(ElicitationAction::Accept))
-    }
 }
 
 #[tokio::test]

@@ -8,16 +8,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use extpool_mcp::{
-    ClientError, Elicitation, ElicitationHandler, McpClient, McpServerConfig, ReconnectPolicy,
-    ServerName,
-};
+use extpool_mcp::{ClientError, Elicitation, McpClient, McpServerConfig, ReconnectPolicy};
 use extpool_testkit::procs::kill_one;
 use extpool_testkit::{HttpServer, StateDir};
-use rmcp::ErrorData;
-use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::json;
-use tokio::sync::Notify;
 
 use crate::fake_http::{Answer, FakeHttp};
 use crate::support::*;
@@ -53,27 +47,6 @@ async fn fifty_concurrent_calls_share_one_reconnect() {
     client.close().await;
 }
 
-/// Holds every elicitation until released, counting those asked.
-#[derive(Default)]
-struct Held {
-    asked: tokio::sync::watch::Sender<usize>,
-    release: Notify,
-}
-
-#[async_trait::async_trait]
-impl ElicitationHandler for Held {
-    async fn elicit(
-        &self,
-        _: &ServerName,
-        _: ElicitRequestParams,
-    ) -> Result<ElicitResult, ErrorData> {
-        let released = self.release.notified();
-        self.asked.send_modify(|n| *n += 1);
-        released.await;
-        Ok(ElicitResult::new(ElicitationAction::Accept))
-    }
-}
-
 /// A request in flight when a stdio server dies fails as soon as the
 /// server's output ends, not when rmcp's service for the dead connection
 /// has wound down: rmcp first lets a handler still answering the server's
@@ -102,7 +75,7 @@ async fn a_request_in_flight_fails_when_the_server_dies_not_when_its_connection_
             client.request_whole("tools/call", call).await
         })
     };
-    tokio::time::timeout(PATIENCE, held.asked.subscribe().wait_for(|n| *n == 1))
+    tokio::time::timeout(PATIENCE, held.waiting.subscribe().wait_for(|n| *n == 1))
         .await
         .expect("the server's question never reached the handler")
         .unwrap();

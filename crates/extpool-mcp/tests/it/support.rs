@@ -6,9 +6,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use extpool_mcp::{
-    ClientOptions, McpClient, McpServerConfig, PoolConfig, ServerName, SessionConnectionPool,
+    ClientOptions, ElicitationHandler, McpClient, McpServerConfig, PoolConfig, ServerName,
+    SessionConnectionPool,
 };
-use rmcp::model::JsonObject;
+use rmcp::ErrorData;
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, JsonObject};
+use tokio::sync::Notify;
 
 /// A stdio config running the testkit server with `args`.
 pub fn stdio_cfg<S: AsRef<str>>(args: &[S]) -> McpServerConfig {
@@ -221,4 +224,28 @@ pub async fn on_each<T: Clone>(
 /// True once a process has exited *and* been reaped (no zombie left).
 pub fn process_gone(pid: u32) -> bool {
     !std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// An elicitation handler that holds every question until released,
+/// counting those waiting (a client slow to answer the server).
+#[derive(Default)]
+pub struct Held {
+    /// How many questions reached the handler.
+    pub waiting: tokio::sync::watch::Sender<usize>,
+    /// Releases every question waiting (each answered `accept`).
+    pub release: Notify,
+}
+
+#[async_trait::async_trait]
+impl ElicitationHandler for Held {
+    async fn elicit(
+        &self,
+        _: &ServerName,
+        _: ElicitRequestParams,
+    ) -> Result<ElicitResult, ErrorData> {
+        let released = self.release.notified();
+        self.waiting.send_modify(|n| *n += 1);
+        released.await;
+        Ok(ElicitResult::new(ElicitationAction::Accept))
+    }
 }
