@@ -278,7 +278,10 @@ async fn a_page_reader_that_falls_behind_is_dropped_and_one_past_the_limit_refus
         project,
         GatewayOptions {
             max_page_streams: 2,
-            page_stream_bytes: 1_000_000,
+            // Below one tools event (10 MB), so the slow reader's second
+            // one drops it; above the snapshots the fast reader may be
+            // given while it is still reading a tools event.
+            page_stream_bytes: 4_000_000,
             ..GatewayOptions::default()
         },
     )
@@ -293,6 +296,18 @@ async fn a_page_reader_that_falls_behind_is_dropped_and_one_past_the_limit_refus
     assert_eq!(kind, "tools");
     assert!(tools.len() > 10_000_000, "{}", tools.len());
     assert_eq!(page_event(&mut fast, &mut buffer).await.0, "snapshot");
+    // From here it reads everything as it comes, whatever the test does
+    // meanwhile (as a browser's page would): each tools event's data is
+    // handed over.
+    let (tools_tx, mut tools_rx) = tokio::sync::mpsc::unbounded_channel();
+    let drain = tokio::spawn(async move {
+        loop {
+            let (kind, data) = page_event(&mut fast, &mut buffer).await;
+            if kind == "tools" && tools_tx.send(data).is_err() {
+                return;
+            }
+        }
+    });
 
     // A reader that takes a few bytes, then nothing (a small receive
     // buffer): its connection holds most of the tools unwritten.
@@ -334,11 +349,15 @@ async fn a_page_reader_that_falls_behind_is_dropped_and_one_past_the_limit_refus
         .unwrap();
     assert!(response.status().is_success());
     loop {
-        let (kind, data) = page_event(&mut fast, &mut buffer).await;
-        if kind == "tools" && data.contains("mcp__testkit__fresh") {
+        let data = within(tools_rx.recv())
+            .await
+            .expect("the fast reader's stream");
+        if data.contains("mcp__testkit__fresh") {
             break;
         }
     }
+    drop(tools_rx);
+    drain.abort();
     // The slow one's connection is closed before it had the tools it was
     // given, let alone the new ones.
     let mut rest = Vec::new();
