@@ -356,8 +356,6 @@ async fn a_page_reader_that_falls_behind_is_dropped_and_one_past_the_limit_refus
             break;
         }
     }
-    drop(tools_rx);
-    drain.abort();
     // The slow one's connection is closed before it had the tools it was
     // given, let alone the new ones.
     let mut rest = Vec::new();
@@ -376,6 +374,7 @@ async fn a_page_reader_that_falls_behind_is_dropped_and_one_past_the_limit_refus
     assert_eq!(metric(&base, "extpool_page_streams").await, 1.0);
     let again = page_stream(&base).await;
     assert_eq!(again.status(), 200);
+    drain.abort();
     served.stop().await;
 }
 
