@@ -278,10 +278,12 @@ async fn a_page_reader_that_falls_behind_is_dropped_and_one_past_the_limit_refus
         project,
         GatewayOptions {
             max_page_streams: 2,
-            // Below one tools event (10 MB), so the slow reader's second
-            // one drops it; above the snapshots the fast reader may be
-            // given while it is still reading a tools event.
-            page_stream_bytes: 4_000_000,
+            // Above the two tools events (10 MB each) one catalog change
+            // may make while the fast reader is still reading the first:
+            // a reader that takes everything is never dropped. The slow
+            // reader falls behind by every change's events and is dropped
+            // within three changes.
+            page_stream_bytes: 25_000_000,
             ..GatewayOptions::default()
         },
     )
@@ -339,23 +341,36 @@ async fn a_page_reader_that_falls_behind_is_dropped_and_one_past_the_limit_refus
         "{said}"
     );
 
-    // The catalog changes: a new tools event of 10 MB, which the slow
-    // reader is far behind on: it is dropped; the fast one gets it.
+    // The catalog changes, one tool added at a time: each change makes a
+    // tools event of 10 MB, which the slow reader is far behind on; the
+    // fast one gets each before the next change. Within a few changes
+    // the slow one is dropped, the fast one never.
     let id = session(&served.url).await;
-    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": "mcp__testkit__add_tool", "arguments": {"name": "fresh"}}});
-    let response = within(mcp_post(&served.url, Some((&id, VERSION)), call.to_string()).send())
-        .await
-        .unwrap();
-    assert!(response.status().is_success());
-    loop {
-        let data = within(tools_rx.recv())
+    let mut changes = 0;
+    while metric(&base, "extpool_page_streams_dropped_total").await == 0.0 {
+        changes += 1;
+        assert!(changes <= 6, "the slow reader was never dropped");
+        let name = format!("fresh{changes}");
+        let call = json!({"jsonrpc": "2.0", "id": changes, "method": "tools/call",
+            "params": {"name": "mcp__testkit__add_tool", "arguments": {"name": name}}});
+        let response = within(mcp_post(&served.url, Some((&id, VERSION)), call.to_string()).send())
             .await
-            .expect("the fast reader's stream");
-        if data.contains("mcp__testkit__fresh") {
-            break;
+            .unwrap();
+        assert!(response.status().is_success());
+        let listed = format!("\"mcp__testkit__{name}\"");
+        loop {
+            let data = within(tools_rx.recv())
+                .await
+                .expect("the fast reader's stream");
+            if data.contains(&listed) {
+                break;
+            }
         }
     }
+    assert!(
+        changes >= 2,
+        "dropped after {changes} change(s), within its bound"
+    );
     // The slow one's connection is closed before it had the tools it was
     // given, let alone the new ones.
     let mut rest = Vec::new();
