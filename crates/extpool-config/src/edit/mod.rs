@@ -1,5 +1,6 @@
 //! Editing configuration files in place: a server added to or removed
-//! from `extpool.yaml` ([`yaml`]), an entry written to or removed from an
+//! from `extpool.yaml` ([`yaml`]), a permission rule added to or removed
+//! from its `permissions` lists ([`permissions`]), an entry written to or removed from an
 //! agent's own config file ([`jsonc`], [`toml`], the agents in
 //! [`agents`]).
 //!
@@ -14,6 +15,7 @@
 pub mod agents;
 pub mod jsonc;
 mod outline;
+pub mod permissions;
 pub mod toml;
 pub mod yaml;
 

@@ -35,7 +35,14 @@ pub(crate) enum Kind {
     /// Any other scalar.
     Scalar,
     /// A sequence.
-    Seq,
+    Seq {
+        /// Written in flow style (`[…]`).
+        flow: bool,
+        /// Its items in document order.
+        items: Vec<SeqItem>,
+        /// For a flow sequence: the line and column of its closing `]`.
+        close: Option<(usize, usize)>,
+    },
     /// A mapping.
     Map {
         /// Written in flow style (`{…}`).
@@ -45,6 +52,15 @@ pub(crate) enum Kind {
         /// For a flow mapping: the line and column of its closing `}`.
         close: Option<(usize, usize)>,
     },
+}
+
+/// One item of a sequence.
+#[derive(Debug, Clone)]
+pub(crate) struct SeqItem {
+    /// Its text, when it is a scalar.
+    pub text: Option<String>,
+    /// Where it is.
+    pub node: Located,
 }
 
 /// One entry of a mapping.
@@ -150,17 +166,25 @@ impl<'a> Builder<'a, '_> {
             Event::SequenceStart(..) => {
                 let flow = span.end.index() > span.start.index();
                 let mut last = line;
-                loop {
+                let mut items = Vec::new();
+                let close = loop {
                     let (ev, span) = self.next()?;
                     if matches!(ev, Event::SequenceEnd) {
                         if flow {
                             last = last.max(span.start.line());
+                            break Some((span.start.line(), span.start.col()));
                         }
-                        break;
+                        break None;
                     }
-                    last = last.max(self.node(ev, span, depth + 1)?.last_line);
-                }
-                Ok(located(last, Kind::Seq))
+                    let text = match &ev {
+                        Event::Scalar(text, ..) => Some(text.to_string()),
+                        _ => None,
+                    };
+                    let node = self.node(ev, span, depth + 1)?;
+                    last = last.max(node.last_line);
+                    items.push(SeqItem { text, node });
+                };
+                Ok(located(last, Kind::Seq { flow, items, close }))
             }
             Event::MappingStart(..) => {
                 let flow = span.end.index() > span.start.index();

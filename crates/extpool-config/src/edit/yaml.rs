@@ -121,7 +121,7 @@ pub fn remove_server(text: &str, name: &str) -> Result<(String, String), EditErr
     Ok((doc.remove_lines(first, last), written))
 }
 
-fn mapping<'a>(node: &'a Located, what: &str) -> Result<&'a [OutlineEntry], EditError> {
+pub(super) fn mapping<'a>(node: &'a Located, what: &str) -> Result<&'a [OutlineEntry], EditError> {
     match &node.kind {
         Kind::Map {
             flow: false,
@@ -156,14 +156,14 @@ fn section(name: &str, config: &McpServerConfig) -> Result<String, EditError> {
 }
 
 /// The text being edited, as lines that keep their line breaks.
-struct Doc<'a> {
+pub(super) struct Doc<'a> {
     lines: Vec<String>,
     /// The file's line break (`\r\n` when its first line has one).
     newline: &'a str,
 }
 
 impl<'a> Doc<'a> {
-    fn new(text: &'a str) -> Self {
+    pub(super) fn new(text: &'a str) -> Self {
         let newline = match text.find('\n') {
             Some(i) if text[..i].ends_with('\r') => "\r\n",
             _ => "\n",
@@ -175,7 +175,7 @@ impl<'a> Doc<'a> {
     }
 
     /// Lines written with the file's line break.
-    fn native(&self, block: &str) -> String {
+    pub(super) fn native(&self, block: &str) -> String {
         if self.newline == "\n" {
             block.to_owned()
         } else {
@@ -183,12 +183,12 @@ impl<'a> Doc<'a> {
         }
     }
 
-    fn text(self) -> String {
+    pub(super) fn text(self) -> String {
         self.lines.concat()
     }
 
     /// `block` at the end, after a line break if the file lacks its last.
-    fn append(mut self, block: &str) -> String {
+    pub(super) fn append(mut self, block: &str) -> String {
         let block = self.native(block);
         if let Some(last) = self.lines.last_mut()
             && !last.ends_with('\n')
@@ -206,7 +206,7 @@ impl<'a> Doc<'a> {
     }
 
     /// `block` (whole lines) after line `line` (1-based).
-    fn insert_after(mut self, line: usize, block: &str) -> String {
+    pub(super) fn insert_after(mut self, line: usize, block: &str) -> String {
         let block = self.native(block);
         let at = line.min(self.lines.len());
         if at > 0
@@ -220,7 +220,7 @@ impl<'a> Doc<'a> {
     }
 
     /// `text` inserted at (line, column in characters).
-    fn insert_at(mut self, (line, col): (usize, usize), text: &str) -> String {
+    pub(super) fn insert_at(mut self, (line, col): (usize, usize), text: &str) -> String {
         if let Some(l) = self.lines.get_mut(line.saturating_sub(1)) {
             let at = byte_of(l, col);
             l.insert_str(at, text);
@@ -230,7 +230,7 @@ impl<'a> Doc<'a> {
 
     /// Removes what follows the colon after `key_end_col` on `line` up to
     /// a comment or the line's end (a written `null`).
-    fn cut_line_after(&mut self, line: usize, key_end_col: usize) {
+    pub(super) fn cut_line_after(&mut self, line: usize, key_end_col: usize) {
         let Some(l) = self.lines.get_mut(line.saturating_sub(1)) else {
             return;
         };
@@ -247,7 +247,7 @@ impl<'a> Doc<'a> {
     }
 
     /// Inserts `text` right after the colon that follows the key.
-    fn after_colon(&mut self, line: usize, key_end_col: usize, text: &str) {
+    pub(super) fn after_colon(&mut self, line: usize, key_end_col: usize, text: &str) {
         let Some(l) = self.lines.get_mut(line.saturating_sub(1)) else {
             return;
         };
@@ -257,13 +257,32 @@ impl<'a> Doc<'a> {
         }
     }
 
+    /// The leading spaces of line `line` (1-based).
+    pub(super) fn indent(&self, line: usize) -> usize {
+        self.lines
+            .get(line.saturating_sub(1))
+            .map_or(0, |l| l.chars().take_while(|c| *c == ' ').count())
+    }
+
+    /// Whether line `line` (1-based) is blank.
+    pub(super) fn is_blank(&self, line: usize) -> bool {
+        self.lines
+            .get(line.saturating_sub(1))
+            .is_some_and(|l| l.trim().is_empty())
+    }
+
+    /// Whether nothing but blank lines follows line `line` (1-based).
+    pub(super) fn ends_at(&self, line: usize) -> bool {
+        self.lines.iter().skip(line).all(|l| l.trim().is_empty())
+    }
+
     /// The character at (line, column), if there is one.
-    fn char_at(&self, line: usize, col: usize) -> Option<char> {
+    pub(super) fn char_at(&self, line: usize, col: usize) -> Option<char> {
         self.lines.get(line.checked_sub(1)?)?.chars().nth(col)
     }
 
     /// Removes the text between two (line, column) places.
-    fn cut_span(&mut self, from: (usize, usize), to: (usize, usize)) {
+    pub(super) fn cut_span(&mut self, from: (usize, usize), to: (usize, usize)) {
         let text = std::mem::take(&mut self.lines).concat();
         let a = offset(&text, from);
         let b = offset(&text, to).max(a);
@@ -272,7 +291,7 @@ impl<'a> Doc<'a> {
     }
 
     /// Removes lines `first..=last` (1-based).
-    fn remove_lines(mut self, first: usize, last: usize) -> String {
+    pub(super) fn remove_lines(mut self, first: usize, last: usize) -> String {
         let last = last.min(self.lines.len());
         if first >= 1 && first <= last {
             self.lines.drain(first - 1..last);
@@ -282,7 +301,7 @@ impl<'a> Doc<'a> {
 
     /// The first line of `entry` with the comment lines directly above it
     /// at its own indentation (no blank line between).
-    fn leading_comments(&self, entry: &OutlineEntry) -> usize {
+    pub(super) fn leading_comments(&self, entry: &OutlineEntry) -> usize {
         let mut first = entry.line;
         while first > 1 {
             let above = &self.lines[first - 2];
@@ -298,7 +317,7 @@ impl<'a> Doc<'a> {
 
     /// The last line of `entry` with the comment lines that follow it
     /// indented deeper than its key (no blank line between).
-    fn trailing_comments(&self, entry: &OutlineEntry) -> usize {
+    pub(super) fn trailing_comments(&self, entry: &OutlineEntry) -> usize {
         let mut last = entry.value.last_line.max(entry.line);
         while let Some(next) = self.lines.get(last) {
             let indent = next.chars().take_while(|c| *c == ' ').count();
@@ -322,19 +341,24 @@ impl<'a> Doc<'a> {
             (Some(next), _) => (start, offset(&text, (next.line, next.col))),
             // The last one: from the end of the one before (its comma).
             (None, Some(prev)) => {
-                let prev_end = value_end(&text, &entries[prev]);
-                (prev_end, value_end(&text, entry))
+                let prev_end = value_end(&text, at(&entries[prev].value));
+                (prev_end, value_end(&text, at(&entry.value)))
             }
-            (None, None) => (start, value_end(&text, entry)),
+            (None, None) => (start, value_end(&text, at(&entry.value))),
         };
         format!("{}{}", &text[..from], &text[to..])
     }
 }
 
-/// The byte offset just after `entry`'s value in a flow mapping: before
-/// the `,` or `}` that ends it.
-fn value_end(text: &str, entry: &OutlineEntry) -> usize {
-    let start = offset(text, (entry.value.line, entry.value.col));
+/// Where `node` starts: (line, column).
+pub(super) fn at(node: &super::outline::Located) -> (usize, usize) {
+    (node.line, node.col)
+}
+
+/// The byte offset just after the value starting at `from` in a flow
+/// collection: before the `,`, `}` or `]` that ends it.
+pub(super) fn value_end(text: &str, from: (usize, usize)) -> usize {
+    let start = offset(text, from);
     let mut depth = 0i32;
     let mut quote: Option<char> = None;
     for (i, c) in text[start..].char_indices() {
@@ -360,7 +384,7 @@ fn trim_back(text: &str, mut at: usize) -> usize {
 }
 
 /// The byte offset of (1-based line, 0-based column in characters).
-fn offset(text: &str, (line, col): (usize, usize)) -> usize {
+pub(super) fn offset(text: &str, (line, col): (usize, usize)) -> usize {
     let mut start = 0;
     for _ in 1..line {
         match text[start..].find('\n') {
