@@ -237,6 +237,20 @@ Examples:
     )]
     Service(crate::cmd::service::ServiceCommand),
 
+    /// Turn a tool off or on again: a deny rule in extpool.yaml's permissions.
+    #[command(
+        subcommand,
+        after_help = "\
+Examples:
+  extpool tools disable mcp__github__delete_repo     a deny rule written to extpool.yaml
+  extpool tools enable mcp__github__delete_repo      that rule removed again
+  extpool tools disable 'mcp__github__delete_*' --scope user
+
+Only the rule's line is written: comments and everything else stay. A running
+gateway applies it from its configuration watcher."
+    )]
+    Tools(crate::cmd::tools::ToolsCommand),
+
     /// Find servers in an MCP Registry (the official one, or --registry URL).
     #[command(after_help = "\
 Examples:

@@ -27,6 +27,7 @@ mod sessions;
 mod skills;
 mod sources;
 mod suggest;
+pub mod tools;
 mod watch;
 
 use std::process::ExitCode;
@@ -59,6 +60,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Mcp(cmd)) => mcp::run(&mut ctx, cmd).await,
         Some(Command::Connect(args)) => connect::run(&mut ctx, args),
         Some(Command::Service(cmd)) => service::run(&mut ctx, cmd),
+        Some(Command::Tools(cmd)) => tools::run(&mut ctx, cmd),
         Some(Command::Search(args)) => registry::search(&mut ctx, args).await,
         Some(Command::Serve(args)) => serve::run(&mut ctx, *args).await,
         Some(Command::Sessions(args)) => sessions::run(&mut ctx, args).await,

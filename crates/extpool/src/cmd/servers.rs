@@ -147,7 +147,7 @@ pub fn chosen_file(ctx: &Ctx, target: &Target) -> Result<Chosen> {
 }
 
 /// A file's text, or nothing when it does not exist yet.
-fn read(ctx: &Ctx, path: &std::path::Path) -> Result<String> {
+pub(super) fn read(ctx: &Ctx, path: &std::path::Path) -> Result<String> {
     if !path.exists() {
         return Ok(String::new());
     }
@@ -163,7 +163,7 @@ fn read(ctx: &Ctx, path: &std::path::Path) -> Result<String> {
 }
 
 /// An edit's refusal, located in the file.
-fn edit_error(file: &str, e: EditError) -> anyhow::Error {
+pub(super) fn edit_error(file: &str, e: EditError) -> anyhow::Error {
     match e {
         EditError::Syntax { line, message } => anyhow!("{file}:{line}: invalid YAML: {message}"),
         EditError::Exists { name, line, .. } => UsageError(format!(
@@ -320,7 +320,7 @@ fn say_notes(ctx: &Ctx, notes: &[String]) {
 
 /// The new text loaded as the file, with `config check`'s checks of
 /// remote servers: refused with its located problems.
-fn check(ctx: &Ctx, path: &std::path::Path, text: &str) -> Result<Loaded> {
+pub(super) fn check(ctx: &Ctx, path: &std::path::Path, text: &str) -> Result<Loaded> {
     let loaded = match extpool_host::config::load_text(path, text, &ctx.places) {
         Ok(loaded) => loaded,
         Err(e) => return Err(refuse(ctx, &e)),

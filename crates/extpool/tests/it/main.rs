@@ -17,6 +17,7 @@ mod display;
 mod first_steps;
 mod floods;
 mod foreign_import;
+mod gateway_servers;
 mod guardrails;
 mod host;
 mod implementation;
