@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use crate::config::CatalogConfig;
 use crate::dispatch::CallError;
 use crate::membership::Membership;
-use crate::permissions::PermissionError;
+use crate::permissions::{PermissionError, PermissionsConfig};
 use crate::prompts::CommandError;
 use std::sync::atomic::Ordering;
 
@@ -217,6 +217,17 @@ impl Catalog {
                 return self.status();
             }
         }
+    }
+
+    /// Replaces the permission rules (the configuration's `permissions`
+    /// changed while serving): the next cycle's revision is built with
+    /// them, and published even when nothing else changed. Refused, the
+    /// rules in force unchanged, when they do not compile.
+    pub fn set_permissions(&self, config: PermissionsConfig) -> Result<(), PermissionError> {
+        let compiled = crate::permissions::Permissions::new(config)?;
+        self.shared.services.set_permissions(compiled);
+        self.request_reconcile();
+        Ok(())
     }
 
     /// Asks for a reconciliation (after a configuration file changed, say)

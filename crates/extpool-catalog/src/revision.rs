@@ -252,6 +252,8 @@ pub struct CatalogRevision {
     source_index: HashMap<String, u32>,
     diagnostics: Vec<Diagnostic>,
     pub(crate) services: Arc<Services>,
+    /// The permission rules it was built with.
+    pub(crate) permissions: Arc<crate::permissions::Permissions>,
     parent: Option<Arc<CatalogRevision>>,
 }
 
@@ -277,13 +279,13 @@ impl CatalogRevision {
     /// The permission rules of this revision (with the callers' rules of
     /// `permissions.principals`).
     pub fn permissions(&self) -> &crate::permissions::Permissions {
-        self.services.permissions()
+        &self.permissions
     }
 
     /// What the permission rules of this revision say about `name`, and
     /// which rule decided (for audit logs).
     pub fn permission(&self, name: &str) -> crate::permissions::Decision {
-        self.services.permissions().decide(name)
+        self.permissions.decide(name)
     }
 
     /// Remote tools of this revision, in visibility order, then each
@@ -430,6 +432,7 @@ impl CatalogRevision {
                 .zip(&other.tools)
                 .all(|(a, b)| same_tool(a, b))
             && self.builtins == other.builtins
+            && Arc::ptr_eq(&self.permissions, &other.permissions)
             && match (&self.parent, &other.parent) {
                 (None, None) => true,
                 (Some(a), Some(b)) => Arc::ptr_eq(a, b),

@@ -2,6 +2,7 @@
 //! once per catalog and referenced (not copied) by each revision.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use parking_lot::RwLock;
 
@@ -15,7 +16,10 @@ use crate::shaping::ResultLimits;
 /// Compiled configuration shared by the revisions of one catalog.
 #[derive(Debug)]
 pub struct Services {
-    pub(crate) permissions: Permissions,
+    /// The permission rules; replaced when the configuration's change
+    /// ([`crate::Catalog::set_permissions`]), each revision keeping the
+    /// rules it was built with.
+    permissions: RwLock<Arc<Permissions>>,
     /// Namespace per server id; changed only by a reconciliation cycle
     /// that publishes servers added with a prefix (see [`crate::Membership`]).
     pub(crate) namespaces: RwLock<BTreeMap<String, String>>,
@@ -32,7 +36,7 @@ impl Services {
     /// Compiles a configuration.
     pub fn new(config: &CatalogConfig) -> Result<Self, PermissionError> {
         Ok(Self {
-            permissions: Permissions::new(config.permissions.clone())?,
+            permissions: RwLock::new(Arc::new(Permissions::new(config.permissions.clone())?)),
             namespaces: RwLock::new(config.namespaces.clone()),
             resource_tools: config.resource_tools,
             prompts: config.prompts,
@@ -44,9 +48,14 @@ impl Services {
         })
     }
 
-    /// The compiled permission rules.
-    pub fn permissions(&self) -> &Permissions {
-        &self.permissions
+    /// The compiled permission rules the next revision is built with.
+    pub fn permissions(&self) -> Arc<Permissions> {
+        self.permissions.read().clone()
+    }
+
+    /// Replaces the permission rules the next revisions are built with.
+    pub(crate) fn set_permissions(&self, permissions: Permissions) {
+        *self.permissions.write() = Arc::new(permissions);
     }
 
     /// The result limits.

@@ -45,6 +45,8 @@ pub fn build_overlay(
 /// What the steps share while a revision is built.
 struct Build {
     services: Arc<Services>,
+    /// The rules this revision is built with.
+    permissions: Arc<crate::permissions::Permissions>,
     parent: Option<Arc<CatalogRevision>>,
     diagnostics: Vec<Diagnostic>,
     denied: HashMap<String, Decision>,
@@ -143,7 +145,7 @@ impl Build {
                     );
                     continue;
                 }
-                let decision = self.services.permissions.decide(&name);
+                let decision = self.permissions.decide(&name);
                 if !decision.is_allowed() {
                     owners.insert(name.clone(), source.id.clone());
                     self.denied.insert(name, decision);
@@ -204,7 +206,7 @@ impl Build {
             if !wanted || inherited {
                 continue;
             }
-            let decision = self.services.permissions.decide(b.name());
+            let decision = self.permissions.decide(b.name());
             if decision.is_allowed() {
                 let tools = &self.tools;
                 self.index
@@ -244,7 +246,7 @@ impl Build {
                     }
                 };
                 if prompts {
-                    let decision = self.services.permissions.decide(&name);
+                    let decision = self.permissions.decide(&name);
                     if !decision.is_allowed() {
                         self.denied.insert(name, decision);
                         continue;
@@ -338,6 +340,7 @@ fn build_with(
 ) -> CatalogRevision {
     let total: usize = listings.iter().map(|l| l.tools.len()).sum();
     let mut b = Build {
+        permissions: services.permissions(),
         services: services.clone(),
         parent,
         diagnostics: Vec::new(),
@@ -371,6 +374,7 @@ fn build_with(
         source_index,
         diagnostics: b.diagnostics,
         services,
+        permissions: b.permissions,
         parent: b.parent,
     }
 }

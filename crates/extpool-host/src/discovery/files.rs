@@ -7,8 +7,9 @@
 //! and an error in a file that changed since the last accepted reading
 //! refuses the whole reading, with its `file:line:col`. A file of another
 //! program that was already broken when it was last accepted is skipped as
-//! at start (its error is not the edit's). Only `mcp_servers` apply while
-//! running; an edit of another section is noted as needing a restart.
+//! at start (its error is not the edit's). `mcp_servers` and `permissions`
+//! apply while running (the catalog's next revision is built with the new
+//! rules); an edit of another section is noted as needing a restart.
 //! Flags given on the command line are applied again over every reading.
 //!
 //! With plugins served, each reading finds them again too (with the
@@ -58,6 +59,11 @@ struct Inner {
     exclusions: Exclusions,
     /// The plugins served, found again at every reading.
     plugins: Option<Arc<crate::plugins::Live>>,
+    /// The catalog a reading's `permissions` are given to (set once it
+    /// runs).
+    catalog: std::sync::OnceLock<std::sync::Weak<extpool_catalog::Catalog>>,
+    /// The `permissions` in force.
+    permissions: Mutex<extpool_config::PermissionsConfig>,
 }
 
 impl ConfigFiles {
@@ -84,7 +90,10 @@ impl ConfigFiles {
             .collect();
         let mut started = loaded.config.clone();
         started.mcp_servers.clear();
+        let permissions = Mutex::new(started.permissions.clone());
         let inner = Inner {
+            catalog: std::sync::OnceLock::new(),
+            permissions,
             files,
             places,
             overrides,
@@ -98,6 +107,11 @@ impl ConfigFiles {
         Self {
             inner: Arc::new(inner),
         }
+    }
+
+    /// Gives the `permissions` of later readings to `catalog`.
+    pub(crate) fn apply_permissions_to(&self, catalog: &Arc<extpool_catalog::Catalog>) {
+        let _ = self.inner.catalog.set(Arc::downgrade(catalog));
     }
 
     /// Every file a reading may read (see [`ConfigFiles::new`]).
@@ -184,7 +198,33 @@ impl Inner {
         if let (Some(live), Some(found)) = (&self.plugins, found) {
             live.publish(found);
         }
-        Ok(self.discovered(&loaded))
+        let mut out = self.discovered(&loaded);
+        if let Some(note) = self.apply_permissions(&loaded.config.permissions) {
+            out.notes.push(note);
+        }
+        Ok(out)
+    }
+
+    /// Gives changed `permissions` to the catalog: what went wrong, if
+    /// anything.
+    fn apply_permissions(&self, permissions: &extpool_config::PermissionsConfig) -> Option<String> {
+        let mut current = self.permissions.lock();
+        if *current == *permissions {
+            return None;
+        }
+        let catalog = self.catalog.get().and_then(std::sync::Weak::upgrade)?;
+        match catalog.set_permissions(permissions.clone()) {
+            Ok(()) => {
+                tracing::info!("discovery: the configuration's permissions changed; applied");
+                *current = permissions.clone();
+                None
+            }
+            Err(e) => {
+                let note = format!("the changed permissions are not applied: {e}");
+                tracing::warn!("{note}");
+                Some(note)
+            }
+        }
     }
 
     fn endpoint(&self) -> String {
@@ -213,9 +253,10 @@ impl Inner {
         let mut out = Discovered::default();
         let mut sections = loaded.config.clone();
         sections.mcp_servers.clear();
+        sections.permissions = self.started.permissions.clone();
         if sections != self.started {
             out.notes.push(
-                "only mcp_servers apply while serving; the other sections changed take effect after a restart"
+                "only mcp_servers and permissions apply while serving; the other sections changed take effect after a restart"
                     .into(),
             );
         }

@@ -85,6 +85,7 @@ impl Found {
     /// reconciler read them again at a cycle it asks `catalog` for.
     pub(crate) fn watch(&self, catalog: &Arc<Catalog>) -> Option<SkillWatcher> {
         let (files, reconciler) = (self.files.as_ref()?, self.reconciler.as_ref()?);
+        files.apply_permissions_to(catalog);
         let weak_catalog: Weak<Catalog> = Arc::downgrade(catalog);
         let weak_reconciler = Arc::downgrade(reconciler);
         let spawned = SkillWatcher::spawn(files.watched(), WATCH_DEBOUNCE, move |_batch| {
