@@ -117,6 +117,22 @@ pub enum HostError {
     /// A view cannot be opened or used (a turn outside an agent, a closed view).
     #[error("{0}")]
     Scope(String),
+    /// No configured or discovered server has that name.
+    #[error("no MCP server named {name:?} here (servers: {known})")]
+    UnknownServer {
+        /// The name asked for.
+        name: String,
+        /// The servers there are, comma-separated.
+        known: String,
+    },
+    /// A server could not be restarted.
+    #[error("restarting MCP server {server:?}: {reason}")]
+    Restart {
+        /// The server.
+        server: String,
+        /// Why, in words.
+        reason: String,
+    },
     /// The host has been shut down.
     #[error("the extension host is shut down")]
     ShutDown,

@@ -11,7 +11,9 @@
 //!   with `?after=N` (the `updates` of an earlier answer) it answers once
 //!   discovery reports a change past it, a watch without polling;
 //! - `GET /v1/replicas` — the replicas sharing the store, and which one
-//!   answered.
+//!   answered;
+//! - `POST /v1/sources/{name}/restart` — an operator's restart of one
+//!   server (its connection closed and made again; the others untouched).
 //!
 //! Any replica sharing the store answers any of these for any session: a
 //! session is opened from the store on the replica a request reaches.
@@ -356,6 +358,39 @@ async fn sources(
     Json(answer).into_response()
 }
 
+/// Refuses a caller that is not an operator (`None`: an operator).
+pub(crate) fn operator_only(principal: &Principal, what: &str) -> Option<Response> {
+    (!principal.operator).then(|| {
+        error(
+            403,
+            format!("{what} is for an operator (the gateway's token or an operator API key)"),
+        )
+    })
+}
+
+/// `POST /v1/sources/{name}/restart`: server `name`'s connection closed
+/// and made again by the host; its connection afterwards.
+async fn restart(
+    State(api): State<Api>,
+    Extension(principal): Extension<Arc<Principal>>,
+    Path(name): Path<String>,
+) -> Response {
+    if let Some(refused) = operator_only(&principal, "restarting a server") {
+        return refused;
+    }
+    match api.shared.host.restart_server(&name).await {
+        Ok(connection) => {
+            api.shared.ops.page.touch();
+            Json(json!({"restarted": connection.name, "connection": connection})).into_response()
+        }
+        Err(e @ extpool_host::HostError::UnknownServer { .. }) => error(404, e),
+        Err(e) => {
+            tracing::warn!("{e}");
+            error(502, e)
+        }
+    }
+}
+
 /// `/sessions/{id}/mcp`: the session's own MCP endpoint (opened from the
 /// store on first use), served by [`crate::front`].
 async fn session_mcp(State(api): State<Api>, Path(id): Path<String>, request: Request) -> Response {
@@ -416,6 +451,10 @@ pub(crate) fn routes(api: &Api) -> Vec<(&'static str, MethodRouter)> {
         ),
         ("/v1/sources", get(sources).with_state(api.clone())),
         ("/v1/replicas", get(replicas).with_state(api.clone())),
+        (
+            "/v1/sources/{name}/restart",
+            post(restart).with_state(api.clone()),
+        ),
         (
             "/sessions/{id}/mcp",
             get(session_mcp)

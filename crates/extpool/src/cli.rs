@@ -237,6 +237,17 @@ Examples:
     )]
     Service(crate::cmd::service::ServiceCommand),
 
+    /// Restart one server of a running gateway (its connection closed and made again).
+    #[command(after_help = "\
+Examples:
+  extpool restart github                               the local gateway's github server
+  extpool restart github --gateway http://gw.internal:8520
+
+A stdio server's process exits and a new one starts; the other servers are
+untouched. It is for an operator: the gateway's token or an operator API key
+in EXTPOOL_GATEWAY_TOKEN.")]
+    Restart(crate::cmd::gateway_servers::RestartArgs),
+
     /// Turn a tool off or on again: a deny rule in extpool.yaml's permissions.
     #[command(
         subcommand,

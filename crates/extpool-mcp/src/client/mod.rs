@@ -463,6 +463,26 @@ impl McpClient {
         }
     }
 
+    /// Closes the current connection (a stdio child and its process group
+    /// exit or are killed) and connects again: an operator's restart of
+    /// one server. Calls made meanwhile wait for the new connection, under
+    /// the reconnect rules.
+    pub async fn restart(&self) -> Result<(), ClientError> {
+        if self.is_closed() {
+            return Err(ClientError::Closed {
+                server: self.inner.name.clone(),
+            });
+        }
+        {
+            let _guard = self.inner.lifecycle.lock().await;
+            if let Some(conn) = self.inner.conn.swap(None) {
+                conn.close(self.inner.options.close_timeout).await;
+                tracing::info!(server = %self.inner.name, "MCP server restarting: its connection closed");
+            }
+        }
+        self.ensure_connected().await
+    }
+
     /// Closes the connection (the child and its process group exit or are
     /// killed) and refuses further calls.
     pub async fn close(&self) {

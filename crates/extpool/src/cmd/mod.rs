@@ -11,6 +11,7 @@ mod counts;
 mod describe;
 mod doctor;
 mod gateway_login;
+pub mod gateway_servers;
 mod identity;
 mod list;
 pub mod mcp;
@@ -60,6 +61,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Mcp(cmd)) => mcp::run(&mut ctx, cmd).await,
         Some(Command::Connect(args)) => connect::run(&mut ctx, args),
         Some(Command::Service(cmd)) => service::run(&mut ctx, cmd),
+        Some(Command::Restart(args)) => gateway_servers::restart(&mut ctx, args).await,
         Some(Command::Tools(cmd)) => tools::run(&mut ctx, cmd),
         Some(Command::Search(args)) => registry::search(&mut ctx, args).await,
         Some(Command::Serve(args)) => serve::run(&mut ctx, *args).await,

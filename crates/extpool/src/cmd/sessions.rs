@@ -48,7 +48,7 @@ pub async fn gateway_get(gateway: &str, path: &str) -> Result<Value> {
 /// One request of the operator API of the gateway at `gateway` (with
 /// `EXTPOOL_GATEWAY_TOKEN` as the bearer token when set): its JSON
 /// answer, or the error it answered with.
-async fn gateway_request(
+pub(super) async fn gateway_request(
     gateway: &str,
     method: reqwest::Method,
     path: &str,

@@ -1,6 +1,7 @@
 //! A running gateway's servers from the command line, through the binary
-//! against `extpool serve`: `tools disable | enable` (a deny rule in
-//! extpool.yaml that the gateway's configuration watcher applies).
+//! against `extpool serve`: `restart` (one server's process replaced, the
+//! others kept; for an operator only) and `tools disable | enable` (a deny
+//! rule in extpool.yaml that the gateway's configuration watcher applies).
 
 use std::time::{Duration, Instant};
 
@@ -14,14 +15,22 @@ use crate::support::Sandbox;
 /// How long a change may take to reach the gateway's clients.
 const PATIENCE: Duration = Duration::from_secs(60);
 
-/// extpool.yaml serving `kit` (a testkit server), as a person wrote it.
-fn config(kit: &StateDir) -> String {
-    let (program, args) = stdio_command(kit.args()).into_parts();
+/// A testkit server's entry named `name`, with its state in `state`.
+fn server(name: &str, state: &StateDir) -> String {
+    let (program, args) = stdio_command(state.args()).into_parts();
     let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
     format!(
-        "# the team's gateway\nmcp_servers:\n  kit:   # the test kit\n    command: {:?}\n    args: [{}]\n\nskills:\n  default_roots: false\n  watch: false\n",
+        "  {name}:   # a test kit\n    command: {:?}\n    args: [{}]\n",
         program.display().to_string(),
         args.join(", ")
+    )
+}
+
+/// extpool.yaml serving `kit` (a testkit server), as a person wrote it.
+fn config(kit: &StateDir) -> String {
+    format!(
+        "# the team's gateway\nmcp_servers:\n{}\nskills:\n  default_roots: false\n  watch: false\n",
+        server("kit", kit)
     )
 }
 
@@ -112,4 +121,101 @@ fn tools_disable_works_without_a_gateway_and_refuses_a_bad_name() {
     assert_ne!(bad.code, 0);
     assert!(bad.stderr.contains("no spaces"), "{}", bad.stderr);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_gives_one_server_a_new_process_and_is_for_an_operator_only() {
+    let sb = Sandbox::new();
+    let (kit, other) = (StateDir::new(), StateDir::new());
+    sb.write(
+        "extpool.yaml",
+        &format!(
+            "mcp_servers:\n{}{}skills:\n  default_roots: false\n  watch: false\n",
+            server("kit", &kit),
+            server("other", &other)
+        ),
+    );
+    let state = format!("sqlite:{}", sb.work().join("state.db").display());
+    let key = |args: &[&str]| {
+        let made = sb.run(&[&["api-keys", "create"], args, &["--state", &state]].concat());
+        assert_eq!(made.code, 0, "{}", made.stderr);
+        made.stdout.trim().to_owned()
+    };
+    let (ci, admin) = (key(&["ci"]), key(&["admin", "--operator"]));
+    let mut command = sb.command();
+    command.args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--toolhive=false",
+        "--state",
+        &state,
+    ]);
+    let mut served = Served::spawn(command);
+    let base = served.url.trim_end_matches("/mcp").to_owned();
+    let started = |s: &StateDir| s.starts() >= 1;
+    kit.until("kit started", PATIENCE, started).await;
+    other.until("other started", PATIENCE, started).await;
+    let (first, others) = (kit.pids(), other.pids());
+    assert_eq!(first.len(), 1, "{first:?}");
+
+    let restart = |token: Option<&str>, name: &str| {
+        let mut command = sb.command();
+        command
+            .args(["--json", "restart", name, "--gateway", &base])
+            .env_remove("EXTPOOL_GATEWAY_TOKEN");
+        if let Some(token) = token {
+            command.env("EXTPOOL_GATEWAY_TOKEN", token);
+        }
+        crate::support::run(command)
+    };
+    // Nobody's restart but an operator's.
+    for token in [None, Some(ci.as_str())] {
+        let refused = restart(token, "kit");
+        assert_ne!(refused.code, 0, "{}", refused.stdout);
+        assert!(
+            refused.stderr.contains("403") && refused.stderr.contains("for an operator"),
+            "{}",
+            refused.stderr
+        );
+    }
+    assert_eq!(kit.pids(), first);
+
+    let done = restart(Some(&admin), "kit");
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let answer: serde_json::Value = serde_json::from_str(&done.stdout).unwrap();
+    assert_eq!(answer["restarted"], "kit", "{answer}");
+    assert_eq!(answer["connection"]["connected"], true, "{answer}");
+    let pid = answer["connection"]["pid"].as_u64().unwrap() as u32;
+    let pids = kit.pids();
+    assert_eq!(pids.len(), 2, "{pids:?}");
+    assert_eq!((pids[0], pids[1]), (first[0], pid), "{answer}");
+    assert_ne!(pid, first[0]);
+    assert_eq!(other.pids(), others, "the other server keeps its process");
+    // The restarted server serves calls.
+    let called = crate::serve::python_as(
+        Some(&admin),
+        &["--url", &served.url],
+        json!([{"op": "call", "name": "mcp__kit__echo", "args": {"message": "again"}}]),
+    );
+    assert_eq!(called[1]["text"], json!(["again"]), "{called:?}");
+
+    let mut words = sb.command();
+    words
+        .args(["restart", "kit", "--gateway", &base])
+        .env("EXTPOOL_GATEWAY_TOKEN", &admin);
+    let said = crate::support::run(words);
+    assert!(
+        said.stdout.starts_with("restarted kit: connected, pid "),
+        "{}",
+        said.stdout
+    );
+    let unknown = restart(Some(&admin), "nope");
+    assert_ne!(unknown.code, 0);
+    assert!(
+        unknown.stderr.contains("404") && unknown.stderr.contains("no MCP server named \"nope\""),
+        "{}",
+        unknown.stderr
+    );
+    assert_eq!(sigterm(&mut served), 143);
 }
