@@ -124,6 +124,8 @@ impl Host {
         let mut pool_config = extpool_mcp::PoolConfig::from(ext);
         pool_config.client.relay = relay;
         let pool = SessionConnectionPool::new(pool_config);
+        let logs = Arc::new(crate::server_logs::ServerLogs::default());
+        crate::server_logs::collect_stderr(&logs, pool.stderr_lines());
         let catalog_config = CatalogConfig::from(&loaded.config);
         let catalog = Arc::new(Catalog::new(catalog_config.clone())?);
 
@@ -196,6 +198,12 @@ impl Host {
         )?;
         let watcher = found.watch(&catalog);
         catalog.settled().await;
+        crate::server_logs::watch_states(
+            &logs,
+            &runtime,
+            catalog.cycles(),
+            found.reconciler.as_ref().map(|r| r.updates()),
+        );
         Ok(Host {
             inner: Arc::new(HostInner {
                 loaded,
@@ -211,6 +219,7 @@ impl Host {
                 policy: crate::policy::ViewPolicy::open(),
                 discovery,
                 runtime,
+                logs,
                 reconciler: found.reconciler,
                 watcher: Mutex::new(watcher),
                 plugins,
@@ -437,6 +446,12 @@ impl Host {
         self.inner.runtime.read(crate::connections::of)
     }
 
+    /// Each server's log: its stderr lines and extpool's lines about it
+    /// (`extpool logs`).
+    pub fn server_logs(&self) -> &Arc<crate::server_logs::ServerLogs> {
+        &self.inner.logs
+    }
+
     /// Restarts server `name` (configured or discovered; its name ignoring
     /// case): its connection is closed — a stdio server's process exits —
     /// and made again, and the catalog lists it again. Other servers are
@@ -476,7 +491,16 @@ impl Host {
                 .await
                 .map_err(|e| failed(e.to_string()))?,
         };
-        client.restart().await.map_err(|e| failed(e.to_string()))?;
+        self.inner.logs.push(
+            &server,
+            crate::server_logs::LogKind::Extpool,
+            "restart asked: closing its connection",
+        );
+        let restarted = client.restart().await;
+        self.inner
+            .runtime
+            .read(|entries| self.inner.logs.note(entries));
+        restarted.map_err(|e| failed(e.to_string()))?;
         tracing::info!(server = %server, pid = ?client.pid(), "MCP server restarted");
         self.inner.catalog.request_reconcile();
         crate::connections::of(std::slice::from_ref(&entry))

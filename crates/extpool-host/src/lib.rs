@@ -76,6 +76,7 @@ pub mod plugins;
 pub mod policy;
 pub mod sandbox;
 pub mod search;
+pub mod server_logs;
 pub mod servers;
 mod shared;
 pub mod skill_roots;

@@ -43,6 +43,8 @@ pub(crate) struct HostInner {
     pub discovery: DiscoveryConfig,
     /// Every server, configured and discovered, as it runs now.
     pub runtime: Arc<Runtime>,
+    /// Each server's log (`extpool logs`).
+    pub logs: Arc<crate::server_logs::ServerLogs>,
     /// Discovery (configuration edits, ToolHive), when the host was asked for it.
     pub reconciler: Option<Arc<Reconciler>>,
     /// Watches the configuration files for the reconciler.

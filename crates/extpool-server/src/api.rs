@@ -13,7 +13,10 @@
 //! - `GET /v1/replicas` — the replicas sharing the store, and which one
 //!   answered;
 //! - `POST /v1/sources/{name}/restart` — an operator's restart of one
-//!   server (its connection closed and made again; the others untouched).
+//!   server (its connection closed and made again; the others untouched);
+//! - `GET /v1/sources/{name}/logs` — an operator's read of one server's
+//!   log (its stderr and extpool's lines about it); `?follow=true` streams
+//!   them as NDJSON, the kept ones first, until the client goes.
 //!
 //! Any replica sharing the store answers any of these for any session: a
 //! session is opened from the store on the replica a request reaches.
@@ -391,6 +394,86 @@ async fn restart(
     }
 }
 
+#[derive(serde::Deserialize)]
+struct LogsQuery {
+    /// Stream new lines after the kept ones.
+    follow: Option<bool>,
+}
+
+/// A log line as one NDJSON line.
+fn ndjson(line: &impl serde::Serialize) -> axum::body::Bytes {
+    let mut text = serde_json::to_vec(line).unwrap_or_default();
+    text.push(b'\n');
+    text.into()
+}
+
+/// `GET /v1/sources/{name}/logs`: server `name`'s log, or (`follow`) the
+/// log and every new line as NDJSON until the client goes or the gateway
+/// drains.
+async fn logs(
+    State(api): State<Api>,
+    Extension(principal): Extension<Arc<Principal>>,
+    Path(name): Path<String>,
+    query: Result<Query<LogsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    use extpool_host::core::name::same_server_name;
+    let q = match query {
+        Ok(Query(q)) => q,
+        Err(rejection) => return bad_query(&rejection),
+    };
+    if let Some(refused) = operator_only(&principal, "reading a server's log") {
+        return refused;
+    }
+    let host = &api.shared.host;
+    let (lines, follow) = host.server_logs().follow(&name);
+    let known = host
+        .servers()
+        .into_iter()
+        .find(|s| same_server_name(&s.name, &name))
+        .map(|s| s.name)
+        .or_else(|| lines.as_ref()?.first().map(|l| l.server.clone()));
+    let Some(server) = known else {
+        return error(404, format!("no MCP server named {name:?} here"));
+    };
+    let lines = lines.unwrap_or_default();
+    if q.follow != Some(true) {
+        return Json(json!({"server": server, "lines": lines})).into_response();
+    }
+    let draining = api.shared.front.draining.clone();
+    let kept = futures::stream::iter(
+        lines
+            .into_iter()
+            .map(|l| Ok::<_, std::convert::Infallible>(ndjson(&l))),
+    );
+    let new = futures::stream::unfold(
+        (follow, draining, server),
+        |(mut follow, draining, server)| async move {
+            loop {
+                let got = tokio::select! {
+                    () = draining.cancelled() => return None,
+                    got = follow.recv() => got,
+                };
+                let bytes = match got {
+                    Ok(line) if same_server_name(&line.server, &server) => ndjson(&line),
+                    Ok(_) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => ndjson(&json!({
+                        "server": server, "kind": "extpool",
+                        "line": format!("{n} lines of the servers' logs missed (this reader fell behind)"),
+                    })),
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                };
+                return Some((Ok(bytes), (follow, draining, server)));
+            }
+        },
+    );
+    let body = axum::body::Body::from_stream(futures::StreamExt::chain(kept, new));
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/x-ndjson")],
+        body,
+    )
+        .into_response()
+}
+
 /// `/sessions/{id}/mcp`: the session's own MCP endpoint (opened from the
 /// store on first use), served by [`crate::front`].
 async fn session_mcp(State(api): State<Api>, Path(id): Path<String>, request: Request) -> Response {
@@ -455,6 +538,7 @@ pub(crate) fn routes(api: &Api) -> Vec<(&'static str, MethodRouter)> {
             "/v1/sources/{name}/restart",
             post(restart).with_state(api.clone()),
         ),
+        ("/v1/sources/{name}/logs", get(logs).with_state(api.clone())),
         (
             "/sessions/{id}/mcp",
             get(session_mcp)

@@ -237,6 +237,17 @@ Examples:
     )]
     Service(crate::cmd::service::ServiceCommand),
 
+    /// Show one server's log on a running gateway: its stderr and extpool's lines about it.
+    #[command(after_help = "\
+Examples:
+  extpool logs github                     what github wrote to stderr, and its state changes
+  extpool logs github --follow            and every new line until Ctrl-C
+  extpool logs github --json --gateway http://gw.internal:8520
+
+The gateway keeps the last 200 lines of each server. It is for an operator:
+the gateway's token or an operator API key in EXTPOOL_GATEWAY_TOKEN.")]
+    Logs(crate::cmd::gateway_servers::LogsArgs),
+
     /// Restart one server of a running gateway (its connection closed and made again).
     #[command(after_help = "\
 Examples:

@@ -61,6 +61,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Mcp(cmd)) => mcp::run(&mut ctx, cmd).await,
         Some(Command::Connect(args)) => connect::run(&mut ctx, args),
         Some(Command::Service(cmd)) => service::run(&mut ctx, cmd),
+        Some(Command::Logs(args)) => gateway_servers::logs(&mut ctx, args).await,
         Some(Command::Restart(args)) => gateway_servers::restart(&mut ctx, args).await,
         Some(Command::Tools(cmd)) => tools::run(&mut ctx, cmd),
         Some(Command::Search(args)) => registry::search(&mut ctx, args).await,

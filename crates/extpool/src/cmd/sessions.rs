@@ -84,7 +84,7 @@ pub(super) async fn gateway_request(
 const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
 
 /// The body of `response`, at most [`MAX_ANSWER_BYTES`].
-async fn read_answer(mut response: reqwest::Response) -> Result<Vec<u8>> {
+pub(super) async fn read_answer(mut response: reqwest::Response) -> Result<Vec<u8>> {
     let mut body = Vec::new();
     while let Some(chunk) = response.chunk().await? {
         if body.len() + chunk.len() > MAX_ANSWER_BYTES {
@@ -98,7 +98,7 @@ async fn read_answer(mut response: reqwest::Response) -> Result<Vec<u8>> {
 /// Why the gateway refused a request, in its own words: the API's
 /// `{"error"}`, or the text the guard answers with (a missing or wrong
 /// token, a foreign Host); with where the token comes from on a 401.
-fn refusal(status: reqwest::StatusCode, body: &[u8]) -> String {
+pub(super) fn refusal(status: reqwest::StatusCode, body: &[u8]) -> String {
     let said = match serde_json::from_slice::<Value>(body) {
         Ok(value) => value["error"].as_str().map(str::to_owned),
         Err(_) => Some(String::from_utf8_lossy(body).trim().to_owned()),

@@ -1,5 +1,6 @@
 //! A running gateway's servers from the command line, through the binary
-//! against `extpool serve`: `restart` (one server's process replaced, the
+//! against `extpool serve`: `logs` (a server's stderr and extpool's lines
+//! about it, kept and followed), `restart` (one server's process replaced, the
 //! others kept; for an operator only) and `tools disable | enable` (a deny
 //! rule in extpool.yaml that the gateway's configuration watcher applies).
 
@@ -180,6 +181,11 @@ async fn restart_gives_one_server_a_new_process_and_is_for_an_operator_only() {
         );
     }
     assert_eq!(kit.pids(), first);
+    let mut read = sb.command();
+    read.args(["logs", "kit", "--gateway", &base])
+        .env("EXTPOOL_GATEWAY_TOKEN", &ci);
+    let refused = crate::support::run(read);
+    assert!(refused.stderr.contains("403"), "{}", refused.stderr);
 
     let done = restart(Some(&admin), "kit");
     assert_eq!(done.code, 0, "{}", done.stderr);
@@ -210,6 +216,29 @@ async fn restart_gives_one_server_a_new_process_and_is_for_an_operator_only() {
         "{}",
         said.stdout
     );
+    // The log tells the restart.
+    let mut read = sb.command();
+    read.args(["--json", "logs", "kit", "--gateway", &base])
+        .env("EXTPOOL_GATEWAY_TOKEN", &admin);
+    let log = crate::support::run(read);
+    assert_eq!(log.code, 0, "{}", log.stderr);
+    let log: serde_json::Value = serde_json::from_str(&log.stdout).unwrap();
+    let said: Vec<&str> = log["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["kind"] == "extpool")
+        .map(|l| l["line"].as_str().unwrap())
+        .collect();
+    assert!(said[0].starts_with("started: ready, pid "), "{said:?}");
+    assert!(
+        said.contains(&"restart asked: closing its connection"),
+        "{said:?}"
+    );
+    assert!(
+        said.contains(&format!("reconnected (connection 2, pid {pid})").as_str()),
+        "{said:?}"
+    );
     let unknown = restart(Some(&admin), "nope");
     assert_ne!(unknown.code, 0);
     assert!(
@@ -217,5 +246,81 @@ async fn restart_gives_one_server_a_new_process_and_is_for_an_operator_only() {
         "{}",
         unknown.stderr
     );
+    assert_eq!(sigterm(&mut served), 143);
+}
+
+/// A child process killed when dropped.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn logs_show_what_a_server_wrote_to_stderr_and_follow_new_lines() {
+    use std::io::BufRead;
+    let sb = Sandbox::new();
+    let kit = StateDir::new();
+    sb.write("extpool.yaml", &config(&kit));
+    let mut command = sb.command();
+    command.args(["serve", "--listen", "127.0.0.1:0", "--toolhive=false"]);
+    let mut served = Served::spawn(command);
+    let base = served.url.trim_end_matches("/mcp").to_owned();
+    let say = |message: &str| {
+        let out = crate::serve::python(
+            &["--url", &served.url],
+            json!([{"op": "call", "name": "mcp__kit__stderr", "args": {"message": message}}]),
+        );
+        assert_eq!(out[1]["text"], json!(["ok"]), "{out:?}");
+    };
+    say("written before anyone reads");
+
+    let mut follow = sb.command();
+    follow
+        .args(["--json", "logs", "kit", "--follow", "--gateway", &base])
+        .stdout(std::process::Stdio::piped());
+    let mut child = Child(follow.spawn().unwrap());
+    let (tx, lines) = std::sync::mpsc::channel::<serde_json::Value>();
+    let stdout = std::io::BufReader::new(child.0.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            if tx.send(serde_json::from_str(&line).unwrap()).is_err() {
+                return;
+            }
+        }
+    });
+    let until = |text: &str| {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("the follower never showed {text:?}"));
+            if line["line"] == text {
+                assert_eq!(line["kind"], "stderr", "{line}");
+                assert_eq!(line["server"], "kit", "{line}");
+                return;
+            }
+        }
+    };
+    until("written before anyone reads");
+    say("written while following");
+    until("written while following");
+    drop(child);
+
+    let read = sb.run(&["logs", "kit", "--gateway", &base]);
+    assert_eq!(read.code, 0, "{}", read.stderr);
+    let text = &read.stdout;
+    assert!(text.contains(" extpool started: ready, pid "), "{text}");
+    assert!(
+        text.contains(" stderr  written before anyone reads"),
+        "{text}"
+    );
+    assert!(text.contains(" stderr  written while following"), "{text}");
+    let missing = sb.run(&["logs", "nope", "--gateway", &base]);
+    assert!(missing.stderr.contains("404"), "{}", missing.stderr);
     assert_eq!(sigterm(&mut served), 143);
 }
