@@ -108,6 +108,30 @@ pub(crate) fn of(entries: &[ServerEntry]) -> Vec<ServerConnection> {
         .collect()
 }
 
+/// What is seen of each of `entries` now, for the servers' logs (see
+/// [`crate::server_logs`]).
+pub(crate) fn observed(entries: &[ServerEntry]) -> Vec<crate::server_logs::Seen> {
+    let connections = of(entries);
+    entries
+        .iter()
+        .map(|entry| {
+            let name = &entry.info.name;
+            let connection = connections.iter().find(|c| &c.name == name);
+            crate::server_logs::Seen {
+                name: name.clone(),
+                state: ServerConnection::state(&entry.info.state, connection, None).word,
+                detail: match &entry.info.state {
+                    ServerState::Failed { reason } => reason.clone(),
+                    _ => String::new(),
+                },
+                pid: connection.and_then(|c| c.pid),
+                connected: connection.is_some_and(|c| c.connected),
+                connections: connection.map_or(0, |c| c.connections),
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -198,9 +198,10 @@ impl Host {
         )?;
         let watcher = found.watch(&catalog);
         catalog.settled().await;
+        let observed = Arc::downgrade(&runtime);
         crate::server_logs::watch_states(
             &logs,
-            &runtime,
+            move || Some(observed.upgrade()?.read(crate::connections::observed)),
             catalog.cycles(),
             found.reconciler.as_ref().map(|r| r.updates()),
         );
@@ -498,8 +499,8 @@ impl Host {
         );
         let restarted = client.restart().await;
         self.inner
-            .runtime
-            .read(|entries| self.inner.logs.note(entries));
+            .logs
+            .note(self.inner.runtime.read(crate::connections::observed));
         restarted.map_err(|e| failed(e.to_string()))?;
         tracing::info!(server = %server, pid = ?client.pid(), "MCP server restarted");
         self.inner.catalog.request_reconcile();

@@ -6,14 +6,11 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Weak};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
 use serde::Serialize;
 use tokio::sync::broadcast;
-
-use crate::discovery::runtime::Runtime;
-use crate::servers::ServerEntry;
-use crate::status::ServerState;
 
 /// Lines kept per server (the oldest go first).
 pub const LINES_KEPT: usize = 200;
@@ -47,14 +44,22 @@ pub struct LogLine {
     pub line: String,
 }
 
-/// What was last seen of a server, to tell its changes.
+/// What is seen of a server now, to tell its changes (the host's
+/// connections module makes it).
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Seen {
-    state: String,
-    detail: String,
-    pid: Option<u32>,
-    connected: bool,
-    connections: u64,
+pub(crate) struct Seen {
+    /// The server.
+    pub name: String,
+    /// Its shown state, one word.
+    pub state: String,
+    /// The reason of a failed state.
+    pub detail: String,
+    /// Its process.
+    pub pid: Option<u32>,
+    /// Whether its connection is open.
+    pub connected: bool,
+    /// How many connections it has had.
+    pub connections: u64,
 }
 
 /// The servers' logs.
@@ -80,7 +85,9 @@ impl ServerLogs {
     pub fn push(&self, server: &str, kind: LogKind, line: &str) {
         let line = LogLine {
             server: server.to_owned(),
-            at_ms: crate::discovery::epoch_ms(std::time::SystemTime::now()),
+            at_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             kind,
             line: extpool_core::text::cut(line, MAX_LINE_BYTES).into_owned(),
         };
@@ -125,33 +132,16 @@ impl ServerLogs {
         self.follow.subscribe()
     }
 
-    /// Compares the servers of `entries` with what was last seen of them
-    /// and writes extpool's line for each change.
-    pub(crate) fn note(&self, entries: &[ServerEntry]) {
-        let connections: HashMap<String, crate::ServerConnection> = crate::connections::of(entries)
-            .into_iter()
-            .map(|c| (c.name.clone(), c))
-            .collect();
+    /// Compares the servers `observed` now with what was last seen of
+    /// them and writes extpool's line for each change.
+    pub(crate) fn note(&self, observed: Vec<Seen>) {
         let mut seen = self.seen.lock();
         let mut now = BTreeMap::new();
-        for entry in entries {
-            let name = &entry.info.name;
-            let connection = connections.get(name);
-            let shown = crate::ServerConnection::state(&entry.info.state, connection, None);
-            let next = Seen {
-                state: shown.word,
-                detail: match &entry.info.state {
-                    ServerState::Failed { reason } => reason.clone(),
-                    _ => String::new(),
-                },
-                pid: connection.and_then(|c| c.pid),
-                connected: connection.is_some_and(|c| c.connected),
-                connections: connection.map_or(0, |c| c.connections),
-            };
-            for line in changes(seen.get(name), &next) {
-                self.push(name, LogKind::Extpool, &line);
+        for next in observed {
+            for line in changes(seen.get(&next.name), &next) {
+                self.push(&next.name, LogKind::Extpool, &line);
             }
-            now.insert(name.clone(), next);
+            now.insert(next.name.clone(), next);
         }
         for gone in seen.keys().filter(|n| !now.contains_key(*n)) {
             self.push(
@@ -217,22 +207,23 @@ pub(crate) fn collect_stderr(
 
 /// Notes the servers' state changes at each catalog cycle and discovery
 /// update, while the host runs.
+/// `observe` says what is seen of the servers now (`None`: the host is
+/// gone).
 pub(crate) fn watch_states(
     logs: &Arc<ServerLogs>,
-    runtime: &Arc<Runtime>,
+    observe: impl Fn() -> Option<Vec<Seen>> + Send + 'static,
     mut cycles: tokio::sync::watch::Receiver<u64>,
     updates: Option<tokio::sync::watch::Receiver<u64>>,
 ) {
-    let (logs, runtime): (Weak<ServerLogs>, Weak<Runtime>) =
-        (Arc::downgrade(logs), Arc::downgrade(runtime));
+    let logs: Weak<ServerLogs> = Arc::downgrade(logs);
     tokio::spawn(async move {
         let mut updates = updates;
         loop {
             {
-                let (Some(logs), Some(runtime)) = (logs.upgrade(), runtime.upgrade()) else {
+                let (Some(logs), Some(observed)) = (logs.upgrade(), observe()) else {
                     return;
                 };
-                runtime.read(|entries| logs.note(entries));
+                logs.note(observed);
             }
             let update = async {
                 match updates.as_mut() {
@@ -254,6 +245,7 @@ mod tests {
 
     fn seen(state: &str, connected: bool, connections: u64, pid: u32) -> Seen {
         Seen {
+            name: "s".into(),
             state: state.into(),
             detail: String::new(),
             pid: Some(pid),
