@@ -162,21 +162,6 @@ fn file_of(ctx: &Ctx, agent: Agent, scope: Scope) -> Result<PathBuf> {
     })
 }
 
-fn read(ctx: &Ctx, path: &std::path::Path) -> Result<String> {
-    if !path.exists() {
-        return Ok(String::new());
-    }
-    let limit = ctx
-        .places
-        .max_file_bytes
-        .unwrap_or(extpool_host::config::read::DEFAULT_MAX_FILE_BYTES);
-    Ok(extpool_host::config::read::read_text(
-        path,
-        &ctx.show_path(path),
-        limit,
-    )?)
-}
-
 fn located(file: &str, e: EditError) -> anyhow::Error {
     match e {
         EditError::Syntax { line, message } => {
@@ -213,7 +198,7 @@ pub fn run(ctx: &mut Ctx, args: ConnectArgs) -> Result<ExitCode> {
     let path = file_of(ctx, agent, scope)?;
     let file = ctx.show_path(&path);
     if args.remove {
-        let old = read(ctx, &path)?;
+        let old = super::servers::read(ctx, &path)?;
         let edited = agent
             .disconnect(&old, &args.name)
             .map_err(|e| located(&file, e))?;
@@ -234,7 +219,7 @@ pub fn run(ctx: &mut Ctx, args: ConnectArgs) -> Result<ExitCode> {
         ctx.out.text(&snippet)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let old = read(ctx, &path)?;
+    let old = super::servers::read(ctx, &path)?;
     let edited = agent
         .connect(&old, &args.name, &entry)
         .map_err(|e| located(&file, e))?;
@@ -362,7 +347,7 @@ fn status(ctx: &mut Ctx, args: &ConnectArgs) -> Result<ExitCode> {
                 continue;
             }
             let file = ctx.show_path(&path);
-            let entries = match read(ctx, &path)
+            let entries = match super::servers::read(ctx, &path)
                 .and_then(|t| agent.entries(&t).map_err(|e| located(&file, e)))
             {
                 Ok(entries) => entries,
