@@ -296,7 +296,7 @@ pub(crate) struct Access {
     /// Who is calling: the gateway's token, API keys, an issuer's tokens.
     pub identity: Arc<crate::identity::Identity>,
     /// Each caller's tool-call buckets, when limits are set.
-    pub rate_limits: Option<crate::rate::RateLimits>,
+    pub rate_limits: Option<Arc<crate::rate::RateLimits>>,
     /// Callers' logins to their own servers in progress.
     pub logins: crate::login::Logins,
     /// Each caller's own view for requests without a session.
@@ -440,7 +440,11 @@ impl Gateway {
                 options.issuer.clone(),
                 options.state.clone(),
             )),
-            rate_limits: crate::rate::RateLimits::new(&options.rate_limits),
+            rate_limits: crate::rate::RateLimits::with_store(
+                &options.rate_limits,
+                options.state.as_ref(),
+            )
+            .map(Arc::new),
             logins: crate::login::Logins::default(),
             callers: crate::handler::caller_views::CallerViews::default(),
             stateless: stateless.clone(),

@@ -103,6 +103,22 @@ pub enum StateError {
         /// What is wrong.
         reason: String,
     },
+    /// A take of rate tokens cannot be accepted (its owner or a rule key
+    /// is empty or too long, a rule's numbers out of range, too many rules).
+    #[error("rate limit of {owner:?}: {reason}")]
+    BadRate {
+        /// The owner (at most its first 64 characters).
+        owner: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// What only a store shared by replicas (PostgreSQL) keeps was asked
+    /// of one process's store (SQLite).
+    #[error("{what} are shared by replicas on PostgreSQL only; this store is one process's")]
+    NotShared {
+        /// What was asked for.
+        what: &'static str,
+    },
     /// A session's owner (a principal) is empty or longer than
     /// [`crate::limits::MAX_OWNER_BYTES`].
     #[error("{}invalid owner {owner:?}: {reason}", session_prefix(session))]

@@ -25,6 +25,9 @@
 //! list may be one owner's ([`StateStore::list_owned`]). Static API keys
 //! are kept by the digest of their secret only ([`api_key_digest`]).
 //!
+//! On PostgreSQL the replicas also share each caller's rate buckets
+//! ([`StateStore::take_rate`]), so a caller's limit holds across them.
+//!
 //! The schema is versioned and migrated forward when a store is opened,
 //! under a lock, so replicas starting together migrate once.
 
@@ -37,6 +40,7 @@ pub mod location;
 mod mcp_sessions;
 mod migrate;
 pub mod model;
+mod rate;
 mod replicas;
 mod serving;
 mod sessions;
@@ -53,4 +57,5 @@ pub use model::{
     MAX_ID_BYTES, NameAuthority, NewSession, RefreshOutcome, ReplicaId, ReplicaInfo, Session,
     SessionCursor, SessionId, SessionPage, SessionStatus, SessionSummary,
 };
+pub use rate::{MAX_RULE_BYTES, MAX_RULES_PER_TAKE, RateRule, RateTaken};
 pub use store::{OpenOptions, StateStore};

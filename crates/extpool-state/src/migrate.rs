@@ -13,7 +13,7 @@ use crate::location::StoreUrl;
 use crate::sql::{self, Dialect};
 
 /// The schema version this build writes and understands.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// One step of the schema.
 struct Migration {
@@ -38,6 +38,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 3,
         description: "session and MCP session owners, API keys",
         sql: sql::V3,
+    },
+    Migration {
+        version: 4,
+        description: "rate buckets shared by replicas",
+        sql: sql::V4,
     },
 ];
 

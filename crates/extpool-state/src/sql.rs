@@ -136,6 +136,26 @@ CREATE TABLE api_keys (
 );
 ";
 
+/// Schema version 4, for limits that hold across replicas: each caller's
+/// token bucket per rate rule (`burst`, tokens gained a millisecond, the
+/// tokens left at `at_ms` by the database's clock, whether the last take
+/// got one, and when the bucket is full again: expired after that).
+/// Written on PostgreSQL only; SQLite's gateway keeps its buckets in memory.
+pub(crate) const V4: &str = "
+CREATE TABLE rate_buckets (
+    owner TEXT NOT NULL,
+    rule TEXT NOT NULL,
+    burst DOUBLE PRECISION NOT NULL,
+    per_ms DOUBLE PRECISION NOT NULL,
+    tokens DOUBLE PRECISION NOT NULL,
+    at_ms BIGINT NOT NULL,
+    full_ms BIGINT NOT NULL,
+    took BOOLEAN NOT NULL,
+    PRIMARY KEY (owner, rule)
+);
+CREATE INDEX rate_buckets_by_full ON rate_buckets (full_ms);
+";
+
 /// The columns of a [`crate::SessionSummary`], from `sessions s`.
 pub(crate) const SUMMARY_COLUMNS: &str = "s.id, s.created_at_ms, s.last_seen_ms, s.status, \
     s.auto_grant, s.revision, s.revision_by, s.refreshed_at_ms, s.owner, \

@@ -82,7 +82,7 @@ for (const step of steps) {
         );
       } catch (e) {
         if (!step.expect_error) throw e;
-        emit({ op: step.op, error: String(e.message ?? e) });
+        emit({ op: step.op, error: String(e.message ?? e), code: e.code ?? null, data: e.data ?? null });
         break;
       }
       const text = r.content.filter((c) => c.type === "text").map((c) => c.text);

@@ -6,7 +6,8 @@ against a server and prints one JSON object per step on stdout.
 STEPS_JSON is a JSON list; each step is one of
   {"op": "list_tools", "describe": true?}   (describe: also {"descriptions": {name: text}})
   {"op": "call", "name": N, "args": {...}, "progress": true?, "expect_error": true?}
-      (with expect_error, a JSON-RPC error is printed as {"op": "call", "error": MESSAGE})
+      (with expect_error, a JSON-RPC error is printed as
+       {"op": "call", "error": MESSAGE, "code": CODE, "data": DATA})
   {"op": "list_prompts"} | {"op": "get_prompt", "name": N, "args": {...}}
   {"op": "list_resources"} | {"op": "read", "uri": U}
   {"op": "extensions"}   the server's capabilities.extensions, as it declared them
@@ -107,7 +108,9 @@ async def run(read, write, steps):
                 except Exception as e:  # a JSON-RPC error answer
                     if not step.get("expect_error"):
                         raise
-                    emit({"op": op, "error": str(e)})
+                    error = getattr(e, "error", None)
+                    emit({"op": op, "error": str(e), "code": getattr(error, "code", None),
+                          "data": getattr(error, "data", None)})
                     continue
                 texts = [c.text for c in r.content if getattr(c, "type", "") == "text"]
                 emit({"op": op, "is_error": bool(r.is_error), "text": texts, "progress": progress})

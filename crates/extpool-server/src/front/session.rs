@@ -282,12 +282,16 @@ impl Session {
             Wait::None => futures::FutureExt::now_or_never(running.first()),
             Wait::Whole => Some(running.first().await),
         };
+        // A plain JSON answer says a rate limit's refusal in its HTTP
+        // status and headers too (crate::rate::answer).
+        let over_http = crate::rate::answer::over_http;
         match first {
             Some(First::Answer(answer)) if self.stands_alone() => {
                 let status = super::stateless::status_of(&answer, malformed);
-                super::running::with_status(super::running::json(&answer), status)
+                let json = super::running::with_status(super::running::json(&answer), status);
+                over_http(json, &answer)
             }
-            Some(First::Answer(answer)) => super::running::json(&answer),
+            Some(First::Answer(answer)) => over_http(super::running::json(&answer), &answer),
             Some(First::Before(before)) => stream(self, Some(before), running),
             None => stream(self, None, running),
         }

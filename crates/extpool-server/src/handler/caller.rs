@@ -1,17 +1,19 @@
 //! The caller of one request, resolved once for it: who sent it (the
 //! principal the guard put on its HTTP request, the local caller over
-//! stdio) and the tool table it sees and calls — its view's table with
+//! stdio), the tool table it sees and calls — its view's table with
 //! the rules its principal's claims match (`permissions.principals`)
-//! applied. Every handler method asks the request's [`Caller`] for the
-//! table; none picks one.
+//! applied — and its rate bucket (`gateway.rate_limits`, [`crate::rate`]).
+//! Every handler method asks the request's [`Caller`] for the table and
+//! for a call's tokens; none picks a table or reaches for the limiter.
 //!
 //! **Adding a per-principal rule.** What a caller may see and call is one
 //! policy (`extpool_host::policy`): a visibility rule is a rule of the
 //! caller's policy ([`extpool_host::ViewPolicy::for_principal`]), and it
-//! reaches every method through [`Caller::table`]. A quota or a content
-//! rule that is not the table's goes in [`GatewayHandler::call`]'s one
-//! path (`handler/calls.rs`), which every `tools/call` (plain, in rounds,
-//! as a task, a built-in) takes with this caller.
+//! reaches every method through [`Caller::table`]. A rate is the caller's
+//! [`Caller::take_rate`]. A quota or a content rule that is not the
+//! table's goes in [`GatewayHandler::call`]'s one path
+//! (`handler/calls.rs`), which every `tools/call` (plain, in rounds, as a
+//! task, a built-in) takes with this caller.
 
 use std::sync::{Arc, OnceLock};
 
@@ -26,14 +28,33 @@ pub(crate) struct Caller {
     pub principal: Arc<Principal>,
     /// Its table, resolved on first use and kept for the request.
     table: OnceLock<Arc<ToolTable>>,
+    /// Its rate bucket, when the gateway sets limits.
+    rate: Option<crate::rate::Bucket>,
 }
 
 impl Caller {
-    /// The caller `principal`, its table not yet resolved.
-    pub(crate) fn new(principal: Arc<Principal>) -> Self {
+    /// The caller `principal` of a request to the gateway `shared`: its
+    /// rate bucket, its table not yet resolved.
+    pub(crate) fn of(shared: &crate::gateway::Shared, principal: Arc<Principal>) -> Self {
+        let rate = shared
+            .access
+            .rate_limits
+            .as_ref()
+            .map(|limits| limits.bucket(principal.owner()));
         Self {
             principal,
             table: OnceLock::new(),
+            rate,
+        }
+    }
+
+    /// Takes a token of this caller's rate bucket for a call known by
+    /// `names` (the name called, and the tool a built-in reaches for
+    /// it), or the limit that refuses it.
+    pub(crate) async fn take_rate(&self, names: &[&str]) -> Result<(), crate::rate::Limited> {
+        match &self.rate {
+            Some(bucket) => bucket.take(names).await,
+            None => Ok(()),
         }
     }
 

@@ -25,11 +25,6 @@ use crate::handler::relay;
 use crate::input_rounds::{self, Next, RoundClient};
 use crate::sessions::OpenSession;
 
-/// The JSON-RPC error code of a call refused for a rate limit (in the
-/// range JSON-RPC leaves to servers); its `data` says the limit and
-/// `retry_after_ms`.
-pub const RATE_LIMITED: i32 = -32029;
-
 /// Whether the client of this request takes `input_required` rounds (it
 /// speaks 2026-07-28; no older client reads such a result).
 fn takes_input_rounds(ex: &Exchange) -> bool {
@@ -150,7 +145,7 @@ impl GatewayHandler {
                 .and_then(|(row, args)| table.reached_through(row, args))
                 .map(|tool| tool.name.as_str());
             let names: Vec<&str> = std::iter::once(name.as_str()).chain(reached).collect();
-            self.within_rate(principal, &names)?;
+            self.within_rate(ex, &names).await?;
         }
         if let Some(answer) = self
             .call_builtin(&request, ex, table, principal, &name)
@@ -397,28 +392,14 @@ impl GatewayHandler {
         }
     }
 
-    /// A token of each of `principal`'s buckets a call known by `names`
+    /// A token of each of the caller's buckets a call known by `names`
     /// takes (the name called, and the tool a built-in reaches for it), or
-    /// the error naming the limit and when to retry ([`crate::rate`]).
-    pub(super) fn within_rate(
-        &self,
-        principal: &Principal,
-        names: &[&str],
-    ) -> Result<(), ErrorData> {
-        let Some(limits) = &self.shared.access.rate_limits else {
-            return Ok(());
-        };
-        limits.take(&principal.owner(), names).map_err(|limited| {
-            self.shared.ops.metrics.rate_limited(&limited.limit);
-            tracing::info!(principal = %principal.label(), limit = %limited.limit, "a call was refused for a rate limit");
-            ErrorData::new(
-                rmcp::model::ErrorCode(RATE_LIMITED),
-                limited.message(),
-                Some(serde_json::json!({
-                    "limit": limited.limit,
-                    "retry_after_ms": u64::try_from(limited.retry_after.as_millis()).unwrap_or(u64::MAX),
-                })),
-            )
+    /// the error refusing it in SEP-3304's shape ([`crate::rate::answer`]).
+    pub(super) async fn within_rate(&self, ex: &Exchange, names: &[&str]) -> Result<(), ErrorData> {
+        ex.caller.take_rate(names).await.map_err(|limited| {
+            self.shared.ops.metrics.rate_limited(&limited.rule);
+            tracing::info!(principal = %ex.caller.principal.label(), limit = %limited.rule, "a call was refused for a rate limit");
+            limited.error()
         })
     }
 

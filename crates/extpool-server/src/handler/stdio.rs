@@ -55,7 +55,7 @@ impl Service<RoleServer> for Stdio {
                     id: context.id,
                     ct: context.ct,
                     meta: context.meta,
-                    caller: super::caller::Caller::new(principal),
+                    caller: super::caller::Caller::of(self.0.shared(), principal),
                     headers: None,
                     back: Back::Peer(context.peer.clone()),
                     standalone: session.is_none(),

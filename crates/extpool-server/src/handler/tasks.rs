@@ -182,7 +182,6 @@ impl GatewayHandler {
         else {
             return Err(ErrorData::invalid_params("tools/call: no tool name", None));
         };
-        let principal = ex.caller.principal.clone();
         let table = ex.caller.table(self);
         if self.view().task_support(&table, &name).is_none() {
             return Err(ErrorData::new(
@@ -193,7 +192,7 @@ impl GatewayHandler {
                 None,
             ));
         }
-        self.within_rate(&principal, &[&name])?;
+        self.within_rate(ex, &[&name]).await?;
         let tool = table
             .row(&name)
             .map_or_else(|| name.clone(), |row| row.tool.name.clone());

@@ -6,7 +6,8 @@
 //! a word: its holds go, and the next replica a client reaches opens the
 //! session again), keeps the records of the MCP sessions it holds from
 //! expiring, and expires the ones nobody has held for the session
-//! keep-alive. Whether the store answered is part of readiness.
+//! keep-alive, and the shared rate buckets that are full again
+//! ([`crate::rate`]). Whether the store answered is part of readiness.
 //!
 //! [`GatewayOptions::replica_heartbeat`]: crate::GatewayOptions::replica_heartbeat
 
@@ -91,7 +92,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
 }
 
 /// One heartbeat: renew, sweep the silent, keep held MCP sessions, expire
-/// the abandoned ones.
+/// the abandoned ones and the full rate buckets.
 async fn beat(shared: &Shared, sessions: &crate::sessions::Sessions, every: Duration) {
     let store = sessions.store();
     let replica = sessions.replica();
@@ -126,6 +127,9 @@ async fn beat(shared: &Shared, sessions: &crate::sessions::Sessions, every: Dura
         && let Err(e) = store.touch_mcp_sessions(&held).await
     {
         tracing::warn!("cannot keep this replica's MCP sessions resumable: {e}");
+    }
+    if let Err(e) = store.expire_rate_buckets().await {
+        tracing::warn!("cannot expire full rate buckets: {e}");
     }
     match store
         .expire_mcp_sessions(record_keep(shared.options.session_idle_timeout))

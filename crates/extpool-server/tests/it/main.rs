@@ -25,6 +25,7 @@ mod page;
 mod passthrough;
 mod plugins;
 mod quotas;
+mod rate_answers;
 mod redaction;
 mod refresh;
 mod relay;

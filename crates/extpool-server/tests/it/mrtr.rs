@@ -356,12 +356,14 @@ async fn a_retry_that_answers_a_round_is_not_a_new_call_for_the_rate_limit() {
         r#"action=accept, content={"answer":"ship"}"#
     );
 
-    // A new call is a call: the minute's one was taken.
+    // A new call is a call: the minute's one was taken. Refused as a
+    // plain JSON answer: HTTP 429 (SEP-3304), which rmcp reads by its
+    // status and Retry-After.
     let refused = within(client.call_tool_once(elicit())).await.unwrap_err();
-    let rmcp::ServiceError::McpError(refused) = refused else {
-        panic!("{refused:?}");
-    };
-    assert_eq!(refused.code.0, -32029, "the rate limit: {refused:?}");
+    let (status, retry_after) = crate::support::http_status_of(&refused)
+        .unwrap_or_else(|| panic!("not refused for the rate limit: {refused:?}"));
+    assert_eq!(status, 429, "the rate limit: {refused:?}");
+    assert!(retry_after.is_some(), "{refused:?}");
     client.cancel().await.unwrap();
     served.stop().await;
 }

@@ -1,5 +1,6 @@
 //! Policy has no side doors, through the gateway with the testkit server
-//! behind it and rmcp clients in front: a tool's rate limit holds when
+//! behind it and rmcp clients in front (which read a rate limit's refusal,
+//! HTTP 429, by its status and `Retry-After`): a tool's rate limit holds when
 //! the tool is reached through `CallMcpWithQuery`, the limit of every tool
 //! counts the gateway's own tools too, and a caller's `allow`
 //! list (`permissions.principals`, the caller an API key) covers prompts,
@@ -34,15 +35,35 @@ async fn client(served: &Served, key: Option<&str>) -> Client {
 }
 
 /// Calls `name` with `args`: its result, or the JSON-RPC error's code and
-/// message.
+/// message — or, for a refusal rmcp read as HTTP 429 (SEP-3304's status:
+/// rmcp reads its `Retry-After`, not its body), `429` and that header.
 async fn call(client: &Client, name: &str, args: Value) -> Result<Value, (i32, String)> {
     let params = CallToolRequestParams::new(name.to_owned())
         .with_arguments(args.as_object().unwrap().clone());
     match within(client.call_tool(params)).await {
         Ok(result) => Ok(serde_json::to_value(result).unwrap()),
         Err(rmcp::ServiceError::McpError(e)) => Err((e.code.0, e.message.to_string())),
-        Err(e) => panic!("{name}: {e}"),
+        Err(e) => match crate::support::http_status_of(&e) {
+            Some((status, retry)) => Err((i32::from(status), retry.unwrap_or_default())),
+            None => panic!("{name}: {e}"),
+        },
     }
+}
+
+/// How many calls `/metrics` counts refused under the limit `label`.
+async fn refused_under(served: &Served, label: &str) -> u64 {
+    let text = within(
+        reqwest::get(format!("{}/metrics", served.base))
+            .await
+            .unwrap()
+            .text(),
+    )
+    .await
+    .unwrap();
+    let wanted = format!("extpool_rate_limited_total{{limit=\"{label}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&wanted))
+        .map_or(0, |n| n.trim().parse().unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -71,13 +92,19 @@ async fn a_tools_rate_limit_holds_through_call_mcp_with_query() {
     call(&client, "CallMcpWithQuery", query("echo"))
         .await
         .unwrap();
-    let (code, message) = call(&client, "CallMcpWithQuery", query("echo"))
+    let (status, retry_after) = call(&client, "CallMcpWithQuery", query("echo"))
         .await
         .unwrap_err();
-    assert_eq!(code, -32029, "{message}");
-    assert!(
-        message.contains("rate limit reached") && message.contains("calls to mcp__kit__echo"),
-        "{message}"
+    assert_eq!(status, 429);
+    let seconds: u64 = retry_after.parse().unwrap();
+    assert!((50..=60).contains(&seconds), "Retry-After {retry_after}");
+    assert_eq!(
+        refused_under(
+            &served,
+            "1 calls to mcp__kit__echo a minute per caller (burst 2)"
+        )
+        .await,
+        1
     );
     assert_eq!(state.counter("fail"), 0);
     // Another tool through the query is not under that limit.
@@ -107,11 +134,16 @@ async fn the_gateways_own_tools_count_against_the_limit_of_every_tool() {
     let client = client(&served, None).await;
     call(&client, "ListMcpSources", json!({})).await.unwrap();
     call(&client, "RefreshMcpSources", json!({})).await.unwrap();
-    let (code, message) = call(&client, "ListMcpSources", json!({}))
+    let (status, retry_after) = call(&client, "ListMcpSources", json!({}))
         .await
         .unwrap_err();
-    assert_eq!(code, -32029, "{message}");
-    assert!(message.contains("1 tool calls a minute"), "{message}");
+    assert_eq!(status, 429);
+    let seconds: u64 = retry_after.parse().unwrap();
+    assert!((50..=60).contains(&seconds), "Retry-After {retry_after}");
+    assert_eq!(
+        refused_under(&served, "1 tool calls a minute per caller (burst 2)").await,
+        1
+    );
     client.cancel().await.unwrap();
     served.stop().await;
 }

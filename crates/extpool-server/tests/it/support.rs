@@ -501,3 +501,20 @@ pub fn subscription_id(message: &Value) -> Option<Value> {
         .and_then(|m| m.iter().find(|(k, _)| k.ends_with("subscriptionId")))
         .map(|(_, v)| v.clone())
 }
+
+/// The HTTP status (and `Retry-After`) an rmcp client's request failed
+/// with, when it failed for one: how rmcp reads a 429 (a rate limit's
+/// refusal, SEP-3304), by its status and header, not its body.
+pub fn http_status_of(e: &rmcp::ServiceError) -> Option<(u16, Option<String>)> {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(StreamableHttpError::HttpStatus(status)) =
+            c.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+        {
+            return Some((status.status, status.retry_after.clone()));
+        }
+        cause = c.source();
+    }
+    None
+}

@@ -141,3 +141,107 @@ async fn api_key_changes_reach_other_replicas() {
             .is_none()
     );
 }
+
+/// The rules of the rate tests: 60 calls a minute in bursts of 3, and a
+/// stricter one under it (6 a minute, one at once).
+fn rate_rules() -> (extpool_state::RateRule, extpool_state::RateRule) {
+    (
+        extpool_state::RateRule {
+            key: "60 tool calls a minute per caller (burst 3)".into(),
+            burst: 3.0,
+            per_second: 1.0,
+        },
+        extpool_state::RateRule {
+            key: "6 calls to mcp__gh__create* a minute per caller (burst 1)".into(),
+            burst: 1.0,
+            per_second: 0.1,
+        },
+    )
+}
+
+/// Two replicas (two stores on one database) share each caller's bucket:
+/// a burst of 3 spread over both gives 3 calls, not 6; another caller has
+/// its own; a call refused under one rule takes nothing of the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_buckets_are_shared_by_replicas() {
+    let f = crate::support::Fixture::new("postgres").await;
+    let (a, b) = (f.open().await, f.open().await);
+    let (all, create) = rate_rules();
+    let all = std::slice::from_ref(&all);
+    let took = |t: &[extpool_state::RateTaken]| t.iter().all(|t| t.took);
+    assert!(took(&a.take_rate("alice", all).await.unwrap()));
+    assert!(took(&b.take_rate("alice", all).await.unwrap()));
+    assert!(took(&a.take_rate("alice", all).await.unwrap()));
+    let refused = b.take_rate("alice", all).await.unwrap();
+    assert!(!refused[0].took, "{refused:?}");
+    assert!(refused[0].tokens < 1.0, "{refused:?}");
+    assert!(took(&b.take_rate("bob", all).await.unwrap()), "bob's own");
+
+    // A refused call gives back what it took under the other rule.
+    let both = [all[0].clone(), create.clone()];
+    assert!(took(&a.take_rate("carol", &both).await.unwrap()));
+    let refused = b.take_rate("carol", &both).await.unwrap();
+    assert!(refused.iter().any(|t| !t.took), "{refused:?}");
+    // Two of the three all-tools tokens are left (refilling meanwhile).
+    assert!(took(&a.take_rate("carol", all).await.unwrap()));
+    assert!(took(&b.take_rate("carol", all).await.unwrap()));
+    assert_eq!(a.rate_bucket_count().await.unwrap(), 4);
+}
+
+/// Bad input is refused, naming what is wrong; SQLite shares nothing.
+#[tokio::test]
+async fn a_bad_take_is_refused_and_sqlite_keeps_no_shared_buckets() {
+    let f = crate::support::Fixture::new("postgres").await;
+    let store = f.open().await;
+    let (all, _) = rate_rules();
+    let e = store.take_rate("", &[all.clone()]).await.unwrap_err();
+    assert!(e.to_string().contains("owner"), "{e}");
+    let mut zero = all.clone();
+    zero.burst = 0.0;
+    let e = store.take_rate("alice", &[zero]).await.unwrap_err();
+    assert!(e.to_string().contains("a burst of at least 1"), "{e}");
+    let sqlite = crate::support::Fixture::new("sqlite").await;
+    let e = sqlite
+        .open()
+        .await
+        .take_rate("alice", &[all])
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StateError::NotShared { .. }), "{e:?}");
+}
+
+/// What one take costs a call on PostgreSQL (run by hand:
+/// `cargo test -p extpool-state --test it rate_take_cost -- --ignored --nocapture`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a check"]
+async fn rate_take_cost() {
+    let f = crate::support::Fixture::new("postgres").await;
+    let store = f.open().await;
+    let (all, create) = rate_rules();
+    let mut generous = all;
+    generous.burst = 1e9;
+    let rules = [generous, create];
+    let owners: Vec<String> = (0..32).map(|i| format!("caller-{i}")).collect();
+    for owner in &owners {
+        store.take_rate(owner, &rules[..1]).await.unwrap();
+    }
+    for (label, rules) in [("one rule", &rules[..1]), ("two rules", &rules[..])] {
+        let n = 2000;
+        let mut times = Vec::with_capacity(n);
+        for i in 0..n {
+            let started = std::time::Instant::now();
+            store
+                .take_rate(&owners[i % owners.len()], rules)
+                .await
+                .unwrap();
+            times.push(started.elapsed());
+        }
+        times.sort();
+        let mean = times.iter().sum::<std::time::Duration>() / n as u32;
+        println!(
+            "{label}: mean {mean:?}, p50 {:?}, p99 {:?} over {n} takes",
+            times[n / 2],
+            times[n * 99 / 100]
+        );
+    }
+}
