@@ -48,6 +48,62 @@ fn check(endpoint: &str, id: &str) -> Result<(), StateError> {
 }
 
 impl StateStore {
+    /// Claims MCP session `id` of `endpoint` for `owner` before it is made:
+    /// its record is written (owned, its parameters to come from
+    /// [`StateStore::put_mcp_session`]) unless `owner` already holds `max`
+    /// MCP sessions seen within `live` on any replica sharing this store —
+    /// then nothing is written and `Ok(Err(held))` says how many it holds.
+    /// The count and the write are one transaction under the owner's lock,
+    /// so two replicas claiming for one owner at once never both pass the
+    /// last place.
+    pub async fn claim_mcp_session(
+        &self,
+        (endpoint, id): (&str, &str),
+        owner: &str,
+        max: usize,
+        live: Duration,
+    ) -> Result<Result<(), u64>, StateError> {
+        check(endpoint, id)?;
+        check_owner(owner).map_err(|reason| StateError::BadMcpSession {
+            id: quote_prefix(id),
+            reason: format!("owner {:?}: {reason}", quote_prefix(owner)),
+        })?;
+        let now = now_ms();
+        let since = now.saturating_sub(i64::try_from(live.as_millis()).unwrap_or(i64::MAX));
+        transaction("claim MCP session", None, || async {
+            with_pool!(self, |pool, d| {
+                let mut tx = pool.begin_with(d.begin_write).await?;
+                if let Some(lock) = d.lock_owner {
+                    sqlx::query(lock).bind(owner).execute(&mut *tx).await?;
+                }
+                let held: i64 = sqlx::query_scalar(
+                    "SELECT COUNT(*) FROM mcp_sessions WHERE owner = $1 AND seen_ms >= $2",
+                )
+                .bind(owner)
+                .bind(since)
+                .fetch_one(&mut *tx)
+                .await?;
+                let held = u64::try_from(held).unwrap_or(0);
+                if held >= max as u64 {
+                    return Ok::<_, TxError>(Err(held));
+                }
+                sqlx::query(
+                    "INSERT INTO mcp_sessions (id, endpoint, init, created_at_ms, seen_ms, owner) \
+                     VALUES ($1, $2, '{}', $3, $3, $4)",
+                )
+                .bind(id)
+                .bind(endpoint)
+                .bind(now)
+                .bind(owner)
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(Ok(()))
+            })
+        })
+        .await
+    }
+
     /// Keeps MCP session `id` of `endpoint` with its client's `initialize`
     /// parameters (`init`, JSON), so that any replica can resume it.
     /// Refused when `init` is larger than [`crate::Limits::max_init_bytes`].

@@ -86,9 +86,11 @@ pub(crate) async fn initialize(
             "the gateway could not draw a session id (no randomness); retry",
         ));
     };
+    claim(shared, endpoint, &session_id, principal, &id).await?;
     let (session, result) = match open(handler, &params, principal).await {
         Ok(opened) => opened,
         Err(error) => {
+            shared.front.resume.discard(endpoint, &session_id).await;
             let answer = ServerJsonRpcMessage::error(error, Some(id));
             return Err(super::running::json(&answer));
         }
@@ -112,6 +114,55 @@ pub(crate) async fn initialize(
         id: session_id,
         session,
     })
+}
+
+/// Claims session `session_id` of `endpoint` in the store for
+/// `principal` (an owned caller's), counted against
+/// `sessions_per_principal` on every replica sharing the store (the
+/// sessions seen within a replica's lease: each replica marks those it
+/// holds at every heartbeat). `Err` is the refusal of request `id`: HTTP
+/// 429, as the replica's own count refuses.
+async fn claim(
+    shared: &Shared,
+    endpoint: &str,
+    session_id: &str,
+    principal: &Principal,
+    id: &RequestId,
+) -> Result<(), Response> {
+    let Some(owner) = crate::identity::owner_of(principal) else {
+        return Ok(());
+    };
+    let options = &shared.options;
+    let lease = crate::sessions::replica::lease(options.replica_heartbeat);
+    let max = options.sessions_per_principal;
+    let Err(_held) = shared
+        .front
+        .resume
+        .claim((endpoint, session_id), &owner, max, lease)
+        .await
+    else {
+        return Ok(());
+    };
+    shared
+        .ops
+        .metrics
+        .refused(crate::metrics::Refusal::Sessions);
+    let full = crate::front::live::Full {
+        max,
+        frees_in: None,
+        idle: options.session_idle_timeout,
+        own: true,
+    };
+    let mut answer = super::refusals::rpc_error(
+        StatusCode::TOO_MANY_REQUESTS,
+        Some(id),
+        -32000,
+        &full.message(),
+    );
+    if let Ok(value) = HeaderValue::from_str(&full.retry_after().to_string()) {
+        answer.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    Err(answer)
 }
 
 /// Resumes session `key`, which another replica (or this one, before its

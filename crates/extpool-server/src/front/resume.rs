@@ -10,7 +10,9 @@
 //! client never notices. The upstream connections the resumed session
 //! uses are that replica's own. Which session ids are resumed at all,
 //! and by one request at a time, is [`crate::front`]'s to decide: only
-//! those the store keeps a record of.
+//! those the store keeps a record of. A caller's MCP sessions are counted
+//! in the store too ([`Resumable::claim`]), so `sessions_per_principal`
+//! holds across the replicas sharing it.
 
 use extpool_state::StateStore;
 use rmcp::model::InitializeRequestParams;
@@ -35,6 +37,36 @@ impl Resumable {
     /// Sessions resumable across replicas when `store` is given.
     pub(crate) fn new(store: Option<StateStore>) -> Self {
         Self { store }
+    }
+
+    /// Claims MCP session `id` of `endpoint` for `owner` in the store
+    /// before it is made, counted against the `max` sessions one caller
+    /// holds on all the replicas sharing it (those seen within `live`):
+    /// `Err(held)` when `owner` holds them all. Without a store, or when
+    /// it does not answer, the replica's own count is the limit.
+    pub(crate) async fn claim(
+        &self,
+        (endpoint, id): (&str, &str),
+        owner: &str,
+        max: usize,
+        live: std::time::Duration,
+    ) -> Result<(), u64> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        match store
+            .claim_mcp_session((endpoint, id), owner, max, live)
+            .await
+        {
+            Ok(claimed) => claimed,
+            Err(e) => {
+                tracing::warn!(
+                    endpoint,
+                    "cannot count a caller's MCP sessions on every replica ({e}); this replica's count holds"
+                );
+                Ok(())
+            }
+        }
     }
 
     /// Keeps the record of MCP session `id` of `endpoint` (its client's

@@ -71,15 +71,24 @@ impl StoreHealth {
     }
 }
 
+/// The time between heartbeats asked for, at least 50 ms.
+fn beat_every(heartbeat: Duration) -> Duration {
+    heartbeat.max(Duration::from_millis(50))
+}
+
+/// How long a replica that misses no heartbeat may leave what it holds
+/// unmarked ([`LEASE_BEATS`] heartbeats): a record seen within it is one
+/// some replica still holds.
+pub(crate) fn lease(heartbeat: Duration) -> Duration {
+    beat_every(heartbeat) * LEASE_BEATS
+}
+
 /// Beats until the gateway stops, then unregisters the replica.
 pub(crate) async fn run(shared: Arc<Shared>) {
     let Some(sessions) = &shared.sessions else {
         return;
     };
-    let every = shared
-        .options
-        .replica_heartbeat
-        .max(Duration::from_millis(50));
+    let every = beat_every(shared.options.replica_heartbeat);
     let mut ticks = tokio::time::interval(every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -109,7 +118,7 @@ async fn beat(shared: &Shared, sessions: &crate::sessions::Sessions, every: Dura
             return;
         }
     }
-    match store.sweep_replicas(every * LEASE_BEATS).await {
+    match store.sweep_replicas(lease(every)).await {
         Ok(gone) => {
             for (id, held) in gone {
                 tracing::warn!(

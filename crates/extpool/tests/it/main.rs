@@ -36,6 +36,7 @@ mod quickstart;
 mod real_hosts;
 mod rebinding;
 mod registry;
+mod replica_limits;
 mod replicas;
 mod sandbox;
 mod self_proxy;

@@ -21,10 +21,10 @@ use crate::support::Sandbox;
 const PATIENCE: Duration = Duration::from_secs(90);
 
 /// A running replica: `extpool serve` on 127.0.0.1:0.
-struct Replica {
+pub(crate) struct Replica {
     child: Child,
     /// `http://127.0.0.1:PORT`.
-    base: String,
+    pub(crate) base: String,
     /// What it logged (at `info`), line by line.
     log: Arc<Log>,
 }
@@ -54,7 +54,12 @@ impl Log {
 impl Replica {
     /// Starts replicas `ids` on `state` in `sb`, all at once (every
     /// process is started before any is waited for), with `extra` flags.
-    fn start_together(sb: &Sandbox, state: &str, ids: &[&str], extra: &[&str]) -> Vec<Replica> {
+    pub(crate) fn start_together(
+        sb: &Sandbox,
+        state: &str,
+        ids: &[&str],
+        extra: &[&str],
+    ) -> Vec<Replica> {
         let children: Vec<Child> = ids
             .iter()
             .map(|id| {
@@ -169,7 +174,7 @@ fn strings(v: &Value) -> Vec<String> {
 }
 
 /// Runs blocking `f` (a child process) off the runtime's threads.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     tokio::task::spawn_blocking(f).await.unwrap()
 }
 
