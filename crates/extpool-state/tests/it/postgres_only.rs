@@ -245,3 +245,45 @@ async fn rate_take_cost() {
         );
     }
 }
+
+/// Claims of one owner's MCP sessions from two replicas at once never pass
+/// the owner's bound: of 12 concurrent claims with room for 3, 3 pass;
+/// another owner is not counted; an ended session frees its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_session_claims_hold_an_owners_bound_across_replicas() {
+    let f = crate::support::Fixture::new("postgres").await;
+    let (a, b) = (f.open().await, f.open().await);
+    let live = std::time::Duration::from_secs(15);
+    let mut claims = tokio::task::JoinSet::new();
+    for i in 0..12 {
+        let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+        claims.spawn(async move {
+            let id = format!("m-{i}");
+            store
+                .claim_mcp_session(("", &id), "alice", 3, live)
+                .await
+                .unwrap()
+                .map(|()| id)
+        });
+    }
+    let results: Vec<Result<String, u64>> = claims.join_all().await;
+    let passed: Vec<String> = results.iter().filter_map(|r| r.clone().ok()).collect();
+    assert_eq!(passed.len(), 3, "{results:?}");
+    assert!(
+        results.iter().all(|r| r.as_ref().is_ok() || r == &Err(3)),
+        "{results:?}"
+    );
+    assert_eq!(
+        b.claim_mcp_session(("", "bob-1"), "bob", 3, live)
+            .await
+            .unwrap(),
+        Ok(())
+    );
+    assert!(a.delete_mcp_session("", &passed[0]).await.unwrap());
+    assert_eq!(
+        b.claim_mcp_session(("", "again"), "alice", 3, live)
+            .await
+            .unwrap(),
+        Ok(())
+    );
+}

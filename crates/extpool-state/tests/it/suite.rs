@@ -1028,12 +1028,12 @@ pub async fn a_schema_2_store_opens_at_3_with_its_sessions_intact_and_unowned(f:
     // Back to schema version 2, as an extpool of that version left it.
     f.back_to_schema(2).await;
     let again = StateStore::open_url(&f.url()).await.expect("migrate");
-    assert_eq!(again.schema_version().await.expect("version"), 3);
-    assert_eq!(SCHEMA_VERSION, 3);
+    assert_eq!(again.schema_version().await.expect("version"), 4);
+    assert_eq!(SCHEMA_VERSION, 4);
     assert_eq!(
         f.scalar("SELECT COUNT(*) FROM extpool_schema").await,
-        3,
-        "version 3 recorded once"
+        4,
+        "versions 3 and 4 recorded once"
     );
     for (id, was) in ids.iter().zip(before) {
         let got = again.get(id).await.expect("kept");

@@ -119,7 +119,8 @@ impl Fixture {
     /// every later version added and forgets that it was applied.
     pub async fn back_to_schema(&self, version: i64) {
         // Newest first; each entry undoes its version's migration.
-        const UNDO: [(i64, &str); 2] = [
+        const UNDO: [(i64, &str); 3] = [
+            (4, "DROP TABLE rate_buckets;"),
             (
                 3,
                 "DROP TABLE api_keys; DROP INDEX sessions_by_owner; \
