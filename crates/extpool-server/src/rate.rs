@@ -9,7 +9,7 @@
 //!
 //! A caller is a principal ([`extpool_host::core::Principal::owner`]): one
 //! caller's calls never spend another's tokens. Each request's
-//! [`crate::handler::caller::Caller`] carries its caller's [`Bucket`].
+//! `Caller` (`handler::caller`) carries its caller's [`Bucket`].
 //!
 //! Where the buckets live: with a PostgreSQL store, in it, shared by every
 //! replica ([`extpool_state::StateStore::take_rate`]: one statement a
