@@ -2,8 +2,9 @@
 //! every path: the JSON-RPC error `-32023` with `data.retryAfterMs`,
 //! `limit` and `remaining`, and — a plain JSON answer — HTTP 429 with
 //! `Retry-After` (seconds, rounded up), `RateLimit-Limit` and
-//! `RateLimit-Remaining`: a session's call, a 2026-07-28 call without a
-//! session, and what the SDK clients make of it.
+//! `RateLimit-Remaining`: a session's call, a session's task-augmented
+//! call, a 2026-07-28 call without a session, and what the SDK clients
+//! make of it.
 
 use extpool_host::config::RateLimitsConfig;
 use extpool_server::GatewayOptions;
@@ -68,15 +69,12 @@ fn echo_call(id: u64, meta: Option<Value>) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_sessions_call_over_its_limit_is_http_429_with_the_headers() {
-    let state = StateDir::new();
-    let served = limited(&state).await;
-    let version = "2025-11-25";
+/// A session opened at `url` by a raw `initialize`: its id.
+async fn open_session(url: &str, version: &str) -> String {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": version, "capabilities": {},
         "clientInfo": {"name": "probe", "version": "1"}}});
-    let response = within(mcp_post(&served.url, None, init.to_string()).send())
+    let response = within(mcp_post(url, None, init.to_string()).send())
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
@@ -85,10 +83,59 @@ async fn a_sessions_call_over_its_limit_is_http_429_with_the_headers() {
         .unwrap()
         .to_owned();
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let session = Some((session.as_str(), version));
-    within(mcp_post(&served.url, session, initialized.to_string()).send())
+    within(mcp_post(url, Some((&session, version)), initialized.to_string()).send())
         .await
         .unwrap();
+    session
+}
+
+/// A task-augmented call (server-everything's task tool behind the
+/// gateway) is limited as any call, and refused in the same shape.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_augmented_call_over_its_limit_is_http_429_with_the_headers() {
+    let project = Project::new();
+    project.config(&crate::support::server_yaml(
+        "everything",
+        extpool_testkit::peers::server_everything(),
+    ));
+    let options = GatewayOptions {
+        rate_limits: RateLimitsConfig {
+            calls_per_minute: Some(60),
+            burst: Some(1),
+            ..RateLimitsConfig::default()
+        },
+        ..GatewayOptions::default()
+    };
+    let served = Served::start(project, options).await;
+    let version = "2025-11-25";
+    let session = open_session(&served.url, version).await;
+    let task_call = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "mcp__everything__simulate-research-query",
+            "arguments": {"topic": "limits"}, "task": {"ttl": 60000}}})
+        .to_string()
+    };
+    let session = Some((session.as_str(), version));
+    let first = within(mcp_post(&served.url, session, task_call(2)).send())
+        .await
+        .unwrap();
+    assert_eq!(first.status(), 200);
+    let started = within(first.text()).await.unwrap();
+    assert!(started.contains("taskId"), "a task was started: {started}");
+    let second = within(mcp_post(&served.url, session, task_call(3)).send())
+        .await
+        .unwrap();
+    assert_refused_as_sep_3304(second).await;
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sessions_call_over_its_limit_is_http_429_with_the_headers() {
+    let state = StateDir::new();
+    let served = limited(&state).await;
+    let version = "2025-11-25";
+    let session = open_session(&served.url, version).await;
+    let session = Some((session.as_str(), version));
     let first = within(mcp_post(&served.url, session, echo_call(2, None).to_string()).send())
         .await
         .unwrap();
