@@ -90,7 +90,7 @@ mod tests {
     fn the_error_has_sep_3304s_code_and_data() {
         let error = limited(Duration::from_micros(1_500_001)).error();
         assert_eq!(error.code.0, -32023);
-        let data = error.data.unwrap();
+        let data = error.data.clone().unwrap();
         assert_eq!(data["retryAfterMs"], 1501, "rounded up");
         assert_eq!(data["limit"], 6);
         assert_eq!(data["remaining"], 0);

@@ -194,7 +194,10 @@ async fn a_bad_take_is_refused_and_sqlite_keeps_no_shared_buckets() {
     let f = crate::support::Fixture::new("postgres").await;
     let store = f.open().await;
     let (all, _) = rate_rules();
-    let e = store.take_rate("", &[all.clone()]).await.unwrap_err();
+    let e = store
+        .take_rate("", std::slice::from_ref(&all))
+        .await
+        .unwrap_err();
     assert!(e.to_string().contains("owner"), "{e}");
     let mut zero = all.clone();
     zero.burst = 0.0;
