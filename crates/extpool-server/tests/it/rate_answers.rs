@@ -199,3 +199,77 @@ async fn the_sdk_clients_read_the_refusal() {
     );
     served.stop().await;
 }
+
+/// What the shared counter adds to a call: two gateways on PostgreSQL
+/// stores, one with a limit no call reaches (each call takes a token in
+/// the store) and one without, called in turn by one HTTP client
+/// (2026-07-28 calls, plain JSON). Run by hand:
+/// `cargo test -p extpool-server --test it added_latency -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a check"]
+async fn a_calls_added_latency_with_the_shared_counter() {
+    let pg = extpool_testkit::postgres::PgServer::shared();
+    let state = StateDir::new();
+    let mut gateways = Vec::new();
+    for limited in [false, true] {
+        let store = extpool_state::StateStore::open_url(&pg.database())
+            .await
+            .unwrap();
+        let project = Project::new();
+        project.config(&testkit_yaml("kit", &state));
+        let rate_limits = RateLimitsConfig {
+            calls_per_minute: limited.then_some(100_000_000),
+            burst: limited.then_some(100_000_000),
+            ..RateLimitsConfig::default()
+        };
+        let options = GatewayOptions {
+            state: Some(store),
+            rate_limits,
+            ..GatewayOptions::default()
+        };
+        gateways.push(Served::start(project, options).await);
+    }
+    let client = reqwest::Client::new();
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let n = 1000;
+    let mut times = [Vec::with_capacity(n), Vec::with_capacity(n)];
+    for i in 0..n + 50 {
+        for (g, served) in gateways.iter().enumerate() {
+            let started = std::time::Instant::now();
+            let response = client
+                .post(&served.url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", "mcp__kit__echo")
+                .body(echo_call(1, Some(meta.clone())).to_string())
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200);
+            response.bytes().await.unwrap();
+            if i >= 50 {
+                times[g].push(started.elapsed());
+            }
+        }
+    }
+    for (label, times) in ["without a limit", "with the shared counter"]
+        .iter()
+        .zip(times.iter_mut())
+    {
+        times.sort();
+        let mean = times.iter().sum::<std::time::Duration>() / n as u32;
+        println!(
+            "{label}: p50 {:?}, mean {mean:?}, p90 {:?} over {n} calls",
+            times[n / 2],
+            times[n * 9 / 10]
+        );
+    }
+    for served in gateways {
+        served.stop().await;
+    }
+}
