@@ -142,19 +142,20 @@ async fn api_key_changes_reach_other_replicas() {
     );
 }
 
-/// The rules of the rate tests: 60 calls a minute in bursts of 3, and a
-/// stricter one under it (6 a minute, one at once).
+/// The rules of the rate tests: 1 call a minute in bursts of 3, and a
+/// stricter one under it (1 an hour, one at once) — slow enough that no
+/// token comes back while a test runs, however loaded the machine.
 fn rate_rules() -> (extpool_state::RateRule, extpool_state::RateRule) {
     (
         extpool_state::RateRule {
-            key: "60 tool calls a minute per caller (burst 3)".into(),
+            key: "1 tool calls a minute per caller (burst 3)".into(),
             burst: 3.0,
-            per_second: 1.0,
+            per_second: 1.0 / 60.0,
         },
         extpool_state::RateRule {
-            key: "6 calls to mcp__gh__create* a minute per caller (burst 1)".into(),
+            key: "calls to mcp__gh__create* once an hour per caller (burst 1)".into(),
             burst: 1.0,
-            per_second: 0.1,
+            per_second: 1.0 / 3600.0,
         },
     )
 }
@@ -186,6 +187,16 @@ async fn rate_buckets_are_shared_by_replicas() {
     assert!(took(&a.take_rate("carol", all).await.unwrap()));
     assert!(took(&b.take_rate("carol", all).await.unwrap()));
     assert_eq!(a.rate_bucket_count().await.unwrap(), 4);
+
+    // A bucket full again is expired; one that is not stays.
+    f.exec("UPDATE rate_buckets SET full_ms = 0 WHERE owner = 'bob'")
+        .await;
+    f.exec("UPDATE rate_buckets SET full_ms = 9000000000000000 WHERE owner = 'carol'")
+        .await;
+    assert!(b.expire_rate_buckets().await.unwrap() >= 1);
+    let kept = |owner: &str| format!("SELECT COUNT(*) FROM rate_buckets WHERE owner = '{owner}'");
+    assert_eq!(f.scalar(&kept("bob")).await, 0);
+    assert_eq!(f.scalar(&kept("carol")).await, 2);
 }
 
 /// Bad input is refused, naming what is wrong; SQLite shares nothing.
