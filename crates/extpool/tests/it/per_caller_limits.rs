@@ -1,8 +1,9 @@
-//! Limits that hold per person across replicas: two `extpool serve`
-//! replicas on one PostgreSQL store share each caller's rate buckets and
-//! count each caller's MCP sessions together, so spreading calls or
-//! sessions over them gives no more than one replica would. Callers are
-//! API keys (alice, bob); the clients are the Python SDK's and plain HTTP.
+//! Limits per caller as `extpool serve` applies them. Across replicas:
+//! two replicas on one PostgreSQL store share each caller's rate buckets
+//! and count each caller's MCP sessions together, so spreading calls or
+//! sessions over them gives no more than one replica would (callers are
+//! API keys, alice and bob; the clients the Python SDK's and plain HTTP).
+//! Over stdio: a call over the limit gets the same JSON-RPC error.
 
 use extpool_testkit::HttpServer;
 use extpool_testkit::postgres::PgServer;
@@ -179,4 +180,30 @@ async fn a_callers_session_quota_holds_across_two_replicas() {
     let out = python_as(&alice, &b, json!([echo(false)])).await;
     assert_eq!(out[1]["is_error"], false, "{out:?}");
     drop(replicas);
+}
+
+/// Over stdio (no HTTP status to set) the refusal is the JSON-RPC error
+/// alone, in the same shape.
+#[test]
+fn over_stdio_a_call_over_the_limit_gets_the_same_error() {
+    let sb = Sandbox::new();
+    let config = sb.testkit_config(
+        "skills:\n  default_roots: false\ngateway:\n  rate_limits:\n    calls_per_minute: 1\n    burst: 1\n",
+    );
+    let exe = env!("CARGO_BIN_EXE_extpool");
+    let config = config.display().to_string();
+    let add = |expect_error: bool| {
+        json!({"op": "call", "name": "mcp__testkit__add", "args": {"a": 2, "b": 40},
+               "expect_error": expect_error})
+    };
+    let out = crate::serve::python(
+        &["--stdio", exe, "--config", &config, "serve", "--stdio"],
+        json!([add(false), add(true)]),
+    );
+    assert_eq!(out[1]["text"], json!(["42"]), "{out:?}");
+    assert_eq!(out[2]["code"], -32023, "{out:?}");
+    let wait = out[2]["data"]["retryAfterMs"].as_u64().unwrap();
+    assert!((1..=60_000).contains(&wait), "{out:?}");
+    assert_eq!(out[2]["data"]["limit"], 1, "{out:?}");
+    assert_eq!(out[2]["data"]["remaining"], 0, "{out:?}");
 }
