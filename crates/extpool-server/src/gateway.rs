@@ -295,7 +295,9 @@ pub(crate) struct Front {
 pub(crate) struct Access {
     /// Who is calling: the gateway's token, API keys, an issuer's tokens.
     pub identity: Arc<crate::identity::Identity>,
-    /// Each caller's tool-call buckets, when limits are set.
+    /// Each caller's tool-call buckets, when limits are set (shared by the
+    /// replicas when the store is PostgreSQL); each request's caller
+    /// carries its own ([`crate::handler::caller::Caller`]).
     pub rate_limits: Option<Arc<crate::rate::RateLimits>>,
     /// Callers' logins to their own servers in progress.
     pub logins: crate::login::Logins,
