@@ -6,7 +6,7 @@
 //!     cargo run -p extpool-host --example embed
 #![allow(clippy::print_stdout)]
 
-use extpool_host::{Host, HostOptions};
+use extpool_host::{Host, HostOptions, ToolCall};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -21,11 +21,11 @@ pub async fn run(options: HostOptions) -> Result<(), Box<dyn std::error::Error>>
         println!("{:<36} {}", tool.name, tool.description);
     }
     let args = serde_json::json!({"a": 2, "b": 3});
-    let sum = session.call(
+    let sum = session.call(ToolCall::new(
         "mcp__testkit__add",
         args.as_object().cloned().unwrap_or_default(),
-    );
-    println!("2 + 3 = {}", sum.await?.joined_text());
+    ));
+    println!("2 + 3 = {}", sum.await.outcome?.joined_text());
     let skill = session.read("skill://release-notes/SKILL.md").await?;
     println!("{}", skill.as_text().unwrap_or_default());
     let resource = session.read("testkit://info").await?;

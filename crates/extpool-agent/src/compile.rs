@@ -20,7 +20,7 @@ use std::sync::Arc;
 use extpool_host::catalog::BuiltinTool;
 use extpool_host::search::{self, SEARCH_TOOL};
 use extpool_host::{
-    CatalogRevision, Degraded, InstructionInfo, ModelTool, Scope, ToolTable, View, ViewPolicy,
+    CatalogRevision, Degraded, InstructionInfo, ModelTool, Pin, Scope, ToolTable, View, ViewPolicy,
 };
 use parking_lot::Mutex;
 use serde::Serialize;
@@ -153,9 +153,12 @@ pub(crate) fn toolset(inputs: &Inputs<'_>) -> Arc<Toolset> {
         Some(pinned) => pinned.clone(),
         None => inputs.view.revision(),
     };
-    let table = inputs
-        .view
-        .table_for(inputs.policy, &revision, inputs.filter_scope);
+    let table = inputs.view.table(
+        Pin::now()
+            .policy(inputs.policy)
+            .revision(&revision)
+            .scope(inputs.filter_scope),
+    );
     let cached = inputs.cache.and_then(|c| c.last.lock().clone());
     if let Some(last) = cached
         && Arc::ptr_eq(&last.table, &table)

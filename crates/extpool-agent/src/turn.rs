@@ -15,7 +15,9 @@ use extpool_host::core::TurnContext;
 use extpool_host::core::registry::ShutdownReport;
 use extpool_host::policy::Resolved;
 use extpool_host::search::{self, SEARCH_TOOL, SearchQuery};
-use extpool_host::{Capability, HostError, McpServerConfig, ResourceBody, ToolResult, View};
+use extpool_host::{
+    Capability, HostError, McpServerConfig, ResourceBody, ToolCall, ToolResult, View,
+};
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
@@ -285,7 +287,13 @@ impl Turn {
         };
         let canonical = row.tool.name.clone();
         let server = row.tool.server.clone();
-        let result = match self.inner.view.call_in(table, &canonical, args).await {
+        let result = match self
+            .inner
+            .view
+            .call(ToolCall::new(&canonical, args).in_table(table))
+            .await
+            .outcome
+        {
             Ok(result) => result,
             Err(e @ (HostError::ShutDown | HostError::Scope(_))) => return Err(e.into()),
             Err(e) => ToolResult::error(e.to_string()),

@@ -8,7 +8,7 @@
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), extpool_host::HostError> {
-//! use extpool_host::{Host, HostOptions};
+//! use extpool_host::{Host, HostOptions, ToolCall};
 //!
 //! let host = Host::start(HostOptions::files(["extpool.yaml"])).await?;
 //! let session = host.session("s1")?;
@@ -16,7 +16,8 @@
 //!     println!("{} — {}", tool.name, tool.description);
 //! }
 //! let args = serde_json::json!({"message": "hi"});
-//! let result = session.call("mcp__testkit__echo", args.as_object().cloned().unwrap_or_default()).await?;
+//! let args = args.as_object().cloned().unwrap_or_default();
+//! let result = session.call(ToolCall::new("mcp__testkit__echo", args)).await.outcome?;
 //! println!("{}", result.joined_text());
 //! let skill = session.read("skill://release-notes/SKILL.md").await?;
 //! println!("{}", skill.as_text().unwrap_or_default());
@@ -104,7 +105,7 @@ pub use policy::{CatalogFilter, Grants, Naming, Refusal, Resolved, Row, ToolTabl
 pub use search::{DeferralConfig, SearchableTool, ToolIndex};
 pub use skill_roots::SkillRootReport;
 pub use status::{HostStatus, ServerEvent, ServerInfo, ServerState};
-pub use view::{GuardedCall, HostEvent, RELATED_TASK, View, describe, model_tools};
+pub use view::{GuardedCall, HostEvent, Pin, RELATED_TASK, ToolCall, View, describe, model_tools};
 
 pub use extpool_catalog::{self as catalog, Catalog, CatalogRevision, CatalogStatus};
 pub use extpool_config::{self as config, ExtpoolConfig, Loaded, McpServerConfig, Places};

@@ -24,7 +24,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use extpool_host::{Grants, Host, HostOptions, Naming, Places, ViewPolicy};
+use extpool_host::{Grants, Host, HostOptions, Naming, Pin, Places, ViewPolicy};
 use extpool_server::{Gateway, GatewayOptions};
 use rmcp::ServiceExt;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -193,7 +193,7 @@ async fn compile_times(
     for _ in 0..rounds.min(50) {
         let fresh = base.to_builder().build();
         let started = Instant::now();
-        let _ = session.table_with(&fresh);
+        let _ = session.table(Pin::now().policy(&fresh));
         whole.push(started.elapsed());
     }
     let mut times = Vec::with_capacity(rounds);
@@ -208,7 +208,7 @@ async fn compile_times(
         );
         session.set_policy(policy);
         let started = Instant::now();
-        let table = session.table();
+        let table = session.table(Pin::now());
         times.push(started.elapsed());
         assert!(table.row(refused).is_none(), "{refused} is refused");
     }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use extpool_host::core::Principal;
-use extpool_host::{HostError, ToolTable, View};
+use extpool_host::{HostError, Pin, ToolTable, View};
 use rmcp::ErrorData;
 #[allow(deprecated)] // logging and resources/subscribe are the session era's
 use rmcp::model::{
@@ -217,7 +217,7 @@ impl GatewayHandler {
     /// What this connection's model sees and may call now: its view's
     /// table (the gateway's policy, its session's grants).
     pub(crate) fn table(&self) -> Arc<ToolTable> {
-        self.view().table()
+        self.view().table(Pin::now())
     }
 
     /// Refuses MCP prompt `name` (its catalog name) to the caller of

@@ -11,7 +11,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use extpool_host::{HostEvent, View};
+use extpool_host::{HostEvent, Pin, View};
 use futures::StreamExt;
 use parking_lot::Mutex;
 use rmcp::model::{
@@ -257,7 +257,7 @@ impl Fingerprints {
                 // The table's rows read in place: `View::tools` copies
                 // every schema, and a schema's text would be another
                 // copy, a list's worth of memory per fingerprint.
-                for (_, r) in view.table().visible() {
+                for (_, r) in view.table(Pin::now()).visible() {
                     (&r.tool.name, &r.tool.description).hash(h);
                     // Writing to a hasher cannot fail.
                     let _ = serde_json::to_writer(HashWriter(h), &*r.tool.input_schema);

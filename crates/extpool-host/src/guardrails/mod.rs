@@ -1,7 +1,7 @@
 //! Guardrails: the checks every tool call passes before it is dispatched
 //! and every result passes before it reaches the model. The host applies
 //! them in one place (`view::guard`) that every path out of it calls — a
-//! call ([`crate::View::call_in`]), `CallMcpWithQuery` (the tool's result
+//! call ([`crate::View::call`]), `CallMcpWithQuery` (the tool's result
 //! before its jq filter reads it, and the filter's output after), a task's
 //! result, a resource read, a prompt, and what a server wrote in an error
 //! — so the gateway, the agent library and the command line all pass
@@ -20,7 +20,7 @@
 //! model. Either ends as [`crate::HostError::Blocked`], whose message names
 //! the guardrail and never quotes the arguments. Every decision (a block,
 //! a redaction, a webhook failure let through) is a [`Verdict`], returned
-//! with the call's outcome by [`crate::View::call_guarded`], for a front
+//! with the call's outcome by [`crate::View::call`], for a front
 //! end's audit log.
 //!
 //! Everything an outside party controls is bounded before a pattern runs

@@ -10,7 +10,7 @@ use extpool_catalog::{BuiltinTool, CallError, CatalogRevision, Query, Runner, To
 use extpool_core::{CallContext, Capability, ToolResult};
 use serde_json::{Map, Value};
 
-use super::{View, tools_of};
+use super::{Pin, View, tools_of};
 use crate::error::HostError;
 use crate::guardrails::{Subject, Verdict};
 use crate::policy::{Refusal, Resolved, Row, ToolTable};
@@ -19,9 +19,41 @@ mod tasks;
 
 pub use tasks::RELATED_TASK;
 
+/// One tool call ([`View::call`]): the tool (a catalog name, alias, listed
+/// or built-in name), its arguments, and the table it is resolved in — a
+/// table pinned earlier (a turn's, a caller's), or the view's table now.
+#[derive(Debug)]
+pub struct ToolCall<'a> {
+    tool: &'a str,
+    args: Map<String, Value>,
+    table: Option<&'a ToolTable>,
+}
+
+impl<'a> ToolCall<'a> {
+    /// `tool` called with `args` on the view's table now.
+    pub fn new(tool: &'a str, args: Map<String, Value>) -> Self {
+        Self {
+            tool,
+            args,
+            table: None,
+        }
+    }
+
+    /// Resolved in `table`, a table pinned earlier ([`View::table`]): its
+    /// names, schemas, permissions and dispatch targets, even when a newer
+    /// revision has been published since.
+    #[must_use]
+    pub fn in_table(self, table: &'a ToolTable) -> Self {
+        Self {
+            table: Some(table),
+            ..self
+        }
+    }
+}
+
 /// A call's outcome and the guardrail decisions made on its way
-/// ([`View::call_guarded`]): what a front end that keeps an audit log
-/// records. A call that passed every guardrail untouched has none.
+/// ([`View::call`]): what a front end that keeps an audit log records. A
+/// call that passed every guardrail untouched has none.
 #[derive(Debug)]
 pub struct GuardedCall {
     /// The result, or why there is none (a blocked call is
@@ -107,55 +139,25 @@ impl View {
         }
     }
 
-    /// Calls a tool by catalog name, alias, listed or built-in name, on
-    /// this view's table now (its revision pinned for the call).
-    pub async fn call(
-        &self,
-        name: &str,
-        args: Map<String, Value>,
-    ) -> Result<ToolResult, HostError> {
-        self.call_in(&self.table(), name, args).await
-    }
-
-    /// Calls a tool on `rev`, a revision pinned earlier (a turn's), under
-    /// this view's policy: its names, schemas, permissions and dispatch
-    /// targets, even when a newer revision has been published since.
-    pub async fn call_on(
-        &self,
-        rev: &Arc<CatalogRevision>,
-        name: &str,
-        args: Map<String, Value>,
-    ) -> Result<ToolResult, HostError> {
-        let table = self.table_on(&self.policy(), rev);
-        self.call_in(&table, name, args).await
-    }
-
-    /// Calls a tool as `table` (a table pinned earlier) resolves it: a
-    /// refused name is refused with why, a built-in reaches no further
-    /// than a call by name would, the front end's own built-ins are its
-    /// to answer, and the configuration's guardrails check the call before
-    /// dispatch and its result before it is returned. Outcomes feed
-    /// [`crate::health`].
-    pub async fn call_in(
-        &self,
-        table: &ToolTable,
-        name: &str,
-        args: Map<String, Value>,
-    ) -> Result<ToolResult, HostError> {
-        self.call_guarded(table, name, args).await.outcome
-    }
-
-    /// [`View::call_in`], with the guardrail decisions made on the way
-    /// (what blocked, what was redacted, a webhook failure let through),
-    /// for a front end's audit log.
-    pub async fn call_guarded(
-        &self,
-        table: &ToolTable,
-        name: &str,
-        args: Map<String, Value>,
-    ) -> GuardedCall {
+    /// Makes `call` as its table resolves it (this view's table now when
+    /// it names none, its revision pinned for the call): a refused name is
+    /// refused with why, a built-in reaches no further than a call by name
+    /// would, the front end's own built-ins are its to answer, and the
+    /// configuration's guardrails check the call before dispatch and its
+    /// result before it is returned. The outcome comes with the guardrail
+    /// decisions made on the way (what blocked, what was redacted, a
+    /// webhook failure let through), for a front end's audit log. Outcomes
+    /// feed [`crate::health`].
+    pub async fn call(&self, call: ToolCall<'_>) -> GuardedCall {
+        let ToolCall { tool, args, table } = call;
         let mut guardrails = Vec::new();
-        let outcome = self.call_checked(table, name, args, &mut guardrails).await;
+        let outcome = match table {
+            Some(table) => self.call_checked(table, tool, args, &mut guardrails).await,
+            None => {
+                let table = self.table(Pin::now());
+                self.call_checked(&table, tool, args, &mut guardrails).await
+            }
+        };
         GuardedCall {
             outcome,
             guardrails,

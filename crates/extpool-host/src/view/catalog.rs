@@ -32,7 +32,7 @@ impl View {
     /// and this view's policy leave, with aliases; deferred ones included).
     pub fn tools(&self) -> Vec<ToolInfo> {
         let plugins = self.inner.host.plugin_servers();
-        self.table()
+        self.table(super::Pin::now())
             .visible()
             .map(|(_, r)| {
                 let mut info = ToolInfo::from(r.tool.clone());
@@ -45,7 +45,7 @@ impl View {
     /// One tool by catalog name, alias or listed name, or the same error a
     /// call of that name gets (why it is refused, or the closest name).
     pub fn tool(&self, name: &str) -> Result<ToolInfo, HostError> {
-        let table = self.table();
+        let table = self.table(super::Pin::now());
         match table.resolve(name) {
             Resolved::Tool(row) => {
                 let mut info = ToolInfo::from(row.tool.clone());

@@ -41,9 +41,10 @@ mod guard;
 mod lifecycle;
 mod policy;
 
-pub use calls::{GuardedCall, RELATED_TASK};
+pub use calls::{GuardedCall, RELATED_TASK, ToolCall};
 pub use catalog::model_tools;
 pub(crate) use catalog::tools_of;
+pub use policy::Pin;
 
 /// A change a view's consumer may act on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -11,6 +11,54 @@ use super::View;
 use crate::policy::compile::{Context, compile, refine};
 use crate::policy::{ToolTable, ViewPolicy};
 
+/// What a table is pinned to ([`View::table`]): a policy (the view's own
+/// when none), a revision (the one published now when none), and the scope
+/// the policy's filters read (the view's own when none). A turn pins its
+/// agent's policy, revision and scope; a gateway call pins its caller's
+/// policy.
+#[derive(Debug, Clone, Copy, Default)]
+#[must_use]
+pub struct Pin<'a> {
+    policy: Option<&'a Arc<ViewPolicy>>,
+    revision: Option<&'a Arc<CatalogRevision>>,
+    scope: Option<&'a Scope>,
+}
+
+impl<'a> Pin<'a> {
+    /// Nothing pinned: the view's own policy over the revision published
+    /// now.
+    pub fn now() -> Self {
+        Self::default()
+    }
+
+    /// Under `policy` instead of the view's own.
+    pub fn policy(self, policy: &'a Arc<ViewPolicy>) -> Self {
+        Self {
+            policy: Some(policy),
+            ..self
+        }
+    }
+
+    /// On `revision`, one pinned earlier (a turn's), even when a newer one
+    /// has been published since.
+    pub fn revision(self, revision: &'a Arc<CatalogRevision>) -> Self {
+        Self {
+            revision: Some(revision),
+            ..self
+        }
+    }
+
+    /// With `scope` given to the policy's filters (an agent's, for its
+    /// turns: they share the agent's table until they register something
+    /// of their own).
+    pub fn scope(self, scope: &'a Scope) -> Self {
+        Self {
+            scope: Some(scope),
+            ..self
+        }
+    }
+}
+
 impl View {
     /// Gives this view (and the views inside it without a policy of their
     /// own) `policy`: its next table is compiled under it.
@@ -34,32 +82,26 @@ impl View {
         self.inner.host.policy.clone()
     }
 
-    /// What this view's model sees and may call now: its policy over the
-    /// revision published now, compiled once and shared with every view of
-    /// the same policy and revision.
-    pub fn table(&self) -> Arc<ToolTable> {
-        self.table_on(&self.policy(), &self.revision())
+    /// The table `pin` names: a policy over a revision, compiled once
+    /// and shared with every view of the same policy and revision. With
+    /// nothing pinned ([`Pin::now`]), what this view's model sees and may
+    /// call now: its own policy over the revision published now.
+    pub fn table(&self, pin: Pin<'_>) -> Arc<ToolTable> {
+        let policy = match pin.policy {
+            Some(policy) => policy.clone(),
+            None => self.policy(),
+        };
+        let revision = match pin.revision {
+            Some(revision) => revision.clone(),
+            None => self.revision(),
+        };
+        let scope = pin.scope.unwrap_or(&self.inner.scope);
+        self.compile_table(&policy, &revision, scope)
     }
 
-    /// [`View::table`] under `policy` instead of this view's own.
-    pub fn table_with(&self, policy: &Arc<ViewPolicy>) -> Arc<ToolTable> {
-        self.table_on(policy, &self.revision())
-    }
-
-    /// The table of `policy` over `revision`, a revision pinned earlier (a
-    /// turn's).
-    pub fn table_on(
-        &self,
-        policy: &Arc<ViewPolicy>,
-        revision: &Arc<CatalogRevision>,
-    ) -> Arc<ToolTable> {
-        self.table_for(policy, revision, &self.inner.scope)
-    }
-
-    /// [`View::table_on`] with `scope` given to the policy's filters (an
-    /// agent's, for its turns: they share the agent's table until they
-    /// register something of their own).
-    pub fn table_for(
+    /// The table of `policy` over `revision` with `scope` given to the
+    /// policy's filters.
+    fn compile_table(
         &self,
         policy: &Arc<ViewPolicy>,
         revision: &Arc<CatalogRevision>,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use extpool_host::{
-    ConfigReload, DiscoveryOptions, DiscoveryStatus, Host, HostOptions, ToolHiveOptions,
+    ConfigReload, DiscoveryOptions, DiscoveryStatus, Host, HostOptions, ToolCall, ToolHiveOptions,
 };
 use extpool_testkit::toolhive::{Answer, FakeToolHive, Workload};
 use extpool_testkit::{HttpServer, StateDir};
@@ -106,8 +106,12 @@ async fn until_source(
 async fn echo(host: &Host, tool: &str) -> String {
     let result = host
         .pool()
-        .call(tool, args(serde_json::json!({"message": "hi"})))
+        .call(ToolCall::new(
+            tool,
+            args(serde_json::json!({"message": "hi"})),
+        ))
         .await
+        .outcome
         .unwrap();
     assert!(!result.is_error, "{result:?}");
     result.joined_text()
@@ -414,11 +418,12 @@ async fn a_changed_url_swaps_connections_without_failing_a_call_in_flight() {
     let in_flight = {
         let view = host.pool();
         tokio::spawn(async move {
-            view.call(
+            view.call(ToolCall::new(
                 "mcp__kit__barrier",
                 args(serde_json::json!({"key": "swap", "parties": 2})),
-            )
+            ))
             .await
+            .outcome
         })
     };
     until_recorded(&state_a, "the call reached A", |s| s.arrivals("swap") == 1).await;
@@ -433,11 +438,12 @@ async fn a_changed_url_swaps_connections_without_failing_a_call_in_flight() {
     assert!(host.catalog().current().number() > revision);
     // New calls reach B, under the same name.
     host.pool()
-        .call(
+        .call(ToolCall::new(
             "mcp__kit__counter",
             args(serde_json::json!({"key": "after"})),
-        )
+        ))
         .await
+        .outcome
         .unwrap();
     assert_eq!(state_b.counter("after"), 1);
     assert_eq!(state_a.counter("after"), 0);
@@ -463,11 +469,12 @@ async fn a_config_edit_adds_a_server_while_a_call_is_in_flight() {
     let in_flight = {
         let view = host.pool();
         tokio::spawn(async move {
-            view.call(
+            view.call(ToolCall::new(
                 "mcp__a__barrier",
                 args(serde_json::json!({"key": "edit", "parties": 2})),
-            )
+            ))
             .await
+            .outcome
         })
     };
     until_recorded(&state_a, "the call reached A", |s| s.arrivals("edit") == 1).await;

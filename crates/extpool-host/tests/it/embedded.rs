@@ -2,6 +2,7 @@
 //! built on the shared pool, their tools in the catalog under
 //! `mcp__<skill>_<server>__<tool>`, a failure costing only their own tools.
 
+use extpool_host::ToolCall;
 use extpool_testkit::StateDir;
 use serde_json::json;
 
@@ -28,11 +29,12 @@ async fn a_skill_that_embeds_the_testkit_server_contributes_its_tools() {
         "{names:?}"
     );
     let r = session
-        .call(
+        .call(ToolCall::new(
             "mcp__code_review_testkit__echo",
             args(json!({"message": "hello"})),
-        )
+        ))
         .await
+        .outcome
         .unwrap();
     assert_eq!(r.joined_text(), "hello");
     // The server's prompts are commands under its own name; the skill is a command too.
@@ -87,8 +89,12 @@ async fn a_skill_whose_server_cannot_start_stays_readable_and_the_failure_is_rep
     assert!(body.as_text().unwrap().contains("Broken body."));
     assert_eq!(
         session
-            .call("mcp__testkit__echo", args(json!({"message": "still"})))
+            .call(ToolCall::new(
+                "mcp__testkit__echo",
+                args(json!({"message": "still"}))
+            ))
             .await
+            .outcome
             .unwrap()
             .joined_text(),
         "still"

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use extpool_host::{HostError, HostEvent};
+use extpool_host::{HostError, HostEvent, ToolCall};
 use extpool_testkit::StateDir;
 use futures::StreamExt;
 use serde_json::json;
@@ -29,8 +29,9 @@ async fn a_server_down_after_reconnect_is_degraded_until_listed_again() {
     let echo = |text: &str| args(json!({"message": text}));
     assert_eq!(
         session
-            .call("mcp__kit__echo", echo("up"))
+            .call(ToolCall::new("mcp__kit__echo", echo("up")))
             .await
+            .outcome
             .unwrap()
             .joined_text(),
         "up"
@@ -39,7 +40,11 @@ async fn a_server_down_after_reconnect_is_degraded_until_listed_again() {
 
     link.break_it();
     kill_one(&state.path().display().to_string()).await;
-    let err = session.call("mcp__kit__echo", echo("x")).await.unwrap_err();
+    let err = session
+        .call(ToolCall::new("mcp__kit__echo", echo("x")))
+        .await
+        .outcome
+        .unwrap_err();
     assert!(matches!(err, HostError::Call(_)), "{err}");
     assert!(
         err.to_string()
@@ -67,8 +72,9 @@ async fn a_server_down_after_reconnect_is_degraded_until_listed_again() {
     // The rest keeps working.
     assert_eq!(
         session
-            .call("mcp__other__echo", echo("fine"))
+            .call(ToolCall::new("mcp__other__echo", echo("fine")))
             .await
+            .outcome
             .unwrap()
             .joined_text(),
         "fine"
@@ -82,8 +88,9 @@ async fn a_server_down_after_reconnect_is_degraded_until_listed_again() {
     assert!(session.degraded().is_empty(), "{:?}", session.degraded());
     assert_eq!(
         session
-            .call("mcp__kit__echo", echo("back"))
+            .call(ToolCall::new("mcp__kit__echo", echo("back")))
             .await
+            .outcome
             .unwrap()
             .joined_text(),
         "back"

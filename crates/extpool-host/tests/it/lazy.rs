@@ -2,6 +2,7 @@
 //! starting; its first call connects, and from then on its resources,
 //! prompts and change events are there like any server's.
 
+use extpool_host::ToolCall;
 use std::time::Duration;
 
 use extpool_testkit::StateDir;
@@ -31,8 +32,12 @@ async fn a_lazy_servers_resources_and_prompts_appear_after_its_first_call() {
     let before = session.revision().number();
 
     let r = session
-        .call("mcp__lazy__echo", args(json!({"message": "woke"})))
+        .call(ToolCall::new(
+            "mcp__lazy__echo",
+            args(json!({"message": "woke"})),
+        ))
         .await
+        .outcome
         .unwrap();
     assert_eq!(r.joined_text(), "woke");
     assert_eq!(state.starts(), 1);

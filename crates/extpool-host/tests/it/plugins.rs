@@ -5,7 +5,7 @@
 //! `skill://` confined to the plugin, commands rendered without running
 //! anything, subagents and hooks listed.
 
-use extpool_host::{Host, HostOptions, PluginOptions};
+use extpool_host::{Host, HostOptions, PluginOptions, ToolCall};
 use extpool_testkit::StateDir;
 use extpool_testkit::plugins::{claude_install, gemini_install, kit_grants};
 
@@ -69,11 +69,12 @@ async fn the_plugins_hosts_installed_and_command_files_are_served_with_no_config
         .expect("the plugin server's tool");
     assert_eq!(echo.plugin.as_deref(), Some("demo"));
     let root = view
-        .call(
+        .call(ToolCall::new(
             "mcp__plugin_demo_kit__env",
             args(serde_json::json!({"name": "CLAUDE_PLUGIN_ROOT"})),
-        )
+        ))
         .await
+        .outcome
         .unwrap()
         .joined_text();
     let install = project
@@ -312,8 +313,12 @@ async fn a_plugin_installed_enabled_disabled_or_removed_in_a_host_changes_a_runn
     .await;
     let echoed = host
         .pool()
-        .call(tool, args(serde_json::json!({"message": "live"})))
+        .call(ToolCall::new(
+            tool,
+            args(serde_json::json!({"message": "live"})),
+        ))
         .await
+        .outcome
         .unwrap()
         .joined_text();
     assert_eq!(echoed, "live");

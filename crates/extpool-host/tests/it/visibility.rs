@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use extpool_host::{Capability, Host, HostError, View};
+use extpool_host::{Capability, Host, HostError, ToolCall, View};
 use extpool_testkit::LocalSource;
 use serde_json::Map;
 
@@ -72,16 +72,27 @@ async fn sessions_agents_and_turns_see_what_the_rfc_says() {
         ]
     );
     // Not visible is not callable.
-    let err = b.call("mcp__a_only__tool_0", Map::new()).await.unwrap_err();
+    let err = b
+        .call(ToolCall::new("mcp__a_only__tool_0", Map::new()))
+        .await
+        .outcome
+        .unwrap_err();
     assert!(matches!(err, HostError::UnknownTool { .. }), "{err}");
-    assert!(turn.call("mcp__a_only__tool_0", Map::new()).await.is_ok());
+    assert!(
+        turn.call(ToolCall::new("mcp__a_only__tool_0", Map::new()))
+            .await
+            .outcome
+            .is_ok()
+    );
     // The same id is the same view.
     assert_eq!(own_tools(&host.session("A").unwrap()), own_tools(&a));
 
     // A turn ends: its capabilities go, the agent's stay.
     turn.close().await;
     assert!(matches!(
-        turn.call("mcp__turn_only__tool_0", Map::new()).await,
+        turn.call(ToolCall::new("mcp__turn_only__tool_0", Map::new()))
+            .await
+            .outcome,
         Err(HostError::Scope(_))
     ));
     assert_eq!(own_tools(&coder.turn("t2").unwrap()), own_tools(&coder));
@@ -110,7 +121,7 @@ async fn views_open_only_at_the_next_level() {
     host.shutdown().await;
     assert!(matches!(host.session("C"), Err(HostError::ShutDown)));
     assert!(matches!(
-        a.call("x", Map::new()).await,
+        a.call(ToolCall::new("x", Map::new())).await.outcome,
         Err(HostError::ShutDown)
     ));
 }

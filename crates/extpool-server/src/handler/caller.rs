@@ -17,8 +17,8 @@
 
 use std::sync::{Arc, OnceLock};
 
-use extpool_host::ToolTable;
 use extpool_host::core::Principal;
+use extpool_host::{Pin, ToolTable};
 
 use super::GatewayHandler;
 
@@ -79,7 +79,7 @@ impl Caller {
 fn resolve(handler: &GatewayHandler, principal: &Arc<Principal>) -> Arc<ToolTable> {
     let view = handler.view();
     if !view.revision().permissions().has_principal_rules() {
-        return view.table();
+        return view.table(Pin::now());
     }
-    view.table_with(&view.policy().for_principal(principal))
+    view.table(Pin::now().policy(&view.policy().for_principal(principal)))
 }

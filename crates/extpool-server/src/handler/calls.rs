@@ -14,7 +14,9 @@ use std::time::Instant;
 use extpool_host::catalog::BuiltinTool;
 use extpool_host::core::Principal;
 use extpool_host::passthrough::log_level_rank;
-use extpool_host::{GuardedCall, HostError, InputRound, Refusal, ToolResult, ToolTable, Verdict};
+use extpool_host::{
+    GuardedCall, HostError, InputRound, Refusal, ToolCall, ToolResult, ToolTable, Verdict,
+};
 use rmcp::ErrorData;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock};
 
@@ -363,7 +365,11 @@ impl GatewayHandler {
         let (handler, table, tool) = (self.clone(), table.clone(), name.to_owned());
         let closed = session_closed(self.durable.clone(), principal.clone());
         let call = Box::pin(async move {
-            let call = call_context.scope(handler.view().call_guarded(&table, &tool, args));
+            let call = call_context.scope(
+                handler
+                    .view()
+                    .call(ToolCall::new(&tool, args).in_table(&table)),
+            );
             let outcome = tokio::select! {
                 biased;
                 closed = closed => closed,
@@ -434,7 +440,7 @@ impl GatewayHandler {
     ) -> Option<GuardedCall> {
         let (call_context, forwarder) = relay::call_context(ex, self.log_level_of(ex));
         let call_context = call_context.with_caller(principal.label());
-        let call = call_context.scope(self.view().call_guarded(table, name, args));
+        let call = call_context.scope(self.view().call(ToolCall::new(name, args).in_table(table)));
         let closed = session_closed(self.durable.clone(), principal.clone());
         let outcome = tokio::select! {
             // Closing a session ends its MCP sessions, which cancels their

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use extpool_host::{Grants, View, ViewPolicy};
+use extpool_host::{Grants, Pin, View, ViewPolicy};
 use extpool_state::{NameAuthority, SessionId};
 use parking_lot::{Mutex, RwLock};
 
@@ -221,7 +221,7 @@ pub(super) fn follow(shared: &Shared, open: &Arc<OpenSession>) {
 /// The tool names a session's clients see now (its table's).
 pub(super) fn visible(open: &OpenSession) -> Vec<String> {
     open.view
-        .table()
+        .table(Pin::now())
         .visible()
         .map(|(_, r)| r.tool.name.clone())
         .collect()

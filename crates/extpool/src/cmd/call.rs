@@ -4,6 +4,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
+use extpool_host::ToolCall;
 use extpool_host::core::{ContentPart, ResourceBody, ToolResult};
 use serde_json::{Map, Value};
 
@@ -114,11 +115,13 @@ pub async fn run(ctx: &mut Ctx, args: CallArgs) -> Result<ExitCode> {
         }
     }
     let result = opened
-        .until_signal(opened.view.call(&args.tool, arguments))
+        .until_signal(opened.view.call(ToolCall::new(&args.tool, arguments)))
         .await;
     let skipped = super::skipped_note(&opened);
     opened.shutdown().await;
-    let result = result?.map_err(|e| super::noting_skipped(e, skipped.as_deref()))?;
+    let result = result?
+        .outcome
+        .map_err(|e| super::noting_skipped(e, skipped.as_deref()))?;
     if ctx.global.json {
         ctx.out.json_value(&result)?;
     } else if result.is_error {
