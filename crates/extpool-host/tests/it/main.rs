@@ -6,6 +6,7 @@
 mod discovery;
 mod embed;
 mod embedded;
+mod futures;
 mod health;
 mod lazy;
 mod plugins;

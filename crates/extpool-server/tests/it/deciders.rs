@@ -4,6 +4,7 @@
 //! is not listed it may not call, directly or through `CallMcpWithQuery`,
 //! told why (denied by a rule, not granted to the session).
 
+use extpool_host::ToolCall;
 use extpool_server::GatewayOptions;
 use extpool_state::StateStore;
 use extpool_testkit::StateDir;
@@ -190,11 +191,12 @@ async fn a_name_granted_through_the_store_is_callable_without_a_refresh_here() {
     let host = served.gateway.host();
     let mut revisions = host.catalog().subscribe();
     host.pool()
-        .call(
+        .call(ToolCall::new(
             "mcp__testkit__add_tool",
             json!({"name": "later"}).as_object().cloned().unwrap(),
-        )
+        ))
         .await
+        .outcome
         .unwrap();
     let pool = host.pool();
     let arrived = async {
