@@ -16,6 +16,9 @@
 //! - [`AuthorizedClient`] — rmcp's streamable-HTTP client with the
 //!   session's token on every request.
 //! - [`status`] / [`logout`] — `auth-status` rows (never a token) and forgetting a grant.
+//! - [`enterprise`] — enterprise-managed authorization (ID-JAG): a
+//!   caller's identity assertion exchanged at the enterprise IdP, then at a
+//!   server's authorization server, for that caller's token there.
 //! - [`resource`] — the other side: the gateway as an OAuth protected
 //!   resource, checking the access tokens its clients present
 //!   ([`resource::TokenVerifier`]) and naming the [`extpool_core::Principal`].
@@ -23,6 +26,7 @@
 //! Tokens, codes and secrets are [`Secret`]s: redacted in `Debug` and
 //! `Display`, absent from every error and log line.
 
+pub mod enterprise;
 pub mod error;
 pub mod grant;
 pub mod login;

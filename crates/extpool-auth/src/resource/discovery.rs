@@ -87,7 +87,7 @@ pub(crate) fn check_fetchable(url: &str, insecure_http: bool) -> Result<url::Url
 }
 
 /// The two places an issuer's metadata may be, in the order tried.
-fn metadata_urls(issuer: &url::Url) -> (String, String) {
+pub(crate) fn metadata_urls(issuer: &url::Url) -> (String, String) {
     let trimmed = issuer.as_str().trim_end_matches('/');
     let oidc = format!("{trimmed}/.well-known/openid-configuration");
     let path = issuer.path().trim_end_matches('/');
