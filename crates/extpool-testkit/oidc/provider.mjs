@@ -26,6 +26,7 @@
 //   access tokens are RS256 JWTs (RFC 9068) with `aud` = the resource, the
 //   requested non-OpenID scopes, and the account's `email` and `groups`;
 // - client credentials; PKCE S256 required of public clients;
+// - the RFC 8693 token-exchange grant issuing ID-JAGs (id_jag.mjs);
 // - pre-registered clients: `extpool-test` (public, native: any loopback
 //   port on http://127.0.0.1/callback, per RFC 8252) and `extpool-service`
 //   (confidential, secret `extpool-service-secret`, client_credentials).
@@ -34,6 +35,8 @@ import * as fs from "node:fs";
 import * as http from "node:http";
 import * as path from "node:path";
 import { pathToFileURL } from "node:url";
+
+import { registerIdJag } from "./id_jag.mjs";
 
 const ACCOUNTS = {
   alice: { email: "alice@example.test", groups: ["eng"] },
@@ -176,6 +179,10 @@ async function serve(nodeModules, port, keysFile, requestLog) {
       Session: 3600,
     },
   });
+
+  // The ID-JAG grant (enterprise-managed authorization), through the
+  // provider's extension API; see id_jag.mjs.
+  registerIdJag(provider, { issuer, jwks, stateDir: path.dirname(requestLog) });
 
   provider.use(async (ctx, next) => {
     try {

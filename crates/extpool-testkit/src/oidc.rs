@@ -62,6 +62,8 @@ use sha2::{Digest, Sha256};
 
 use crate::peers;
 
+pub mod id_jag;
+
 /// The accounts the provider knows: `(name, email, groups)`.
 const ACCOUNTS: [(&str, &str, &[&str]); 3] = [
     ("alice", "alice@example.test", &["eng"]),
