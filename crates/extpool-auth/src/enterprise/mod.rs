@@ -29,8 +29,10 @@
 //! stage and the `error` code the IdP or authorization server answered.
 
 mod discover;
+mod settings;
 
 pub use discover::{DiscoveryError, discover_authorization_server, discover_token_endpoint};
+pub use settings::{EnterpriseManagedSettings, SettingsError};
 
 use serde::Deserialize;
 

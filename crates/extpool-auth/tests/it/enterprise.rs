@@ -5,7 +5,7 @@
 
 use extpool_auth::Secret;
 use extpool_auth::enterprise::{
-    EnterpriseError, EnterpriseManaged, Stage, TokenEndpointClient, discover_authorization_server,
+    EnterpriseError, EnterpriseManaged, EnterpriseManagedSettings, Stage, TokenEndpointClient,
     discover_token_endpoint, exchange,
 };
 use extpool_auth::grant::TokenAuthMethod;
@@ -32,32 +32,27 @@ async fn setup() -> Setup {
     let (idp_endpoint, _) = discover_token_endpoint(&http, idp.issuer(), false)
         .await
         .expect("the IdP's metadata");
-    let as_issuer = discover_authorization_server(&http, server.url(), false)
-        .await
-        .expect("the server's protected-resource metadata");
-    assert_eq!(as_issuer, server.issuer());
-    let (as_endpoint, id_jag) = discover_token_endpoint(&http, &as_issuer, false)
-        .await
-        .expect("the authorization server's metadata");
-    assert!(id_jag, "the Python SDK advertises the ID-JAG grant profile");
-    let config = EnterpriseManaged {
-        idp: TokenEndpointClient {
-            issuer: idp.issuer().to_owned(),
-            token_endpoint: idp_endpoint,
-            client_id: client_id.clone(),
-            client_secret: Secret::new(client_secret),
-            auth_method: TokenAuthMethod::ClientSecretBasic,
-        },
-        resource_as: TokenEndpointClient {
-            issuer: as_issuer,
-            token_endpoint: as_endpoint,
-            client_id,
-            client_secret: Secret::new(ID_JAG_AS_CLIENT_SECRET),
-            auth_method: TokenAuthMethod::ClientSecretBasic,
-        },
-        resource: server.url().to_owned(),
-        scopes: Vec::new(),
+    let idp_client = TokenEndpointClient {
+        issuer: idp.issuer().to_owned(),
+        token_endpoint: idp_endpoint,
+        client_id: client_id.clone(),
+        client_secret: Secret::new(client_secret),
+        auth_method: TokenAuthMethod::ClientSecretBasic,
     };
+    // As configured: the authorization server found from the server's
+    // protected-resource metadata.
+    let settings: EnterpriseManagedSettings = serde_json::from_value(serde_json::json!({
+        "client_id": client_id,
+        "client_secret": ID_JAG_AS_CLIENT_SECRET,
+    }))
+    .unwrap();
+    settings.validate().unwrap();
+    let config = settings
+        .resolve(&http, idp_client, server.url(), false)
+        .await
+        .expect("both servers found");
+    assert_eq!(config.resource_as.issuer, server.issuer());
+    assert_eq!(config.resource_as.token_endpoint, format!("{}/token", server.issuer()));
     Setup {
         idp,
         server,
