@@ -130,6 +130,10 @@ pub struct GatewayOptions {
     pub unprefixed: Vec<String>,
     /// How many tool calls each caller may make ([`crate::rate`]).
     pub rate_limits: extpool_host::config::RateLimitsConfig,
+    /// The gateway's own client at its issuer, which exchanges callers'
+    /// tokens for servers with `oauth.token_exchange`
+    /// ([`crate::delegation`]); none: no exchange.
+    pub delegation: Option<crate::delegation::DelegationOptions>,
     /// Whether the operator page offers a form to call each tool (off by
     /// default: it calls real tools).
     pub playground: bool,
@@ -172,6 +176,7 @@ impl Default for GatewayOptions {
             replica_heartbeat: crate::sessions::replica::DEFAULT_HEARTBEAT,
             unprefixed: Vec::new(),
             rate_limits: extpool_host::config::RateLimitsConfig::default(),
+            delegation: None,
             playground: false,
             max_replay_bytes: DEFAULT_MAX_REPLAY_BYTES,
             max_page_streams: DEFAULT_MAX_PAGE_STREAMS,
@@ -204,6 +209,9 @@ pub enum GatewayError {
     /// The host refused to open a view.
     #[error(transparent)]
     Host(#[from] HostError),
+    /// A server's delegated credential cannot be made as configured.
+    #[error("{0}")]
+    Delegation(String),
     /// Serving failed (binding, accepting, stdio).
     #[error("{what}: {error}")]
     Io {
@@ -297,6 +305,9 @@ pub(crate) struct Access {
     pub identity: Arc<crate::identity::Identity>,
     /// Each caller's tool-call buckets, when limits are set.
     pub rate_limits: Option<crate::rate::RateLimits>,
+    /// Each caller's tokens for servers reached with a token made from
+    /// its own ([`crate::delegation`]).
+    pub delegation: crate::delegation::Delegation,
     /// Callers' logins to their own servers in progress.
     pub logins: crate::login::Logins,
     /// Each caller's own view for requests without a session.
@@ -376,6 +387,12 @@ impl Gateway {
             })?),
             None => None,
         };
+        let delegation = crate::delegation::Delegation::new(
+            &host,
+            options.issuer.clone(),
+            options.delegation.clone(),
+        );
+        delegation.check(&host).map_err(GatewayError::Delegation)?;
         let stateless = host.session("gateway")?;
         let policy = ViewPolicy::builder()
             .naming(Naming::Client)
@@ -441,6 +458,7 @@ impl Gateway {
                 options.state.clone(),
             )),
             rate_limits: crate::rate::RateLimits::new(&options.rate_limits),
+            delegation,
             logins: crate::login::Logins::default(),
             callers: crate::handler::caller_views::CallerViews::default(),
             stateless: stateless.clone(),

@@ -422,10 +422,30 @@ impl GatewayHandler {
         tracing::debug!(session = %self.session_id(), "client initialized");
     }
 
+    /// Makes the caller's tokens for the servers reached with a token made
+    /// from its own whose tools `table` lacks (they could not list them
+    /// without one), and lists them again; whether any was made.
+    async fn delegate_unlisted(&self, ex: &Exchange, table: &ToolTable) -> bool {
+        let mut made = false;
+        for server in self.shared.host.delegated_servers() {
+            if table.rows().iter().any(|row| row.tool.server == server) {
+                continue;
+            }
+            made |= matches!(ex.caller.delegate(self, &server).await, Ok(Some(_)));
+        }
+        if made {
+            let _ = self.view().reconcile_now().await;
+        }
+        made
+    }
+
     /// `tools/list`, for the caller of `ex`.
     async fn list_tools(&self, ex: &Exchange) -> ListToolsResult {
         self.bind_caller(&ex.caller.principal).await;
-        let table = ex.caller.table(self);
+        let mut table = ex.caller.table(self);
+        if self.delegate_unlisted(ex, &table).await {
+            table = ex.caller.table_again(self);
+        }
         lists::tools(crate::tool_search::listed(&table, &self.connection.loaded))
     }
 

@@ -17,6 +17,9 @@ pub struct IssuerMetadata {
     /// Where a client sends its user to log in (shown to operators).
     #[serde(default)]
     pub authorization_endpoint: Option<String>,
+    /// Where tokens are issued (the gateway's token exchanges go there).
+    #[serde(default)]
+    pub token_endpoint: Option<String>,
 }
 
 /// Why an issuer could not be used.

@@ -19,13 +19,20 @@ use extpool_host::ToolTable;
 use extpool_host::core::Principal;
 
 use super::GatewayHandler;
+use crate::delegation::{CallerToken, Delegated};
 
 /// The caller of one request.
 pub(crate) struct Caller {
     /// Who sent it.
     pub principal: Arc<Principal>,
+    /// The access token it presented, when the gateway's issuer vouched
+    /// for it: what a delegated server's token is made from
+    /// ([`crate::delegation`]).
+    pub token: Option<CallerToken>,
     /// Its table, resolved on first use and kept for the request.
     table: OnceLock<Arc<ToolTable>>,
+    /// The delegated credential its call went with, for the audit record.
+    delegated: OnceLock<Delegated>,
 }
 
 impl Caller {
@@ -33,8 +40,44 @@ impl Caller {
     pub(crate) fn new(principal: Arc<Principal>) -> Self {
         Self {
             principal,
+            token: None,
             table: OnceLock::new(),
+            delegated: OnceLock::new(),
         }
+    }
+
+    /// The caller of a request with `extensions` (its principal, and the
+    /// issuer's token it presented, as the guard put them).
+    pub(crate) fn of(principal: Arc<Principal>, extensions: &http::Extensions) -> Self {
+        Self {
+            token: extensions.get::<CallerToken>().cloned(),
+            ..Self::new(principal)
+        }
+    }
+
+    /// Makes sure this caller's token for `server` is in place when the
+    /// server is reached with a token made from the caller's
+    /// ([`crate::delegation`]); `Err` is what the caller reads.
+    pub(crate) async fn delegate(
+        &self,
+        handler: &GatewayHandler,
+        server: &str,
+    ) -> Result<Option<Delegated>, String> {
+        let shared = handler.shared();
+        let delegated = shared
+            .access
+            .delegation
+            .ensure(&shared.host, server, &self.principal, self.token.as_ref())
+            .await?;
+        if let Some(d) = &delegated {
+            let _ = self.delegated.set(d.clone());
+        }
+        Ok(delegated)
+    }
+
+    /// The delegated credential this request's call went with, if any.
+    pub(crate) fn delegated(&self) -> Option<&Delegated> {
+        self.delegated.get()
     }
 
     /// The table this caller sees and calls on `handler`'s connection:

@@ -160,6 +160,20 @@ impl GatewayHandler {
         }
         let args = request.arguments.unwrap_or_default();
         let _slot = self.enter_call()?;
+        let started = Instant::now();
+        let table = &match self.delegated_table(ex, table, &name, &server).await {
+            Ok(table) => table,
+            Err(refused) => {
+                // Nothing reached the server: the caller reads why.
+                let digest = self.shared.ops.audit.is_some().then_some(&args);
+                self.shared
+                    .ops
+                    .metrics
+                    .record_call(&server, &name, started.elapsed(), true);
+                self.audit(ex, table, &name, digest, "error", &[], started);
+                return Ok(CallToolResult::error(vec![ContentBlock::text(refused)]).into());
+            }
+        };
         let round = takes_input_rounds(ex).then(|| {
             Arc::new(InputRound::new(
                 request
@@ -168,7 +182,6 @@ impl GatewayHandler {
                 request.request_state,
             ))
         });
-        let started = Instant::now();
         let digest_args = self.shared.ops.audit.is_some().then(|| args.clone());
         let call = (table, principal, name.as_str(), server.as_str());
         let (called, declined) = match self.execute(call, args, round.as_ref(), ex).await? {
@@ -178,7 +191,7 @@ impl GatewayHandler {
                 // Counted once, when it ends; the audit log has each round.
                 let digest = digest_args.as_ref();
                 self.audit(
-                    principal,
+                    ex,
                     table,
                     &name,
                     digest,
@@ -215,7 +228,7 @@ impl GatewayHandler {
             .metrics
             .record_call(&server, &name, started.elapsed(), failed);
         self.audit(
-            principal,
+            ex,
             table,
             &name,
             digest_args.as_ref(),
@@ -227,6 +240,25 @@ impl GatewayHandler {
             return relay::input_required(asked).map(Into::into);
         }
         result.map(Into::into)
+    }
+
+    /// The table `name` is called in once its caller's token for `server`
+    /// is in place, when the server is reached with a token made from the
+    /// caller's ([`crate::delegation`]): `table`, or the table again when
+    /// the server's tools were not listed for this caller before (it had
+    /// no token then). `Err` says why no token could be made.
+    async fn delegated_table(
+        &self,
+        ex: &Exchange,
+        table: &Arc<ToolTable>,
+        name: &str,
+        server: &str,
+    ) -> Result<Arc<ToolTable>, String> {
+        if ex.caller.delegate(self, server).await?.is_none() || table.row(name).is_some() {
+            return Ok(table.clone());
+        }
+        let _ = self.view().reconcile_now().await;
+        Ok(ex.caller.table_again(self))
     }
 
     /// Answers a call of one of the gateway's own tools (the tool search,
@@ -474,7 +506,7 @@ impl GatewayHandler {
     #[allow(clippy::too_many_arguments)]
     fn audit(
         &self,
-        principal: &Principal,
+        ex: &Exchange,
         table: &ToolTable,
         name: &str,
         args: Option<&serde_json::Map<String, serde_json::Value>>,
@@ -490,9 +522,12 @@ impl GatewayHandler {
             }
             _ => (decision.is_allowed(), decision.reason()),
         };
+        let delegated = ex.caller.delegated();
         let record = AuditRecord {
             time_ms: now_ms(),
-            principal: principal.label(),
+            principal: ex.caller.principal.label(),
+            credential: delegated.map(|d| d.mode),
+            act: delegated.and_then(|d| d.act.as_ref()),
             session: self.session_id(),
             name,
             decision: if allowed { "allow" } else { "deny" },
