@@ -30,12 +30,16 @@
 //!     url: https://wiki.example.com/mcp
 //!     oauth:
 //!       passthrough: {}                   # the caller's own token, when its `aud` names this server
+//!   crm:
+//!     url: https://crm.example.com/mcp
+//!     oauth:
+//!       enterprise_managed: {client_id: extpool-gateway, client_secret: ${CRM_AS_SECRET}}   # ID-JAG
 //! ```
 //!
-//! `token_exchange` and `passthrough` are delegated credentials: each
-//! caller's own, made from the access token it presented to the gateway
-//! (see [`crate::delegated`]); like `per_user`, every principal gets its own
-//! profile and connection.
+//! `token_exchange`, `enterprise_managed` and `passthrough` are delegated
+//! credentials: each caller's own, made from the access token it presented
+//! to the gateway (see [`crate::delegated`] and [`crate::enterprise`]);
+//! like `per_user`, every principal gets its own profile and connection.
 //!
 //! A `per_user` profile's grants are each caller's own: the gateway gives
 //! every principal its own profile ([`OAuthProfile::for_principal`]), whose
@@ -50,6 +54,8 @@
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+
+use crate::enterprise::EnterpriseManagedSettings;
 
 /// How one MCP server is authorized with OAuth.
 ///
@@ -98,6 +104,11 @@ pub struct OAuthProfile {
     /// gateway's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub passthrough: Option<PassthroughSettings>,
+    /// Enterprise-managed authorization (ID-JAG): each caller's access
+    /// token exchanged at the gateway's issuer (the enterprise IdP) for an
+    /// ID-JAG, redeemed at this server's authorization server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enterprise_managed: Option<EnterpriseManagedSettings>,
 }
 
 /// `oauth.token_exchange`: how a caller's token is exchanged.
@@ -144,6 +155,7 @@ impl std::fmt::Debug for OAuthProfile {
             .field("per_user", &self.per_user)
             .field("token_exchange", &self.token_exchange)
             .field("passthrough", &self.passthrough)
+            .field("enterprise_managed", &self.enterprise_managed)
             .finish()
     }
 }
@@ -236,11 +248,14 @@ pub enum ProfileError {
         "`oauth.{mode}` makes each caller's credential from its own token; remove `{field}`"
     )]
     Delegated {
-        /// `token_exchange` or `passthrough`.
+        /// `token_exchange`, `enterprise_managed` or `passthrough`.
         mode: &'static str,
         /// The conflicting field.
         field: &'static str,
     },
+    /// `oauth.enterprise_managed` is unusable.
+    #[error(transparent)]
+    EnterpriseManaged(crate::enterprise::SettingsError),
 }
 
 /// A short name of a principal's owner key that holds nothing of it: 16
@@ -280,11 +295,13 @@ impl OAuthProfile {
         self.per_user || self.delegation().is_some()
     }
 
-    /// `token_exchange` or `passthrough`, when the credential is made from
-    /// each caller's token.
+    /// `token_exchange`, `enterprise_managed` or `passthrough`, when the
+    /// credential is made from each caller's token.
     pub fn delegation(&self) -> Option<&'static str> {
         if self.token_exchange.is_some() {
             Some("token_exchange")
+        } else if self.enterprise_managed.is_some() {
+            Some("enterprise_managed")
         } else if self.passthrough.is_some() {
             Some("passthrough")
         } else {
@@ -298,7 +315,11 @@ impl OAuthProfile {
             return Ok(());
         };
         let conflicts = [
-            (mode == "token_exchange" && self.passthrough.is_some(), "passthrough"),
+            (
+                mode == "token_exchange" && self.enterprise_managed.is_some(),
+                "enterprise_managed",
+            ),
+            (mode != "passthrough" && self.passthrough.is_some(), "passthrough"),
             (self.per_user, "per_user"),
             (self.client_id.is_some(), "client_id"),
             (self.client_secret.is_some(), "client_secret"),
@@ -307,8 +328,11 @@ impl OAuthProfile {
             (!self.scopes.is_empty(), "scopes"),
             (self.credentials_env.is_some(), "credentials_env"),
         ];
-        match conflicts.iter().find(|(set, _)| *set) {
-            Some((_, field)) => Err(ProfileError::Delegated { mode, field }),
+        if let Some((_, field)) = conflicts.iter().find(|(set, _)| *set) {
+            return Err(ProfileError::Delegated { mode, field });
+        }
+        match &self.enterprise_managed {
+            Some(ema) => ema.validate().map_err(ProfileError::EnterpriseManaged),
             None => Ok(()),
         }
     }
@@ -450,6 +474,25 @@ mod tests {
             Err(ProfileError::Delegated { mode: "token_exchange", field: "passthrough" })
         );
         assert!(serde_json::from_str::<OAuthProfile>(r#"{"token_exchange": {"audiance": "x"}}"#).is_err());
+        let ema = r#""enterprise_managed": {"client_id": "gw", "client_secret": "s"}"#;
+        let p = parse(&format!("{{{ema}}}"));
+        assert_eq!((p.validate(), p.delegation()), (Ok(()), Some("enterprise_managed")));
+        assert!(p.is_each_callers());
+        let p = parse(&format!(r#"{{{ema}, "passthrough": {{}}}}"#));
+        assert_eq!(
+            p.validate(),
+            Err(ProfileError::Delegated { mode: "enterprise_managed", field: "passthrough" })
+        );
+        let p = parse(&format!(r#"{{{ema}, "token_exchange": {{}}}}"#));
+        assert_eq!(
+            p.validate(),
+            Err(ProfileError::Delegated { mode: "token_exchange", field: "enterprise_managed" })
+        );
+        let p = parse(r#"{"enterprise_managed": {"client_id": "", "client_secret": "s"}}"#);
+        assert_eq!(
+            p.validate().unwrap_err().to_string(),
+            "`oauth.enterprise_managed.client_id` must not be empty"
+        );
     }
 
     #[test]

@@ -196,11 +196,15 @@ pub fn for_each_string(config: &McpServerConfig, f: &mut dyn FnMut(String, &str)
                 f(field.into(), v);
             }
         }
+        if let Some(ema) = &oauth.enterprise_managed {
+            f("oauth.enterprise_managed.client_id".into(), &ema.client_id);
+            f("oauth.enterprise_managed.client_secret".into(), &ema.client_secret);
+        }
     }
 }
 
 /// Expands every string of a server entry: command, args, env values, cwd,
-/// the sandbox's read and write paths, url, header values and the OAuth client id and secret. The values
+/// the sandbox's read and write paths, url, header values and the OAuth client ids and secrets. The values
 /// substituted for references, and the literal secrets `config show` masks
 /// ([`crate::secrets::keep_literal_secrets`]), are kept in
 /// [`McpServerConfig::secrets`], so that what the server prints back is
@@ -250,6 +254,16 @@ pub fn expand_server(
         }
         if let Some(v) = &from.client_secret {
             oauth.client_secret = Some(ex("oauth.client_secret".into(), v)?);
+        }
+        if let (Some(ema), Some(from)) = (
+            oauth.enterprise_managed.as_mut(),
+            from.enterprise_managed.as_ref(),
+        ) {
+            ema.client_id = ex("oauth.enterprise_managed.client_id".into(), &from.client_id)?;
+            ema.client_secret = ex(
+                "oauth.enterprise_managed.client_secret".into(),
+                &from.client_secret,
+            )?;
         }
     }
     out.secrets.extend(substituted.into_inner());

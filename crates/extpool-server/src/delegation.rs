@@ -12,6 +12,10 @@
 //!   token is kept until [`DelegationOptions::refresh_margin`] before it
 //!   expires, then exchanged again; one exchange at a time per caller and
 //!   server.
+//! - **Enterprise-managed authorization** (ID-JAG, [`enterprise`]): the
+//!   caller's validated token exchanged at the gateway's issuer for an
+//!   ID-JAG, redeemed at the server's authorization server; kept and
+//!   renewed like an exchanged token.
 //! - **Passthrough**: the caller's own token, only when its audience names
 //!   the server (its URL, or the configured `audience`) — never when it is
 //!   only the gateway's (the MCP authorization spec's confused-deputy
@@ -32,6 +36,8 @@ use extpool_auth::resource::TokenVerifier;
 use extpool_host::Host;
 use extpool_host::core::Principal;
 use parking_lot::Mutex;
+
+mod enterprise;
 
 /// Default time before an exchanged token expires at which the next call
 /// exchanges again.
@@ -82,6 +88,7 @@ pub(crate) struct Delegation {
     tokens: Arc<DelegatedTokens>,
     http: extpool_auth::delegated::Exchanger,
     gates: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    enterprise: extpool_auth::enterprise::EnterpriseClient,
 }
 
 impl Delegation {
@@ -98,6 +105,7 @@ impl Delegation {
             tokens: host.delegated_tokens(),
             http: extpool_auth::delegated::Exchanger::default(),
             gates: Mutex::new(HashMap::new()),
+            enterprise: Default::default(),
         }
     }
 
@@ -115,9 +123,10 @@ impl Delegation {
                     profile.delegation().unwrap_or_default()
                 ));
             }
-            if profile.token_exchange.is_some() && self.options.is_none() {
+            let mode = profile.delegation().unwrap_or_default();
+            if mode != "passthrough" && self.options.is_none() {
                 return Err(format!(
-                    "MCP server {server:?} has `oauth.token_exchange`: the gateway exchanges tokens as its own client at its issuer; set gateway.auth.client_id and gateway.auth.client_secret"
+                    "MCP server {server:?} has `oauth.{mode}`: the gateway exchanges tokens as its own client at its issuer; set gateway.auth.client_id and gateway.auth.client_secret"
                 ));
             }
         }
@@ -148,18 +157,16 @@ impl Delegation {
             let audience = passthrough.audience.as_deref().unwrap_or(&url);
             return self.pass_through(server, audience, &record, token);
         }
-        let Some(exchange) = &profile.token_exchange else {
-            return Ok(None);
+        let mode = match profile.delegation() {
+            Some(mode @ ("token_exchange" | "enterprise_managed")) => mode,
+            _ => return Ok(None),
         };
         let margin = self.margin();
         let fresh = |tokens: &DelegatedTokens| {
             tokens
                 .get(&record)
                 .filter(|t| t.fresh_for(margin))
-                .map(|t| Delegated {
-                    mode: "token_exchange",
-                    act: t.act,
-                })
+                .map(|t| Delegated { mode, act: t.act })
         };
         if let Some(kept) = fresh(&self.tokens) {
             return Ok(Some(kept));
@@ -169,17 +176,16 @@ impl Delegation {
         if let Some(kept) = fresh(&self.tokens) {
             return Ok(Some(kept));
         }
-        let issued = self
-            .exchange(server, &url, exchange, token)
-            .await
-            .inspect_err(|_| self.tokens.forget(&record))?;
+        let issued = match (&profile.token_exchange, &profile.enterprise_managed) {
+            (Some(settings), _) => self.exchange(server, &url, settings, token).await,
+            (None, Some(settings)) => self.enterprise(server, &url, settings, token).await,
+            (None, None) => return Ok(None),
+        }
+        .inspect_err(|_| self.tokens.forget(&record))?;
         let act = issued.act.clone();
         self.tokens.put(&record, issued);
         tracing::info!(server, principal = %principal.label(), "a token was exchanged for the caller");
-        Ok(Some(Delegated {
-            mode: "token_exchange",
-            act,
-        }))
+        Ok(Some(Delegated { mode, act }))
     }
 
     /// Refresh margin in whole seconds.

@@ -28,9 +28,11 @@
 //! Nothing here logs a token, and no error carries one: errors name the
 //! stage and the `error` code the IdP or authorization server answered.
 
+mod client;
 mod discover;
 mod settings;
 
+pub use client::EnterpriseClient;
 pub use discover::{DiscoveryError, discover_authorization_server, discover_token_endpoint};
 pub use settings::{EnterpriseManagedSettings, SettingsError};
 
