@@ -10,6 +10,7 @@ mod callers;
 mod clients;
 mod conformance;
 mod deciders;
+mod enterprise_managed;
 mod eras;
 mod guard;
 mod headers;
