@@ -150,9 +150,9 @@ async fn a_refused_id_jag_stops_the_call_and_names_the_server_and_the_code() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kept_token_is_used_until_near_expiry_then_made_again() {
-    // Tokens live 3 s; the gateway renews 2 s before: a token is kept for
-    // about a second.
-    let w = World::start(3, Duration::from_secs(2)).await;
+    // Tokens live 40 s; the gateway renews 30 s before: a token is kept
+    // for about ten seconds (room for two calls under load).
+    let w = World::start(40, Duration::from_secs(30)).await;
     let alice = w.client("alice").await;
     assert!(whoami(&alice).await.is_ok());
     assert!(whoami(&alice).await.is_ok());
