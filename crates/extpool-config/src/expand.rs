@@ -360,4 +360,27 @@ mod tests {
         let e = expand_server(&c, &env).unwrap_err();
         assert_eq!(e.field, "headers.X");
     }
+
+    #[test]
+    fn the_enterprise_managed_client_secret_is_expanded_and_kept_secret() {
+        let oauth = |secret: &str| {
+            serde_json::from_value(serde_json::json!({
+                "enterprise_managed": {"client_id": "${MISSING:-gw}", "client_secret": secret}
+            }))
+            .unwrap()
+        };
+        let mut c = McpServerConfig::stdio("npx", ["x"]);
+        c.oauth = Some(oauth("${TOKEN}"));
+        let out = expand_server(&c, &env).unwrap();
+        let ema = out.oauth.unwrap().enterprise_managed.unwrap();
+        assert_eq!((ema.client_id.as_str(), ema.client_secret.as_str()), ("gw", "s3cr3t"));
+        assert_eq!(out.secrets, ["s3cr3t"]);
+        // A literal one is masked in what the server prints, too.
+        c.oauth = Some(oauth("literal-as-secret"));
+        let out = expand_server(&c, &env).unwrap();
+        assert_eq!(out.secrets, ["literal-as-secret"]);
+        c.oauth = Some(oauth("${NOPE}"));
+        let e = expand_server(&c, &env).unwrap_err();
+        assert_eq!(e.field, "oauth.enterprise_managed.client_secret");
+    }
 }
