@@ -10,6 +10,7 @@ mod callers;
 mod clients;
 mod conformance;
 mod deciders;
+mod delegation;
 mod eras;
 mod guard;
 mod headers;
