@@ -109,9 +109,10 @@ impl Delegation {
         }
     }
 
-    /// Why the gateway cannot exchange tokens for server `server` as
+    /// Why the gateway cannot make tokens for a delegated server as
     /// started, if it cannot: checked at start, so a gateway that could
-    /// never reach it says so at once.
+    /// never reach it says so at once (in its log; the other servers work,
+    /// and each call of this one's tools says why not).
     pub(crate) fn check(&self, host: &Host) -> Result<(), String> {
         for server in host.delegated_servers() {
             let Some((_, profile)) = host.caller_profile(&server, "check") else {

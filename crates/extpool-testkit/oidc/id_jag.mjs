@@ -1,9 +1,8 @@
 // The enterprise IdP's side of enterprise-managed authorization (the MCP
 // authorization extension's identity assertion authorization grant,
-// "ID-JAG"), added to the tests' oidc-provider through its own extension
-// API (`provider.registerGrantType`). Loaded by provider.mjs.
-//
-// The RFC 8693 token-exchange grant with
+// "ID-JAG"), for the tests' oidc-provider: the handler provider.mjs's
+// token-exchange grant (registered through oidc-provider's own extension
+// API, `provider.registerGrantType`) hands the requests with
 // `requested_token_type=urn:ietf:params:oauth:token-type:id-jag`:
 // - the client authenticates as registered (the provider does that before
 //   the handler runs) and must be allowed the token-exchange grant;
@@ -22,29 +21,14 @@
 // Policy, read on every request from `id_jag_policy.json` in STATE_DIR
 // (the request log's directory), written by the Rust harness:
 // `{"deny": [subjects refused with access_denied], "ttl": seconds}`.
-//
-// Another token-exchange profile (a plain RFC 8693 exchange) can share the
-// grant: pass its handler as `otherwise`; requests for any other
-// `requested_token_type` go to it (without one they are refused).
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 
-export const TOKEN_EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange";
 export const ID_JAG_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:id-jag";
 const SUBJECT_TYPES = [
   "urn:ietf:params:oauth:token-type:access_token",
   "urn:ietf:params:oauth:token-type:id_token",
-];
-const PARAMS = [
-  "subject_token",
-  "subject_token_type",
-  "requested_token_type",
-  "audience",
-  "resource",
-  "scope",
-  "actor_token",
-  "actor_token_type",
 ];
 const DEFAULT_TTL = 300;
 
@@ -88,9 +72,9 @@ function signJwt(header, claims, key) {
   return `${input}.${signature}`;
 }
 
-// Registers the token-exchange grant on `provider`, answering ID-JAG
-// requests as described above. `jwks` is the provider's private JWKS.
-export function registerIdJag(provider, { issuer, jwks, stateDir }, otherwise) {
+// The handler of ID-JAG requests (the token-exchange grant's params
+// parsed, the client authenticated). `jwks` is the provider's private JWKS.
+export function idJagHandler({ issuer, jwks, stateDir }) {
   const signing = jwks.keys[0];
   const privateKey = crypto.createPrivateKey({ key: signing, format: "jwk" });
   const publicKeys = new Map(
@@ -100,12 +84,8 @@ export function registerIdJag(provider, { issuer, jwks, stateDir }, otherwise) {
     ]),
   );
 
-  async function handler(ctx, next) {
+  return async function handler(ctx) {
     const params = ctx.oidc.params;
-    if (params.requested_token_type !== ID_JAG_TOKEN_TYPE) {
-      if (otherwise) return otherwise(ctx, next);
-      return refuse(ctx, "invalid_request", "requested_token_type must be the ID-JAG type");
-    }
     if (!SUBJECT_TYPES.includes(params.subject_token_type)) {
       return refuse(ctx, "invalid_request", "unsupported subject_token_type");
     }
@@ -142,7 +122,5 @@ export function registerIdJag(provider, { issuer, jwks, stateDir }, otherwise) {
       expires_in: ttl,
       ...(params.scope ? { scope: params.scope } : {}),
     };
-  }
-
-  provider.registerGrantType(TOKEN_EXCHANGE_GRANT, handler, PARAMS);
+  };
 }
