@@ -396,7 +396,8 @@ pub fn validate(config: &ExtpoolConfig, root: &Node, file: &str, dir: &Path) -> 
 }
 
 /// What is wrong with the servers reached with a token made from each
-/// caller's (`oauth.token_exchange`, `oauth.passthrough`) and the
+/// caller's (`oauth.token_exchange`, `oauth.enterprise_managed`,
+/// `oauth.passthrough`) and the
 /// gateway's client that exchanges them: each with the server it is
 /// about (`None`: `gateway.auth`).
 fn delegation_problems(config: &ExtpoolConfig) -> Vec<(Option<&str>, String)> {
@@ -414,12 +415,15 @@ fn delegation_problems(config: &ExtpoolConfig) -> Vec<(Option<&str>, String)> {
             out.push((Some(name.as_str()), format!(
                 "`oauth.{mode}` makes each caller's token from the one it presents to the gateway: set gateway.auth (its issuer)"
             )));
-        } else if mode == "token_exchange"
+        } else if mode != "passthrough"
             && auth.is_some_and(|a| a.client_id.is_none() || a.client_secret.is_none())
         {
             out.push((Some(name.as_str()), format!(
-                "`oauth.token_exchange`: the gateway exchanges tokens as its own client at its issuer; set gateway.auth.client_id and gateway.auth.client_secret"
+                "`oauth.{mode}`: the gateway exchanges tokens as its own client at its issuer; set gateway.auth.client_id and gateway.auth.client_secret"
             )));
+        }
+        if let Some(ema) = server.oauth.as_ref().and_then(|o| o.enterprise_managed.as_ref()) {
+            out.extend(enterprise_problems(ema).into_iter().map(|p| (Some(name.as_str()), p)));
         }
     }
     if let Some(auth) = auth {
@@ -431,6 +435,27 @@ fn delegation_problems(config: &ExtpoolConfig) -> Vec<(Option<&str>, String)> {
         {
             out.push((None, "`client_secret` must be a ${VAR} reference, not the secret itself".to_owned()));
         }
+    }
+    out
+}
+
+/// What is wrong with an `oauth.enterprise_managed` section as written:
+/// its own checks (a `${VAR}` authorization server is checked once
+/// expanded), and a client secret that is not a reference.
+fn enterprise_problems(ema: &extpool_auth::enterprise::EnterpriseManagedSettings) -> Vec<String> {
+    use extpool_auth::enterprise::SettingsError;
+    let mut out = Vec::new();
+    match ema.validate() {
+        Err(SettingsError::AuthorizationServer(_))
+            if ema
+                .authorization_server
+                .as_deref()
+                .is_some_and(crate::expand::has_references) => {}
+        Err(e) => out.push(e.to_string()),
+        Ok(()) => {}
+    }
+    if !crate::expand::has_references(&ema.client_secret) {
+        out.push("`oauth.enterprise_managed.client_secret` must be a ${VAR} reference, not the secret itself".to_owned());
     }
     out
 }
@@ -644,6 +669,27 @@ mod tests {
             "mcp_servers:\n  x:\n    url: https://x.example/mcp\n    oauth: {token_exchange: {audience: x}}\ngateway:\n  auth: {issuer: 'https://idp.example', client_id: gw, client_secret: '${S}'}\n",
         );
         assert!(good.is_empty(), "{good:?}");
+    }
+
+    #[test]
+    fn enterprise_managed_sections_are_checked_where_they_are_written() {
+        let with = |ema: &str| {
+            check(&format!(
+                "mcp_servers:\n  crm:\n    url: https://crm.example/mcp\n    oauth: {{enterprise_managed: {ema}}}\ngateway:\n  auth: {{issuer: 'https://idp.example', client_id: gw, client_secret: '${{S}}'}}\n"
+            ))
+        };
+        assert!(with("{client_id: gw, client_secret: '${CRM_SECRET}'}").is_empty());
+        let literal = with("{client_id: gw, client_secret: plain}");
+        assert!(literal.iter().any(|d| d.contains("mcp_servers.crm.oauth") && d.contains("client_secret` must be a ${VAR}")), "{literal:?}");
+        let bad_as = with("{client_id: gw, client_secret: '${S}', authorization_server: 'http://as.example'}");
+        assert!(bad_as.iter().any(|d| d.contains("authorization_server` is plain http://")), "{bad_as:?}");
+        assert!(with("{client_id: gw, client_secret: '${S}', authorization_server: '${AS}'}").is_empty());
+        let scope = with("{client_id: gw, client_secret: '${S}', scopes: ['a b']}");
+        assert!(scope.iter().any(|d| d.contains("scopes` has \"a b\"")), "{scope:?}");
+        let no_client = check(
+            "mcp_servers:\n  crm:\n    url: https://crm.example/mcp\n    oauth: {enterprise_managed: {client_id: gw, client_secret: '${S}'}}\ngateway:\n  auth: {issuer: 'https://idp.example'}\n",
+        );
+        assert!(no_client.iter().any(|d| d.contains("`oauth.enterprise_managed`: the gateway exchanges tokens as its own client")), "{no_client:?}");
     }
 
     #[test]

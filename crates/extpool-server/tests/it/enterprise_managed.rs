@@ -53,9 +53,11 @@ impl World {
         .await
         .unwrap();
         let project = Project::new();
+        // Secrets are references (the default stands in for the variable).
         project.config(&format!(
-            "  crm:\n    url: {}\n    oauth:\n      enterprise_managed:\n        client_id: {client_id}\n        client_secret: {ID_JAG_AS_CLIENT_SECRET}\n",
-            upstream.url()
+            "  crm:\n    url: {}\n    oauth:\n      enterprise_managed:\n        client_id: {client_id}\n        client_secret: ${{EXTPOOL_TEST_CRM_SECRET:-{ID_JAG_AS_CLIENT_SECRET}}}\ngateway:\n  auth:\n    issuer: {}\n    client_id: {client_id}\n    client_secret: ${{EXTPOOL_TEST_GATEWAY_SECRET}}\n",
+            upstream.url(),
+            idp.issuer(),
         ));
         let options = GatewayOptions {
             issuer: Some(Arc::new(verifier)),
