@@ -244,9 +244,7 @@ pub enum ProfileError {
     },
     /// A delegated credential is made from each caller's token: nothing
     /// else gives this server a grant.
-    #[error(
-        "`oauth.{mode}` makes each caller's credential from its own token; remove `{field}`"
-    )]
+    #[error("`oauth.{mode}` makes each caller's credential from its own token; remove `{field}`")]
     Delegated {
         /// `token_exchange`, `enterprise_managed` or `passthrough`.
         mode: &'static str,
@@ -319,7 +317,10 @@ impl OAuthProfile {
                 mode == "token_exchange" && self.enterprise_managed.is_some(),
                 "enterprise_managed",
             ),
-            (mode != "passthrough" && self.passthrough.is_some(), "passthrough"),
+            (
+                mode != "passthrough" && self.passthrough.is_some(),
+                "passthrough",
+            ),
             (self.per_user, "per_user"),
             (self.client_id.is_some(), "client_id"),
             (self.client_secret.is_some(), "client_secret"),
@@ -460,33 +461,57 @@ mod tests {
         let p = parse(r#"{"token_exchange": {"audience": "jira", "scopes": ["read"]}}"#);
         assert_eq!(p.validate(), Ok(()));
         assert!(p.is_each_callers());
-        assert_eq!(p.for_principal("alice").record_name("jira"), format!("jira--u{}", principal_digest("alice")));
+        assert_eq!(
+            p.for_principal("alice").record_name("jira"),
+            format!("jira--u{}", principal_digest("alice"))
+        );
         let p = parse(r#"{"passthrough": {}}"#);
-        assert_eq!((p.validate(), p.delegation()), (Ok(()), Some("passthrough")));
+        assert_eq!(
+            (p.validate(), p.delegation()),
+            (Ok(()), Some("passthrough"))
+        );
         let p = parse(r#"{"token_exchange": {}, "client_id": "x"}"#);
         assert_eq!(
             p.validate(),
-            Err(ProfileError::Delegated { mode: "token_exchange", field: "client_id" })
+            Err(ProfileError::Delegated {
+                mode: "token_exchange",
+                field: "client_id"
+            })
         );
         let p = parse(r#"{"token_exchange": {}, "passthrough": {}}"#);
         assert_eq!(
             p.validate(),
-            Err(ProfileError::Delegated { mode: "token_exchange", field: "passthrough" })
+            Err(ProfileError::Delegated {
+                mode: "token_exchange",
+                field: "passthrough"
+            })
         );
-        assert!(serde_json::from_str::<OAuthProfile>(r#"{"token_exchange": {"audiance": "x"}}"#).is_err());
+        assert!(
+            serde_json::from_str::<OAuthProfile>(r#"{"token_exchange": {"audiance": "x"}}"#)
+                .is_err()
+        );
         let ema = r#""enterprise_managed": {"client_id": "gw", "client_secret": "s"}"#;
         let p = parse(&format!("{{{ema}}}"));
-        assert_eq!((p.validate(), p.delegation()), (Ok(()), Some("enterprise_managed")));
+        assert_eq!(
+            (p.validate(), p.delegation()),
+            (Ok(()), Some("enterprise_managed"))
+        );
         assert!(p.is_each_callers());
         let p = parse(&format!(r#"{{{ema}, "passthrough": {{}}}}"#));
         assert_eq!(
             p.validate(),
-            Err(ProfileError::Delegated { mode: "enterprise_managed", field: "passthrough" })
+            Err(ProfileError::Delegated {
+                mode: "enterprise_managed",
+                field: "passthrough"
+            })
         );
         let p = parse(&format!(r#"{{{ema}, "token_exchange": {{}}}}"#));
         assert_eq!(
             p.validate(),
-            Err(ProfileError::Delegated { mode: "token_exchange", field: "enterprise_managed" })
+            Err(ProfileError::Delegated {
+                mode: "token_exchange",
+                field: "enterprise_managed"
+            })
         );
         let p = parse(r#"{"enterprise_managed": {"client_id": "", "client_secret": "s"}}"#);
         assert_eq!(

@@ -198,7 +198,10 @@ pub fn for_each_string(config: &McpServerConfig, f: &mut dyn FnMut(String, &str)
         }
         if let Some(ema) = &oauth.enterprise_managed {
             f("oauth.enterprise_managed.client_id".into(), &ema.client_id);
-            f("oauth.enterprise_managed.client_secret".into(), &ema.client_secret);
+            f(
+                "oauth.enterprise_managed.client_secret".into(),
+                &ema.client_secret,
+            );
         }
     }
 }
@@ -373,7 +376,10 @@ mod tests {
         c.oauth = Some(oauth("${TOKEN}"));
         let out = expand_server(&c, &env).unwrap();
         let ema = out.oauth.unwrap().enterprise_managed.unwrap();
-        assert_eq!((ema.client_id.as_str(), ema.client_secret.as_str()), ("gw", "s3cr3t"));
+        assert_eq!(
+            (ema.client_id.as_str(), ema.client_secret.as_str()),
+            ("gw", "s3cr3t")
+        );
         assert_eq!(out.secrets, ["s3cr3t"]);
         // A literal one is masked in what the server prints, too.
         c.oauth = Some(oauth("literal-as-secret"));

@@ -422,8 +422,16 @@ fn delegation_problems(config: &ExtpoolConfig) -> Vec<(Option<&str>, String)> {
                 "`oauth.{mode}`: the gateway exchanges tokens as its own client at its issuer; set gateway.auth.client_id and gateway.auth.client_secret"
             )));
         }
-        if let Some(ema) = server.oauth.as_ref().and_then(|o| o.enterprise_managed.as_ref()) {
-            out.extend(enterprise_problems(ema).into_iter().map(|p| (Some(name.as_str()), p)));
+        if let Some(ema) = server
+            .oauth
+            .as_ref()
+            .and_then(|o| o.enterprise_managed.as_ref())
+        {
+            out.extend(
+                enterprise_problems(ema)
+                    .into_iter()
+                    .map(|p| (Some(name.as_str()), p)),
+            );
         }
     }
     if let Some(auth) = auth {
@@ -433,7 +441,10 @@ fn delegation_problems(config: &ExtpoolConfig) -> Vec<(Option<&str>, String)> {
         if let Some(secret) = &auth.client_secret
             && !crate::expand::has_references(secret)
         {
-            out.push((None, "`client_secret` must be a ${VAR} reference, not the secret itself".to_owned()));
+            out.push((
+                None,
+                "`client_secret` must be a ${VAR} reference, not the secret itself".to_owned(),
+            ));
         }
     }
     out
@@ -654,17 +665,33 @@ mod tests {
         let stdio = check(
             "mcp_servers:\n  x:\n    command: echo\n    oauth: {token_exchange: {}}\ngateway:\n  auth: {issuer: 'https://idp.example', client_id: gw, client_secret: '${S}'}\n",
         );
-        assert!(stdio.iter().any(|d| d.contains("not one (no `url`)")), "{stdio:?}");
+        assert!(
+            stdio.iter().any(|d| d.contains("not one (no `url`)")),
+            "{stdio:?}"
+        );
         let no_client = check(
             "mcp_servers:\n  x:\n    url: https://x.example/mcp\n    oauth: {token_exchange: {}}\ngateway:\n  auth: {issuer: 'https://idp.example'}\n",
         );
-        assert!(no_client.iter().any(|d| d.contains("gateway.auth.client_id")), "{no_client:?}");
-        let no_auth = check("mcp_servers:\n  x:\n    url: https://x.example/mcp\n    oauth: {passthrough: {}}\n");
-        assert!(no_auth.iter().any(|d| d.contains("set gateway.auth")), "{no_auth:?}");
+        assert!(
+            no_client
+                .iter()
+                .any(|d| d.contains("gateway.auth.client_id")),
+            "{no_client:?}"
+        );
+        let no_auth = check(
+            "mcp_servers:\n  x:\n    url: https://x.example/mcp\n    oauth: {passthrough: {}}\n",
+        );
+        assert!(
+            no_auth.iter().any(|d| d.contains("set gateway.auth")),
+            "{no_auth:?}"
+        );
         let literal = check(
             "mcp_servers:\n  x:\n    url: https://x.example/mcp\n    oauth: {token_exchange: {}}\ngateway:\n  auth: {issuer: 'https://idp.example', client_id: gw, client_secret: plain}\n",
         );
-        assert!(literal.iter().any(|d| d.contains("${VAR} reference")), "{literal:?}");
+        assert!(
+            literal.iter().any(|d| d.contains("${VAR} reference")),
+            "{literal:?}"
+        );
         let good = check(
             "mcp_servers:\n  x:\n    url: https://x.example/mcp\n    oauth: {token_exchange: {audience: x}}\ngateway:\n  auth: {issuer: 'https://idp.example', client_id: gw, client_secret: '${S}'}\n",
         );
@@ -680,16 +707,38 @@ mod tests {
         };
         assert!(with("{client_id: gw, client_secret: '${CRM_SECRET}'}").is_empty());
         let literal = with("{client_id: gw, client_secret: plain}");
-        assert!(literal.iter().any(|d| d.contains("mcp_servers.crm.oauth") && d.contains("client_secret` must be a ${VAR}")), "{literal:?}");
-        let bad_as = with("{client_id: gw, client_secret: '${S}', authorization_server: 'http://as.example'}");
-        assert!(bad_as.iter().any(|d| d.contains("authorization_server` is plain http://")), "{bad_as:?}");
-        assert!(with("{client_id: gw, client_secret: '${S}', authorization_server: '${AS}'}").is_empty());
+        assert!(
+            literal.iter().any(|d| d.contains("mcp_servers.crm.oauth")
+                && d.contains("client_secret` must be a ${VAR}")),
+            "{literal:?}"
+        );
+        let bad_as = with(
+            "{client_id: gw, client_secret: '${S}', authorization_server: 'http://as.example'}",
+        );
+        assert!(
+            bad_as
+                .iter()
+                .any(|d| d.contains("authorization_server` is plain http://")),
+            "{bad_as:?}"
+        );
+        assert!(
+            with("{client_id: gw, client_secret: '${S}', authorization_server: '${AS}'}")
+                .is_empty()
+        );
         let scope = with("{client_id: gw, client_secret: '${S}', scopes: ['a b']}");
-        assert!(scope.iter().any(|d| d.contains("scopes` has \"a b\"")), "{scope:?}");
+        assert!(
+            scope.iter().any(|d| d.contains("scopes` has \"a b\"")),
+            "{scope:?}"
+        );
         let no_client = check(
             "mcp_servers:\n  crm:\n    url: https://crm.example/mcp\n    oauth: {enterprise_managed: {client_id: gw, client_secret: '${S}'}}\ngateway:\n  auth: {issuer: 'https://idp.example'}\n",
         );
-        assert!(no_client.iter().any(|d| d.contains("`oauth.enterprise_managed`: the gateway exchanges tokens as its own client")), "{no_client:?}");
+        assert!(
+            no_client.iter().any(|d| d.contains(
+                "`oauth.enterprise_managed`: the gateway exchanges tokens as its own client"
+            )),
+            "{no_client:?}"
+        );
     }
 
     #[test]

@@ -53,7 +53,9 @@ impl EnterpriseClient {
         if let Some(found) = self.resolved.lock().get(&key) {
             return Ok(found.clone());
         }
-        let config = settings.resolve(&self.http, idp, url, insecure_http).await?;
+        let config = settings
+            .resolve(&self.http, idp, url, insecure_http)
+            .await?;
         let mut resolved = self.resolved.lock();
         if resolved.len() >= MAX_RESOLVED {
             resolved.clear();

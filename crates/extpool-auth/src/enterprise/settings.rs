@@ -56,7 +56,10 @@ impl std::fmt::Debug for EnterpriseManagedSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EnterpriseManagedSettings")
             .field("client_id", &self.client_id)
-            .field("token_endpoint_auth_method", &self.token_endpoint_auth_method)
+            .field(
+                "token_endpoint_auth_method",
+                &self.token_endpoint_auth_method,
+            )
             .field("authorization_server", &self.authorization_server)
             .field("scopes", &self.scopes)
             .finish_non_exhaustive()
@@ -138,7 +141,8 @@ impl EnterpriseManagedSettings {
             Some(issuer) => issuer.clone(),
             None => discover_authorization_server(http, resource, insecure_http).await?,
         };
-        let (token_endpoint, id_jag) = discover_token_endpoint(http, &issuer, insecure_http).await?;
+        let (token_endpoint, id_jag) =
+            discover_token_endpoint(http, &issuer, insecure_http).await?;
         if !id_jag {
             return Err(DiscoveryError::NoIdJag { issuer });
         }
@@ -172,8 +176,14 @@ mod tests {
         let ok = parse(r#"{"client_id": "gw", "client_secret": "s", "scopes": ["crm.read"]}"#);
         assert_eq!(ok.validate(), Ok(()));
         let cases = [
-            (r#"{"client_id": " ", "client_secret": "s"}"#, "client_id` must not be empty"),
-            (r#"{"client_id": "gw", "client_secret": ""}"#, "client_secret` must not be empty"),
+            (
+                r#"{"client_id": " ", "client_secret": "s"}"#,
+                "client_id` must not be empty",
+            ),
+            (
+                r#"{"client_id": "gw", "client_secret": ""}"#,
+                "client_secret` must not be empty",
+            ),
             (
                 r#"{"client_id": "gw", "client_secret": "s", "token_endpoint_auth_method": "none"}"#,
                 "token_endpoint_auth_method` is \"none\"",

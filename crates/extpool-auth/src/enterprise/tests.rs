@@ -22,7 +22,10 @@ fn server() -> TokenEndpointClient {
 fn an_id_jag_must_be_for_the_server_and_the_client() {
     let typ = serde_json::json!({"alg": "RS256", "typ": "oauth-id-jag+jwt"});
     let good = serde_json::json!({"aud": "https://as.example", "client_id": "gw", "sub": "alice"});
-    assert_eq!(check_binding(&jwt(typ.clone(), good.clone()), &server()), Ok(()));
+    assert_eq!(
+        check_binding(&jwt(typ.clone(), good.clone()), &server()),
+        Ok(())
+    );
     let listed = serde_json::json!({"aud": ["https://as.example"], "client_id": "gw"});
     assert_eq!(check_binding(&jwt(typ.clone(), listed), &server()), Ok(()));
     let other_as = serde_json::json!({"aud": "https://evil.example", "client_id": "gw"});
@@ -39,7 +42,10 @@ fn error_codes_are_bounded_and_printable() {
     assert_eq!(error_code(Some("invalid_grant"), 400), "invalid_grant");
     assert_eq!(error_code(Some("a\nb c"), 400), "abc");
     assert_eq!(error_code(None, 502), "HTTP 502");
-    assert_eq!(error_code(Some(&"x".repeat(500)), 400).len(), MAX_ERROR_CODE);
+    assert_eq!(
+        error_code(Some(&"x".repeat(500)), 400).len(),
+        MAX_ERROR_CODE
+    );
 }
 
 #[test]

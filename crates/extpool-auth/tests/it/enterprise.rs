@@ -52,7 +52,10 @@ async fn setup() -> Setup {
         .await
         .expect("both servers found");
     assert_eq!(config.resource_as.issuer, server.issuer());
-    assert_eq!(config.resource_as.token_endpoint, format!("{}/token", server.issuer()));
+    assert_eq!(
+        config.resource_as.token_endpoint,
+        format!("{}/token", server.issuer())
+    );
     Setup {
         idp,
         server,
@@ -87,9 +90,15 @@ async fn each_callers_assertion_becomes_its_own_token_at_the_server() {
         let issued = exchange(&http, &s.config, &assertion)
             .await
             .unwrap_or_else(|e| panic!("{user}'s exchange: {e}; server: {}", s.server.stderr()));
-        assert_ne!(issued.access_token, assertion, "a token of the server's own");
+        assert_ne!(
+            issued.access_token, assertion,
+            "a token of the server's own"
+        );
         let expires = issued.expires_at.expect("the server said when");
-        assert!(expires > extpool_auth::grant::now_secs() + 3000, "{expires}");
+        assert!(
+            expires > extpool_auth::grant::now_secs() + 3000,
+            "{expires}"
+        );
         assert_eq!(initialize(s.server.url(), &issued.access_token).await, 200);
     }
     assert_eq!(s.server.tokens_issued(), ["alice", "bob"]);
@@ -109,7 +118,10 @@ async fn a_refusal_names_the_stage_and_the_code_and_no_token() {
         matches!(&err, EnterpriseError::Refused { stage: Stage::IdentityProvider, code, status: 400 } if code == "access_denied"),
         "{err:?}"
     );
-    assert_eq!(err.to_string(), "the enterprise IdP refused the ID-JAG request: access_denied");
+    assert_eq!(
+        err.to_string(),
+        "the enterprise IdP refused the ID-JAG request: access_denied"
+    );
     assert!(s.server.events().is_empty(), "{:?}", s.server.events());
 
     // A wrong client secret at the authorization server: refused there.
@@ -117,7 +129,11 @@ async fn a_refusal_names_the_stage_and_the_code_and_no_token() {
     let mut wrong = s.config.clone();
     wrong.resource_as.client_secret = Secret::new("not-the-secret");
     let err = exchange(&http, &wrong, &assertion).await.unwrap_err();
-    assert_eq!((err.stage(), err.code()), (Stage::AuthorizationServer, "invalid_client"), "{err}");
+    assert_eq!(
+        (err.stage(), err.code()),
+        (Stage::AuthorizationServer, "invalid_client"),
+        "{err}"
+    );
     for shown in [err.to_string(), format!("{err:?}")] {
         assert!(!shown.contains(assertion.expose()), "{shown}");
         assert!(!shown.contains("not-the-secret"), "{shown}");
@@ -125,7 +141,14 @@ async fn a_refusal_names_the_stage_and_the_code_and_no_token() {
     assert!(s.server.tokens_issued().is_empty());
 
     // Not an assertion the IdP issued: invalid_grant.
-    let forged = Secret::new(s.idp.sign_with_foreign_key(&s.idp.claims_for("bob", GATEWAY)));
+    let forged = Secret::new(
+        s.idp
+            .sign_with_foreign_key(&s.idp.claims_for("bob", GATEWAY)),
+    );
     let err = exchange(&http, &s.config, &forged).await.unwrap_err();
-    assert_eq!((err.stage(), err.code()), (Stage::IdentityProvider, "invalid_grant"), "{err}");
+    assert_eq!(
+        (err.stage(), err.code()),
+        (Stage::IdentityProvider, "invalid_grant"),
+        "{err}"
+    );
 }

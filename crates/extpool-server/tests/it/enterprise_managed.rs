@@ -90,7 +90,9 @@ impl World {
 }
 
 /// Calls `whoami` as `client`: its text, or the tool error's text.
-async fn whoami(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>) -> Result<String, String> {
+async fn whoami(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+) -> Result<String, String> {
     let result = within(client.peer().call_tool(CallToolRequestParams::new(WHOAMI)))
         .await
         .map_err(|e| e.to_string())?;
@@ -113,7 +115,12 @@ async fn each_callers_call_reaches_the_server_with_its_own_token_from_an_id_jag(
     let bob = w.client("bob").await;
 
     let as_alice = whoami(&alice).await;
-    assert_eq!(as_alice, Ok(format!("alice {}", w.client_id)), "{}", w.upstream.stderr());
+    assert_eq!(
+        as_alice,
+        Ok(format!("alice {}", w.client_id)),
+        "{}",
+        w.upstream.stderr()
+    );
     assert_eq!(whoami(&bob).await, Ok(format!("bob {}", w.client_id)));
     // Kept per (principal, server): no new exchange while fresh.
     assert_eq!(whoami(&alice).await, Ok(format!("alice {}", w.client_id)));

@@ -45,7 +45,10 @@ impl OidcProvider {
             .unwrap_or_else(|e| panic!("registering an ID-JAG client: {e}"));
         let status = response.status();
         let body: Value = response.json().await.unwrap_or_default();
-        assert!(status.is_success(), "registration refused ({status}): {body}");
+        assert!(
+            status.is_success(),
+            "registration refused ({status}): {body}"
+        );
         let field = |name: &str| {
             body[name]
                 .as_str()
@@ -60,8 +63,11 @@ impl OidcProvider {
     /// (`None`: five minutes).
     pub fn set_id_jag_policy(&self, deny: &[&str], ttl_secs: Option<u64>) {
         let policy = json!({ "deny": deny, "ttl": ttl_secs });
-        std::fs::write(self.dir.path().join("id_jag_policy.json"), policy.to_string())
-            .expect("writing the ID-JAG policy");
+        std::fs::write(
+            self.dir.path().join("id_jag_policy.json"),
+            policy.to_string(),
+        )
+        .expect("writing the ID-JAG policy");
     }
 }
 
