@@ -197,6 +197,28 @@ impl Delegation {
             .as_secs()
     }
 
+    /// The gateway's client at its issuer, the issuer and its token
+    /// endpoint; else why `server`, which needs `what`, gets no token (the
+    /// words the caller reads).
+    fn issuer_client(
+        &self,
+        server: &str,
+        what: &str,
+    ) -> Result<(&DelegationOptions, &str, &str), String> {
+        let (Some(options), Some(issuer)) = (&self.options, &self.issuer) else {
+            return Err(format!(
+                "MCP server {server} needs {what}, and the gateway has no client at its issuer (gateway.auth.client_id, client_secret)"
+            ));
+        };
+        let issuer_url = issuer.settings().issuer.as_str();
+        let Some(endpoint) = issuer.metadata().token_endpoint.as_deref() else {
+            return Err(format!(
+                "MCP server {server}: the issuer {issuer_url} names no token endpoint in its metadata, so no token can be made for it"
+            ));
+        };
+        Ok((options, issuer_url, endpoint))
+    }
+
     /// Exchanges `token` for one for `server` at `url`.
     async fn exchange(
         &self,
@@ -205,17 +227,7 @@ impl Delegation {
         settings: &extpool_auth::TokenExchangeSettings,
         token: &CallerToken,
     ) -> Result<DelegatedToken, String> {
-        let (Some(options), Some(issuer)) = (&self.options, &self.issuer) else {
-            return Err(format!(
-                "MCP server {server} needs a token exchange, and the gateway has no client at its issuer (gateway.auth.client_id, client_secret)"
-            ));
-        };
-        let issuer_url = &issuer.settings().issuer;
-        let Some(endpoint) = issuer.metadata().token_endpoint.as_deref() else {
-            return Err(format!(
-                "MCP server {server}: the issuer {issuer_url} names no token endpoint in its metadata, so no token can be exchanged"
-            ));
-        };
+        let (options, issuer_url, endpoint) = self.issuer_client(server, "a token exchange")?;
         let request = ExchangeRequest {
             token_endpoint: endpoint,
             client_id: &options.client_id,

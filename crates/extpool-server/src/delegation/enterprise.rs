@@ -28,26 +28,20 @@ impl Delegation {
         settings: &EnterpriseManagedSettings,
         token: &CallerToken,
     ) -> Result<DelegatedToken, String> {
-        let (Some(options), Some(issuer)) = (&self.options, &self.issuer) else {
-            return Err(format!(
-                "MCP server {server} needs enterprise-managed authorization, and the gateway has no client at its issuer (gateway.auth.client_id, client_secret)"
-            ));
-        };
-        let idp_issuer = &issuer.settings().issuer;
-        let Some(endpoint) = issuer.metadata().token_endpoint.clone() else {
-            return Err(format!(
-                "MCP server {server}: the issuer {idp_issuer} names no token endpoint in its metadata, so no ID-JAG can be asked for"
-            ));
-        };
+        let (options, idp_issuer, endpoint) =
+            self.issuer_client(server, "enterprise-managed authorization")?;
         let idp = TokenEndpointClient {
-            issuer: idp_issuer.clone(),
-            token_endpoint: endpoint,
+            issuer: idp_issuer.to_owned(),
+            token_endpoint: endpoint.to_owned(),
             client_id: options.client_id.clone(),
             client_secret: options.client_secret.clone(),
             auth_method: TokenAuthMethod::ClientSecretBasic,
         };
         let client = &self.enterprise;
-        let insecure = issuer.settings().insecure_http;
+        let insecure = self
+            .issuer
+            .as_ref()
+            .is_some_and(|i| i.settings().insecure_http);
         let config = client
             .resolve(server, url, settings, idp, insecure)
             .await
