@@ -35,6 +35,8 @@ struct World {
     audience: String,
     /// The gateway's client id (the same at both servers).
     client_id: String,
+    /// The gateway's audit log.
+    audit: std::path::PathBuf,
 }
 
 impl World {
@@ -59,8 +61,10 @@ impl World {
             upstream.url(),
             idp.issuer(),
         ));
+        let audit = project.path().join("audit.jsonl");
         let options = GatewayOptions {
             issuer: Some(Arc::new(verifier)),
+            audit_log: Some(audit.clone()),
             delegation: Some(DelegationOptions {
                 client_id: client_id.clone(),
                 client_secret: Secret::new(client_secret),
@@ -75,7 +79,18 @@ impl World {
             served,
             audience,
             client_id,
+            audit,
         }
+    }
+
+    /// The audit records of calls of `whoami`.
+    fn audited_calls(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&self.audit)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|r| r["name"] == WHOAMI)
+            .collect()
     }
 
     /// `user`'s MCP client of the gateway, with its token of the IdP.
@@ -137,6 +152,15 @@ async fn each_callers_call_reaches_the_server_with_its_own_token_from_an_id_jag(
             "an MCP request without an exchanged token: {events:?}"
         );
     }
+    // Each call is audited with its credential mode, and no token.
+    let calls = w.audited_calls();
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    for record in &calls {
+        assert_eq!(record["outcome"], "ok", "{record}");
+        assert_eq!(record["credential"], "enterprise_managed", "{record}");
+    }
+    let audit = std::fs::read_to_string(&w.audit).unwrap();
+    assert!(!audit.contains("eyJ"), "a token in the audit log: {audit}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -151,6 +175,9 @@ async fn a_refused_id_jag_stops_the_call_and_names_the_server_and_the_code() {
     assert!(refused.contains("the call was not sent"), "{refused}");
     // Nothing of bob's reached the server: no redemption, no MCP request.
     assert!(w.upstream.events().is_empty(), "{:?}", w.upstream.events());
+    let calls = w.audited_calls();
+    assert_eq!(calls.len(), 1, "the refused call is audited: {calls:?}");
+    assert_eq!(calls[0]["outcome"], "error", "{}", calls[0]);
 
     // alice is not refused, and goes on.
     let alice = w.client("alice").await;
