@@ -240,7 +240,12 @@ pub async fn exchange(
     if !status.is_success() || answer.access_token.is_none() {
         let error = answer.error.as_deref().map_or_else(
             || format!("HTTP {}", status.as_u16()),
-            |e| e.chars().filter(char::is_ascii_graphic).take(MAX_ERROR_CODE).collect(),
+            |e| {
+                e.chars()
+                    .filter(char::is_ascii_graphic)
+                    .take(MAX_ERROR_CODE)
+                    .collect()
+            },
         );
         return Err(ExchangeError::Refused {
             error,
@@ -331,7 +336,10 @@ mod tests {
         };
         store.put("new", last);
         assert!(store.get("new").is_some());
-        assert!(store.get("s--u0").is_none(), "the first to expire made room");
+        assert!(
+            store.get("s--u0").is_none(),
+            "the first to expire made room"
+        );
         assert_eq!(store.tokens.lock().len(), MAX_DELEGATED_TOKENS);
     }
 }

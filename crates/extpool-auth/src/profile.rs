@@ -232,9 +232,7 @@ pub enum ProfileError {
     },
     /// A delegated credential is made from each caller's token: nothing
     /// else gives this server a grant.
-    #[error(
-        "`oauth.{mode}` makes each caller's credential from its own token; remove `{field}`"
-    )]
+    #[error("`oauth.{mode}` makes each caller's credential from its own token; remove `{field}`")]
     Delegated {
         /// `token_exchange` or `passthrough`.
         mode: &'static str,
@@ -298,7 +296,10 @@ impl OAuthProfile {
             return Ok(());
         };
         let conflicts = [
-            (mode == "token_exchange" && self.passthrough.is_some(), "passthrough"),
+            (
+                mode == "token_exchange" && self.passthrough.is_some(),
+                "passthrough",
+            ),
             (self.per_user, "per_user"),
             (self.client_id.is_some(), "client_id"),
             (self.client_secret.is_some(), "client_secret"),
@@ -436,20 +437,35 @@ mod tests {
         let p = parse(r#"{"token_exchange": {"audience": "jira", "scopes": ["read"]}}"#);
         assert_eq!(p.validate(), Ok(()));
         assert!(p.is_each_callers());
-        assert_eq!(p.for_principal("alice").record_name("jira"), format!("jira--u{}", principal_digest("alice")));
+        assert_eq!(
+            p.for_principal("alice").record_name("jira"),
+            format!("jira--u{}", principal_digest("alice"))
+        );
         let p = parse(r#"{"passthrough": {}}"#);
-        assert_eq!((p.validate(), p.delegation()), (Ok(()), Some("passthrough")));
+        assert_eq!(
+            (p.validate(), p.delegation()),
+            (Ok(()), Some("passthrough"))
+        );
         let p = parse(r#"{"token_exchange": {}, "client_id": "x"}"#);
         assert_eq!(
             p.validate(),
-            Err(ProfileError::Delegated { mode: "token_exchange", field: "client_id" })
+            Err(ProfileError::Delegated {
+                mode: "token_exchange",
+                field: "client_id"
+            })
         );
         let p = parse(r#"{"token_exchange": {}, "passthrough": {}}"#);
         assert_eq!(
             p.validate(),
-            Err(ProfileError::Delegated { mode: "token_exchange", field: "passthrough" })
+            Err(ProfileError::Delegated {
+                mode: "token_exchange",
+                field: "passthrough"
+            })
         );
-        assert!(serde_json::from_str::<OAuthProfile>(r#"{"token_exchange": {"audiance": "x"}}"#).is_err());
+        assert!(
+            serde_json::from_str::<OAuthProfile>(r#"{"token_exchange": {"audiance": "x"}}"#)
+                .is_err()
+        );
     }
 
     #[test]

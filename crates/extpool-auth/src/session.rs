@@ -252,7 +252,10 @@ impl OAuthSession {
             self.context.delegated.forget(&self.record);
             return Err(AuthError::Delegated {
                 server: self.server.clone(),
-                reason: format!("the server refused the caller's {} token", mode.replace('_', " ")),
+                reason: format!(
+                    "the server refused the caller's {} token",
+                    mode.replace('_', " ")
+                ),
             });
         }
         let _gate = self.gate.lock().await;

@@ -417,9 +417,7 @@ fn delegation_problems(config: &ExtpoolConfig) -> Vec<(Option<&str>, String)> {
         } else if mode == "token_exchange"
             && auth.is_some_and(|a| a.client_id.is_none() || a.client_secret.is_none())
         {
-            out.push((Some(name.as_str()), format!(
-                "`oauth.token_exchange`: the gateway exchanges tokens as its own client at its issuer; set gateway.auth.client_id and gateway.auth.client_secret"
-            )));
+            out.push((Some(name.as_str()), "`oauth.token_exchange`: the gateway exchanges tokens as its own client at its issuer; set gateway.auth.client_id and gateway.auth.client_secret".to_owned()));
         }
     }
     if let Some(auth) = auth {
@@ -429,7 +427,10 @@ fn delegation_problems(config: &ExtpoolConfig) -> Vec<(Option<&str>, String)> {
         if let Some(secret) = &auth.client_secret
             && !crate::expand::has_references(secret)
         {
-            out.push((None, "`client_secret` must be a ${VAR} reference, not the secret itself".to_owned()));
+            out.push((
+                None,
+                "`client_secret` must be a ${VAR} reference, not the secret itself".to_owned(),
+            ));
         }
     }
     out
@@ -629,17 +630,33 @@ mod tests {
         let stdio = check(
             "mcp_servers:\n  x:\n    command: echo\n    oauth: {token_exchange: {}}\ngateway:\n  auth: {issuer: 'https://idp.example', client_id: gw, client_secret: '${S}'}\n",
         );
-        assert!(stdio.iter().any(|d| d.contains("not one (no `url`)")), "{stdio:?}");
+        assert!(
+            stdio.iter().any(|d| d.contains("not one (no `url`)")),
+            "{stdio:?}"
+        );
         let no_client = check(
             "mcp_servers:\n  x:\n    url: https://x.example/mcp\n    oauth: {token_exchange: {}}\ngateway:\n  auth: {issuer: 'https://idp.example'}\n",
         );
-        assert!(no_client.iter().any(|d| d.contains("gateway.auth.client_id")), "{no_client:?}");
-        let no_auth = check("mcp_servers:\n  x:\n    url: https://x.example/mcp\n    oauth: {passthrough: {}}\n");
-        assert!(no_auth.iter().any(|d| d.contains("set gateway.auth")), "{no_auth:?}");
+        assert!(
+            no_client
+                .iter()
+                .any(|d| d.contains("gateway.auth.client_id")),
+            "{no_client:?}"
+        );
+        let no_auth = check(
+            "mcp_servers:\n  x:\n    url: https://x.example/mcp\n    oauth: {passthrough: {}}\n",
+        );
+        assert!(
+            no_auth.iter().any(|d| d.contains("set gateway.auth")),
+            "{no_auth:?}"
+        );
         let literal = check(
             "mcp_servers:\n  x:\n    url: https://x.example/mcp\n    oauth: {token_exchange: {}}\ngateway:\n  auth: {issuer: 'https://idp.example', client_id: gw, client_secret: plain}\n",
         );
-        assert!(literal.iter().any(|d| d.contains("${VAR} reference")), "{literal:?}");
+        assert!(
+            literal.iter().any(|d| d.contains("${VAR} reference")),
+            "{literal:?}"
+        );
         let good = check(
             "mcp_servers:\n  x:\n    url: https://x.example/mcp\n    oauth: {token_exchange: {audience: x}}\ngateway:\n  auth: {issuer: 'https://idp.example', client_id: gw, client_secret: '${S}'}\n",
         );

@@ -668,7 +668,9 @@ impl Host {
         let servers = &self.inner.loaded.config.mcp_servers;
         servers
             .iter()
-            .filter(|(_, c)| c.enabled && c.oauth.as_ref().is_some_and(|o| o.delegation().is_some()))
+            .filter(|(_, c)| {
+                c.enabled && c.oauth.as_ref().is_some_and(|o| o.delegation().is_some())
+            })
             .map(|(name, _)| name.clone())
             .collect()
     }
@@ -684,7 +686,10 @@ impl Host {
     ) -> Option<(String, extpool_auth::OAuthProfile)> {
         let loaded = &self.inner.loaded;
         let written = loaded.config.mcp_servers.get(server)?;
-        let delegated = written.oauth.as_ref().is_some_and(|o| o.delegation().is_some());
+        let delegated = written
+            .oauth
+            .as_ref()
+            .is_some_and(|o| o.delegation().is_some());
         if !written.enabled || !delegated {
             return None;
         }

@@ -253,7 +253,8 @@ impl Delegation {
                 "MCP server {server}: your token is not for it (its audience must name {audience}, not only this gateway), so it is not passed on; the call was not sent"
             ));
         }
-        let expires_at = extpool_auth::delegated::jwt_claim(&token.0, "exp").and_then(|e| e.as_u64());
+        let expires_at =
+            extpool_auth::delegated::jwt_claim(&token.0, "exp").and_then(|e| e.as_u64());
         let act = extpool_auth::delegated::jwt_claim(&token.0, "act");
         self.tokens.put(
             record,

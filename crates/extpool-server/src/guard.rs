@@ -458,11 +458,9 @@ pub(crate) async fn check(
     if let Err(refusal) = guard.check_length(request.headers()) {
         return refused(refusal);
     }
-    if let Some(token) = crate::delegation::presented(
-        request.headers(),
-        &principal,
-        guard.identity.issuer(),
-    ) {
+    if let Some(token) =
+        crate::delegation::presented(request.headers(), &principal, guard.identity.issuer())
+    {
         request.extensions_mut().insert(token);
     }
     request.extensions_mut().insert(principal);

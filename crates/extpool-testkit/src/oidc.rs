@@ -568,7 +568,9 @@ impl OidcProvider {
         text.lines()
             .filter_map(|line| serde_json::from_str::<Value>(line).ok())
             .filter(|e| {
-                e["path"] == "/token" && e["grant_type"] == TOKEN_EXCHANGE_GRANT && e["status"] == 200
+                e["path"] == "/token"
+                    && e["grant_type"] == TOKEN_EXCHANGE_GRANT
+                    && e["status"] == 200
             })
             .count()
     }

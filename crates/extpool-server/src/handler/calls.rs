@@ -190,15 +190,7 @@ impl GatewayHandler {
             Next::Asking(asked) => {
                 // Counted once, when it ends; the audit log has each round.
                 let digest = digest_args.as_ref();
-                self.audit(
-                    ex,
-                    table,
-                    &name,
-                    digest,
-                    "input_required",
-                    &[],
-                    started,
-                );
+                self.audit(ex, table, &name, digest, "input_required", &[], started);
                 return Ok(asked.into());
             }
         };

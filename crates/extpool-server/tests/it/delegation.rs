@@ -119,7 +119,12 @@ fn audit_records(g: &Gateway) -> Vec<Value> {
 async fn alice_and_bob_reach_the_upstream_as_themselves_with_the_gateway_as_actor() {
     let provider = OidcProvider::start().await;
     let upstream = AudienceServer::start(provider.issuer(), &provider.jwks_uri()).await;
-    let g = gateway(&provider, &exchanging(&provider, &upstream), Duration::from_secs(60)).await;
+    let g = gateway(
+        &provider,
+        &exchanging(&provider, &upstream),
+        Duration::from_secs(60),
+    )
+    .await;
     let mut own = Vec::new();
     for user in ["alice", "bob"] {
         let token = provider.token_for(user, &g.audience).await;
@@ -166,7 +171,12 @@ async fn alice_and_bob_reach_the_upstream_as_themselves_with_the_gateway_as_acto
 async fn a_refused_exchange_stops_the_call_before_the_upstream() {
     let provider = OidcProvider::start().await;
     let upstream = AudienceServer::start(provider.issuer(), &provider.jwks_uri()).await;
-    let g = gateway(&provider, &exchanging(&provider, &upstream), Duration::from_secs(60)).await;
+    let g = gateway(
+        &provider,
+        &exchanging(&provider, &upstream),
+        Duration::from_secs(60),
+    )
+    .await;
     provider.refuse_exchanges_for("ops");
     let token = provider.token_for("ops", &g.audience).await;
     let text = error_text(&call(&g, &token, "mcp__up__whoami").await);
@@ -190,11 +200,19 @@ async fn an_exchanged_token_is_reused_until_near_expiry_then_exchanged_again() {
     // (expiries are whole seconds).
     provider.set_exchange_ttl(Duration::from_secs(6));
     let upstream = AudienceServer::start(provider.issuer(), &provider.jwks_uri()).await;
-    let g = gateway(&provider, &exchanging(&provider, &upstream), Duration::from_secs(2)).await;
+    let g = gateway(
+        &provider,
+        &exchanging(&provider, &upstream),
+        Duration::from_secs(2),
+    )
+    .await;
     let token = provider.token_for("alice", &g.audience).await;
     let session = mcp_initialize(&g.served.url, &token).await;
     let first_call = Instant::now();
-    assert_eq!(whoami(&call_in(&g, &token, &session, "mcp__up__whoami").await)["sub"], "alice");
+    assert_eq!(
+        whoami(&call_in(&g, &token, &session, "mcp__up__whoami").await)["sub"],
+        "alice"
+    );
     assert_eq!(provider.token_exchanges(), 1);
     let mut reused = 0;
     // Calls go on until the token is exchanged again (a condition, bounded).
@@ -207,10 +225,17 @@ async fn an_exchanged_token_is_reused_until_near_expiry_then_exchanged_again() {
     }
     let again = first_call.elapsed();
     assert!(reused > 1, "the exchanged token was not reused");
-    assert!(again >= Duration::from_secs(2), "exchanged again after {again:?}");
+    assert!(
+        again >= Duration::from_secs(2),
+        "exchanged again after {again:?}"
+    );
     // The upstream checks `exp` without leeway: no call went with an
     // expired token.
-    assert!(upstream.seen().iter().all(|s| s.accepted), "{:?}", upstream.seen());
+    assert!(
+        upstream.seen().iter().all(|s| s.accepted),
+        "{:?}",
+        upstream.seen()
+    );
     g.served.stop().await;
 }
 
@@ -229,16 +254,26 @@ async fn passthrough_sends_the_callers_token_only_when_it_names_the_server() {
     // A token for the gateway only: the confused deputy is refused.
     let gateways = provider.token_for("alice", &g.audience).await;
     let text = error_text(&call(&g, &gateways, "mcp__pt__whoami").await);
-    assert!(text.contains("MCP server pt") && text.contains("not for it"), "{text}");
+    assert!(
+        text.contains("MCP server pt") && text.contains("not for it"),
+        "{text}"
+    );
     assert!(upstream.seen().is_empty(), "{:?}", upstream.seen());
     // A token whose audience names the gateway and the server goes on.
     let mut claims = provider.claims_for("alice", &g.audience);
     claims["aud"] = json!([g.audience, upstream.url()]);
     let both = provider.sign(&claims);
     let me = whoami(&call(&g, &both, "mcp__pt__whoami").await);
-    assert_eq!((&me["sub"], &me["act"]), (&json!("alice"), &Value::Null), "{me}");
+    assert_eq!(
+        (&me["sub"], &me["act"]),
+        (&json!("alice"), &Value::Null),
+        "{me}"
+    );
     let seen = upstream.seen();
-    assert!(!seen.is_empty() && seen.iter().all(|s| s.token == Some(fingerprint(&both))), "{seen:?}");
+    assert!(
+        !seen.is_empty() && seen.iter().all(|s| s.token == Some(fingerprint(&both))),
+        "{seen:?}"
+    );
     // And the gateway-only token is refused again afterwards.
     let session = mcp_initialize(&g.served.url, &gateways).await;
     let before = upstream.seen().len();
