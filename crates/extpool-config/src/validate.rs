@@ -403,10 +403,15 @@ fn delegation_problems(config: &ExtpoolConfig) -> Vec<(Option<&str>, String)> {
     let mut out = Vec::new();
     let auth = config.gateway.auth.as_ref();
     for (name, server) in &config.mcp_servers {
-        let Some(mode) = server.oauth.as_ref().and_then(|o| o.delegation()) else {
+        let Some(oauth) = server.oauth.as_ref() else {
             continue;
         };
-        if server.url.is_none() {
+        let Some(mode) = oauth.delegation() else {
+            continue;
+        };
+        if let Err(e) = oauth.validate() {
+            out.push((Some(name.as_str()), e.to_string()));
+        } else if server.url.is_none() {
             out.push((Some(name.as_str()), format!(
                 "`oauth.{mode}` makes each caller's token for a remote server; {name:?} is not one (no `url`)"
             )));
