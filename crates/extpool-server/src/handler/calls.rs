@@ -234,25 +234,6 @@ impl GatewayHandler {
         result.map(Into::into)
     }
 
-    /// The table `name` is called in once its caller's token for `server`
-    /// is in place, when the server is reached with a token made from the
-    /// caller's ([`crate::delegation`]): `table`, or the table again when
-    /// the server's tools were not listed for this caller before (it had
-    /// no token then). `Err` says why no token could be made.
-    async fn delegated_table(
-        &self,
-        ex: &Exchange,
-        table: &Arc<ToolTable>,
-        name: &str,
-        server: &str,
-    ) -> Result<Arc<ToolTable>, String> {
-        if ex.caller.delegate(self, server).await?.is_none() || table.row(name).is_some() {
-            return Ok(table.clone());
-        }
-        let _ = self.view().reconcile_now().await;
-        Ok(ex.caller.table_again(self))
-    }
-
     /// Answers a call of one of the gateway's own tools (the tool search,
     /// the session tools); `None` for any other tool.
     async fn call_builtin(
