@@ -152,6 +152,13 @@ impl GatewayHandler {
             let names: Vec<&str> = std::iter::once(name.as_str()).chain(reached).collect();
             self.within_rate(principal, &names)?;
         }
+        let args = request.arguments.as_ref();
+        let table = &match self.delegated_reach(ex, table, &name, args).await {
+            Ok(table) => table,
+            Err(refused) => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(refused)]).into());
+            }
+        };
         if let Some(answer) = self
             .call_builtin(&request, ex, table, principal, &name)
             .await

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use extpool_host::ToolTable;
+use extpool_host::catalog::BuiltinTool;
 
 use super::GatewayHandler;
 use super::exchange::Exchange;
@@ -45,5 +46,32 @@ impl GatewayHandler {
             let _ = self.view().reconcile_now().await;
         }
         made
+    }
+
+    /// The table a built-in that calls another tool (`CallMcpWithQuery`)
+    /// runs in once its caller's token for the server it names is in
+    /// place (as [`Self::delegated_table`] for a direct call): nothing
+    /// reaches a delegated server without the caller's own token.
+    pub(super) async fn delegated_reach(
+        &self,
+        ex: &Exchange,
+        table: &Arc<ToolTable>,
+        name: &str,
+        args: Option<&serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<Arc<ToolTable>, String> {
+        let calls_another = table
+            .row(name)
+            .is_some_and(|row| row.builtin == Some(BuiltinTool::CallMcpWithQuery));
+        let arg = |key: &str| args.and_then(|a| a.get(key)).and_then(|v| v.as_str());
+        let (true, Some(server), Some(tool)) = (calls_another, arg("server"), arg("tool")) else {
+            return Ok(table.clone());
+        };
+        if ex.caller.delegate(self, server).await?.is_none()
+            || table.revision().remote_tool(server, tool).is_some()
+        {
+            return Ok(table.clone());
+        }
+        let _ = self.view().reconcile_now().await;
+        Ok(ex.caller.table_again(self))
     }
 }
