@@ -404,10 +404,15 @@ fn delegation_problems(config: &ExtpoolConfig) -> Vec<(Option<&str>, String)> {
     let mut out = Vec::new();
     let auth = config.gateway.auth.as_ref();
     for (name, server) in &config.mcp_servers {
-        let Some(mode) = server.oauth.as_ref().and_then(|o| o.delegation()) else {
+        let Some(oauth) = server.oauth.as_ref() else {
             continue;
         };
-        if server.url.is_none() {
+        let Some(mode) = oauth.delegation() else {
+            continue;
+        };
+        if let Err(e) = oauth.validate() {
+            out.push((Some(name.as_str()), e.to_string()));
+        } else if server.url.is_none() {
             out.push((Some(name.as_str()), format!(
                 "`oauth.{mode}` makes each caller's token for a remote server; {name:?} is not one (no `url`)"
             )));
@@ -450,20 +455,17 @@ fn delegation_problems(config: &ExtpoolConfig) -> Vec<(Option<&str>, String)> {
     out
 }
 
-/// What is wrong with an `oauth.enterprise_managed` section as written:
-/// its own checks (a `${VAR}` authorization server is checked once
-/// expanded), and a client secret that is not a reference.
+/// What is wrong with an `oauth.enterprise_managed` section as written,
+/// besides the profile's own checks: an authorization server that is no
+/// usable URL (a `${VAR}` one is checked once expanded), and a client
+/// secret that is not a reference.
 fn enterprise_problems(ema: &extpool_auth::enterprise::EnterpriseManagedSettings) -> Vec<String> {
-    use extpool_auth::enterprise::SettingsError;
     let mut out = Vec::new();
-    match ema.validate() {
-        Err(SettingsError::AuthorizationServer(_))
-            if ema
-                .authorization_server
-                .as_deref()
-                .is_some_and(crate::expand::has_references) => {}
-        Err(e) => out.push(e.to_string()),
-        Ok(()) => {}
+    if let Some(url) = &ema.authorization_server
+        && !crate::expand::has_references(url)
+        && let Err(e) = extpool_auth::enterprise::check_authorization_server(url)
+    {
+        out.push(e.to_string());
     }
     if !crate::expand::has_references(&ema.client_secret) {
         out.push("`oauth.enterprise_managed.client_secret` must be a ${VAR} reference, not the secret itself".to_owned());

@@ -32,6 +32,7 @@ use exchange::Exchange;
 pub(crate) mod caller;
 pub(crate) mod caller_views;
 pub(crate) mod calls;
+mod delegated;
 mod dispatch;
 pub(crate) use dispatch::{admitted, negotiate};
 pub(crate) mod exchange;
@@ -420,23 +421,6 @@ impl GatewayHandler {
     /// `notifications/initialized`: noted.
     pub(crate) fn initialized(&self) {
         tracing::debug!(session = %self.session_id(), "client initialized");
-    }
-
-    /// Makes the caller's tokens for the servers reached with a token made
-    /// from its own whose tools `table` lacks (they could not list them
-    /// without one), and lists them again; whether any was made.
-    async fn delegate_unlisted(&self, ex: &Exchange, table: &ToolTable) -> bool {
-        let mut made = false;
-        for server in self.shared.host.delegated_servers() {
-            if table.rows().iter().any(|row| row.tool.server == server) {
-                continue;
-            }
-            made |= matches!(ex.caller.delegate(self, &server).await, Ok(Some(_)));
-        }
-        if made {
-            let _ = self.view().reconcile_now().await;
-        }
-        made
     }
 
     /// `tools/list`, for the caller of `ex`.

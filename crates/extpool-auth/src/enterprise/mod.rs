@@ -34,7 +34,7 @@ mod settings;
 
 pub use client::EnterpriseClient;
 pub use discover::{DiscoveryError, discover_authorization_server, discover_token_endpoint};
-pub use settings::{EnterpriseManagedSettings, SettingsError};
+pub use settings::{EnterpriseManagedSettings, SettingsError, check_authorization_server};
 
 use serde::Deserialize;
 

@@ -87,9 +87,18 @@ pub enum SettingsError {
     Scope(String),
 }
 
+/// Checks `url` as an `authorization_server`: https, or http on loopback.
+pub fn check_authorization_server(url: &str) -> Result<(), SettingsError> {
+    crate::resource::discovery::check_fetchable(url, false)
+        .map(|_| ())
+        .map_err(SettingsError::AuthorizationServer)
+}
+
 impl EnterpriseManagedSettings {
     /// Checks the fields (a server whose section fails is not started, and
-    /// the message names the field).
+    /// the message names the field). `authorization_server` is checked by
+    /// [`check_authorization_server`] once its `${VAR}` references are
+    /// expanded, and again when it is fetched.
     pub fn validate(&self) -> Result<(), SettingsError> {
         if self.client_id.trim().is_empty() {
             return Err(SettingsError::Empty("client_id"));
@@ -98,10 +107,6 @@ impl EnterpriseManagedSettings {
             return Err(SettingsError::Empty("client_secret"));
         }
         self.auth_method()?;
-        if let Some(url) = &self.authorization_server {
-            crate::resource::discovery::check_fetchable(url, false)
-                .map_err(SettingsError::AuthorizationServer)?;
-        }
         let mut seen = std::collections::HashSet::new();
         for scope in &self.scopes {
             let token = !scope.is_empty()
@@ -189,10 +194,6 @@ mod tests {
                 "token_endpoint_auth_method` is \"none\"",
             ),
             (
-                r#"{"client_id": "gw", "client_secret": "s", "authorization_server": "http://as.example"}"#,
-                "authorization_server` is plain http:// off loopback",
-            ),
-            (
                 r#"{"client_id": "gw", "client_secret": "s", "scopes": ["a b"]}"#,
                 "scopes` has \"a b\"",
             ),
@@ -214,6 +215,18 @@ mod tests {
                 r#"{"client_id": "gw", "client_secret": "s", "audience": "x"}"#
             )
             .is_err()
+        );
+    }
+
+    #[test]
+    fn an_authorization_server_is_https_or_loopback() {
+        assert_eq!(check_authorization_server("https://as.example"), Ok(()));
+        assert_eq!(check_authorization_server("http://127.0.0.1:8080"), Ok(()));
+        let err = check_authorization_server("http://as.example").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("authorization_server` is plain http:// off loopback"),
+            "{err}"
         );
     }
 

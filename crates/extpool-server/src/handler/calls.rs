@@ -152,6 +152,13 @@ impl GatewayHandler {
             let names: Vec<&str> = std::iter::once(name.as_str()).chain(reached).collect();
             self.within_rate(principal, &names)?;
         }
+        let args = request.arguments.as_ref();
+        let table = &match self.delegated_reach(ex, table, &name, args).await {
+            Ok(table) => table,
+            Err(refused) => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(refused)]).into());
+            }
+        };
         if let Some(answer) = self
             .call_builtin(&request, ex, table, principal, &name)
             .await
@@ -232,25 +239,6 @@ impl GatewayHandler {
             return relay::input_required(asked).map(Into::into);
         }
         result.map(Into::into)
-    }
-
-    /// The table `name` is called in once its caller's token for `server`
-    /// is in place, when the server is reached with a token made from the
-    /// caller's ([`crate::delegation`]): `table`, or the table again when
-    /// the server's tools were not listed for this caller before (it had
-    /// no token then). `Err` says why no token could be made.
-    async fn delegated_table(
-        &self,
-        ex: &Exchange,
-        table: &Arc<ToolTable>,
-        name: &str,
-        server: &str,
-    ) -> Result<Arc<ToolTable>, String> {
-        if ex.caller.delegate(self, server).await?.is_none() || table.row(name).is_some() {
-            return Ok(table.clone());
-        }
-        let _ = self.view().reconcile_now().await;
-        Ok(ex.caller.table_again(self))
     }
 
     /// Answers a call of one of the gateway's own tools (the tool search,

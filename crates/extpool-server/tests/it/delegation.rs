@@ -6,7 +6,7 @@
 //!
 //! - `oauth.token_exchange`: alice's and bob's calls reach the upstream as
 //!   themselves with the gateway as actor (`act`), recorded in the audit
-//!   log; their own tokens never reach it; a refused exchange is a tool
+//!   log, in a session and without one (2026-07-28), one exchange each; their own tokens never reach it; a refused exchange is a tool
 //!   error naming the server and the issuer's `error`, and the upstream
 //!   sees nothing; an exchanged token is reused until near its expiry,
 //!   then exchanged again;
@@ -19,13 +19,14 @@ use std::time::{Duration, Instant};
 
 use extpool_server::GatewayOptions;
 use extpool_server::delegation::DelegationOptions;
+use extpool_testkit::StateDir;
 use extpool_testkit::audience::AudienceServer;
 use extpool_testkit::oauth::fingerprint;
 use extpool_testkit::oidc::{GATEWAY_CLIENT_ID, GATEWAY_CLIENT_SECRET, OidcProvider};
 use serde_json::{Value, json};
 
 use crate::identity::{mcp_initialize, mcp_post, verifier};
-use crate::support::{PATIENCE, Project, Served};
+use crate::support::{PATIENCE, Project, Served, raw_2026, testkit_yaml};
 
 /// A gateway taking `provider`'s tokens, its configuration `yaml`, its
 /// audit log in its project, exchanging tokens as [`GATEWAY_CLIENT_ID`].
@@ -119,16 +120,21 @@ fn audit_records(g: &Gateway) -> Vec<Value> {
 async fn alice_and_bob_reach_the_upstream_as_themselves_with_the_gateway_as_actor() {
     let provider = OidcProvider::start().await;
     let upstream = AudienceServer::start(provider.issuer(), &provider.jwks_uri()).await;
-    let g = gateway(
-        &provider,
-        &exchanging(&provider, &upstream),
-        Duration::from_secs(60),
-    )
-    .await;
+    // A shared server beside it: the gateway's own tools (CallMcpWithQuery)
+    // are offered.
+    let kit = StateDir::new();
+    let yaml = format!(
+        "{}{}",
+        testkit_yaml("kit", &kit),
+        exchanging(&provider, &upstream)
+    );
+    let g = gateway(&provider, &yaml, Duration::from_secs(60)).await;
     let mut own = Vec::new();
+    let mut tokens = Vec::new();
     for user in ["alice", "bob"] {
         let token = provider.token_for(user, &g.audience).await;
         own.push(fingerprint(&token));
+        tokens.push(token.clone());
         let session = mcp_initialize(&g.served.url, &token).await;
         let listed = mcp_post(
             &g.served.url,
@@ -144,6 +150,41 @@ async fn alice_and_bob_reach_the_upstream_as_themselves_with_the_gateway_as_acto
         assert_eq!(me["aud"], upstream.url(), "{me}");
     }
     assert_eq!(provider.token_exchanges(), 2, "one exchange per caller");
+    // A 2026-07-28 request of bob's, without a session, goes with the
+    // token kept for him.
+    let auth = format!("Bearer {}", tokens[1]);
+    let (status, message) = raw_2026(
+        &g.served.url,
+        "tools/call",
+        json!({"name": "mcp__up__whoami", "arguments": {}}),
+        &[
+            ("authorization", auth.as_str()),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "mcp__up__whoami"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{message}");
+    assert_eq!(whoami(&message["result"])["sub"], "bob", "{message}");
+    assert_eq!(provider.token_exchanges(), 2, "bob's kept token was used");
+    // A first call through the built-in that calls another tool goes with
+    // a token exchanged for its caller too.
+    let ops = provider.token_for("ops", &g.audience).await;
+    own.push(fingerprint(&ops));
+    let session = mcp_initialize(&g.served.url, &ops).await;
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+        "name": "CallMcpWithQuery",
+        "arguments": {"server": "up", "tool": "whoami", "args": {}, "jq_filter": "."}}});
+    let answer = mcp_post(&g.served.url, &ops, Some(&session), body.to_string()).await;
+    let message = answer.message();
+    let result = &message["result"];
+    assert!(result.is_object(), "{message}");
+    assert_ne!(result["isError"], true, "{result}");
+    assert!(
+        result.to_string().contains("ops") && result.to_string().contains(GATEWAY_CLIENT_ID),
+        "{result}"
+    );
+    assert_eq!(provider.token_exchanges(), 3);
     let seen = upstream.seen();
     assert!(!seen.is_empty());
     assert!(seen.iter().all(|s| s.accepted), "{seen:?}");
@@ -156,7 +197,7 @@ async fn alice_and_bob_reach_the_upstream_as_themselves_with_the_gateway_as_acto
         .into_iter()
         .filter(|r| r["name"] == "mcp__up__whoami")
         .collect();
-    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls.len(), 3, "{calls:?}");
     for record in &calls {
         assert_eq!(record["outcome"], "ok", "{record}");
         assert_eq!(record["credential"], "token_exchange", "{record}");
