@@ -35,6 +35,15 @@ pub enum AuthError {
         /// Why no grant of the caller's can be used.
         reason: String,
     },
+    /// A delegated credential (`token_exchange`, `passthrough`) is not
+    /// there for this caller: the gateway makes it at each call.
+    #[error("MCP server \"{server}\": {reason}")]
+    Delegated {
+        /// The server (profile).
+        server: String,
+        /// What is missing, in words.
+        reason: String,
+    },
     /// The server wants scopes the grant lacks, and no step-up is possible here.
     #[error(
         "MCP server \"{server}\" needs scope \"{scopes}\" (insufficient_scope); run: extpool mcp login {server}"

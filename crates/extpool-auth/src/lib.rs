@@ -16,6 +16,11 @@
 //! - [`AuthorizedClient`] — rmcp's streamable-HTTP client with the
 //!   session's token on every request.
 //! - [`status`] / [`logout`] — `auth-status` rows (never a token) and forgetting a grant.
+//! - [`delegated`] — each caller's token for a server made from its own
+//!   (RFC 8693 token exchange, passthrough), kept for its server's session.
+//! - [`enterprise`] — enterprise-managed authorization (ID-JAG): a
+//!   caller's identity assertion exchanged at the enterprise IdP, then at a
+//!   server's authorization server, for that caller's token there.
 //! - [`resource`] — the other side: the gateway as an OAuth protected
 //!   resource, checking the access tokens its clients present
 //!   ([`resource::TokenVerifier`]) and naming the [`extpool_core::Principal`].
@@ -23,6 +28,8 @@
 //! Tokens, codes and secrets are [`Secret`]s: redacted in `Debug` and
 //! `Display`, absent from every error and log line.
 
+pub mod delegated;
+pub mod enterprise;
 pub mod error;
 pub mod grant;
 pub mod login;
@@ -43,7 +50,10 @@ pub use login::{
     LoopbackAuthorizer, login,
 };
 pub use manage::{GrantState, LogoutOutcome, ProfileStatus, logout, status};
-pub use profile::{ClientMode, ClientSettings, DcrSettings, OAuthProfile, ProfileError};
+pub use profile::{
+    ClientMode, ClientSettings, DcrSettings, OAuthProfile, PassthroughSettings, ProfileError,
+    TokenExchangeSettings,
+};
 pub use secret::Secret;
 pub use session::{AuthContext, OAuthSession};
 pub use store::{CredentialStore, StoreError};

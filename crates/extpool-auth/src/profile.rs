@@ -22,7 +22,24 @@
 //!     url: https://mcp.example.com/notion
 //!     oauth:
 //!       per_user: true                    # each caller of a gateway logs in for itself
+//!   jira:
+//!     url: https://mcp.example.com/jira
+//!     oauth:
+//!       token_exchange: {audience: jira, scopes: [read]}   # RFC 8693 at the gateway's issuer
+//!   wiki:
+//!     url: https://wiki.example.com/mcp
+//!     oauth:
+//!       passthrough: {}                   # the caller's own token, when its `aud` names this server
+//!   crm:
+//!     url: https://crm.example.com/mcp
+//!     oauth:
+//!       enterprise_managed: {client_id: extpool-gateway, client_secret: ${CRM_AS_SECRET}}   # ID-JAG
 //! ```
+//!
+//! `token_exchange`, `enterprise_managed` and `passthrough` are delegated
+//! credentials: each caller's own, made from the access token it presented
+//! to the gateway (see [`crate::delegated`] and [`crate::enterprise`]);
+//! like `per_user`, every principal gets its own profile and connection.
 //!
 //! A `per_user` profile's grants are each caller's own: the gateway gives
 //! every principal its own profile ([`OAuthProfile::for_principal`]), whose
@@ -37,6 +54,8 @@
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+
+use crate::enterprise::EnterpriseManagedSettings;
 
 /// How one MCP server is authorized with OAuth.
 ///
@@ -76,6 +95,47 @@ pub struct OAuthProfile {
     /// grant and connection (one-person use: the local user's, as without).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub per_user: bool,
+    /// Each caller's access token exchanged (RFC 8693) at the gateway's
+    /// issuer for one for this server (`resource` = its URL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_exchange: Option<TokenExchangeSettings>,
+    /// The caller's own access token sent on, only when its audience
+    /// (`aud`) names this server (its URL, or `audience`), never the
+    /// gateway's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passthrough: Option<PassthroughSettings>,
+    /// Enterprise-managed authorization (ID-JAG): each caller's access
+    /// token exchanged at the gateway's issuer (the enterprise IdP) for an
+    /// ID-JAG, redeemed at this server's authorization server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enterprise_managed: Option<EnterpriseManagedSettings>,
+}
+
+/// `oauth.token_exchange`: how a caller's token is exchanged.
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(deny_unknown_fields)]
+pub struct TokenExchangeSettings {
+    /// `audience` asked for (a logical name the issuer knows the server
+    /// by), besides `resource` = the server's URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<String>,
+    /// `scope` asked for (default: none; the issuer decides).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+}
+
+/// `oauth.passthrough`: when a caller's own token may go on.
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(deny_unknown_fields)]
+pub struct PassthroughSettings {
+    /// The audience the caller's token must name for this server (default:
+    /// the server's URL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<String>,
 }
 
 impl std::fmt::Debug for OAuthProfile {
@@ -93,6 +153,9 @@ impl std::fmt::Debug for OAuthProfile {
             .field("credentials_env", &self.credentials_env)
             .field("principal", &self.principal)
             .field("per_user", &self.per_user)
+            .field("token_exchange", &self.token_exchange)
+            .field("passthrough", &self.passthrough)
+            .field("enterprise_managed", &self.enterprise_managed)
             .finish()
     }
 }
@@ -179,6 +242,18 @@ pub enum ProfileError {
         /// The conflicting field.
         field: &'static str,
     },
+    /// A delegated credential is made from each caller's token: nothing
+    /// else gives this server a grant.
+    #[error("`oauth.{mode}` makes each caller's credential from its own token; remove `{field}`")]
+    Delegated {
+        /// `token_exchange`, `enterprise_managed` or `passthrough`.
+        mode: &'static str,
+        /// The conflicting field.
+        field: &'static str,
+    },
+    /// `oauth.enterprise_managed` is unusable.
+    #[error(transparent)]
+    EnterpriseManaged(crate::enterprise::SettingsError),
 }
 
 /// A short name of a principal's owner key that holds nothing of it: 16
@@ -194,7 +269,7 @@ impl OAuthProfile {
     /// the server's and a digest of the principal (`notion--u1f2e…`: a
     /// server name holds no `-`, so no two names meet).
     pub fn record_name(&self, server: &str) -> String {
-        match (&self.principal, self.per_user) {
+        match (&self.principal, self.is_each_callers()) {
             (Some(principal), true) => format!("{server}--u{}", principal_digest(principal)),
             _ => server.to_owned(),
         }
@@ -203,7 +278,7 @@ impl OAuthProfile {
     /// This `per_user` profile for the principal whose owner key is
     /// `owner` (itself when not per user).
     pub fn for_principal(&self, owner: &str) -> OAuthProfile {
-        if !self.per_user {
+        if !self.is_each_callers() {
             return self.clone();
         }
         OAuthProfile {
@@ -212,8 +287,60 @@ impl OAuthProfile {
         }
     }
 
+    /// Whether each caller of a gateway has its own credential for the
+    /// server: a per-user grant, or a delegated credential.
+    pub fn is_each_callers(&self) -> bool {
+        self.per_user || self.delegation().is_some()
+    }
+
+    /// `token_exchange`, `enterprise_managed` or `passthrough`, when the
+    /// credential is made from each caller's token.
+    pub fn delegation(&self) -> Option<&'static str> {
+        if self.token_exchange.is_some() {
+            Some("token_exchange")
+        } else if self.enterprise_managed.is_some() {
+            Some("enterprise_managed")
+        } else if self.passthrough.is_some() {
+            Some("passthrough")
+        } else {
+            None
+        }
+    }
+
+    /// A delegated profile names nothing else that gives a grant.
+    fn validate_delegation(&self) -> Result<(), ProfileError> {
+        let Some(mode) = self.delegation() else {
+            return Ok(());
+        };
+        let conflicts = [
+            (
+                mode == "token_exchange" && self.enterprise_managed.is_some(),
+                "enterprise_managed",
+            ),
+            (
+                mode != "passthrough" && self.passthrough.is_some(),
+                "passthrough",
+            ),
+            (self.per_user, "per_user"),
+            (self.client_id.is_some(), "client_id"),
+            (self.client_secret.is_some(), "client_secret"),
+            (self.client_metadata_url.is_some(), "client_metadata_url"),
+            (!self.client.is_default(), "client"),
+            (!self.scopes.is_empty(), "scopes"),
+            (self.credentials_env.is_some(), "credentials_env"),
+        ];
+        if let Some((_, field)) = conflicts.iter().find(|(set, _)| *set) {
+            return Err(ProfileError::Delegated { mode, field });
+        }
+        match &self.enterprise_managed {
+            Some(ema) => ema.validate().map_err(ProfileError::EnterpriseManaged),
+            None => Ok(()),
+        }
+    }
+
     /// Checks the fields against each other.
     pub fn validate(&self) -> Result<(), ProfileError> {
+        self.validate_delegation()?;
         if self.per_user {
             if self.credentials_env.is_some() {
                 return Err(ProfileError::PerUserShared {
@@ -327,6 +454,70 @@ mod tests {
         assert!(matches!(p.validate(), Err(ProfileError::BadMetadataUrl(_))));
         let p = parse(r#"{"credentials_env": "A-B"}"#);
         assert!(matches!(p.validate(), Err(ProfileError::BadEnvName(_))));
+    }
+
+    #[test]
+    fn delegated_profiles_take_nothing_that_gives_a_grant() {
+        let p = parse(r#"{"token_exchange": {"audience": "jira", "scopes": ["read"]}}"#);
+        assert_eq!(p.validate(), Ok(()));
+        assert!(p.is_each_callers());
+        assert_eq!(
+            p.for_principal("alice").record_name("jira"),
+            format!("jira--u{}", principal_digest("alice"))
+        );
+        let p = parse(r#"{"passthrough": {}}"#);
+        assert_eq!(
+            (p.validate(), p.delegation()),
+            (Ok(()), Some("passthrough"))
+        );
+        let p = parse(r#"{"token_exchange": {}, "client_id": "x"}"#);
+        assert_eq!(
+            p.validate(),
+            Err(ProfileError::Delegated {
+                mode: "token_exchange",
+                field: "client_id"
+            })
+        );
+        let p = parse(r#"{"token_exchange": {}, "passthrough": {}}"#);
+        assert_eq!(
+            p.validate(),
+            Err(ProfileError::Delegated {
+                mode: "token_exchange",
+                field: "passthrough"
+            })
+        );
+        assert!(
+            serde_json::from_str::<OAuthProfile>(r#"{"token_exchange": {"audiance": "x"}}"#)
+                .is_err()
+        );
+        let ema = r#""enterprise_managed": {"client_id": "gw", "client_secret": "s"}"#;
+        let p = parse(&format!("{{{ema}}}"));
+        assert_eq!(
+            (p.validate(), p.delegation()),
+            (Ok(()), Some("enterprise_managed"))
+        );
+        assert!(p.is_each_callers());
+        let p = parse(&format!(r#"{{{ema}, "passthrough": {{}}}}"#));
+        assert_eq!(
+            p.validate(),
+            Err(ProfileError::Delegated {
+                mode: "enterprise_managed",
+                field: "passthrough"
+            })
+        );
+        let p = parse(&format!(r#"{{{ema}, "token_exchange": {{}}}}"#));
+        assert_eq!(
+            p.validate(),
+            Err(ProfileError::Delegated {
+                mode: "token_exchange",
+                field: "enterprise_managed"
+            })
+        );
+        let p = parse(r#"{"enterprise_managed": {"client_id": "", "client_secret": "s"}}"#);
+        assert_eq!(
+            p.validate().unwrap_err().to_string(),
+            "`oauth.enterprise_managed.client_id` must not be empty"
+        );
     }
 
     #[test]

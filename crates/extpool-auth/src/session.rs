@@ -43,6 +43,9 @@ pub struct AuthContext {
     pub store_dir: Option<PathBuf>,
     /// Step-up authorizations allowed per session.
     pub max_step_ups: u32,
+    /// Each caller's delegated tokens (`token_exchange`, `passthrough`),
+    /// which the gateway puts and the servers' sessions send.
+    pub delegated: Arc<crate::delegated::DelegatedTokens>,
 }
 
 impl Default for AuthContext {
@@ -51,6 +54,7 @@ impl Default for AuthContext {
             authorizer: None,
             store_dir: None,
             max_step_ups: 2,
+            delegated: crate::delegated::DelegatedTokens::new(),
         }
     }
 }
@@ -193,9 +197,30 @@ impl OAuthSession {
             && !self.profile.is_environment_backed()
     }
 
+    /// The delegated token of this session's caller, when its profile is
+    /// delegated (`Some(Err)`: there is none, or it expired).
+    fn delegated_token(&self) -> Option<Result<Secret, AuthError>> {
+        let mode = self.profile.delegation()?;
+        let found = self
+            .context
+            .delegated
+            .get(&self.record)
+            .filter(|t| t.fresh_for(0));
+        Some(found.map(|t| t.token).ok_or_else(|| AuthError::Delegated {
+            server: self.server.clone(),
+            reason: format!(
+                "no {} token of this caller's yet (the gateway makes one when the caller calls one of its tools)",
+                mode.replace('_', " ")
+            ),
+        }))
+    }
+
     /// The token for the next request; `None` asks for an unauthenticated
     /// request whose 401 challenge starts a login (only with an authorizer).
     pub async fn access_token(&self) -> Result<Option<Secret>, AuthError> {
+        if let Some(delegated) = self.delegated_token() {
+            return delegated.map(Some);
+        }
         if let Some(g) = self.current()
             && !g.is_due(now_secs())
         {
@@ -221,6 +246,18 @@ impl OAuthSession {
         sent: Option<&Secret>,
         challenge: &str,
     ) -> Result<Secret, AuthError> {
+        if let Some(mode) = self.profile.delegation() {
+            // Made by the gateway from the caller's token: nothing to
+            // refresh here; the caller's next call makes another.
+            self.context.delegated.forget(&self.record);
+            return Err(AuthError::Delegated {
+                server: self.server.clone(),
+                reason: format!(
+                    "the server refused the caller's {} token",
+                    mode.replace('_', " ")
+                ),
+            });
+        }
         let _gate = self.gate.lock().await;
         if let Some(g) = self.current()
             && Some(&g.access_token) != sent
@@ -250,6 +287,15 @@ impl OAuthSession {
         challenge: &str,
         required: Option<&str>,
     ) -> Result<Secret, AuthError> {
+        if self.profile.delegation().is_some() {
+            return Err(AuthError::Delegated {
+                server: self.server.clone(),
+                reason: format!(
+                    "the server wants scope {:?}, which the caller's token lacks (insufficient_scope)",
+                    required.unwrap_or_default()
+                ),
+            });
+        }
         let _gate = self.gate.lock().await;
         if let Some(g) = self.current()
             && Some(&g.access_token) != sent

@@ -196,11 +196,18 @@ pub fn for_each_string(config: &McpServerConfig, f: &mut dyn FnMut(String, &str)
                 f(field.into(), v);
             }
         }
+        if let Some(ema) = &oauth.enterprise_managed {
+            f("oauth.enterprise_managed.client_id".into(), &ema.client_id);
+            f(
+                "oauth.enterprise_managed.client_secret".into(),
+                &ema.client_secret,
+            );
+        }
     }
 }
 
 /// Expands every string of a server entry: command, args, env values, cwd,
-/// the sandbox's read and write paths, url, header values and the OAuth client id and secret. The values
+/// the sandbox's read and write paths, url, header values and the OAuth client ids and secrets. The values
 /// substituted for references, and the literal secrets `config show` masks
 /// ([`crate::secrets::keep_literal_secrets`]), are kept in
 /// [`McpServerConfig::secrets`], so that what the server prints back is
@@ -250,6 +257,16 @@ pub fn expand_server(
         }
         if let Some(v) = &from.client_secret {
             oauth.client_secret = Some(ex("oauth.client_secret".into(), v)?);
+        }
+        if let (Some(ema), Some(from)) = (
+            oauth.enterprise_managed.as_mut(),
+            from.enterprise_managed.as_ref(),
+        ) {
+            ema.client_id = ex("oauth.enterprise_managed.client_id".into(), &from.client_id)?;
+            ema.client_secret = ex(
+                "oauth.enterprise_managed.client_secret".into(),
+                &from.client_secret,
+            )?;
         }
     }
     out.secrets.extend(substituted.into_inner());
@@ -345,5 +362,31 @@ mod tests {
         c.headers.insert("X".into(), "${NOPE}".into());
         let e = expand_server(&c, &env).unwrap_err();
         assert_eq!(e.field, "headers.X");
+    }
+
+    #[test]
+    fn the_enterprise_managed_client_secret_is_expanded_and_kept_secret() {
+        let oauth = |secret: &str| {
+            serde_json::from_value(serde_json::json!({
+                "enterprise_managed": {"client_id": "${MISSING:-gw}", "client_secret": secret}
+            }))
+            .unwrap()
+        };
+        let mut c = McpServerConfig::stdio("npx", ["x"]);
+        c.oauth = Some(oauth("${TOKEN}"));
+        let out = expand_server(&c, &env).unwrap();
+        let ema = out.oauth.unwrap().enterprise_managed.unwrap();
+        assert_eq!(
+            (ema.client_id.as_str(), ema.client_secret.as_str()),
+            ("gw", "s3cr3t")
+        );
+        assert_eq!(out.secrets, ["s3cr3t"]);
+        // A literal one is masked in what the server prints, too.
+        c.oauth = Some(oauth("literal-as-secret"));
+        let out = expand_server(&c, &env).unwrap();
+        assert_eq!(out.secrets, ["literal-as-secret"]);
+        c.oauth = Some(oauth("${NOPE}"));
+        let e = expand_server(&c, &env).unwrap_err();
+        assert_eq!(e.field, "oauth.enterprise_managed.client_secret");
     }
 }

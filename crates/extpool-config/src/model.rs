@@ -40,6 +40,8 @@
 //!     claims: [groups, email]              # kept on the principal (default [groups])
 //!     operator: groups=operators           # what makes a principal an operator
 //!     scopes: [openid, groups]             # advertised to clients before they log in
+//!     client_id: extpool-gateway           # the gateway's own client at the issuer (token exchange)
+//!     client_secret: ${GATEWAY_CLIENT_SECRET}
 //!   limits:
 //!     sessions_per_principal: 256          # MCP and durable sessions one caller holds, of each kind
 //!   rate_limits:          # each caller's own buckets (token buckets)
@@ -323,6 +325,13 @@ pub struct GatewayAuthConfig {
     /// protected-resource metadata and the 401 challenge).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scopes: Vec<String>,
+    /// The gateway's own client at the issuer, with which it exchanges
+    /// callers' tokens for servers with `oauth.token_exchange` (RFC 8693).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// Its secret (a `${VAR}` reference: never written in a file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
 }
 
 fn default_claims() -> Vec<String> {

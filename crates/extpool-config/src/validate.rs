@@ -345,6 +345,16 @@ pub fn validate(config: &ExtpoolConfig, root: &Node, file: &str, dir: &Path) -> 
             );
         }
     }
+    for (field, problem) in delegation_problems(config) {
+        let (pos, path) = match field {
+            Some(name) => {
+                let pos = root.pos_of(&["mcp_servers", name, "oauth"]);
+                (pos, format!("mcp_servers.{name}.oauth"))
+            }
+            None => (root.pos_of(&["gateway", "auth"]), "gateway.auth".to_owned()),
+        };
+        diag(Severity::Error, pos, path, problem);
+    }
     if let Some(auth) = &config.gateway.auth {
         if !auth.issuer.starts_with("${")
             && let Err(e) = extpool_core::check_http_url(&auth.issuer)
@@ -382,6 +392,84 @@ pub fn validate(config: &ExtpoolConfig, root: &Node, file: &str, dir: &Path) -> 
         out.extend(check_guardrails(guardrails, root, file));
     }
     out.extend(check_plugin_sandboxes(config, root, file, dir));
+    out
+}
+
+/// What is wrong with the servers reached with a token made from each
+/// caller's (`oauth.token_exchange`, `oauth.enterprise_managed`,
+/// `oauth.passthrough`) and the
+/// gateway's client that exchanges them: each with the server it is
+/// about (`None`: `gateway.auth`).
+fn delegation_problems(config: &ExtpoolConfig) -> Vec<(Option<&str>, String)> {
+    let mut out = Vec::new();
+    let auth = config.gateway.auth.as_ref();
+    for (name, server) in &config.mcp_servers {
+        let Some(oauth) = server.oauth.as_ref() else {
+            continue;
+        };
+        let Some(mode) = oauth.delegation() else {
+            continue;
+        };
+        if let Err(e) = oauth.validate() {
+            out.push((Some(name.as_str()), e.to_string()));
+        } else if server.url.is_none() {
+            out.push((Some(name.as_str()), format!(
+                "`oauth.{mode}` makes each caller's token for a remote server; {name:?} is not one (no `url`)"
+            )));
+        } else if auth.is_none() {
+            out.push((Some(name.as_str()), format!(
+                "`oauth.{mode}` makes each caller's token from the one it presents to the gateway: set gateway.auth (its issuer)"
+            )));
+        } else if mode != "passthrough"
+            && auth.is_some_and(|a| a.client_id.is_none() || a.client_secret.is_none())
+        {
+            out.push((Some(name.as_str()), format!(
+                "`oauth.{mode}`: the gateway exchanges tokens as its own client at its issuer; set gateway.auth.client_id and gateway.auth.client_secret"
+            )));
+        }
+        if let Some(ema) = server
+            .oauth
+            .as_ref()
+            .and_then(|o| o.enterprise_managed.as_ref())
+        {
+            out.extend(
+                enterprise_problems(ema)
+                    .into_iter()
+                    .map(|p| (Some(name.as_str()), p)),
+            );
+        }
+    }
+    if let Some(auth) = auth {
+        if auth.client_secret.is_some() && auth.client_id.is_none() {
+            out.push((None, "`client_secret` needs `client_id`".to_owned()));
+        }
+        if let Some(secret) = &auth.client_secret
+            && !crate::expand::has_references(secret)
+        {
+            out.push((
+                None,
+                "`client_secret` must be a ${VAR} reference, not the secret itself".to_owned(),
+            ));
+        }
+    }
+    out
+}
+
+/// What is wrong with an `oauth.enterprise_managed` section as written,
+/// besides the profile's own checks: an authorization server that is no
+/// usable URL (a `${VAR}` one is checked once expanded), and a client
+/// secret that is not a reference.
+fn enterprise_problems(ema: &extpool_auth::enterprise::EnterpriseManagedSettings) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(url) = &ema.authorization_server
+        && !crate::expand::has_references(url)
+        && let Err(e) = extpool_auth::enterprise::check_authorization_server(url)
+    {
+        out.push(e.to_string());
+    }
+    if !crate::expand::has_references(&ema.client_secret) {
+        out.push("`oauth.enterprise_managed.client_secret` must be a ${VAR} reference, not the secret itself".to_owned());
+    }
     out
 }
 
@@ -572,6 +660,87 @@ mod tests {
             .iter()
             .map(|d| d.to_string())
             .collect()
+    }
+
+    #[test]
+    fn delegated_credentials_need_a_remote_server_and_the_gateways_client() {
+        let stdio = check(
+            "mcp_servers:\n  x:\n    command: echo\n    oauth: {token_exchange: {}}\ngateway:\n  auth: {issuer: 'https://idp.example', client_id: gw, client_secret: '${S}'}\n",
+        );
+        assert!(
+            stdio.iter().any(|d| d.contains("not one (no `url`)")),
+            "{stdio:?}"
+        );
+        let no_client = check(
+            "mcp_servers:\n  x:\n    url: https://x.example/mcp\n    oauth: {token_exchange: {}}\ngateway:\n  auth: {issuer: 'https://idp.example'}\n",
+        );
+        assert!(
+            no_client
+                .iter()
+                .any(|d| d.contains("gateway.auth.client_id")),
+            "{no_client:?}"
+        );
+        let no_auth = check(
+            "mcp_servers:\n  x:\n    url: https://x.example/mcp\n    oauth: {passthrough: {}}\n",
+        );
+        assert!(
+            no_auth.iter().any(|d| d.contains("set gateway.auth")),
+            "{no_auth:?}"
+        );
+        let literal = check(
+            "mcp_servers:\n  x:\n    url: https://x.example/mcp\n    oauth: {token_exchange: {}}\ngateway:\n  auth: {issuer: 'https://idp.example', client_id: gw, client_secret: plain}\n",
+        );
+        assert!(
+            literal.iter().any(|d| d.contains("${VAR} reference")),
+            "{literal:?}"
+        );
+        let good = check(
+            "mcp_servers:\n  x:\n    url: https://x.example/mcp\n    oauth: {token_exchange: {audience: x}}\ngateway:\n  auth: {issuer: 'https://idp.example', client_id: gw, client_secret: '${S}'}\n",
+        );
+        assert!(good.is_empty(), "{good:?}");
+    }
+
+    #[test]
+    fn enterprise_managed_sections_are_checked_where_they_are_written() {
+        let with = |ema: &str| {
+            check(&format!(
+                "mcp_servers:\n  crm:\n    url: https://crm.example/mcp\n    oauth: {{enterprise_managed: {ema}}}\ngateway:\n  auth: {{issuer: 'https://idp.example', client_id: gw, client_secret: '${{S}}'}}\n"
+            ))
+        };
+        assert!(with("{client_id: gw, client_secret: '${CRM_SECRET}'}").is_empty());
+        let literal = with("{client_id: gw, client_secret: plain}");
+        assert!(
+            literal.iter().any(|d| d.contains("mcp_servers.crm.oauth")
+                && d.contains("client_secret` must be a ${VAR}")),
+            "{literal:?}"
+        );
+        let bad_as = with(
+            "{client_id: gw, client_secret: '${S}', authorization_server: 'http://as.example'}",
+        );
+        assert!(
+            bad_as
+                .iter()
+                .any(|d| d.contains("authorization_server` is plain http://")),
+            "{bad_as:?}"
+        );
+        assert!(
+            with("{client_id: gw, client_secret: '${S}', authorization_server: '${AS}'}")
+                .is_empty()
+        );
+        let scope = with("{client_id: gw, client_secret: '${S}', scopes: ['a b']}");
+        assert!(
+            scope.iter().any(|d| d.contains("scopes` has \"a b\"")),
+            "{scope:?}"
+        );
+        let no_client = check(
+            "mcp_servers:\n  crm:\n    url: https://crm.example/mcp\n    oauth: {enterprise_managed: {client_id: gw, client_secret: '${S}'}}\ngateway:\n  auth: {issuer: 'https://idp.example'}\n",
+        );
+        assert!(
+            no_client.iter().any(|d| d.contains(
+                "`oauth.enterprise_managed`: the gateway exchanges tokens as its own client"
+            )),
+            "{no_client:?}"
+        );
     }
 
     #[test]

@@ -123,6 +123,7 @@ impl Host {
         let registry = Arc::new(ExtensionRegistry::new(ext.into()));
         let mut pool_config = extpool_mcp::PoolConfig::from(ext);
         pool_config.client.relay = relay;
+        let delegated = pool_config.client.auth.delegated.clone();
         let pool = SessionConnectionPool::new(pool_config);
         let logs = Arc::new(crate::server_logs::ServerLogs::default());
         crate::server_logs::collect_stderr(&logs, pool.stderr_lines());
@@ -224,6 +225,7 @@ impl Host {
                 reconciler: found.reconciler,
                 watcher: Mutex::new(watcher),
                 plugins,
+                delegated,
                 shut: AtomicBool::new(false),
             }),
             sessions: Arc::new(Mutex::new(HashMap::new())),
@@ -593,7 +595,7 @@ impl Host {
         let loaded = &self.inner.loaded;
         let mut caps = Vec::new();
         for (name, written) in &loaded.config.mcp_servers {
-            if !written.enabled || !crate::servers::is_per_user(written) {
+            if !written.enabled || !crate::servers::is_each_callers(written) {
                 continue;
             }
             let mut config = match loaded.resolve_server(name, &extpool_config::process_env) {
@@ -623,7 +625,7 @@ impl Host {
             .config
             .mcp_servers
             .values()
-            .any(|c| c.enabled && crate::servers::is_per_user(c))
+            .any(|c| c.enabled && crate::servers::is_each_callers(c))
     }
 
     /// What a login of the caller whose owner key is `owner` to per-caller
@@ -648,6 +650,53 @@ impl Host {
             Some(owner) => oauth.for_principal(owner),
             None => oauth.clone(),
         };
+        Some((config.url.clone()?, profile))
+    }
+
+    /// Each caller's delegated tokens (`oauth.token_exchange`,
+    /// `oauth.passthrough`): the gateway puts a caller's token for a
+    /// server here, under the record name of that caller's profile
+    /// ([`Host::caller_profile`]), and the server's connection of that
+    /// caller sends it.
+    pub fn delegated_tokens(&self) -> Arc<extpool_auth::delegated::DelegatedTokens> {
+        self.inner.delegated.clone()
+    }
+
+    /// The enabled servers whose credential is made from each caller's
+    /// token (`oauth.token_exchange`, `oauth.passthrough`).
+    pub fn delegated_servers(&self) -> Vec<String> {
+        let servers = &self.inner.loaded.config.mcp_servers;
+        servers
+            .iter()
+            .filter(|(_, c)| {
+                c.enabled && c.oauth.as_ref().is_some_and(|o| o.delegation().is_some())
+            })
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// The URL and OAuth profile of server `server` for the caller whose
+    /// owner key is `owner`, when the server's credential is made from
+    /// each caller's token (`oauth.token_exchange`, `oauth.passthrough`)
+    /// and it is enabled.
+    pub fn caller_profile(
+        &self,
+        server: &str,
+        owner: &str,
+    ) -> Option<(String, extpool_auth::OAuthProfile)> {
+        let loaded = &self.inner.loaded;
+        let written = loaded.config.mcp_servers.get(server)?;
+        let delegated = written
+            .oauth
+            .as_ref()
+            .is_some_and(|o| o.delegation().is_some());
+        if !written.enabled || !delegated {
+            return None;
+        }
+        let config = loaded
+            .resolve_server(server, &extpool_config::process_env)?
+            .ok()?;
+        let profile = config.oauth.as_ref()?.for_principal(owner);
         Some((config.url.clone()?, profile))
     }
 

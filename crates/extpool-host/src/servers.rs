@@ -156,6 +156,13 @@ pub fn is_per_user(config: &McpServerConfig) -> bool {
     config.oauth.as_ref().is_some_and(|o| o.per_user)
 }
 
+/// Whether each caller of a gateway has its own credential for `config`'s
+/// server (a per-user grant, a token exchanged or passed through), so that
+/// a gateway starts it for each caller, never for everyone.
+pub fn is_each_callers(config: &McpServerConfig) -> bool {
+    config.oauth.as_ref().is_some_and(|o| o.is_each_callers())
+}
+
 /// What a gateway's host leaves out of the servers it starts for
 /// everyone, at start and at every reading of its configs.
 #[derive(Debug, Clone, Default)]
@@ -183,7 +190,7 @@ impl Exclusions {
         if let Some(why) = self.own.as_ref().and_then(|own| own.recognise(config)) {
             return Some(LeftOut::Own(why));
         }
-        (self.per_caller && is_per_user(config)).then_some(LeftOut::PerCaller)
+        (self.per_caller && is_each_callers(config)).then_some(LeftOut::PerCaller)
     }
 }
 

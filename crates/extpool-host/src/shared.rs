@@ -51,6 +51,8 @@ pub(crate) struct HostInner {
     pub watcher: Mutex<Option<extpool_skills::watch::SkillWatcher>>,
     /// The plugins and command files served, when they are.
     pub plugins: Option<Arc<crate::plugins::Live>>,
+    /// Each caller's delegated tokens, which its servers' sessions send.
+    pub delegated: Arc<extpool_auth::delegated::DelegatedTokens>,
     pub shut: AtomicBool,
 }
 

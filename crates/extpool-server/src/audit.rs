@@ -39,6 +39,14 @@ pub struct AuditRecord<'a> {
     pub duration_ms: u64,
     /// `sha256:<hex>` of the arguments' JSON.
     pub args_sha256: String,
+    /// How the server was reached when with a token made from the
+    /// caller's: `token_exchange` or `passthrough` (left out otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credential: Option<&'static str>,
+    /// The delegation chain of that token (its `act` claim: who acts for
+    /// the caller, and for whom that one acted), when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub act: Option<&'a serde_json::Value>,
 }
 
 /// Where audit records go.

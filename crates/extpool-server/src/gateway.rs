@@ -130,6 +130,10 @@ pub struct GatewayOptions {
     pub unprefixed: Vec<String>,
     /// How many tool calls each caller may make ([`crate::rate`]).
     pub rate_limits: extpool_host::config::RateLimitsConfig,
+    /// The gateway's own client at its issuer, which exchanges callers'
+    /// tokens for servers with `oauth.token_exchange`
+    /// ([`crate::delegation`]); none: no exchange.
+    pub delegation: Option<crate::delegation::DelegationOptions>,
     /// Whether the operator page offers a form to call each tool (off by
     /// default: it calls real tools).
     pub playground: bool,
@@ -172,6 +176,7 @@ impl Default for GatewayOptions {
             replica_heartbeat: crate::sessions::replica::DEFAULT_HEARTBEAT,
             unprefixed: Vec::new(),
             rate_limits: extpool_host::config::RateLimitsConfig::default(),
+            delegation: None,
             playground: false,
             max_replay_bytes: DEFAULT_MAX_REPLAY_BYTES,
             max_page_streams: DEFAULT_MAX_PAGE_STREAMS,
@@ -299,6 +304,9 @@ pub(crate) struct Access {
     /// replicas when the store is PostgreSQL); each request's caller
     /// carries its own ([`crate::handler::caller::Caller`]).
     pub rate_limits: Option<Arc<crate::rate::RateLimits>>,
+    /// Each caller's tokens for servers reached with a token made from
+    /// its own ([`crate::delegation`]).
+    pub delegation: crate::delegation::Delegation,
     /// Callers' logins to their own servers in progress.
     pub logins: crate::login::Logins,
     /// Each caller's own view for requests without a session.
@@ -378,6 +386,15 @@ impl Gateway {
             })?),
             None => None,
         };
+        let delegation = crate::delegation::Delegation::new(
+            &host,
+            options.issuer.clone(),
+            options.delegation.clone(),
+        );
+        if let Err(why) = delegation.check(&host) {
+            // Every other server works; each call of this one says why not.
+            tracing::warn!("{why}");
+        }
         let stateless = host.session("gateway")?;
         let policy = ViewPolicy::builder()
             .naming(Naming::Client)
@@ -447,6 +464,7 @@ impl Gateway {
                 options.state.as_ref(),
             )
             .map(Arc::new),
+            delegation,
             logins: crate::login::Logins::default(),
             callers: crate::handler::caller_views::CallerViews::default(),
             stateless: stateless.clone(),

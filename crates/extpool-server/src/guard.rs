@@ -458,6 +458,11 @@ pub(crate) async fn check(
     if let Err(refusal) = guard.check_length(request.headers()) {
         return refused(refusal);
     }
+    if let Some(token) =
+        crate::delegation::presented(request.headers(), &principal, guard.identity.issuer())
+    {
+        request.extensions_mut().insert(token);
+    }
     request.extensions_mut().insert(principal);
     let response = next.run(request).await;
     // The router's own refusals (no such route, not this method) leave

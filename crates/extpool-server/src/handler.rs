@@ -32,6 +32,7 @@ use exchange::Exchange;
 pub(crate) mod caller;
 pub(crate) mod caller_views;
 pub(crate) mod calls;
+mod delegated;
 mod dispatch;
 pub(crate) use dispatch::{admitted, negotiate};
 pub(crate) mod exchange;
@@ -425,7 +426,10 @@ impl GatewayHandler {
     /// `tools/list`, for the caller of `ex`.
     async fn list_tools(&self, ex: &Exchange) -> ListToolsResult {
         self.bind_caller(&ex.caller.principal).await;
-        let table = ex.caller.table(self);
+        let mut table = ex.caller.table(self);
+        if self.delegate_unlisted(ex, &table).await {
+            table = ex.caller.table_again(self);
+        }
         lists::tools(crate::tool_search::listed(&table, &self.connection.loaded))
     }
 

@@ -47,6 +47,7 @@ pub mod auth;
 pub(crate) mod check;
 mod client_peer;
 pub mod convert;
+pub mod delegation;
 mod front;
 pub mod gateway;
 pub(crate) mod guard;

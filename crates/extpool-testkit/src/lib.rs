@@ -119,6 +119,7 @@
 //! `logging/setLevel`, resource subscriptions): see
 //! `server::conformance` (private) for the list.
 
+pub mod audience;
 pub mod balancer;
 mod binary;
 mod child;

@@ -16,6 +16,13 @@
 //!   resource, `sub`, `client_id`, `scope`, `email` and `groups`;
 //! - open dynamic client registration (RFC 7591), client credentials, PKCE
 //!   S256 required of public clients;
+//! - token exchange (RFC 8693, registered through oidc-provider's own
+//!   `registerGrantType`) for the confidential client [`GATEWAY_CLIENT_ID`]
+//!   / [`GATEWAY_CLIENT_SECRET`]: an access token it signed becomes one for
+//!   the `resource` asked (`aud` = `audience` if given, else the resource)
+//!   with `act: {sub: "extpool-gateway"}`; [`OidcProvider::token_exchanges`]
+//!   counts them, [`OidcProvider::set_exchange_ttl`] and
+//!   [`OidcProvider::refuse_exchanges_for`] steer them;
 //! - the public client [`PUBLIC_CLIENT_ID`] (any loopback port on
 //!   [`PUBLIC_CLIENT_REDIRECT_URI`], RFC 8252) and the confidential client
 //!   [`SERVICE_CLIENT_ID`] / [`SERVICE_CLIENT_SECRET`] (client credentials).
@@ -62,6 +69,8 @@ use sha2::{Digest, Sha256};
 
 use crate::peers;
 
+pub mod id_jag;
+
 /// The accounts the provider knows: `(name, email, groups)`.
 const ACCOUNTS: [(&str, &str, &[&str]); 3] = [
     ("alice", "alice@example.test", &["eng"]),
@@ -85,6 +94,16 @@ pub const SERVICE_CLIENT_ID: &str = "extpool-service";
 
 /// [`SERVICE_CLIENT_ID`]'s secret.
 pub const SERVICE_CLIENT_SECRET: &str = "extpool-service-secret";
+
+/// The pre-registered confidential client that may exchange tokens (RFC
+/// 8693; HTTP Basic authentication): a gateway's own client.
+pub const GATEWAY_CLIENT_ID: &str = "extpool-gateway";
+
+/// [`GATEWAY_CLIENT_ID`]'s secret.
+pub const GATEWAY_CLIENT_SECRET: &str = "extpool-gateway-secret";
+
+/// RFC 8693's grant type, as the provider's request log writes it.
+pub const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 
 /// Where the provider publishes its JWKS.
 pub const JWKS_PATH: &str = "/jwks";
@@ -316,6 +335,7 @@ impl ProviderProcess {
     /// Starts `provider.mjs serve` on `127.0.0.1:port` (0: any) and waits for
     /// its `listening` line; returns the process and the issuer.
     async fn spawn(port: u16, keys: &Path, log: &Path) -> (Self, String) {
+        let settings = log.with_file_name("settings.json");
         let node = peers::node22();
         let package = peers::oidc_provider_package();
         let node_modules = package
@@ -330,6 +350,7 @@ impl ProviderProcess {
             .arg(port.to_string())
             .arg(keys)
             .arg(log)
+            .arg(settings)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -539,6 +560,48 @@ impl OidcProvider {
             .filter_map(|line| serde_json::from_str::<Value>(line).ok())
             .filter(|entry| entry["path"] == path)
             .count()
+    }
+
+    /// How many token exchanges (RFC 8693) the provider granted so far.
+    pub fn token_exchanges(&self) -> usize {
+        let Ok(text) = std::fs::read_to_string(&self.log) else {
+            return 0;
+        };
+        text.lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|e| {
+                e["path"] == "/token"
+                    && e["grant_type"] == TOKEN_EXCHANGE_GRANT
+                    && e["status"] == 200
+            })
+            .count()
+    }
+
+    /// Makes the tokens the next exchanges issue live `ttl` (whole seconds).
+    pub fn set_exchange_ttl(&self, ttl: Duration) {
+        self.change_settings(|s| s["exchange_ttl"] = json!(ttl.as_secs().max(1)));
+    }
+
+    /// Makes the provider refuse (`access_denied`) every exchange of
+    /// `user`'s tokens from now on.
+    pub fn refuse_exchanges_for(&self, user: &str) {
+        self.change_settings(|s| {
+            let mut refused = s["refuse_exchange"].as_array().cloned().unwrap_or_default();
+            refused.push(json!(user));
+            s["refuse_exchange"] = Value::Array(refused);
+        });
+    }
+
+    fn change_settings(&self, change: impl FnOnce(&mut Value)) {
+        let path = self.log.with_file_name("settings.json");
+        let mut settings = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_else(|| json!({}));
+        change(&mut settings);
+        let temporary = path.with_extension("tmp");
+        std::fs::write(&temporary, settings.to_string()).expect("writing the provider's settings");
+        std::fs::rename(&temporary, &path).expect("replacing the provider's settings");
     }
 
     /// Every request served so far as `(method, path, status)`, in order.

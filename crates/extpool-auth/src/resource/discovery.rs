@@ -17,6 +17,9 @@ pub struct IssuerMetadata {
     /// Where a client sends its user to log in (shown to operators).
     #[serde(default)]
     pub authorization_endpoint: Option<String>,
+    /// Where tokens are issued (the gateway's token exchanges go there).
+    #[serde(default)]
+    pub token_endpoint: Option<String>,
 }
 
 /// Why an issuer could not be used.
@@ -87,7 +90,7 @@ pub(crate) fn check_fetchable(url: &str, insecure_http: bool) -> Result<url::Url
 }
 
 /// The two places an issuer's metadata may be, in the order tried.
-fn metadata_urls(issuer: &url::Url) -> (String, String) {
+pub(crate) fn metadata_urls(issuer: &url::Url) -> (String, String) {
     let trimmed = issuer.as_str().trim_end_matches('/');
     let oidc = format!("{trimmed}/.well-known/openid-configuration");
     let path = issuer.path().trim_end_matches('/');

@@ -25,7 +25,7 @@
 //! fetched again, so a client's every request does not check a signature.
 
 mod accepted;
-mod discovery;
+pub(crate) mod discovery;
 mod keys;
 mod verify;
 

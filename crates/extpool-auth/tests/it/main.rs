@@ -5,6 +5,7 @@
 
 mod child;
 mod dcr;
+mod enterprise;
 mod login;
 mod logs;
 mod store;

@@ -80,6 +80,8 @@ pub enum SecretSite {
     Url(String),
     /// `oauth.client_secret`.
     OAuthClientSecret,
+    /// `oauth.enterprise_managed.client_secret`.
+    EnterpriseClientSecret,
 }
 
 impl SecretSite {
@@ -95,6 +97,7 @@ impl SecretSite {
                 format!("{}_{}", up(server), up(name))
             }
             SecretSite::OAuthClientSecret => format!("{}_OAUTH_CLIENT_SECRET", up(server)),
+            SecretSite::EnterpriseClientSecret => format!("{}_AS_CLIENT_SECRET", up(server)),
         }
     }
 }
@@ -135,6 +138,7 @@ fn inner_site(site: &SecretSite, span: &Span, whole: bool) -> SecretSite {
         SecretSite::Arg(n) => SecretSite::Arg(join(n)),
         SecretSite::Url(n) => SecretSite::Url(join(n)),
         SecretSite::OAuthClientSecret => SecretSite::OAuthClientSecret,
+        SecretSite::EnterpriseClientSecret => SecretSite::EnterpriseClientSecret,
     }
 }
 
@@ -179,6 +183,14 @@ fn rewrite_with(
         .filter(|s| is_literal(s))
     {
         *secret = replace(&SecretSite::OAuthClientSecret, secret);
+    }
+    if let Some(ema) = config
+        .oauth
+        .as_mut()
+        .and_then(|o| o.enterprise_managed.as_mut())
+        .filter(|e| is_literal(&e.client_secret))
+    {
+        ema.client_secret = replace(&SecretSite::EnterpriseClientSecret, &ema.client_secret);
     }
     for (k, v) in config.env.iter_mut() {
         let site = SecretSite::Env(k.clone());

@@ -342,7 +342,7 @@ async fn sessionless(
         };
         return initialize(shared, opening, make, (id, init.params)).await;
     }
-    let caller = Caller::of(shared, principal.clone());
+    let caller = Caller::of(shared, principal.clone()).presenting(&parts.extensions);
     match era_of(&parts.headers) {
         Era::Stateless => stateless::serve(parts, &bytes, parsed, make, caller).await,
         Era::Session => session_era(parts, parsed, make, caller).await,
@@ -552,7 +552,7 @@ async fn in_session(
     let method = parts.method.clone();
     let response = match live.session(&key) {
         Some(session) => {
-            let caller = Caller::of(shared, principal.clone());
+            let caller = Caller::of(shared, principal.clone()).presenting(&parts.extensions);
             in_own_session(shared, &key, &session, (parts, read), caller).await
         }
         None => session_not_found(),

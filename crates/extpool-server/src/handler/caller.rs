@@ -21,15 +21,22 @@ use extpool_host::core::Principal;
 use extpool_host::{Pin, ToolTable};
 
 use super::GatewayHandler;
+use crate::delegation::{CallerToken, Delegated};
 
 /// The caller of one request.
 pub(crate) struct Caller {
     /// Who sent it.
     pub principal: Arc<Principal>,
+    /// The access token it presented, when the gateway's issuer vouched
+    /// for it: what a delegated server's token is made from
+    /// ([`crate::delegation`]).
+    pub token: Option<CallerToken>,
     /// Its table, resolved on first use and kept for the request.
     table: OnceLock<Arc<ToolTable>>,
     /// Its rate bucket, when the gateway sets limits.
     rate: Option<crate::rate::Bucket>,
+    /// The delegated credential its call went with, for the audit record.
+    delegated: OnceLock<Delegated>,
 }
 
 impl Caller {
@@ -43,8 +50,10 @@ impl Caller {
             .map(|limits| limits.bucket(principal.owner()));
         Self {
             principal,
+            token: None,
             table: OnceLock::new(),
             rate,
+            delegated: OnceLock::new(),
         }
     }
 
@@ -56,6 +65,40 @@ impl Caller {
             Some(bucket) => bucket.take(names).await,
             None => Ok(()),
         }
+    }
+
+    /// This caller as it presented itself in a request with `extensions`:
+    /// the issuer's token it presented, as the guard put it there.
+    pub(crate) fn presenting(self, extensions: &http::Extensions) -> Self {
+        Self {
+            token: extensions.get::<CallerToken>().cloned(),
+            ..self
+        }
+    }
+
+    /// Makes sure this caller's token for `server` is in place when the
+    /// server is reached with a token made from the caller's
+    /// ([`crate::delegation`]); `Err` is what the caller reads.
+    pub(crate) async fn delegate(
+        &self,
+        handler: &GatewayHandler,
+        server: &str,
+    ) -> Result<Option<Delegated>, String> {
+        let shared = handler.shared();
+        let delegated = shared
+            .access
+            .delegation
+            .ensure(&shared.host, server, &self.principal, self.token.as_ref())
+            .await?;
+        if let Some(d) = &delegated {
+            let _ = self.delegated.set(d.clone());
+        }
+        Ok(delegated)
+    }
+
+    /// The delegated credential this request's call went with, if any.
+    pub(crate) fn delegated(&self) -> Option<&Delegated> {
+        self.delegated.get()
     }
 
     /// The table this caller sees and calls on `handler`'s connection:

@@ -149,6 +149,13 @@ impl GatewayHandler {
             let names: Vec<&str> = std::iter::once(name.as_str()).chain(reached).collect();
             self.within_rate(ex, &names).await?;
         }
+        let args = request.arguments.as_ref();
+        let table = &match self.delegated_reach(ex, table, &name, args).await {
+            Ok(table) => table,
+            Err(refused) => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(refused)]).into());
+            }
+        };
         if let Some(answer) = self
             .call_builtin(&request, ex, table, principal, &name)
             .await
@@ -157,6 +164,20 @@ impl GatewayHandler {
         }
         let args = request.arguments.unwrap_or_default();
         let _slot = self.enter_call()?;
+        let started = Instant::now();
+        let table = &match self.delegated_table(ex, table, &name, &server).await {
+            Ok(table) => table,
+            Err(refused) => {
+                // Nothing reached the server: the caller reads why.
+                let digest = self.shared.ops.audit.is_some().then_some(&args);
+                self.shared
+                    .ops
+                    .metrics
+                    .record_call(&server, &name, started.elapsed(), true);
+                self.audit(ex, table, &name, digest, "error", &[], started);
+                return Ok(CallToolResult::error(vec![ContentBlock::text(refused)]).into());
+            }
+        };
         let round = takes_input_rounds(ex).then(|| {
             Arc::new(InputRound::new(
                 request
@@ -165,7 +186,6 @@ impl GatewayHandler {
                 request.request_state,
             ))
         });
-        let started = Instant::now();
         let digest_args = self.shared.ops.audit.is_some().then(|| args.clone());
         let call = (table, principal, name.as_str(), server.as_str());
         let (called, declined) = match self.execute(call, args, round.as_ref(), ex).await? {
@@ -174,15 +194,7 @@ impl GatewayHandler {
             Next::Asking(asked) => {
                 // Counted once, when it ends; the audit log has each round.
                 let digest = digest_args.as_ref();
-                self.audit(
-                    principal,
-                    table,
-                    &name,
-                    digest,
-                    "input_required",
-                    &[],
-                    started,
-                );
+                self.audit(ex, table, &name, digest, "input_required", &[], started);
                 return Ok(asked.into());
             }
         };
@@ -212,7 +224,7 @@ impl GatewayHandler {
             .metrics
             .record_call(&server, &name, started.elapsed(), failed);
         self.audit(
-            principal,
+            ex,
             table,
             &name,
             digest_args.as_ref(),
@@ -461,7 +473,7 @@ impl GatewayHandler {
     #[allow(clippy::too_many_arguments)]
     fn audit(
         &self,
-        principal: &Principal,
+        ex: &Exchange,
         table: &ToolTable,
         name: &str,
         args: Option<&serde_json::Map<String, serde_json::Value>>,
@@ -477,9 +489,12 @@ impl GatewayHandler {
             }
             _ => (decision.is_allowed(), decision.reason()),
         };
+        let delegated = ex.caller.delegated();
         let record = AuditRecord {
             time_ms: now_ms(),
-            principal: principal.label(),
+            principal: ex.caller.principal.label(),
+            credential: delegated.map(|d| d.mode),
+            act: delegated.and_then(|d| d.act.as_ref()),
             session: self.session_id(),
             name,
             decision: if allowed { "allow" } else { "deny" },

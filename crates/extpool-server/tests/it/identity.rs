@@ -122,7 +122,7 @@ async fn sqlite(project: &Project) -> StateStore {
 
 /// A verifier of `provider`'s tokens for `audience` (operators: group
 /// `operators`), its settings changed by `tune`.
-async fn verifier(
+pub(crate) async fn verifier(
     provider: &OidcProvider,
     audience: &str,
     tune: impl FnOnce(&mut IssuerSettings),
@@ -134,10 +134,10 @@ async fn verifier(
 }
 
 /// An HTTP answer, its body read whole.
-struct Answer {
-    status: u16,
-    headers: reqwest::header::HeaderMap,
-    body: String,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) headers: reqwest::header::HeaderMap,
+    pub(crate) body: String,
 }
 
 impl Answer {
@@ -146,7 +146,7 @@ impl Answer {
     }
 
     /// The JSON-RPC message of an MCP answer (a JSON body or an SSE stream).
-    fn message(&self) -> Value {
+    pub(crate) fn message(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_else(|_| {
             self.body
                 .lines()
@@ -262,7 +262,12 @@ fn tools_list(id: u64) -> String {
 
 /// A session-era POST to MCP endpoint `url`, in MCP session `session` if
 /// any, as `token`.
-async fn mcp_post(url: &str, token: &str, session: Option<&str>, body: String) -> Answer {
+pub(crate) async fn mcp_post(
+    url: &str,
+    token: &str,
+    session: Option<&str>,
+    body: String,
+) -> Answer {
     let mut headers = vec![("accept", "application/json, text/event-stream")];
     if let Some(id) = session {
         headers.extend([("mcp-session-id", id), ("mcp-protocol-version", VERSION)]);
@@ -286,7 +291,7 @@ async fn mcp_without_body(
 }
 
 /// Initializes a session-era MCP session on `url` as `token`; its id.
-async fn mcp_initialize(url: &str, token: &str) -> String {
+pub(crate) async fn mcp_initialize(url: &str, token: &str) -> String {
     let answer = mcp_post(url, token, None, initialize_body()).await;
     assert_eq!(answer.status, 200, "{}", answer.body);
     assert!(

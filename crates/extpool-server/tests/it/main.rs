@@ -10,6 +10,8 @@ mod callers;
 mod clients;
 mod conformance;
 mod deciders;
+mod delegation;
+mod enterprise_managed;
 mod eras;
 mod guard;
 mod headers;

@@ -111,3 +111,24 @@ async fn issuer(
         .context("--auth-issuer (or gateway.auth.issuer)")?;
     Ok(Some(Arc::new(verifier)))
 }
+
+/// The gateway's own client at its issuer (`gateway.auth.client_id` and
+/// `client_secret`, its `${VAR}` resolved now), which exchanges callers'
+/// tokens for servers with `oauth.token_exchange`; none when not set.
+pub(super) fn delegation(
+    config: &GatewayConfig,
+) -> Result<Option<extpool_server::delegation::DelegationOptions>> {
+    let Some(auth) = &config.auth else {
+        return Ok(None);
+    };
+    let (Some(client_id), Some(secret)) = (&auth.client_id, &auth.client_secret) else {
+        return Ok(None);
+    };
+    let secret = extpool_host::config::expand::expand(secret, &extpool_host::config::process_env)
+        .context("gateway.auth.client_secret")?;
+    Ok(Some(extpool_server::delegation::DelegationOptions {
+        client_id: client_id.clone(),
+        client_secret: extpool_auth::Secret::new(secret),
+        refresh_margin: extpool_server::delegation::DEFAULT_REFRESH_MARGIN,
+    }))
+}

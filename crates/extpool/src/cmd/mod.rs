@@ -379,7 +379,7 @@ pub async fn start_host_with(
         .iter()
         .filter(|(n, c)| c.enabled && selection.includes(n))
         // A gateway starts each caller's own servers for its callers.
-        .filter(|(_, c)| !(relay && extpool_host::servers::is_per_user(c)))
+        .filter(|(_, c)| !(relay && extpool_host::servers::is_each_callers(c)))
         .map(|(n, _)| n.clone())
         .collect();
     let watch = watch && loaded.config.skills.watch;

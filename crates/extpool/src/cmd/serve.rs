@@ -88,6 +88,7 @@ pub async fn run(ctx: &mut Ctx, args: ServeArgs) -> Result<ExitCode> {
     let host = start_host_with(ctx, loaded, Need::Servers, watch, Some(own), discovery).await?;
     let mut options = gateway_options(&args, state, replica, bearer);
     options.issuer = issuer;
+    options.delegation = super::identity::delegation(&gateway_config)?;
     options.rate_limits = gateway_config.rate_limits.clone();
     options.sessions_per_principal = args
         .sessions_per_principal

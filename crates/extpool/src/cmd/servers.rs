@@ -307,6 +307,9 @@ fn site_words(site: &secrets::SecretSite) -> String {
         SecretSite::Arg(n) => format!("value of argument {n}"),
         SecretSite::Url(n) => format!("URL's {n}"),
         SecretSite::OAuthClientSecret => "OAuth client secret".into(),
+        SecretSite::EnterpriseClientSecret => {
+            "client secret at the server's authorization server".into()
+        }
     }
 }
 

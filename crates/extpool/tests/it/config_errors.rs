@@ -453,3 +453,35 @@ fn a_server_url_the_mcp_client_refuses_fails_check_naming_the_server_and_the_rul
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout.trim(), "5");
 }
+
+#[test]
+fn delegated_credentials_without_a_remote_server_or_the_gateways_client() {
+    check_fails(
+        "extpool.yaml",
+        "mcp_servers:\n  jira:\n    command: jira-mcp\n    oauth: {token_exchange: {}}\ngateway:\n  auth: {issuer: 'https://idp.example', client_id: gw, client_secret: '${S}'}\n",
+        &[
+            "extpool.yaml:4:12: error: mcp_servers.jira.oauth: `oauth.token_exchange` makes each caller's token for a remote server; \"jira\" is not one (no `url`)",
+        ],
+    );
+    check_fails(
+        "extpool.yaml",
+        "mcp_servers:\n  jira:\n    url: https://jira.example/mcp\n    oauth: {token_exchange: {audience: jira}}\ngateway:\n  auth: {issuer: 'https://idp.example'}\n",
+        &[
+            "mcp_servers.jira.oauth: `oauth.token_exchange`: the gateway exchanges tokens as its own client at its issuer; set gateway.auth.client_id and gateway.auth.client_secret",
+        ],
+    );
+    check_fails(
+        "extpool.yaml",
+        "mcp_servers:\n  wiki:\n    url: https://wiki.example/mcp\n    oauth: {passthrough: {}}\n",
+        &[
+            "mcp_servers.wiki.oauth: `oauth.passthrough` makes each caller's token from the one it presents to the gateway: set gateway.auth (its issuer)",
+        ],
+    );
+    check_fails(
+        "extpool.yaml",
+        "mcp_servers:\n  jira:\n    url: https://jira.example/mcp\n    oauth: {token_exchange: {}, client_id: x}\n",
+        &[
+            "`oauth.token_exchange` makes each caller's credential from its own token; remove `client_id`",
+        ],
+    );
+}
