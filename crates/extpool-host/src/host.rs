@@ -351,7 +351,9 @@ impl Host {
 
     /// The running server (configured or discovered) whose tools are named
     /// `name` (`mcp__<namespace>__…`, the namespace its `prefix`, else its
-    /// name); `None` for another name.
+    /// name), else the configured one (a server each caller has its own
+    /// of, which a gateway does not start for everyone); `None` for
+    /// another name.
     pub fn server_of_tool(&self, name: &str) -> Option<String> {
         self.inner
             .runtime
@@ -362,6 +364,7 @@ impl Host {
                 extpool_catalog::names::in_namespace(name, namespace)
             })
             .map(|e| e.info.name)
+            .or_else(|| crate::servers::server_of(&self.inner.loaded, name))
     }
 
     /// The cached state of each discovery source (configuration edits,
