@@ -351,9 +351,7 @@ impl Host {
 
     /// The running server (configured or discovered) whose tools are named
     /// `name` (`mcp__<namespace>__…`, the namespace its `prefix`, else its
-    /// name), else the configured one (a server each caller has its own
-    /// of, which a gateway does not start for everyone); `None` for
-    /// another name.
+    /// name); `None` for another name.
     pub fn server_of_tool(&self, name: &str) -> Option<String> {
         self.inner
             .runtime
@@ -364,7 +362,20 @@ impl Host {
                 extpool_catalog::names::in_namespace(name, namespace)
             })
             .map(|e| e.info.name)
-            .or_else(|| crate::servers::server_of(&self.inner.loaded, name))
+    }
+
+    /// The configured server reached with a token made from each caller's
+    /// (`oauth.token_exchange`, `oauth.passthrough`) whose tools are named
+    /// `name`: a gateway starts it for each caller only, so before that
+    /// caller's copy lists its tools only the configuration knows it.
+    pub fn delegated_server_of_tool(&self, name: &str) -> Option<String> {
+        let server = crate::servers::server_of(&self.inner.loaded, name)?;
+        let written = self.inner.loaded.config.mcp_servers.get(&server)?;
+        written
+            .oauth
+            .as_ref()
+            .and_then(|o| o.delegation())
+            .map(|_| server)
     }
 
     /// The cached state of each discovery source (configuration edits,
