@@ -364,6 +364,20 @@ impl Host {
             .map(|e| e.info.name)
     }
 
+    /// The configured server reached with a token made from each caller's
+    /// (`oauth.token_exchange`, `oauth.passthrough`) whose tools are named
+    /// `name`: a gateway starts it for each caller only, so before that
+    /// caller's copy lists its tools only the configuration knows it.
+    pub fn delegated_server_of_tool(&self, name: &str) -> Option<String> {
+        let server = crate::servers::server_of(&self.inner.loaded, name)?;
+        let written = self.inner.loaded.config.mcp_servers.get(&server)?;
+        written
+            .oauth
+            .as_ref()
+            .and_then(|o| o.delegation())
+            .map(|_| server)
+    }
+
     /// The cached state of each discovery source (configuration edits,
     /// ToolHive): last success, last error, stale. Never consults one.
     pub fn discovery(&self) -> Vec<crate::discovery::DiscoveryStatus> {

@@ -90,9 +90,8 @@ impl GatewayHandler {
             Some(row) => (row.tool.name.clone(), row.tool.server.clone()),
             None => (
                 request.name.to_string(),
-                self.shared
-                    .host
-                    .server_of_tool(&request.name)
+                (self.shared.host.server_of_tool(&request.name))
+                    .or_else(|| self.shared.host.delegated_server_of_tool(&request.name))
                     .unwrap_or_else(|| extpool_host::BUILTIN.to_owned()),
             ),
         };

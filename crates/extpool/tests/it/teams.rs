@@ -581,3 +581,73 @@ async fn extpool_mcp_login_through_the_gateway_gives_a_caller_its_own_grant() {
     );
     assert_eq!(tokens().len(), 1, "bob's session sent no token of anyone's");
 }
+
+/// A session-era `method` on `url` as `token` (in `session` if any): the
+/// answer's `Mcp-Session-Id` and its JSON-RPC message.
+async fn mcp(url: &str, token: &str, session: Option<&str>, body: Value) -> (String, Value) {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .json(&body);
+    if let Some(id) = session {
+        request = request
+            .header("mcp-session-id", id)
+            .header("mcp-protocol-version", "2025-11-25");
+    }
+    let response = request.send().await.unwrap();
+    let id = response
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let text = response.text().await.unwrap();
+    let message = serde_json::from_str(&text).unwrap_or_else(|_| {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|m| m.get("id").is_some())
+            .unwrap_or_else(|| panic!("no JSON-RPC answer in: {text}"))
+    });
+    (id, message)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_exchanges_a_callers_token_as_the_client_its_configuration_names() {
+    use extpool_testkit::audience::AudienceServer;
+    use extpool_testkit::oidc::{GATEWAY_CLIENT_ID, GATEWAY_CLIENT_SECRET};
+    let provider = OidcProvider::start().await;
+    let upstream = AudienceServer::start(provider.issuer(), &provider.jwks_uri()).await;
+    let sb = Sandbox::new();
+    sb.write(
+        "extpool.yaml",
+        &format!(
+            "mcp_servers:\n  up:\n    url: {}\n    oauth: {{token_exchange: {{}}}}\ngateway:\n  auth:\n    issuer: {}\n    client_id: {GATEWAY_CLIENT_ID}\n    client_secret: ${{GATEWAY_SECRET}}\nskills:\n  default_roots: false\n",
+            upstream.url(),
+            provider.issuer()
+        ),
+    );
+    let state = format!("sqlite:{}", sb.work().join("state.db").display());
+    let mut command = sb.command();
+    command
+        .args(["serve", "--listen", "127.0.0.1:0", "--state", &state])
+        .env("GATEWAY_SECRET", GATEWAY_CLIENT_SECRET);
+    let served = Served::spawn(command);
+    let base = served.url.trim_end_matches("/mcp").to_owned();
+    let token = provider.token_for("alice", &base).await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "teams-test", "version": "1"}}});
+    let (session, answer) = mcp(&served.url, &token, None, init).await;
+    assert!(answer["result"].is_object(), "{answer}");
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "mcp__up__whoami", "arguments": {}}});
+    let (_, answer) = mcp(&served.url, &token, Some(&session), call).await;
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    let me: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {answer}"));
+    assert_eq!(me["sub"], "alice", "{answer}");
+    assert_eq!(me["act"], json!({"sub": GATEWAY_CLIENT_ID}), "{answer}");
+    assert_eq!(provider.token_exchanges(), 1);
+}
