@@ -24,9 +24,8 @@ async fn a_calls_future_is_small_and_the_call_it_makes_works() {
     let host = project.start().await;
     let session = host.session("s").unwrap();
     let table = session.table(Pin::now());
-    let call = session.call(
-        ToolCall::new("mcp__kit__echo", args(json!({"message": "sized"}))).in_table(&table),
-    );
+    let call = session
+        .call(ToolCall::new("mcp__kit__echo", args(json!({"message": "sized"}))).in_table(&table));
     let bytes = std::mem::size_of_val(&call);
     eprintln!("View::call's future: {bytes} bytes");
     assert!(
