@@ -9,8 +9,8 @@ use serde_json::json;
 
 use crate::support::{Project, args, testkit_yaml};
 
-/// The bound a call's future is held to: about twice what it measured
-/// when the bound was set (1.3 KiB would fit in it twice over).
+/// The bound a call's future is held to: a little over twice what it
+/// measured when the bound was set (1,760 bytes, a debug build).
 const MAX_CALL_FUTURE_BYTES: usize = 4096;
 
 #[tokio::test]
