@@ -22,7 +22,7 @@ use parking_lot::Mutex;
 use serde::Deserialize;
 
 use crate::grant::now_secs;
-use crate::oauth_http::read_bounded;
+use crate::oauth_http::{error_code, form_urlencode, read_bounded};
 use crate::secret::Secret;
 
 /// RFC 8693's grant type.
@@ -32,8 +32,6 @@ pub const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_tok
 /// Most delegated tokens kept (callers × servers); past it the entries
 /// that expire first are dropped (their callers exchange again).
 pub const MAX_DELEGATED_TOKENS: usize = 10_000;
-/// Longest `error` code of an issuer's answer repeated in an error.
-const MAX_ERROR_CODE: usize = 64;
 
 /// One caller's token for one server.
 #[derive(Clone)]
@@ -238,15 +236,7 @@ pub async fn exchange(
     let answer: TokenAnswer = serde_json::from_slice(&body)
         .map_err(|_| ExchangeError::BadAnswer(format!("HTTP {}, not JSON", status.as_u16())))?;
     if !status.is_success() || answer.access_token.is_none() {
-        let error = answer.error.as_deref().map_or_else(
-            || format!("HTTP {}", status.as_u16()),
-            |e| {
-                e.chars()
-                    .filter(char::is_ascii_graphic)
-                    .take(MAX_ERROR_CODE)
-                    .collect()
-            },
-        );
+        let error = error_code(answer.error.as_deref(), status.as_u16());
         return Err(ExchangeError::Refused {
             error,
             status: status.as_u16(),
@@ -259,12 +249,6 @@ pub async fn exchange(
         token,
         act,
     })
-}
-
-/// RFC 6749 §2.3.1: the client id and secret are form-encoded before
-/// HTTP Basic.
-fn form_urlencode(text: &str) -> String {
-    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
 /// Claim `name` of `token` read without checking it, when the token is a

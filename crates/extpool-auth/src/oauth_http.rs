@@ -94,3 +94,31 @@ pub async fn read_bounded(mut response: reqwest::Response) -> Result<Vec<u8>, Se
     }
     Ok(body)
 }
+
+/// Longest `error` code of a token endpoint's refusal shown to anyone, in
+/// characters.
+pub const MAX_ERROR_CODE: usize = 64;
+
+/// A token endpoint's `error` code as shown (in a caller's tool error, a
+/// log line): at most [`MAX_ERROR_CODE`] visible ASCII characters of it,
+/// else `HTTP <status>` when it gave none. The one place such a code is
+/// trimmed, for every grant extpool asks for.
+pub fn error_code(error: Option<&str>, status: u16) -> String {
+    let code: String = error
+        .unwrap_or_default()
+        .chars()
+        .filter(char::is_ascii_graphic)
+        .take(MAX_ERROR_CODE)
+        .collect();
+    if code.is_empty() {
+        format!("HTTP {status}")
+    } else {
+        code
+    }
+}
+
+/// RFC 6749 §2.3.1: a client's id and secret are form-encoded before they
+/// go in HTTP Basic.
+pub fn form_urlencode(text: &str) -> String {
+    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}

@@ -38,25 +38,20 @@ pub use settings::{EnterpriseManagedSettings, SettingsError, check_authorization
 
 use serde::Deserialize;
 
+pub use crate::delegated::{ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE_GRANT};
 use crate::grant::{TokenAuthMethod, now_secs};
-use crate::oauth_http::read_bounded;
+use crate::oauth_http::{error_code, form_urlencode, read_bounded};
 use crate::secret::Secret;
 
-/// RFC 8693's grant type.
-pub const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 /// RFC 7523's JWT bearer grant type (how an ID-JAG is redeemed).
 pub const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 /// The token type of an ID-JAG.
 pub const ID_JAG_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id-jag";
-/// RFC 8693's token type of an access token (the caller's, as the subject).
-pub const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
 /// The grant profile an authorization server that accepts ID-JAGs lists in
 /// `authorization_grant_profiles_supported`.
 pub const ID_JAG_GRANT_PROFILE: &str = "urn:ietf:params:oauth:grant-profile:id-jag";
 /// The JWT `typ` of an ID-JAG.
 const ID_JAG_JWT_TYPE: &str = "oauth-id-jag+jwt";
-/// Longest `error` code repeated in an error.
-const MAX_ERROR_CODE: usize = 64;
 
 /// An authorization server and the gateway's registered client at it.
 #[derive(Clone)]
@@ -336,28 +331,6 @@ async fn post(
             why: "no token (not a token response)",
         }),
     }
-}
-
-/// The `error` code as shown: at most [`MAX_ERROR_CODE`] visible ASCII
-/// characters, else `HTTP <status>`.
-fn error_code(error: Option<&str>, status: u16) -> String {
-    let code: String = error
-        .unwrap_or_default()
-        .chars()
-        .filter(char::is_ascii_graphic)
-        .take(MAX_ERROR_CODE)
-        .collect();
-    if code.is_empty() {
-        format!("HTTP {status}")
-    } else {
-        code
-    }
-}
-
-/// RFC 6749 §2.3.1: the client id and secret are form-encoded before
-/// HTTP Basic.
-fn form_urlencode(text: &str) -> String {
-    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
 /// Checks, without the signature (the authorization server's to verify),

@@ -44,7 +44,7 @@ fn error_codes_are_bounded_and_printable() {
     assert_eq!(error_code(None, 502), "HTTP 502");
     assert_eq!(
         error_code(Some(&"x".repeat(500)), 400).len(),
-        MAX_ERROR_CODE
+        crate::oauth_http::MAX_ERROR_CODE
     );
 }
 
