@@ -66,8 +66,14 @@ impl StoreHealth {
         self.failure.lock().clone()
     }
 
+    /// Records the last heartbeat's outcome; the first that reaches the
+    /// store after failures says so (the replica is ready again).
     fn set(&self, failure: Option<String>) {
-        *self.failure.lock() = failure;
+        let recovered = failure.is_none();
+        let was = std::mem::replace(&mut *self.failure.lock(), failure);
+        if recovered && was.is_some() {
+            tracing::info!("the state store answers again: this replica is ready");
+        }
     }
 }
 
