@@ -42,11 +42,11 @@ use serde_json::json;
 
 use extpool_host::core::Principal;
 
-use crate::gateway::Shared;
 use crate::handler::GatewayHandler;
 use crate::handler::source_tools::sources_json;
 use crate::sessions::ids::shown;
 use crate::sessions::{CreateRequest, SessionError, Sessions};
+use crate::shared::Shared;
 
 /// What the API routes need.
 #[derive(Clone)]
@@ -219,7 +219,7 @@ fn summary(
 /// with what the replica answering knows of it — whether it is open here
 /// (`open_here`) and its requests in flight here (`in_flight`).
 pub(crate) fn session_rows(
-    shared: &crate::gateway::Shared,
+    shared: &crate::shared::Shared,
     sessions: &[extpool_state::SessionSummary],
     principal: Option<&Principal>,
 ) -> Vec<serde_json::Value> {

@@ -22,10 +22,10 @@ use serde_json::Value;
 
 use crate::client_peer::ClientPeer;
 use crate::convert;
-use crate::gateway::Shared;
 use crate::lists;
 use crate::names::{Names, NamesCache};
 use crate::sessions::OpenSession;
+use crate::shared::Shared;
 use crate::skills;
 use exchange::Exchange;
 
@@ -309,7 +309,7 @@ impl GatewayHandler {
             return Ok(());
         }
         // The slot was taken before rmcp made the session
-        // (`--max-sessions`, crate::front::live).
+        // (`--max-sessions`, crate::held::live).
         let id = self.shared.session_id();
         // The view's id has a `/`, which no durable session's id has: a
         // durable session named like this one can never share its view.

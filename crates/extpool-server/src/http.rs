@@ -17,7 +17,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, any, get};
 use tokio::net::TcpListener;
 
-use crate::gateway::{Gateway, GatewayError, Shared};
+use crate::gateway::{Gateway, GatewayError};
+use crate::shared::Shared;
 
 /// Path of the MCP endpoint.
 pub const MCP_PATH: &str = "/mcp";

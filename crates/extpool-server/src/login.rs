@@ -19,16 +19,18 @@
 //! A caller has one login per server at a time — asking again answers
 //! the one waiting, so no second client is registered upstream — and at
 //! most [`MAX_PENDING_PER_CALLER`] waiting at once; every caller
-//! together at most [`MAX_PENDING`]. Both bounds hold before discovery
+//! together at most [`MAX_PENDING`] (both kept by [`crate::held::logins`]). Both bounds hold before discovery
 //! and registration begin.
 //!
 //! The caller's sessions then reach the server with its grant: new
 //! sessions at once, open ones on their next refresh (or when the failed
 //! server is listed again). A login never touches another caller's grant.
+//!
+//! [`MAX_PENDING_PER_CALLER`]: crate::held::logins::MAX_PENDING_PER_CALLER
+//! [`MAX_PENDING`]: crate::held::logins::MAX_PENDING
 
 mod browser;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,189 +46,16 @@ use tokio::sync::{oneshot, watch};
 
 pub(crate) use browser::{callback, confirm, confirm_page};
 
-use crate::gateway::Shared;
+pub(crate) use crate::held::logins::{Key, LoginStatus, Reservation, Reserved, Waiting};
+use crate::shared::Shared;
 
 pub(crate) use crate::paths::{CALLBACK_PATH, LOGIN_PAGE_PATH};
 /// How long a login waits for its browser to come back.
 const LOGIN_PATIENCE: Duration = Duration::from_secs(600);
-/// Most logins waiting for their browser at once (every caller together).
-const MAX_PENDING: usize = 256;
-/// Most logins one caller has waiting at once (each for another server).
-pub(crate) const MAX_PENDING_PER_CALLER: usize = 4;
-/// Most (caller, server) login statuses kept; past it, the finished ones
-/// are forgotten (a caller asking again is told `none`).
-const MAX_STATUSES: usize = 4096;
 /// Longest wait of `GET /v1/login/{server}?wait_ms=`.
 const WAIT_MAX_MS: u64 = 60_000;
 /// How long a second start of a login waits for the first one's URL.
 const START_PATIENCE: Duration = Duration::from_secs(60);
-
-/// A login's caller (its owner key) and server.
-pub(crate) type Key = (String, String);
-
-/// How one caller's login to one server stands.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
-pub(crate) enum LoginStatus {
-    /// No login was started here (or one is starting).
-    None,
-    /// Waiting for the browser at `authorization_url` (the gateway's
-    /// login page).
-    Pending {
-        /// Where the caller's browser goes.
-        authorization_url: String,
-    },
-    /// The grant is stored.
-    Done,
-    /// It failed, and why.
-    Failed {
-        /// The error, whole.
-        error: String,
-    },
-}
-
-/// One login waiting for its caller's browser, by its `state`.
-pub(crate) struct Waiting {
-    /// Whose login, to which server.
-    pub key: Key,
-    /// Who will be logged in, as the login page names it.
-    pub who: String,
-    /// The identity provider's authorization URL (the page's button leads
-    /// there).
-    pub authorization_url: String,
-    /// Whether the gateway is reached over https (the cookie is `Secure`).
-    pub secure: bool,
-    /// SHA-256 of the cookie of the browser that confirmed the login last;
-    /// none until one did.
-    pub bound: Option<[u8; 32]>,
-    /// Where the browser's return goes: the redirect URL, or why the
-    /// login ends without it.
-    pub redirect: oneshot::Sender<Result<String, String>>,
-}
-
-/// The gateway's logins in progress.
-#[derive(Default)]
-pub(crate) struct Logins {
-    /// The servers each caller has a login starting or waiting for.
-    reserved: Mutex<HashMap<String, Vec<String>>>,
-    /// Redirects awaited, by their `state`.
-    waiting: Mutex<HashMap<String, Waiting>>,
-    /// Each (caller, server)'s login, as it changes.
-    status: Mutex<HashMap<Key, watch::Sender<LoginStatus>>>,
-}
-
-/// What [`Logins::reserve`] found.
-enum Reserved {
-    /// A new login may start: the reservation ends when it is dropped.
-    New(Reservation),
-    /// The caller has a login to this server starting or waiting already.
-    Existing,
-    /// A bound is reached (the refusal, in words).
-    Full(String),
-}
-
-/// A caller's login to one server, from its start to its end.
-struct Reservation {
-    shared: Arc<Shared>,
-    key: Key,
-}
-
-impl Reservation {
-    /// Ends the login with `status`: its outcome is told and its place
-    /// freed at once (whoever sees the outcome may start another).
-    fn finish(self, status: LoginStatus) {
-        let mut reserved = self.shared.access.logins.reserved.lock();
-        release(&mut reserved, &self.key);
-        self.shared.access.logins.set(&self.key, status);
-    }
-}
-
-impl Drop for Reservation {
-    fn drop(&mut self) {
-        release(&mut self.shared.access.logins.reserved.lock(), &self.key);
-    }
-}
-
-/// Frees `key`'s place among the reserved logins (if it still has one).
-fn release(reserved: &mut HashMap<String, Vec<String>>, key: &Key) {
-    if let Some(servers) = reserved.get_mut(&key.0) {
-        servers.retain(|s| *s != key.1);
-        if servers.is_empty() {
-            reserved.remove(&key.0);
-        }
-    }
-}
-
-impl Logins {
-    /// The status of `key`, made `none` when there is none (within the
-    /// bound).
-    fn entry<T>(&self, key: &Key, with: impl FnOnce(&watch::Sender<LoginStatus>) -> T) -> T {
-        let mut status = self.status.lock();
-        if !status.contains_key(key) && status.len() >= MAX_STATUSES {
-            status.retain(|_, s| matches!(*s.borrow(), LoginStatus::Pending { .. }));
-        }
-        let sender = status
-            .entry(key.clone())
-            .or_insert_with(|| watch::Sender::new(LoginStatus::None));
-        with(sender)
-    }
-
-    pub(crate) fn status_of(&self, key: &Key) -> watch::Receiver<LoginStatus> {
-        self.entry(key, watch::Sender::subscribe)
-    }
-
-    fn set(&self, key: &Key, status: LoginStatus) {
-        self.entry(key, |sender| {
-            sender.send_replace(status);
-        });
-    }
-
-    /// Reserves `key`'s login within the bounds; a new one's status is
-    /// `none` until it has its URL (an earlier login's outcome is no
-    /// longer its news).
-    fn reserve(&self, shared: &Arc<Shared>, key: &Key) -> Reserved {
-        let mut reserved = self.reserved.lock();
-        let (caller, server) = key;
-        let mine = reserved.get(caller).map_or(&[][..], Vec::as_slice);
-        if mine.contains(server) {
-            return Reserved::Existing;
-        }
-        if mine.len() >= MAX_PENDING_PER_CALLER {
-            return Reserved::Full(format!(
-                "{MAX_PENDING_PER_CALLER} of your logins already wait for your browser ({}); finish or wait for one of them",
-                mine.join(", ")
-            ));
-        }
-        if reserved.values().map(Vec::len).sum::<usize>() >= MAX_PENDING {
-            return Reserved::Full(format!(
-                "{MAX_PENDING} logins already wait for their browsers; try again later"
-            ));
-        }
-        reserved
-            .entry(caller.clone())
-            .or_default()
-            .push(server.clone());
-        self.set(key, LoginStatus::None);
-        Reserved::New(Reservation {
-            shared: shared.clone(),
-            key: key.clone(),
-        })
-    }
-
-    /// Takes the login waiting for `state`, if any.
-    pub(crate) fn take(&self, state: &str) -> Option<Waiting> {
-        self.waiting.lock().remove(state)
-    }
-
-    /// Runs `with` on the login waiting for `state`, if any.
-    pub(crate) fn with_waiting<T>(
-        &self,
-        state: &str,
-        with: impl FnOnce(&mut Waiting) -> T,
-    ) -> Option<T> {
-        self.waiting.lock().get_mut(state).map(with)
-    }
-}
 
 /// The authorizer of one login: the redirect is the gateway's own
 /// callback; the login page's URL goes to whoever asked.
@@ -286,7 +115,7 @@ impl PendingRedirect for GatewayRedirect {
         let state = state_of(authorization_url)
             .ok_or_else(|| AuthorizeError("the authorization URL carries no state".into()))?;
         let (tx, rx) = oneshot::channel();
-        self.shared.access.logins.waiting.lock().insert(
+        self.shared.access.logins.wait(
             state.clone(),
             Waiting {
                 key: self.key.clone(),
@@ -301,7 +130,7 @@ impl PendingRedirect for GatewayRedirect {
             let _ = url.send(login_page_url(&self.base, &state));
         }
         let came = tokio::time::timeout(LOGIN_PATIENCE, rx).await;
-        self.shared.access.logins.waiting.lock().remove(&state);
+        self.shared.access.logins.take(&state);
         match came {
             Ok(Ok(Ok(redirect))) => Ok(redirect),
             Ok(Ok(Err(why))) => Err(AuthorizeError(why)),
@@ -353,7 +182,7 @@ pub(crate) async fn begin(
         return Err(BeginError::NotPerUser);
     };
     let key: Key = (principal.owner(), server.to_owned());
-    let reservation = match shared.access.logins.reserve(shared, &key) {
+    let reservation = match shared.access.logins.reserve(&key) {
         Reserved::New(reservation) => reservation,
         Reserved::Existing => return waiting_one(shared, &key).await,
         Reserved::Full(why) => return Err(BeginError::Busy(why)),
@@ -556,24 +385,5 @@ mod tests {
         let page = login_page_url("http://127.0.0.1:9", "a/b+c");
         assert_eq!(page, "http://127.0.0.1:9/oauth/login?state=a%2Fb%2Bc");
         assert_eq!(state_of(&page).as_deref(), Some("a/b+c"));
-    }
-
-    #[test]
-    fn the_statuses_stay_bounded_and_keep_the_logins_still_waiting() {
-        let logins = Logins::default();
-        let key = |i: usize| (format!("caller-{i}"), "server".to_owned());
-        let waiting = LoginStatus::Pending {
-            authorization_url: "https://as.example/authorize".to_owned(),
-        };
-        logins.set(&key(0), waiting.clone());
-        for i in 1..MAX_STATUSES * 2 {
-            logins.set(&key(i), LoginStatus::Done);
-            assert!(logins.status.lock().len() <= MAX_STATUSES);
-        }
-        assert_eq!(*logins.status_of(&key(0)).borrow(), waiting);
-        assert_eq!(
-            *logins.status_of(&key(MAX_STATUSES * 2 - 1)).borrow(),
-            LoginStatus::Done
-        );
     }
 }

@@ -22,7 +22,6 @@
 //! with `textContent` only: every value is text, never markup.
 
 pub(crate) mod events;
-pub(crate) mod feed;
 pub(crate) mod snapshot;
 
 use std::sync::Arc;
@@ -33,10 +32,9 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get};
 use extpool_host::core::Principal;
-use parking_lot::Mutex;
 use tokio::sync::watch;
 
-use crate::gateway::Shared;
+use crate::shared::Shared;
 
 /// The path of the page's event stream.
 pub const EVENTS_PATH: &str = "/v1/page/events";
@@ -56,54 +54,6 @@ const STYLE: &str = include_str!("page/app.css");
 /// Only this gateway's own script, style sheet and stream; nothing inline,
 /// nothing from elsewhere; never framed.
 const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
-
-/// What the page's streams share: the last calls, when each revision was
-/// published, a counter moved when sessions change through the API, and
-/// the streams open with the events made for them.
-#[derive(Debug)]
-pub(crate) struct PageState {
-    /// The last tool calls.
-    pub feed: feed::Feed,
-    /// The event streams open, bounded ([`events`]).
-    pub streams: events::PageStreams,
-    /// The revision last seen published and when (Unix ms).
-    published: Mutex<(u64, u64)>,
-    /// Moved by whatever changes what the page shows without another
-    /// signal (a session made or deleted).
-    changed: watch::Sender<u64>,
-}
-
-impl PageState {
-    /// At most `max_streams` event streams, each reader at most
-    /// `stream_bytes` behind.
-    pub(crate) fn new(max_streams: usize, stream_bytes: usize) -> Self {
-        Self {
-            feed: feed::Feed::default(),
-            streams: events::PageStreams::new(max_streams, stream_bytes),
-            published: Mutex::new((0, 0)),
-            changed: watch::Sender::new(0),
-        }
-    }
-}
-
-impl PageState {
-    /// Tells the page's streams to look again.
-    pub(crate) fn touch(&self) {
-        self.changed.send_modify(|n| *n += 1);
-    }
-
-    /// When `revision` was published (first seen), Unix ms; `None` for 0.
-    pub(crate) fn published_ms(&self, revision: u64) -> Option<u64> {
-        if revision == 0 {
-            return None;
-        }
-        let mut published = self.published.lock();
-        if published.0 != revision {
-            *published = (revision, crate::audit::now_ms());
-        }
-        Some(published.1)
-    }
-}
 
 /// Notes each revision's publication as it happens (for "published at").
 pub(crate) async fn follow(shared: Arc<Shared>) {
@@ -180,7 +130,7 @@ impl Signals {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         Self {
             calls: shared.ops.page.feed.changes(),
-            changed: shared.ops.page.changed.subscribe(),
+            changed: shared.ops.page.changes(),
             cycles: shared.host.catalog().cycles(),
             discovery: shared.host.discovery_updates(),
             health: shared.host.health().subscribe(),

@@ -15,37 +15,30 @@
 //! for an id nobody made), and its per-session servers never start for
 //! them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use extpool_host::McpServerConfig;
 use extpool_host::core::Principal;
-use extpool_state::{
-    NameAuthority, NewSession, RefreshOutcome, ReplicaId, Session, SessionId, StateError,
-    StateStore, StoreEvent,
-};
+use extpool_state::{NameAuthority, NewSession, Session, SessionId, StateError, StoreEvent};
 use parking_lot::{Mutex, RwLock};
-use serde::Serialize;
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::gateway::Shared;
 use crate::notify::{ListKind, Notifier};
+use crate::shared::Shared;
 
 mod admission;
-mod error;
-pub(crate) mod ids;
-mod open;
+mod follow;
 pub mod replica;
 
-pub use error::SessionError;
-pub use open::OpenSession;
-use open::{follow, visible};
+pub use crate::held::sessions::{OpenSession, RefreshResponse, SessionError, Sessions};
+pub(crate) use crate::held::sessions::{ids, visible};
+use follow::follow;
 
 /// How many of its next made ids a create without an id tries.
 const MADE_ID_TRIES: usize = 64;
 
-/// Default most per-session servers open at once, across sessions.
-pub const DEFAULT_MAX_SESSION_SERVERS: usize = 64;
+pub use crate::options::DEFAULT_MAX_SESSION_SERVERS;
 
 /// What a client asks for when it creates a session.
 #[derive(Debug, Default, serde::Deserialize)]
@@ -63,30 +56,6 @@ pub struct CreateRequest {
     pub auto_grant: bool,
 }
 
-/// The answer to a refresh.
-#[derive(Debug, Clone, Serialize)]
-pub struct RefreshResponse {
-    /// The session.
-    pub session: String,
-    /// The catalog revision this refresh pinned (a newer one may be
-    /// published by the time the answer arrives).
-    pub revision: u64,
-    /// The replica that served the refresh: [`RefreshResponse::revision`]
-    /// is that replica's revision (each replica numbers its own).
-    pub replica: String,
-    /// Whether the reconciliation cycle it ran published anything new.
-    pub cycle_changed: bool,
-    /// Whether the union added a name to the authority.
-    pub authority_changed: bool,
-    /// The names it added.
-    pub added: Vec<String>,
-    /// Names granted now, in all.
-    pub granted: u64,
-    /// Names active now that it was not granted: past the most one session
-    /// holds, or refused by the store's rule of names.
-    pub not_granted: u64,
-}
-
 /// A session just made.
 pub(crate) struct Created {
     /// As stored.
@@ -98,115 +67,7 @@ pub(crate) struct Created {
     pub not_granted: usize,
 }
 
-/// Every session of the gateway.
-pub struct Sessions {
-    store: StateStore,
-    replica: ReplicaId,
-    open: Mutex<HashMap<String, Arc<OpenSession>>>,
-    /// Serializes opening, so one session is never opened twice.
-    opening: tokio::sync::Mutex<()>,
-    accept_servers: bool,
-    max_servers: usize,
-    /// Most sessions one principal holds in the store.
-    per_principal: usize,
-}
-
 impl Sessions {
-    /// Sessions kept in `store`, served by replica `replica`;
-    /// `accept_servers`: whether clients may bring per-session servers, at
-    /// most `max_servers` open at once on this replica; at most
-    /// `per_principal` sessions of one principal in the store.
-    pub fn new(
-        store: StateStore,
-        replica: ReplicaId,
-        accept_servers: bool,
-        max_servers: usize,
-        per_principal: usize,
-    ) -> Self {
-        Self {
-            store: store.for_replica(replica.clone()),
-            replica,
-            open: Mutex::new(HashMap::new()),
-            opening: tokio::sync::Mutex::new(()),
-            accept_servers,
-            max_servers,
-            per_principal,
-        }
-    }
-
-    /// The store.
-    pub fn store(&self) -> &StateStore {
-        &self.store
-    }
-
-    /// This replica's id.
-    pub fn replica(&self) -> &ReplicaId {
-        &self.replica
-    }
-
-    /// Whether clients may bring per-session servers.
-    pub fn accepts_servers(&self) -> bool {
-        self.accept_servers
-    }
-
-    /// The stored session `principal` means by `id` ([`ids::candidates`])
-    /// if it may act on it; to anyone else it does not exist.
-    pub(crate) async fn stored_for(
-        &self,
-        id: &str,
-        principal: &Principal,
-    ) -> Result<Session, SessionError> {
-        for key in ids::candidates(id, principal)? {
-            match self.store.get(&key).await {
-                Ok(stored) if principal.may_act_on(stored.summary.owner.as_deref()) => {
-                    return Ok(stored);
-                }
-                Ok(_) | Err(StateError::NotFound { .. }) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(Self::not_found(id))
-    }
-
-    /// The answer for an id `principal` has no session of: another
-    /// principal's session answers exactly so.
-    fn not_found(id: &str) -> SessionError {
-        match SessionId::new(id) {
-            Ok(session) => StateError::NotFound { session }.into(),
-            Err(e) => e.into(),
-        }
-    }
-
-    /// The stored id of the session `principal` means by `id`, if it may
-    /// act on it: the key of every map of sessions (open sessions, their
-    /// endpoints' MCP sessions).
-    pub(crate) async fn resolve(
-        &self,
-        id: &str,
-        principal: &Principal,
-    ) -> Result<SessionId, SessionError> {
-        if let Some(open) = self.held_for(id, principal)? {
-            return Ok(open.id.clone());
-        }
-        Ok(self.stored_for(id, principal).await?.summary.id)
-    }
-
-    /// Whether session `id` (a whole id) exists, open here or stored.
-    async fn exists(&self, id: &SessionId) -> Result<bool, SessionError> {
-        if self.open.lock().contains_key(id.as_str()) {
-            return Ok(true);
-        }
-        match self.store.get(id).await {
-            Ok(_) => Ok(true),
-            Err(StateError::NotFound { .. }) => Ok(false),
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    fn open_servers(&self) -> usize {
-        self.open.lock().values().map(|s| s.servers.len()).sum()
-    }
-
     /// Creates a session: its per-session servers started in its view, and
     /// every name active in it now granted (as many as a session holds:
     /// [`OpenSession::grantable`]).
@@ -322,26 +183,6 @@ impl Sessions {
         open
     }
 
-    /// The session `principal` means by `id` ([`ids::candidates`]) if it
-    /// is open here and `principal` may act on it (`Ok(None)`: not open
-    /// here, or not its).
-    fn held_for(
-        &self,
-        id: &str,
-        principal: &Principal,
-    ) -> Result<Option<Arc<OpenSession>>, SessionError> {
-        for key in ids::candidates(id, principal)? {
-            let held = self.open.lock().get(key.as_str()).cloned();
-            if let Some(open) = held
-                && principal.may_act_on(open.owner.as_deref())
-            {
-                open.touch();
-                return Ok(Some(open));
-            }
-        }
-        Ok(None)
-    }
-
     /// The open session `id` if `principal` may act on it, opening it
     /// from the store when it is not (after a restart: its per-session
     /// servers start again — never for another principal).
@@ -367,27 +208,6 @@ impl Sessions {
         let open = self.keep_open(shared, open).await;
         tracing::debug!(session = %id, replica = %self.replica, "session opened from the store");
         Ok(open)
-    }
-
-    /// Records in the store that this replica holds session `id` open; a
-    /// failure only leaves the record out (the session works).
-    async fn hold(&self, id: &SessionId) {
-        if let Err(e) = self.store.hold(id, &self.replica).await {
-            tracing::warn!(session = %id, "cannot record that this replica holds the session: {e}");
-        }
-    }
-
-    /// Holds every open session again (after this replica was swept).
-    pub(crate) async fn hold_all(&self) {
-        let ids: Vec<SessionId> = self.open.lock().values().map(|o| o.id.clone()).collect();
-        for id in ids {
-            self.hold(&id).await;
-        }
-    }
-
-    /// The session `id` if this replica has it open.
-    pub(crate) fn open_here(&self, id: &str) -> Option<Arc<OpenSession>> {
-        self.open.lock().get(id).cloned()
     }
 
     /// Reads the session's authority from the store again (another replica
@@ -518,34 +338,6 @@ impl Sessions {
         self.refresh_open(&open).await
     }
 
-    /// Refreshes open session `open` (its own client asked, through
-    /// RefreshMcpSources).
-    pub(crate) async fn refresh_open(
-        &self,
-        open: &Arc<OpenSession>,
-    ) -> Result<RefreshResponse, SessionError> {
-        let cycle = open.view.reconcile_now().await;
-        let revision = open.view.revision().number();
-        let held = self.store.authority(&open.id).await?;
-        let (names, not_granted) = open.grantable(self.store.limits(), &held);
-        let outcome: RefreshOutcome = self.store.refresh(&open.id, names, revision).await?;
-        let authority = self.store.authority(&open.id).await?;
-        open.set_authority(authority);
-        if outcome.changed {
-            open.notifier.notify(ListKind::Tools).await;
-        }
-        Ok(RefreshResponse {
-            session: open.id.as_str().to_owned(),
-            revision: outcome.revision,
-            replica: self.replica.as_str().to_owned(),
-            cycle_changed: cycle.changed,
-            authority_changed: outcome.changed,
-            added: outcome.added,
-            granted: outcome.granted_count,
-            not_granted: not_granted as u64,
-        })
-    }
-
     /// Deletes session `id`: closes its view (its per-session servers
     /// stop) and removes it from the store. Returns the servers' names.
     /// `DELETE /v1/sessions/{id}` and the session's own `CloseSession`
@@ -593,17 +385,5 @@ impl Sessions {
             count += 1;
         }
         count
-    }
-
-    /// Closes every open session's view (the store keeps them) and
-    /// unregisters this replica: it holds nothing any more.
-    pub async fn close_all(&self) {
-        let open: Vec<Arc<OpenSession>> = self.open.lock().drain().map(|(_, s)| s).collect();
-        for session in open {
-            session.view.close().await;
-        }
-        if let Err(e) = self.store.unregister_replica(&self.replica).await {
-            tracing::warn!(replica = %self.replica, "cannot unregister this replica: {e}");
-        }
     }
 }

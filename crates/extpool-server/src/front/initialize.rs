@@ -2,7 +2,7 @@
 //! ([`initialize`]) — the endpoint's handler made and initialized in the
 //! HTTP task, the answer `application/json` with the new `Mcp-Session-Id`
 //! (random, 128 bits) — and the client's `initialize` parameters are kept
-//! in the state store when there is one ([`crate::front::resume`]'s record), so
+//! in the state store when there is one ([`crate::held::resume`]'s record), so
 //! any replica resumes the session ([`resume`]) by initializing a handler
 //! from them again.
 
@@ -17,9 +17,9 @@ use rmcp::model::{InitializeRequestParams, RequestId, ServerJsonRpcMessage, Serv
 
 use super::session::Session;
 use crate::client_peer::{ClientPeer, Outbound};
-use crate::front::live::Key;
-use crate::gateway::Shared;
 use crate::handler::GatewayHandler;
+use crate::held::live::Key;
+use crate::shared::Shared;
 
 /// The session header.
 pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
@@ -147,7 +147,7 @@ async fn claim(
         .ops
         .metrics
         .refused(crate::metrics::Refusal::Sessions);
-    let full = crate::front::live::Full {
+    let full = crate::held::live::Full {
         max,
         frees_in: None,
         idle: options.session_idle_timeout,

@@ -28,9 +28,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::client_peer::ClientPeer;
-use crate::gateway::Shared;
 use crate::handler::GatewayHandler;
 use crate::notify::Listener;
+use crate::shared::Shared;
 use crate::subscriptions::MAX_PER_SESSION;
 
 /// How many notifications wait for one slow listener; past it new ones
@@ -80,7 +80,7 @@ pub(super) async fn serve(
     request: SubscriptionsListenRequest,
 ) -> Response {
     let Listening { messages, guard } = open(handler, id, request).await;
-    let response = super::replay::listen(messages, CancellationToken::new());
+    let response = crate::held::replay::listen(messages, CancellationToken::new());
     match guard {
         Some(guard) => super::running::holding(response, guard),
         None => response,

@@ -12,7 +12,7 @@
 //!   so no client waits for an answer;
 //! - the transport's rules of streamable HTTP ([`refusals`]): media types,
 //!   the version header, `_meta` against it, what needs a session;
-//! - the session's slot and activity ([`crate::front::live`]): a new or resumed
+//! - the session's slot and activity ([`crate::held::live`]): a new or resumed
 //!   session takes a slot (at the limit: HTTP 503 saying when one frees),
 //!   a request id in flight on the session is refused at once, and the
 //!   session is busy while a request or stream is open;
@@ -55,35 +55,28 @@ use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcRequest};
 use serde_json::Value;
 
 use crate::check::Message;
-use crate::front::live::{Busy, Key, Refused};
-use crate::gateway::Shared;
 use crate::handler::caller::Caller;
+use crate::held::live::{Busy, Key, Refused};
 use crate::methods::Era;
 use crate::metrics::Refusal;
+use crate::shared::Shared;
 use crate::shutdown::Stream;
 
 pub(crate) mod event_ids;
 mod initialize;
-pub(crate) mod kept;
 mod listen;
-pub(crate) mod live;
 pub(crate) mod reaper;
 mod refusals;
-mod replay;
-pub(crate) mod resume;
 mod running;
 mod session;
 pub(crate) mod standard_headers;
 mod stateless;
 
+pub(crate) use crate::held::replay::event_stream;
 pub(crate) use initialize::MakeHandler;
-pub(crate) use replay::event_stream;
 pub(crate) use session::Session;
 
 use initialize::SESSION_HEADER;
-
-/// Default time a request body has to arrive in full.
-pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub(crate) use crate::guard::too_large;
 
@@ -524,7 +517,7 @@ async fn in_session(
                 StatusCode::TOO_MANY_REQUESTS,
                 message.id.as_ref(),
                 -32000,
-                &crate::front::live::too_many_requests(),
+                &crate::held::live::too_many_requests(),
             );
         }
         Err(Refused::Full(full)) => return refuse_full(shared, message, &full),
@@ -550,7 +543,7 @@ async fn in_session(
     // The session is resumed: the requests waiting for it go on.
     drop(resuming);
     let method = parts.method.clone();
-    let response = match live.session(&key) {
+    let response = match live.session::<Session>(&key) {
         Some(session) => {
             let caller = Caller::of(shared, principal.clone()).presenting(&parts.extensions);
             in_own_session(shared, &key, &session, (parts, read), caller).await
@@ -665,7 +658,7 @@ fn get(session: &Arc<Session>, headers: &axum::http::HeaderMap) -> Response {
             "Conflict: this session's GET stream is open already; one at a time",
         );
     };
-    replay::listen(messages, outbound.closed().clone())
+    crate::held::replay::listen(messages, outbound.closed().clone())
 }
 
 /// An `initialize` on its way: where, what the check said of it, and who
@@ -726,7 +719,7 @@ async fn record_owner(shared: &Shared, endpoint: &str, id: &str, owner: Option<&
 /// The answer at a session limit: HTTP 503 (the gateway's) or 429 (the
 /// caller's own), `Retry-After`, and the JSON-RPC error saying when a
 /// slot frees.
-fn refuse_full(shared: &Shared, message: &Message, full: &crate::front::live::Full) -> Response {
+fn refuse_full(shared: &Shared, message: &Message, full: &crate::held::live::Full) -> Response {
     shared.ops.metrics.refused(Refusal::Sessions);
     let mut answer = rpc_error(
         StatusCode::from_u16(full.status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE),

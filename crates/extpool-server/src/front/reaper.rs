@@ -1,5 +1,5 @@
 //! The one reaper: ends what has been idle for `--session-idle-timeout` —
-//! MCP sessions with no request or stream open ([`crate::front::live`]), and
+//! MCP sessions with no request or stream open ([`crate::held::live`]), and
 //! durable sessions whose endpoint has none (their view and per-session
 //! servers close; their record stays in the store and opens again on its
 //! next request).
@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::{Instant, MissedTickBehavior};
 
-use crate::gateway::Shared;
+use crate::shared::Shared;
 
 /// How often the reaper looks: a quarter of the idle timeout, within
 /// these bounds, so a session ends at most a quarter late.

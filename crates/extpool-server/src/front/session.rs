@@ -80,7 +80,7 @@ pub(crate) struct Session {
     /// Numbers the requests sent to the client.
     next_ask: AtomicU64,
     /// The answers made as streams, for a client that resumes one.
-    pub(super) replays: super::replay::Replays,
+    pub(super) replays: crate::held::replay::Replays,
 }
 
 impl std::fmt::Debug for Session {
@@ -108,7 +108,7 @@ impl Session {
             in_flight: Mutex::new(HashMap::new()),
             asked: Mutex::new(HashMap::new()),
             next_ask: AtomicU64::new(0),
-            replays: super::replay::Replays::new(kept),
+            replays: crate::held::replay::Replays::new(kept),
         })
     }
 
@@ -363,5 +363,11 @@ impl extpool_host::CallClient for Client {
         if !sent {
             tracing::debug!("a log message was dropped: the client reads too slowly");
         }
+    }
+}
+
+impl crate::held::live::HeldSession for Session {
+    fn end(&self) {
+        Session::end(self);
     }
 }

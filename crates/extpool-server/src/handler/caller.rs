@@ -42,7 +42,7 @@ pub(crate) struct Caller {
 impl Caller {
     /// The caller `principal` of a request to the gateway `shared`: its
     /// rate bucket, its table not yet resolved.
-    pub(crate) fn of(shared: &crate::gateway::Shared, principal: Arc<Principal>) -> Self {
+    pub(crate) fn of(shared: &crate::shared::Shared, principal: Arc<Principal>) -> Self {
         let rate = shared
             .access
             .rate_limits

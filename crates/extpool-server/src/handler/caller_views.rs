@@ -7,41 +7,19 @@
 
 use extpool_host::View;
 use extpool_host::core::Principal;
-use parking_lot::Mutex;
 
-use crate::gateway::Shared;
-
-/// Most callers whose own view for requests without a session is kept
-/// (the least recently used is closed first; made again on its caller's
-/// next request).
-const KEPT: usize = 256;
-
-/// Each caller's own view for requests without a session (2026-07-28
-/// requests on `/mcp`), most recently used first.
-#[derive(Default)]
-pub(crate) struct CallerViews {
-    views: Mutex<Vec<(String, View)>>,
-    /// One caller's view is made once.
-    making: tokio::sync::Mutex<()>,
-}
+use crate::shared::Shared;
 
 /// `principal`'s own view for requests without a session: the gateway's
 /// policy, and its per-caller servers with its own grant.
 pub(crate) async fn stateless_view(shared: &Shared, principal: &Principal) -> View {
     let owner = principal.owner();
     let kept = &shared.access.callers;
-    let found = |views: &mut Vec<(String, View)>| {
-        let i = views.iter().position(|(o, _)| *o == owner)?;
-        let entry = views.remove(i);
-        let view = entry.1.clone();
-        views.insert(0, entry);
-        Some(view)
-    };
-    if let Some(view) = found(&mut kept.views.lock()) {
+    if let Some(view) = kept.find(&owner) {
         return view;
     }
-    let _making = kept.making.lock().await;
-    if let Some(view) = found(&mut kept.views.lock()) {
+    let _making = kept.making().await;
+    if let Some(view) = kept.find(&owner) {
         return view;
     }
     // A `/` is in no durable session's id, so no session's view is this.
@@ -55,16 +33,8 @@ pub(crate) async fn stateless_view(shared: &Shared, principal: &Principal) -> Vi
     };
     view.set_policy(shared.access.policy.clone());
     register(shared, &view, Some(owner.clone())).await;
-    let evicted = {
-        let mut views = kept.views.lock();
-        views.insert(0, (owner, view.clone()));
-        if views.len() > KEPT {
-            views.pop()
-        } else {
-            None
-        }
-    };
-    if let Some((_, old)) = evicted {
+    let evicted = kept.keep(owner, view.clone());
+    if let Some(old) = evicted {
         tokio::spawn(async move { old.close().await });
     }
     view

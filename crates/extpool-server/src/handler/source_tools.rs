@@ -15,8 +15,8 @@ use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::json;
 
-use crate::gateway::Shared;
 use crate::sessions::OpenSession;
+use crate::shared::Shared;
 
 /// The gateway's own built-ins, listed after the catalog's.
 pub const TOOLS: [BuiltinTool; 2] = [BuiltinTool::ListMcpSources, BuiltinTool::RefreshMcpSources];

@@ -33,7 +33,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
 use super::{LoginStatus, Waiting};
-use crate::gateway::Shared;
+use crate::shared::Shared;
 
 /// How long the callback's page waits for the code exchange to end.
 const OUTCOME_PATIENCE: Duration = Duration::from_secs(30);

@@ -20,188 +20,21 @@
 //! [`GatewayOptions::max_page_streams`]: crate::GatewayOptions::max_page_streams
 //! [`GatewayOptions::page_stream_bytes`]: crate::GatewayOptions::page_stream_bytes
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use parking_lot::Mutex;
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::gateway::Shared;
+use crate::held::page::streams::{Frame, Handed, Made, Reader};
+use crate::shared::Shared;
 
 /// How long a stream may stay quiet before a comment is sent on it.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
-
-/// One event as the producer made it, numbered so a stream knows whether
-/// it sent it.
-#[derive(Clone)]
-struct Made {
-    number: u64,
-    bytes: Bytes,
-}
-
-/// The newest event of each kind.
-#[derive(Clone, Default)]
-struct Frame {
-    tools: Option<Made>,
-    snapshot: Option<Made>,
-}
-
-/// One open stream: what its connection holds unwritten, how far behind
-/// its reader is, and how to drop it.
-struct Reader {
-    outstanding: AtomicUsize,
-    behind: AtomicUsize,
-    cut: Option<CancellationToken>,
-}
-
-/// Every page stream, the newest events, and the bounds.
-pub(crate) struct PageStreams {
-    max_streams: usize,
-    max_behind: usize,
-    open: Mutex<HashMap<u64, Arc<Reader>>>,
-    next: AtomicU64,
-    latest: watch::Sender<Frame>,
-    /// A stream opened (the producer wakes when nothing is rendered).
-    opened: Notify,
-    dropped: AtomicU64,
-    refused: AtomicU64,
-}
-
-impl std::fmt::Debug for PageStreams {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PageStreams")
-            .field("open", &self.open.lock().len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl PageStreams {
-    /// At most `max_streams` streams, each reader at most `max_behind`
-    /// bytes behind.
-    pub(crate) fn new(max_streams: usize, max_behind: usize) -> Self {
-        Self {
-            max_streams,
-            max_behind,
-            open: Mutex::new(HashMap::new()),
-            next: AtomicU64::new(0),
-            latest: watch::Sender::new(Frame::default()),
-            opened: Notify::new(),
-            dropped: AtomicU64::new(0),
-            refused: AtomicU64::new(0),
-        }
-    }
-
-    /// Registers a stream whose connection `cut` closes; `None` past the
-    /// limit.
-    fn register(&self, cut: Option<CancellationToken>) -> Option<(u64, Arc<Reader>)> {
-        let reader = Arc::new(Reader {
-            outstanding: AtomicUsize::new(0),
-            behind: AtomicUsize::new(0),
-            cut,
-        });
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        {
-            let mut open = self.open.lock();
-            if open.len() >= self.max_streams {
-                self.refused.fetch_add(1, Ordering::Relaxed);
-                return None;
-            }
-            open.insert(id, reader.clone());
-        }
-        self.opened.notify_one();
-        Some((id, reader))
-    }
-
-    /// Counts `bytes` of new events against every reader that has not
-    /// written all it was given; drops those past the bound.
-    fn made(&self, bytes: usize) {
-        let mut open = self.open.lock();
-        open.retain(|_, reader| {
-            if reader.outstanding.load(Ordering::Acquire) == 0 {
-                return true;
-            }
-            let behind = reader.behind.fetch_add(bytes, Ordering::AcqRel) + bytes;
-            if behind <= self.max_behind {
-                return true;
-            }
-            let Some(cut) = &reader.cut else {
-                return true;
-            };
-            cut.cancel();
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-            tracing::info!(
-                behind,
-                limit = self.max_behind,
-                "an operator page stream was dropped: its reader fell behind (--page-stream-bytes)"
-            );
-            false
-        });
-    }
-
-    fn is_empty(&self) -> bool {
-        self.open.lock().is_empty()
-    }
-
-    /// Its gauge and counters, in Prometheus' text format (`/metrics`).
-    pub(crate) fn render(&self, out: &mut String) {
-        use std::fmt::Write as _;
-        let _ = write!(
-            out,
-            "# HELP extpool_page_streams Operator page event streams open.\n\
-             # TYPE extpool_page_streams gauge\n\
-             extpool_page_streams {}\n\
-             # HELP extpool_page_streams_dropped_total Operator page streams dropped because their reader fell behind.\n\
-             # TYPE extpool_page_streams_dropped_total counter\n\
-             extpool_page_streams_dropped_total {}\n\
-             # HELP extpool_page_streams_refused_total Operator page streams refused past --max-page-streams.\n\
-             # TYPE extpool_page_streams_refused_total counter\n\
-             extpool_page_streams_refused_total {}\n",
-            self.open.lock().len(),
-            self.dropped.load(Ordering::Relaxed),
-            self.refused.load(Ordering::Relaxed),
-        );
-    }
-}
-
-/// Bytes of an event handed to a stream's connection: counted as its
-/// reader's until the connection has written them (and drops them).
-struct Handed {
-    bytes: Bytes,
-    reader: Arc<Reader>,
-}
-
-impl Handed {
-    fn hand(bytes: Bytes, reader: &Arc<Reader>) -> Bytes {
-        reader.outstanding.fetch_add(bytes.len(), Ordering::AcqRel);
-        Bytes::from_owner(Handed {
-            bytes,
-            reader: reader.clone(),
-        })
-    }
-}
-
-impl AsRef<[u8]> for Handed {
-    fn as_ref(&self) -> &[u8] {
-        &self.bytes
-    }
-}
-
-impl Drop for Handed {
-    fn drop(&mut self) {
-        let len = self.bytes.len();
-        if self.reader.outstanding.fetch_sub(len, Ordering::AcqRel) == len {
-            // Everything given was written: the reader keeps up.
-            self.reader.behind.store(0, Ordering::Release);
-        }
-    }
-}
 
 /// An SSE event `kind` whose data is `value` as JSON.
 fn event(kind: &str, value: &serde_json::Value) -> Bytes {

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use extpool_host::{ServerConnection, ServerState};
 use serde_json::{Value, json};
 
-use crate::gateway::Shared;
+use crate::shared::Shared;
 
 /// Most sessions shown (the page says when there are more).
 const SESSIONS_SHOWN: usize = 200;

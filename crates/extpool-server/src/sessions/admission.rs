@@ -6,7 +6,7 @@ use extpool_host::McpServerConfig;
 use extpool_host::core::address::{AddressRefused, AddressRule};
 
 use super::SessionError;
-use crate::gateway::Shared;
+use crate::shared::Shared;
 
 /// A per-session server must be a remote one unless the gateway accepts
 /// session commands ([`crate::GatewayOptions::session_commands`]): a

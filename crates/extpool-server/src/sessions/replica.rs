@@ -16,13 +16,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use extpool_state::ReplicaId;
-use parking_lot::Mutex;
 
-use crate::gateway::Shared;
+use crate::shared::Shared;
 
-/// Default time between heartbeats; a replica silent for
-/// [`LEASE_BEATS`] of them is taken for gone.
-pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(5);
+pub use crate::options::DEFAULT_HEARTBEAT;
 
 /// How many heartbeats a replica may miss before it is swept.
 pub const LEASE_BEATS: u32 = 3;
@@ -51,30 +48,6 @@ pub fn default_replica_id() -> ReplicaId {
         RandomState::new().hash_one((std::process::id(), std::time::SystemTime::now())) & 0xff_ffff;
     ReplicaId::new(format!("{host}-{suffix:06x}"))
         .unwrap_or_else(|_| ReplicaId::new(format!("extpool-{suffix:06x}")).expect("a valid id"))
-}
-
-/// The health of this replica's link to the state store.
-#[derive(Default)]
-pub(crate) struct StoreHealth {
-    /// The last heartbeat's failure, if it failed.
-    failure: Mutex<Option<String>>,
-}
-
-impl StoreHealth {
-    /// `None` when the last heartbeat reached the store, else why not.
-    pub(crate) fn failure(&self) -> Option<String> {
-        self.failure.lock().clone()
-    }
-
-    /// Records the last heartbeat's outcome; the first that reaches the
-    /// store after failures says so (the replica is ready again).
-    fn set(&self, failure: Option<String>) {
-        let recovered = failure.is_none();
-        let was = std::mem::replace(&mut *self.failure.lock(), failure);
-        if recovered && was.is_some() {
-            tracing::info!("the state store answers again: this replica is ready");
-        }
-    }
 }
 
 /// The time between heartbeats asked for, at least 50 ms.

@@ -6,10 +6,10 @@
 //! gateway's state store, one per endpoint (`/mcp`, or a durable
 //! session's `/sessions/{id}/mcp`), resumable on that endpoint only: the
 //! replica a request of an unknown session id reaches loads it, makes a
-//! fresh handler and initializes it again ([`crate::front`]), so the
+//! fresh handler and initializes it again (the front end does), so the
 //! client never notices. The upstream connections the resumed session
 //! uses are that replica's own. Which session ids are resumed at all,
-//! and by one request at a time, is [`crate::front`]'s to decide: only
+//! and by one request at a time, is the front end's to decide: only
 //! those the store keeps a record of. A caller's MCP sessions are counted
 //! in the store too ([`Resumable::claim`]), so `sessions_per_principal`
 //! holds across the replicas sharing it.

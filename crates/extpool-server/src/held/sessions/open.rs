@@ -8,8 +8,7 @@ use extpool_host::{Grants, Pin, View, ViewPolicy};
 use extpool_state::{NameAuthority, SessionId};
 use parking_lot::{Mutex, RwLock};
 
-use crate::gateway::Shared;
-use crate::notify::{ListKind, Notifier};
+use crate::notify::Notifier;
 
 /// One open session.
 pub struct OpenSession {
@@ -28,14 +27,14 @@ pub struct OpenSession {
     pub notifier: Notifier,
     /// The gateway's policy for durable sessions (its own tools with
     /// `CloseSession`), which its own adds its grants to.
-    pub(super) base: Arc<ViewPolicy>,
+    pub(crate) base: Arc<ViewPolicy>,
     /// When it was last used (opened, refreshed, or asked for by its
     /// endpoint).
-    pub(super) last_used: Mutex<tokio::time::Instant>,
+    pub(crate) last_used: Mutex<tokio::time::Instant>,
     /// Cancelled when the session is closed for good (`CloseSession`,
     /// `DELETE /v1/sessions/{id}`, or either through another replica):
     /// its calls in flight end saying so ([`OpenSession::closed_message`]).
-    pub(super) closed: tokio_util::sync::CancellationToken,
+    pub(crate) closed: tokio_util::sync::CancellationToken,
 }
 
 impl OpenSession {
@@ -108,7 +107,7 @@ impl OpenSession {
     /// ([`fair_share`]); and how many are left out. A name the store would
     /// refuse is left out too, so no one upstream's names stop a create or
     /// a refresh.
-    pub(super) fn grantable(
+    pub(crate) fn grantable(
         &self,
         limits: &extpool_state::Limits,
         granted: &NameAuthority,
@@ -139,7 +138,7 @@ impl OpenSession {
 /// the room per server — a server with fewer names gets all of its own and
 /// the others share what it leaves — each server's first in catalog
 /// order. Returns them and how many are left out.
-pub(super) fn fair_share(candidates: Vec<(String, Arc<str>)>, room: usize) -> (Vec<String>, usize) {
+pub(crate) fn fair_share(candidates: Vec<(String, Arc<str>)>, room: usize) -> (Vec<String>, usize) {
     let total = candidates.len();
     if total <= room {
         return (candidates.into_iter().map(|(name, _)| name).collect(), 0);
@@ -189,37 +188,8 @@ pub(super) fn fair_share(candidates: Vec<(String, Arc<str>)>, room: usize) -> (V
     (names, left_out)
 }
 
-/// Notifies the session's clients whenever what it may see changes (a
-/// granted name vanishing or returning); a name that is only available is
-/// not announced until a refresh grants it.
-pub(super) fn follow(shared: &Shared, open: &Arc<OpenSession>) {
-    let weak = Arc::downgrade(open);
-    let stop = shared.front.stop.clone();
-    let changes = open.view.changes();
-    tokio::spawn(async move {
-        use futures::StreamExt;
-        let mut changes = Box::pin(changes);
-        let mut last = weak.upgrade().map(|o| visible(&o));
-        loop {
-            let event = tokio::select! {
-                e = changes.next() => e,
-                () = stop.cancelled() => None,
-            };
-            if event.is_none() {
-                return;
-            }
-            let Some(open) = weak.upgrade() else { return };
-            let now = visible(&open);
-            if last.as_ref() != Some(&now) {
-                open.notifier.notify(ListKind::Tools).await;
-                last = Some(now);
-            }
-        }
-    });
-}
-
 /// The tool names a session's clients see now (its table's).
-pub(super) fn visible(open: &OpenSession) -> Vec<String> {
+pub(crate) fn visible(open: &OpenSession) -> Vec<String> {
     open.view
         .table(Pin::now())
         .visible()

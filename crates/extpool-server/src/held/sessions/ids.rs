@@ -54,7 +54,7 @@ fn within(id: &str, owner: Option<&str>) -> String {
 /// `owner` chooses for a new session. An id the store would refuse is
 /// refused with the store's words; one shaped like a whole id, or too long
 /// to take the owner's digest, with what to choose instead.
-pub(super) fn chosen(id: &str, owner: Option<&str>) -> Result<SessionId, SessionError> {
+pub(crate) fn chosen(id: &str, owner: Option<&str>) -> Result<SessionId, SessionError> {
     SessionId::new(id)?;
     if is_whole(id) {
         return Err(SessionError::ReservedId {

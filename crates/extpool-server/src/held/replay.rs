@@ -1,4 +1,4 @@
-//! The SSE answers made in the HTTP task ([`crate::inline`]), kept so a
+//! The SSE answers made in the HTTP task by the front end, kept so a
 //! client whose connection broke resumes them: each stream's events are
 //! numbered (`index/i<stream>`, the first a priming event with the
 //! reconnection delay), held while the call runs and for a while after,
@@ -214,7 +214,7 @@ where
         .into_response()
 }
 
-/// An own session's `GET` stream ([`crate::front`]): each of `messages` as
+/// An own session's `GET` stream (the front end's): each of `messages` as
 /// an event, a comment when it has been quiet for [`KEEP_ALIVE`], until
 /// the session ends (`closed`) or nothing more can come.
 pub(crate) fn listen(

@@ -6,7 +6,7 @@
 //!   must resume from the store): at the limit the client is refused at
 //!   once, told when the longest-idle session expires, and no session is
 //!   made for it. A session id nobody issued takes no slot: it is unknown
-//!   whatever the slots ([`crate::front`] looks for its record first).
+//!   whatever the slots (the front end looks for its record first).
 //! - A session resumed here is held from the moment its first request is
 //!   admitted ([`Live::resume`]), with that request's id, under the same
 //!   lock: a request arriving while it runs finds the session held (an id
@@ -22,6 +22,7 @@
 //! - Requests on an endpoint are counted too, so the reaper never closes a
 //!   durable session while one of its requests is on its way in.
 
+use std::any::Any;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,16 +33,34 @@ use tokio::time::Instant;
 
 pub(crate) use crate::wire::{MAX_REQUESTS_IN_FLIGHT, too_many_requests};
 
+mod guards;
+mod refused;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use guards::{Arriving, Busy, Resuming, Slot};
+pub(crate) use refused::{Full, Refused};
+
+/// What answers a held session's requests, as the table knows it: ended
+/// when the table stops holding it. The front end's session is the one
+/// kind; the table holds it without naming it (and gives it back by its
+/// type, [`Live::session`]), so the hub that owns the table names nothing
+/// of the front end and no import circle runs through it.
+pub(crate) trait HeldSession: Any + Send + Sync + std::fmt::Debug {
+    /// Ends the session: its stream ends, its calls are cancelled.
+    fn end(&self);
+}
+
 /// Where a session lives: the endpoint (`""` for `/mcp`, else the durable
 /// session's id) and the `Mcp-Session-Id` the front end gave it.
 pub(crate) type Key = (String, String);
 
 #[derive(Debug)]
 struct Entry {
-    /// What answers its requests ([`crate::front::Session`]), once its
+    /// What answers its requests (the front end's session), once its
     /// `initialize` was answered (or its resume done); dropped with the
     /// entry.
-    session: Option<Arc<crate::front::Session>>,
+    session: Option<Arc<dyn HeldSession>>,
     /// Requests and streams open now.
     open: usize,
     /// When the last of them ended (or the session began).
@@ -71,7 +90,7 @@ impl Entry {
 impl Drop for Entry {
     fn drop(&mut self) {
         // Its session ends with it (its stream ends, its calls are
-        // cancelled; crate::front).
+        // cancelled; see the front end).
         if let Some(session) = &self.session {
             session.end();
         }
@@ -138,75 +157,6 @@ impl State {
             self.remove(&key);
         }
     }
-}
-
-/// Why a session could not be given a slot.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Full {
-    /// The limit.
-    pub max: usize,
-    /// When the longest-idle session (of the caller, when `own`) expires,
-    /// if any is idle.
-    pub frees_in: Option<Duration>,
-    /// The idle timeout.
-    pub idle: Duration,
-    /// Whether the caller holds as many as one caller may
-    /// (`--sessions-per-principal`); else the gateway is full
-    /// (`--max-sessions`).
-    pub own: bool,
-}
-
-impl Full {
-    /// The message a refused client reads.
-    pub(crate) fn message(&self) -> String {
-        let when = match self.frees_in {
-            Some(d) => format!(
-                "the longest-idle one expires in {} s (--session-idle-timeout {}); retry then",
-                d.as_secs().max(1),
-                self.idle.as_secs()
-            ),
-            None => format!(
-                "every one has a request or stream open; a session expires {} s after its last request ends (--session-idle-timeout)",
-                self.idle.as_secs()
-            ),
-        };
-        if self.own {
-            return format!(
-                "you hold {} MCP sessions on this extpool gateway, the most one caller may (gateway.limits.sessions_per_principal, extpool serve --sessions-per-principal): end one you no longer use (HTTP DELETE with its Mcp-Session-Id), or {when}",
-                self.max
-            );
-        }
-        format!(
-            "this extpool gateway holds at most {} MCP sessions at once (extpool serve --max-sessions) and all are taken: {when}",
-            self.max
-        )
-    }
-
-    /// The HTTP status of the refusal: 429 when the caller holds its most
-    /// (it may end one of its own), 503 when the gateway is full.
-    pub(crate) fn status(&self) -> u16 {
-        if self.own { 429 } else { 503 }
-    }
-
-    /// Seconds for a `Retry-After` header.
-    pub(crate) fn retry_after(&self) -> u64 {
-        self.frees_in
-            .map_or(self.idle.as_secs(), |d| d.as_secs())
-            .max(1)
-    }
-}
-
-/// Why a request was not admitted to its session.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Refused {
-    /// Its id is already in flight on the session.
-    DuplicateId,
-    /// The session has [`MAX_REQUESTS_IN_FLIGHT`] requests open.
-    TooMany,
-    /// The session is not held here (unknown, or made elsewhere).
-    NotHeld,
-    /// The session is not held here and every slot is taken.
-    Full(Full),
 }
 
 /// The live sessions of this replica.
@@ -317,7 +267,7 @@ impl Live {
 
     /// Keeps `session` as what answers session `key`'s requests, for as
     /// long as the session is held here.
-    pub(crate) fn set_session(&self, key: &Key, session: Arc<crate::front::Session>) {
+    pub(crate) fn set_session(&self, key: &Key, session: Arc<dyn HeldSession>) {
         if let Some(entry) = self.state.lock().sessions.get_mut(key) {
             entry.session = Some(session);
         }
@@ -335,9 +285,12 @@ impl Live {
             .collect()
     }
 
-    /// What answers session `key`'s requests, if it is held here.
-    pub(crate) fn session(&self, key: &Key) -> Option<Arc<crate::front::Session>> {
-        self.state.lock().sessions.get(key)?.session.clone()
+    /// What answers session `key`'s requests, if it is held here and is
+    /// an `S` (the front end's sessions are the only kind it holds).
+    pub(crate) fn session<S: HeldSession>(&self, key: &Key) -> Option<Arc<S>> {
+        let held = self.state.lock().sessions.get(key)?.session.clone()?;
+        let any: Arc<dyn Any + Send + Sync> = held;
+        any.downcast().ok()
     }
 
     /// Forgets session `key` (its client ended it, or it expired).
@@ -476,296 +429,5 @@ impl Live {
             state.remove(key);
         }
         expired
-    }
-}
-
-/// A reserved slot; given back on drop unless the session was made.
-#[derive(Debug)]
-pub(crate) struct Slot {
-    live: Option<Arc<Live>>,
-    /// Whose session it is for.
-    owner: Option<String>,
-}
-
-impl Slot {
-    /// The session `key` was made (or resumed): it takes the slot.
-    pub(crate) fn fill(mut self, key: Key) {
-        if let Some(live) = self.live.take() {
-            let mut state = live.state.lock();
-            state.reserved -= 1;
-            state.uncount(&self.owner);
-            if !state.sessions.contains_key(&key) {
-                let owner = std::mem::take(&mut self.owner);
-                state.insert(key, Entry::new(owner));
-            }
-        }
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        if let Some(live) = self.live.take() {
-            let mut state = live.state.lock();
-            state.reserved -= 1;
-            state.uncount(&self.owner);
-        }
-    }
-}
-
-/// A request or stream of a session, in flight.
-#[derive(Debug)]
-pub(crate) struct Busy {
-    live: Arc<Live>,
-    key: Key,
-    id: Option<String>,
-    /// The resume of its session under way when it was admitted, if any.
-    resume: Option<watch::Receiver<()>>,
-}
-
-impl Busy {
-    /// Waits until the resume of its session that was under way when this
-    /// request was admitted is done (at once if there was none), so no
-    /// request is answered by a session still being resumed.
-    pub(crate) async fn until_resumed(&mut self) {
-        if let Some(mut resume) = self.resume.take() {
-            // Ends when the resuming request drops its `Resuming`.
-            while resume.changed().await.is_ok() {}
-        }
-    }
-}
-
-/// A session being resumed by the request that holds this: requests
-/// admitted to it meanwhile wait until this drops.
-#[derive(Debug)]
-pub(crate) struct Resuming {
-    live: Arc<Live>,
-    key: Key,
-    /// This resume's mark on the entry.
-    resuming: watch::Receiver<()>,
-    /// Dropped with this: what the waiting requests wait for.
-    _done: watch::Sender<()>,
-}
-
-impl Drop for Resuming {
-    fn drop(&mut self) {
-        let mut state = self.live.state.lock();
-        if let Some(entry) = state.sessions.get_mut(&self.key)
-            && entry
-                .resuming
-                .as_ref()
-                .is_some_and(|r| r.same_channel(&self.resuming))
-        {
-            entry.resuming = None;
-        }
-    }
-}
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        let mut state = self.live.state.lock();
-        if let Some(entry) = state.sessions.get_mut(&self.key) {
-            entry.open = entry.open.saturating_sub(1);
-            entry.last = Instant::now();
-            if let Some(id) = &self.id {
-                entry.ids.remove(id);
-            }
-        }
-    }
-}
-
-/// A request on an endpoint, on its way in.
-#[derive(Debug)]
-pub(crate) struct Arriving {
-    live: Arc<Live>,
-    endpoint: String,
-}
-
-impl Drop for Arriving {
-    fn drop(&mut self) {
-        let mut state = self.live.state.lock();
-        if let Some(n) = state.endpoints.get_mut(&self.endpoint) {
-            *n -= 1;
-            if *n == 0 {
-                state.endpoints.remove(&self.endpoint);
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn key(id: &str) -> Key {
-        (String::new(), id.to_owned())
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn slots_are_bounded_and_the_refusal_says_when_one_frees() {
-        let live = Arc::new(Live::new(2, 2, Duration::from_secs(60)));
-        live.reserve(None).unwrap().fill(key("a"));
-        tokio::time::advance(Duration::from_secs(10)).await;
-        let b = live.reserve(None).unwrap();
-        let full = live.reserve(None).unwrap_err();
-        assert_eq!(full.frees_in, Some(Duration::from_secs(50)), "{full:?}");
-        assert!(
-            full.message().contains("expires in 50 s"),
-            "{}",
-            full.message()
-        );
-        assert_eq!(full.retry_after(), 50);
-        drop(b);
-        assert_eq!(live.taken(), 1, "an unfilled slot is given back");
-        let _again = live.reserve(None).unwrap();
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_busy_session_never_expires_and_an_idle_one_does() {
-        let live = Arc::new(Live::new(8, 8, Duration::from_secs(60)));
-        live.reserve(None).unwrap().fill(key("busy"));
-        live.reserve(None).unwrap().fill(key("idle"));
-        let stream = live.admit(&key("busy"), None).unwrap();
-        tokio::time::advance(Duration::from_secs(61)).await;
-        assert_eq!(live.expire(Instant::now()), vec![key("idle")]);
-        let full = Live::new(1, 1, Duration::from_secs(60));
-        let full = Arc::new(full);
-        full.reserve(None).unwrap().fill(key("x"));
-        let _busy = full.admit(&key("x"), None).unwrap();
-        assert_eq!(full.reserve(None).unwrap_err().frees_in, None);
-        drop(stream);
-        tokio::time::advance(Duration::from_secs(59)).await;
-        assert!(live.expire(Instant::now()).is_empty());
-        tokio::time::advance(Duration::from_secs(1)).await;
-        assert_eq!(live.expire(Instant::now()), vec![key("busy")]);
-        assert_eq!(live.taken(), 0);
-    }
-
-    #[test]
-    fn a_request_id_in_flight_is_refused_until_it_ends() {
-        let live = Arc::new(Live::new(8, 8, Duration::from_secs(60)));
-        assert_eq!(
-            live.admit(&key("s"), Some("1")).unwrap_err(),
-            Refused::NotHeld
-        );
-        live.reserve(None).unwrap().fill(key("s"));
-        live.reserve(None).unwrap().fill(key("t"));
-        let first = live.admit(&key("s"), Some("1")).unwrap();
-        assert_eq!(
-            live.admit(&key("s"), Some("1")).unwrap_err(),
-            Refused::DuplicateId
-        );
-        let _other_session = live.admit(&key("t"), Some("1")).unwrap();
-        let _other_id = live.admit(&key("s"), Some("\"1\"")).unwrap();
-        drop(first);
-        let _again = live.admit(&key("s"), Some("1")).unwrap();
-    }
-
-    #[tokio::test]
-    async fn a_resumed_session_holds_its_first_requests_id_and_resumes_once() {
-        let live = Arc::new(Live::new(2, 2, Duration::from_secs(60)));
-        let (first, resuming) = live
-            .resume(&key("r"), Some("alice".into()), Some("42"))
-            .unwrap();
-        let resuming = resuming.expect("not held: this request resumes it");
-        assert_eq!(live.owner(&key("r")), Some(Some("alice".into())));
-        // While it runs, its id is in use, and another resume finds the
-        // session held: admitted (no second slot), to wait for the first.
-        assert_eq!(
-            live.admit(&key("r"), Some("42")).unwrap_err(),
-            Refused::DuplicateId
-        );
-        assert_eq!(
-            live.resume(&key("r"), None, Some("42")).unwrap_err(),
-            Refused::DuplicateId
-        );
-        let (mut other, again) = live.resume(&key("r"), None, Some("43")).unwrap();
-        assert!(again.is_none(), "one resume at a time");
-        assert_eq!(live.taken(), 1);
-        {
-            let mut waiting = std::pin::pin!(other.until_resumed());
-            assert!(
-                futures::poll!(waiting.as_mut()).is_pending(),
-                "waits for the resume"
-            );
-            drop(resuming);
-            waiting.await;
-        }
-        drop(other);
-        drop(first);
-        let _reused = live.admit(&key("r"), Some("42")).unwrap();
-        let mut plain = live.admit(&key("r"), Some("44")).unwrap();
-        plain.until_resumed().await;
-    }
-
-    #[test]
-    fn a_resume_at_the_limit_is_refused_and_one_that_came_to_nothing_is_forgotten() {
-        let live = Arc::new(Live::new(1, 1, Duration::from_secs(60)));
-        let (busy, resuming) = live.resume(&key("a"), None, None).unwrap();
-        assert!(matches!(
-            live.resume(&key("b"), None, Some("1")).unwrap_err(),
-            Refused::Full(Full { max: 1, .. })
-        ));
-        let other = live.admit(&key("a"), Some("2")).unwrap();
-        drop(resuming);
-        drop(busy);
-        live.forget_unused(&key("a"));
-        assert!(live.holds(&key("a")), "a request of it is still open");
-        drop(other);
-        live.forget_unused(&key("a"));
-        assert!(!live.holds(&key("a")));
-        assert_eq!(live.taken(), 0);
-    }
-
-    #[test]
-    fn an_endpoint_with_a_request_on_its_way_is_not_idle() {
-        let live = Arc::new(Live::new(8, 8, Duration::from_secs(60)));
-        let arriving = live.arriving("d1");
-        assert!(!live.if_endpoint_idle("d1", || panic!("busy")));
-        drop(arriving);
-        let mut ran = false;
-        assert!(live.if_endpoint_idle("d1", || ran = true));
-        assert!(ran);
-        live.reserve(None).unwrap().fill(("d1".into(), "m".into()));
-        assert!(!live.if_endpoint_idle("d1", || panic!("held")));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn one_owner_holds_at_most_its_share_and_is_told_when_one_of_its_own_frees() {
-        let live = Arc::new(Live::new(8, 2, Duration::from_secs(60)));
-        let alice = || Some("alice".to_owned());
-        live.reserve(alice()).unwrap().fill(key("a1"));
-        tokio::time::advance(Duration::from_secs(10)).await;
-        live.reserve(None).unwrap().fill(key("local"));
-        let pending = live.reserve(alice()).unwrap();
-        let full = live.reserve(alice()).unwrap_err();
-        assert!(full.own && full.max == 2, "{full:?}");
-        assert_eq!(full.status(), 429);
-        assert_eq!(full.frees_in, Some(Duration::from_secs(50)), "{full:?}");
-        assert!(
-            full.message().contains("the most one caller may"),
-            "{}",
-            full.message()
-        );
-        // Others are not held back by her.
-        live.reserve(Some("bob".into())).unwrap().fill(key("b1"));
-        // A slot given back, a session ended, a resume: counted as hers.
-        drop(pending);
-        live.reserve(alice()).unwrap().fill(key("a2"));
-        assert!(live.reserve(alice()).unwrap_err().own);
-        live.forget(&key("a1"));
-        let (busy, resuming) = live.resume(&key("a3"), alice(), None).unwrap();
-        assert!(matches!(
-            live.resume(&key("a4"), alice(), None),
-            Err(Refused::Full(Full { own: true, .. }))
-        ));
-        drop((busy, resuming));
-        live.forget_endpoint("");
-        assert_eq!(live.taken(), 0);
-        assert!(live.state.lock().owners.is_empty());
-        // The gateway's own limit is said as such.
-        let small = Arc::new(Live::new(1, 1, Duration::from_secs(60)));
-        small.reserve(alice()).unwrap().fill(key("x"));
-        let full = small.reserve(None).unwrap_err();
-        assert!(!full.own && full.status() == 503, "{full:?}");
     }
 }
