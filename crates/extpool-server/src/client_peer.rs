@@ -13,7 +13,10 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use rmcp::RoleServer;
-use rmcp::model::{InitializeRequestParams, ServerJsonRpcMessage, ServerNotification};
+use rmcp::model::{
+    GetMeta, InitializeRequestParams, RequestId, ServerJsonRpcMessage, ServerNotification,
+    SubscriptionFilter,
+};
 use rmcp::service::Peer;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -36,7 +39,7 @@ pub(crate) enum ClientPeer {
     Own(Arc<Outbound>),
     /// A 2026-07-28 client's `subscriptions/listen` stream (no session):
     /// what it is sent carries the subscription's id.
-    Listener(Arc<crate::notify::Listener>),
+    Listener(Arc<Listener>),
 }
 
 impl std::fmt::Debug for ClientPeer {
@@ -173,6 +176,54 @@ impl OutState {
             self.waiting.pop_front();
         }
         self.waiting.push_back(message);
+    }
+}
+
+/// A 2026-07-28 client's `subscriptions/listen` stream that the gateway
+/// answers itself (the HTTP front end): what it accepted, and the stream.
+pub(crate) struct Listener {
+    id: RequestId,
+    accepted: SubscriptionFilter,
+    stream: mpsc::Sender<ServerJsonRpcMessage>,
+}
+
+impl Listener {
+    /// The listener of subscription `id` (its request's id), which
+    /// accepted `accepted`, writing to `stream`.
+    pub(crate) fn new(
+        id: RequestId,
+        accepted: SubscriptionFilter,
+        stream: mpsc::Sender<ServerJsonRpcMessage>,
+    ) -> Self {
+        Self {
+            id,
+            accepted,
+            stream,
+        }
+    }
+
+    /// What its client accepted to be told.
+    pub(crate) fn accepted(&self) -> &SubscriptionFilter {
+        &self.accepted
+    }
+
+    /// Sends `notification` on its stream, under its id; `Err` when the
+    /// stream has no room or its client went away.
+    pub(crate) fn send(&self, mut notification: ServerNotification) -> Result<(), String> {
+        notification
+            .get_meta_mut()
+            .set_subscription_id(self.id.clone());
+        self.stream
+            .try_send(ServerJsonRpcMessage::notification(notification))
+            .map_err(|e| match e {
+                mpsc::error::TrySendError::Full(_) => "the listen stream is full".to_owned(),
+                mpsc::error::TrySendError::Closed(_) => "the listen stream ended".to_owned(),
+            })
+    }
+
+    /// Whether its client went away.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.stream.is_closed()
     }
 }
 

@@ -15,13 +15,12 @@ use extpool_host::{HostEvent, Pin, View};
 use futures::StreamExt;
 use parking_lot::Mutex;
 use rmcp::model::{
-    GetMeta, PromptListChangedNotification, RequestId, ResourceListChangedNotification,
-    ServerJsonRpcMessage, ServerNotification, SubscriptionFilter, ToolListChangedNotification,
+    PromptListChangedNotification, ResourceListChangedNotification, ServerNotification,
+    SubscriptionFilter, ToolListChangedNotification,
 };
 use rmcp::service::{SubscriptionSendError, SubscriptionSink};
-use tokio::sync::mpsc;
 
-use crate::client_peer::ClientPeer;
+use crate::client_peer::{ClientPeer, Listener};
 
 /// Most clients kept for notifications; past it the oldest are dropped
 /// (they still work; they re-list on their own).
@@ -65,54 +64,11 @@ impl ListKind {
     }
 }
 
-/// A 2026-07-28 client's `subscriptions/listen` stream that the gateway
-/// answers itself (the HTTP front end): what it accepted, and the stream.
-pub(crate) struct Listener {
-    id: RequestId,
-    accepted: SubscriptionFilter,
-    stream: mpsc::Sender<ServerJsonRpcMessage>,
-}
-
-impl Listener {
-    /// The listener of subscription `id` (its request's id), which
-    /// accepted `accepted`, writing to `stream`.
-    pub(crate) fn new(
-        id: RequestId,
-        accepted: SubscriptionFilter,
-        stream: mpsc::Sender<ServerJsonRpcMessage>,
-    ) -> Self {
-        Self {
-            id,
-            accepted,
-            stream,
-        }
-    }
-
-    /// Tells it `kind` changed, if it accepted that; dropped when its
-    /// stream has no room.
-    fn tell(&self, kind: ListKind) {
-        if kind.asked_in(&self.accepted) {
-            let _ = self.send(kind.changed());
-        }
-    }
-
-    /// Sends `notification` on its stream, under its id; `Err` when the
-    /// stream has no room or its client went away.
-    pub(crate) fn send(&self, mut notification: ServerNotification) -> Result<(), String> {
-        notification
-            .get_meta_mut()
-            .set_subscription_id(self.id.clone());
-        self.stream
-            .try_send(ServerJsonRpcMessage::notification(notification))
-            .map_err(|e| match e {
-                mpsc::error::TrySendError::Full(_) => "the listen stream is full".to_owned(),
-                mpsc::error::TrySendError::Closed(_) => "the listen stream ended".to_owned(),
-            })
-    }
-
-    /// Whether its client went away.
-    pub(crate) fn is_closed(&self) -> bool {
-        self.stream.is_closed()
+/// Tells `listener` that `kind` changed, if it accepted that; dropped
+/// when its stream has no room.
+fn tell(listener: &Listener, kind: ListKind) {
+    if kind.asked_in(listener.accepted()) {
+        let _ = listener.send(kind.changed());
     }
 }
 
@@ -161,7 +117,7 @@ impl Notifier {
         let listening = {
             let mut listeners = self.listeners.lock();
             listeners.retain(|l| !l.is_closed());
-            listeners.iter().for_each(|l| l.tell(kind));
+            listeners.iter().for_each(|l| tell(l, kind));
             listeners.len()
         };
         let peers: Vec<ClientPeer> = std::mem::take(&mut *self.peers.lock());
@@ -280,6 +236,8 @@ impl Fingerprints {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rmcp::model::RequestId;
+    use tokio::sync::mpsc;
 
     #[tokio::test]
     async fn a_listener_hears_only_the_kinds_it_accepted_under_its_id() {

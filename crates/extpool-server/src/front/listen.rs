@@ -28,8 +28,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::client_peer::ClientPeer;
+use crate::client_peer::Listener;
 use crate::handler::GatewayHandler;
-use crate::notify::Listener;
 use crate::shared::Shared;
 use crate::subscriptions::MAX_PER_SESSION;
 

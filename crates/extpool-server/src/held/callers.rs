@@ -16,6 +16,7 @@ pub(crate) const KEPT: usize = 256;
 /// used first.
 #[derive(Default)]
 pub(crate) struct CallerViews {
+    /// Each caller's (by owner key) view, most recently used first.
     views: Mutex<Vec<(String, View)>>,
     /// One caller's view is made once.
     making: tokio::sync::Mutex<()>,

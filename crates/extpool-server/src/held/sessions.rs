@@ -47,14 +47,21 @@ pub struct RefreshResponse {
     pub not_granted: u64,
 }
 
-/// Every session of the gateway.
+/// Every session of the gateway: what the store keeps and what this
+/// replica has open. Making, opening, reloading and closing one (which
+/// need the whole gateway) are methods of the sessions module.
 pub struct Sessions {
+    /// The store, as this replica's (it records what the replica holds).
     pub(crate) store: StateStore,
+    /// This replica's id among those sharing the store.
     pub(crate) replica: ReplicaId,
+    /// The sessions open here, by their whole id.
     pub(crate) open: Mutex<HashMap<String, Arc<OpenSession>>>,
     /// Serializes opening, so one session is never opened twice.
     pub(crate) opening: tokio::sync::Mutex<()>,
+    /// Whether clients may bring per-session servers.
     pub(crate) accept_servers: bool,
+    /// Most per-session servers open at once on this replica.
     pub(crate) max_servers: usize,
     /// Most sessions one principal holds in the store.
     pub(crate) per_principal: usize,

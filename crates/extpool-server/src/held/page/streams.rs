@@ -18,35 +18,49 @@ use tokio_util::sync::CancellationToken;
 /// it sent it.
 #[derive(Clone)]
 pub(crate) struct Made {
+    /// Its number among the events made.
     pub(crate) number: u64,
+    /// The SSE event, whole.
     pub(crate) bytes: Bytes,
 }
 
 /// The newest event of each kind.
 #[derive(Clone, Default)]
 pub(crate) struct Frame {
+    /// The newest `tools` event.
     pub(crate) tools: Option<Made>,
+    /// The newest `snapshot` event.
     pub(crate) snapshot: Option<Made>,
 }
 
 /// One open stream: what its connection holds unwritten, how far behind
 /// its reader is, and how to drop it.
 pub(crate) struct Reader {
+    /// Bytes handed to its connection and not yet written.
     pub(crate) outstanding: AtomicUsize,
+    /// Bytes of events made since it last wrote all it was given.
     pub(crate) behind: AtomicUsize,
+    /// Closes its connection (none: one that cannot be cut).
     pub(crate) cut: Option<CancellationToken>,
 }
 
 /// Every page stream, the newest events, and the bounds.
 pub(crate) struct PageStreams {
+    /// Most streams open at once.
     pub(crate) max_streams: usize,
+    /// Most bytes a reader may fall behind.
     pub(crate) max_behind: usize,
+    /// The streams open, by their number.
     pub(crate) open: Mutex<HashMap<u64, Arc<Reader>>>,
+    /// The next stream's number.
     pub(crate) next: AtomicU64,
+    /// The newest events, which every stream sends.
     pub(crate) latest: watch::Sender<Frame>,
     /// A stream opened (the producer wakes when nothing is rendered).
     pub(crate) opened: Notify,
+    /// Streams dropped for falling behind, ever.
     pub(crate) dropped: AtomicU64,
+    /// Streams refused past the most at once, ever.
     pub(crate) refused: AtomicU64,
 }
 
@@ -150,8 +164,8 @@ impl PageStreams {
 /// Bytes of an event handed to a stream's connection: counted as its
 /// reader's until the connection has written them (and drops them).
 pub(crate) struct Handed {
-    pub(crate) bytes: Bytes,
-    pub(crate) reader: Arc<Reader>,
+    bytes: Bytes,
+    reader: Arc<Reader>,
 }
 
 impl Handed {
