@@ -255,14 +255,10 @@ pub async fn exchange(
 /// JWT (what the issuer said of a token it just issued to us, or of one
 /// the gateway verified already).
 pub fn jwt_claim(token: &Secret, name: &str) -> Option<serde_json::Value> {
-    use base64::Engine as _;
-    let payload = token.expose().split('.').nth(1)?;
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(payload.trim_end_matches('='))
-        .ok()?;
-    let mut claims: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_slice(&bytes).ok()?;
-    claims.remove(name)
+    match crate::jwt::unverified_parts(token.expose())?.1 {
+        serde_json::Value::Object(mut claims) => claims.remove(name),
+        _ => None,
+    }
 }
 
 /// The audiences (`aud`) of a verified JWT access token.

@@ -32,6 +32,7 @@ pub mod delegated;
 pub mod enterprise;
 pub mod error;
 pub mod grant;
+mod jwt;
 pub mod login;
 pub mod manage;
 pub mod oauth_http;

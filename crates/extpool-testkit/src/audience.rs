@@ -65,12 +65,7 @@ impl Checker {
 }
 
 async fn check(State(checker): State<Checker>, mut request: Request, next: Next) -> Response {
-    let token = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::to_owned);
+    let token = crate::oauth::bearer_token(request.headers());
     let claims = token.as_deref().and_then(|t| checker.claims(t));
     checker
         .seen

@@ -582,14 +582,9 @@ pub struct ServeArgs {
 /// `extpool sessions …`: the operator API of a running gateway.
 #[derive(Debug, Args)]
 pub struct SessionsArgs {
-    /// The gateway's address.
-    #[arg(
-        long,
-        value_name = "URL",
-        default_value = "http://127.0.0.1:8520",
-        env = "EXTPOOL_GATEWAY"
-    )]
-    pub gateway: String,
+    /// Which gateway.
+    #[command(flatten)]
+    pub addr: crate::cmd::gateway_servers::GatewayAddr,
     /// What to do.
     #[command(subcommand)]
     pub command: SessionsCommand,

@@ -339,20 +339,7 @@ async fn post(
 /// whose `client_id` is the gateway's. Catches an IdP that would mint it
 /// for someone else before it is sent anywhere.
 fn check_binding(jag: &Secret, server: &TokenEndpointClient) -> Result<(), &'static str> {
-    use base64::Engine as _;
-    let decode = |part: &str| -> Option<serde_json::Value> {
-        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(part)
-            .ok()?;
-        serde_json::from_slice(&bytes).ok()
-    };
-    let mut parts = jag.expose().split('.');
-    let (Some(header), Some(claims), Some(_), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err("an ID-JAG that is not a signed JWT");
-    };
-    let (Some(header), Some(claims)) = (decode(header), decode(claims)) else {
+    let Some((header, claims)) = crate::jwt::unverified_parts(jag.expose()) else {
         return Err("an ID-JAG that is not a signed JWT");
     };
     if header["typ"] != ID_JAG_JWT_TYPE {

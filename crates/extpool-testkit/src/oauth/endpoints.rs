@@ -440,12 +440,7 @@ async fn register(AxState(s): AxState<Shared>, Json(body): Json<Value>) -> Respo
 
 /// Bearer validation in front of `/mcp`.
 async fn guard(AxState(s): AxState<Shared>, request: Request, next: Next) -> Response {
-    let token = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::to_owned);
+    let token = super::bearer_token(request.headers());
     let access = token.as_ref().and_then(|t| {
         let tables = s.tables.lock();
         tables

@@ -153,6 +153,17 @@ impl OAuthServer {
     }
 }
 
+/// The token of a request's `Authorization: Bearer <token>` header (`None`
+/// without one, or for another scheme): what the guarded servers of this
+/// crate validate.
+pub(crate) fn bearer_token(headers: &axum::http::HeaderMap) -> Option<String> {
+    headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::to_owned)
+}
+
 /// The fingerprint [`OAuthServer::accepted_token_fingerprints`] uses.
 pub fn fingerprint(token: &str) -> String {
     use sha2::Digest;

@@ -31,7 +31,7 @@ pub async fn run(ctx: &mut Ctx, args: SessionsArgs) -> Result<ExitCode> {
         }
         SessionsCommand::Sources => (reqwest::Method::GET, "/v1/sources".to_owned(), None),
     };
-    let value = gateway_request(&args.gateway, method, &path, body).await?;
+    let value = gateway_request(&args.addr.gateway, method, &path, body).await?;
     if matches!(args.command, SessionsCommand::List) && !ctx.global.json {
         print_table(ctx, &value)?;
     } else {
