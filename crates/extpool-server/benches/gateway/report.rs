@@ -397,7 +397,7 @@ pub fn idle(steps: &[Step]) -> String {
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.1} | {:.1} | {:.1} KiB | {verdict} |",
+            "| {} | {} | {} | {:.1} | {:.1} | {:.2} KiB | {verdict} |",
             s.contender,
             s.sessions,
             s.opened,
