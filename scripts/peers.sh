@@ -131,6 +131,17 @@ fi
 # against. Each in its own prefix or venv under .peers/bench/, since their
 # pins conflict with the tests' (mcp-proxy needs the Python `mcp` < 2).
 if $bench; then
+  # wrk (Debian's), the second load generator of the gateway benchmark.
+  if ! command -v wrk >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "peers: installing wrk (apt-get)" >&2
+      export DEBIAN_FRONTEND=noninteractive
+      (apt-get install -y -qq wrk >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq wrk >/dev/null; }) >&2
+    else
+      echo "peers: wrk is missing; install Debian's wrk (the gateway benchmark drives every contender with it too), or run the benchmark with EXTPOOL_BENCH_WRK=0" >&2
+      exit 1
+    fi
+  fi
   BENCH_NPM_PACKAGES=(
     "supergateway@4.0.0"
     "mcp-proxy@6.7.19"

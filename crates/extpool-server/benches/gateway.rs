@@ -22,25 +22,39 @@
 //! 1, 8, 32, 128 and 512 keep-alive connections with one call in flight
 //! each (1 connection is the sequential figure).
 //!
+//! Then, on the same contender process and session, wrk (Debian's; see
+//! `gateway/wrk.rs`) drives the fixed-body floors, the testkit on rmcp's
+//! HTTP, the stdio hop floor and extpool in both eras at 1 and 32
+//! connections with the same body and headers, every answer checked (a
+//! wrong one fails the run), the contender's CPU read around each run.
+//!
 //! Prints Markdown tables (medians over rounds, min–max), the CPU per call
 //! of the load generator, of the contender's HTTP process and of its whole
 //! process tree, the context switches a call of the contender's HTTP
 //! process one call at a time, the targets of the call-path issue as
-//! ratios within each round, and writes every sample to
+//! ratios within each round; wrk's figures beside the load generator's
+//! (wrk ÷ load generator within each round, where the two disagree by
+//! more than 10%, wrk's ceiling against the fixed-body floors, and the
+//! targets of the issue "one way in" by each generator); the memory of
+//! open idle sessions with the ≤ 4 KiB target's verdict at each step. It
+//! writes every sample (`samples`, `wrk`, `idle_sessions`) to
 //! `$EXTPOOL_BENCH_OUT/gateway.json` and an SVG chart of calls/s against
 //! connections per upstream (default directory `target/bench`).
 //!
-//! Run: `scripts/peers.sh --bench` once (the benchmark-only peers), then
+//! Run: `scripts/peers.sh --bench` once (the benchmark-only peers and
+//! wrk), then
 //! `cargo bench -p extpool-server --bench gateway`, or all benchmarks with
 //! `scripts/bench.sh`. A missing peer fails the run; leave it out with
 //! `EXTPOOL_BENCH_ONLY`. Knobs: `EXTPOOL_BENCH_ROUNDS` (2),
 //! `EXTPOOL_BENCH_MS` (2000: each level's measured time; 300 ms of
 //! warm-up before it), `EXTPOOL_BENCH_ONLY` (keys, e.g.
 //! `nginx,fixed,floor,hop,extpool,extpool-2026,supergateway`), `EXTPOOL_BENCH_UPSTREAMS`
-//! (`raw-echo,testkit`), `EXTPOOL_BENCH_IDLE` (`10000,100000`: open idle
+//! (`raw-echo,testkit`), `EXTPOOL_BENCH_IDLE` (`2000,100000`: open idle
 //! MCP sessions on extpool and on the testkit's rmcp HTTP, and the memory
-//! each adds; `0` skips it), `EXTPOOL_BENCH_VERBOSE` (show the contenders'
-//! output).
+//! each adds; `0` skips it), `EXTPOOL_BENCH_WRK` (`0` skips the wrk pass;
+//! otherwise a missing wrk fails the run; wrk runs `EXTPOOL_BENCH_MS`
+//! rounded up to whole seconds), `EXTPOOL_BENCH_VERBOSE` (show the
+//! contenders' output).
 #![allow(
     missing_docs,
     clippy::print_stdout,
@@ -70,9 +84,14 @@ mod idle;
 mod loadgen;
 #[path = "gateway/report.rs"]
 mod report;
+#[path = "gateway/wrk.rs"]
+mod wrk;
+#[path = "gateway/wrk_report.rs"]
+mod wrk_report;
 
 use common::{env_usize, quantile_us};
 use contenders::{Contender, Upstream};
+use wrk::WrkSample;
 
 /// The allocator of `extpool serve` (crates/extpool/src/main.rs), since
 /// this binary is also the gateway child it measures.
@@ -142,17 +161,40 @@ fn sample(round: usize, upstream: &'static str, c: Contender, conns: usize, l: L
     }
 }
 
+/// The wrk pass's settings: wrk's path and its `-d` in seconds.
+pub struct WrkPass {
+    binary: PathBuf,
+    seconds: u64,
+}
+
+/// CPU of the contender's HTTP process and of its tree between `before`
+/// and `after` (nginx's master only forks: its workers answer).
+fn spent(
+    c: Contender,
+    before: (Duration, Duration),
+    after: (Duration, Duration),
+) -> (Duration, Duration) {
+    let tree = after.1.saturating_sub(before.1);
+    let front = if c == Contender::Nginx {
+        tree
+    } else {
+        after.0.saturating_sub(before.0)
+    };
+    (front, tree)
+}
+
 fn run_one(
     round: usize,
     c: Contender,
     upstream: Upstream,
     config: &Path,
     length: Duration,
-) -> Vec<Sample> {
+    wrk: Option<&WrkPass>,
+) -> (Vec<Sample>, Vec<WrkSample>) {
     let served = contenders::start(c, upstream, config);
     let target = loadgen::open(served.addr, "/mcp", "echo", c.is_fixed(), c.is_stateless());
     let key = if c.is_floor() { "none" } else { upstream.key() };
-    LEVELS
+    let samples = LEVELS
         .iter()
         .map(|&conns| {
             let before = cpu::of(served.pid());
@@ -163,20 +205,68 @@ fn run_one(
             // The warm-up's CPU is in the difference too: scale it out by
             // the share of time measured.
             let share = length.as_secs_f64() / (length + WARMUP).as_secs_f64();
-            let tree = after.1.saturating_sub(before.1).mul_f64(share);
-            // nginx's master only forks: its workers answer.
-            let front = if c == Contender::Nginx {
-                tree
-            } else {
-                after.0.saturating_sub(before.0).mul_f64(share)
-            };
+            let (front, tree) = spent(c, before, after);
             let level = Level {
                 run,
-                front,
-                tree,
+                front: front.mul_f64(share),
+                tree: tree.mul_f64(share),
                 switches: (switched as f64 * share) as u64,
             };
             sample(round, key, c, conns, level)
+        })
+        .collect();
+    let wrk_samples = match wrk {
+        Some(pass) if wrk::drives(c) => with_wrk(pass, (round, key, c), &served, &target, config),
+        _ => Vec::new(),
+    };
+    (samples, wrk_samples)
+}
+
+/// wrk against the contender `served` (started for `round` in front of
+/// upstream `key`), on `target`'s session: each of [`wrk::LEVELS`], the
+/// contender's CPU read around each run. A wrong answer fails the run.
+fn with_wrk(
+    pass: &WrkPass,
+    (round, key, c): (usize, &'static str, Contender),
+    served: &contenders::Served,
+    target: &loadgen::Target,
+    config: &Path,
+) -> Vec<WrkSample> {
+    let script = config
+        .parent()
+        .expect("the project dir")
+        .join(format!("wrk-{}.lua", c.key()));
+    std::fs::write(&script, wrk::script(target)).expect("writing wrk's script");
+    wrk::LEVELS
+        .iter()
+        .map(|&conns| {
+            let before = cpu::of(served.pid());
+            let (out, wrk_cpu) = wrk::run(&pass.binary, target, &script, conns, pass.seconds);
+            let after = cpu::of(served.pid());
+            assert!(
+                out.failures == 0 && out.requests > 0,
+                "wrk against {} ({key}, {conns} connections): {} of {} answers were not a successful tools/call result; the first: {}",
+                c.name(),
+                out.failures,
+                out.requests,
+                out.first_failure.as_deref().unwrap_or("(a socket error)")
+            );
+            let (front, tree) = spent(c, before, after);
+            let per_call = |d: Duration| d.as_secs_f64() * 1e6 / out.requests as f64;
+            WrkSample {
+                round,
+                upstream: key,
+                contender: c.name(),
+                connections: conns,
+                seconds: pass.seconds,
+                requests: out.requests,
+                calls_per_sec: out.calls_per_sec,
+                p50_us: out.p50_us,
+                p99_us: out.p99_us,
+                client_cpu_us: per_call(wrk_cpu),
+                front_cpu_us: per_call(front),
+                tree_cpu_us: per_call(tree),
+            }
         })
         .collect()
 }
@@ -194,10 +284,10 @@ fn wanted<T: Copy>(all: &[T], env: &str, key: impl Fn(T) -> &'static str) -> Vec
 
 /// Memory of idle sessions, for extpool (raw echo upstream) and the
 /// testkit on rmcp's HTTP: `EXTPOOL_BENCH_IDLE` steps (cumulative; default
-/// `10000,100000`, `0` to skip).
+/// `2000,100000`, the issue's two marks; `0` to skip).
 fn idle_sessions(contenders: &[Contender], config: &Path) -> Vec<idle::Step> {
     let steps: Vec<usize> = std::env::var("EXTPOOL_BENCH_IDLE")
-        .unwrap_or_else(|_| "10000,100000".into())
+        .unwrap_or_else(|_| "2000,100000".into())
         .split(',')
         .filter_map(|s| s.trim().parse().ok())
         .filter(|&n| n > 0)
@@ -252,11 +342,21 @@ fn main() {
     let project = tempfile::tempdir().unwrap();
     let config = contenders::gateway_project(project.path());
     let load_start = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let wrk_pass = wrk::enabled().then(|| WrkPass {
+        binary: wrk::binary(),
+        seconds: wrk::seconds(length),
+    });
     let mut samples: Vec<Sample> = Vec::new();
+    let mut wrk_samples: Vec<WrkSample> = Vec::new();
+    let mut measure = |round, c, upstream| {
+        let (s, w) = run_one(round, c, upstream, &config, length, wrk_pass.as_ref());
+        samples.extend(s);
+        wrk_samples.extend(w);
+    };
     for round in 0..rounds {
         for &c in contenders.iter().filter(|c| c.is_floor()) {
             let t = Instant::now();
-            samples.extend(run_one(round, c, Upstream::Testkit, &config, length));
+            measure(round, c, Upstream::Testkit);
             eprintln!(
                 "gateway bench: round {round} {} in {:.1?}",
                 c.name(),
@@ -266,7 +366,7 @@ fn main() {
         for &upstream in &upstreams {
             for &c in contenders.iter().filter(|c| !c.is_floor()) {
                 let t = Instant::now();
-                samples.extend(run_one(round, c, upstream, &config, length));
+                measure(round, c, upstream);
                 eprintln!(
                     "gateway bench: round {round} {} before the {} in {:.1?}",
                     c.name(),
@@ -286,6 +386,12 @@ fn main() {
         first3(&load_end),
     );
     let mut markdown = report::markdown(&samples, &contenders, &upstreams, &machine);
+    markdown.push_str(&wrk_report::markdown(
+        &samples,
+        &wrk_samples,
+        &contenders,
+        &upstreams,
+    ));
     markdown.push_str(&report::idle(&idle));
     println!("{markdown}");
     std::fs::create_dir_all(&out_dir).unwrap();
@@ -295,7 +401,8 @@ fn main() {
         std::fs::write(&path, svg).unwrap();
         println!("chart: {}", path.display());
     }
-    let json = json!({"machine": machine, "samples": samples, "idle_sessions": idle});
+    let json =
+        json!({"machine": machine, "samples": samples, "wrk": wrk_samples, "idle_sessions": idle});
     std::fs::write(
         out_dir.join("gateway.json"),
         serde_json::to_vec_pretty(&json).unwrap(),

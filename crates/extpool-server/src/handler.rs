@@ -36,6 +36,8 @@ mod delegated;
 mod dispatch;
 pub(crate) use dispatch::{admitted, negotiate};
 pub(crate) mod exchange;
+#[cfg(test)]
+mod future_sizes;
 mod login;
 pub mod passthrough;
 pub mod relay;

@@ -81,27 +81,41 @@ async fn connect(addr: SocketAddr) -> SendRequest<Full<Bytes>> {
     sender
 }
 
+/// The headers of a request of `method` to `target` but `Host` (which
+/// every client sets from the address): the media types, the era's
+/// headers, and the session's id. One list, so that wrk (`gateway/wrk.rs`)
+/// sends what the load generator sends.
+pub fn headers<'a>(
+    target: &'a Target,
+    method: &'a str,
+) -> impl Iterator<Item = (&'static str, &'a str)> {
+    let era = if target.stateless {
+        [
+            Some(("mcp-protocol-version", STATELESS_PROTOCOL)),
+            Some(("mcp-method", method)),
+            (method == "tools/call").then_some(("mcp-name", target.tool.as_str())),
+        ]
+    } else {
+        [Some(("mcp-protocol-version", PROTOCOL)), None, None]
+    };
+    [
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ]
+    .into_iter()
+    .chain(era.into_iter().flatten())
+    .chain(target.session.as_deref().map(|id| ("mcp-session-id", id)))
+}
+
 /// A POST of `body`, a request of `method` (`tools/call` names the
 /// target's tool), with the headers of the target's era.
 fn request(target: &Target, method: &str, body: Bytes) -> Request<Full<Bytes>> {
-    let mut r = Request::post(target.path.as_str())
-        .header(hyper::header::HOST, target.addr.to_string())
-        .header(hyper::header::CONTENT_TYPE, "application/json")
-        .header(hyper::header::ACCEPT, "application/json, text/event-stream");
-    if target.stateless {
-        r = r
-            .header("mcp-protocol-version", STATELESS_PROTOCOL)
-            .header("mcp-method", method);
-        if method == "tools/call" {
-            r = r.header("mcp-name", target.tool.as_str());
-        }
-    } else {
-        r = r.header("mcp-protocol-version", PROTOCOL);
-    }
-    if let Some(id) = &target.session {
-        r = r.header("mcp-session-id", id.as_str());
-    }
-    r.body(Full::new(body)).expect("a request")
+    let r =
+        Request::post(target.path.as_str()).header(hyper::header::HOST, target.addr.to_string());
+    headers(target, method)
+        .fold(r, |r, (name, value)| r.header(name, value))
+        .body(Full::new(body))
+        .expect("a request")
 }
 
 /// The `_meta` every 2026-07-28 request carries.
@@ -195,29 +209,36 @@ pub fn open(addr: SocketAddr, path: &str, tool: &str, fixed: bool, stateless: bo
     target
 }
 
+/// The body of a `tools/call` of the target's tool with id `id` (its
+/// `_meta` too for 2026-07-28 requests): what every call sends.
+pub fn call_body(target: &Target, id: u64) -> String {
+    let mut params = json!({"name": target.tool, "arguments": {"message": "ping"}});
+    if target.stateless {
+        params["_meta"] = stateless_meta();
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string()
+}
+
 /// The bodies connection `c` of `conns` cycles through: ids `c + conns·j`,
 /// so no two calls in flight share an id.
 fn bodies(target: &Target, c: usize, conns: usize) -> Vec<Bytes> {
     (0..RING)
-        .map(|j| {
-            let id = 100 + c + conns * j;
-            let mut params = json!({"name": target.tool, "arguments": {"message": "ping"}});
-            if target.stateless {
-                params["_meta"] = stateless_meta();
-            }
-            Bytes::from(
-                json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
-                    .to_string(),
-            )
-        })
+        .map(|j| Bytes::from(call_body(target, (100 + c + conns * j) as u64)))
         .collect()
 }
 
-/// Whether an answer is a successful `tools/call` result. A plain search
-/// of the bytes: cheap beside the call, and it reads SSE and JSON alike.
+/// What a successful `tools/call` answer holds (SSE or JSON alike).
+pub const RESULT_MARK: &str = "\"result\"";
+/// What a `tools/call` answer that is a tool's error holds.
+pub const TOOL_ERROR_MARK: &str = "\"isError\":true";
+
+/// Whether an answer is a successful `tools/call` result: HTTP 200, a
+/// result, not a tool's error. A plain search of the bytes: cheap beside
+/// the call, and it reads SSE and JSON alike. wrk's script checks the
+/// same marks (`gateway/wrk.rs`).
 fn succeeded(status: StatusCode, body: &[u8]) -> bool {
-    let has = |needle: &[u8]| body.windows(needle.len()).any(|w| w == needle);
-    status == StatusCode::OK && has(b"\"result\"") && !has(b"\"isError\":true")
+    let has = |needle: &str| body.windows(needle.len()).any(|w| w == needle.as_bytes());
+    status == StatusCode::OK && has(RESULT_MARK) && !has(TOOL_ERROR_MARK)
 }
 
 async fn connection(

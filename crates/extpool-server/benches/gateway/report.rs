@@ -10,7 +10,7 @@ use super::contenders::{Contender, Upstream};
 use super::idle::Step;
 use super::{INFLIGHT, LEVELS, Sample};
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         return f64::NAN;
     }
@@ -23,7 +23,7 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-fn spread(v: &[f64], digits: usize) -> String {
+pub fn spread(v: &[f64], digits: usize) -> String {
     if v.is_empty() {
         return "–".to_owned();
     }
@@ -125,7 +125,7 @@ fn latency_and_cpu_table(out: &mut String, s: &[Sample], wanted: &[Contender], u
     }
 }
 
-fn target(out: &mut String, what: &str, v: &[f64], met: impl Fn(f64) -> bool) {
+pub fn target(out: &mut String, what: &str, v: &[f64], met: impl Fn(f64) -> bool) {
     let m = median(v.to_vec());
     let verdict = if v.is_empty() {
         "not measured"
@@ -364,7 +364,13 @@ pub fn markdown(
     out
 }
 
-/// The idle-session table.
+/// The most memory an open idle session of extpool may hold (the issue's
+/// target, at each step).
+pub const IDLE_TARGET_BYTES: f64 = 4096.0;
+
+/// The idle-session table, with the target's verdict for extpool at each
+/// step (every session asked opened, and at most [`IDLE_TARGET_BYTES`]
+/// each); the testkit on rmcp's HTTP is the reference beside it.
 pub fn idle(steps: &[Step]) -> String {
     let mut out = String::new();
     if steps.is_empty() {
@@ -376,12 +382,22 @@ pub fn idle(steps: &[Step]) -> String {
     );
     let _ = writeln!(
         out,
-        "| contender | sessions asked | opened | RSS MiB | above the process before, MiB | per session |\n|---|---:|---:|---:|---:|---:|"
+        "| contender | sessions asked | opened | RSS MiB | above the process before, MiB | per session | ≤ {:.0} KiB a session |\n|---|---:|---:|---:|---:|---:|---|",
+        IDLE_TARGET_BYTES / 1024.0
     );
     for s in steps {
+        let verdict = if s.contender != Contender::Extpool.name() {
+            "– (reference)".to_owned()
+        } else if s.opened < s.sessions {
+            format!("NOT met (only {} of {} opened)", s.opened, s.sessions)
+        } else if s.bytes_per_session <= IDLE_TARGET_BYTES {
+            "met".to_owned()
+        } else {
+            "NOT met".to_owned()
+        };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.1} | {:.1} | {:.1} KiB |",
+            "| {} | {} | {} | {:.1} | {:.1} | {:.2} KiB | {verdict} |",
             s.contender,
             s.sessions,
             s.opened,
