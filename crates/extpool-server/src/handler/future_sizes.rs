@@ -24,7 +24,8 @@ use super::GatewayHandler;
 use super::caller::Caller;
 use super::exchange::{Back, Exchange};
 use crate::client_peer::{ClientPeer, Outbound};
-use crate::gateway::{Gateway, GatewayOptions, Shared};
+use crate::gateway::{Gateway, GatewayOptions};
+use crate::shared::Shared;
 
 /// The bounds, about twice what each measured when they were set (a
 /// debug build): the front end's per-request future (11,192 bytes in both
