@@ -18,7 +18,7 @@ pub struct AuditRecord<'a> {
     /// Milliseconds since the Unix epoch.
     pub time_ms: u64,
     /// Who called ([`extpool_host::core::Principal::label`]).
-    pub principal: String,
+    pub principal: &'a std::sync::Arc<str>,
     /// The client session (the gateway's id).
     pub session: &'a str,
     /// The catalog name called (as the client gave it).

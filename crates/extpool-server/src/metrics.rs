@@ -29,6 +29,23 @@ struct Series {
     sum: f64,
 }
 
+impl Series {
+    /// Counts one call that took `elapsed`.
+    fn count(&mut self, elapsed: Duration, failed: bool) {
+        self.calls += 1;
+        if failed {
+            self.errors += 1;
+        }
+        let secs = elapsed.as_secs_f64();
+        self.sum += secs;
+        for (i, bound) in BUCKETS.iter().enumerate() {
+            if secs <= *bound {
+                self.buckets[i] += 1;
+            }
+        }
+    }
+}
+
 /// Why the gateway refused a request or a connection (a label of
 /// `extpool_refused_total`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,29 +120,69 @@ pub struct Metrics {
     window: window::Window,
 }
 
+/// A series' key, `(server, tool)`, owned or borrowed: what lets
+/// [`Metrics::record_call`] find a series without allocating its key.
+trait SeriesKey {
+    fn key(&self) -> (&str, &str);
+}
+
+impl SeriesKey for (String, String) {
+    fn key(&self) -> (&str, &str) {
+        (&self.0, &self.1)
+    }
+}
+
+impl SeriesKey for (&str, &str) {
+    fn key(&self) -> (&str, &str) {
+        (self.0, self.1)
+    }
+}
+
+impl<'a> std::borrow::Borrow<dyn SeriesKey + 'a> for (String, String) {
+    fn borrow(&self) -> &(dyn SeriesKey + 'a) {
+        self
+    }
+}
+
+impl PartialEq for dyn SeriesKey + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for dyn SeriesKey + '_ {}
+
+impl PartialOrd for dyn SeriesKey + '_ {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for dyn SeriesKey + '_ {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
 impl Metrics {
     /// Records one call of `tool` on `server` that took `elapsed`.
     pub fn record_call(&self, server: &str, tool: &str, elapsed: Duration, failed: bool) {
         self.window.record(server, elapsed, failed);
         let mut calls = self.calls.lock();
-        let key = (server.to_owned(), tool.to_owned());
-        let key = if calls.contains_key(&key) || calls.len() < MAX_SERIES {
-            key
+        // A series seen before is found by the names borrowed: no
+        // allocation in the common case.
+        if let Some(series) = calls.get_mut(&(server, tool) as &dyn SeriesKey) {
+            series.count(elapsed, failed);
+            return;
+        }
+        let tool = if calls.len() < MAX_SERIES {
+            tool
         } else {
-            (server.to_owned(), "other".to_owned())
+            "other"
         };
-        let series = calls.entry(key).or_default();
-        series.calls += 1;
-        if failed {
-            series.errors += 1;
-        }
-        let secs = elapsed.as_secs_f64();
-        series.sum += secs;
-        for (i, bound) in BUCKETS.iter().enumerate() {
-            if secs <= *bound {
-                series.buckets[i] += 1;
-            }
-        }
+        (calls.entry((server.to_owned(), tool.to_owned())))
+            .or_default()
+            .count(elapsed, failed);
     }
 
     /// The last minute of calls per server (the operator page's charts).
@@ -141,7 +198,12 @@ impl Metrics {
         } else {
             "other"
         };
-        *principals.entry(key.to_owned()).or_default() += 1;
+        match principals.get_mut(key) {
+            Some(count) => *count += 1,
+            None => {
+                principals.insert(key.to_owned(), 1);
+            }
+        }
     }
 
     /// Counts a call refused by the rate limit `limit`.
@@ -311,4 +373,46 @@ fn label_value(s: &str) -> String {
     s.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_series_seen_before_counts_on_and_past_the_most_new_ones_are_other() {
+        let m = Metrics::default();
+        let ms = Duration::from_millis(1);
+        m.record_call("s", "t", ms, false);
+        m.record_call("s", "t", ms, true);
+        for i in 1..MAX_SERIES {
+            m.record_call("s", &format!("t{i}"), ms, false);
+        }
+        m.record_call("s", "late", ms, false);
+        m.record_call("s", "t", ms, false);
+        let calls = m.calls.lock();
+        let key = |tool: &str| ("s".to_owned(), tool.to_owned());
+        let t = &calls[&key("t")];
+        assert_eq!((t.calls, t.errors), (3, 1));
+        assert_eq!(t.buckets[1], 3, "1 ms is within the 1 ms bucket");
+        assert_eq!(calls[&key("other")].calls, 1);
+        assert!(!calls.contains_key(&key("late")));
+        assert_eq!(calls.len(), MAX_SERIES + 1);
+    }
+
+    #[test]
+    fn a_caller_seen_before_counts_on_and_past_the_most_new_ones_are_other() {
+        let m = Metrics::default();
+        m.principal_call("alice");
+        m.principal_call("alice");
+        for i in 1..MAX_PRINCIPAL_SERIES {
+            m.principal_call(&format!("p{i}"));
+        }
+        m.principal_call("late");
+        m.principal_call("alice");
+        let principals = m.principals.lock();
+        assert_eq!(principals["alice"], 3);
+        assert_eq!(principals["other"], 1);
+        assert!(!principals.contains_key("late"));
+    }
 }

@@ -205,7 +205,7 @@ impl View {
             }
             _ => {}
         }
-        let guard = self.guard(subject_of(table, row, &args), &args);
+        let guard = self.guard(|| subject_of(table, row, &args), &args);
         if let Some(guard) = &guard {
             guard.call(&args, verdicts).await?;
         }
@@ -323,7 +323,7 @@ impl View {
             via: None,
             principal: super::guard::principal(),
         };
-        self.guard(subject, args)
+        self.guard(|| subject, args)
     }
 
     /// A command's error as the host reports it: an unknown name with the

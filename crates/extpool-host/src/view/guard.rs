@@ -46,14 +46,19 @@ pub(crate) fn principal() -> Option<String> {
 }
 
 impl View {
-    /// The guard of what `subject`, asked with `args`, returns; `None`
-    /// when no guardrails are configured.
-    pub(crate) fn guard(&self, subject: Subject, args: &Map<String, Value>) -> Option<Guard> {
+    /// The guard of what `subject` names, asked with `args`, returns;
+    /// `None` when no guardrails are configured (and then the subject is
+    /// never made: a call without guardrails pays nothing for it).
+    pub(crate) fn guard(
+        &self,
+        subject: impl FnOnce() -> Subject,
+        args: &Map<String, Value>,
+    ) -> Option<Guard> {
         let guardrails = self.inner.host.guardrails.clone()?;
         let args = guardrails.wants_arguments().then(|| args.clone());
         Some(Guard {
             guardrails,
-            subject,
+            subject: subject(),
             args,
         })
     }
@@ -61,6 +66,7 @@ impl View {
     /// The guard of a resource read of `uri` (from `server`, when known),
     /// as its twin `ReadMcpResource` call is guarded.
     pub(crate) fn read_guard(&self, server: Option<&str>, uri: &str) -> Option<Guard> {
+        self.inner.host.guardrails.as_ref()?;
         let mut args = Map::new();
         if let Some(server) = server {
             args.insert("server".into(), Value::String(server.to_owned()));
@@ -74,7 +80,7 @@ impl View {
             via: None,
             principal: principal(),
         };
-        self.guard(subject, &args)
+        self.guard(|| subject, &args)
     }
 
     /// `text`, a message a server wrote that reaches a model by no result

@@ -261,6 +261,7 @@ impl Session {
             },
             session: self.client_info(),
             standalone: self.stands_alone(),
+            read: Default::default(),
         };
         let handler = self.handler.clone();
         let call: Call = Box::pin(async move {

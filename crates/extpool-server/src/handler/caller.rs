@@ -27,6 +27,10 @@ use crate::delegation::{CallerToken, Delegated};
 pub(crate) struct Caller {
     /// Who sent it.
     pub principal: Arc<Principal>,
+    /// Its principal's label ([`Principal::label`]), made once for the
+    /// request: what its metrics, its audit record, its call's context
+    /// (the guardrails' webhook) and its log lines name.
+    pub label: Arc<str>,
     /// The access token it presented, when the gateway's issuer vouched
     /// for it: what a delegated server's token is made from
     /// ([`crate::delegation`]).
@@ -49,6 +53,7 @@ impl Caller {
             .as_ref()
             .map(|limits| limits.bucket(principal.owner()));
         Self {
+            label: label_of(&principal),
             principal,
             token: None,
             table: OnceLock::new(),
@@ -116,6 +121,16 @@ impl Caller {
     pub(crate) fn table_again(&self, handler: &GatewayHandler) -> Arc<ToolTable> {
         resolve(handler, &self.principal)
     }
+}
+
+/// The label of `principal`: the local caller's shared, anyone else's
+/// made for it.
+fn label_of(principal: &Principal) -> Arc<str> {
+    static LOCAL: OnceLock<Arc<str>> = OnceLock::new();
+    if principal.is_local() {
+        return LOCAL.get_or_init(|| principal.label().into()).clone();
+    }
+    principal.label().into()
 }
 
 /// The table `principal` sees on `handler`'s connection.

@@ -7,6 +7,7 @@
 //! call, and tell their webhook who asked), then metrics and the audit log
 //! with the guardrails' decisions.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
@@ -86,13 +87,20 @@ impl GatewayHandler {
         let principal = ex.caller.principal.clone();
         self.bind_caller(&principal).await;
         let table = ex.caller.table(self);
-        let (name, server) = match table.row(&request.name) {
-            Some(row) => (row.tool.name.clone(), row.tool.server.clone()),
+        // Borrowed from the caller's table when the name is in it (the
+        // common case): no copy of either name.
+        let (name, server): (Cow<'_, str>, Cow<'_, str>) = match table.row(&request.name) {
+            Some(row) => (
+                Cow::Borrowed(row.tool.name.as_str()),
+                Cow::Borrowed(row.tool.server.as_str()),
+            ),
             None => (
-                request.name.to_string(),
-                (self.shared.host.server_of_tool(&request.name))
-                    .or_else(|| self.shared.host.delegated_server_of_tool(&request.name))
-                    .unwrap_or_else(|| extpool_host::BUILTIN.to_owned()),
+                Cow::Owned(request.name.to_string()),
+                Cow::Owned(
+                    (self.shared.host.server_of_tool(&request.name))
+                        .or_else(|| self.shared.host.delegated_server_of_tool(&request.name))
+                        .unwrap_or_else(|| extpool_host::BUILTIN.to_owned()),
+                ),
             ),
         };
         // The request's span, which rmcp may have left in another task.
@@ -105,14 +113,14 @@ impl GatewayHandler {
         let span = tracing::info_span!(
             parent: &parent,
             "tool_call",
-            principal = %principal.label(),
+            principal = %ex.caller.label,
             session = %self.session_id(),
             server = %server,
             tool = %name,
         );
         // Inside the request's span too: when `tool_call` is not recorded,
         // what the call does upstream is still the request's child.
-        self.call_in_span(request, ex, &table, &principal, name, server)
+        self.call_in_span(request, ex, &table, &principal, &name, &server)
             .instrument(span)
             .instrument(parent)
             .await
@@ -124,8 +132,8 @@ impl GatewayHandler {
         ex: &Exchange,
         table: &Arc<ToolTable>,
         principal: &Principal,
-        name: String,
-        server: String,
+        name: &str,
+        server: &str,
     ) -> Result<CallToolResponse, ErrorData> {
         // A retry that answers a round of the gateway's goes on with a
         // call made already: no new call to count or to limit.
@@ -135,28 +143,35 @@ impl GatewayHandler {
                 .as_deref()
                 .is_some_and(input_rounds::is_ours);
         if !resumes {
-            self.shared.ops.metrics.principal_call(&principal.label());
+            self.shared.ops.metrics.principal_call(&ex.caller.label);
             // A built-in that reaches another tool (`CallMcpWithQuery`)
             // is limited as that tool too; the gateway's own tools are
             // calls like any other.
             let args = request.arguments.as_ref();
             let reached = table
-                .row(&name)
+                .row(name)
                 .zip(args)
                 .and_then(|(row, args)| table.reached_through(row, args))
                 .map(|tool| tool.name.as_str());
-            let names: Vec<&str> = std::iter::once(name.as_str()).chain(reached).collect();
-            self.within_rate(ex, &names).await?;
+            let both;
+            let names: &[&str] = match reached {
+                Some(reached) => {
+                    both = [name, reached];
+                    &both
+                }
+                None => std::slice::from_ref(&name),
+            };
+            self.within_rate(ex, names).await?;
         }
         let args = request.arguments.as_ref();
-        let table = &match self.delegated_reach(ex, table, &name, args).await {
+        let table = &match self.delegated_reach(ex, table, name, args).await {
             Ok(table) => table,
             Err(refused) => {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(refused)]).into());
             }
         };
         if let Some(answer) = self
-            .call_builtin(&request, ex, table, principal, &name)
+            .call_builtin(&request, ex, table, principal, name)
             .await
         {
             return answer;
@@ -164,7 +179,7 @@ impl GatewayHandler {
         let args = request.arguments.unwrap_or_default();
         let _slot = self.enter_call()?;
         let started = Instant::now();
-        let table = &match self.delegated_table(ex, table, &name, &server).await {
+        let table = &match self.delegated_table(ex, table, name, server).await {
             Ok(table) => table,
             Err(refused) => {
                 // Nothing reached the server: the caller reads why.
@@ -172,8 +187,8 @@ impl GatewayHandler {
                 self.shared
                     .ops
                     .metrics
-                    .record_call(&server, &name, started.elapsed(), true);
-                self.audit(ex, table, &name, digest, "error", &[], started);
+                    .record_call(server, name, started.elapsed(), true);
+                self.audit(ex, table, name, digest, "error", &[], started);
                 return Ok(CallToolResult::error(vec![ContentBlock::text(refused)]).into());
             }
         };
@@ -186,14 +201,14 @@ impl GatewayHandler {
             ))
         });
         let digest_args = self.shared.ops.audit.is_some().then(|| args.clone());
-        let call = (table, principal, name.as_str(), server.as_str());
+        let call = (table, principal, name, server);
         let (called, declined) = match self.execute(call, args, round.as_ref(), ex).await? {
             Next::Done { outcome, declined } => (Some(outcome), declined),
             Next::Cancelled => (None, None),
             Next::Asking(asked) => {
                 // Counted once, when it ends; the audit log has each round.
                 let digest = digest_args.as_ref();
-                self.audit(ex, table, &name, digest, "input_required", &[], started);
+                self.audit(ex, table, name, digest, "input_required", &[], started);
                 return Ok(asked.into());
             }
         };
@@ -215,17 +230,17 @@ impl GatewayHandler {
             outcome => settle(outcome, self.session_id()),
         };
         let failed = !matches!(&result, Ok(r) if r.is_error != Some(true));
-        if failed && let Some(lacking) = declined.and_then(|m| missing_capability(&server, &m)) {
+        if failed && let Some(lacking) = declined.and_then(|m| missing_capability(server, &m)) {
             result = Err(lacking);
         }
         self.shared
             .ops
             .metrics
-            .record_call(&server, &name, started.elapsed(), failed);
+            .record_call(server, name, started.elapsed(), failed);
         self.audit(
             ex,
             table,
-            &name,
+            name,
             digest_args.as_ref(),
             word,
             &verdicts,
@@ -367,14 +382,14 @@ impl GatewayHandler {
         );
         let mut call_context = call_context
             .with_client(client)
-            .with_caller(principal.label())
+            .with_caller(ex.caller.label.clone())
             .with_input(round.clone());
         if call_context.wants_progress() {
             // Each round's request takes the call's progress under its token.
             call_context = call_context.with_progress_sink(route);
         }
         let (handler, table, tool) = (self.clone(), table.clone(), name.to_owned());
-        let closed = session_closed(self.durable.clone(), principal.clone());
+        let closed = session_closed(self.durable.clone().map(|open| (open, principal.clone())));
         let call = Box::pin(async move {
             let call = call_context.scope(
                 handler
@@ -415,7 +430,7 @@ impl GatewayHandler {
     pub(super) async fn within_rate(&self, ex: &Exchange, names: &[&str]) -> Result<(), ErrorData> {
         ex.caller.take_rate(names).await.map_err(|limited| {
             self.shared.ops.metrics.rate_limited(&limited.rule);
-            tracing::info!(principal = %ex.caller.principal.label(), limit = %limited.rule, "a call was refused for a rate limit");
+            tracing::info!(principal = %ex.caller.label, limit = %limited.rule, "a call was refused for a rate limit");
             limited.error()
         })
     }
@@ -450,9 +465,9 @@ impl GatewayHandler {
         ex: &Exchange,
     ) -> Option<GuardedCall> {
         let (call_context, forwarder) = relay::call_context(ex, self.log_level_of(ex));
-        let call_context = call_context.with_caller(principal.label());
+        let call_context = call_context.with_caller(ex.caller.label.clone());
         let call = call_context.scope(self.view().call(ToolCall::new(name, args).in_table(table)));
-        let closed = session_closed(self.durable.clone(), principal.clone());
+        let closed = session_closed(self.durable.clone().map(|open| (open, principal.clone())));
         let outcome = tokio::select! {
             // Closing a session ends its MCP sessions, which cancels their
             // requests too: the closing is what the call is told.
@@ -486,12 +501,14 @@ impl GatewayHandler {
             extpool_host::Resolved::Refused(Refusal::DeniedForPrincipal { rule, .. }) => {
                 (false, rule)
             }
+            // The rule's words only for the file (the page shows none).
+            _ if self.shared.ops.audit.is_none() => (decision.is_allowed(), String::new()),
             _ => (decision.is_allowed(), decision.reason()),
         };
         let delegated = ex.caller.delegated();
         let record = AuditRecord {
             time_ms: now_ms(),
-            principal: ex.caller.principal.label(),
+            principal: &ex.caller.label,
             credential: delegated.map(|d| d.mode),
             act: delegated.and_then(|d| d.act.as_ref()),
             session: self.session_id(),
@@ -542,12 +559,12 @@ fn missing_capability(server: &str, method: &str) -> Option<ErrorData> {
     Some(error)
 }
 
-/// Resolves, once `durable` (a durable session's endpoint's session) is
-/// closed for good, to the outcome a call of `principal` in flight then
-/// gets: a tool error saying the session closed. Never, without a durable
-/// session.
-async fn session_closed(durable: Option<Arc<OpenSession>>, principal: Principal) -> GuardedCall {
-    let Some(open) = durable else {
+/// Resolves, once `durable` (a durable session's endpoint's session,
+/// with the caller of the call in flight) is closed for good, to the
+/// outcome that call then gets: a tool error saying the session closed.
+/// Never, without a durable session (and then no caller is copied).
+async fn session_closed(durable: Option<(Arc<OpenSession>, Principal)>) -> GuardedCall {
+    let Some((open, principal)) = durable else {
         return std::future::pending().await;
     };
     open.until_closed().await;

@@ -177,9 +177,8 @@ impl GatewayHandler {
                 Err(ErrorData::method_not_found::<UnsubscribeRequestMethod>())
             }
             R::CallToolRequest(r) => {
-                let declared = ex.client_capabilities().is_some_and(|c| c.supports_tasks());
                 let response = self.call_tool(r.params, ex).await?;
-                if matches!(response, CallToolResponse::Task(_)) && !declared {
+                if matches!(response, CallToolResponse::Task(_)) && !ex.declares_tasks() {
                     return Err(ErrorData::missing_required_client_capability(
                         ClientCapabilities::builder().enable_tasks().build(),
                     ));
@@ -249,7 +248,7 @@ impl GatewayHandler {
         if !self.info().capabilities.supports_tasks() {
             return Err(ErrorData::method_not_found::<M>());
         }
-        if ex.client_capabilities().is_some_and(|c| c.supports_tasks()) {
+        if ex.declares_tasks() {
             Ok(())
         } else {
             Err(ErrorData::missing_required_client_capability(

@@ -6,7 +6,7 @@
 //! (its peer carries it). Nothing of rmcp's request context reaches the
 //! handler.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use extpool_host::CallClient;
 use extpool_host::core::ProgressSink;
@@ -44,6 +44,17 @@ pub(crate) struct Exchange {
     /// The span it is answered in: its HTTP request's, when the front end
     /// made one.
     pub span: Option<tracing::Span>,
+    /// What is read of its `_meta` and session more than once, read once.
+    pub read: Read,
+}
+
+/// What an [`Exchange`] reads of its `_meta` (and its session) on first
+/// use and keeps: a call asks its version and its client's capabilities
+/// at several steps, and each reading of `_meta` decodes JSON.
+#[derive(Default)]
+pub(crate) struct Read {
+    version: OnceLock<Option<ProtocolVersion>>,
+    capabilities: OnceLock<Option<ClientCapabilities>>,
 }
 
 /// How a request reaches its client before its answer.
@@ -66,26 +77,51 @@ impl Exchange {
     /// The protocol version this request speaks: its `_meta`'s, else its
     /// session's (as rmcp's request context says it).
     pub(crate) fn protocol_version(&self) -> Option<ProtocolVersion> {
-        self.meta
-            .protocol_version()
-            .or_else(|| self.session.as_ref().map(|s| s.protocol_version.clone()))
+        self.version().cloned()
+    }
+
+    /// [`Self::protocol_version`], read once.
+    fn version(&self) -> Option<&ProtocolVersion> {
+        self.read
+            .version
+            .get_or_init(|| {
+                self.meta
+                    .protocol_version()
+                    .or_else(|| self.session.as_ref().map(|s| s.protocol_version.clone()))
+            })
+            .as_ref()
     }
 
     /// Whether it speaks 2026-07-28 or later (per-request `_meta`,
     /// `input_required` rounds, the tasks extension).
     pub(crate) fn is_modern(&self) -> bool {
-        self.protocol_version()
-            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
+        self.version()
+            .is_some_and(|v| *v >= ProtocolVersion::V_2026_07_28)
     }
 
     /// The capabilities its client declares: its `_meta`'s, else (a
     /// request of a session begun by `initialize`) its session's.
     pub(crate) fn client_capabilities(&self) -> Option<ClientCapabilities> {
-        if self.standalone {
-            return self.meta.client_capabilities();
-        }
-        self.meta
-            .client_capabilities()
-            .or_else(|| self.session.as_ref().map(|s| s.capabilities.clone()))
+        self.capabilities().cloned()
+    }
+
+    /// Whether its client declares tasks ([`Self::client_capabilities`]).
+    pub(crate) fn declares_tasks(&self) -> bool {
+        self.capabilities().is_some_and(|c| c.supports_tasks())
+    }
+
+    /// [`Self::client_capabilities`], read once.
+    fn capabilities(&self) -> Option<&ClientCapabilities> {
+        self.read
+            .capabilities
+            .get_or_init(|| {
+                if self.standalone {
+                    return self.meta.client_capabilities();
+                }
+                self.meta
+                    .client_capabilities()
+                    .or_else(|| self.session.as_ref().map(|s| s.capabilities.clone()))
+            })
+            .as_ref()
     }
 }

@@ -61,6 +61,7 @@ impl Service<RoleServer> for Stdio {
                     standalone: session.is_none(),
                     session,
                     span: None,
+                    read: Default::default(),
                 };
                 self.0.dispatch(request, &ex).await
             }

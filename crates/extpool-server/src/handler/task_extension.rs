@@ -72,7 +72,7 @@ impl GatewayHandler {
     /// server takes the tool only as a task.
     pub(super) fn call_makes_task(&self, name: &str, ex: &Exchange) -> bool {
         let modern = ex.is_modern();
-        let declared = ex.client_capabilities().is_some_and(|c| c.supports_tasks());
+        let declared = ex.declares_tasks();
         if !(modern && declared) {
             return false;
         }

@@ -72,7 +72,7 @@ impl View {
             Some(Value::Object(args)) => args.clone(),
             _ => Map::new(),
         };
-        if let Some(guard) = self.guard(subject_of(table, row, &args), &args) {
+        if let Some(guard) = self.guard(|| subject_of(table, row, &args), &args) {
             guard.call(&args, &mut Vec::new()).await?;
         }
         let server = tool.server.to_string();
@@ -199,7 +199,7 @@ impl View {
             via: None,
             principal: super::super::guard::principal(),
         };
-        self.guard(subject, &Map::new())
+        self.guard(|| subject, &Map::new())
     }
 
     /// The task status notifications of the servers visible now, as

@@ -19,8 +19,8 @@ pub const KEPT: usize = 100;
 pub struct CallRow {
     /// Milliseconds since the Unix epoch.
     pub time_ms: u64,
-    /// Who called.
-    pub principal: String,
+    /// Who called (the caller's label, shared with its request).
+    pub principal: std::sync::Arc<str>,
     /// The client session.
     pub session: String,
     /// The tool, as the client named it.
