@@ -443,7 +443,8 @@ impl GatewayHandler {
         ex: &Exchange,
     ) -> Result<CallToolResponse, ErrorData> {
         if self.call_makes_task(&request.name, ex) {
-            return self.call_as_task(request, ex).await;
+            // Boxed: a task is rare; the call's future stays small.
+            return Box::pin(self.call_as_task(request, ex)).await;
         }
         self.call(request, ex).await
     }

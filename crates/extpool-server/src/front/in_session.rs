@@ -39,7 +39,8 @@ pub(super) async fn stored(shared: &Shared, key: &Key) -> Result<Option<Option<S
     let Some(sessions) = &shared.sessions else {
         return Ok(None);
     };
-    match sessions.store().mcp_session_owner(&key.0, &key.1).await {
+    // Boxed: the store's future is large and a held session never waits on it.
+    match Box::pin(sessions.store().mcp_session_owner(&key.0, &key.1)).await {
         Ok(record) => Ok(record),
         Err(e) => {
             tracing::warn!("cannot read an MCP session's owner: {e}");
@@ -148,7 +149,8 @@ pub(super) async fn in_session(
     // on once that is done.
     busy.until_resumed().await;
     if resuming.is_some() {
-        match initialize::resume(shared, &key, make, principal).await {
+        // Boxed: a resume is rare, its future large.
+        match Box::pin(initialize::resume(shared, &key, make, principal)).await {
             Ok(session) => live.set_session(&key, session),
             Err(answer) => {
                 // The resume came to nothing (its record is gone, or the
@@ -209,7 +211,7 @@ pub(super) async fn in_own_session(
         Method::GET => get(session, &parts.headers),
         Method::DELETE => {
             session.end();
-            shared.front.resume.discard(&key.0, &key.1).await;
+            Box::pin(shared.front.resume.discard(&key.0, &key.1)).await;
             StatusCode::NO_CONTENT.into_response()
         }
         Method::POST => match parsed {

@@ -207,7 +207,9 @@ async fn sessionless(
             owner,
             principal,
         };
-        return initialize(shared, opening, make, (id, init.params)).await;
+        // Boxed: an `initialize` is rare beside the calls that share this
+        // future, and its state is large (the futures a call takes are moved).
+        return Box::pin(initialize(shared, opening, make, (id, init.params))).await;
     }
     let caller = Caller::of(shared, principal.clone()).presenting(&parts.extensions);
     match era_of(&parts.headers) {

@@ -44,9 +44,14 @@ pub(crate) async fn serve(
     let (id, request) = match message {
         ClientJsonRpcMessage::Request(JsonRpcRequest { id, request, .. }) => (id, request),
         ClientJsonRpcMessage::Notification(_) => {
-            let refused =
-                crate::front::standard_headers::refusal(&parts.headers, bytes, None, None, &caller)
-                    .await;
+            let refused = Box::pin(crate::front::standard_headers::refusal(
+                &parts.headers,
+                bytes,
+                None,
+                None,
+                &caller,
+            ))
+            .await;
             return refused.unwrap_or_else(|| StatusCode::ACCEPTED.into_response());
         }
         ClientJsonRpcMessage::Response(_) | ClientJsonRpcMessage::Error(_) => {
@@ -81,7 +86,7 @@ pub(crate) async fn serve(
                 .unwrap_or_default();
             let meta = &meta;
             match crate::handler::admitted(meta, true) {
-                Ok(_) => super::listen::serve(&handler, id, listen).await,
+                Ok(_) => Box::pin(super::listen::serve(&handler, id, listen)).await,
                 Err(error) => {
                     let malformed = malformed(meta);
                     let answer = ServerJsonRpcMessage::error(error, Some(id));

@@ -130,7 +130,9 @@ impl GatewayHandler {
     }
 
     /// The method of `request` answered (`legacy`: the request has the
-    /// session era's lifecycle).
+    /// session era's lifecycle). Every method but `tools/call` is awaited
+    /// boxed, so this future is as small as a call's (it is moved on the
+    /// way in; a call is the method answered most).
     async fn answer(
         &self,
         request: ClientRequest,
@@ -143,34 +145,34 @@ impl GatewayHandler {
             R::DiscoverRequest(_) => Ok(ServerResult::DiscoverResult(self.discover())),
             R::PingRequest(_) if legacy => Ok(ServerResult::empty(())),
             R::PingRequest(_) => Err(ErrorData::method_not_found::<PingRequestMethod>()),
-            R::CompleteRequest(r) => self
-                .complete(r.params, ex)
+            R::CompleteRequest(r) => Box::pin(self.complete(r.params, ex))
                 .await
                 .map(ServerResult::CompleteResult),
-            R::SetLevelRequest(r) => self.set_level(r.params).await.map(ServerResult::empty),
-            R::GetPromptRequest(r) => self.get_prompt(r.params, ex).await.map(ServerResult::from),
+            R::SetLevelRequest(r) => Box::pin(self.set_level(r.params))
+                .await
+                .map(ServerResult::empty),
+            R::GetPromptRequest(r) => Box::pin(self.get_prompt(r.params, ex))
+                .await
+                .map(ServerResult::from),
             R::ListPromptsRequest(_) => Ok(ServerResult::ListPromptsResult(self.list_prompts(ex))),
             R::ListResourcesRequest(_) => {
                 Ok(ServerResult::ListResourcesResult(self.list_resources()))
             }
             R::ListResourceTemplatesRequest(_) => Ok(ServerResult::ListResourceTemplatesResult(
-                self.list_resource_templates().await,
+                Box::pin(self.list_resource_templates()).await,
             )),
-            R::ReadResourceRequest(r) => self
-                .read_resource(r.params, ex)
+            R::ReadResourceRequest(r) => Box::pin(self.read_resource(r.params, ex))
                 .await
                 .map(ServerResult::from),
             // A stream: each front end serves it before it comes here.
             R::SubscriptionsListenRequest(_) => Err(ErrorData::method_not_found::<
                 SubscriptionsListenRequestMethod,
             >()),
-            R::SubscribeRequest(r) if legacy => self
-                .subscribe(&r.params.uri, Some(ex))
+            R::SubscribeRequest(r) if legacy => Box::pin(self.subscribe(&r.params.uri, Some(ex)))
                 .await
                 .map(ServerResult::empty),
             R::SubscribeRequest(_) => Err(ErrorData::method_not_found::<SubscribeRequestMethod>()),
-            R::UnsubscribeRequest(r) if legacy => self
-                .subscribe(&r.params.uri, None)
+            R::UnsubscribeRequest(r) if legacy => Box::pin(self.subscribe(&r.params.uri, None))
                 .await
                 .map(ServerResult::empty),
             R::UnsubscribeRequest(_) => {
@@ -185,14 +187,15 @@ impl GatewayHandler {
                 }
                 Ok(ServerResult::from(response))
             }
-            R::ListToolsRequest(_) => Ok(ServerResult::ListToolsResult(self.list_tools(ex).await)),
-            R::CustomRequest(r) => self
-                .custom_request(r, ex)
+            R::ListToolsRequest(_) => Ok(ServerResult::ListToolsResult(
+                Box::pin(self.list_tools(ex)).await,
+            )),
+            R::CustomRequest(r) => Box::pin(self.custom_request(r, ex))
                 .await
                 .map(ServerResult::CustomResult),
             R::GetTaskRequest(r) => {
                 self.tasks_allowed::<rmcp::model::GetTaskMethod>(ex)?;
-                self.get_extension_task(r.params, ex)
+                Box::pin(self.get_extension_task(r.params, ex))
                     .await
                     .map(ServerResult::GetTaskResult)
             }
@@ -202,12 +205,12 @@ impl GatewayHandler {
             }
             R::CancelTaskRequest(r) => {
                 self.tasks_allowed::<rmcp::model::CancelTaskMethod>(ex)?;
-                self.cancel_extension_task(r.params, ex)
+                Box::pin(self.cancel_extension_task(r.params, ex))
                     .await
                     .map(ServerResult::task_ack)
             }
             R::ListSkillsRequest(_) => {
-                let result = self.list_skills().await;
+                let result = Box::pin(self.list_skills()).await;
                 rmcp::model::validate_skills(&result.skills).map_err(invalid_result)?;
                 Ok(ServerResult::ListSkillsResult(result))
             }
@@ -219,7 +222,7 @@ impl GatewayHandler {
                     ));
                 }
                 let uri = r.params.uri.clone();
-                let result = self.get_skill(r.params).await?;
+                let result = Box::pin(self.get_skill(r.params)).await?;
                 if result.skill.uri != uri {
                     return Err(invalid_result(format_args!(
                         "skill uri {} does not match the request {uri}",
@@ -229,8 +232,7 @@ impl GatewayHandler {
                 result.skill.validate().map_err(invalid_result)?;
                 Ok(ServerResult::GetSkillResult(result))
             }
-            R::ReadResourceDirectoryRequest(r) => self
-                .read_resource_directory(r.params)
+            R::ReadResourceDirectoryRequest(r) => Box::pin(self.read_resource_directory(r.params))
                 .await
                 .map(ServerResult::ListResourcesResult),
             // A method rmcp adds later: unknown here until answered.
