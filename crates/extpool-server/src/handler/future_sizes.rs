@@ -173,6 +173,7 @@ fn exchange(
         session,
         standalone,
         span: None,
+        read: Default::default(),
     };
     (call.params, ex)
 }
