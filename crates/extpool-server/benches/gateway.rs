@@ -53,7 +53,11 @@
 //! MCP sessions on extpool and on the testkit's rmcp HTTP, and the memory
 //! each adds; `0` skips it), `EXTPOOL_BENCH_WRK` (`0` skips the wrk pass;
 //! otherwise a missing wrk fails the run; wrk runs `EXTPOOL_BENCH_MS`
-//! rounded up to whole seconds), `EXTPOOL_BENCH_VERBOSE` (show the
+//! rounded up to whole seconds), `EXTPOOL_BENCH_BEFORE` (the path of an
+//! earlier build of this benchmark binary, e.g. a copy of
+//! `target/release/deps/gateway-*` made at the commit before a change: its
+//! gateway runs as the contender `extpool-before`, interleaved with this
+//! build's in every round), `EXTPOOL_BENCH_VERBOSE` (show the
 //! contenders' output).
 #![allow(
     missing_docs,
@@ -296,10 +300,12 @@ fn idle_sessions(contenders: &[Contender], config: &Path) -> Vec<idle::Step> {
         return Vec::new();
     }
     let mut out = Vec::new();
-    for &c in contenders
-        .iter()
-        .filter(|c| matches!(c, Contender::Extpool | Contender::Floor))
-    {
+    for &c in contenders.iter().filter(|c| {
+        matches!(
+            c,
+            Contender::Extpool | Contender::ExtpoolBefore | Contender::Floor
+        )
+    }) {
         let t = Instant::now();
         // The floor is the testkit server itself.
         let upstream = if c.is_floor() {
@@ -334,7 +340,15 @@ fn main() {
     }
     let rounds = env_usize("EXTPOOL_BENCH_ROUNDS", 2).max(1);
     let length = Duration::from_millis(env_usize("EXTPOOL_BENCH_MS", 2000).max(100) as u64);
-    let contenders = wanted(&contenders::ALL, "EXTPOOL_BENCH_ONLY", Contender::key);
+    let mut contenders = wanted(&contenders::ALL, "EXTPOOL_BENCH_ONLY", Contender::key);
+    // The earlier build runs only when it is named; asked for by key
+    // without it, its start fails the run.
+    let named = |c: Contender| {
+        std::env::var("EXTPOOL_BENCH_ONLY").is_ok_and(|o| o.split(',').any(|k| k.trim() == c.key()))
+    };
+    if std::env::var_os(contenders::BEFORE_ENV).is_none() && !named(Contender::ExtpoolBefore) {
+        contenders.retain(|&c| c != Contender::ExtpoolBefore);
+    }
     let upstreams = wanted(&Upstream::ALL, "EXTPOOL_BENCH_UPSTREAMS", Upstream::key);
     let out_dir = std::env::var_os("EXTPOOL_BENCH_OUT")
         .map(PathBuf::from)

@@ -105,15 +105,24 @@ pub enum Contender {
     FastMcp,
     /// ContextForge's stdio → streamable HTTP bridge (`mcpgateway.translate`).
     ContextForge,
+    /// extpool's gateway as an earlier build of this benchmark serves it
+    /// (the binary `EXTPOOL_BENCH_BEFORE` names): before and after a
+    /// change, interleaved in one run. Left out when the variable is unset.
+    ExtpoolBefore,
 }
 
+/// Names an earlier build of this benchmark binary whose gateway runs as
+/// the `extpool-before` contender.
+pub const BEFORE_ENV: &str = "EXTPOOL_BENCH_BEFORE";
+
 /// Every contender, in the order each round runs them.
-pub const ALL: [Contender; 13] = [
+pub const ALL: [Contender; 14] = [
     Contender::Nginx,
     Contender::Fixed,
     Contender::Floor,
     Contender::Hop,
     Contender::Extpool,
+    Contender::ExtpoolBefore,
     Contender::ExtpoolOtlp,
     Contender::Extpool2026,
     Contender::Supergateway,
@@ -141,6 +150,7 @@ impl Contender {
             Self::McpProxyPy => "mcp-proxy (PyPI)",
             Self::FastMcp => "FastMCP as_proxy",
             Self::ContextForge => "ContextForge translate",
+            Self::ExtpoolBefore => "extpool serve, before",
         }
     }
 
@@ -160,6 +170,7 @@ impl Contender {
             Self::McpProxyPy => "mcp-proxy-py",
             Self::FastMcp => "fastmcp",
             Self::ContextForge => "contextforge",
+            Self::ExtpoolBefore => "extpool-before",
         }
     }
 
@@ -172,6 +183,7 @@ impl Contender {
                 | Self::Floor
                 | Self::Hop
                 | Self::Extpool
+                | Self::ExtpoolBefore
                 | Self::ExtpoolOtlp
                 | Self::Extpool2026
         )
@@ -347,8 +359,16 @@ pub fn start(contender: Contender, which: Upstream, gateway_config: &Path) -> Se
                 .arg(format!("127.0.0.1:{port}"));
             c
         }
-        Contender::Extpool | Contender::ExtpoolOtlp | Contender::Extpool2026 => {
-            let mut c = Command::new(std::env::current_exe().expect("the bench binary"));
+        Contender::Extpool
+        | Contender::ExtpoolBefore
+        | Contender::ExtpoolOtlp
+        | Contender::Extpool2026 => {
+            let binary = if contender == Contender::ExtpoolBefore {
+                before_binary()
+            } else {
+                std::env::current_exe().expect("the bench binary")
+            };
+            let mut c = Command::new(binary);
             c.env(GATEWAY_CONFIG_ENV, gateway_config)
                 .env(GATEWAY_PORT_ENV, port.to_string())
                 .env(UPSTREAM_ENV, which.key());
@@ -442,6 +462,24 @@ pub fn start(contender: Contender, which: Upstream, gateway_config: &Path) -> Se
         }
     };
     spawn(command, port, contender.name())
+}
+
+/// The earlier build `BEFORE_ENV` names; a contender asked for without it
+/// fails the run.
+fn before_binary() -> PathBuf {
+    let path = std::env::var_os(BEFORE_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            panic!(
+                "extpool-before needs {BEFORE_ENV}: the path of an earlier build of this benchmark"
+            )
+        });
+    assert!(
+        path.is_file(),
+        "{BEFORE_ENV}: no file at {}",
+        path.display()
+    );
+    path
 }
 
 /// Tells the gateway child which upstream its project names.

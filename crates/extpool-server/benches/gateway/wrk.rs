@@ -78,6 +78,7 @@ pub fn drives(c: Contender) -> bool {
             | Contender::Floor
             | Contender::Hop
             | Contender::Extpool
+            | Contender::ExtpoolBefore
             | Contender::Extpool2026
     )
 }

@@ -229,10 +229,14 @@ fn ceiling(out: &mut String, both: &Both) {
 /// in both eras.
 fn targets(out: &mut String, both: &Both, wanted: &[Contender]) {
     let (raw, kit) = (Upstream::RawEcho, Upstream::Testkit);
-    let subjects: Vec<Contender> = [Contender::Extpool, Contender::Extpool2026]
-        .into_iter()
-        .filter(|c| wanted.contains(c))
-        .collect();
+    let subjects: Vec<Contender> = [
+        Contender::Extpool,
+        Contender::ExtpoolBefore,
+        Contender::Extpool2026,
+    ]
+    .into_iter()
+    .filter(|c| wanted.contains(c))
+    .collect();
     if subjects.is_empty() {
         return;
     }
