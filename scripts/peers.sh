@@ -60,15 +60,24 @@ if [ ! -f "$stamp_pip" ]; then
   touch "$stamp_pip"
 fi
 
-# tmux drives the terminal-display test of the command line.
-if ! command -v tmux >/dev/null 2>&1; then
+# Installs Debian's PACKAGE with apt-get when running as root, refreshing
+# the package lists once if the first try fails; otherwise says MISSING (what
+# is missing and why) and stops. The one way this script installs from Debian.
+debian_install() {
+  local package=$1 missing=$2
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "peers: installing tmux (apt-get)" >&2
-    (apt-get install -y -qq tmux >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq tmux >/dev/null; }) >&2
+    echo "peers: installing $package (apt-get)" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    (apt-get install -y -qq "$package" >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq "$package" >/dev/null; }) >&2
   else
-    echo "peers: tmux is missing; install it (the terminal-display test needs it)" >&2
+    echo "peers: $missing" >&2
     exit 1
   fi
+}
+
+# tmux drives the terminal-display test of the command line.
+if ! command -v tmux >/dev/null 2>&1; then
+  debian_install tmux "tmux is missing; install it (the terminal-display test needs it)"
 fi
 
 # PostgreSQL server binaries (initdb, postgres) for the state store's tests,
@@ -82,14 +91,7 @@ pg_found() {
     || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null
 }
 if ! pg_found; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "peers: installing postgresql (apt-get)" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    (apt-get install -y -qq postgresql >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq postgresql >/dev/null; }) >&2
-  else
-    echo "peers: PostgreSQL (initdb, postgres) is missing; install Debian's postgresql package or set EXTPOOL_PG_BIN" >&2
-    exit 1
-  fi
+  debian_install postgresql "PostgreSQL (initdb, postgres) is missing; install Debian's postgresql package or set EXTPOOL_PG_BIN"
 fi
 
 # nginx, whose own test (`nginx -t`) checks deploy/nginx.conf; installed
@@ -116,14 +118,7 @@ fi
 # Chromium, the headless browser the operator page's tests drive over the
 # DevTools protocol.
 if ! command -v chromium >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "peers: installing chromium (apt-get)" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    (apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null; }) >&2
-  else
-    echo "peers: chromium is missing; install Debian's chromium (the operator page's tests drive it)" >&2
-    exit 1
-  fi
+  debian_install chromium "chromium is missing; install Debian's chromium (the operator page's tests drive it)"
 fi
 
 # Benchmark-only peers: the MCP gateways and proxies the gateway benchmark
@@ -133,14 +128,7 @@ fi
 if $bench; then
   # wrk (Debian's), the second load generator of the gateway benchmark.
   if ! command -v wrk >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-      echo "peers: installing wrk (apt-get)" >&2
-      export DEBIAN_FRONTEND=noninteractive
-      (apt-get install -y -qq wrk >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq wrk >/dev/null; }) >&2
-    else
-      echo "peers: wrk is missing; install Debian's wrk (the gateway benchmark drives every contender with it too), or run the benchmark with EXTPOOL_BENCH_WRK=0" >&2
-      exit 1
-    fi
+    debian_install wrk "wrk is missing; install Debian's wrk (the gateway benchmark drives every contender with it too), or run the benchmark with EXTPOOL_BENCH_WRK=0"
   fi
   BENCH_NPM_PACKAGES=(
     "supergateway@4.0.0"
