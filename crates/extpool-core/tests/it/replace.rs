@@ -81,21 +81,31 @@ fn readers_never_see_a_replacement_half_done() {
             .unwrap();
     }
     let done = Arc::new(AtomicBool::new(false));
+    // The reader says when it has read once, and the replacements start
+    // only then: the reader is running while they happen, however the
+    // threads are scheduled.
+    let (reading, started) = std::sync::mpsc::channel();
     let reader = {
         let (reg, pool, done) = (reg.clone(), pool.clone(), done.clone());
         std::thread::spawn(move || {
             let mut seen = 0u64;
-            while !done.load(Ordering::Acquire) {
+            loop {
                 let now = ids(&reg, &pool);
                 assert!(
                     now == ["keep", "old1", "old2"] || now == ["keep", "new1", "new2"],
                     "half a replacement: {now:?}"
                 );
                 seen += 1;
+                if seen == 1 {
+                    let _ = reading.send(());
+                }
+                if done.load(Ordering::Acquire) {
+                    return seen;
+                }
             }
-            seen
         })
     };
+    started.recv().expect("the reader read once");
     for _ in 0..500 {
         reg.replace(
             ScopeLevel::Pool,
