@@ -36,10 +36,11 @@
 //! (wrk ÷ load generator within each round, where the two disagree by
 //! more than 10%, wrk's ceiling against the fixed-body floors, and the
 //! targets of the issue "one way in" by each generator); the memory of
-//! open idle sessions with the ≤ 4 KiB target's verdict at each step. It
-//! writes every sample (`samples`, `wrk`, `idle_sessions`) to
-//! `$EXTPOOL_BENCH_OUT/gateway.json` and an SVG chart of calls/s against
-//! connections per upstream (default directory `target/bench`).
+//! open idle sessions with the ≤ 4 KiB target's verdict (on anonymous
+//! memory) at each step. It writes every sample (`samples`, `wrk`,
+//! `idle_sessions`) to `$EXTPOOL_BENCH_OUT/gateway.json` and an SVG chart
+//! of calls/s against connections per upstream (default directory
+//! `target/bench`).
 //!
 //! Run: `scripts/peers.sh --bench` once (the benchmark-only peers and
 //! wrk), then
