@@ -16,6 +16,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use base64::Engine;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// The JSON-RPC error code of a header that does not match the body.
 pub(crate) const HEADER_MISMATCH: i64 = -32020;
@@ -43,27 +44,114 @@ pub(crate) async fn refusal(
     struct Said<'a> {
         #[serde(borrow, default)]
         method: Option<Cow<'a, str>>,
-        #[serde(default)]
-        params: Option<Value>,
+        #[serde(borrow, default)]
+        params: Option<&'a RawValue>,
     }
     let said: Said = serde_json::from_slice(body).ok()?;
     let method = said.method?;
-    let params = said.params.as_ref();
-    let tool = params
-        .and_then(|p| p.get("name"))
-        .and_then(Value::as_str)
+    let said_params = said.params.map(Params::read);
+    let tool = said_params
+        .as_ref()
+        .and_then(Params::name)
         .filter(|_| method == "tools/call");
     let schema = match (tool, handler) {
         (Some(name), Some(handler)) => handler.header_schema(name, caller).await,
         _ => None,
     };
-    let why = check(headers, &method, params, schema.as_ref()).err()?;
+    let params = said_params.map(|p| p.into_value(name_member(&method), schema.is_some()));
+    let why = check(headers, &method, params.as_ref(), schema.as_ref()).err()?;
     Some(crate::front::rpc_error(
         StatusCode::BAD_REQUEST,
         id,
         HEADER_MISMATCH,
         &why,
     ))
+}
+
+/// What a request's params say that its headers speak of: the members an
+/// `Mcp-Name` header names, and a call's arguments, read from the body
+/// without building the rest (`_meta`, arguments no header speaks of).
+/// Params that do not read so (a member sent twice) are read whole, as
+/// JSON reads them.
+enum Params<'a> {
+    Members {
+        name: Option<Cow<'a, str>>,
+        uri: Option<Cow<'a, str>>,
+        task_id: Option<Cow<'a, str>>,
+        arguments: Option<&'a RawValue>,
+    },
+    Whole(Value),
+}
+
+impl<'a> Params<'a> {
+    fn read(raw: &'a RawValue) -> Self {
+        #[derive(serde::Deserialize)]
+        struct Members<'a> {
+            #[serde(borrow, default)]
+            name: Option<&'a RawValue>,
+            #[serde(borrow, default)]
+            uri: Option<&'a RawValue>,
+            #[serde(borrow, default, rename = "taskId")]
+            task_id: Option<&'a RawValue>,
+            #[serde(borrow, default)]
+            arguments: Option<&'a RawValue>,
+        }
+        // A member that is not text says nothing a header could say.
+        let text = |raw: Option<&'a RawValue>| -> Option<Cow<'a, str>> {
+            serde_json::from_str(raw?.get()).ok()
+        };
+        let members = match raw.get().trim_start().starts_with('{') {
+            true => serde_json::from_str::<Members>(raw.get()).ok(),
+            false => None,
+        };
+        match members {
+            Some(m) => Params::Members {
+                name: text(m.name),
+                uri: text(m.uri),
+                task_id: text(m.task_id),
+                arguments: m.arguments,
+            },
+            None => Params::Whole(serde_json::from_str(raw.get()).unwrap_or(Value::Null)),
+        }
+    }
+
+    /// The call's name, as a `tools/call` or `prompts/get` names it.
+    fn name(&self) -> Option<&str> {
+        match self {
+            Params::Members { name, .. } => name.as_deref(),
+            Params::Whole(v) => v.get("name").and_then(Value::as_str),
+        }
+    }
+
+    /// The params as [`check`] reads them: `member` (what `Mcp-Name`
+    /// names for the method) and, when `with_arguments`, the arguments.
+    fn into_value(self, member: Option<&str>, with_arguments: bool) -> Value {
+        let (name, uri, task_id, arguments) = match self {
+            Params::Whole(value) => return value,
+            Params::Members {
+                name,
+                uri,
+                task_id,
+                arguments,
+            } => (name, uri, task_id, arguments),
+        };
+        let mut out = serde_json::Map::new();
+        let named = match member {
+            Some("name") => name,
+            Some("uri") => uri,
+            Some("taskId") => task_id,
+            _ => None,
+        };
+        if let (Some(member), Some(value)) = (member, named) {
+            out.insert(member.to_owned(), Value::String(value.into_owned()));
+        }
+        if with_arguments
+            && let Some(arguments) = arguments.and_then(|a| serde_json::from_str(a.get()).ok())
+        {
+            out.insert("arguments".to_owned(), arguments);
+        }
+        Value::Object(out)
+    }
 }
 
 /// The member of a request's params that its `Mcp-Name` header says, for
@@ -359,5 +447,54 @@ mod tests {
             None,
         );
         assert_eq!(plain, Ok(()));
+    }
+
+    /// The params the check reads from a body's text say, for every
+    /// header the check compares, what the params read whole say: the
+    /// member `Mcp-Name` names (or none where it is not text), and the
+    /// arguments when the tool has annotated ones; params that do not read
+    /// member by member (a member twice, not an object) are read whole.
+    #[test]
+    fn params_read_member_by_member_say_what_the_whole_params_say() {
+        let cases = [
+            (
+                "tools/call",
+                r#"{"name":"lookup","arguments":{"region":"eu","nested":{"flag":true}},"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}}}"#,
+            ),
+            ("tools/call", r#"{"name":"look\u0075p","arguments":{}}"#),
+            ("tools/call", r#"{"name":"first","name":"second"}"#),
+            ("tools/call", r#"{"name":7,"arguments":{"region":"eu"}}"#),
+            ("tools/call", r#"["lookup",{"region":"eu"}]"#),
+            ("resources/read", r#"{"uri":"file:///a","name":"not this"}"#),
+            ("tasks/get", r#"{"taskId":"t-1"}"#),
+            ("prompts/get", r#"{"name":"p","arguments":{"a":"b"}}"#),
+        ];
+        for (method, params) in cases {
+            let raw: Box<RawValue> = serde_json::from_str(params).expect("params");
+            let whole: Value = serde_json::from_str(params).expect("params");
+            let member = name_member(method);
+            for with_arguments in [false, true] {
+                let read = Params::read(&raw).into_value(member, with_arguments);
+                let said = |v: &Value| {
+                    (
+                        member
+                            .and_then(|m| v.get(m))
+                            .and_then(Value::as_str)
+                            .map(str::to_owned),
+                        v.get("arguments").cloned().filter(|_| with_arguments),
+                    )
+                };
+                assert_eq!(
+                    said(&read),
+                    said(&whole),
+                    "{method} {params} {with_arguments}"
+                );
+            }
+            assert_eq!(
+                Params::read(&raw).name(),
+                whole.get("name").and_then(Value::as_str),
+                "{params}"
+            );
+        }
     }
 }
