@@ -90,9 +90,9 @@ struct Connection {
 static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
 
 impl Connection {
-    fn new(shared: Arc<Shared>) -> Arc<Self> {
+    fn new(shared: Arc<Shared>) -> Self {
         let n = CONNECTIONS.fetch_add(1, Ordering::Relaxed);
-        Arc::new(Self {
+        Self {
             key: format!("connection-{n}"),
             names: NamesCache::default(),
             log_level: Arc::new(AtomicUsize::new(0)),
@@ -100,7 +100,7 @@ impl Connection {
             loaded: crate::tool_search::Loaded::default(),
             calls: AtomicUsize::new(0),
             shared,
-        })
+        }
     }
 }
 
@@ -120,40 +120,46 @@ impl Drop for Connection {
 #[derive(Clone)]
 pub struct GatewayHandler {
     shared: Arc<Shared>,
-    session: Arc<OnceLock<Arc<Session>>>,
+    /// What every clone of this handler shares, in one allocation.
+    state: Arc<HandlerState>,
+}
+
+/// The state of one client connection's handler, shared by its clones.
+struct HandlerState {
+    /// Its implicit session, once `initialize` opened it.
+    session: OnceLock<Arc<Session>>,
     /// The durable session this endpoint belongs to (`/sessions/{id}/mcp`).
     durable: Option<Arc<OpenSession>>,
     /// A request without a session: its caller's own view, when the caller
-    /// has per-caller servers ([`crate::handler::caller_views`]). rmcp makes a handler for
-    /// each such request, so one handler serves one caller.
-    caller: Arc<OnceLock<View>>,
-    connection: Arc<Connection>,
+    /// has per-caller servers ([`crate::handler::caller_views`]); one
+    /// handler serves one such request.
+    caller: OnceLock<View>,
+    connection: Connection,
     /// How its session's client is reached outside a call's answer, set
     /// at `initialize` (a session-era connection only).
-    client: Arc<OnceLock<ClientPeer>>,
+    client: OnceLock<ClientPeer>,
 }
 
 impl GatewayHandler {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
-        Self {
-            connection: Connection::new(shared.clone()),
-            shared,
-            session: Arc::new(OnceLock::new()),
-            durable: None,
-            caller: Arc::new(OnceLock::new()),
-            client: Arc::new(OnceLock::new()),
-        }
+        Self::with_durable(shared, None)
     }
 
     /// A handler for a durable session's endpoint.
     pub(crate) fn for_session(shared: Arc<Shared>, open: Arc<OpenSession>) -> Self {
+        Self::with_durable(shared, Some(open))
+    }
+
+    fn with_durable(shared: Arc<Shared>, durable: Option<Arc<OpenSession>>) -> Self {
         Self {
-            connection: Connection::new(shared.clone()),
+            state: Arc::new(HandlerState {
+                session: OnceLock::new(),
+                durable,
+                caller: OnceLock::new(),
+                connection: Connection::new(shared.clone()),
+                client: OnceLock::new(),
+            }),
             shared,
-            session: Arc::new(OnceLock::new()),
-            durable: Some(open),
-            caller: Arc::new(OnceLock::new()),
-            client: Arc::new(OnceLock::new()),
         }
     }
 
@@ -164,38 +170,44 @@ impl GatewayHandler {
     pub(crate) async fn bind_caller(&self, principal: &Principal) {
         if self.has_session()
             || principal.is_local()
-            || self.caller.get().is_some()
+            || self.state.caller.get().is_some()
             || !self.shared.host.has_caller_servers()
         {
             return;
         }
         let view = crate::handler::caller_views::stateless_view(&self.shared, principal).await;
-        let _ = self.caller.set(view);
+        let _ = self.state.caller.set(view);
     }
 
     /// The view this connection sees: its durable session's, its implicit
     /// session's, else the stateless one.
     pub(crate) fn view(&self) -> &View {
-        if let Some(open) = &self.durable {
+        if let Some(open) = &self.state.durable {
             return &open.view;
         }
-        if let Some(session) = self.session.get() {
+        if let Some(session) = self.state.session.get() {
             return &session.view;
         }
-        self.caller.get().unwrap_or(&self.shared.access.stateless)
+        self.state
+            .caller
+            .get()
+            .unwrap_or(&self.shared.access.stateless)
     }
 
     fn session_id(&self) -> &str {
-        if let Some(open) = &self.durable {
+        if let Some(open) = &self.state.durable {
             return open.id.as_str();
         }
-        self.session.get().map_or("stateless", |s| s.id.as_str())
+        self.state
+            .session
+            .get()
+            .map_or("stateless", |s| s.id.as_str())
     }
 
     /// Who hears this connection's list changes: its durable session's
     /// clients, or the gateway's.
     pub(crate) fn notifier(&self) -> &crate::notify::Notifier {
-        match &self.durable {
+        match &self.state.durable {
             Some(open) => &open.notifier,
             None => &self.shared.notifier,
         }
@@ -204,13 +216,13 @@ impl GatewayHandler {
     /// Whether this connection belongs to a session (implicit or durable);
     /// 2026-07-28 requests do not.
     fn has_session(&self) -> bool {
-        self.durable.is_some() || self.session.get().is_some()
+        self.state.durable.is_some() || self.state.session.get().is_some()
     }
 
     /// The prompt names this connection's client sees (see [`crate::names`]).
     pub(crate) fn names(&self) -> Arc<Names> {
         let cache = if self.has_session() {
-            &self.connection.names
+            &self.state.connection.names
         } else {
             &self.shared.access.stateless_names
         };
@@ -263,9 +275,9 @@ impl GatewayHandler {
     pub(crate) fn session_parts(&self) -> Option<(&str, &View, &Arc<AtomicUsize>)> {
         self.has_session().then(|| {
             (
-                self.connection.key.as_str(),
+                self.state.connection.key.as_str(),
                 self.view(),
-                &self.connection.log_level,
+                &self.state.connection.log_level,
             )
         })
     }
@@ -275,7 +287,7 @@ impl GatewayHandler {
     /// `ex`; `None` for a 2026-07-28 request over HTTP (its answer is all
     /// that reaches its client).
     pub(crate) fn client_peer(&self, ex: &Exchange) -> Option<ClientPeer> {
-        if let Some(client) = self.client.get() {
+        if let Some(client) = self.state.client.get() {
             return Some(client.clone());
         }
         match &ex.back {
@@ -286,7 +298,10 @@ impl GatewayHandler {
 
     /// Marks this connection as holding subscriptions (dropped with it).
     pub(crate) fn note_subscription(&self) {
-        self.connection.subscribed.store(true, Ordering::Release);
+        self.state
+            .connection
+            .subscribed
+            .store(true, Ordering::Release);
     }
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {
@@ -299,7 +314,7 @@ impl GatewayHandler {
     pub(crate) fn listed_tools(&self) -> ListToolsResult {
         lists::tools(crate::tool_search::listed(
             &self.table(),
-            &self.connection.loaded,
+            &self.state.connection.loaded,
         ))
     }
 
@@ -307,7 +322,7 @@ impl GatewayHandler {
     /// `principal`: its view has that caller's own servers
     /// ([`crate::handler::caller_views`]).
     async fn open_session(&self, principal: &Principal) -> Result<(), ErrorData> {
-        if self.session.get().is_some() || self.durable.is_some() {
+        if self.state.session.get().is_some() || self.state.durable.is_some() {
             return Ok(());
         }
         // The slot was taken before rmcp made the session
@@ -329,7 +344,7 @@ impl GatewayHandler {
         .await;
         self.shared.ops.metrics.sessions(1);
         tracing::debug!(session = %id, "client session opened");
-        let _ = self.session.set(Arc::new(Session {
+        let _ = self.state.session.set(Arc::new(Session {
             id,
             view,
             shared: self.shared.clone(),
@@ -406,7 +421,7 @@ impl GatewayHandler {
         client: ClientPeer,
     ) -> Result<InitializeResult, ErrorData> {
         self.open_session(principal).await?;
-        let _ = self.client.set(client.clone());
+        let _ = self.state.client.set(client.clone());
         // Kept now, not when `initialized` comes: a change right after it
         // must reach the client.
         self.notifier().add_peer(client);
@@ -432,7 +447,10 @@ impl GatewayHandler {
         if self.delegate_unlisted(ex, &table).await {
             table = ex.caller.table_again(self);
         }
-        lists::tools(crate::tool_search::listed(&table, &self.connection.loaded))
+        lists::tools(crate::tool_search::listed(
+            &table,
+            &self.state.connection.loaded,
+        ))
     }
 
     /// `tools/call`: a task, when the client takes one and the tool is

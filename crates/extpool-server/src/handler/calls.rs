@@ -222,7 +222,7 @@ impl GatewayHandler {
         let asked = round.and_then(|r| r.asked());
         // Cancelled as its session closed: told so, as the call itself is.
         let outcome = outcome.or_else(|| {
-            let closed = self.durable.as_ref()?.closed_message(principal)?;
+            let closed = self.state.durable.as_ref()?.closed_message(principal)?;
             Some(Err(HostError::Scope(closed)))
         });
         let (mut result, word) = match outcome {
@@ -267,12 +267,15 @@ impl GatewayHandler {
                 let default = extpool_host::DeferralConfig::default();
                 let config = self.shared.options.tool_search.as_ref().unwrap_or(&default);
                 let args = request.arguments.clone().unwrap_or_default();
-                let (result, loaded) =
-                    match crate::tool_search::search(config, table, &self.connection.loaded, &args)
-                    {
-                        Ok(found) => found,
-                        Err(e) => return Some(Err(e)),
-                    };
+                let (result, loaded) = match crate::tool_search::search(
+                    config,
+                    table,
+                    &self.state.connection.loaded,
+                    &args,
+                ) {
+                    Ok(found) => found,
+                    Err(e) => return Some(Err(e)),
+                };
                 if loaded
                     && self.has_session()
                     && let Some(client) = self.client_peer(ex)
@@ -286,7 +289,7 @@ impl GatewayHandler {
             }
             tool => crate::handler::source_tools::call(
                 &self.shared,
-                self.durable.as_ref(),
+                self.state.durable.as_ref(),
                 principal,
                 tool,
             )
@@ -389,7 +392,12 @@ impl GatewayHandler {
             call_context = call_context.with_progress_sink(route);
         }
         let (handler, table, tool) = (self.clone(), table.clone(), name.to_owned());
-        let closed = session_closed(self.durable.clone().map(|open| (open, principal.clone())));
+        let closed = session_closed(
+            self.state
+                .durable
+                .clone()
+                .map(|open| (open, principal.clone())),
+        );
         let call = Box::pin(async move {
             let call = call_context.scope(
                 handler
@@ -420,7 +428,7 @@ impl GatewayHandler {
     fn log_level_of(&self, ex: &Exchange) -> Arc<AtomicUsize> {
         match request_log_level(&ex.meta) {
             Some(rank) => Arc::new(AtomicUsize::new(rank)),
-            None => self.connection.log_level.clone(),
+            None => self.state.connection.log_level.clone(),
         }
     }
 
@@ -440,7 +448,7 @@ impl GatewayHandler {
     /// ([`GatewayOptions::max_calls_per_session`](crate::GatewayOptions)).
     fn enter_call(&self) -> Result<Slot<'_>, ErrorData> {
         let max = self.shared.options.max_calls_per_session;
-        let calls = &self.connection.calls;
+        let calls = &self.state.connection.calls;
         if calls.fetch_add(1, Ordering::AcqRel) >= max {
             calls.fetch_sub(1, Ordering::AcqRel);
             return Err(ErrorData::invalid_request(
@@ -467,7 +475,12 @@ impl GatewayHandler {
         let (call_context, forwarder) = relay::call_context(ex, self.log_level_of(ex));
         let call_context = call_context.with_caller(ex.caller.label.clone());
         let call = call_context.scope(self.view().call(ToolCall::new(name, args).in_table(table)));
-        let closed = session_closed(self.durable.clone().map(|open| (open, principal.clone())));
+        let closed = session_closed(
+            self.state
+                .durable
+                .clone()
+                .map(|open| (open, principal.clone())),
+        );
         let outcome = tokio::select! {
             // Closing a session ends its MCP sessions, which cancels their
             // requests too: the closing is what the call is told.

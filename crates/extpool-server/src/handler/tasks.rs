@@ -47,13 +47,13 @@ impl GatewayHandler {
     /// session is told by it ([`crate::tasks`]).
     fn liveness(&self) -> std::sync::Weak<dyn std::any::Any + Send + Sync> {
         type Alive = std::sync::Weak<dyn std::any::Any + Send + Sync>;
-        if let Some(open) = &self.durable {
+        if let Some(open) = &self.state.durable {
             return Arc::downgrade(open) as Alive;
         }
-        if let Some(session) = self.session.get() {
+        if let Some(session) = self.state.session.get() {
             return Arc::downgrade(session) as Alive;
         }
-        Arc::downgrade(&self.connection) as Alive
+        Arc::downgrade(&self.state) as Alive
     }
 
     /// Who asks, for the task map: the session (its peer takes the
