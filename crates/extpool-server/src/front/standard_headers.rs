@@ -28,29 +28,19 @@ const BASE64_PREFIX: &str = "=?base64?";
 const BASE64_SUFFIX: &str = "?=";
 
 /// The answer to a 2026-07-28 request or notification without a session
-/// (`body`, already checked) whose standard headers do not say what its
-/// body says; `None` when they do. For a `tools/call` the called tool's
-/// schema is looked up in the table `caller` calls in (through `handler`,
-/// the request's), for its `Mcp-Param-*` headers: a tool the caller does
-/// not see has none.
+/// whose standard headers do not say what its body says (`said`); `None`
+/// when they do. For a `tools/call` the called tool's schema is looked up
+/// in the table `caller` calls in (through `handler`, the request's), for
+/// its `Mcp-Param-*` headers: a tool the caller does not see has none.
 pub(crate) async fn refusal(
     headers: &HeaderMap,
-    body: &[u8],
+    said: Option<Said<'_>>,
     id: Option<&Value>,
     handler: Option<&crate::handler::GatewayHandler>,
     caller: &crate::handler::caller::Caller,
 ) -> Option<Response> {
-    #[derive(serde::Deserialize)]
-    struct Said<'a> {
-        #[serde(borrow, default)]
-        method: Option<Cow<'a, str>>,
-        #[serde(borrow, default)]
-        params: Option<&'a RawValue>,
-    }
-    let said: Said = serde_json::from_slice(body).ok()?;
-    let method = said.method?;
-    let said_params = said.params.map(Params::read);
-    let tool = said_params
+    let Said { method, params } = said?;
+    let tool = params
         .as_ref()
         .and_then(Params::name)
         .filter(|_| method == "tools/call");
@@ -58,7 +48,7 @@ pub(crate) async fn refusal(
         (Some(name), Some(handler)) => handler.header_schema(name, caller).await,
         _ => None,
     };
-    let params = said_params.map(|p| p.into_value(name_member(&method), schema.is_some()));
+    let params = params.map(|p| p.into_value(name_member(&method), schema.is_some()));
     let why = check(headers, &method, params.as_ref(), schema.as_ref()).err()?;
     Some(crate::front::rpc_error(
         StatusCode::BAD_REQUEST,
@@ -66,6 +56,41 @@ pub(crate) async fn refusal(
         HEADER_MISMATCH,
         &why,
     ))
+}
+
+/// What a request or notification says that its standard headers must
+/// say too: its method and its params.
+pub(crate) struct Said<'a> {
+    method: Cow<'a, str>,
+    params: Option<Params<'a>>,
+}
+
+impl<'a> Said<'a> {
+    /// What the body of a message (already checked) says; `None` when it
+    /// names no method.
+    pub(crate) fn of_body(body: &'a [u8]) -> Option<Self> {
+        #[derive(serde::Deserialize)]
+        struct Message<'a> {
+            #[serde(borrow, default)]
+            method: Option<Cow<'a, str>>,
+            #[serde(borrow, default)]
+            params: Option<&'a RawValue>,
+        }
+        let message: Message = serde_json::from_slice(body).ok()?;
+        Some(Said {
+            method: message.method?,
+            params: message.params.map(Params::read),
+        })
+    }
+
+    /// What a `tools/call` read from its body says (its body is not read
+    /// again).
+    pub(crate) fn of_call(params: &'a rmcp::model::CallToolRequestParams) -> Self {
+        Said {
+            method: Cow::Borrowed("tools/call"),
+            params: Some(Params::Call(params)),
+        }
+    }
 }
 
 /// What a request's params say that its headers speak of: the members an
@@ -81,6 +106,8 @@ enum Params<'a> {
         arguments: Option<&'a RawValue>,
     },
     Whole(Value),
+    /// A `tools/call`'s, as its body was read.
+    Call(&'a rmcp::model::CallToolRequestParams),
 }
 
 impl<'a> Params<'a> {
@@ -120,6 +147,7 @@ impl<'a> Params<'a> {
         match self {
             Params::Members { name, .. } => name.as_deref(),
             Params::Whole(v) => v.get("name").and_then(Value::as_str),
+            Params::Call(call) => Some(&call.name),
         }
     }
 
@@ -128,6 +156,7 @@ impl<'a> Params<'a> {
     fn into_value(self, member: Option<&str>, with_arguments: bool) -> Value {
         let (name, uri, task_id, arguments) = match self {
             Params::Whole(value) => return value,
+            Params::Call(call) => return call_value(call, member, with_arguments),
             Params::Members {
                 name,
                 uri,
@@ -152,6 +181,23 @@ impl<'a> Params<'a> {
         }
         Value::Object(out)
     }
+}
+
+/// A `tools/call`'s params as [`check`] reads them: its name as `member`
+/// and, when `with_arguments`, its arguments.
+fn call_value(
+    call: &rmcp::model::CallToolRequestParams,
+    member: Option<&str>,
+    with_arguments: bool,
+) -> Value {
+    let mut out = serde_json::Map::new();
+    if member == Some("name") {
+        out.insert("name".to_owned(), Value::String(call.name.to_string()));
+    }
+    if with_arguments && let Some(arguments) = &call.arguments {
+        out.insert("arguments".to_owned(), Value::Object(arguments.clone()));
+    }
+    Value::Object(out)
 }
 
 /// The member of a request's params that its `Mcp-Name` header says, for
@@ -489,6 +535,14 @@ mod tests {
                     said(&whole),
                     "{method} {params} {with_arguments}"
                 );
+                // A call read as its type says the same.
+                if method == "tools/call"
+                    && let Ok(call) =
+                        serde_json::from_str::<rmcp::model::CallToolRequestParams>(params)
+                {
+                    let typed = Params::Call(&call).into_value(member, with_arguments);
+                    assert_eq!(said(&typed), said(&whole), "{params} as a call");
+                }
             }
             assert_eq!(
                 Params::read(&raw).name(),

@@ -23,6 +23,7 @@ use rmcp::model::{
 use super::initialize::MakeHandler;
 use super::refusals;
 use super::session::Session;
+use super::standard_headers::Said;
 
 /// Serves a 2026-07-28 `message` without a session (its body `bytes` read
 /// and checked, `parts` its HTTP request's), from `principal`.
@@ -46,7 +47,7 @@ pub(crate) async fn serve(
         ClientJsonRpcMessage::Notification(_) => {
             let refused = Box::pin(crate::front::standard_headers::refusal(
                 &parts.headers,
-                bytes,
+                Said::of_body(bytes),
                 None,
                 None,
                 &caller,
@@ -66,9 +67,13 @@ pub(crate) async fn serve(
         Err(answer) => return answer,
     };
     let id_value = serde_json::to_value(&id).ok();
+    let said = match &request {
+        ClientRequest::CallToolRequest(call) => Some(Said::of_call(&call.params)),
+        _ => Said::of_body(bytes),
+    };
     let refused = crate::front::standard_headers::refusal(
         &parts.headers,
-        bytes,
+        said,
         id_value.as_ref(),
         Some(&handler),
         &caller,
