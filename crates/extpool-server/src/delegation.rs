@@ -115,7 +115,7 @@ impl Delegation {
     /// and each call of this one's tools says why not).
     pub(crate) fn check(&self, host: &Host) -> Result<(), String> {
         for server in host.delegated_servers() {
-            let Some((_, profile)) = host.caller_profile(&server, "check") else {
+            let Some((_, profile)) = host.caller_profile(&server, || "check".to_owned()) else {
                 continue;
             };
             if self.issuer.is_none() {
@@ -145,7 +145,7 @@ impl Delegation {
         principal: &Principal,
         presented: Option<&CallerToken>,
     ) -> Result<Option<Delegated>, String> {
-        let Some((url, profile)) = host.caller_profile(server, &principal.owner()) else {
+        let Some((url, profile)) = host.caller_profile(server, || principal.owner()) else {
             return Ok(None);
         };
         let Some(token) = presented.filter(|_| self.issuer.is_some()) else {

@@ -131,13 +131,14 @@ impl Host {
     }
 
     /// The URL and OAuth profile of server `server` for the caller whose
-    /// owner key is `owner`, when the server's credential is made from
+    /// owner key `owner` gives, when the server's credential is made from
     /// each caller's token (`oauth.token_exchange`, `oauth.passthrough`)
-    /// and it is enabled.
+    /// and it is enabled. `owner` is asked only then: every call asks
+    /// this of its server, and most servers are not such.
     pub fn caller_profile(
         &self,
         server: &str,
-        owner: &str,
+        owner: impl FnOnce() -> String,
     ) -> Option<(String, extpool_auth::OAuthProfile)> {
         let loaded = &self.inner.loaded;
         let written = loaded.config.mcp_servers.get(server)?;
@@ -151,7 +152,7 @@ impl Host {
         let config = loaded
             .resolve_server(server, &extpool_config::process_env)?
             .ok()?;
-        let profile = config.oauth.as_ref()?.for_principal(owner);
+        let profile = config.oauth.as_ref()?.for_principal(&owner());
         Some((config.url.clone()?, profile))
     }
 

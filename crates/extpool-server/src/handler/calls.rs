@@ -426,7 +426,9 @@ impl GatewayHandler {
     /// log message (SEP-2575); a session's requests get what its
     /// `logging/setLevel` asked for.
     fn log_level_of(&self, ex: &Exchange) -> Arc<AtomicUsize> {
-        match request_log_level(&ex.meta) {
+        // The request's own version, read once (a session's is never
+        // 2026-07-28 or later): what `request_log_level` reads again.
+        match ex.is_modern().then(|| meta_log_level(&ex.meta)) {
             Some(rank) => Arc::new(AtomicUsize::new(rank)),
             None => self.state.connection.log_level.clone(),
         }
@@ -554,10 +556,15 @@ pub(crate) fn request_log_level(meta: &rmcp::model::RequestMetaObject) -> Option
     {
         return None;
     }
-    let rank = meta
-        .log_level()
-        .and_then(|level| log_level_rank(&crate::handler::passthrough::level_word(level)));
-    Some(rank.unwrap_or(usize::MAX))
+    Some(meta_log_level(meta))
+}
+
+/// The rank of the log level a 2026-07-28 request's `meta` asks for, or
+/// `usize::MAX` (no log message) when it asks for none.
+fn meta_log_level(meta: &rmcp::model::RequestMetaObject) -> usize {
+    meta.log_level()
+        .and_then(|level| log_level_rank(&crate::handler::passthrough::level_word(level)))
+        .unwrap_or(usize::MAX)
 }
 
 /// The error of a call that failed after `server` asked `method`, which
