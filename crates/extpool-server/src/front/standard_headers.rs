@@ -96,15 +96,18 @@ impl<'a> Said<'a> {
 /// What a request's params say that its headers speak of: the members an
 /// `Mcp-Name` header names, and a call's arguments, read from the body
 /// without building the rest (`_meta`, arguments no header speaks of).
-/// Params that do not read so (a member sent twice) are read whole, as
-/// JSON reads them.
+/// Params that do not read so (a member sent twice, not an object) are
+/// read whole, as JSON reads them.
 enum Params<'a> {
+    /// Read member by member from the body: the text members, the
+    /// arguments as they lie in it.
     Members {
         name: Option<Cow<'a, str>>,
         uri: Option<Cow<'a, str>>,
         task_id: Option<Cow<'a, str>>,
         arguments: Option<&'a RawValue>,
     },
+    /// Read whole from the body.
     Whole(Value),
     /// A `tools/call`'s, as its body was read.
     Call(&'a rmcp::model::CallToolRequestParams),
