@@ -31,7 +31,7 @@
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use parking_lot::Mutex;
 use rmcp::ServiceError;
@@ -70,6 +70,10 @@ pub(crate) struct Direct {
     era: OnceLock<Era>,
     /// Woken when the connection's input ends.
     ending: Notify,
+    /// The connection's input ended (as `State::ended`), read without the
+    /// lock: every call's client asks whether its connection is alive,
+    /// while the connection's thread takes the lock for every answer.
+    ended: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -108,6 +112,7 @@ impl Direct {
             state: Mutex::new(State::default()),
             era: OnceLock::new(),
             ending: Notify::new(),
+            ended: AtomicBool::new(false),
         }
     }
 
@@ -219,7 +224,10 @@ impl Direct {
             JsonRpcMessage::Error(error) => Err(error.error),
             other => return Some(other),
         };
-        match self.state.lock().waiting.remove(&id) {
+        // Taken under the lock, answered after it: waking the caller may
+        // wake a thread, which callers admitting their calls need not wait for.
+        let waiting = self.state.lock().waiting.remove(&id);
+        match waiting {
             Some(caller) => {
                 let _ = caller.send(answer);
             }
@@ -233,6 +241,7 @@ impl Direct {
         {
             let mut state = self.state.lock();
             state.ended = true;
+            self.ended.store(true, Ordering::Release);
             state.waiting.clear();
         }
         self.ending.notify_waiters();
@@ -240,7 +249,7 @@ impl Direct {
 
     /// True once the connection's input has ended ([`Direct::end`]).
     pub(crate) fn is_ended(&self) -> bool {
-        self.state.lock().ended
+        self.ended.load(Ordering::Acquire)
     }
 
     /// Resolves once the connection's input has ended ([`Direct::end`]).
@@ -474,12 +483,15 @@ mod tests {
             request["params"]["_meta"]["progressToken"], request["id"],
             "a call asking for progress is its own token"
         );
+        assert!(!pair.direct.is_ended());
         drop(pair.server);
         assert!(matches!(
             within(call).await.unwrap(),
             Err(ServiceError::TransportClosed)
         ));
         within(pair.reader).await.unwrap();
+        assert!(pair.direct.is_ended(), "the end is seen without the lock");
+        within(pair.direct.ended()).await;
         let id = pair.direct.next_id();
         assert!(matches!(
             pair.direct.call_tool(id, echo("later"), false).await,

@@ -166,7 +166,7 @@ pub(super) async fn in_session(
     // The session is resumed: the requests waiting for it go on.
     drop(resuming);
     let method = parts.method.clone();
-    let response = match live.session::<Session>(&key) {
+    let response = match busy.session::<Session>() {
         Some(session) => {
             let caller = Caller::of(shared, principal.clone()).presenting(&parts.extensions);
             in_own_session(shared, &key, &session, (parts, read), caller).await

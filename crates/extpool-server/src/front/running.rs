@@ -43,11 +43,33 @@ pub(super) type Queued = Box<ServerJsonRpcMessage>;
 /// and log messages and, when the client gave a progress token, progress
 /// ([`OutboxProgress`]), on one queue, so they reach the client in the order
 /// they were sent.
+///
+/// The queue stays open while the outbox lives (it keeps a sender of its
+/// own, dropped after its receiver, which forgets the waiting task's waker
+/// when it drops): so the queue's end wakes nobody. Were the call's client
+/// the last sender, its drop, as the call ends, would wake the HTTP task
+/// that is writing the call's answer, and the runtime would run that task
+/// once more for nothing and wake another worker to share the work — on
+/// every call.
 pub(super) struct Outbox {
-    pub(super) messages: mpsc::Receiver<Queued>,
+    messages: mpsc::Receiver<Queued>,
+    /// The queue's own sender, dropped after `messages` (fields drop in
+    /// order): the call's senders are never its last.
+    _open: mpsc::Sender<Queued>,
 }
 
 impl Outbox {
+    /// An outbox of at most `capacity` messages waiting, and the sender
+    /// that the call's client and progress send on.
+    pub(super) fn new(capacity: usize) -> (Self, mpsc::Sender<Queued>) {
+        let (tx, messages) = mpsc::channel(capacity);
+        let outbox = Self {
+            messages,
+            _open: tx.clone(),
+        };
+        (outbox, tx)
+    }
+
     #[allow(deprecated)] // logging (SEP-2577) is deprecated but clients still show it
     pub(super) fn log(params: Value) -> Option<ServerJsonRpcMessage> {
         let params = crate::handler::relay::log_param(params)?;
@@ -61,11 +83,11 @@ impl Outbox {
         self.messages.try_recv().ok().map(|message| *message)
     }
 
-    /// The next message; pending for ever once the call's senders are gone
-    /// (the call's answer ends the stream then).
+    /// The next message (the call's answer ends the wait).
     async fn next(&mut self) -> ServerJsonRpcMessage {
         match self.messages.recv().await {
             Some(message) => *message,
+            // The outbox's own sender keeps the queue open.
             None => std::future::pending().await,
         }
     }
@@ -205,3 +227,67 @@ pub(super) fn holding<G: Send + 'static>(response: Response, guard: G) -> Respon
 }
 
 pub(crate) use crate::wire::AbortOnDrop;
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::{Context, Wake, Waker};
+
+    use super::*;
+
+    /// A waker that counts its wakes.
+    #[derive(Default)]
+    struct Wakes(AtomicUsize);
+
+    impl Wake for Wakes {
+        fn wake(self: Arc<Self>) {
+            self.wake_by_ref();
+        }
+
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn log_message() -> Queued {
+        Box::new(Outbox::log(serde_json::json!({"level": "info", "data": "a line"})).unwrap())
+    }
+
+    /// Waits on `outbox` once, as the HTTP task does while the call runs.
+    fn wait_on(outbox: &mut Outbox, cx: &mut Context<'_>) -> std::task::Poll<ServerJsonRpcMessage> {
+        std::pin::pin!(outbox.next()).poll(cx)
+    }
+
+    #[test]
+    fn a_call_ending_and_its_outbox_dropped_wake_nobody() {
+        let wakes = Arc::new(Wakes::default());
+        let waker = Waker::from(wakes.clone());
+        let mut cx = Context::from_waker(&waker);
+        let (mut outbox, client) = Outbox::new(4);
+        let progress = client.clone();
+        assert!(wait_on(&mut outbox, &mut cx).is_pending());
+        // The call ends: its client and progress go with it, then the
+        // answer is written and the outbox dropped.
+        drop(client);
+        drop(progress);
+        assert!(wait_on(&mut outbox, &mut cx).is_pending(), "still open");
+        drop(outbox);
+        assert_eq!(wakes.0.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn a_message_sent_while_the_task_waits_wakes_it_and_comes_next() {
+        let wakes = Arc::new(Wakes::default());
+        let waker = Waker::from(wakes.clone());
+        let mut cx = Context::from_waker(&waker);
+        let (mut outbox, client) = Outbox::new(4);
+        assert!(wait_on(&mut outbox, &mut cx).is_pending());
+        client.try_send(log_message()).unwrap();
+        assert_eq!(wakes.0.load(Ordering::SeqCst), 1);
+        let std::task::Poll::Ready(message) = wait_on(&mut outbox, &mut cx) else {
+            panic!("the message is waiting");
+        };
+        assert!(serde_json::to_string(&message).unwrap().contains("a line"));
+        assert!(outbox.waiting().is_none());
+    }
+}

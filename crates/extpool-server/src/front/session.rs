@@ -223,7 +223,7 @@ impl Session {
             session: self.clone(),
             key,
         };
-        let (outbox_tx, messages) = mpsc::channel(OUTBOX_QUEUE);
+        let (outbox, outbox_tx) = Outbox::new(OUTBOX_QUEUE);
         let level = match crate::handler::calls::request_log_level(request.get_meta()) {
             Some(rank) => Arc::new(std::sync::atomic::AtomicUsize::new(rank)),
             None => self
@@ -272,10 +272,7 @@ impl Session {
             drop(in_flight);
             answer
         });
-        let mut running = Running {
-            call,
-            outbox: Outbox { messages },
-        };
+        let mut running = Running { call, outbox };
         let first = match self.wait() {
             Wait::Grace(grace) => tokio::time::timeout(grace, running.first()).await.ok(),
             // Ready when first polled, or not at all (a timer's resolution

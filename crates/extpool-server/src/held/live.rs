@@ -51,6 +51,12 @@ pub(crate) trait HeldSession: Any + Send + Sync + std::fmt::Debug {
     fn end(&self);
 }
 
+/// `held` as the kind of session it is, if it is an `S`.
+fn downcast<S: HeldSession>(held: Arc<dyn HeldSession>) -> Option<Arc<S>> {
+    let any: Arc<dyn Any + Send + Sync> = held;
+    any.downcast().ok()
+}
+
 /// Where a session lives: the endpoint (`""` for `/mcp`, else the durable
 /// session's id) and the `Mcp-Session-Id` the front end gave it.
 pub(crate) type Key = (String, String);
@@ -289,8 +295,7 @@ impl Live {
     /// an `S` (the front end's sessions are the only kind it holds).
     pub(crate) fn session<S: HeldSession>(&self, key: &Key) -> Option<Arc<S>> {
         let held = self.state.lock().sessions.get(key)?.session.clone()?;
-        let any: Arc<dyn Any + Send + Sync> = held;
-        any.downcast().ok()
+        downcast(held)
     }
 
     /// Forgets session `key` (its client ended it, or it expired).
@@ -385,6 +390,7 @@ impl Live {
             key: key.clone(),
             id: id.map(str::to_owned),
             resume: entry.resuming.clone(),
+            session: entry.session.clone(),
         })
     }
 

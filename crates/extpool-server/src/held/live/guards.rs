@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::{Entry, Key, Live};
+use super::{Entry, HeldSession, Key, Live};
 
 /// A reserved slot; given back on drop unless the session was made.
 #[derive(Debug)]
@@ -52,9 +52,22 @@ pub(crate) struct Busy {
     pub(super) id: Option<String>,
     /// The resume of its session under way when it was admitted, if any.
     pub(super) resume: Option<watch::Receiver<()>>,
+    /// What answered the session's requests when this was admitted.
+    pub(super) session: Option<Arc<dyn HeldSession>>,
 }
 
 impl Busy {
+    /// What answers the session's requests, if it is an `S`: as it was
+    /// when this request was admitted, else (a session resumed since) as
+    /// the table holds it now. Taken from the admission, it costs the
+    /// table's lock no second time.
+    pub(crate) fn session<S: HeldSession>(&mut self) -> Option<Arc<S>> {
+        match self.session.take() {
+            Some(held) => super::downcast(held),
+            None => self.live.session(&self.key),
+        }
+    }
+
     /// Waits until the resume of its session that was under way when this
     /// request was admitted is done (at once if there was none), so no
     /// request is answered by a session still being resumed.
