@@ -18,6 +18,7 @@
 use std::fs::File;
 use std::io;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 use tokio::net::UnixStream;
@@ -114,6 +115,10 @@ impl Queue {
 #[derive(Debug)]
 struct Shared {
     queue: Mutex<Queue>,
+    /// The writes failed (as `Queue::failed`), read without the lock: the
+    /// read side asks before every read it waits on, while senders and the
+    /// writer take the lock for every message.
+    has_failed: AtomicBool,
     /// The writer task: there is something to write (or to close).
     work: Notify,
     /// Senders waiting for room; the read side waiting for a failure.
@@ -146,6 +151,7 @@ impl Writer {
                 sink: Some(sink.clone()),
                 ..Queue::default()
             }),
+            has_failed: AtomicBool::new(false),
             work: Notify::new(),
             room: Notify::new(),
             failed: Notify::new(),
@@ -187,7 +193,7 @@ impl Writer {
     pub(crate) async fn failed(&self) {
         loop {
             let notified = self.shared.failed.notified();
-            if self.shared.queue.lock().failed.is_some() {
+            if self.shared.has_failed.load(Ordering::Acquire) {
                 return;
             }
             notified.await;
@@ -318,6 +324,7 @@ async fn room(shared: Arc<Shared>) -> io::Result<()> {
 fn fail(shared: &Shared, q: &mut Queue, error: io::Error) {
     tracing::debug!(%error, "writing to the MCP peer failed; closing the connection");
     q.failed = Some((error.kind(), error.to_string()));
+    shared.has_failed.store(true, Ordering::Release);
     q.bytes = Vec::new();
     q.sink = None;
     shared.room.notify_waiters();

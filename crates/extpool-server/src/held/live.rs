@@ -202,8 +202,9 @@ impl Live {
         self.expired.subscribe()
     }
 
-    /// Requests in flight on `endpoint` now (`""`: `/mcp`; else a
-    /// durable session's id), sessions or not.
+    /// Requests in flight on durable session `endpoint`'s endpoint now,
+    /// sessions or not (those on `/mcp` are not counted: see
+    /// [`Live::arriving`]).
     pub(crate) fn in_flight(&self, endpoint: &str) -> usize {
         self.state
             .lock()
@@ -394,8 +395,15 @@ impl Live {
         })
     }
 
-    /// Counts a request on `endpoint` until the guard drops.
+    /// Counts a request on `endpoint` until the guard drops. Requests on
+    /// `/mcp` (`""`) are not counted: what the count is for — an idle
+    /// durable session's endpoint closed, its requests shown — concerns
+    /// durable sessions' endpoints only, and `/mcp` takes every request
+    /// that is not theirs, which need not take the table's lock for it.
     pub(crate) fn arriving(self: &Arc<Self>, endpoint: &str) -> Arriving {
+        if endpoint.is_empty() {
+            return Arriving { counted: None };
+        }
         *self
             .state
             .lock()
@@ -403,8 +411,7 @@ impl Live {
             .entry(endpoint.to_owned())
             .or_default() += 1;
         Arriving {
-            live: self.clone(),
-            endpoint: endpoint.to_owned(),
+            counted: Some((self.clone(), endpoint.to_owned())),
         }
     }
 

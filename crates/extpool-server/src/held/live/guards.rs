@@ -121,17 +121,21 @@ impl Drop for Busy {
 /// A request on an endpoint, on its way in.
 #[derive(Debug)]
 pub(crate) struct Arriving {
-    pub(super) live: Arc<Live>,
-    pub(super) endpoint: String,
+    /// The table and the endpoint it is counted on (`None`: `/mcp`, not
+    /// counted).
+    pub(super) counted: Option<(Arc<Live>, String)>,
 }
 
 impl Drop for Arriving {
     fn drop(&mut self) {
-        let mut state = self.live.state.lock();
-        if let Some(n) = state.endpoints.get_mut(&self.endpoint) {
+        let Some((live, endpoint)) = &self.counted else {
+            return;
+        };
+        let mut state = live.state.lock();
+        if let Some(n) = state.endpoints.get_mut(endpoint) {
             *n -= 1;
             if *n == 0 {
-                state.endpoints.remove(&self.endpoint);
+                state.endpoints.remove(endpoint);
             }
         }
     }

@@ -125,9 +125,13 @@ fn a_resume_at_the_limit_is_refused_and_one_that_came_to_nothing_is_forgotten() 
 #[test]
 fn an_endpoint_with_a_request_on_its_way_is_not_idle() {
     let live = Arc::new(Live::new(8, 8, Duration::from_secs(60)));
+    let on_mcp = live.arriving("");
     let arriving = live.arriving("d1");
+    assert_eq!(live.in_flight("d1"), 1, "counted on its own endpoint only");
     assert!(!live.if_endpoint_idle("d1", || panic!("busy")));
     drop(arriving);
+    assert_eq!(live.in_flight("d1"), 0);
+    drop(on_mcp);
     let mut ran = false;
     assert!(live.if_endpoint_idle("d1", || ran = true));
     assert!(ran);
