@@ -50,9 +50,10 @@ impl Link {
                 .call_tool(direct.next_id(), params, false)
                 .await
                 .map(contentless),
-            None => self
-                .peer
-                .call_tool_once(params)
+            // Boxed: rmcp's request future (some 3.4 KiB) would otherwise
+            // be part of every call's future, direct ones included, and be
+            // copied whole with it wherever it is moved or boxed.
+            None => Box::pin(self.peer.call_tool_once(params))
                 .await
                 .map(ServerResult::from),
         }
@@ -71,6 +72,17 @@ impl Link {
             let _route = routes.register(ProgressToken(NumberOrString::Number(id)), progress);
             return direct.call_tool(id, params, true).await.map(contentless);
         }
+        // Boxed, as in `call_tool`.
+        Box::pin(self.rmcp_call_tool_with_progress(params, routes, progress)).await
+    }
+
+    /// [`Link::call_tool_with_progress`] through rmcp's service.
+    async fn rmcp_call_tool_with_progress(
+        &self,
+        params: CallToolRequestParams,
+        routes: &Arc<ProgressRoutes>,
+        progress: ProgressTo,
+    ) -> Result<ServerResult, ServiceError> {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = self
             .peer
