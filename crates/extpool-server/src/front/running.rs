@@ -253,6 +253,12 @@ mod tests {
         Box::new(Outbox::log(serde_json::json!({"level": "info", "data": "a line"})).unwrap())
     }
 
+    /// A waker that counts its wakes, and the count.
+    fn counting_waker() -> (Waker, Arc<Wakes>) {
+        let wakes = Arc::new(Wakes::default());
+        (Waker::from(wakes.clone()), wakes)
+    }
+
     /// Waits on `outbox` once, as the HTTP task does while the call runs.
     fn wait_on(outbox: &mut Outbox, cx: &mut Context<'_>) -> std::task::Poll<ServerJsonRpcMessage> {
         std::pin::pin!(outbox.next()).poll(cx)
@@ -260,8 +266,7 @@ mod tests {
 
     #[test]
     fn a_call_ending_and_its_outbox_dropped_wake_nobody() {
-        let wakes = Arc::new(Wakes::default());
-        let waker = Waker::from(wakes.clone());
+        let (waker, wakes) = counting_waker();
         let mut cx = Context::from_waker(&waker);
         let (mut outbox, client) = Outbox::new(4);
         let progress = client.clone();
@@ -277,8 +282,7 @@ mod tests {
 
     #[test]
     fn a_message_sent_while_the_task_waits_wakes_it_and_comes_next() {
-        let wakes = Arc::new(Wakes::default());
-        let waker = Waker::from(wakes.clone());
+        let (waker, wakes) = counting_waker();
         let mut cx = Context::from_waker(&waker);
         let (mut outbox, client) = Outbox::new(4);
         assert!(wait_on(&mut outbox, &mut cx).is_pending());
